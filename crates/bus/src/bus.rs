@@ -1,0 +1,323 @@
+//! The broadcast bus: publish, subscribe, resume from a cursor.
+
+use std::collections::VecDeque;
+use std::num::NonZeroUsize;
+use std::pin::Pin;
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::task::{Context, Poll};
+
+use tokio::sync::broadcast;
+use tokio_stream::Stream;
+use tokio_stream::wrappers::BroadcastStream;
+use tokio_stream::wrappers::errors::BroadcastStreamRecvError;
+
+use crate::{Envelope, Event, EventId, IdGenerator};
+
+/// A typed, non-blocking broadcast bus with a bounded, replayable history.
+///
+/// Cloning a `Bus` gives another handle to the same bus. When the last handle is dropped,
+/// every subscription ends after yielding what it had buffered.
+///
+/// # Examples
+///
+/// ```
+/// use askbus_bus::{Bus, Event};
+/// use tokio_stream::StreamExt;
+///
+/// #[derive(Clone, serde::Serialize)]
+/// struct Pinged(u32);
+/// impl Event for Pinged {
+///     const TYPE: &'static str = "demo.pinged";
+/// }
+///
+/// # #[tokio::main(flavor = "current_thread")] async fn main() {
+/// let bus = Bus::new();
+/// let mut pings = bus.subscribe::<Pinged>();
+/// bus.publish(Pinged(7));
+/// assert_eq!(pings.next().await.unwrap().unwrap().0, 7);
+/// # }
+/// ```
+#[derive(Clone)]
+pub struct Bus {
+    /// Shared by every handle.
+    shared: Arc<Shared>,
+}
+
+/// Sizes of a bus's buffers.
+#[derive(Debug, Clone, Copy)]
+pub struct BusConfig {
+    /// How many recent events are kept for [`Bus::subscribe_from`]. Zero keeps none: every
+    /// cursor but the newest is then too old.
+    pub history: usize,
+    /// How many events a subscriber may fall behind before it is told it [`Lagged`].
+    pub subscriber_capacity: NonZeroUsize,
+}
+
+/// A subscriber fell behind and `0` events were dropped for it.
+///
+/// Returning `Lagged` does **not** close the subscription: the next item is the oldest event
+/// still buffered. A consumer that needs every event resyncs (snapshot, then replay).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error("subscriber lagged behind and missed {0} events")]
+pub struct Lagged(pub u64);
+
+/// Why [`Bus::subscribe_from`] cannot resume after a cursor.
+///
+/// Either way the consumer must resync from a snapshot: a partial replay would silently lose
+/// events, which is worse than an explicit error.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum ReplayError {
+    /// The cursor is older than the oldest event still in the history.
+    #[error(
+        "cursor {cursor} is older than the retained history (oldest resumable cursor: {oldest})"
+    )]
+    CursorTooOld {
+        /// The cursor asked for.
+        cursor: EventId,
+        /// The oldest cursor that can still be resumed from.
+        oldest: EventId,
+    },
+    /// The cursor is not one this bus issued (another process, or a restart).
+    #[error("cursor {cursor} was not issued by this bus")]
+    UnknownCursor {
+        /// The cursor asked for.
+        cursor: EventId,
+    },
+}
+
+/// A stream of every event as [`Envelope`]s, optionally starting with a replay.
+///
+/// Yields `Ok(envelope)` in publish order, or `Err(Lagged(n))` when `n` events were dropped
+/// for this subscriber; ends when the last [`Bus`] handle is gone.
+pub struct Subscription {
+    /// Events after the resume cursor that were already published at subscribe time.
+    replay: VecDeque<Envelope>,
+    /// Events published after subscribe time.
+    live: BroadcastStream<Envelope>,
+    /// The cursor this subscription starts after: every later event is yielded.
+    start: EventId,
+}
+
+/// A stream of the events of one type `E`; see [`Subscription`] for ordering and lag.
+///
+/// `Lagged(n)` counts missed envelopes of every type: the bus cannot tell which types the
+/// dropped events had.
+pub struct TypedSubscription<E> {
+    /// The untyped stream being filtered.
+    all: Subscription,
+    /// `fn() -> E` keeps the subscription `Send + Sync` for any `E`.
+    event: std::marker::PhantomData<fn() -> E>,
+}
+
+/// State behind every handle of one bus.
+struct Shared {
+    /// Taken for every publish and subscribe; held only for id assignment, the history push
+    /// and the channel send, never across an `.await`.
+    state: Mutex<State>,
+    /// The live channel; sending never waits for receivers.
+    sender: broadcast::Sender<Envelope>,
+}
+
+/// What the publish lock protects. Id assignment, history and channel send happen under one
+/// lock so that ids, history order and delivery order are the same order: a subscriber that
+/// takes the lock sees a history that ends exactly where its live channel begins.
+struct State {
+    /// Source of event ids.
+    ids: IdGenerator,
+    /// The most recent events, oldest first, at most `history_capacity` long.
+    history: VecDeque<Envelope>,
+    /// Maximum length of `history`.
+    history_capacity: usize,
+    /// The cursor just before `history[0]`: the id of the last evicted event, or the bus's
+    /// origin id (made at creation, before any event) while nothing has been evicted.
+    floor: EventId,
+}
+
+impl Default for BusConfig {
+    fn default() -> Self {
+        Self {
+            history: 4096,
+            subscriber_capacity: NonZeroUsize::new(1024).unwrap_or(NonZeroUsize::MIN),
+        }
+    }
+}
+
+impl Default for Bus {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+/// Tokio's broadcast channel refuses capacities above `usize::MAX / 2`; nobody means that.
+const MAX_SUBSCRIBER_CAPACITY: usize = 1 << 24;
+
+impl Bus {
+    /// A bus with the default [`BusConfig`].
+    pub fn new() -> Self {
+        Self::with_config(BusConfig::default())
+    }
+
+    /// A bus with the given buffer sizes. A `subscriber_capacity` above 2^24 is lowered to it.
+    pub fn with_config(config: BusConfig) -> Self {
+        let capacity = config
+            .subscriber_capacity
+            .get()
+            .min(MAX_SUBSCRIBER_CAPACITY);
+        let (sender, _) = broadcast::channel(capacity);
+        let mut ids = IdGenerator::new();
+        let origin = ids.next_id();
+        Self {
+            shared: Arc::new(Shared {
+                state: Mutex::new(State {
+                    ids,
+                    history: VecDeque::with_capacity(config.history.min(4096)),
+                    history_capacity: config.history,
+                    floor: origin,
+                }),
+                sender,
+            }),
+        }
+    }
+
+    /// Publishes `event` to every current subscriber and the history; returns its id.
+    ///
+    /// Never blocks on subscribers and never fails: having no subscriber is normal, and a
+    /// slow subscriber is told it lagged instead of slowing the publisher.
+    pub fn publish<E: Event>(&self, event: E) -> EventId {
+        let mut state = self.shared.lock();
+        let id = state.ids.next_id();
+        let envelope = Envelope::new(id, event);
+        if state.history_capacity > 0 {
+            if state.history.len() == state.history_capacity
+                && let Some(evicted) = state.history.pop_front()
+            {
+                state.floor = evicted.id();
+            }
+            state.history.push_back(envelope.clone());
+        } else {
+            state.floor = id;
+        }
+        // An error only means nobody is subscribed right now.
+        let _ = self.shared.sender.send(envelope);
+        id
+    }
+
+    /// Every event published from now on.
+    pub fn subscribe_all(&self) -> Subscription {
+        let state = self.shared.lock();
+        Subscription {
+            replay: VecDeque::new(),
+            live: BroadcastStream::new(self.shared.sender.subscribe()),
+            start: state.newest(),
+        }
+    }
+
+    /// Every event after `cursor`, then every event published from now on, with no gap and
+    /// no duplicate even while other tasks publish.
+    ///
+    /// # Errors
+    ///
+    /// [`ReplayError`] when the events after `cursor` are no longer all in the history, or
+    /// `cursor` was never issued by this bus; the caller should resync instead.
+    pub fn subscribe_from(&self, cursor: EventId) -> Result<Subscription, ReplayError> {
+        let state = self.shared.lock();
+        let replay_from = if cursor == state.floor {
+            0
+        } else {
+            match state.history.binary_search_by_key(&cursor, Envelope::id) {
+                Ok(index) => index + 1,
+                Err(_) if cursor < state.floor => {
+                    return Err(ReplayError::CursorTooOld {
+                        cursor,
+                        oldest: state.floor,
+                    });
+                }
+                Err(_) => return Err(ReplayError::UnknownCursor { cursor }),
+            }
+        };
+        Ok(Subscription {
+            replay: state.history.range(replay_from..).cloned().collect(),
+            live: BroadcastStream::new(self.shared.sender.subscribe()),
+            start: cursor,
+        })
+    }
+
+    /// Events of type `E` published from now on.
+    pub fn subscribe<E: Event>(&self) -> TypedSubscription<E> {
+        TypedSubscription {
+            all: self.subscribe_all(),
+            event: std::marker::PhantomData,
+        }
+    }
+
+    /// The id of the newest event, or the bus's origin cursor if nothing was published yet.
+    /// Resuming from it yields exactly the events published after this call.
+    pub fn head(&self) -> EventId {
+        self.shared.lock().newest()
+    }
+
+    /// How many subscriptions are currently open.
+    pub fn subscriber_count(&self) -> usize {
+        self.shared.sender.receiver_count()
+    }
+}
+
+impl Shared {
+    fn lock(&self) -> MutexGuard<'_, State> {
+        // The state is consistent after every statement that mutates it, so a panic in
+        // another thread (which cannot happen while holding this lock) leaves it usable.
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+impl State {
+    fn newest(&self) -> EventId {
+        self.history.back().map_or(self.floor, Envelope::id)
+    }
+}
+
+impl Subscription {
+    /// The cursor this subscription started after. Every event with a greater id is (or
+    /// will be) yielded, so a client that stores this cursor can resume without a gap.
+    pub fn start(&self) -> EventId {
+        self.start
+    }
+}
+
+impl Stream for Subscription {
+    type Item = Result<Envelope, Lagged>;
+
+    fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
+        if let Some(envelope) = self.replay.pop_front() {
+            return Poll::Ready(Some(Ok(envelope)));
+        }
+        Pin::new(&mut self.live).poll_next(cx).map(|item| {
+            item.map(|received| {
+                received.map_err(|BroadcastStreamRecvError::Lagged(missed)| Lagged(missed))
+            })
+        })
+    }
+
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        (self.replay.len(), None)
+    }
+}
+
+impl<E: Event> Stream for TypedSubscription<E> {
+    type Item = Result<E, Lagged>;
+
+    fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
+        loop {
+            match Pin::new(&mut self.all).poll_next(cx) {
+                Poll::Ready(Some(Ok(envelope))) => {
+                    if let Some(event) = envelope.downcast_ref::<E>() {
+                        return Poll::Ready(Some(Ok(event.clone())));
+                    }
+                }
+                Poll::Ready(Some(Err(lagged))) => return Poll::Ready(Some(Err(lagged))),
+                Poll::Ready(None) => return Poll::Ready(None),
+                Poll::Pending => return Poll::Pending,
+            }
+        }
+    }
+}

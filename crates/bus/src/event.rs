@@ -1,0 +1,159 @@
+//! Typed events and the envelope they travel in.
+//!
+//! An [`Event`] is a plain serde type with a stable wire name. Publishing wraps it, once, in
+//! an [`Envelope`] that every subscriber shares: subscribers clone a pointer, never the
+//! payload. The envelope's JSON form `{"id","type","properties"}` is produced the first time
+//! anyone asks for it and then cached, so a thousand SSE clients cost one serialisation.
+
+use std::any::Any;
+use std::fmt;
+use std::sync::{Arc, OnceLock};
+
+use serde::Serialize;
+use serde_json::value::RawValue;
+
+use crate::EventId;
+
+/// A typed event with a stable name.
+///
+/// The name is part of the public contract (UIs switch on it), so it is a constant of the
+/// type, not something derived from the Rust type name.
+///
+/// # Examples
+///
+/// ```
+/// use askbus_bus::Event;
+///
+/// #[derive(Clone, serde::Serialize)]
+/// struct Pinged {
+///     from: String,
+/// }
+///
+/// impl Event for Pinged {
+///     const TYPE: &'static str = "demo.pinged";
+/// }
+/// ```
+pub trait Event: Serialize + Clone + Send + Sync + 'static {
+    /// The stable event name, `noun.past_participle` (`question.asked`).
+    const TYPE: &'static str;
+}
+
+/// One published event as every subscriber sees it: its id, its type name and its payload.
+///
+/// Cloning is a reference-count increment.
+#[derive(Clone)]
+pub struct Envelope {
+    /// Shared by the history ring and every subscriber.
+    inner: Arc<EnvelopeInner<dyn Payload>>,
+}
+
+/// The single allocation behind an [`Envelope`]; the payload is stored inline, unsized.
+struct EnvelopeInner<P: ?Sized> {
+    /// The event's id, assigned by the bus at publish time.
+    id: EventId,
+    /// The compact JSON of the whole envelope, made on first request.
+    json: OnceLock<Box<RawValue>>,
+    /// The typed event.
+    payload: P,
+}
+
+/// Object-safe view of an [`Event`], so envelopes of every type share one channel.
+trait Payload: Send + Sync {
+    fn event_type(&self) -> &'static str;
+    fn as_any(&self) -> &dyn Any;
+    fn to_json(&self) -> serde_json::Result<Box<RawValue>>;
+}
+
+impl<E: Event> Payload for E {
+    fn event_type(&self) -> &'static str {
+        E::TYPE
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn to_json(&self) -> serde_json::Result<Box<RawValue>> {
+        serde_json::value::to_raw_value(self)
+    }
+}
+
+/// The wire form of an envelope, serialised once per envelope.
+#[derive(Serialize)]
+struct EnvelopeJson<'a> {
+    id: EventId,
+    #[serde(rename = "type")]
+    event_type: &'static str,
+    properties: &'a RawValue,
+}
+
+impl Envelope {
+    pub(crate) fn new<E: Event>(id: EventId, event: E) -> Self {
+        Self {
+            inner: Arc::new(EnvelopeInner {
+                id,
+                json: OnceLock::new(),
+                payload: event,
+            }),
+        }
+    }
+
+    /// The event's id: ascending in publish order, and the cursor to resume after it.
+    pub fn id(&self) -> EventId {
+        self.inner.id
+    }
+
+    /// The event's stable type name (`question.asked`).
+    pub fn event_type(&self) -> &'static str {
+        self.inner.payload.event_type()
+    }
+
+    /// The payload, if this envelope carries an `E`.
+    pub fn downcast_ref<E: Event>(&self) -> Option<&E> {
+        self.inner.payload.as_any().downcast_ref()
+    }
+
+    /// The compact JSON `{"id":…,"type":…,"properties":…}`, serialised on the first call
+    /// and shared by every later one.
+    ///
+    /// Event payloads are plain data, so serialisation does not fail in practice; if a
+    /// payload ever cannot be serialised, `properties` is `{"error": "<why>"}` rather than
+    /// the event silently disappearing from JSON consumers.
+    pub fn json(&self) -> &str {
+        self.inner
+            .json
+            .get_or_init(|| {
+                let properties = self.inner.payload.to_json().unwrap_or_else(|error| {
+                    serde_json::value::to_raw_value(&serde_json::json!({
+                        "error": error.to_string()
+                    }))
+                    .unwrap_or_else(|_| RawValue::NULL.to_owned())
+                });
+                let frame = EnvelopeJson {
+                    id: self.inner.id,
+                    event_type: self.event_type(),
+                    properties: &properties,
+                };
+                serde_json::value::to_raw_value(&frame)
+                    .unwrap_or_else(|_| RawValue::NULL.to_owned())
+            })
+            .get()
+    }
+}
+
+impl Serialize for Envelope {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let raw: &RawValue =
+            serde_json::from_str(self.json()).map_err(serde::ser::Error::custom)?;
+        raw.serialize(serializer)
+    }
+}
+
+impl fmt::Debug for Envelope {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Envelope")
+            .field("id", &self.id())
+            .field("type", &self.event_type())
+            .finish_non_exhaustive()
+    }
+}

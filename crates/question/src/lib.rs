@@ -1,0 +1,60 @@
+//! Ask a human structured questions and await the answers.
+//!
+//! An agent calls [`QuestionService::ask`]; the request is stored under an ascending
+//! [`QuestionId`] and announced as `question.asked` on the [bus](askbus_bus::Bus). Any UI
+//! shows it; whoever answers calls [`QuestionService::reply`] (or `reject`), and the
+//! agent's future resolves. This crate knows nothing about HTTP or LLMs: the HTTP crate
+//! maps its errors to status codes, the tool crate turns it into an LLM tool.
+//!
+//! The guarantees, in exact words:
+//!
+//! - **One outcome per request.** Replied, rejected, timed out or cancelled: whichever comes
+//!   first wins, the rest get [`ReplyError::AlreadyResolved`], and the bus carries exactly one
+//!   terminal event per request, after its `question.asked`.
+//! - **No leak.** Dropping the future of [`ask`](QuestionService::ask) cancels the question
+//!   (`question.cancelled`) and removes it from the pending map.
+//! - **Timeouts without a task per request.** Every request may carry a timeout (default
+//!   600 s; [`Timeout::Never`] waits forever). Deadlines live in one ordered index served by
+//!   one timer task per service.
+//! - **No lock is held across an `.await`.** The registry lock covers map insert/remove and
+//!   the (non-blocking) event publish only.
+//! - **Ids are not secrets.** They are ascending ULIDs; authorise with something else.
+//!
+//! Answers are validated against their questions (one per question; one selection unless
+//! `multiple`; offered labels only unless `custom`); an empty answer, or
+//! [`NO_PREFERENCE`] alone, skips a question.
+//!
+//! ```
+//! use askbus_bus::Bus;
+//! use askbus_question::{AskError, QuestionInfo, QuestionOption, QuestionService, Timeout};
+//! use std::time::Duration;
+//!
+//! # #[tokio::main(flavor = "current_thread", start_paused = true)] async fn main() {
+//! let questions = QuestionService::new(Bus::new());
+//! let asked = questions.ask(
+//!     "session-1",
+//!     vec![QuestionInfo::new("Deploy now?", "Deploy", [QuestionOption::new("Yes", "ship it")])],
+//!     None,
+//!     Timeout::After(Duration::from_secs(30)),
+//! );
+//! // Nobody answers: after 30 s (of paused, auto-advancing test time) the ask times out.
+//! assert_eq!(asked.await, Err(AskError::TimedOut));
+//! # }
+//! ```
+
+mod model;
+mod registry;
+mod service;
+mod validate;
+
+pub use model::{
+    Answer, Answers, NO_PREFERENCE, QuestionAsked, QuestionCancelled, QuestionId, QuestionInfo,
+    QuestionKind, QuestionOption, QuestionRejected, QuestionReplied, QuestionRequest,
+    QuestionTimedOut, ToolRef, is_skipped,
+};
+pub use registry::{Outcome, OutcomeKind, Snapshot};
+pub use service::{
+    AskError, PendingQuestion, QuestionConfig, QuestionOutcome, QuestionService, QuestionSnapshot,
+    ReplyError, Timeout,
+};
+pub use validate::{MAX_HEADER_CHARS, ValidationError};

@@ -1,0 +1,219 @@
+//! The question data model and its events, with OpenCode's field names on the wire.
+//!
+//! The serde names (`sessionID`, `requestID`, `tool.messageID`, `tool.callID`, camelCase
+//! elsewhere) match OpenCode's `question` module, so OpenCode clients read askbus events and
+//! requests unchanged.
+
+use std::sync::Arc;
+
+use askbus_bus::{Event, Id, IdKind};
+use serde::{Deserialize, Serialize};
+
+/// Kind marker for question ids (`que_`).
+#[derive(Debug)]
+pub enum QuestionKind {}
+
+impl IdKind for QuestionKind {
+    const PREFIX: &'static str = "que_";
+}
+
+/// The id of a question request: `que_` + an ascending ULID. Public, guessable, not a secret.
+pub type QuestionId = Id<QuestionKind>;
+
+/// The answer to one question: the selected labels, or custom text.
+///
+/// An empty list means the question was skipped; so does [`NO_PREFERENCE`] alone.
+pub type Answer = Vec<String>;
+
+/// The answers to every question of a request, one per question, in order; shared, not
+/// copied, between the asker, the event stream and the resolved-request memory.
+pub type Answers = Arc<[Answer]>;
+
+/// The answer that means "skipped" in the seeds' convention, accepted for every question.
+pub const NO_PREFERENCE: &str = "[No preference]";
+
+/// One choice offered for a question.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+pub struct QuestionOption {
+    /// Display text, one to five words.
+    pub label: String,
+    /// What choosing this option means.
+    pub description: String,
+}
+
+/// One question shown to the human.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct QuestionInfo {
+    /// The complete question.
+    pub question: String,
+    /// A very short label shown as a chip, at most 30 characters.
+    pub header: String,
+    /// The offered choices.
+    pub options: Vec<QuestionOption>,
+    /// Whether several options may be selected.
+    #[serde(default)]
+    pub multiple: bool,
+    /// Whether the human may type an answer of their own ("Other"). Defaults to `true`.
+    #[serde(default = "custom_by_default")]
+    pub custom: bool,
+}
+
+/// The tool call that asked, so a UI can show the question in place.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ToolRef {
+    /// The message holding the tool call.
+    #[serde(rename = "messageID")]
+    pub message_id: String,
+    /// The tool call's id.
+    #[serde(rename = "callID")]
+    pub call_id: String,
+}
+
+/// A pending (or resolved) request of one or more questions.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct QuestionRequest {
+    /// Ascending id; creation order.
+    pub id: QuestionId,
+    /// The session (conversation, run) that asked.
+    #[serde(rename = "sessionID")]
+    pub session_id: Arc<str>,
+    /// The questions, answered together.
+    pub questions: Vec<QuestionInfo>,
+    /// The tool call that asked, if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool: Option<ToolRef>,
+    /// Creation time, milliseconds since the Unix epoch.
+    #[serde(rename = "createdAt")]
+    pub created_at: u64,
+    /// When the request times out, milliseconds since the Unix epoch; `None`: never.
+    #[serde(rename = "expiresAt", default, skip_serializing_if = "Option::is_none")]
+    pub expires_at: Option<u64>,
+}
+
+/// `question.asked`: a new request is waiting; its properties are the request itself.
+#[derive(Debug, Clone, Serialize)]
+#[serde(transparent)]
+pub struct QuestionAsked {
+    /// The new request.
+    pub request: Arc<QuestionRequest>,
+}
+
+/// `question.replied`: a human answered.
+#[derive(Debug, Clone, Serialize)]
+pub struct QuestionReplied {
+    /// The request's session.
+    #[serde(rename = "sessionID")]
+    pub session_id: Arc<str>,
+    /// The request answered.
+    #[serde(rename = "requestID")]
+    pub request_id: QuestionId,
+    /// One answer per question.
+    pub answers: Answers,
+}
+
+/// `question.rejected`: a human refused to answer.
+#[derive(Debug, Clone, Serialize)]
+pub struct QuestionRejected {
+    /// The request's session.
+    #[serde(rename = "sessionID")]
+    pub session_id: Arc<str>,
+    /// The request rejected.
+    #[serde(rename = "requestID")]
+    pub request_id: QuestionId,
+    /// Why, if the human said.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+}
+
+/// `question.timed_out`: nobody answered before the deadline.
+#[derive(Debug, Clone, Serialize)]
+pub struct QuestionTimedOut {
+    /// The request's session.
+    #[serde(rename = "sessionID")]
+    pub session_id: Arc<str>,
+    /// The request that expired.
+    #[serde(rename = "requestID")]
+    pub request_id: QuestionId,
+}
+
+/// `question.cancelled`: the asker went away, or its session was cancelled.
+#[derive(Debug, Clone, Serialize)]
+pub struct QuestionCancelled {
+    /// The request's session.
+    #[serde(rename = "sessionID")]
+    pub session_id: Arc<str>,
+    /// The request cancelled.
+    #[serde(rename = "requestID")]
+    pub request_id: QuestionId,
+}
+
+impl Event for QuestionAsked {
+    const TYPE: &'static str = "question.asked";
+}
+
+impl Event for QuestionReplied {
+    const TYPE: &'static str = "question.replied";
+}
+
+impl Event for QuestionRejected {
+    const TYPE: &'static str = "question.rejected";
+}
+
+impl Event for QuestionTimedOut {
+    const TYPE: &'static str = "question.timed_out";
+}
+
+impl Event for QuestionCancelled {
+    const TYPE: &'static str = "question.cancelled";
+}
+
+impl QuestionOption {
+    /// An option with a label and a description.
+    pub fn new(label: impl Into<String>, description: impl Into<String>) -> Self {
+        Self {
+            label: label.into(),
+            description: description.into(),
+        }
+    }
+}
+
+impl QuestionInfo {
+    /// A single-choice question that also accepts a custom answer.
+    pub fn new(
+        question: impl Into<String>,
+        header: impl Into<String>,
+        options: impl IntoIterator<Item = QuestionOption>,
+    ) -> Self {
+        Self {
+            question: question.into(),
+            header: header.into(),
+            options: options.into_iter().collect(),
+            multiple: false,
+            custom: true,
+        }
+    }
+
+    /// Allows several options to be selected.
+    #[must_use]
+    pub fn multiple(mut self) -> Self {
+        self.multiple = true;
+        self
+    }
+
+    /// Restricts answers to the offered labels (no "Other").
+    #[must_use]
+    pub fn options_only(mut self) -> Self {
+        self.custom = false;
+        self
+    }
+}
+
+/// Whether `answer` means the question was skipped.
+pub fn is_skipped(answer: &[String]) -> bool {
+    answer.is_empty() || (answer.len() == 1 && answer[0] == NO_PREFERENCE)
+}
+
+fn custom_by_default() -> bool {
+    true
+}

@@ -1,0 +1,466 @@
+//! The pending-request registry: one machinery for every kind of human-input request.
+//!
+//! A request is *pending* from the moment it is registered until its single terminal
+//! outcome: replied, rejected, timed out or cancelled. Whatever races for it (two replies,
+//! a reply against the timer, a reject against the asker dropping its future), the first
+//! to take the registry lock and find the entry pending wins; the others find it resolved
+//! and get [`ResolveError::AlreadyResolved`]. The winner also publishes the terminal event
+//! while still holding the lock, so the event stream shows exactly one outcome per request,
+//! always after its `asked` event.
+//!
+//! Locking policy: one `std::sync::Mutex` per registry, held only to look up, insert or
+//! remove entries and to publish on the bus (which never blocks); **never across an
+//! `.await`**. Answers are delivered to waiting futures after the lock is released.
+//!
+//! Timeouts cost no task and no timer per request: deadlines live in one ordered index, and
+//! one driver task per registry sleeps until the earliest of them.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};
+
+use askbus_bus::{Bus, Id, IdGenerator, IdKind};
+use tokio::sync::{Notify, oneshot};
+use tokio::time::Instant;
+
+/// The single terminal outcome of a request.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Outcome<R> {
+    /// A human answered.
+    Replied(R),
+    /// A human refused to answer, optionally saying why.
+    Rejected {
+        /// The human's reason, if they gave one.
+        reason: Option<String>,
+    },
+    /// Nobody answered before the request's deadline.
+    TimedOut,
+    /// The asker went away (dropped its future) or the session was cancelled.
+    Cancelled,
+}
+
+/// Which terminal outcome a request reached, without its data.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum OutcomeKind {
+    /// See [`Outcome::Replied`].
+    Replied,
+    /// See [`Outcome::Rejected`].
+    Rejected,
+    /// See [`Outcome::TimedOut`].
+    TimedOut,
+    /// See [`Outcome::Cancelled`].
+    Cancelled,
+}
+
+/// A request with its outcome, `None` while it is still pending.
+#[derive(Debug, Clone)]
+pub struct Snapshot<Request, Reply> {
+    /// The request as it was asked.
+    pub request: Arc<Request>,
+    /// How it ended, or `None` while it waits for a human.
+    pub outcome: Option<Outcome<Reply>>,
+}
+
+impl<R> Outcome<R> {
+    /// Which outcome this is.
+    pub fn kind(&self) -> OutcomeKind {
+        match self {
+            Self::Replied(_) => OutcomeKind::Replied,
+            Self::Rejected { .. } => OutcomeKind::Rejected,
+            Self::TimedOut => OutcomeKind::TimedOut,
+            Self::Cancelled => OutcomeKind::Cancelled,
+        }
+    }
+}
+
+impl OutcomeKind {
+    /// The lower-case wire name: `replied`, `rejected`, `timed_out`, `cancelled`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Replied => "replied",
+            Self::Rejected => "rejected",
+            Self::TimedOut => "timed_out",
+            Self::Cancelled => "cancelled",
+        }
+    }
+}
+
+impl std::fmt::Display for OutcomeKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// What a kind of request (question, approval) plugs into the registry.
+pub(crate) trait Kind: Send + Sync + Sized + 'static {
+    /// The id prefix of this kind.
+    type IdKind: IdKind;
+    /// The request as asked; immutable once registered.
+    type Request: Send + Sync + 'static;
+    /// A validated answer.
+    type Reply: Clone + Send + Sync + 'static;
+
+    /// The session the request belongs to.
+    fn session_id(request: &Self::Request) -> &str;
+    /// Announces a newly registered request.
+    fn publish_asked(bus: &Bus, request: &Arc<Self::Request>);
+    /// Announces a request's terminal outcome.
+    fn publish_outcome(bus: &Bus, request: &Arc<Self::Request>, outcome: &Outcome<Self::Reply>);
+}
+
+/// Why a request could not be resolved.
+#[derive(Debug)]
+pub(crate) enum ResolveError<E> {
+    /// No request with that id is pending or remembered.
+    NotFound,
+    /// The request already reached this outcome.
+    AlreadyResolved(OutcomeKind),
+    /// The resolution was refused by the caller's check (an invalid answer).
+    Refused(E),
+}
+
+/// Handle to a registry; clones share it.
+pub(crate) struct Registry<K: Kind> {
+    inner: Arc<Inner<K>>,
+}
+
+/// The receiving side of a request's outcome, held by the asker.
+pub(crate) type OutcomeReceiver<K> = oneshot::Receiver<Outcome<<K as Kind>::Reply>>;
+
+/// Shared state of a registry.
+struct Inner<K: Kind> {
+    /// Where `asked` and terminal events are published.
+    bus: Bus,
+    /// Everything mutable; see the module docs for the locking policy.
+    state: Mutex<State<K>>,
+    /// Wakes the timer driver when a new earliest deadline appears, or the registry drops.
+    timer_wakeup: Arc<Notify>,
+    /// Whether the timer driver task was spawned.
+    timer_started: AtomicBool,
+    /// How many resolved requests are remembered for `get`, `wait` and 409 answers.
+    retain_resolved: usize,
+}
+
+/// What the registry lock protects.
+struct State<K: Kind> {
+    /// Source of request ids, ascending in registration order.
+    ids: IdGenerator,
+    /// Pending requests by id; ascending iteration is creation order.
+    pending: BTreeMap<Id<K::IdKind>, Pending<K>>,
+    /// `(deadline, id)` of every pending request that has one, earliest first.
+    deadlines: BTreeSet<(Instant, Id<K::IdKind>)>,
+    /// The most recently created resolved requests, at most `retain_resolved`.
+    resolved: BTreeMap<Id<K::IdKind>, Resolved<K>>,
+}
+
+/// A request waiting for its outcome.
+struct Pending<K: Kind> {
+    /// The request as asked.
+    request: Arc<K::Request>,
+    /// The asker's end, `None` for requests nobody awaits in process (server mode).
+    asker: Option<oneshot::Sender<Outcome<K::Reply>>>,
+    /// Extra waiters from [`Registry::wait`]; empty (no allocation) in the common case.
+    watchers: Vec<oneshot::Sender<Outcome<K::Reply>>>,
+    /// When the request times out, if ever.
+    deadline: Option<Instant>,
+}
+
+/// A request that reached its outcome, remembered for late readers.
+struct Resolved<K: Kind> {
+    /// The request as asked.
+    request: Arc<K::Request>,
+    /// How it ended.
+    outcome: Outcome<K::Reply>,
+}
+
+/// Outcome deliveries collected under the lock and sent after it is released.
+struct Delivery<K: Kind> {
+    /// The asker's end, if any.
+    asker: Option<oneshot::Sender<Outcome<K::Reply>>>,
+    /// Waiters from `wait`.
+    watchers: Vec<oneshot::Sender<Outcome<K::Reply>>>,
+    /// What to send them.
+    outcome: Outcome<K::Reply>,
+}
+
+impl<K: Kind> Clone for Registry<K> {
+    fn clone(&self) -> Self {
+        Self {
+            inner: Arc::clone(&self.inner),
+        }
+    }
+}
+
+impl<K: Kind> Registry<K> {
+    pub(crate) fn new(bus: Bus, retain_resolved: usize) -> Self {
+        Self {
+            inner: Arc::new(Inner {
+                bus,
+                state: Mutex::new(State {
+                    ids: IdGenerator::new(),
+                    pending: BTreeMap::new(),
+                    deadlines: BTreeSet::new(),
+                    resolved: BTreeMap::new(),
+                }),
+                timer_wakeup: Arc::new(Notify::new()),
+                timer_started: AtomicBool::new(false),
+                retain_resolved,
+            }),
+        }
+    }
+
+    pub(crate) fn bus(&self) -> &Bus {
+        &self.inner.bus
+    }
+
+    /// Registers a request built from its new id and publishes its `asked` event.
+    ///
+    /// `build` runs under the registry lock, so it must be cheap and must not call back into
+    /// the registry.
+    pub(crate) fn register(
+        &self,
+        build: impl FnOnce(Id<K::IdKind>) -> K::Request,
+        deadline: Option<Instant>,
+    ) -> (Arc<K::Request>, OutcomeReceiver<K>) {
+        if deadline.is_some() {
+            self.ensure_timer_driver();
+        }
+        let (sender, receiver) = oneshot::channel();
+        let mut state = self.inner.lock();
+        let id = state.ids.next_id();
+        let request = Arc::new(build(id));
+        if let Some(at) = deadline {
+            let is_new_earliest = state.deadlines.first().is_none_or(|&(first, _)| at < first);
+            state.deadlines.insert((at, id));
+            if is_new_earliest {
+                self.inner.timer_wakeup.notify_one();
+            }
+        }
+        state.pending.insert(
+            id,
+            Pending {
+                request: Arc::clone(&request),
+                asker: Some(sender),
+                watchers: Vec::new(),
+                deadline,
+            },
+        );
+        K::publish_asked(&self.inner.bus, &request);
+        drop(state);
+        (request, receiver)
+    }
+
+    /// Resolves a pending request with the outcome `decide` returns for it.
+    ///
+    /// `decide` runs under the registry lock (it validates an answer against the request);
+    /// it must not call back into the registry.
+    pub(crate) fn resolve<E>(
+        &self,
+        id: Id<K::IdKind>,
+        decide: impl FnOnce(&K::Request) -> Result<Outcome<K::Reply>, E>,
+    ) -> Result<(), ResolveError<E>> {
+        let mut state = self.inner.lock();
+        let Some(entry) = state.pending.get(&id) else {
+            return Err(match state.resolved.get(&id) {
+                Some(resolved) => ResolveError::AlreadyResolved(resolved.outcome.kind()),
+                None => ResolveError::NotFound,
+            });
+        };
+        let outcome = decide(&entry.request).map_err(ResolveError::Refused)?;
+        let delivery = self.inner.finish(&mut state, id, outcome);
+        drop(state);
+        if let Some(delivery) = delivery {
+            delivery.send();
+        }
+        Ok(())
+    }
+
+    /// Cancels every pending request of `session_id`; returns how many there were.
+    pub(crate) fn cancel_session(&self, session_id: &str) -> usize {
+        let mut state = self.inner.lock();
+        let ids: Vec<_> = state
+            .pending
+            .iter()
+            .filter(|(_, entry)| K::session_id(&entry.request) == session_id)
+            .map(|(&id, _)| id)
+            .collect();
+        let deliveries: Vec<_> = ids
+            .iter()
+            .filter_map(|&id| self.inner.finish(&mut state, id, Outcome::Cancelled))
+            .collect();
+        drop(state);
+        deliveries.into_iter().for_each(Delivery::send);
+        ids.len()
+    }
+
+    /// Pending requests in ascending id order, optionally of one session only.
+    pub(crate) fn list(&self, session_id: Option<&str>) -> Vec<Arc<K::Request>> {
+        let state = self.inner.lock();
+        state
+            .pending
+            .values()
+            .filter(|entry| {
+                session_id.is_none_or(|session| K::session_id(&entry.request) == session)
+            })
+            .map(|entry| Arc::clone(&entry.request))
+            .collect()
+    }
+
+    /// How many requests are pending.
+    pub(crate) fn pending_count(&self) -> usize {
+        self.inner.lock().pending.len()
+    }
+
+    /// One request, pending or remembered as resolved.
+    pub(crate) fn get(&self, id: Id<K::IdKind>) -> Option<Snapshot<K::Request, K::Reply>> {
+        let state = self.inner.lock();
+        if let Some(entry) = state.pending.get(&id) {
+            return Some(Snapshot {
+                request: Arc::clone(&entry.request),
+                outcome: None,
+            });
+        }
+        state.resolved.get(&id).map(|resolved| Snapshot {
+            request: Arc::clone(&resolved.request),
+            outcome: Some(resolved.outcome.clone()),
+        })
+    }
+
+    /// Waits for a request's outcome without becoming its asker: dropping the wait does not
+    /// cancel the request. `None` if the id is neither pending nor remembered.
+    pub(crate) async fn wait(&self, id: Id<K::IdKind>) -> Option<Outcome<K::Reply>> {
+        let receiver = {
+            let mut state = self.inner.lock();
+            match state.pending.get_mut(&id) {
+                Some(entry) => {
+                    let (sender, receiver) = oneshot::channel();
+                    entry.watchers.push(sender);
+                    receiver
+                }
+                None => {
+                    return state
+                        .resolved
+                        .get(&id)
+                        .map(|resolved| resolved.outcome.clone());
+                }
+            }
+        };
+        // The sender is only dropped unsent when the registry itself is dropped.
+        Some(receiver.await.unwrap_or(Outcome::Cancelled))
+    }
+
+    /// Starts the timer driver once, if a Tokio runtime is available. Without one the
+    /// deadlines are kept and honoured once any later registration finds a runtime.
+    fn ensure_timer_driver(&self) {
+        if self.inner.timer_started.load(Ordering::Relaxed) {
+            return;
+        }
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            return;
+        };
+        if !self.inner.timer_started.swap(true, Ordering::AcqRel) {
+            runtime.spawn(run_timer(
+                Arc::downgrade(&self.inner),
+                Arc::clone(&self.inner.timer_wakeup),
+            ));
+        }
+    }
+}
+
+impl<K: Kind> Inner<K> {
+    fn lock(&self) -> MutexGuard<'_, State<K>> {
+        // Every mutation leaves the state consistent before the next statement, and nothing
+        // that can panic runs under the lock, so a poisoned lock is still a sound one.
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Moves a pending request to resolved, publishes its outcome and returns what must be
+    /// delivered once the lock is released. `None` if it was not pending.
+    fn finish(
+        &self,
+        state: &mut State<K>,
+        id: Id<K::IdKind>,
+        outcome: Outcome<K::Reply>,
+    ) -> Option<Delivery<K>> {
+        let entry = state.pending.remove(&id)?;
+        if let Some(at) = entry.deadline {
+            state.deadlines.remove(&(at, id));
+        }
+        K::publish_outcome(&self.bus, &entry.request, &outcome);
+        if self.retain_resolved > 0 {
+            if state.resolved.len() >= self.retain_resolved {
+                state.resolved.pop_first();
+            }
+            state.resolved.insert(
+                id,
+                Resolved {
+                    request: entry.request,
+                    outcome: outcome.clone(),
+                },
+            );
+        }
+        Some(Delivery {
+            asker: entry.asker,
+            watchers: entry.watchers,
+            outcome,
+        })
+    }
+
+    /// Times out every request whose deadline is at or before `now`; returns the next
+    /// deadline still ahead.
+    fn expire_due(&self, now: Instant) -> Option<Instant> {
+        let mut state = self.lock();
+        let mut deliveries = Vec::new();
+        while let Some(&(at, id)) = state.deadlines.first() {
+            if at > now {
+                break;
+            }
+            state.deadlines.pop_first();
+            deliveries.extend(self.finish(&mut state, id, Outcome::TimedOut));
+        }
+        let next = state.deadlines.first().map(|&(at, _)| at);
+        drop(state);
+        deliveries.into_iter().for_each(Delivery::send);
+        next
+    }
+}
+
+impl<K: Kind> Drop for Inner<K> {
+    fn drop(&mut self) {
+        // Lets the timer driver notice that its registry is gone and exit.
+        self.timer_wakeup.notify_one();
+    }
+}
+
+impl<K: Kind> Delivery<K> {
+    fn send(self) {
+        for watcher in self.watchers {
+            // A watcher that stopped waiting is not an error.
+            let _ = watcher.send(self.outcome.clone());
+        }
+        if let Some(asker) = self.asker {
+            // Neither is an asker that detached or was dropped.
+            let _ = asker.send(self.outcome);
+        }
+    }
+}
+
+/// The one timer task of a registry: sleeps until the earliest deadline, expires what is
+/// due, repeats. Holds only a weak reference so it never keeps a dropped registry alive.
+async fn run_timer<K: Kind>(registry: Weak<Inner<K>>, wakeup: Arc<Notify>) {
+    loop {
+        let next = match registry.upgrade() {
+            Some(inner) => inner.expire_due(Instant::now()),
+            None => return,
+        };
+        match next {
+            Some(at) => {
+                tokio::select! {
+                    () = tokio::time::sleep_until(at) => {}
+                    () = wakeup.notified() => {}
+                }
+            }
+            None => wakeup.notified().await,
+        }
+    }
+}

@@ -1,0 +1,448 @@
+//! The question service: ask, answer, reject, list.
+
+use std::collections::BTreeMap;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use askbus_bus::Bus;
+use tokio::sync::oneshot;
+use tokio::time::Instant;
+
+use crate::model::{
+    Answer, Answers, QuestionAsked, QuestionCancelled, QuestionId, QuestionInfo, QuestionKind,
+    QuestionRejected, QuestionReplied, QuestionRequest, QuestionTimedOut, ToolRef,
+};
+use crate::registry::{Kind, Outcome, OutcomeKind, Registry, ResolveError, Snapshot};
+use crate::validate::{self, ValidationError};
+
+/// Asks humans questions and hands their answers back to the asking task.
+///
+/// Cloning gives another handle to the same pending requests.
+///
+/// # Examples
+///
+/// ```
+/// use askbus_bus::Bus;
+/// use askbus_question::{QuestionInfo, QuestionOption, QuestionService, Timeout};
+///
+/// # #[tokio::main(flavor = "current_thread")] async fn main() {
+/// let questions = QuestionService::new(Bus::new());
+/// let pending = questions
+///     .submit(
+///         "session-1",
+///         vec![QuestionInfo::new(
+///             "Which database?",
+///             "Database",
+///             [QuestionOption::new("SQLite", "embedded"), QuestionOption::new("Postgres", "server")],
+///         )],
+///         None,
+///         Timeout::Default,
+///     )
+///     .unwrap();
+///
+/// // Elsewhere, a human answers (in a real system: over HTTP).
+/// questions.reply(pending.id(), vec![vec!["SQLite".into()]]).unwrap();
+///
+/// assert_eq!(pending.await.unwrap(), vec![vec!["SQLite".to_string()]]);
+/// # }
+/// ```
+#[derive(Clone)]
+pub struct QuestionService {
+    /// The pending and recently resolved questions.
+    registry: Registry<QuestionRegistryKind>,
+    /// Defaults applied to every request.
+    config: QuestionConfig,
+}
+
+/// Settings of a [`QuestionService`].
+#[derive(Debug, Clone, Copy)]
+pub struct QuestionConfig {
+    /// Timeout applied by [`Timeout::Default`]; `None` waits forever. Default: 600 s.
+    pub default_timeout: Option<Duration>,
+    /// How many resolved requests are remembered, so that `get` and `wait` can report their
+    /// outcome and a second reply is told "already resolved" rather than "not found".
+    /// Default: 10,000. The oldest are forgotten first.
+    pub retain_resolved: usize,
+}
+
+/// How long a request may wait for a human.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Timeout {
+    /// The service's configured default ([`QuestionConfig::default_timeout`]).
+    #[default]
+    Default,
+    /// Wait forever.
+    Never,
+    /// Time out after this long.
+    After(Duration),
+}
+
+/// Why `ask` did not return answers.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum AskError {
+    /// The questions cannot be asked as given.
+    #[error("invalid question: {0}")]
+    Invalid(#[from] ValidationError),
+    /// The human declined to answer.
+    #[error("the human rejected the question{}", reason_suffix(.reason))]
+    Rejected {
+        /// The human's reason, if any.
+        reason: Option<String>,
+    },
+    /// Nobody answered in time.
+    #[error("the question timed out without an answer")]
+    TimedOut,
+    /// The question was cancelled (its session was cancelled, or the service shut down).
+    #[error("the question was cancelled")]
+    Cancelled,
+}
+
+/// Why a reply, reject or cancel was refused.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ReplyError {
+    /// No such request is pending or remembered.
+    #[error("question request {0} not found")]
+    NotFound(QuestionId),
+    /// The request already has its outcome.
+    #[error("question request {id} was already {outcome}")]
+    AlreadyResolved {
+        /// The request.
+        id: QuestionId,
+        /// How it ended.
+        outcome: OutcomeKind,
+    },
+    /// The answers do not fit the questions.
+    #[error("invalid answer: {0}")]
+    Invalid(#[from] ValidationError),
+}
+
+/// The future of one asked request; resolves to the answers or the reason there are none.
+///
+/// # Cancel safety
+///
+/// Dropping it before it completes **cancels the question**: the pending entry is removed
+/// and `question.cancelled` is published. Use [`PendingQuestion::detach`] to leave the
+/// question pending for someone else to collect (with [`QuestionService::wait`]).
+#[must_use = "dropping a PendingQuestion cancels the question"]
+pub struct PendingQuestion {
+    /// The request as registered.
+    request: Arc<QuestionRequest>,
+    /// Where the outcome arrives.
+    outcome: oneshot::Receiver<Outcome<Answers>>,
+    /// Used to cancel on drop.
+    registry: Registry<QuestionRegistryKind>,
+    /// Set once the outcome was taken or the question detached: nothing to cancel then.
+    settled: bool,
+}
+
+/// A question request with its outcome (`None` while pending).
+pub type QuestionSnapshot = Snapshot<QuestionRequest, Answers>;
+
+/// A question request's terminal outcome.
+pub type QuestionOutcome = Outcome<Answers>;
+
+/// Plugs questions into the generic registry.
+pub(crate) enum QuestionRegistryKind {}
+
+impl Kind for QuestionRegistryKind {
+    type IdKind = QuestionKind;
+    type Request = QuestionRequest;
+    type Reply = Answers;
+
+    fn session_id(request: &QuestionRequest) -> &str {
+        &request.session_id
+    }
+
+    fn publish_asked(bus: &Bus, request: &Arc<QuestionRequest>) {
+        bus.publish(QuestionAsked {
+            request: Arc::clone(request),
+        });
+    }
+
+    fn publish_outcome(bus: &Bus, request: &Arc<QuestionRequest>, outcome: &Outcome<Answers>) {
+        let session_id = Arc::clone(&request.session_id);
+        let request_id = request.id;
+        match outcome {
+            Outcome::Replied(answers) => bus.publish(QuestionReplied {
+                session_id,
+                request_id,
+                answers: Arc::clone(answers),
+            }),
+            Outcome::Rejected { reason } => bus.publish(QuestionRejected {
+                session_id,
+                request_id,
+                reason: reason.clone(),
+            }),
+            Outcome::TimedOut => bus.publish(QuestionTimedOut {
+                session_id,
+                request_id,
+            }),
+            Outcome::Cancelled => bus.publish(QuestionCancelled {
+                session_id,
+                request_id,
+            }),
+        };
+    }
+}
+
+impl Default for QuestionConfig {
+    fn default() -> Self {
+        Self {
+            default_timeout: Some(Duration::from_secs(600)),
+            retain_resolved: 10_000,
+        }
+    }
+}
+
+impl QuestionService {
+    /// A service publishing on `bus`, with the default [`QuestionConfig`].
+    pub fn new(bus: Bus) -> Self {
+        Self::with_config(bus, QuestionConfig::default())
+    }
+
+    /// A service publishing on `bus` with `config`.
+    pub fn with_config(bus: Bus, config: QuestionConfig) -> Self {
+        Self {
+            registry: Registry::new(bus, config.retain_resolved),
+            config,
+        }
+    }
+
+    /// The bus this service publishes on.
+    pub fn bus(&self) -> &Bus {
+        self.registry.bus()
+    }
+
+    /// Asks `questions` on behalf of `session_id` and waits for the outcome.
+    ///
+    /// Publishes `question.asked`, then resolves when a human replies or rejects, the
+    /// timeout passes, or the session is cancelled.
+    ///
+    /// # Errors
+    ///
+    /// [`AskError::Invalid`] at once if the questions cannot be asked; otherwise the
+    /// non-answer outcome: [`AskError::Rejected`], [`AskError::TimedOut`],
+    /// [`AskError::Cancelled`].
+    ///
+    /// # Cancel safety
+    ///
+    /// Dropping the future cancels the question (see [`PendingQuestion`]).
+    pub async fn ask(
+        &self,
+        session_id: impl Into<Arc<str>>,
+        questions: Vec<QuestionInfo>,
+        tool: Option<ToolRef>,
+        timeout: Timeout,
+    ) -> Result<Vec<Answer>, AskError> {
+        self.submit(session_id, questions, tool, timeout)?.await
+    }
+
+    /// Registers the questions now and returns the future of their answers.
+    ///
+    /// Unlike [`ask`](Self::ask), the request exists (and `question.asked` is published)
+    /// before this returns, so its id can be handed out first.
+    ///
+    /// # Errors
+    ///
+    /// [`ValidationError`] if the questions cannot be asked.
+    pub fn submit(
+        &self,
+        session_id: impl Into<Arc<str>>,
+        questions: Vec<QuestionInfo>,
+        tool: Option<ToolRef>,
+        timeout: Timeout,
+    ) -> Result<PendingQuestion, ValidationError> {
+        let session_id = session_id.into();
+        validate::check_questions(&session_id, &questions)?;
+        let timeout = match timeout {
+            Timeout::Default => self.config.default_timeout,
+            Timeout::Never => None,
+            Timeout::After(duration) => Some(duration),
+        };
+        // A timeout too long to represent is, in practice, no timeout.
+        let deadline = timeout.and_then(|duration| Instant::now().checked_add(duration));
+        let expires_in_ms = deadline
+            .and(timeout)
+            .map(|duration| u64::try_from(duration.as_millis()).unwrap_or(u64::MAX));
+        let (request, outcome) = self.registry.register(
+            |id| {
+                let created_at = id.timestamp_ms();
+                QuestionRequest {
+                    id,
+                    session_id,
+                    questions,
+                    tool,
+                    created_at,
+                    expires_at: expires_in_ms.map(|ms| created_at.saturating_add(ms)),
+                }
+            },
+            deadline,
+        );
+        Ok(PendingQuestion {
+            request,
+            outcome,
+            registry: self.registry.clone(),
+            settled: false,
+        })
+    }
+
+    /// Answers a pending request, one answer per question.
+    ///
+    /// # Errors
+    ///
+    /// [`ReplyError::NotFound`], [`ReplyError::AlreadyResolved`], or
+    /// [`ReplyError::Invalid`] when the answers do not fit the questions.
+    pub fn reply(&self, id: QuestionId, answers: Vec<Answer>) -> Result<(), ReplyError> {
+        self.resolve(id, |request| {
+            validate::check_answers(&request.questions, &answers)?;
+            Ok(Outcome::Replied(answers.into()))
+        })
+    }
+
+    /// Answers a pending request with the keyed form `{"<question text>": "A, B"}`:
+    /// questions left out are skipped; multi-select values are joined with `", "`.
+    ///
+    /// # Errors
+    ///
+    /// As [`reply`](Self::reply); also [`ReplyError::Invalid`] for a key that is no
+    /// question's text.
+    pub fn reply_keyed(
+        &self,
+        id: QuestionId,
+        keyed: &BTreeMap<String, String>,
+    ) -> Result<(), ReplyError> {
+        self.resolve(id, |request| {
+            let answers = validate::answers_from_keyed(&request.questions, keyed)?;
+            validate::check_answers(&request.questions, &answers)?;
+            Ok(Outcome::Replied(answers.into()))
+        })
+    }
+
+    /// Rejects a pending request: the asker gets [`AskError::Rejected`].
+    ///
+    /// # Errors
+    ///
+    /// [`ReplyError::NotFound`] or [`ReplyError::AlreadyResolved`].
+    pub fn reject(&self, id: QuestionId, reason: Option<String>) -> Result<(), ReplyError> {
+        self.resolve(id, |_| Ok(Outcome::Rejected { reason }))
+    }
+
+    /// Cancels a pending request: the asker gets [`AskError::Cancelled`].
+    ///
+    /// # Errors
+    ///
+    /// [`ReplyError::NotFound`] or [`ReplyError::AlreadyResolved`].
+    pub fn cancel(&self, id: QuestionId) -> Result<(), ReplyError> {
+        self.resolve(id, |_| Ok(Outcome::Cancelled))
+    }
+
+    /// Cancels every pending request of a session; returns how many were cancelled.
+    pub fn cancel_session(&self, session_id: &str) -> usize {
+        self.registry.cancel_session(session_id)
+    }
+
+    /// Pending requests in ascending id (creation) order, all or one session's.
+    pub fn list(&self, session_id: Option<&str>) -> Vec<Arc<QuestionRequest>> {
+        self.registry.list(session_id)
+    }
+
+    /// How many requests are pending.
+    pub fn pending_count(&self) -> usize {
+        self.registry.pending_count()
+    }
+
+    /// One request, pending or (if still remembered) resolved with its outcome.
+    pub fn get(&self, id: QuestionId) -> Option<QuestionSnapshot> {
+        self.registry.get(id)
+    }
+
+    /// Waits for a request's outcome without owning it: dropping this future does not
+    /// cancel the request. Answers at once for a remembered resolved request.
+    ///
+    /// # Errors
+    ///
+    /// [`ReplyError::NotFound`] if the id is neither pending nor remembered.
+    pub async fn wait(&self, id: QuestionId) -> Result<QuestionOutcome, ReplyError> {
+        self.registry.wait(id).await.ok_or(ReplyError::NotFound(id))
+    }
+
+    fn resolve(
+        &self,
+        id: QuestionId,
+        decide: impl FnOnce(&QuestionRequest) -> Result<Outcome<Answers>, ValidationError>,
+    ) -> Result<(), ReplyError> {
+        self.registry
+            .resolve(id, decide)
+            .map_err(|error| match error {
+                ResolveError::NotFound => ReplyError::NotFound(id),
+                ResolveError::AlreadyResolved(outcome) => {
+                    ReplyError::AlreadyResolved { id, outcome }
+                }
+                ResolveError::Refused(invalid) => ReplyError::Invalid(invalid),
+            })
+    }
+}
+
+impl PendingQuestion {
+    /// The request's id.
+    pub fn id(&self) -> QuestionId {
+        self.request.id
+    }
+
+    /// The request as registered.
+    pub fn request(&self) -> &Arc<QuestionRequest> {
+        &self.request
+    }
+
+    /// Leaves the question pending without an in-process asker; its outcome can still be
+    /// collected with [`QuestionService::wait`] or [`QuestionService::get`].
+    pub fn detach(mut self) -> Arc<QuestionRequest> {
+        self.settled = true;
+        Arc::clone(&self.request)
+    }
+}
+
+impl Future for PendingQuestion {
+    type Output = Result<Vec<Answer>, AskError>;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let received = std::task::ready!(Pin::new(&mut self.outcome).poll(cx));
+        self.settled = true;
+        // The sender is only dropped unsent when the service itself is gone.
+        Poll::Ready(match received.unwrap_or(Outcome::Cancelled) {
+            Outcome::Replied(answers) => Ok(answers.to_vec()),
+            Outcome::Rejected { reason } => Err(AskError::Rejected { reason }),
+            Outcome::TimedOut => Err(AskError::TimedOut),
+            Outcome::Cancelled => Err(AskError::Cancelled),
+        })
+    }
+}
+
+impl Drop for PendingQuestion {
+    fn drop(&mut self) {
+        if !self.settled {
+            // Already resolved (the outcome is waiting unread) is fine: nothing to cancel.
+            let _ = self
+                .registry
+                .resolve::<ValidationError>(self.request.id, |_| Ok(Outcome::Cancelled));
+        }
+    }
+}
+
+impl std::fmt::Debug for PendingQuestion {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PendingQuestion")
+            .field("id", &self.request.id)
+            .finish_non_exhaustive()
+    }
+}
+
+fn reason_suffix(reason: &Option<String>) -> String {
+    reason
+        .as_ref()
+        .map(|reason| format!(": {reason}"))
+        .unwrap_or_default()
+}

@@ -1,0 +1,196 @@
+//! Validation of questions when asked and of answers when given.
+//!
+//! Every message names the question it is about (by position and text) and what is wrong,
+//! so a human reading an HTTP 422, or a model reading a tool error, can fix the input.
+
+use std::collections::{BTreeMap, HashSet};
+use std::fmt;
+
+use crate::model::{Answer, NO_PREFERENCE, QuestionInfo};
+
+/// Longest header, in characters, that a UI chip is expected to show.
+pub const MAX_HEADER_CHARS: usize = 30;
+
+/// A question that cannot be asked, or an answer that does not fit its question.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{message}")]
+pub struct ValidationError {
+    /// Zero-based position of the question concerned, if one is.
+    question_index: Option<usize>,
+    /// The full human-readable explanation.
+    message: String,
+}
+
+impl ValidationError {
+    /// Zero-based position of the question concerned, if the error is about one question.
+    pub fn question_index(&self) -> Option<usize> {
+        self.question_index
+    }
+
+    fn request(message: impl Into<String>) -> Self {
+        Self {
+            question_index: None,
+            message: message.into(),
+        }
+    }
+
+    fn question(index: usize, info: &QuestionInfo, problem: impl fmt::Display) -> Self {
+        Self {
+            question_index: Some(index),
+            message: format!("question {} ({:?}): {problem}", index + 1, info.question),
+        }
+    }
+}
+
+/// Checks a new request: a session, at least one question, each with text, a short header
+/// and unique, non-empty labels, and some way to answer it.
+pub(crate) fn check_questions(
+    session_id: &str,
+    questions: &[QuestionInfo],
+) -> Result<(), ValidationError> {
+    if session_id.is_empty() {
+        return Err(ValidationError::request("the session id is empty"));
+    }
+    if questions.is_empty() {
+        return Err(ValidationError::request(
+            "a question request needs at least one question",
+        ));
+    }
+    for (index, info) in questions.iter().enumerate() {
+        if info.question.trim().is_empty() {
+            return Err(ValidationError {
+                question_index: Some(index),
+                message: format!("question {}: the question text is empty", index + 1),
+            });
+        }
+        let header_chars = info.header.chars().count();
+        if header_chars > MAX_HEADER_CHARS {
+            return Err(ValidationError::question(
+                index,
+                info,
+                format_args!(
+                    "header {:?} is {header_chars} characters long; at most {MAX_HEADER_CHARS} are allowed",
+                    info.header
+                ),
+            ));
+        }
+        let mut labels = HashSet::with_capacity(info.options.len());
+        for (position, option) in info.options.iter().enumerate() {
+            if option.label.is_empty() {
+                return Err(ValidationError::question(
+                    index,
+                    info,
+                    format_args!("option {} has an empty label", position + 1),
+                ));
+            }
+            if !labels.insert(option.label.as_str()) {
+                return Err(ValidationError::question(
+                    index,
+                    info,
+                    format_args!(
+                        "the label {:?} is offered twice; labels must be unique",
+                        option.label
+                    ),
+                ));
+            }
+        }
+        if info.options.is_empty() && !info.custom {
+            return Err(ValidationError::question(
+                index,
+                info,
+                "it offers no options and accepts no custom answer, so it cannot be answered",
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Checks answers against their questions: one per question, at most one selection for a
+/// single-choice question, no empty strings, no duplicates, and only offered labels where
+/// custom answers are off. An empty answer, or [`NO_PREFERENCE`] alone, skips a question.
+pub(crate) fn check_answers(
+    questions: &[QuestionInfo],
+    answers: &[Answer],
+) -> Result<(), ValidationError> {
+    if answers.len() != questions.len() {
+        return Err(ValidationError::request(format!(
+            "expected {} answers, one per question, but got {}",
+            questions.len(),
+            answers.len()
+        )));
+    }
+    for (index, (info, answer)) in questions.iter().zip(answers).enumerate() {
+        if answer.len() == 1 && answer[0] == NO_PREFERENCE {
+            continue;
+        }
+        if !info.multiple && answer.len() > 1 {
+            return Err(ValidationError::question(
+                index,
+                info,
+                format_args!("it allows one choice, but {} were given", answer.len()),
+            ));
+        }
+        for (position, choice) in answer.iter().enumerate() {
+            if choice.is_empty() {
+                return Err(ValidationError::question(
+                    index,
+                    info,
+                    "an empty string is not an answer; send an empty list to skip the question",
+                ));
+            }
+            if answer[..position].contains(choice) {
+                return Err(ValidationError::question(
+                    index,
+                    info,
+                    format_args!("{choice:?} is selected twice"),
+                ));
+            }
+            if !info.custom && !info.options.iter().any(|option| &option.label == choice) {
+                let offered: Vec<&str> = info
+                    .options
+                    .iter()
+                    .map(|option| option.label.as_str())
+                    .collect();
+                return Err(ValidationError::question(
+                    index,
+                    info,
+                    format_args!(
+                        "{choice:?} is not one of the offered options ({}) and this question takes no custom answer",
+                        offered.join(", ")
+                    ),
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Converts the seeds' keyed reply form `{"<question text>": "A, B"}` into one answer per
+/// question. A missing question is skipped; a multi-select value is split on `", "` unless
+/// the whole value is itself one of the offered labels.
+pub(crate) fn answers_from_keyed(
+    questions: &[QuestionInfo],
+    keyed: &BTreeMap<String, String>,
+) -> Result<Vec<Answer>, ValidationError> {
+    if let Some(unknown) = keyed
+        .keys()
+        .find(|key| !questions.iter().any(|info| &info.question == *key))
+    {
+        return Err(ValidationError::request(format!(
+            "{unknown:?} is not the text of any question in this request"
+        )));
+    }
+    Ok(questions
+        .iter()
+        .map(|info| match keyed.get(&info.question) {
+            None => Vec::new(),
+            Some(value) if value.is_empty() => Vec::new(),
+            Some(value)
+                if !info.multiple || info.options.iter().any(|option| &option.label == value) =>
+            {
+                vec![value.clone()]
+            }
+            Some(value) => value.split(", ").map(str::to_owned).collect(),
+        })
+        .collect())
+}

@@ -1,0 +1,1 @@
+//! The askbus question tool for LLMs (work in progress).
