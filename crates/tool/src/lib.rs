@@ -1,1 +1,28 @@
-//! The askbus question tool for LLMs (work in progress).
+//! The askbus question tool for LLMs: the model decides when to ask the user.
+//!
+//! [`QuestionTool`] offers [`QuestionService::ask`](askbus_question::QuestionService::ask)
+//! to a model. Its [`ToolDefinition`] (name, a description telling the model when to ask,
+//! and a JSON Schema generated from [`QuestionToolArgs`]) renders as an OpenAI, Anthropic
+//! or MCP tool. [`QuestionTool::call`] takes the model's arguments, asks, waits, and returns
+//! text for the model plus the outcome as data.
+//!
+//! This is the only askbus crate that knows LLM tool formats. Its policy toward the model:
+//!
+//! - Bad arguments produce a [`ToolError`] whose message says what was wrong and what shape
+//!   is expected, so the model can retry; they never panic.
+//! - Every outcome has its own text. An answer reads
+//!   `User has answered your questions: "Q1"="A1", "Q2"="A2, B2". You can now continue
+//!   with the user's answers in mind.` (a skipped question reads `"Q"="Unanswered"`).
+//!   Rejection, timeout and cancellation each say what happened and that the model must
+//!   **not invent an answer**.
+//! - The model cannot turn off free-text answers: `custom` is not in the schema and is
+//!   always on.
+
+mod definition;
+mod question_tool;
+
+pub use definition::ToolDefinition;
+pub use question_tool::{
+    AnsweredQuestion, QUESTION_TOOL_DESCRIPTION, QUESTION_TOOL_NAME, QuestionTool,
+    QuestionToolArgs, ToolContext, ToolError, ToolOutcome, ToolOutput, ToolQuestion,
+};

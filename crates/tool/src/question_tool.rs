@@ -1,0 +1,303 @@
+//! The question tool: the model asks the user, the call returns their answers as text.
+
+use std::sync::Arc;
+
+use askbus_question::{
+    Answer, AskError, QuestionInfo, QuestionOption, QuestionService, Timeout, ToolRef, is_skipped,
+};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::ToolDefinition;
+
+/// The tool name the model calls.
+pub const QUESTION_TOOL_NAME: &str = "question";
+
+/// What the model reads to decide when to ask.
+pub const QUESTION_TOOL_DESCRIPTION: &str = "\
+Ask the user one or more questions and wait for their answers. Use this tool when you need \
+the user's input during the task to:
+1. Gather user preferences or requirements
+2. Clarify ambiguous instructions
+3. Get decisions on implementation choices as you work
+4. Offer choices to the user about what direction to take.
+
+Usage notes:
+- Give each question a short header (at most 30 characters), the full question, and distinct \
+options, each with a label of 1-5 words and a description of what choosing it means.
+- The user can always type their own answer instead of picking an option; do not add an \
+\"Other\" option yourself.
+- Set `multiple: true` when more than one option may be chosen.
+- If you recommend an option, list it first and add \"(Recommended)\" to its label.
+- Ask only when the answer changes what you will do; do not ask for what you can find out \
+yourself.";
+
+/// The LLM-callable face of [`QuestionService::ask`].
+///
+/// # Examples
+///
+/// ```
+/// use askbus_bus::Bus;
+/// use askbus_question::QuestionService;
+/// use askbus_tool::{QuestionTool, ToolContext};
+/// use serde_json::json;
+///
+/// # #[tokio::main(flavor = "current_thread")] async fn main() {
+/// let questions = QuestionService::new(Bus::new());
+/// let tool = QuestionTool::new(questions.clone());
+///
+/// // Hand `tool.definition().to_openai()` (or `to_anthropic()`, `to_mcp()`) to the model.
+/// // When the model calls it:
+/// let args = json!({"questions": [{
+///     "question": "Which license?", "header": "License",
+///     "options": [{"label": "MIT", "description": "permissive"}]
+/// }]});
+/// let call = tool.call(ToolContext::new("session-1"), args);
+///
+/// // Meanwhile a human answers (normally over HTTP):
+/// let answer = async {
+///     tokio::task::yield_now().await;
+///     let pending = questions.list(Some("session-1"));
+///     questions.reply(pending[0].id, vec![vec!["MIT".into()]]).unwrap();
+/// };
+/// let (output, ()) = tokio::join!(call, answer);
+/// assert_eq!(
+///     output.unwrap().text,
+///     r#"User has answered your questions: "Which license?"="MIT". You can now continue with the user's answers in mind."#
+/// );
+/// # }
+/// ```
+#[derive(Clone)]
+pub struct QuestionTool {
+    /// Where questions are asked.
+    questions: QuestionService,
+    /// The timeout of each call's request.
+    timeout: Timeout,
+}
+
+/// Who is calling: the session, and the message and tool call the request belongs to.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ToolContext {
+    /// The session (conversation, run) the model is working in.
+    pub session_id: Arc<str>,
+    /// The assistant message holding the tool call, and the call's id, if known.
+    pub tool: Option<ToolRef>,
+}
+
+/// The questions to ask the user in one go; they answer them together.
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct QuestionToolArgs {
+    /// The questions to ask, answered together.
+    #[schemars(length(min = 1))]
+    pub questions: Vec<ToolQuestion>,
+}
+
+/// One question as the model writes it. The user may always answer in their own words.
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ToolQuestion {
+    /// The complete question.
+    pub question: String,
+    /// A very short label for the question, at most 30 characters.
+    #[schemars(length(max = 30))]
+    pub header: String,
+    /// The choices offered.
+    pub options: Vec<QuestionOption>,
+    /// Whether the user may select more than one option.
+    #[serde(default)]
+    pub multiple: bool,
+}
+
+/// What the call returns: text for the model, and the outcome as data for the runtime.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ToolOutput {
+    /// The tool result to hand back to the model.
+    pub text: String,
+    /// The same outcome, structured.
+    pub outcome: ToolOutcome,
+}
+
+/// How the question ended, as data.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(tag = "status", rename_all = "snake_case")]
+pub enum ToolOutcome {
+    /// The user answered; one entry per question, in order.
+    Answered {
+        /// Each question with its answer.
+        answers: Vec<AnsweredQuestion>,
+    },
+    /// The user declined to answer.
+    Rejected {
+        /// Their reason, if given.
+        reason: Option<String>,
+    },
+    /// Nobody answered in time.
+    TimedOut,
+    /// The question was cancelled before an answer (the session was stopped).
+    Cancelled,
+}
+
+/// One question with the user's answer.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct AnsweredQuestion {
+    /// The question text.
+    pub question: String,
+    /// The selected labels or custom text; empty if the user skipped it.
+    pub answer: Answer,
+}
+
+/// A call the tool could not make; the message is written for the model to correct itself.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ToolError {
+    /// The arguments do not match the tool's schema or its rules.
+    #[error("invalid arguments for the `question` tool: {0}")]
+    InvalidArguments(String),
+}
+
+impl ToolContext {
+    /// A context with a session and no tool-call reference.
+    pub fn new(session_id: impl Into<Arc<str>>) -> Self {
+        Self {
+            session_id: session_id.into(),
+            tool: None,
+        }
+    }
+
+    /// Records the message and tool call this request belongs to.
+    #[must_use]
+    pub fn with_call(mut self, message_id: impl Into<String>, call_id: impl Into<String>) -> Self {
+        self.tool = Some(ToolRef {
+            message_id: message_id.into(),
+            call_id: call_id.into(),
+        });
+        self
+    }
+}
+
+impl QuestionTool {
+    /// The tool over `questions`, with the service's default timeout.
+    pub fn new(questions: QuestionService) -> Self {
+        Self {
+            questions,
+            timeout: Timeout::Default,
+        }
+    }
+
+    /// Uses `timeout` for the requests this tool makes.
+    #[must_use]
+    pub fn with_timeout(mut self, timeout: Timeout) -> Self {
+        self.timeout = timeout;
+        self
+    }
+
+    /// The definition to hand to the model.
+    pub fn definition(&self) -> ToolDefinition {
+        ToolDefinition::for_args::<QuestionToolArgs>(QUESTION_TOOL_NAME, QUESTION_TOOL_DESCRIPTION)
+    }
+
+    /// Runs one call of the tool: validates `args`, asks, and waits for the outcome.
+    ///
+    /// Rejection, timeout and cancellation are not errors: they are outcomes the model must
+    /// hear about, each with its own text telling it not to invent an answer.
+    ///
+    /// # Errors
+    ///
+    /// [`ToolError::InvalidArguments`] with a message the model can act on.
+    ///
+    /// # Cancel safety
+    ///
+    /// Dropping the future cancels the question (`question.cancelled`).
+    pub async fn call(&self, context: ToolContext, args: Value) -> Result<ToolOutput, ToolError> {
+        let args = parse_args(args)?;
+        let questions: Vec<QuestionInfo> = args
+            .questions
+            .into_iter()
+            .map(|asked| QuestionInfo {
+                question: asked.question,
+                header: asked.header,
+                options: asked.options,
+                multiple: asked.multiple,
+                custom: true,
+            })
+            .collect();
+        let texts: Vec<String> = questions.iter().map(|info| info.question.clone()).collect();
+        let result = self
+            .questions
+            .ask(context.session_id, questions, context.tool, self.timeout)
+            .await;
+        let outcome = match result {
+            Ok(answers) => ToolOutcome::Answered {
+                answers: texts
+                    .into_iter()
+                    .zip(answers)
+                    .map(|(question, answer)| AnsweredQuestion { question, answer })
+                    .collect(),
+            },
+            Err(AskError::Invalid(invalid)) => {
+                return Err(ToolError::InvalidArguments(invalid.to_string()));
+            }
+            Err(AskError::Rejected { reason }) => ToolOutcome::Rejected { reason },
+            Err(AskError::TimedOut) => ToolOutcome::TimedOut,
+            Err(AskError::Cancelled) => ToolOutcome::Cancelled,
+        };
+        Ok(ToolOutput {
+            text: outcome.text_for_model(),
+            outcome,
+        })
+    }
+}
+
+impl ToolOutcome {
+    /// The tool result text the model reads.
+    pub fn text_for_model(&self) -> String {
+        match self {
+            Self::Answered { answers } => {
+                let pairs: Vec<String> = answers
+                    .iter()
+                    .map(|answered| {
+                        let answer = if is_skipped(&answered.answer) {
+                            "Unanswered".to_owned()
+                        } else {
+                            answered.answer.join(", ")
+                        };
+                        format!("{:?}={:?}", answered.question, answer)
+                    })
+                    .collect();
+                format!(
+                    "User has answered your questions: {}. You can now continue with the user's answers in mind.",
+                    pairs.join(", ")
+                )
+            }
+            Self::Rejected { reason } => {
+                let reason = reason
+                    .as_deref()
+                    .map(|reason| format!(" Their reason: {reason:?}."))
+                    .unwrap_or_default();
+                format!(
+                    "The user dismissed these questions without answering.{reason} Do not assume or invent answers: continue with what you already know, or explain what you need."
+                )
+            }
+            Self::TimedOut => "The user did not answer these questions in time, so there are no answers. Do not assume or invent answers: continue with what you already know, or stop and explain what you need.".to_owned(),
+            Self::Cancelled => "The questions were cancelled before the user answered (the session was stopped). There are no answers; do not assume or invent any.".to_owned(),
+        }
+    }
+}
+
+/// Parses the model's arguments. Some models send `questions` as a JSON-encoded string
+/// instead of an array; that is decoded once rather than failing the call.
+fn parse_args(mut args: Value) -> Result<QuestionToolArgs, ToolError> {
+    if let Some(questions) = args.get_mut("questions")
+        && let Value::String(encoded) = questions
+        && let Ok(decoded) = serde_json::from_str::<Value>(encoded)
+    {
+        *questions = decoded;
+    }
+    let args: QuestionToolArgs = serde_json::from_value(args).map_err(|error| {
+        ToolError::InvalidArguments(format!(
+            "{error}. Expected {{\"questions\": [{{\"question\": string, \"header\": string (at most 30 characters), \"options\": [{{\"label\": string, \"description\": string}}], \"multiple\": boolean (optional)}}]}}"
+        ))
+    })?;
+    Ok(args)
+}
