@@ -1,15 +1,14 @@
 //! The broadcast bus: publish, subscribe, resume from a cursor.
 
 use std::collections::VecDeque;
+use std::future::Future;
 use std::num::NonZeroUsize;
 use std::pin::Pin;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::task::{Context, Poll};
 
-use tokio::sync::broadcast;
+use tokio::sync::broadcast::{self, error::RecvError, error::TryRecvError};
 use tokio_stream::Stream;
-use tokio_stream::wrappers::BroadcastStream;
-use tokio_stream::wrappers::errors::BroadcastStreamRecvError;
 
 use crate::{Envelope, Event, EventId, IdGenerator};
 
@@ -93,7 +92,7 @@ pub struct Subscription {
     /// Events after the resume cursor that were already published at subscribe time.
     replay: VecDeque<Envelope>,
     /// Events published after subscribe time.
-    live: BroadcastStream<Envelope>,
+    live: Live,
     /// The cursor this subscription starts after: every later event is yielded.
     start: EventId,
 }
@@ -108,6 +107,27 @@ pub struct TypedSubscription<E> {
     /// `fn() -> E` keeps the subscription `Send + Sync` for any `E`.
     event: std::marker::PhantomData<fn() -> E>,
 }
+
+/// The live side of a subscription. Buffered events are taken with `try_recv`, which costs
+/// no allocation; only a subscriber that has caught up parks its receiver in a boxed `recv`
+/// future until the next event arrives.
+enum Live {
+    /// Holding the receiver, ready to take buffered events.
+    Ready(broadcast::Receiver<Envelope>),
+    /// Caught up and waiting; the future hands the receiver back with the next event.
+    Waiting(NextEnvelope),
+    /// Every bus handle is gone and the buffer is drained.
+    Closed,
+}
+
+/// A caught-up receiver waiting for the next event; yields the receiver back with it.
+type NextEnvelope = Pin<
+    Box<
+        dyn Future<Output = (Result<Envelope, RecvError>, broadcast::Receiver<Envelope>)>
+            + Send
+            + Sync,
+    >,
+>;
 
 /// State behind every handle of one bus.
 struct Shared {
@@ -207,7 +227,7 @@ impl Bus {
         let state = self.shared.lock();
         Subscription {
             replay: VecDeque::new(),
-            live: BroadcastStream::new(self.shared.sender.subscribe()),
+            live: Live::Ready(self.shared.sender.subscribe()),
             start: state.newest(),
         }
     }
@@ -237,7 +257,7 @@ impl Bus {
         };
         Ok(Subscription {
             replay: state.history.range(replay_from..).cloned().collect(),
-            live: BroadcastStream::new(self.shared.sender.subscribe()),
+            live: Live::Ready(self.shared.sender.subscribe()),
             start: cursor,
         })
     }
@@ -291,15 +311,50 @@ impl Stream for Subscription {
         if let Some(envelope) = self.replay.pop_front() {
             return Poll::Ready(Some(Ok(envelope)));
         }
-        Pin::new(&mut self.live).poll_next(cx).map(|item| {
-            item.map(|received| {
-                received.map_err(|BroadcastStreamRecvError::Lagged(missed)| Lagged(missed))
-            })
-        })
+        self.live.poll_next(cx)
     }
 
     fn size_hint(&self) -> (usize, Option<usize>) {
         (self.replay.len(), None)
+    }
+}
+
+impl Live {
+    fn poll_next(&mut self, cx: &mut Context<'_>) -> Poll<Option<Result<Envelope, Lagged>>> {
+        loop {
+            match std::mem::replace(self, Self::Closed) {
+                Self::Ready(mut receiver) => {
+                    let item = match receiver.try_recv() {
+                        Ok(envelope) => Ok(envelope),
+                        Err(TryRecvError::Lagged(missed)) => Err(Lagged(missed)),
+                        Err(TryRecvError::Closed) => return Poll::Ready(None),
+                        Err(TryRecvError::Empty) => {
+                            *self = Self::Waiting(Box::pin(async move {
+                                let received = receiver.recv().await;
+                                (received, receiver)
+                            }));
+                            continue;
+                        }
+                    };
+                    *self = Self::Ready(receiver);
+                    return Poll::Ready(Some(item));
+                }
+                Self::Waiting(mut waiting) => {
+                    let Poll::Ready((received, receiver)) = waiting.as_mut().poll(cx) else {
+                        *self = Self::Waiting(waiting);
+                        return Poll::Pending;
+                    };
+                    let item = match received {
+                        Ok(envelope) => Ok(envelope),
+                        Err(RecvError::Lagged(missed)) => Err(Lagged(missed)),
+                        Err(RecvError::Closed) => return Poll::Ready(None),
+                    };
+                    *self = Self::Ready(receiver);
+                    return Poll::Ready(Some(item));
+                }
+                Self::Closed => return Poll::Ready(None),
+            }
+        }
     }
 }
 

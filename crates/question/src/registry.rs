@@ -15,7 +15,7 @@
 //! Timeouts cost no task and no timer per request: deadlines live in one ordered index, and
 //! one driver task per registry sleeps until the earliest of them.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};
 
@@ -151,6 +151,9 @@ struct State<K: Kind> {
     deadlines: BTreeSet<(Instant, Id<K::IdKind>)>,
     /// The most recently created resolved requests, at most `retain_resolved`.
     resolved: BTreeMap<Id<K::IdKind>, Resolved<K>>,
+    /// Extra waiters from [`Registry::wait`], by pending request. Kept out of [`Pending`]
+    /// because few requests have any, and every pending entry would pay for the field.
+    watchers: HashMap<Id<K::IdKind>, Vec<oneshot::Sender<Outcome<K::Reply>>>>,
 }
 
 /// A request waiting for its outcome.
@@ -159,8 +162,6 @@ struct Pending<K: Kind> {
     request: Arc<K::Request>,
     /// The asker's end, `None` for requests nobody awaits in process (server mode).
     asker: Option<oneshot::Sender<Outcome<K::Reply>>>,
-    /// Extra waiters from [`Registry::wait`]; empty (no allocation) in the common case.
-    watchers: Vec<oneshot::Sender<Outcome<K::Reply>>>,
     /// When the request times out, if ever.
     deadline: Option<Instant>,
 }
@@ -201,6 +202,7 @@ impl<K: Kind> Registry<K> {
                     pending: BTreeMap::new(),
                     deadlines: BTreeSet::new(),
                     resolved: BTreeMap::new(),
+                    watchers: HashMap::new(),
                 }),
                 timer_wakeup: Arc::new(Notify::new()),
                 timer_started: AtomicBool::new(false),
@@ -241,7 +243,6 @@ impl<K: Kind> Registry<K> {
             Pending {
                 request: Arc::clone(&request),
                 asker: Some(sender),
-                watchers: Vec::new(),
                 deadline,
             },
         );
@@ -331,19 +332,15 @@ impl<K: Kind> Registry<K> {
     pub(crate) async fn wait(&self, id: Id<K::IdKind>) -> Option<Outcome<K::Reply>> {
         let receiver = {
             let mut state = self.inner.lock();
-            match state.pending.get_mut(&id) {
-                Some(entry) => {
-                    let (sender, receiver) = oneshot::channel();
-                    entry.watchers.push(sender);
-                    receiver
-                }
-                None => {
-                    return state
-                        .resolved
-                        .get(&id)
-                        .map(|resolved| resolved.outcome.clone());
-                }
+            if !state.pending.contains_key(&id) {
+                return state
+                    .resolved
+                    .get(&id)
+                    .map(|resolved| resolved.outcome.clone());
             }
+            let (sender, receiver) = oneshot::channel();
+            state.watchers.entry(id).or_default().push(sender);
+            receiver
         };
         // The sender is only dropped unsent when the registry itself is dropped.
         Some(receiver.await.unwrap_or(Outcome::Cancelled))
@@ -386,6 +383,11 @@ impl<K: Kind> Inner<K> {
         if let Some(at) = entry.deadline {
             state.deadlines.remove(&(at, id));
         }
+        let watchers = if state.watchers.is_empty() {
+            Vec::new()
+        } else {
+            state.watchers.remove(&id).unwrap_or_default()
+        };
         K::publish_outcome(&self.bus, &entry.request, &outcome);
         if self.retain_resolved > 0 {
             if state.resolved.len() >= self.retain_resolved {
@@ -401,20 +403,21 @@ impl<K: Kind> Inner<K> {
         }
         Some(Delivery {
             asker: entry.asker,
-            watchers: entry.watchers,
+            watchers,
             outcome,
         })
     }
 
-    /// Times out every request whose deadline is at or before `now`; returns the next
-    /// deadline still ahead.
+    /// Times out requests whose deadline is at or before `now`, at most [`EXPIRY_BATCH`]
+    /// of them, so that a mass expiry never holds the lock for long; returns the next
+    /// deadline (which is `<= now` if more are already due).
     fn expire_due(&self, now: Instant) -> Option<Instant> {
         let mut state = self.lock();
         let mut deliveries = Vec::new();
-        while let Some(&(at, id)) = state.deadlines.first() {
-            if at > now {
-                break;
-            }
+        while deliveries.len() < EXPIRY_BATCH
+            && let Some(&(at, id)) = state.deadlines.first()
+            && at <= now
+        {
             state.deadlines.pop_first();
             deliveries.extend(self.finish(&mut state, id, Outcome::TimedOut));
         }
@@ -424,6 +427,9 @@ impl<K: Kind> Inner<K> {
         next
     }
 }
+
+/// Most requests timed out per registry-lock acquisition.
+const EXPIRY_BATCH: usize = 1024;
 
 impl<K: Kind> Drop for Inner<K> {
     fn drop(&mut self) {
@@ -449,11 +455,14 @@ impl<K: Kind> Delivery<K> {
 /// due, repeats. Holds only a weak reference so it never keeps a dropped registry alive.
 async fn run_timer<K: Kind>(registry: Weak<Inner<K>>, wakeup: Arc<Notify>) {
     loop {
+        let now = Instant::now();
         let next = match registry.upgrade() {
-            Some(inner) => inner.expire_due(Instant::now()),
+            Some(inner) => inner.expire_due(now),
             None => return,
         };
         match next {
+            // More were due than one batch: let other tasks in before the next batch.
+            Some(at) if at <= now => tokio::task::yield_now().await,
             Some(at) => {
                 tokio::select! {
                     () = tokio::time::sleep_until(at) => {}

@@ -4,6 +4,7 @@
 //! so a human reading an HTTP 422, or a model reading a tool error, can fix the input.
 
 use std::collections::{BTreeMap, HashSet};
+
 use std::fmt;
 
 use crate::model::{Answer, NO_PREFERENCE, QuestionInfo};
@@ -74,7 +75,7 @@ pub(crate) fn check_questions(
                 ),
             ));
         }
-        let mut labels = HashSet::with_capacity(info.options.len());
+        let mut seen_labels = SeenLabels::new(info.options.len());
         for (position, option) in info.options.iter().enumerate() {
             if option.label.is_empty() {
                 return Err(ValidationError::question(
@@ -83,7 +84,7 @@ pub(crate) fn check_questions(
                     format_args!("option {} has an empty label", position + 1),
                 ));
             }
-            if !labels.insert(option.label.as_str()) {
+            if seen_labels.seen_before(&info.options[..position], &option.label) {
                 return Err(ValidationError::question(
                     index,
                     info,
@@ -193,4 +194,34 @@ pub(crate) fn answers_from_keyed(
             Some(value) => value.split(", ").map(str::to_owned).collect(),
         })
         .collect())
+}
+
+/// Duplicate-label detection that allocates nothing for the short option lists questions
+/// have, and stays linear (a hash set) for the rare long one.
+enum SeenLabels<'a> {
+    /// Compare against the earlier options directly.
+    Few,
+    /// Remember labels in a set.
+    Many(HashSet<&'a str>),
+}
+
+impl<'a> SeenLabels<'a> {
+    /// Up to this many options, a quadratic scan beats building a set.
+    const SCAN_LIMIT: usize = 16;
+
+    fn new(option_count: usize) -> Self {
+        if option_count <= Self::SCAN_LIMIT {
+            Self::Few
+        } else {
+            Self::Many(HashSet::with_capacity(option_count))
+        }
+    }
+
+    /// Whether `label` appeared among `earlier`, the options before it.
+    fn seen_before(&mut self, earlier: &[crate::model::QuestionOption], label: &'a str) -> bool {
+        match self {
+            Self::Few => earlier.iter().any(|option| option.label == label),
+            Self::Many(labels) => !labels.insert(label),
+        }
+    }
 }
