@@ -1,1 +1,17 @@
-mod placeholder {}
+//! Integration tests of askbus through its public API, in one binary.
+
+// A failing `unwrap` in a test is a test failure with a backtrace, which is what we want.
+#![allow(clippy::unwrap_used)]
+
+// The event bus: typed and untyped subscriptions, envelope JSON, cursor replay, lag.
+mod bus;
+// The question service on one thread: validation, keyed replies, drop, timeouts, events.
+mod question;
+// A proptest state machine over the question service, checked against a model.
+mod question_model;
+// Races between resolutions of one question on a multi-thread runtime.
+mod question_races;
+// Helpers shared by the question tests: sample questions, services, event bookkeeping.
+mod support;
+// The LLM question tool: definitions, calls, outcome texts.
+mod tool;

@@ -127,6 +127,9 @@ pub(crate) struct Registry<K: Kind> {
 /// The receiving side of a request's outcome, held by the asker.
 pub(crate) type OutcomeReceiver<K> = oneshot::Receiver<Outcome<<K as Kind>::Reply>>;
 
+/// The sending side of a request's outcome, for its asker or a watcher.
+type OutcomeSender<K> = oneshot::Sender<Outcome<<K as Kind>::Reply>>;
+
 /// Shared state of a registry.
 struct Inner<K: Kind> {
     /// Where `asked` and terminal events are published.
@@ -153,7 +156,7 @@ struct State<K: Kind> {
     resolved: BTreeMap<Id<K::IdKind>, Resolved<K>>,
     /// Extra waiters from [`Registry::wait`], by pending request. Kept out of [`Pending`]
     /// because few requests have any, and every pending entry would pay for the field.
-    watchers: HashMap<Id<K::IdKind>, Vec<oneshot::Sender<Outcome<K::Reply>>>>,
+    watchers: HashMap<Id<K::IdKind>, Vec<OutcomeSender<K>>>,
 }
 
 /// A request waiting for its outcome.

@@ -7,7 +7,7 @@ use std::collections::{BTreeMap, HashSet};
 
 use std::fmt;
 
-use crate::model::{Answer, NO_PREFERENCE, QuestionInfo};
+use crate::model::{Answer, NO_PREFERENCE, QuestionInfo, QuestionOption};
 
 /// Longest header, in characters, that a UI chip is expected to show.
 pub const MAX_HEADER_CHARS: usize = 30;
@@ -167,8 +167,8 @@ pub(crate) fn check_answers(
 }
 
 /// Converts the seeds' keyed reply form `{"<question text>": "A, B"}` into one answer per
-/// question. A missing question is skipped; a multi-select value is split on `", "` unless
-/// the whole value is itself one of the offered labels.
+/// question. A missing question is skipped; a multi-select value is split on `", "`, except
+/// inside an offered label that itself contains `", "`.
 pub(crate) fn answers_from_keyed(
     questions: &[QuestionInfo],
     keyed: &BTreeMap<String, String>,
@@ -186,14 +186,38 @@ pub(crate) fn answers_from_keyed(
         .map(|info| match keyed.get(&info.question) {
             None => Vec::new(),
             Some(value) if value.is_empty() => Vec::new(),
-            Some(value)
-                if !info.multiple || info.options.iter().any(|option| &option.label == value) =>
-            {
-                vec![value.clone()]
-            }
-            Some(value) => value.split(", ").map(str::to_owned).collect(),
+            Some(value) if !info.multiple => vec![value.clone()],
+            Some(value) => split_selections(value, &info.options),
         })
         .collect())
+}
+
+/// Splits a multi-select value joined with `", "` back into its selections. A label that
+/// contains `", "` is kept whole wherever it appears among the others: at each position the
+/// longest run of pieces that forms an offered label is one selection, otherwise one piece.
+fn split_selections(value: &str, options: &[QuestionOption]) -> Answer {
+    let pieces: Vec<&str> = value.split(", ").collect();
+    // Bounds the runs tried, so a long value costs linear time, not quadratic.
+    let longest_label = options
+        .iter()
+        .map(|option| option.label.split(", ").count())
+        .max()
+        .unwrap_or(1);
+    let mut selections = Vec::new();
+    let mut start = 0;
+    while start < pieces.len() {
+        let longest_end = pieces.len().min(start + longest_label);
+        let end = (start + 2..=longest_end)
+            .rev()
+            .find(|&end| {
+                let run = pieces[start..end].join(", ");
+                options.iter().any(|option| option.label == run)
+            })
+            .unwrap_or(start + 1);
+        selections.push(pieces[start..end].join(", "));
+        start = end;
+    }
+    selections
 }
 
 /// Duplicate-label detection that allocates nothing for the short option lists questions

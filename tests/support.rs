@@ -1,0 +1,158 @@
+//! Helpers shared by the question tests: sample questions, services, event bookkeeping.
+
+use std::collections::BTreeMap;
+use std::num::NonZeroUsize;
+
+use askbus::bus::{Bus, BusConfig, Envelope, Lagged};
+use askbus::question::{
+    OutcomeKind, QuestionAsked, QuestionCancelled, QuestionId, QuestionInfo, QuestionOption,
+    QuestionRejected, QuestionReplied, QuestionService, QuestionTimedOut,
+};
+use futures_util::{FutureExt, Stream, StreamExt};
+
+/// A single-choice question that also takes custom text.
+pub(crate) fn language() -> QuestionInfo {
+    QuestionInfo::new(
+        "Which language?",
+        "Language",
+        [
+            QuestionOption::new("Rust", "fast"),
+            QuestionOption::new("Go", "simple"),
+        ],
+    )
+}
+
+/// A multi-choice question restricted to its options; one label contains `", "`.
+pub(crate) fn targets() -> QuestionInfo {
+    QuestionInfo::new(
+        "Which targets?",
+        "Targets",
+        [
+            QuestionOption::new("Linux", ""),
+            QuestionOption::new("macOS", ""),
+            QuestionOption::new("BSD, Solaris", "the other Unixes"),
+        ],
+    )
+    .multiple()
+    .options_only()
+}
+
+/// A bus whose subscribers and history hold every event a test produces, so a missing
+/// event is a bug, not a lag.
+pub(crate) fn roomy_bus() -> Bus {
+    Bus::with_config(BusConfig {
+        history: 1 << 16,
+        subscriber_capacity: NonZeroUsize::new(1 << 16).expect("non-zero"),
+    })
+}
+
+/// A question service with the default configuration on a [`roomy_bus`].
+pub(crate) fn service() -> QuestionService {
+    QuestionService::new(roomy_bus())
+}
+
+/// Every item the stream can yield right now, without waiting.
+pub(crate) fn ready_items<S: Stream + Unpin>(stream: &mut S) -> Vec<S::Item> {
+    let mut items = Vec::new();
+    while let Some(Some(item)) = poll_once(stream.next()) {
+        items.push(item);
+    }
+    items
+}
+
+/// Polls `future` once, outside Tokio's cooperative budget: a test that polls thousands of
+/// ready futures in one go must not see `Pending` because the task used up its budget.
+pub(crate) fn poll_once<F: Future>(future: F) -> Option<F::Output> {
+    tokio::task::unconstrained(future).now_or_never()
+}
+
+/// Every envelope the subscription can yield right now; panics on lag.
+pub(crate) fn ready_envelopes<S>(subscription: &mut S) -> Vec<Envelope>
+where
+    S: Stream<Item = Result<Envelope, Lagged>> + Unpin,
+{
+    ready_items(subscription)
+        .into_iter()
+        .map(|item| item.expect("the test bus is roomy enough never to lag"))
+        .collect()
+}
+
+/// What a question event says about one request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum QuestionEvent {
+    /// `question.asked`.
+    Asked(QuestionId),
+    /// One of the terminal events.
+    Terminal(QuestionId, OutcomeKind),
+}
+
+/// The question event an envelope carries, if it carries one.
+pub(crate) fn question_event(envelope: &Envelope) -> Option<QuestionEvent> {
+    if let Some(asked) = envelope.downcast_ref::<QuestionAsked>() {
+        return Some(QuestionEvent::Asked(asked.request.id));
+    }
+    let terminal = if let Some(event) = envelope.downcast_ref::<QuestionReplied>() {
+        (event.request_id, OutcomeKind::Replied)
+    } else if let Some(event) = envelope.downcast_ref::<QuestionRejected>() {
+        (event.request_id, OutcomeKind::Rejected)
+    } else if let Some(event) = envelope.downcast_ref::<QuestionTimedOut>() {
+        (event.request_id, OutcomeKind::TimedOut)
+    } else if let Some(event) = envelope.downcast_ref::<QuestionCancelled>() {
+        (event.request_id, OutcomeKind::Cancelled)
+    } else {
+        return None;
+    };
+    Some(QuestionEvent::Terminal(terminal.0, terminal.1))
+}
+
+/// Checks that every request in `envelopes` has its `question.asked` first and at most one
+/// terminal event after it; returns each request's terminal outcome (`None`: still pending).
+pub(crate) fn outcomes_in_stream(
+    envelopes: &[Envelope],
+) -> BTreeMap<QuestionId, Option<OutcomeKind>> {
+    let mut outcomes = BTreeMap::new();
+    for event in envelopes.iter().filter_map(question_event) {
+        match event {
+            QuestionEvent::Asked(id) => {
+                assert!(
+                    outcomes.insert(id, None).is_none(),
+                    "{id} was announced twice"
+                );
+            }
+            QuestionEvent::Terminal(id, kind) => {
+                let outcome = outcomes
+                    .get_mut(&id)
+                    .unwrap_or_else(|| panic!("{id} {kind} before question.asked"));
+                assert_eq!(*outcome, None, "{id}: a second terminal event ({kind})");
+                *outcome = Some(kind);
+            }
+        }
+    }
+    outcomes
+}
+
+/// Lets spawned tasks (the service's timer driver) run before the test looks.
+pub(crate) async fn settle() {
+    for _ in 0..16 {
+        tokio::task::yield_now().await;
+    }
+}
+
+/// Lets spawned tasks run until `done` holds, giving up after a bounded number of turns
+/// (the caller's assertion then reports what is missing, rather than the test hanging).
+pub(crate) async fn settle_until(done: impl Fn() -> bool) {
+    for _ in 0..1024 {
+        if done() {
+            return;
+        }
+        tokio::task::yield_now().await;
+    }
+}
+
+/// Answers as the API takes them, from string slices.
+pub(crate) fn answers(answers: &[&[&str]]) -> Vec<Vec<String>> {
+    answers
+        .iter()
+        .map(|answer| answer.iter().map(|choice| (*choice).to_owned()).collect())
+        .collect()
+}
