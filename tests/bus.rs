@@ -373,9 +373,11 @@ async fn resumed_subscriptions_have_no_gap_and_no_duplicate_under_concurrent_pub
 
 #[test]
 fn a_lagging_subscriber_is_told_exactly_how_many_it_missed_then_continues() {
-    // Capacities that are and are not powers of two.
-    for (capacity, missed) in [(4, 3), (5, 3), (1, 10), (100, 1), (6, 100)] {
-        let bus = Bus::with_config(config(0, capacity));
+    // Capacities that are and are not powers of two; the latter round up to one.
+    for (configured, capacity, missed) in
+        [(4, 4, 3), (5, 8, 3), (1, 1, 10), (100, 128, 1), (6, 8, 100)]
+    {
+        let bus = Bus::with_config(config(0, configured));
         let mut all = bus.subscribe_all();
         let mut typed = bus.subscribe::<Numbered>();
         // This one has caught up and is parked waiting for the next event.
@@ -417,9 +419,10 @@ fn a_lagging_subscriber_is_told_exactly_how_many_it_missed_then_continues() {
 
 #[test]
 fn a_subscriber_within_its_capacity_never_lags() {
+    // 5 rounds up to 8.
     let bus = Bus::with_config(config(0, 5));
     let mut all = bus.subscribe_all();
-    let ids: Vec<EventId> = (0..5).map(|n| bus.publish(numbered(n))).collect();
+    let ids: Vec<EventId> = (0..8).map(|n| bus.publish(numbered(n))).collect();
     assert_eq!(ids_of(&ready_items(&mut all)), ids);
 }
 

@@ -5,12 +5,16 @@
 
 // The event bus: typed and untyped subscriptions, envelope JSON, cursor replay, lag.
 mod bus;
+// The HTTP API: routes, errors, SSE, auth, end to end over TCP, OpenAPI snapshot.
+mod http;
 // The question service on one thread: validation, keyed replies, drop, timeouts, events.
 mod question;
 // A proptest state machine over the question service, checked against a model.
 mod question_model;
 // Races between resolutions of one question on a multi-thread runtime.
 mod question_races;
+// The server binary's configuration: flags, validation, refusals.
+mod server;
 // Helpers shared by the question tests: sample questions, services, event bookkeeping.
 mod support;
 // The LLM question tool: definitions, calls, outcome texts.

@@ -48,10 +48,10 @@ pub struct BusConfig {
     /// How many recent events are kept for [`Bus::subscribe_from`]. Zero keeps none: every
     /// cursor but the newest is then too old.
     pub history: usize,
-    /// How many events a subscriber may fall behind before it is told it [`Lagged`]: with
-    /// a capacity of `n`, a subscriber that reads nothing while `n + k` events are published
-    /// is told it missed exactly `k`, then gets the newest `n`. A power of two costs least:
-    /// the channel then enforces it alone.
+    /// How many events a subscriber may fall behind before it is told it [`Lagged`],
+    /// rounded up to a power of two (the live channel's buffer size): with an effective
+    /// capacity of `n`, a subscriber that reads nothing while `n + k` events are published
+    /// is told it missed exactly `k`, then gets the newest `n`.
     pub subscriber_capacity: NonZeroUsize,
 }
 
@@ -98,9 +98,6 @@ pub struct Subscription {
     live: Live,
     /// The cursor this subscription starts after: every later event is yielded.
     start: EventId,
-    /// The configured subscriber capacity, when the channel's buffer is larger than it;
-    /// see [`Shared::trim_to`].
-    trim_to: Option<usize>,
 }
 
 /// A stream of the events of one type `E`; see [`Subscription`] for ordering and lag.
@@ -142,11 +139,6 @@ struct Shared {
     state: Mutex<State>,
     /// The live channel; sending never waits for receivers.
     sender: broadcast::Sender<Envelope>,
-    /// `Some(capacity)` when the configured subscriber capacity is not a power of two.
-    /// Tokio's channel rounds its buffer up to one, so it would let a subscriber fall up to
-    /// twice as far behind, and report a smaller lag, than configured; subscriptions then
-    /// drop the surplus themselves. `None` when the channel's own lag reports are exact.
-    trim_to: Option<usize>,
 }
 
 /// What the publish lock protects. Id assignment, history and channel send happen under one
@@ -188,14 +180,17 @@ impl Bus {
         Self::with_config(BusConfig::default())
     }
 
-    /// A bus with the given buffer sizes. A `subscriber_capacity` above 2^24 is lowered to it.
+    /// A bus with the given buffer sizes. `subscriber_capacity` is rounded up to a power of
+    /// two, and one above 2^24 is lowered to it.
     pub fn with_config(config: BusConfig) -> Self {
+        // Tokio's channel rounds its buffer up to a power of two anyway; doing it here makes
+        // the effective capacity the documented one.
         let capacity = config
             .subscriber_capacity
             .get()
-            .min(MAX_SUBSCRIBER_CAPACITY);
+            .min(MAX_SUBSCRIBER_CAPACITY)
+            .next_power_of_two();
         let (sender, _) = broadcast::channel(capacity);
-        let trim_to = (!capacity.is_power_of_two()).then_some(capacity);
         let mut ids = IdGenerator::new();
         let origin = ids.next_id();
         Self {
@@ -207,7 +202,6 @@ impl Bus {
                     floor: origin,
                 }),
                 sender,
-                trim_to,
             }),
         }
     }
@@ -242,7 +236,6 @@ impl Bus {
             replay: VecDeque::new(),
             live: Live::Ready(self.shared.sender.subscribe()),
             start: state.newest(),
-            trim_to: self.shared.trim_to,
         }
     }
 
@@ -273,7 +266,6 @@ impl Bus {
             replay: state.history.range(replay_from..).cloned().collect(),
             live: Live::Ready(self.shared.sender.subscribe()),
             start: cursor,
-            trim_to: self.shared.trim_to,
         })
     }
 
@@ -326,8 +318,7 @@ impl Stream for Subscription {
         if let Some(envelope) = self.replay.pop_front() {
             return Poll::Ready(Some(Ok(envelope)));
         }
-        let trim_to = self.trim_to;
-        self.live.poll_next(cx, trim_to)
+        self.live.poll_next(cx)
     }
 
     fn size_hint(&self) -> (usize, Option<usize>) {
@@ -336,22 +327,10 @@ impl Stream for Subscription {
 }
 
 impl Live {
-    /// The next live event; `trim_to` is [`Shared::trim_to`].
-    fn poll_next(
-        &mut self,
-        cx: &mut Context<'_>,
-        trim_to: Option<usize>,
-    ) -> Poll<Option<Result<Envelope, Lagged>>> {
+    fn poll_next(&mut self, cx: &mut Context<'_>) -> Poll<Option<Result<Envelope, Lagged>>> {
         loop {
             match std::mem::replace(self, Self::Closed) {
                 Self::Ready(mut receiver) => {
-                    if let Some(capacity) = trim_to {
-                        let missed = drop_beyond(&mut receiver, capacity);
-                        if missed > 0 {
-                            *self = Self::Ready(receiver);
-                            return Poll::Ready(Some(Err(Lagged(missed))));
-                        }
-                    }
                     let item = match receiver.try_recv() {
                         Ok(envelope) => Ok(envelope),
                         Err(TryRecvError::Lagged(missed)) => Err(Lagged(missed)),
@@ -368,21 +347,14 @@ impl Live {
                     return Poll::Ready(Some(item));
                 }
                 Self::Waiting(mut waiting) => {
-                    let Poll::Ready((received, mut receiver)) = waiting.as_mut().poll(cx) else {
+                    let Poll::Ready((received, receiver)) = waiting.as_mut().poll(cx) else {
                         *self = Self::Waiting(waiting);
                         return Poll::Pending;
                     };
-                    let item = match (received, trim_to) {
-                        // Events may have piled up while this task waited to be polled:
-                        // this one and `len` more are unread, at most `capacity` may be.
-                        (Ok(_), Some(capacity)) if receiver.len() >= capacity => {
-                            Err(Lagged(1 + drop_beyond(&mut receiver, capacity)))
-                        }
-                        (Ok(envelope), _) => Ok(envelope),
-                        (Err(RecvError::Lagged(missed)), trim_to) => Err(Lagged(
-                            missed + trim_to.map_or(0, |cap| drop_beyond(&mut receiver, cap)),
-                        )),
-                        (Err(RecvError::Closed), _) => return Poll::Ready(None),
+                    let item = match received {
+                        Ok(envelope) => Ok(envelope),
+                        Err(RecvError::Lagged(missed)) => Err(Lagged(missed)),
+                        Err(RecvError::Closed) => return Poll::Ready(None),
                     };
                     *self = Self::Ready(receiver);
                     return Poll::Ready(Some(item));
@@ -391,24 +363,6 @@ impl Live {
             }
         }
     }
-}
-
-/// Drops a receiver's oldest unread events until at most `capacity` remain, as a channel
-/// of exactly that capacity would have; returns how many it dropped.
-fn drop_beyond(receiver: &mut broadcast::Receiver<Envelope>, capacity: usize) -> u64 {
-    // `len` counts the events the channel already overwrote for this receiver too.
-    let mut excess = receiver.len().saturating_sub(capacity);
-    let mut dropped = 0;
-    while excess > 0 {
-        let skipped = match receiver.try_recv() {
-            Ok(_) => 1,
-            Err(TryRecvError::Lagged(missed)) => missed,
-            Err(TryRecvError::Empty | TryRecvError::Closed) => break,
-        };
-        dropped += skipped;
-        excess = excess.saturating_sub(usize::try_from(skipped).unwrap_or(usize::MAX));
-    }
-    dropped
 }
 
 impl<E: Event> Stream for TypedSubscription<E> {

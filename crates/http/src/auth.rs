@@ -1,0 +1,189 @@
+//! Bearer-token authentication and session scoping.
+//!
+//! Policy, in exact words: with no token configured every request is allowed (the server
+//! binary only allows that on loopback). With tokens configured, every route except
+//! `/health` and `/openapi.json` needs `Authorization: Bearer <token>`; a missing or unknown
+//! token is 401. A token scoped to a session sees only that session: its lists and streams
+//! are filtered to it, a request id of another session answers 404 as if it did not exist
+//! (ids are guessable, so existence is not revealed), and naming another session outright
+//! (a `sessionID` filter, creating a question, cancelling a session) is 403.
+//!
+//! Tokens are compared in constant time: the comparison reads every byte of every
+//! configured token whatever the candidate is, so timing reveals neither which token nor
+//! how much of one matched.
+
+use std::sync::Arc;
+
+use axum::extract::{FromRequestParts, Request, State};
+use axum::http::request::Parts;
+use axum::http::{HeaderMap, header};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use subtle::{Choice, ConstantTimeEq};
+
+use crate::AppState;
+use crate::error::ApiError;
+
+/// A bearer token the server accepts, with what it may access.
+#[derive(Clone)]
+pub struct AccessToken {
+    /// The secret the client sends.
+    secret: Arc<str>,
+    /// What requests bearing it may see and do.
+    scope: TokenScope,
+}
+
+/// What a token gives access to.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum TokenScope {
+    /// Every session.
+    AllSessions,
+    /// One session's requests and events only.
+    Session(Arc<str>),
+}
+
+/// Who is calling, as established by the auth middleware: the scope of their token
+/// ([`TokenScope::AllSessions`] when the server has no tokens).
+#[derive(Debug, Clone)]
+pub(crate) struct Caller(pub(crate) TokenScope);
+
+impl AccessToken {
+    /// A token with access to every session.
+    pub fn all_sessions(secret: impl Into<Arc<str>>) -> Self {
+        Self {
+            secret: secret.into(),
+            scope: TokenScope::AllSessions,
+        }
+    }
+
+    /// A token that only sees and answers the requests of `session_id`.
+    pub fn for_session(secret: impl Into<Arc<str>>, session_id: impl Into<Arc<str>>) -> Self {
+        Self {
+            secret: secret.into(),
+            scope: TokenScope::Session(session_id.into()),
+        }
+    }
+
+    /// What the token gives access to.
+    pub fn scope(&self) -> &TokenScope {
+        &self.scope
+    }
+}
+
+impl std::fmt::Debug for AccessToken {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // Never print the secret.
+        f.debug_struct("AccessToken")
+            .field("scope", &self.scope)
+            .finish_non_exhaustive()
+    }
+}
+
+impl TokenScope {
+    /// Whether a request of `session_id` is visible with this scope.
+    pub fn allows(&self, session_id: &str) -> bool {
+        match self {
+            Self::AllSessions => true,
+            Self::Session(own) => **own == *session_id,
+        }
+    }
+
+    /// The one session this scope is limited to, if any.
+    pub fn session(&self) -> Option<&Arc<str>> {
+        match self {
+            Self::AllSessions => None,
+            Self::Session(own) => Some(own),
+        }
+    }
+}
+
+impl<S: Send + Sync> FromRequestParts<S> for Caller {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, _state: &S) -> Result<Self, Self::Rejection> {
+        // The middleware always inserts it; its absence means the route was mounted without
+        // it, and refusing is the safe answer.
+        parts
+            .extensions
+            .get::<Self>()
+            .cloned()
+            .ok_or_else(|| ApiError::unauthorized("authentication is required"))
+    }
+}
+
+/// The middleware: establishes the [`Caller`] or answers 401.
+pub(crate) async fn authenticate(
+    State(state): State<AppState>,
+    mut request: Request,
+    next: Next,
+) -> Response {
+    let tokens = &state.inner.config.tokens;
+    let scope = if tokens.is_empty() {
+        TokenScope::AllSessions
+    } else {
+        match bearer(request.headers()).and_then(|candidate| find_token(tokens, candidate)) {
+            Some(token) => token.scope.clone(),
+            None => {
+                let mut response = ApiError::unauthorized(
+                    "a valid `Authorization: Bearer <token>` header is required",
+                )
+                .into_response();
+                response.headers_mut().insert(
+                    header::WWW_AUTHENTICATE,
+                    header::HeaderValue::from_static("Bearer"),
+                );
+                return response;
+            }
+        }
+    };
+    request.extensions_mut().insert(Caller(scope));
+    next.run(request).await
+}
+
+/// The token of an `Authorization: Bearer <token>` header.
+fn bearer(headers: &HeaderMap) -> Option<&[u8]> {
+    let value = headers.get(header::AUTHORIZATION)?.as_bytes();
+    let scheme = value.get(..7)?;
+    scheme
+        .eq_ignore_ascii_case(b"bearer ")
+        .then(|| value[7..].trim_ascii())
+}
+
+/// The configured token equal to `candidate`, found in constant time over all tokens.
+fn find_token<'a>(tokens: &'a [AccessToken], candidate: &[u8]) -> Option<&'a AccessToken> {
+    let mut found = None;
+    for token in tokens {
+        // No early exit: every token is compared, so the time does not depend on which one
+        // (if any) matched.
+        if bool::from(secret_eq(token.secret.as_bytes(), candidate)) {
+            found = Some(token);
+        }
+    }
+    found
+}
+
+/// Constant-time equality whose running time depends only on the length of `secret`.
+fn secret_eq(secret: &[u8], candidate: &[u8]) -> Choice {
+    let mut equal = (secret.len() as u64).ct_eq(&(candidate.len() as u64));
+    for (index, byte) in secret.iter().enumerate() {
+        equal &= byte.ct_eq(candidate.get(index).unwrap_or(&0));
+    }
+    equal
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn secret_eq_compares_whole_secrets() {
+        let check = |candidate: &[u8], expected: bool| {
+            assert_eq!(bool::from(secret_eq(b"s3cret", candidate)), expected);
+        };
+        check(b"s3cret", true);
+        check(b"s3cre", false);
+        check(b"s3cret!", false);
+        check(b"s3creT", false);
+        check(b"", false);
+    }
+}

@@ -1,0 +1,216 @@
+//! The one error type of the HTTP API and its JSON body.
+//!
+//! Every failure a client can cause ends here and leaves as
+//! `{"code": "...", "message": "..."}` with a 4xx status. Question routes add OpenCode's
+//! `_tag` and `requestID`, so OpenCode clients recognise the error. Messages are written for
+//! the client: they name what was wrong with the request, never a Rust type, a file or a
+//! backtrace.
+
+use askbus_question::{QuestionId, ReplyError, ValidationError};
+use axum::http::{HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use serde::Serialize;
+
+/// What went wrong, as a stable machine-readable code.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, utoipa::ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum ErrorCode {
+    /// 400: the request is malformed (bad JSON, bad id, bad query).
+    BadRequest,
+    /// 401: no bearer token, or not a known one.
+    Unauthorized,
+    /// 403: the token is scoped to another session.
+    Forbidden,
+    /// 404: no such route or request.
+    NotFound,
+    /// 405: the route exists but not with this method.
+    MethodNotAllowed,
+    /// 408: the request took longer than the server's request timeout.
+    RequestTimeout,
+    /// 409: the request already has its outcome.
+    AlreadyResolved,
+    /// 413: the body is larger than the server accepts.
+    PayloadTooLarge,
+    /// 415: the body is not `application/json`.
+    UnsupportedMediaType,
+    /// 422: well-formed JSON that does not fit (wrong shape, answers that do not fit the
+    /// questions, questions that cannot be asked).
+    Invalid,
+    /// 500: a bug; the message does not say more.
+    Internal,
+}
+
+/// An error answer of the HTTP API.
+///
+/// The only way a handler fails; its [`IntoResponse`] writes the JSON body and status and
+/// never includes internals.
+#[derive(Debug, Clone)]
+pub struct ApiError {
+    /// The machine-readable kind; fixes the status code.
+    code: ErrorCode,
+    /// A human-readable explanation meant for the client.
+    message: String,
+    /// OpenCode's error tag, on question routes.
+    tag: Option<&'static str>,
+    /// The question the error is about, on question routes.
+    request_id: Option<QuestionId>,
+}
+
+/// The JSON body of an error.
+#[derive(Serialize, utoipa::ToSchema)]
+pub(crate) struct ErrorBody<'a> {
+    /// The stable kind of error.
+    code: ErrorCode,
+    /// A human-readable explanation.
+    message: &'a str,
+    /// OpenCode's error tag (question routes), e.g. `QuestionNotFoundError`.
+    #[serde(rename = "_tag", skip_serializing_if = "Option::is_none")]
+    #[schema(rename = "_tag")]
+    tag: Option<&'static str>,
+    /// The question concerned (question routes).
+    #[serde(rename = "requestID", skip_serializing_if = "Option::is_none")]
+    #[schema(rename = "requestID", value_type = Option<String>)]
+    request_id: Option<QuestionId>,
+}
+
+impl ErrorCode {
+    /// The HTTP status this code is sent with.
+    pub fn status(self) -> StatusCode {
+        match self {
+            Self::BadRequest => StatusCode::BAD_REQUEST,
+            Self::Unauthorized => StatusCode::UNAUTHORIZED,
+            Self::Forbidden => StatusCode::FORBIDDEN,
+            Self::NotFound => StatusCode::NOT_FOUND,
+            Self::MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
+            Self::RequestTimeout => StatusCode::REQUEST_TIMEOUT,
+            Self::AlreadyResolved => StatusCode::CONFLICT,
+            Self::PayloadTooLarge => StatusCode::PAYLOAD_TOO_LARGE,
+            Self::UnsupportedMediaType => StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            Self::Invalid => StatusCode::UNPROCESSABLE_ENTITY,
+            Self::Internal => StatusCode::INTERNAL_SERVER_ERROR,
+        }
+    }
+
+    /// The code for an error status produced outside a handler (a layer, axum's routing).
+    pub(crate) fn from_status(status: StatusCode) -> Self {
+        match status {
+            StatusCode::BAD_REQUEST => Self::BadRequest,
+            StatusCode::UNAUTHORIZED => Self::Unauthorized,
+            StatusCode::FORBIDDEN => Self::Forbidden,
+            StatusCode::NOT_FOUND => Self::NotFound,
+            StatusCode::METHOD_NOT_ALLOWED => Self::MethodNotAllowed,
+            StatusCode::REQUEST_TIMEOUT => Self::RequestTimeout,
+            StatusCode::CONFLICT => Self::AlreadyResolved,
+            StatusCode::PAYLOAD_TOO_LARGE => Self::PayloadTooLarge,
+            StatusCode::UNSUPPORTED_MEDIA_TYPE => Self::UnsupportedMediaType,
+            StatusCode::UNPROCESSABLE_ENTITY => Self::Invalid,
+            status if status.is_client_error() => Self::BadRequest,
+            _ => Self::Internal,
+        }
+    }
+}
+
+impl ApiError {
+    /// An error of kind `code` with a message for the client.
+    pub fn new(code: ErrorCode, message: impl Into<String>) -> Self {
+        Self {
+            code,
+            message: message.into(),
+            tag: None,
+            request_id: None,
+        }
+    }
+
+    /// 400 `bad_request`.
+    pub fn bad_request(message: impl Into<String>) -> Self {
+        Self::new(ErrorCode::BadRequest, message)
+    }
+
+    /// 422 `invalid`.
+    pub fn invalid(message: impl Into<String>) -> Self {
+        Self::new(ErrorCode::Invalid, message)
+    }
+
+    /// 403 `forbidden`.
+    pub fn forbidden(message: impl Into<String>) -> Self {
+        Self::new(ErrorCode::Forbidden, message)
+    }
+
+    /// 401 `unauthorized`.
+    pub fn unauthorized(message: impl Into<String>) -> Self {
+        Self::new(ErrorCode::Unauthorized, message)
+    }
+
+    /// 404 `not_found` for a question id, tagged as OpenCode does.
+    pub fn question_not_found(id: QuestionId) -> Self {
+        Self::new(
+            ErrorCode::NotFound,
+            format!("question request {id} not found"),
+        )
+        .for_question(id)
+    }
+
+    /// The kind of error.
+    pub fn code(&self) -> ErrorCode {
+        self.code
+    }
+
+    /// The message sent to the client.
+    pub fn message(&self) -> &str {
+        &self.message
+    }
+
+    /// Marks the error as about question `id`: adds `requestID` and OpenCode's `_tag`.
+    #[must_use]
+    pub fn for_question(mut self, id: QuestionId) -> Self {
+        self.request_id = Some(id);
+        self.tag = Some(match self.code {
+            ErrorCode::NotFound => "QuestionNotFoundError",
+            ErrorCode::AlreadyResolved => "QuestionAlreadyResolvedError",
+            ErrorCode::Invalid => "QuestionInvalidError",
+            ErrorCode::Forbidden | ErrorCode::Unauthorized => "QuestionForbiddenError",
+            _ => "QuestionRequestError",
+        });
+        self
+    }
+}
+
+impl From<ReplyError> for ApiError {
+    fn from(error: ReplyError) -> Self {
+        match error {
+            ReplyError::NotFound(id) => Self::question_not_found(id),
+            ReplyError::AlreadyResolved { id, outcome } => Self::new(
+                ErrorCode::AlreadyResolved,
+                format!("question request {id} was already {outcome}"),
+            )
+            .for_question(id),
+            ReplyError::Invalid(invalid) => Self::from(invalid),
+        }
+    }
+}
+
+impl From<ValidationError> for ApiError {
+    fn from(error: ValidationError) -> Self {
+        Self::invalid(error.to_string())
+    }
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        let body = ErrorBody {
+            code: self.code,
+            message: &self.message,
+            tag: self.tag,
+            request_id: self.request_id,
+        };
+        // Serialising a struct of strings cannot fail; the fallback keeps the answer JSON.
+        let json = serde_json::to_vec(&body)
+            .unwrap_or_else(|_| br#"{"code":"internal","message":"internal error"}"#.to_vec());
+        let mut response = (self.code.status(), json).into_response();
+        response.headers_mut().insert(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("application/json"),
+        );
+        response
+    }
+}

@@ -1,0 +1,267 @@
+//! The HTTP face of askbus: answer questions from any client, watch events over SSE.
+//!
+//! [`router`] turns a [`QuestionService`] (which holds the bus) into an axum [`Router`].
+//! This is the only crate that knows JSON wire shapes and HTTP status codes: the question
+//! crate speaks Rust errors, this crate turns them into answers a client can act on.
+//!
+//! The question routes and the event stream are wire-compatible with OpenCode's server, so
+//! the `@opencode-ai/sdk` v2 client (`question.list`, `question.reply`, `question.reject`,
+//! `event.subscribe`) answers askbus questions unchanged: camelCase names (`sessionID`,
+//! `requestID`), SSE frames that are `data:` lines only, and `?directory=` /
+//! `x-opencode-directory` accepted and ignored. Agents in other languages use server mode:
+//! `POST /question` creates a question and `GET /question/{id}/wait` long-polls for its
+//! outcome without holding a thread.
+//!
+//! Policy, in exact words:
+//!
+//! - **Every failure is JSON.** `{"code", "message"}` with a 4xx status, plus OpenCode's
+//!   `_tag` and `requestID` on question routes. Bad JSON (400), a wrong content type (415),
+//!   a malformed id (400), an unknown id (404), a second answer (409), answers that do not
+//!   fit (422), an oversized body (413): never a panic, never a 500, never axum's plain-text
+//!   rejections. A last layer rewrites any non-JSON error response into the same shape.
+//! - **Auth is bearer tokens, compared in constant time.** No tokens configured means no
+//!   auth (the server binary allows that only on loopback). A token may be scoped to one
+//!   session; it then sees, answers and streams that session only (see [`TokenScope`]).
+//! - **Limits.** Request bodies are capped ([`HttpConfig::body_limit`], 413 beyond).
+//!   Non-streaming routes time out ([`HttpConfig::request_timeout`], 408); the event
+//!   streams do not, and `/wait` is bounded by its own cap ([`HttpConfig::max_wait`]).
+//!   CORS allows only the listed origins, never a wildcard, never credentials.
+//! - **Streams end on shutdown.** Cancelling the [`CancellationToken`] given to [`router`]
+//!   ends every open event stream and long poll at once, so a graceful shutdown never
+//!   waits on a client.
+//!
+//! ```
+//! use askbus_bus::Bus;
+//! use askbus_http::{HttpConfig, router};
+//! use askbus_question::QuestionService;
+//! use tokio_util::sync::CancellationToken;
+//!
+//! let questions = QuestionService::new(Bus::new());
+//! let shutdown = CancellationToken::new();
+//! let app: axum::Router = router(questions, HttpConfig::default(), shutdown.clone());
+//! // axum::serve(listener, app).with_graceful_shutdown(shutdown.cancelled_owned())
+//! # drop(app);
+//! ```
+
+mod auth;
+mod error;
+mod events;
+mod extract;
+mod openapi;
+mod questions;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use askbus_question::QuestionService;
+use axum::Router;
+use axum::extract::DefaultBodyLimit;
+use axum::http::{HeaderName, HeaderValue, Method, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use tokio_util::sync::CancellationToken;
+use tower_http::cors::{AllowOrigin, CorsLayer};
+use tower_http::timeout::TimeoutLayer;
+use utoipa::OpenApi;
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
+
+pub use auth::{AccessToken, TokenScope};
+pub use error::{ApiError, ErrorCode};
+
+/// Settings of the HTTP API.
+///
+/// # Examples
+///
+/// ```
+/// use askbus_http::{AccessToken, HttpConfig};
+///
+/// let config = HttpConfig {
+///     tokens: vec![AccessToken::all_sessions("a-long-random-secret")],
+///     ..HttpConfig::default()
+/// };
+/// assert_eq!(config.body_limit, 64 * 1024);
+/// ```
+#[derive(Debug, Clone)]
+pub struct HttpConfig {
+    /// Accepted bearer tokens; empty: no authentication.
+    pub tokens: Vec<AccessToken>,
+    /// Origins allowed by CORS, exactly (`https://ui.example.com`); empty: no CORS headers.
+    pub cors_origins: Vec<HeaderValue>,
+    /// Largest accepted request body, in bytes. Default: 64 KiB.
+    pub body_limit: usize,
+    /// Time limit of non-streaming requests. Default: 30 s.
+    pub request_timeout: Duration,
+    /// Interval of `server.heartbeat` on event streams. Default: 10 s.
+    pub heartbeat_interval: Duration,
+    /// Longest `GET /question/{id}/wait`, whatever the client asks. Default: 120 s.
+    pub max_wait: Duration,
+    /// The `directory` reported by `GET /global/event`. Default: empty.
+    pub directory: String,
+}
+
+impl Default for HttpConfig {
+    fn default() -> Self {
+        Self {
+            tokens: Vec::new(),
+            cors_origins: Vec::new(),
+            body_limit: 64 * 1024,
+            request_timeout: Duration::from_secs(30),
+            heartbeat_interval: Duration::from_secs(10),
+            max_wait: Duration::from_secs(120),
+            directory: String::new(),
+        }
+    }
+}
+
+/// Shared by every handler.
+#[derive(Clone)]
+pub(crate) struct AppState {
+    /// Immutable after construction.
+    inner: Arc<Inner>,
+}
+
+/// What [`AppState`] points to.
+struct Inner {
+    /// The questions (and through them, the bus).
+    questions: QuestionService,
+    /// The settings.
+    config: HttpConfig,
+    /// Cancelled on graceful shutdown; ends streams and long polls.
+    shutdown: CancellationToken,
+}
+
+/// The HTTP API over `questions`, configured by `config`; open event streams and long polls
+/// end when `shutdown` is cancelled.
+pub fn router(
+    questions: QuestionService,
+    config: HttpConfig,
+    shutdown: CancellationToken,
+) -> Router {
+    let (router, _) = build(questions, config, shutdown);
+    router
+}
+
+/// The OpenAPI document of the routes [`router`] serves, as served at `GET /openapi.json`.
+pub fn openapi() -> utoipa::openapi::OpenApi {
+    let questions = QuestionService::new(askbus_bus::Bus::new());
+    let (_, document) = build(questions, HttpConfig::default(), CancellationToken::new());
+    document
+}
+
+fn build(
+    questions: QuestionService,
+    config: HttpConfig,
+    shutdown: CancellationToken,
+) -> (Router, utoipa::openapi::OpenApi) {
+    let cors = cors_layer(&config.cors_origins);
+    let body_limit = config.body_limit;
+    let request_timeout = config.request_timeout;
+    let state = AppState {
+        inner: Arc::new(Inner {
+            questions,
+            config,
+            shutdown,
+        }),
+    };
+
+    // Routes that answer at once get a request timeout; streams and long polls must not.
+    let timed = OpenApiRouter::new()
+        .routes(routes!(questions::list, questions::create))
+        .routes(routes!(questions::get))
+        .routes(routes!(questions::reply))
+        .routes(routes!(questions::reject))
+        .routes(routes!(questions::cancel_session))
+        .layer(TimeoutLayer::with_status_code(
+            StatusCode::REQUEST_TIMEOUT,
+            request_timeout,
+        ));
+    let streaming = OpenApiRouter::new()
+        .routes(routes!(questions::wait))
+        .routes(routes!(events::event_stream))
+        .routes(routes!(events::global_event_stream));
+    let protected = timed
+        .merge(streaming)
+        .route_layer(axum::middleware::from_fn_with_state(
+            state.clone(),
+            auth::authenticate,
+        ));
+    let public = OpenApiRouter::new().routes(routes!(openapi::health));
+
+    let (router, mut document) = OpenApiRouter::with_openapi(openapi::ApiDoc::openapi())
+        .merge(protected)
+        .merge(public)
+        .split_for_parts();
+    document.info.version = env!("CARGO_PKG_VERSION").to_owned();
+    let served = Arc::new(document.clone());
+
+    let mut router = router
+        .route(
+            "/openapi.json",
+            axum::routing::get(move || {
+                let served = Arc::clone(&served);
+                async move { axum::Json(served) }
+            }),
+        )
+        .fallback(|| async { ApiError::new(ErrorCode::NotFound, "no such route") })
+        .method_not_allowed_fallback(|| async {
+            ApiError::new(
+                ErrorCode::MethodNotAllowed,
+                "this route does not accept this method",
+            )
+        })
+        .layer(DefaultBodyLimit::max(body_limit))
+        .layer(axum::middleware::map_response(json_errors))
+        .with_state(state);
+    if let Some(cors) = cors {
+        router = router.layer(cors);
+    }
+    (router, document)
+}
+
+/// CORS for exactly `origins`, or none. Never a wildcard and never credentials: the API is
+/// authorised by a bearer header, which needs neither.
+fn cors_layer(origins: &[HeaderValue]) -> Option<CorsLayer> {
+    if origins.is_empty() {
+        return None;
+    }
+    Some(
+        CorsLayer::new()
+            .allow_origin(AllowOrigin::list(origins.iter().cloned()))
+            .allow_methods([Method::GET, Method::POST, Method::OPTIONS])
+            .allow_headers([
+                header::AUTHORIZATION,
+                header::CONTENT_TYPE,
+                HeaderName::from_static("last-event-id"),
+                HeaderName::from_static("x-opencode-directory"),
+            ])
+            .max_age(Duration::from_secs(3600)),
+    )
+}
+
+/// The last line of defence: an error response that is not JSON (from a layer such as the
+/// timeout, or from axum itself) is rewritten into the API's error shape, keeping its
+/// status and headers.
+async fn json_errors(response: Response) -> Response {
+    let status = response.status();
+    if !(status.is_client_error() || status.is_server_error()) || has_json_body(&response) {
+        return response;
+    }
+    let code = ErrorCode::from_status(status);
+    let message = match code {
+        ErrorCode::RequestTimeout => "the request took too long",
+        ErrorCode::PayloadTooLarge => "the request body is larger than the server accepts",
+        ErrorCode::NotFound => "no such route",
+        ErrorCode::MethodNotAllowed => "this route does not accept this method",
+        ErrorCode::Internal => "internal error",
+        _ => "the request could not be handled",
+    };
+    let (mut parts, _) = response.into_parts();
+    let (fresh, body) = ApiError::new(code, message).into_response().into_parts();
+    parts.headers.remove(header::CONTENT_LENGTH);
+    parts.headers.extend(fresh.headers);
+    Response::from_parts(parts, body)
+}
+
+fn has_json_body(response: &Response) -> bool {
+    questions::is_json(response.headers())
+}

@@ -1,0 +1,449 @@
+//! The question routes, OpenCode-compatible, and server mode for agents in any language.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use askbus_question::{
+    Answer, Answers, Outcome, QuestionId, QuestionInfo, QuestionRequest, QuestionSnapshot, Timeout,
+    ToolRef,
+};
+use axum::Json;
+use axum::body::Bytes;
+use axum::extract::{FromRequest, Request, State};
+use axum::http::{HeaderMap, header};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::AppState;
+use crate::auth::Caller;
+use crate::error::{ApiError, ErrorCode};
+use crate::extract::{ApiJson, ApiQuery, QuestionPath};
+
+/// `GET /question` query.
+#[derive(Debug, Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
+pub(crate) struct ListQuery {
+    /// Only this session's questions.
+    #[serde(rename = "sessionID")]
+    #[param(rename = "sessionID")]
+    session_id: Option<String>,
+    /// Accepted for OpenCode clients, ignored.
+    #[allow(dead_code)]
+    directory: Option<String>,
+}
+
+/// `GET /question/{id}/wait` query.
+#[derive(Debug, Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
+pub(crate) struct WaitQuery {
+    /// Seconds to wait at most (default 30; capped by the server, 120 s by default).
+    timeout: Option<f64>,
+    /// Accepted for OpenCode clients, ignored.
+    #[allow(dead_code)]
+    directory: Option<String>,
+}
+
+/// `POST /question` body: a question asked by an agent over HTTP.
+#[derive(Debug, Deserialize)]
+pub(crate) struct CreateQuestion {
+    /// The asking session.
+    #[serde(rename = "sessionID")]
+    session_id: String,
+    /// The questions, answered together.
+    questions: Vec<QuestionInfo>,
+    /// The tool call that asked, if any.
+    #[serde(default)]
+    tool: Option<ToolRef>,
+    /// Seconds before the question times out; absent or `null`: the server default.
+    #[serde(default)]
+    timeout: Option<f64>,
+}
+
+/// `POST /question/{id}/reject` body.
+#[derive(Debug, Default, Deserialize)]
+struct RejectBody {
+    /// Why the human declined.
+    #[serde(default)]
+    reason: Option<String>,
+}
+
+/// A request with its state: the `QuestionRequest` fields plus `status`, and `answers` or
+/// `reason` once resolved.
+#[derive(Debug, Serialize)]
+pub(crate) struct QuestionStatus {
+    #[serde(flatten)]
+    request: Arc<QuestionRequest>,
+    status: &'static str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    answers: Option<Answers>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    reason: Option<String>,
+}
+
+/// `POST /session/{id}/cancel` answer.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+pub(crate) struct Cancelled {
+    /// How many pending requests were cancelled.
+    cancelled: usize,
+}
+
+/// Default of `GET /question/{id}/wait?timeout=`.
+const DEFAULT_WAIT: Duration = Duration::from_secs(30);
+
+/// List pending questions, ascending by id.
+#[utoipa::path(
+    get,
+    path = "/question",
+    operation_id = "question.list",
+    tag = "question",
+    params(ListQuery),
+    responses(
+        (status = 200, description = "Pending questions, ascending by id", body = Vec<crate::openapi::QuestionRequestSchema>),
+        (status = 401, description = "Missing or unknown token", body = crate::error::ErrorBody),
+        (status = 403, description = "The token is scoped to another session", body = crate::error::ErrorBody),
+    ),
+    security(("bearer" = []), ())
+)]
+pub(crate) async fn list(
+    State(state): State<AppState>,
+    caller: Caller,
+    ApiQuery(query): ApiQuery<ListQuery>,
+) -> Result<Json<Vec<Arc<QuestionRequest>>>, ApiError> {
+    let session = match (caller.0.session(), query.session_id.as_deref()) {
+        (Some(own), Some(asked)) if **own != *asked => {
+            return Err(ApiError::forbidden(
+                "this token may only list its own session's questions",
+            ));
+        }
+        (Some(own), _) => Some(&**own),
+        (None, asked) => asked,
+    };
+    Ok(Json(state.inner.questions.list(session)))
+}
+
+/// Get one question, pending or resolved, with its status.
+#[utoipa::path(
+    get,
+    path = "/question/{id}",
+    operation_id = "question.get",
+    tag = "question",
+    params(("id" = String, Path, description = "Question id, `que_` + ULID")),
+    responses(
+        (status = 200, description = "The question with its status", body = crate::openapi::QuestionStatusSchema),
+        (status = 400, description = "Malformed id", body = crate::error::ErrorBody),
+        (status = 404, description = "No such question (or not visible to this token)", body = crate::error::ErrorBody),
+    ),
+    security(("bearer" = []), ())
+)]
+pub(crate) async fn get(
+    State(state): State<AppState>,
+    caller: Caller,
+    QuestionPath(id): QuestionPath,
+) -> Result<Json<QuestionStatus>, ApiError> {
+    let snapshot = visible(&state, &caller, id)?;
+    Ok(Json(QuestionStatus::from_snapshot(snapshot)))
+}
+
+/// Wait (long poll) until a question is resolved or the timeout runs out.
+#[utoipa::path(
+    get,
+    path = "/question/{id}/wait",
+    operation_id = "question.wait",
+    tag = "question",
+    params(("id" = String, Path, description = "Question id, `que_` + ULID"), WaitQuery),
+    responses(
+        (status = 200, description = "The question with its status; `pending` when the wait ran out", body = crate::openapi::QuestionStatusSchema),
+        (status = 400, description = "Malformed id or timeout", body = crate::error::ErrorBody),
+        (status = 404, description = "No such question (or not visible to this token)", body = crate::error::ErrorBody),
+    ),
+    security(("bearer" = []), ())
+)]
+pub(crate) async fn wait(
+    State(state): State<AppState>,
+    caller: Caller,
+    QuestionPath(id): QuestionPath,
+    ApiQuery(query): ApiQuery<WaitQuery>,
+) -> Result<Json<QuestionStatus>, ApiError> {
+    let limit = match query.timeout {
+        None => DEFAULT_WAIT,
+        Some(seconds) => Duration::try_from_secs_f64(seconds).map_err(|_| {
+            ApiError::bad_request("`timeout` must be a non-negative number of seconds")
+        })?,
+    }
+    .min(state.inner.config.max_wait);
+    let snapshot = visible(&state, &caller, id)?;
+    if snapshot.outcome.is_some() {
+        return Ok(Json(QuestionStatus::from_snapshot(snapshot)));
+    }
+    // An async wait: no thread is held, and dropping it (client gone, shutdown, time up)
+    // leaves the question pending.
+    let waited = tokio::select! {
+        waited = tokio::time::timeout(limit, state.inner.questions.wait(id)) => waited.ok(),
+        () = state.inner.shutdown.cancelled() => None,
+    };
+    let outcome = match waited {
+        Some(outcome) => Some(outcome?),
+        None => None,
+    };
+    Ok(Json(QuestionStatus::from_snapshot(QuestionSnapshot {
+        request: snapshot.request,
+        outcome,
+    })))
+}
+
+/// Answer a pending question.
+#[utoipa::path(
+    post,
+    path = "/question/{id}/reply",
+    operation_id = "question.reply",
+    tag = "question",
+    params(("id" = String, Path, description = "Question id, `que_` + ULID")),
+    request_body(content = crate::openapi::ReplyBodySchema, description = "`{\"answers\": [[...], ...]}`, or the keyed form `{\"<question text>\": \"A, B\"}`"),
+    responses(
+        (status = 200, description = "Answered", body = bool, content_type = "application/json"),
+        (status = 400, description = "Malformed id or JSON", body = crate::error::ErrorBody),
+        (status = 404, description = "No such question", body = crate::error::ErrorBody),
+        (status = 409, description = "Already resolved", body = crate::error::ErrorBody),
+        (status = 413, description = "Body too large", body = crate::error::ErrorBody),
+        (status = 415, description = "Not JSON", body = crate::error::ErrorBody),
+        (status = 422, description = "The answers do not fit the questions", body = crate::error::ErrorBody),
+    ),
+    security(("bearer" = []), ())
+)]
+pub(crate) async fn reply(
+    State(state): State<AppState>,
+    caller: Caller,
+    QuestionPath(id): QuestionPath,
+    body: ApiJson<Value>,
+) -> Result<Json<bool>, ApiError> {
+    visible(&state, &caller, id)?;
+    let questions = &state.inner.questions;
+    let result = match ReplyForm::parse(body.0).map_err(|error| error.for_question(id))? {
+        ReplyForm::Answers(answers) => questions.reply(id, answers),
+        ReplyForm::Keyed(keyed) => questions.reply_keyed(id, &keyed),
+    };
+    result.map_err(|error| ApiError::from(error).for_question(id))?;
+    Ok(Json(true))
+}
+
+/// Decline to answer a pending question.
+#[utoipa::path(
+    post,
+    path = "/question/{id}/reject",
+    operation_id = "question.reject",
+    tag = "question",
+    params(("id" = String, Path, description = "Question id, `que_` + ULID")),
+    request_body(content = Option<crate::openapi::RejectBodySchema>, description = "Optional: `{\"reason\": \"...\"}`"),
+    responses(
+        (status = 200, description = "Rejected", body = bool, content_type = "application/json"),
+        (status = 404, description = "No such question", body = crate::error::ErrorBody),
+        (status = 409, description = "Already resolved", body = crate::error::ErrorBody),
+    ),
+    security(("bearer" = []), ())
+)]
+pub(crate) async fn reject(
+    State(state): State<AppState>,
+    caller: Caller,
+    QuestionPath(id): QuestionPath,
+    request: Request,
+) -> Result<Json<bool>, ApiError> {
+    visible(&state, &caller, id)?;
+    let body: RejectBody = optional_json(request, &state).await?.unwrap_or_default();
+    state
+        .inner
+        .questions
+        .reject(id, body.reason)
+        .map_err(|error| ApiError::from(error).for_question(id))?;
+    Ok(Json(true))
+}
+
+/// Ask a question (server mode): create it and return it at once.
+#[utoipa::path(
+    post,
+    path = "/question",
+    operation_id = "question.create",
+    tag = "question",
+    request_body = crate::openapi::CreateQuestionSchema,
+    responses(
+        (status = 200, description = "The new pending question", body = crate::openapi::QuestionRequestSchema),
+        (status = 400, description = "Malformed JSON", body = crate::error::ErrorBody),
+        (status = 403, description = "The token is scoped to another session", body = crate::error::ErrorBody),
+        (status = 415, description = "Not JSON", body = crate::error::ErrorBody),
+        (status = 422, description = "The questions cannot be asked", body = crate::error::ErrorBody),
+    ),
+    security(("bearer" = []), ())
+)]
+pub(crate) async fn create(
+    State(state): State<AppState>,
+    caller: Caller,
+    ApiJson(body): ApiJson<CreateQuestion>,
+) -> Result<Json<Arc<QuestionRequest>>, ApiError> {
+    if !caller.0.allows(&body.session_id) {
+        return Err(ApiError::forbidden(
+            "this token may only ask questions in its own session",
+        ));
+    }
+    let timeout = match body.timeout {
+        None => Timeout::Default,
+        Some(seconds) => Duration::try_from_secs_f64(seconds)
+            .map(Timeout::After)
+            .map_err(|_| ApiError::invalid("`timeout` must be a non-negative number of seconds"))?,
+    };
+    let pending =
+        state
+            .inner
+            .questions
+            .submit(body.session_id, body.questions, body.tool, timeout)?;
+    // Nobody awaits it in this process: the asker collects the outcome over HTTP.
+    Ok(Json(pending.detach()))
+}
+
+/// The request if it exists and the caller may see it; otherwise 404, the same answer
+/// whether it does not exist or belongs to another session.
+fn visible(
+    state: &AppState,
+    caller: &Caller,
+    id: QuestionId,
+) -> Result<QuestionSnapshot, ApiError> {
+    state
+        .inner
+        .questions
+        .get(id)
+        .filter(|snapshot| caller.0.allows(&snapshot.request.session_id))
+        .ok_or_else(|| ApiError::question_not_found(id))
+}
+
+/// The two accepted reply bodies.
+enum ReplyForm {
+    /// `{"answers": [["A"], ["B", "C"]]}`.
+    Answers(Vec<Answer>),
+    /// `{"<question text>": "A, B"}`.
+    Keyed(BTreeMap<String, String>),
+}
+
+impl ReplyForm {
+    fn parse(body: Value) -> Result<Self, ApiError> {
+        let Value::Object(mut fields) = body else {
+            return Err(ApiError::invalid(
+                "expected a JSON object: {\"answers\": [[\"label\"], ...]} or {\"<question text>\": \"label, label\"}",
+            ));
+        };
+        if let Some(Value::Array(_)) = fields.get("answers") {
+            let answers = fields.remove("answers").unwrap_or_default();
+            return serde_json::from_value(answers)
+                .map(Self::Answers)
+                .map_err(|_| {
+                    ApiError::invalid(
+                        "`answers` must be an array with one array of strings per question",
+                    )
+                });
+        }
+        fields
+            .into_iter()
+            .map(|(question, answer)| match answer {
+                Value::String(text) => Ok((question, text)),
+                _ => Err(ApiError::invalid(format!(
+                    "the keyed answer to {question:?} must be a string (labels joined with \", \")"
+                ))),
+            })
+            .collect::<Result<_, _>>()
+            .map(Self::Keyed)
+    }
+}
+
+/// An optional JSON body: empty means `None`; anything else must be JSON.
+async fn optional_json<T: serde::de::DeserializeOwned>(
+    request: Request,
+    state: &AppState,
+) -> Result<Option<T>, ApiError> {
+    let is_json = is_json(request.headers());
+    let bytes = Bytes::from_request(request, state)
+        .await
+        .map_err(|rejection| {
+            ApiError::new(
+                ErrorCode::from_status(rejection.status()),
+                if rejection.status() == axum::http::StatusCode::PAYLOAD_TOO_LARGE {
+                    "the request body is larger than the server accepts"
+                } else {
+                    "the request body could not be read"
+                },
+            )
+        })?;
+    if bytes.trim_ascii().is_empty() {
+        return Ok(None);
+    }
+    if !is_json {
+        return Err(ApiError::new(
+            ErrorCode::UnsupportedMediaType,
+            "expected a body with `Content-Type: application/json`",
+        ));
+    }
+    serde_json::from_slice(&bytes).map(Some).map_err(|error| {
+        if error.is_data() {
+            ApiError::invalid(format!("unexpected JSON: {error}"))
+        } else {
+            ApiError::bad_request(format!("malformed JSON: {error}"))
+        }
+    })
+}
+
+/// Whether the `Content-Type` is JSON (`application/json` or `application/*+json`).
+pub(crate) fn is_json(headers: &HeaderMap) -> bool {
+    headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|value| value.to_str().ok())
+        .and_then(|value| value.split(';').next())
+        .map(|essence| {
+            let essence = essence.trim().to_ascii_lowercase();
+            essence == "application/json"
+                || (essence.starts_with("application/") && essence.ends_with("+json"))
+        })
+        .unwrap_or(false)
+}
+
+impl QuestionStatus {
+    fn from_snapshot(snapshot: QuestionSnapshot) -> Self {
+        let (status, answers, reason) = match snapshot.outcome {
+            None => ("pending", None, None),
+            Some(Outcome::Replied(answers)) => ("replied", Some(answers), None),
+            Some(Outcome::Rejected { reason }) => ("rejected", None, reason),
+            Some(Outcome::TimedOut) => ("timed_out", None, None),
+            Some(Outcome::Cancelled) => ("cancelled", None, None),
+        };
+        Self {
+            request: snapshot.request,
+            status,
+            answers,
+            reason,
+        }
+    }
+}
+
+/// Cancel every pending request of a session.
+#[utoipa::path(
+    post,
+    path = "/session/{id}/cancel",
+    operation_id = "session.cancel",
+    tag = "session",
+    params(("id" = String, Path, description = "Session id")),
+    responses(
+        (status = 200, description = "How many requests were cancelled", body = Cancelled),
+        (status = 403, description = "The token is scoped to another session", body = crate::error::ErrorBody),
+    ),
+    security(("bearer" = []), ())
+)]
+pub(crate) async fn cancel_session(
+    State(state): State<AppState>,
+    caller: Caller,
+    crate::extract::SegmentPath(session_id): crate::extract::SegmentPath,
+) -> Result<Json<Cancelled>, ApiError> {
+    if !caller.0.allows(&session_id) {
+        return Err(ApiError::forbidden(
+            "this token may only cancel its own session",
+        ));
+    }
+    Ok(Json(Cancelled {
+        cancelled: state.inner.questions.cancel_session(&session_id),
+    }))
+}

@@ -1,0 +1,70 @@
+//! `askbus`: the askbus server binary. All logic is in the `askbus_server` library; this
+//! file parses flags, sets up logging and waits for a signal.
+
+use std::process::ExitCode;
+
+use anyhow::Context;
+use askbus_server::Cli;
+use clap::Parser;
+use tokio_util::sync::CancellationToken;
+use tracing_subscriber::EnvFilter;
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            EnvFilter::try_from_default_env()
+                .unwrap_or_else(|_| EnvFilter::new("info,tower_http=warn,hyper=warn")),
+        )
+        .with_writer(std::io::stderr)
+        .init();
+    match run(&cli) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(error) => {
+            tracing::error!("{error:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn run(cli: &Cli) -> anyhow::Result<()> {
+    let settings = cli.settings()?;
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .context("cannot start the async runtime")?;
+    runtime.block_on(async {
+        let shutdown = CancellationToken::new();
+        tokio::spawn(cancel_on_signal(shutdown.clone()));
+        askbus_server::run(settings, shutdown)
+            .await
+            .with_context(|| format!("cannot serve on {}", cli.listen))
+    })?;
+    tracing::info!("askbus stopped");
+    Ok(())
+}
+
+/// Cancels `shutdown` on SIGINT (Ctrl-C) or SIGTERM.
+async fn cancel_on_signal(shutdown: CancellationToken) {
+    let interrupt = tokio::signal::ctrl_c();
+    #[cfg(unix)]
+    let terminate = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut signal) => {
+                signal.recv().await;
+            }
+            Err(error) => {
+                tracing::warn!("cannot listen for SIGTERM: {error}");
+                std::future::pending::<()>().await;
+            }
+        }
+    };
+    #[cfg(not(unix))]
+    let terminate = std::future::pending::<()>();
+    tokio::select! {
+        _ = interrupt => {}
+        () = terminate => {}
+    }
+    tracing::info!("shutting down: closing open streams");
+    shutdown.cancel();
+}

@@ -1,0 +1,196 @@
+//! Bearer tokens: missing, unknown, and session-scoped.
+
+use askbus_http::{AccessToken, HttpConfig};
+use axum::body::Body;
+use axum::http::{Request, StatusCode, header};
+use serde_json::json;
+
+use super::TestApp;
+
+const ADMIN: &str = "admin-secret-0123456789";
+const SCOPED: &str = "scoped-secret-0123456789";
+
+fn app() -> TestApp {
+    TestApp::with_config(HttpConfig {
+        tokens: vec![
+            AccessToken::all_sessions(ADMIN),
+            AccessToken::for_session(SCOPED, "mine"),
+        ],
+        ..HttpConfig::default()
+    })
+}
+
+fn request(
+    method: &str,
+    uri: &str,
+    token: Option<&str>,
+    body: Option<serde_json::Value>,
+) -> Request<Body> {
+    let mut request = Request::builder().method(method).uri(uri);
+    if let Some(token) = token {
+        request = request.header(header::AUTHORIZATION, format!("Bearer {token}"));
+    }
+    match body {
+        Some(body) => request
+            .header(header::CONTENT_TYPE, "application/json")
+            .body(Body::from(body.to_string())),
+        None => request.body(Body::empty()),
+    }
+    .expect("request")
+}
+
+#[tokio::test]
+async fn missing_or_unknown_tokens_are_401() {
+    let app = app();
+    let id = app.ask("mine");
+    for token in [
+        None,
+        Some("wrong"),
+        Some(&ADMIN[..ADMIN.len() - 1]),
+        Some(""),
+    ] {
+        for (method, uri) in [
+            ("GET", "/question".to_owned()),
+            ("GET", format!("/question/{id}")),
+            ("POST", format!("/question/{id}/reject")),
+            ("GET", "/event".to_owned()),
+            ("POST", "/session/mine/cancel".to_owned()),
+        ] {
+            let response =
+                tower::ServiceExt::oneshot(app.router.clone(), request(method, &uri, token, None))
+                    .await
+                    .expect("infallible");
+            assert_eq!(response.headers()[header::WWW_AUTHENTICATE], "Bearer");
+            let (status, body) = app.call(request(method, &uri, token, None)).await;
+            assert_eq!(status, StatusCode::UNAUTHORIZED, "{method} {uri} {token:?}");
+            assert_eq!(body["code"], "unauthorized");
+        }
+    }
+    // Nothing was rejected by the unauthorised calls.
+    let (_, body) = app
+        .call(request(
+            "GET",
+            &format!("/question/{id}"),
+            Some(ADMIN),
+            None,
+        ))
+        .await;
+    assert_eq!(body["status"], "pending");
+}
+
+#[tokio::test]
+async fn the_scheme_is_case_insensitive() {
+    let app = app();
+    let request = Request::get("/question")
+        .header(header::AUTHORIZATION, format!("bearer {ADMIN}"))
+        .body(Body::empty())
+        .expect("request");
+    assert_eq!(app.call(request).await.0, StatusCode::OK);
+}
+
+#[tokio::test]
+async fn a_scoped_token_sees_only_its_session() {
+    let app = app();
+    let mine = app.ask("mine");
+    let theirs = app.ask("theirs");
+
+    // Lists are filtered to the token's session.
+    let (status, listed) = app
+        .call(request("GET", "/question", Some(SCOPED), None))
+        .await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(listed.as_array().map(Vec::len), Some(1));
+    assert_eq!(listed[0]["id"], mine);
+    let (status, body) = app
+        .call(request(
+            "GET",
+            "/question?sessionID=theirs",
+            Some(SCOPED),
+            None,
+        ))
+        .await;
+    assert_eq!(
+        (status, &body["code"]),
+        (StatusCode::FORBIDDEN, &json!("forbidden"))
+    );
+
+    // Another session's request does not exist for this token.
+    for (method, uri, body) in [
+        ("GET", format!("/question/{theirs}"), None),
+        ("GET", format!("/question/{theirs}/wait?timeout=0"), None),
+        (
+            "POST",
+            format!("/question/{theirs}/reply"),
+            Some(json!({"answers": [["Rust"]]})),
+        ),
+        ("POST", format!("/question/{theirs}/reject"), None),
+    ] {
+        let (status, answer) = app.call(request(method, &uri, Some(SCOPED), body)).await;
+        assert_eq!(status, StatusCode::NOT_FOUND, "{method} {uri}");
+        assert_eq!(answer["code"], "not_found");
+        assert_eq!(answer["_tag"], "QuestionNotFoundError");
+    }
+    // Naming another session outright is forbidden.
+    let (status, _) = app
+        .call(request(
+            "POST",
+            "/session/theirs/cancel",
+            Some(SCOPED),
+            None,
+        ))
+        .await;
+    assert_eq!(status, StatusCode::FORBIDDEN);
+    let create = json!({"sessionID": "theirs", "questions": [{"question": "Q?", "header": "Q", "options": []}]});
+    let (status, body) = app
+        .call(request("POST", "/question", Some(SCOPED), Some(create)))
+        .await;
+    assert_eq!(
+        (status, &body["code"]),
+        (StatusCode::FORBIDDEN, &json!("forbidden"))
+    );
+    let (status, body) = app
+        .call(request(
+            "GET",
+            "/event?sessionID=theirs",
+            Some(SCOPED),
+            None,
+        ))
+        .await;
+    assert_eq!(
+        (status, &body["code"]),
+        (StatusCode::FORBIDDEN, &json!("forbidden"))
+    );
+
+    // Theirs is untouched; mine can be answered with the scoped token.
+    let (_, body) = app
+        .call(request(
+            "GET",
+            &format!("/question/{theirs}"),
+            Some(ADMIN),
+            None,
+        ))
+        .await;
+    assert_eq!(body["status"], "pending");
+    let (status, _) = app
+        .call(request(
+            "POST",
+            &format!("/question/{mine}/reply"),
+            Some(SCOPED),
+            Some(json!({"answers": [["Rust"]]})),
+        ))
+        .await;
+    assert_eq!(status, StatusCode::OK);
+}
+
+#[tokio::test]
+async fn a_scoped_token_streams_only_its_session() {
+    let app = app();
+    let auth = format!("Bearer {SCOPED}");
+    let mut frames = app.events("/event", &[("authorization", &auth)]).await;
+    assert_eq!(frames.next().await.kind(), "server.connected");
+    app.ask("theirs");
+    let mine = app.ask("mine");
+    let frame = frames.next().await;
+    assert_eq!(frame.kind(), "question.asked");
+    assert_eq!(frame.data["properties"]["id"], mine);
+}

@@ -1,0 +1,83 @@
+//! The server binary's configuration (`askbus-server`): flags, validation, refusals.
+
+use askbus_http::TokenScope;
+use askbus_server::{Cli, ConfigError, Demo};
+use clap::Parser;
+
+fn settings(args: &[&str]) -> Result<askbus_server::Settings, ConfigError> {
+    let cli = Cli::try_parse_from(std::iter::once("askbus").chain(args.iter().copied()))
+        .expect("flags parse");
+    cli.settings()
+}
+
+#[test]
+fn defaults_listen_on_loopback_without_auth() {
+    let settings = settings(&[]).expect("valid");
+    assert_eq!(settings.listen.to_string(), "127.0.0.1:4717");
+    assert!(settings.http.tokens.is_empty());
+    assert_eq!(settings.demo, Demo::Off);
+}
+
+#[test]
+fn a_non_loopback_address_needs_a_token() {
+    for address in ["0.0.0.0:4717", "192.168.1.10:80", "[::]:4717"] {
+        let refused = settings(&["--listen", address]).expect_err("refused");
+        assert!(matches!(refused, ConfigError::TokenRequired(_)));
+        let message = refused.to_string();
+        assert!(message.contains("--token"), "{message}");
+        assert!(message.contains("not a loopback address"), "{message}");
+    }
+    for address in ["127.0.0.1:1", "[::1]:4717", "127.0.0.2:9"] {
+        assert!(settings(&["--listen", address]).is_ok(), "{address}");
+    }
+    let settings =
+        settings(&["--listen", "0.0.0.0:4717", "--token", "a-long-secret"]).expect("valid");
+    assert_eq!(settings.http.tokens.len(), 1);
+}
+
+#[test]
+fn tokens_are_repeatable_comma_separated_and_scopable() {
+    let settings =
+        settings(&["--token", "one,two@session-a", "--token", "three", "--demo"]).expect("valid");
+    let scopes: Vec<_> = settings
+        .http
+        .tokens
+        .iter()
+        .map(|token| token.scope().clone())
+        .collect();
+    assert_eq!(
+        scopes,
+        [
+            TokenScope::AllSessions,
+            TokenScope::Session("session-a".into()),
+            TokenScope::AllSessions
+        ]
+    );
+    assert_eq!(settings.demo, Demo::On);
+    // Secrets never show in debug output.
+    assert!(!format!("{:?}", settings.http.tokens).contains("two"));
+}
+
+#[test]
+fn bad_flags_are_refused_with_a_clear_message() {
+    let check = |args: &[&str], expected: &str| {
+        let message = settings(args).expect_err("refused").to_string();
+        assert!(
+            message.contains(expected),
+            "{message:?} should contain {expected:?}"
+        );
+    };
+    check(
+        &["--store", "sqlite:askbus.db"],
+        "supported stores are: memory",
+    );
+    check(
+        &["--store", "redis://localhost"],
+        "supported stores are: memory",
+    );
+    check(&["--listen", "localhost:4717"], "IP:PORT");
+    check(&["--token", "@session"], "empty");
+    check(&["--token", "secret@"], "empty");
+    check(&["--cors-origin", "*"], "not a valid origin");
+    check(&["--cors-origin", "localhost:3000"], "not a valid origin");
+}
