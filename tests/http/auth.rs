@@ -194,3 +194,53 @@ async fn a_scoped_token_streams_only_its_session() {
     assert_eq!(frame.kind(), "question.asked");
     assert_eq!(frame.data["properties"]["id"], mine);
 }
+
+#[tokio::test]
+async fn cors_allows_listed_origins_only_and_never_credentials() {
+    let app = TestApp::with_config(HttpConfig {
+        cors_origins: vec![header::HeaderValue::from_static("http://localhost:5173")],
+        ..HttpConfig::default()
+    });
+    let preflight = |origin: &str| {
+        Request::options("/question")
+            .header(header::ORIGIN, origin)
+            .header(header::ACCESS_CONTROL_REQUEST_METHOD, "POST")
+            .header(
+                header::ACCESS_CONTROL_REQUEST_HEADERS,
+                "authorization,content-type",
+            )
+            .body(Body::empty())
+            .expect("request")
+    };
+    let allowed =
+        tower::ServiceExt::oneshot(app.router.clone(), preflight("http://localhost:5173"))
+            .await
+            .expect("infallible");
+    let headers = allowed.headers();
+    assert_eq!(
+        headers[header::ACCESS_CONTROL_ALLOW_ORIGIN],
+        "http://localhost:5173"
+    );
+    assert!(
+        headers
+            .get(header::ACCESS_CONTROL_ALLOW_CREDENTIALS)
+            .is_none()
+    );
+    let allowed_headers = headers[header::ACCESS_CONTROL_ALLOW_HEADERS]
+        .to_str()
+        .expect("ascii");
+    assert!(
+        allowed_headers.contains("authorization"),
+        "{allowed_headers}"
+    );
+
+    let refused = tower::ServiceExt::oneshot(app.router.clone(), preflight("http://evil.example"))
+        .await
+        .expect("infallible");
+    assert!(
+        refused
+            .headers()
+            .get(header::ACCESS_CONTROL_ALLOW_ORIGIN)
+            .is_none()
+    );
+}
