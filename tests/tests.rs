@@ -7,6 +7,8 @@
 mod bus;
 // The HTTP API: routes, errors, SSE, auth, end to end over TCP, OpenAPI snapshot.
 mod http;
+// The real @opencode-ai/sdk v2 client (npm, installed by the test) against a served askbus.
+mod opencode_sdk;
 // The question service on one thread: validation, keyed replies, drop, timeouts, events.
 mod question;
 // A proptest state machine over the question service, checked against a model.

@@ -1,0 +1,467 @@
+//! The real `@opencode-ai/sdk` v2 client against a running askbus server.
+//!
+//! SPEC section 7 promises that OpenCode's clients answer askbus questions unchanged. This
+//! test proves it with the npm package itself: it installs the pinned version
+//! (`tests/opencode-sdk/package-lock.json`, `npm ci` when `node_modules` is missing or
+//! stale), serves the askbus router over real TCP on 127.0.0.1, and runs
+//! `tests/opencode-sdk/drive.mjs`, which uses `event.subscribe`, `global.event`,
+//! `question.list`, `question.reply` and `question.reject` the way an OpenCode UI does.
+//!
+//! The exchange is driven by process I/O, never by sleeps: node prints a `subscribed` line
+//! once both event streams are open, the test then asks two questions in process, node sees
+//! them announced by `question.asked`, answers one, rejects the other, and prints a summary
+//! line. The test checks both sides: the in-process futures resolve with exactly what node
+//! sent, and node saw OpenCode's field names and events.
+//!
+//! Needs Node.js 20+ with npm, and the npm registry the first time (or after the lock file
+//! changes).
+
+use std::path::Path;
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+use askbus::{AskError, Bus, QuestionInfo, QuestionOption, QuestionService, Timeout, ToolRef};
+use askbus_http::{AccessToken, HttpConfig};
+use serde_json::{Value, json};
+use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncReadExt, BufReader, Lines};
+use tokio::net::TcpListener;
+use tokio::process::{ChildStdout, Command};
+use tokio_util::sync::CancellationToken;
+
+/// The oldest Node.js major version the test is known to work with.
+const MIN_NODE_MAJOR: u32 = 20;
+/// Limit of `npm ci` (a download of a few small packages).
+const INSTALL_TIMEOUT: Duration = Duration::from_secs(120);
+/// Limit of the whole node run; `drive.mjs` gives up on its own a little earlier.
+const NODE_TIMEOUT: Duration = Duration::from_secs(25);
+/// What `drive.mjs` is told its own limit is, in milliseconds.
+const NODE_SELF_TIMEOUT_MS: &str = "20000";
+/// Limit of each in-process wait once node is done.
+const SETTLE_TIMEOUT: Duration = Duration::from_secs(5);
+/// The bearer token the server requires and node sends.
+const TOKEN: &str = "opencode-sdk-test-token-0123456789";
+/// The `directory` `/global/event` reports.
+const DIRECTORY: &str = "/srv/askbus-opencode-sdk";
+/// The syntactically valid but unknown id `drive.mjs` rejects.
+const UNKNOWN_ID: &str = "que_00000000000000000000000000";
+
+#[test]
+fn the_opencode_sdk_lists_replies_rejects_and_streams_events() {
+    let started = Instant::now();
+    let package = Path::new(env!("CARGO_MANIFEST_DIR")).join("opencode-sdk");
+    check_node();
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("a tokio runtime");
+    runtime.block_on(async {
+        install(&package).await;
+        drive(&package).await;
+    });
+    eprintln!("opencode_sdk: done in {:.1?}", started.elapsed());
+}
+
+/// The asker's first request: answered by node.
+fn setup_questions() -> Vec<QuestionInfo> {
+    vec![
+        QuestionInfo::new(
+            "Which database should the service use?",
+            "Database",
+            [
+                QuestionOption::new("Postgres", "the production default"),
+                QuestionOption::new("SQLite", "one file, no server"),
+            ],
+        ),
+        QuestionInfo::new(
+            "Which signals should be exported?",
+            "Telemetry",
+            [
+                QuestionOption::new("Logs", ""),
+                QuestionOption::new("Metrics", ""),
+                QuestionOption::new("Traces", ""),
+            ],
+        )
+        .multiple()
+        .options_only(),
+    ]
+}
+
+/// The asker's second request: rejected by node.
+fn deploy_question() -> Vec<QuestionInfo> {
+    vec![QuestionInfo::new(
+        "Deploy to production now?",
+        "Deploy",
+        [
+            QuestionOption::new("Yes", "ship it"),
+            QuestionOption::new("No", "wait"),
+        ],
+    )]
+}
+
+/// Serves askbus, runs `drive.mjs` against it and checks both sides of the exchange.
+async fn drive(package: &Path) {
+    let questions = QuestionService::new(Bus::new());
+    let shutdown = CancellationToken::new();
+    let config = HttpConfig {
+        tokens: vec![AccessToken::all_sessions(TOKEN)],
+        // Short, so node also sees a heartbeat frame without waiting long for it.
+        heartbeat_interval: Duration::from_millis(200),
+        directory: DIRECTORY.to_owned(),
+        ..HttpConfig::default()
+    };
+    let app = askbus_http::router(questions.clone(), config, shutdown.clone());
+    let listener = TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind 127.0.0.1:0");
+    let address = listener.local_addr().expect("the bound address");
+    let server = tokio::spawn(
+        axum::serve(listener, app)
+            .with_graceful_shutdown(shutdown.clone().cancelled_owned())
+            .into_future(),
+    );
+
+    let mut child = Command::new("node")
+        .arg("drive.mjs")
+        .arg(format!("http://{address}"))
+        .current_dir(package)
+        .env("ASKBUS_TOKEN", TOKEN)
+        .env("ASKBUS_DRIVE_TIMEOUT_MS", NODE_SELF_TIMEOUT_MS)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("spawn node drive.mjs");
+    let stdout = child.stdout.take().expect("piped stdout");
+    let stderr = child.stderr.take().expect("piped stderr");
+    let stderr = tokio::spawn(read_all(stderr));
+
+    let session = async {
+        let mut lines = BufReader::new(stdout).lines();
+        let subscribed = next_json(&mut lines).await?;
+        if subscribed["stage"] != "subscribed" {
+            return Err(format!(
+                "expected the `subscribed` line first, got {subscribed}"
+            ));
+        }
+        // Both streams are open: ask now, so node sees the questions announced.
+        let setup = questions
+            .submit(
+                "ses_opencode_sdk",
+                setup_questions(),
+                Some(ToolRef {
+                    message_id: "msg_sdk".to_owned(),
+                    call_id: "call_sdk".to_owned(),
+                }),
+                Timeout::Never,
+            )
+            .map_err(|error| format!("submit the first question: {error}"))?;
+        let deploy = questions
+            .submit(
+                "ses_opencode_deploy",
+                deploy_question(),
+                None,
+                Timeout::Never,
+            )
+            .map_err(|error| format!("submit the second question: {error}"))?;
+        let summary = next_json(&mut lines).await?;
+        if let Some(extra) = lines.next_line().await.map_err(|error| error.to_string())? {
+            return Err(format!("unexpected output after the summary: {extra}"));
+        }
+        Ok((setup, deploy, summary))
+    };
+    let outcome = tokio::time::timeout(NODE_TIMEOUT, session).await;
+    if outcome.is_err() {
+        // Kill it before reading stderr, which ends only when node does.
+        child.kill().await.expect("kill node");
+    }
+    let status = tokio::time::timeout(SETTLE_TIMEOUT, child.wait())
+        .await
+        .map_err(|_| "node did not exit after its summary".to_owned())
+        .and_then(|status| status.map_err(|error| error.to_string()));
+    let stderr = stderr.await.expect("the stderr reader");
+    let (setup, deploy, summary) = match (outcome, &status) {
+        (Ok(Ok(result)), Ok(status)) if status.success() => result,
+        (Err(_), _) => {
+            panic!("node drive.mjs took longer than {NODE_TIMEOUT:?}; stderr:\n{stderr}")
+        }
+        (Ok(Err(error)), _) => panic!("node drive.mjs: {error} ({status:?}); stderr:\n{stderr}"),
+        (Ok(Ok(_)), _) => panic!("node drive.mjs failed ({status:?}); stderr:\n{stderr}"),
+    };
+    let (setup_id, deploy_id) = (setup.id().to_string(), deploy.id().to_string());
+    let sent = check_summary(&summary, &setup_id, &deploy_id);
+
+    // The asker's side: exactly what node sent, and the rejection.
+    let answers = tokio::time::timeout(SETTLE_TIMEOUT, setup)
+        .await
+        .expect("the replied question resolves")
+        .expect("the first question was answered");
+    assert_eq!(answers, sent, "the in-process asker got what node sent");
+    let rejected = tokio::time::timeout(SETTLE_TIMEOUT, deploy)
+        .await
+        .expect("the rejected question resolves");
+    assert_eq!(rejected, Err(AskError::Rejected { reason: None }));
+    assert_eq!(questions.pending_count(), 0);
+
+    // Graceful shutdown ends node's (already closed) and any other open streams promptly.
+    shutdown.cancel();
+    tokio::time::timeout(SETTLE_TIMEOUT, server)
+        .await
+        .expect("graceful shutdown does not hang")
+        .expect("the server task")
+        .expect("axum::serve");
+}
+
+/// Checks node's summary; returns the answers node sent to `setup_id`.
+fn check_summary(summary: &Value, setup_id: &str, deploy_id: &str) -> Vec<Vec<String>> {
+    let context = || format!("node's summary: {summary:#}");
+    assert_eq!(summary["stage"], "summary", "{}", context());
+
+    // `question.list`: both requests, with OpenCode's field names.
+    let listed = summary["listed"]
+        .as_array()
+        .unwrap_or_else(|| panic!("{}", context()));
+    let find = |id: &str| {
+        listed
+            .iter()
+            .find(|request| request["id"] == id)
+            .unwrap_or_else(|| panic!("{id} is not listed; {}", context()))
+    };
+    let setup = find(setup_id);
+    assert_eq!(setup["sessionID"], "ses_opencode_sdk");
+    assert_eq!(
+        setup["tool"],
+        json!({"messageID": "msg_sdk", "callID": "call_sdk"})
+    );
+    let setup_questions = setup["questions"]
+        .as_array()
+        .expect("`questions` is an array");
+    assert_eq!(setup_questions.len(), 2);
+    assert_eq!(
+        setup_questions[0]["question"],
+        "Which database should the service use?"
+    );
+    assert_eq!(setup_questions[0]["header"], "Database");
+    assert_eq!(
+        setup_questions[0]["options"][0],
+        json!({"label": "Postgres", "description": "the production default"})
+    );
+    assert_eq!(setup_questions[0]["multiple"], false);
+    assert_eq!(setup_questions[1]["multiple"], true);
+    assert_eq!(setup_questions[1]["custom"], false);
+    let deploy = find(deploy_id);
+    assert_eq!(deploy["sessionID"], "ses_opencode_deploy");
+    assert_eq!(deploy["questions"][0]["header"], "Deploy");
+    assert_eq!(
+        summary["asked"],
+        json!([setup_id, deploy_id]),
+        "{}",
+        context()
+    );
+
+    // `question.reply` and `question.reject` answered `true`.
+    let expected = vec![
+        vec!["Postgres".to_owned()],
+        vec!["Logs".to_owned(), "Metrics".to_owned()],
+    ];
+    assert_eq!(summary["reply"]["requestID"], setup_id);
+    assert_eq!(
+        summary["reply"]["answers"],
+        json!(expected),
+        "{}",
+        context()
+    );
+    assert_eq!(summary["reply"]["result"], true, "{}", context());
+    assert_eq!(summary["reject"]["requestID"], deploy_id);
+    assert_eq!(summary["reject"]["result"], true, "{}", context());
+
+    // Errors reach the SDK as JSON bodies it can read, with OpenCode's `_tag`.
+    let again = &summary["errors"]["replyAgain"];
+    assert_eq!(again["status"], 409, "{}", context());
+    assert_eq!(again["body"]["code"], "already_resolved");
+    assert_eq!(again["body"]["_tag"], "QuestionAlreadyResolvedError");
+    assert_eq!(again["body"]["requestID"], setup_id);
+    let unknown = &summary["errors"]["rejectUnknown"];
+    assert_eq!(unknown["status"], 404, "{}", context());
+    assert_eq!(unknown["body"]["_tag"], "QuestionNotFoundError");
+    assert_eq!(unknown["body"]["requestID"], UNKNOWN_ID);
+    assert!(
+        unknown["message"]
+            .as_str()
+            .is_some_and(|text| text.contains(UNKNOWN_ID)),
+        "the SDK's error message is the server's: {}",
+        context()
+    );
+
+    // `event.subscribe`: the SSE frames, parsed by the SDK.
+    let by_type = &summary["events"]["byType"];
+    assert_eq!(by_type["server.connected"], 1, "{}", context());
+    assert_eq!(by_type["question.asked"], 2, "{}", context());
+    assert_eq!(by_type["question.replied"], 1, "{}", context());
+    assert_eq!(by_type["question.rejected"], 1, "{}", context());
+    assert!(
+        by_type["server.heartbeat"].as_u64() >= Some(1),
+        "{}",
+        context()
+    );
+    let log = summary["events"]["log"].as_array().expect("the event log");
+    let question_events: Vec<(&Value, &Value)> = log
+        .iter()
+        .filter(|event| {
+            event["type"]
+                .as_str()
+                .is_some_and(|kind| kind.starts_with("question."))
+        })
+        .map(|event| (&event["type"], &event["requestID"]))
+        .collect();
+    assert_eq!(
+        question_events,
+        [
+            (&json!("question.asked"), &json!(setup_id)),
+            (&json!("question.asked"), &json!(deploy_id)),
+            (&json!("question.replied"), &json!(setup_id)),
+            (&json!("question.rejected"), &json!(deploy_id)),
+        ],
+        "question events in order; {}",
+        context()
+    );
+    for event in log
+        .iter()
+        .filter(|event| event["type"] != "server.heartbeat")
+    {
+        if event["type"] != "server.connected" {
+            assert!(
+                event["id"]
+                    .as_str()
+                    .is_some_and(|id| id.starts_with("evt_")),
+                "{event}"
+            );
+        }
+    }
+    let replied = &summary["events"]["replied"];
+    assert_eq!(
+        replied["properties"],
+        json!({"sessionID": "ses_opencode_sdk", "requestID": setup_id, "answers": expected})
+    );
+    let rejected = &summary["events"]["rejected"];
+    assert_eq!(
+        rejected["properties"],
+        json!({"sessionID": "ses_opencode_deploy", "requestID": deploy_id})
+    );
+
+    // `global.event`: the same events, wrapped with the directory.
+    let global = &summary["globalEvents"];
+    assert_eq!(global["byType"]["server.connected"], 1, "{}", context());
+    assert_eq!(global["byType"]["question.asked"], 2, "{}", context());
+    assert_eq!(global["byType"]["question.replied"], 1, "{}", context());
+    assert_eq!(global["byType"]["question.rejected"], 1, "{}", context());
+    assert_eq!(
+        global["sample"],
+        json!({"directory": DIRECTORY, "hasPayload": true})
+    );
+
+    expected
+}
+
+/// The next stdout line of node, as JSON.
+async fn next_json(lines: &mut Lines<BufReader<ChildStdout>>) -> Result<Value, String> {
+    let line = lines
+        .next_line()
+        .await
+        .map_err(|error| format!("read node's stdout: {error}"))?
+        .ok_or("node closed its stdout early")?;
+    serde_json::from_str(&line).map_err(|error| format!("node printed non-JSON ({error}): {line}"))
+}
+
+/// Everything `reader` yields, lossily decoded.
+async fn read_all(mut reader: impl AsyncRead + Unpin) -> String {
+    let mut bytes = Vec::new();
+    let _ = reader.read_to_end(&mut bytes).await;
+    String::from_utf8_lossy(&bytes).into_owned()
+}
+
+/// Fails with install instructions unless Node.js (20 or newer) and npm are on `PATH`.
+fn check_node() {
+    const HOW: &str = "this test drives the @opencode-ai/sdk npm package and needs Node.js \
+        20+ with npm on PATH: install them from https://nodejs.org/en/download (or e.g. \
+        `curl -fsSL https://deb.nodesource.com/setup_20.x | sudo -E bash - && sudo apt-get \
+        install -y nodejs`, `brew install node@20`, `nvm install 20`)";
+    let version = |program: &str| {
+        std::process::Command::new(program)
+            .arg("--version")
+            .output()
+            .ok()
+            .filter(|output| output.status.success())
+            .map(|output| String::from_utf8_lossy(&output.stdout).trim().to_owned())
+    };
+    let node = version("node").unwrap_or_else(|| panic!("`node` was not found; {HOW}"));
+    let major = node
+        .trim_start_matches('v')
+        .split('.')
+        .next()
+        .and_then(|major| major.parse::<u32>().ok());
+    assert!(
+        major.is_some_and(|major| major >= MIN_NODE_MAJOR),
+        "found Node.js {node}, too old; {HOW}"
+    );
+    version(npm()).unwrap_or_else(|| panic!("`npm` was not found; {HOW}"));
+}
+
+/// The npm executable's name on this platform.
+fn npm() -> &'static str {
+    if cfg!(windows) { "npm.cmd" } else { "npm" }
+}
+
+/// Runs `npm ci` in `package` unless `node_modules` was installed from the current
+/// `package-lock.json` (a copy of which is kept as a stamp inside `node_modules`).
+///
+/// Installs are serialised by an advisory lock on `package-lock.json` itself (which `npm ci`
+/// only reads), so concurrent test runs over one checkout (several target directories)
+/// never run `npm ci` in the same directory at once.
+async fn install(package: &Path) {
+    let lock_file = package.join("package-lock.json");
+    let wanted = std::fs::read(&lock_file).expect("read tests/opencode-sdk/package-lock.json");
+    let stamp = package
+        .join("node_modules")
+        .join(".askbus-package-lock.json");
+    let guard = tokio::task::spawn_blocking(move || {
+        let file = std::fs::File::open(&lock_file).expect("open package-lock.json");
+        file.lock().expect("lock package-lock.json");
+        file
+    })
+    .await
+    .expect("the lock task");
+
+    let installed = package.join("node_modules/@opencode-ai/sdk/package.json");
+    if installed.is_file() && std::fs::read(&stamp).is_ok_and(|stamp| stamp == wanted) {
+        return;
+    }
+    let started = Instant::now();
+    let run = Command::new(npm())
+        .args(["ci", "--no-audit", "--no-fund", "--ignore-scripts"])
+        .current_dir(package)
+        .stdin(Stdio::null())
+        .kill_on_drop(true)
+        .output();
+    let output = tokio::time::timeout(INSTALL_TIMEOUT, run)
+        .await
+        .unwrap_or_else(|_| {
+            panic!(
+                "`npm ci` in {} took longer than {INSTALL_TIMEOUT:?}",
+                package.display()
+            )
+        })
+        .expect("run `npm ci`");
+    assert!(
+        output.status.success(),
+        "`npm ci` in {} failed ({}); it needs the npm registry (or a configured mirror):\n{}\n{}",
+        package.display(),
+        output.status,
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr),
+    );
+    std::fs::write(&stamp, &wanted).expect("write the install stamp");
+    eprintln!("opencode_sdk: npm ci took {:.1?}", started.elapsed());
+    drop(guard);
+}
