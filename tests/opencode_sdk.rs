@@ -172,14 +172,18 @@ async fn drive(package: &Path) {
         Ok((setup, deploy, summary))
     };
     let outcome = tokio::time::timeout(NODE_TIMEOUT, session).await;
-    if outcome.is_err() {
-        // Kill it before reading stderr, which ends only when node does.
-        child.kill().await.expect("kill node");
+    // Node must be gone before its stderr can be read to the end: killed at once if the
+    // exchange failed, given a moment to exit by itself otherwise.
+    if !matches!(outcome, Ok(Ok(_))) {
+        let _ = child.start_kill();
     }
-    let status = tokio::time::timeout(SETTLE_TIMEOUT, child.wait())
-        .await
-        .map_err(|_| "node did not exit after its summary".to_owned())
-        .and_then(|status| status.map_err(|error| error.to_string()));
+    let status = match tokio::time::timeout(SETTLE_TIMEOUT, child.wait()).await {
+        Ok(status) => status.map_err(|error| error.to_string()),
+        Err(_) => {
+            let _ = child.kill().await;
+            Err("node did not exit after its summary".to_owned())
+        }
+    };
     let stderr = stderr.await.expect("the stderr reader");
     let (setup, deploy, summary) = match (outcome, &status) {
         (Ok(Ok(result)), Ok(status)) if status.success() => result,
