@@ -36,6 +36,13 @@ use crate::EventId;
 pub trait Event: Serialize + Clone + Send + Sync + 'static {
     /// The stable event name, `noun.past_participle` (`question.asked`).
     const TYPE: &'static str;
+
+    /// The session this event concerns, if any. Consumers that show one session's events
+    /// (a filtered SSE stream, a scoped token) read it from the envelope without parsing
+    /// the payload's JSON.
+    fn session_id(&self) -> Option<&str> {
+        None
+    }
 }
 
 /// One published event as every subscriber sees it: its id, its type name and its payload.
@@ -60,6 +67,7 @@ struct EnvelopeInner<P: ?Sized> {
 /// Object-safe view of an [`Event`], so envelopes of every type share one channel.
 trait Payload: Send + Sync {
     fn event_type(&self) -> &'static str;
+    fn session_id(&self) -> Option<&str>;
     fn as_any(&self) -> &dyn Any;
     fn to_json(&self) -> serde_json::Result<Box<RawValue>>;
 }
@@ -67,6 +75,10 @@ trait Payload: Send + Sync {
 impl<E: Event> Payload for E {
     fn event_type(&self) -> &'static str {
         E::TYPE
+    }
+
+    fn session_id(&self) -> Option<&str> {
+        Event::session_id(self)
     }
 
     fn as_any(&self) -> &dyn Any {
@@ -106,6 +118,11 @@ impl Envelope {
     /// The event's stable type name (`question.asked`).
     pub fn event_type(&self) -> &'static str {
         self.inner.payload.event_type()
+    }
+
+    /// The session the event concerns, if its type says ([`Event::session_id`]).
+    pub fn session_id(&self) -> Option<&str> {
+        self.inner.payload.session_id()
     }
 
     /// The payload, if this envelope carries an `E`.

@@ -271,10 +271,7 @@ impl EventStream {
         let Some(session) = &self.session else {
             return true;
         };
-        match session_of(envelope) {
-            Some(own) => *own == **session,
-            None => true,
-        }
+        envelope.session_id().is_none_or(|own| own == &**session)
     }
 
     fn event_frame(&self, envelope: &Envelope) -> SseFrame {
@@ -312,23 +309,6 @@ impl EventStream {
         self.server_frame("server.resync", &properties)
             .id(self.cursor.to_string())
     }
-}
-
-/// The `properties.sessionID` of an event, if it has one.
-fn session_of(envelope: &Envelope) -> Option<String> {
-    #[derive(Deserialize)]
-    struct Probe {
-        properties: Properties,
-    }
-    #[derive(Deserialize)]
-    struct Properties {
-        #[serde(rename = "sessionID")]
-        session_id: Option<String>,
-    }
-    serde_json::from_str::<Probe>(envelope.json())
-        .ok()?
-        .properties
-        .session_id
 }
 
 /// `text` as a JSON string literal.

@@ -8,7 +8,7 @@
 //! the `@opencode-ai/sdk` v2 client (`question.list`, `question.reply`, `question.reject`,
 //! `event.subscribe`) answers askbus questions unchanged: camelCase names (`sessionID`,
 //! `requestID`), SSE frames that are `data:` lines only, and `?directory=` /
-//! `x-opencode-directory` accepted and ignored. Agents in other languages use server mode:
+//! `x-opencode-directory` (and `x-opencode-workspace`) accepted and ignored. Agents in other languages use server mode:
 //! `POST /question` creates a question and `GET /question/{id}/wait` long-polls for its
 //! outcome without holding a thread.
 //!
@@ -233,6 +233,7 @@ fn cors_layer(origins: &[HeaderValue]) -> Option<CorsLayer> {
                 header::CONTENT_TYPE,
                 HeaderName::from_static("last-event-id"),
                 HeaderName::from_static("x-opencode-directory"),
+                HeaderName::from_static("x-opencode-workspace"),
             ])
             .max_age(Duration::from_secs(3600)),
     )

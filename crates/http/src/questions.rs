@@ -44,8 +44,8 @@ pub(crate) struct WaitQuery {
     directory: Option<String>,
 }
 
-/// `POST /question` body: a question asked by an agent over HTTP.
-#[derive(Debug, Deserialize)]
+/// `POST /question` body: a question asked by an agent over HTTP (server mode).
+#[derive(Debug, Deserialize, utoipa::ToSchema)]
 pub(crate) struct CreateQuestion {
     /// The asking session.
     #[serde(rename = "sessionID")]
@@ -61,8 +61,8 @@ pub(crate) struct CreateQuestion {
 }
 
 /// `POST /question/{id}/reject` body.
-#[derive(Debug, Default, Deserialize)]
-struct RejectBody {
+#[derive(Debug, Default, Deserialize, utoipa::ToSchema)]
+pub(crate) struct RejectBody {
     /// Why the human declined.
     #[serde(default)]
     reason: Option<String>,
@@ -70,15 +70,37 @@ struct RejectBody {
 
 /// A request with its state: the `QuestionRequest` fields plus `status`, and `answers` or
 /// `reason` once resolved.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, utoipa::ToSchema)]
 pub(crate) struct QuestionStatus {
+    /// The request.
     #[serde(flatten)]
+    #[schema(value_type = QuestionRequest)]
     request: Arc<QuestionRequest>,
-    status: &'static str,
+    /// Where it stands.
+    status: QuestionState,
+    /// One answer per question, when `replied`.
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Option<Vec<Vec<String>>>)]
     answers: Option<Answers>,
+    /// The human's reason, when `rejected` with one.
     #[serde(skip_serializing_if = "Option::is_none")]
     reason: Option<String>,
+}
+
+/// Where a request stands.
+#[derive(Debug, Clone, Copy, Serialize, utoipa::ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub(crate) enum QuestionState {
+    /// Waiting for a human.
+    Pending,
+    /// Answered; see `answers`.
+    Replied,
+    /// Declined; see `reason`.
+    Rejected,
+    /// Nobody answered in time.
+    TimedOut,
+    /// The asker went away or the session was cancelled.
+    Cancelled,
 }
 
 /// `POST /session/{id}/cancel` answer.
@@ -99,7 +121,7 @@ const DEFAULT_WAIT: Duration = Duration::from_secs(30);
     tag = "question",
     params(ListQuery),
     responses(
-        (status = 200, description = "Pending questions, ascending by id", body = Vec<crate::openapi::QuestionRequestSchema>),
+        (status = 200, description = "Pending questions, ascending by id", body = Vec<QuestionRequest>),
         (status = 401, description = "Missing or unknown token", body = crate::error::ErrorBody),
         (status = 403, description = "The token is scoped to another session", body = crate::error::ErrorBody),
     ),
@@ -130,7 +152,7 @@ pub(crate) async fn list(
     tag = "question",
     params(("id" = String, Path, description = "Question id, `que_` + ULID")),
     responses(
-        (status = 200, description = "The question with its status", body = crate::openapi::QuestionStatusSchema),
+        (status = 200, description = "The question with its status", body = QuestionStatus),
         (status = 400, description = "Malformed id", body = crate::error::ErrorBody),
         (status = 404, description = "No such question (or not visible to this token)", body = crate::error::ErrorBody),
     ),
@@ -153,7 +175,7 @@ pub(crate) async fn get(
     tag = "question",
     params(("id" = String, Path, description = "Question id, `que_` + ULID"), WaitQuery),
     responses(
-        (status = 200, description = "The question with its status; `pending` when the wait ran out", body = crate::openapi::QuestionStatusSchema),
+        (status = 200, description = "The question with its status; `pending` when the wait ran out", body = QuestionStatus),
         (status = 400, description = "Malformed id or timeout", body = crate::error::ErrorBody),
         (status = 404, description = "No such question (or not visible to this token)", body = crate::error::ErrorBody),
     ),
@@ -234,7 +256,7 @@ pub(crate) async fn reply(
     operation_id = "question.reject",
     tag = "question",
     params(("id" = String, Path, description = "Question id, `que_` + ULID")),
-    request_body(content = Option<crate::openapi::RejectBodySchema>, description = "Optional: `{\"reason\": \"...\"}`"),
+    request_body(content = Option<RejectBody>, description = "Optional: `{\"reason\": \"...\"}`"),
     responses(
         (status = 200, description = "Rejected", body = bool, content_type = "application/json"),
         (status = 404, description = "No such question", body = crate::error::ErrorBody),
@@ -264,9 +286,9 @@ pub(crate) async fn reject(
     path = "/question",
     operation_id = "question.create",
     tag = "question",
-    request_body = crate::openapi::CreateQuestionSchema,
+    request_body = CreateQuestion,
     responses(
-        (status = 200, description = "The new pending question", body = crate::openapi::QuestionRequestSchema),
+        (status = 200, description = "The new pending question", body = QuestionRequest),
         (status = 400, description = "Malformed JSON", body = crate::error::ErrorBody),
         (status = 403, description = "The token is scoped to another session", body = crate::error::ErrorBody),
         (status = 415, description = "Not JSON", body = crate::error::ErrorBody),
@@ -405,11 +427,11 @@ pub(crate) fn is_json(headers: &HeaderMap) -> bool {
 impl QuestionStatus {
     fn from_snapshot(snapshot: QuestionSnapshot) -> Self {
         let (status, answers, reason) = match snapshot.outcome {
-            None => ("pending", None, None),
-            Some(Outcome::Replied(answers)) => ("replied", Some(answers), None),
-            Some(Outcome::Rejected { reason }) => ("rejected", None, reason),
-            Some(Outcome::TimedOut) => ("timed_out", None, None),
-            Some(Outcome::Cancelled) => ("cancelled", None, None),
+            None => (QuestionState::Pending, None, None),
+            Some(Outcome::Replied(answers)) => (QuestionState::Replied, Some(answers), None),
+            Some(Outcome::Rejected { reason }) => (QuestionState::Rejected, None, reason),
+            Some(Outcome::TimedOut) => (QuestionState::TimedOut, None, None),
+            Some(Outcome::Cancelled) => (QuestionState::Cancelled, None, None),
         };
         Self {
             request: snapshot.request,

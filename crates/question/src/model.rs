@@ -35,6 +35,7 @@ pub const NO_PREFERENCE: &str = "[No preference]";
 /// One choice offered for a question.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct QuestionOption {
     /// Display text, one to five words.
     pub label: String,
@@ -44,6 +45,7 @@ pub struct QuestionOption {
 
 /// One question shown to the human.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct QuestionInfo {
     /// The complete question.
     pub question: String,
@@ -51,16 +53,19 @@ pub struct QuestionInfo {
     pub header: String,
     /// The offered choices.
     pub options: Vec<QuestionOption>,
-    /// Whether several options may be selected.
+    /// Whether several options may be selected. Defaults to `false`.
     #[serde(default)]
+    #[cfg_attr(feature = "openapi", schema(default = false))]
     pub multiple: bool,
     /// Whether the human may type an answer of their own ("Other"). Defaults to `true`.
     #[serde(default = "custom_by_default")]
+    #[cfg_attr(feature = "openapi", schema(default = true))]
     pub custom: bool,
 }
 
 /// The tool call that asked, so a UI can show the question in place.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct ToolRef {
     /// The message holding the tool call.
     #[serde(rename = "messageID")]
@@ -72,11 +77,14 @@ pub struct ToolRef {
 
 /// A pending (or resolved) request of one or more questions.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct QuestionRequest {
     /// Ascending id; creation order.
+    #[cfg_attr(feature = "openapi", schema(value_type = String, example = "que_01JZ6Q3V8R5M2K7D4T9WXYZABC"))]
     pub id: QuestionId,
     /// The session (conversation, run) that asked.
     #[serde(rename = "sessionID")]
+    #[cfg_attr(feature = "openapi", schema(value_type = String))]
     pub session_id: Arc<str>,
     /// The questions, answered together.
     pub questions: Vec<QuestionInfo>,
@@ -86,7 +94,7 @@ pub struct QuestionRequest {
     /// Creation time, milliseconds since the Unix epoch.
     #[serde(rename = "createdAt")]
     pub created_at: u64,
-    /// When the request times out, milliseconds since the Unix epoch; `None`: never.
+    /// When the request times out, milliseconds since the Unix epoch; absent: never.
     #[serde(rename = "expiresAt", default, skip_serializing_if = "Option::is_none")]
     pub expires_at: Option<u64>,
 }
@@ -150,22 +158,42 @@ pub struct QuestionCancelled {
 
 impl Event for QuestionAsked {
     const TYPE: &'static str = "question.asked";
+
+    fn session_id(&self) -> Option<&str> {
+        Some(&self.request.session_id)
+    }
 }
 
 impl Event for QuestionReplied {
     const TYPE: &'static str = "question.replied";
+
+    fn session_id(&self) -> Option<&str> {
+        Some(&self.session_id)
+    }
 }
 
 impl Event for QuestionRejected {
     const TYPE: &'static str = "question.rejected";
+
+    fn session_id(&self) -> Option<&str> {
+        Some(&self.session_id)
+    }
 }
 
 impl Event for QuestionTimedOut {
     const TYPE: &'static str = "question.timed_out";
+
+    fn session_id(&self) -> Option<&str> {
+        Some(&self.session_id)
+    }
 }
 
 impl Event for QuestionCancelled {
     const TYPE: &'static str = "question.cancelled";
+
+    fn session_id(&self) -> Option<&str> {
+        Some(&self.session_id)
+    }
 }
 
 impl QuestionOption {
