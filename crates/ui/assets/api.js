@@ -1,0 +1,122 @@
+// The JSON API client: bearer token, error shapes, and the server's clock.
+//
+// Every call sends `Authorization: Bearer <token>` when the human entered a token; the
+// token lives in sessionStorage (this tab only, gone when it closes). Failures are thrown as
+// `ApiError` (the server answered with an error; `status`, `code`, `message` from its JSON
+// body) or `NetworkError` (no answer at all), so views can say which happened.
+
+const TOKEN_KEY = 'askbus.token';
+
+/** The server answered with an error status. */
+export class ApiError extends Error {
+  constructor(status, code, message, body) {
+    super(message);
+    this.name = 'ApiError';
+    this.status = status;
+    this.code = code;
+    this.body = body;
+  }
+}
+
+/** The server could not be reached (connection refused or dropped, offline). */
+export class NetworkError extends Error {
+  constructor(cause) {
+    super('the server could not be reached');
+    this.name = 'NetworkError';
+    this.cause = cause;
+  }
+}
+
+/** Called with the error whenever the server answers 401; set by the app. */
+let unauthorizedHandler = () => {};
+
+/** Difference between the server's clock and ours, in ms, when it is large enough to matter. */
+let clockOffset = 0;
+
+export function onUnauthorized(handler) {
+  unauthorizedHandler = handler;
+}
+
+export function token() {
+  try {
+    return sessionStorage.getItem(TOKEN_KEY) || '';
+  } catch {
+    return '';
+  }
+}
+
+export function setToken(value) {
+  try {
+    if (value) sessionStorage.setItem(TOKEN_KEY, value);
+    else sessionStorage.removeItem(TOKEN_KEY);
+  } catch {
+    // Storage disabled: the token then lasts as long as nothing; the prompt comes back.
+  }
+}
+
+/** Headers that authenticate a request, if a token is set. */
+export function authHeaders() {
+  const value = token();
+  return value ? { Authorization: `Bearer ${value}` } : {};
+}
+
+/** The current time on the server's clock (ms since the epoch). */
+export function serverNow() {
+  return Date.now() + clockOffset;
+}
+
+/** Learns the server's clock from a response's `Date` header (second precision). */
+export function noteServerDate(response) {
+  const date = Date.parse(response.headers.get('Date') || '');
+  if (Number.isNaN(date)) return;
+  const offset = date - Date.now();
+  // The header has one-second resolution: smaller differences are noise.
+  clockOffset = Math.abs(offset) > 2000 ? offset : 0;
+}
+
+/**
+ * Calls the API: `method` on `path` with an optional JSON `body`; resolves to the parsed
+ * JSON answer. Throws `ApiError` or `NetworkError`.
+ */
+export async function call(method, path, body) {
+  const headers = { Accept: 'application/json', ...authHeaders() };
+  if (body !== undefined) headers['Content-Type'] = 'application/json';
+  let response;
+  try {
+    response = await fetch(path, {
+      method,
+      headers,
+      body: body === undefined ? undefined : JSON.stringify(body),
+      cache: 'no-store',
+    });
+  } catch (error) {
+    throw new NetworkError(error);
+  }
+  noteServerDate(response);
+  let text;
+  try {
+    text = await response.text();
+  } catch (error) {
+    throw new NetworkError(error);
+  }
+  let json;
+  try {
+    json = text ? JSON.parse(text) : null;
+  } catch {
+    json = null;
+  }
+  if (!response.ok) {
+    const error = new ApiError(
+      response.status,
+      json?.code ?? 'error',
+      json?.message ?? (text || response.statusText),
+      json,
+    );
+    if (response.status === 401) unauthorizedHandler(error);
+    throw error;
+  }
+  return json;
+}
+
+export const get = (path) => call('GET', path);
+export const post = (path, body) => call('POST', path, body);

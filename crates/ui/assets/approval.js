@@ -1,0 +1,342 @@
+// The approval card: tool calls an agent wants to run, for a human to review.
+//
+// Each action shows its name, description and arguments (pretty JSON). Its decision is one
+// of those its review config allows (approve, edit, reject, respond), nothing else: "edit"
+// opens a JSON editor that validates as you type, "reject" takes an optional message,
+// "respond" a required one. Decisions are sent together, one per action in order, as
+// `POST /approval/{id}/reply {"decisions": [...]}`.
+
+import { countdown, domId, h, prettyJson } from './dom.js';
+
+/** What an action without a review config may get (the common human-in-the-loop default). */
+const DEFAULT_ALLOWED = ['approve', 'edit', 'reject'];
+
+const LABELS = {
+  approve: 'Approve',
+  edit: 'Edit arguments',
+  reject: 'Reject',
+  respond: 'Respond instead',
+};
+
+/** A timestamp of the wire (ms, or seconds, or an RFC 3339 string) as ms since the epoch. */
+export function toMillis(value) {
+  if (typeof value === 'number') return value < 1e12 ? value * 1000 : value;
+  if (typeof value === 'string') {
+    const parsed = Date.parse(value);
+    return Number.isNaN(parsed) ? null : parsed;
+  }
+  return null;
+}
+
+/** The decisions `action` allows under `configs`. */
+export function allowedDecisions(action, configs) {
+  const config = (configs ?? []).find((entry) => entry.action_name === action.name);
+  const allowed = config?.allowed_decisions ?? DEFAULT_ALLOWED;
+  return Object.keys(LABELS).filter((type) => allowed.includes(type));
+}
+
+/**
+ * Builds the card for approval `request`; `actions` as for questions, with
+ * `actions.decide(request, decisions)`. Returns the same controller shape.
+ */
+export function approvalCard(request, actions) {
+  const id = request.id;
+  const titleId = domId(id, 'title');
+  const timer = countdown(toMillis(request.expires_at));
+  const errorBox = h('p', { class: 'card-error', role: 'alert', hidden: true });
+  let touched = false;
+  let resolved = false;
+  const actionList = request.action_requests ?? [];
+
+  const editors = actionList.map((action, index) =>
+    actionReview(request, action, index, allowedDecisions(action, request.review_configs)),
+  );
+  const everyApprovable = editors.every((editor) => editor.allowed.includes('approve'));
+  const submit = h('button', { type: 'submit', class: 'primary' }, actionList.length > 1 ? 'Send decisions' : 'Send decision');
+  const approveAll = everyApprovable
+    ? h('button', { type: 'button', class: 'secondary' }, actionList.length > 1 ? 'Approve all' : 'Approve')
+    : null;
+  const form = h(
+    'form',
+    { class: 'card-form', novalidate: true },
+    editors.map((editor) => editor.element),
+    errorBox,
+    h('div', { class: 'actions' }, submit, approveAll),
+  );
+  const resolution = h('div', { class: 'resolution', hidden: true });
+  const title =
+    actionList.length === 1
+      ? `Allow ${actionList[0].name}?`
+      : `Allow ${actionList.length} actions?`;
+  const element = h(
+    'article',
+    {
+      class: 'card approval',
+      id: domId('request', id),
+      'aria-labelledby': titleId,
+      tabindex: -1,
+      dataset: { id, session: request.session_id, kind: 'approval' },
+    },
+    h(
+      'div',
+      { class: 'card-meta' },
+      h('span', { class: 'kind' }, 'Approval'),
+      h('span', { class: 'session', title: 'Session' }, request.session_id),
+      request.approval_key ? h('span', { class: 'key', title: 'Approval key' }, request.approval_key) : null,
+      timer.element,
+    ),
+    h('h2', { id: titleId, class: 'card-title' }, title),
+    form,
+    resolution,
+  );
+  form.addEventListener('input', () => {
+    touched = true;
+  });
+  form.addEventListener('change', () => {
+    touched = true;
+  });
+
+  const setBusy = (busy) => {
+    for (const control of form.querySelectorAll('button, input, textarea')) control.disabled = busy;
+    form.setAttribute('aria-busy', String(busy));
+  };
+  const showError = (message) => {
+    errorBox.textContent = message;
+    errorBox.hidden = !message;
+  };
+
+  const send = async (decisions) => {
+    setBusy(true);
+    try {
+      await actions.decide(request, decisions);
+      controller.resolve({ status: 'replied', decisions, here: true });
+      element.focus();
+    } catch (error) {
+      setBusy(false);
+      if (!resolved) showError(actions.describe(error, 'decision'));
+      actions.failed?.(request, error, controller);
+    }
+  };
+
+  form.addEventListener('submit', (event) => {
+    event.preventDefault();
+    if (resolved) return;
+    showError('');
+    const results = editors.map((editor) => editor.collect());
+    const invalid = results.findIndex((result) => result.error);
+    if (invalid !== -1) {
+      showError(`Check the decision for ${actionList[invalid].name}: ${results[invalid].error}`);
+      editors[invalid].focus();
+      return;
+    }
+    send(results.map((result) => result.decision));
+  });
+  approveAll?.addEventListener('click', () => {
+    if (resolved) return;
+    showError('');
+    send(actionList.map(() => ({ type: 'approve' })));
+  });
+
+  const controller = {
+    element,
+    request,
+    kind: 'approval',
+    get resolved() {
+      return resolved;
+    },
+    touched: () => touched,
+    tick: (now) => {
+      if (!resolved) timer.tick(now);
+    },
+    focus: () => editors[0]?.focus(),
+    resolve(outcome) {
+      if (resolved && !outcome.override) return;
+      resolved = true;
+      form.hidden = true;
+      timer.element.hidden = true;
+      element.classList.add('resolved');
+      element.dataset.status = outcome.status;
+      resolution.replaceChildren(...resolutionView(request, outcome, () => actions.dismiss(id)));
+      resolution.hidden = false;
+    },
+    showError,
+  };
+  timer.tick(Date.now());
+  return controller;
+}
+
+/** One action: its arguments and the decision controls it allows. */
+function actionReview(request, action, index, allowed) {
+  const base = domId(request.id, 'a', index);
+  const name = `${base}-decision`;
+  const original = prettyJson(action.args ?? {});
+  const radios = allowed.map((type) =>
+    h('input', { type: 'radio', name, value: type, id: `${base}-${type}` }),
+  );
+  const choice = (type, radio) =>
+    h('label', { class: `choice choice-${type}`, for: radio.id }, radio, h('span', {}, LABELS[type]));
+
+  // Edit: a JSON editor that says at once whether its text is valid.
+  const editorId = `${base}-args`;
+  const statusId = `${base}-args-status`;
+  const editor = h('textarea', {
+    id: editorId,
+    class: 'json-editor',
+    spellcheck: 'false',
+    autocomplete: 'off',
+    rows: Math.min(16, original.split('\n').length + 1),
+    'aria-describedby': statusId,
+  });
+  editor.value = original;
+  const editorStatus = h('p', { class: 'json-status', id: statusId, 'aria-live': 'polite' }, 'Valid JSON');
+  const reset = h('button', { type: 'button', class: 'secondary small' }, 'Reset');
+  const editPanel = h(
+    'div',
+    { class: 'panel edit-panel', hidden: true },
+    h('label', { for: editorId }, `New arguments for ${action.name} (JSON)`),
+    editor,
+    h('div', { class: 'editor-foot' }, editorStatus, reset),
+  );
+  const parseArgs = () => {
+    try {
+      const value = JSON.parse(editor.value);
+      const wantsObject = action.args !== null && typeof action.args === 'object' && !Array.isArray(action.args);
+      if (wantsObject && (value === null || typeof value !== 'object' || Array.isArray(value))) {
+        return { error: 'the arguments must be a JSON object { … }' };
+      }
+      return { value };
+    } catch (error) {
+      return { error: `invalid JSON: ${error.message}` };
+    }
+  };
+  const validate = () => {
+    const parsed = parseArgs();
+    editor.setAttribute('aria-invalid', String(Boolean(parsed.error)));
+    editorStatus.textContent = parsed.error ? `Not valid: ${parsed.error}` : 'Valid JSON';
+    editorStatus.dataset.valid = String(!parsed.error);
+    return parsed;
+  };
+  editor.addEventListener('input', validate);
+  reset.addEventListener('click', () => {
+    editor.value = original;
+    validate();
+    editor.focus();
+  });
+
+  const rejectId = `${base}-reject-message`;
+  const rejectMessage = h('textarea', { id: rejectId, rows: 2, maxlength: 2000 });
+  const rejectPanel = h(
+    'div',
+    { class: 'panel', hidden: true },
+    h('label', { for: rejectId }, 'Message to the agent (optional)'),
+    rejectMessage,
+  );
+  const respondId = `${base}-respond-message`;
+  const respondMessage = h('textarea', { id: respondId, rows: 2, maxlength: 2000 });
+  const respondPanel = h(
+    'div',
+    { class: 'panel', hidden: true },
+    h('label', { for: respondId }, 'Your response (sent to the agent instead of running the tool)'),
+    respondMessage,
+  );
+  const panels = { edit: editPanel, reject: rejectPanel, respond: respondPanel };
+
+  const error = h('p', { class: 'field-error', hidden: true });
+  const descriptionId = action.description ? `${base}-description` : undefined;
+  const argsId = `${base}-json`;
+  const element = h(
+    'fieldset',
+    { class: 'action-review', 'aria-describedby': descriptionId },
+    h('legend', {}, h('h3', { class: 'action-name' }, action.name)),
+    action.description ? h('p', { class: 'action-description', id: descriptionId }, action.description) : null,
+    h('p', { class: 'args-label', id: `${argsId}-label` }, 'Arguments'),
+    h('pre', { class: 'json', id: argsId, tabindex: 0, 'aria-labelledby': `${argsId}-label` }, original),
+    h(
+      'div',
+      { class: 'decisions', role: 'radiogroup', 'aria-label': `Decision for ${action.name}` },
+      radios.map((radio, position) => choice(allowed[position], radio)),
+    ),
+    editPanel,
+    rejectPanel,
+    respondPanel,
+    error,
+  );
+  element.addEventListener('change', (event) => {
+    if (!radios.includes(event.target)) return;
+    for (const [type, panel] of Object.entries(panels)) panel.hidden = event.target.value !== type;
+    error.hidden = true;
+    if (event.target.value === 'edit') validate();
+  });
+
+  return {
+    element,
+    allowed,
+    focus() {
+      (radios.find((radio) => radio.checked) ?? radios[0])?.focus();
+    },
+    collect() {
+      const chosen = radios.find((radio) => radio.checked)?.value;
+      const fail = (message, target) => {
+        error.textContent = message;
+        error.hidden = false;
+        target?.focus();
+        return { error: message };
+      };
+      if (!chosen) return fail('choose a decision.');
+      error.hidden = true;
+      if (chosen === 'approve') return { decision: { type: 'approve' } };
+      if (chosen === 'edit') {
+        const parsed = validate();
+        if (parsed.error) return fail(parsed.error, editor);
+        return { decision: { type: 'edit', edited_action: { name: action.name, args: parsed.value } } };
+      }
+      if (chosen === 'reject') {
+        const message = rejectMessage.value.trim();
+        return { decision: message ? { type: 'reject', message } : { type: 'reject' } };
+      }
+      const message = respondMessage.value.trim();
+      if (!message) return fail('write the response for the agent.', respondMessage);
+      return { decision: { type: 'respond', message } };
+    },
+  };
+}
+
+function resolutionView(request, outcome, dismiss) {
+  const status = {
+    replied: outcome.here ? 'You sent your decision' : 'Decided elsewhere',
+    timed_out: 'Expired: every action was rejected',
+    cancelled: 'Withdrawn: the agent no longer needs a decision',
+    gone: 'No longer pending: it was resolved while this page was not connected',
+  }[outcome.status] ?? 'Resolved';
+  const parts = [h('p', { class: 'status-line', dataset: { status: outcome.status } }, status)];
+  if (Array.isArray(outcome.decisions)) {
+    parts.push(
+      h(
+        'dl',
+        { class: 'answers' },
+        (request.action_requests ?? []).flatMap((action, index) => {
+          const decision = outcome.decisions[index] ?? outcome.decisions[0];
+          return [h('dt', {}, action.name), h('dd', {}, describeDecision(decision))];
+        }),
+      ),
+    );
+  }
+  if (outcome.note) parts.push(h('p', { class: 'note' }, outcome.note));
+  parts.push(h('button', { type: 'button', class: 'secondary small', onclick: dismiss }, 'Dismiss'));
+  return parts;
+}
+
+function describeDecision(decision) {
+  switch (decision?.type) {
+    case 'approve':
+      return 'Approved';
+    case 'edit':
+      return `Approved with edited arguments: ${JSON.stringify(decision.edited_action?.args)}`;
+    case 'reject':
+      return decision.message ? `Rejected: ${decision.message}` : 'Rejected';
+    case 'respond':
+      return `Responded: ${decision.message}`;
+    default:
+      return 'Unknown decision';
+  }
+}

@@ -1,0 +1,400 @@
+// The question card: one pending QuestionRequest as a form, then its outcome.
+//
+// As the seeds describe it: each question shows its header as a chip, its options with
+// their descriptions, single choice (radio) or several (checkbox), a free-text "Other"
+// when `custom`, and "No preference" to skip (sent as `[No preference]`). All questions of
+// a request are answered together with one submit; "Decline" rejects the request with an
+// optional reason. A draft survives a reload (sessionStorage, per request id).
+
+import { countdown, domId, h } from './dom.js';
+
+export const NO_PREFERENCE = '[No preference]';
+const OTHER = '\u0000other';
+const SKIP = '\u0000skip';
+const DRAFT_PREFIX = 'askbus.draft.';
+
+/**
+ * Builds the card for `request`. `actions.reply(request, answers)` and
+ * `actions.reject(request, reason)` perform the calls (they throw on failure);
+ * `actions.describe(error, what)` turns a failure into a sentence; `actions.dismiss(id)`
+ * removes the card. Returns a controller: `{element, request, kind, tick(now),
+ * resolve(outcome), touched(), focus()}`.
+ */
+export function questionCard(request, actions) {
+  const id = request.id;
+  const multi = request.questions.length > 1;
+  const titleId = domId(id, 'title');
+  const timer = countdown(request.expiresAt);
+  const errorBox = h('p', { class: 'card-error', role: 'alert', hidden: true });
+  let touched = false;
+  let resolved = false;
+
+  const fields = request.questions.map((info, index) => questionField(request, info, index, multi));
+  const submit = h('button', { type: 'submit', class: 'primary' }, multi ? 'Submit answers' : 'Submit answer');
+  const declineToggle = h('button', { type: 'button', class: 'secondary' }, 'Decline…');
+  const reasonId = domId(id, 'reason');
+  const reason = h('input', { id: reasonId, type: 'text', maxlength: 500, autocomplete: 'off' });
+  const declineConfirm = h('button', { type: 'button', class: 'danger' }, 'Decline question');
+  const declineCancel = h('button', { type: 'button', class: 'secondary' }, 'Cancel');
+  const declinePanel = h(
+    'div',
+    { class: 'decline', hidden: true },
+    h('label', { for: reasonId }, 'Reason for the agent (optional)'),
+    reason,
+    h('div', { class: 'actions' }, declineConfirm, declineCancel),
+  );
+  const form = h(
+    'form',
+    { class: 'card-form', novalidate: true },
+    fields.map((field) => field.element),
+    errorBox,
+    h('div', { class: 'actions' }, submit, declineToggle),
+    declinePanel,
+  );
+  const resolution = h('div', { class: 'resolution', hidden: true });
+  const title = multi
+    ? h('h2', { id: titleId, class: 'card-title' }, `${request.questions.length} questions`)
+    : null;
+  const element = h(
+    'article',
+    {
+      class: 'card question',
+      id: domId('request', id),
+      'aria-labelledby': titleId,
+      tabindex: -1,
+      dataset: { id, session: request.sessionID, kind: 'question' },
+    },
+    h(
+      'div',
+      { class: 'card-meta' },
+      h('span', { class: 'kind' }, 'Question'),
+      h('span', { class: 'session', title: 'Session' }, request.sessionID),
+      timer.element,
+    ),
+    title,
+    form,
+    resolution,
+  );
+
+  // Restore a draft, then keep saving it.
+  const draft = loadDraft(id);
+  if (draft) {
+    fields.forEach((field, index) => field.restore(draft[index]));
+    touched = true;
+  }
+  form.addEventListener('input', () => {
+    touched = true;
+    saveDraft(id, fields.map((field) => field.draft()));
+  });
+  form.addEventListener('change', () => {
+    touched = true;
+    saveDraft(id, fields.map((field) => field.draft()));
+  });
+
+  const setBusy = (busy) => {
+    for (const control of form.querySelectorAll('button, input')) control.disabled = busy;
+    form.setAttribute('aria-busy', String(busy));
+  };
+  const showError = (message) => {
+    errorBox.textContent = message;
+    errorBox.hidden = !message;
+  };
+
+  form.addEventListener('submit', async (event) => {
+    event.preventDefault();
+    if (resolved) return;
+    showError('');
+    const results = fields.map((field) => field.collect());
+    const invalid = results.findIndex((result) => result.error);
+    if (invalid !== -1) {
+      const count = results.filter((result) => result.error).length;
+      showError(
+        count === 1
+          ? `Answer or skip “${request.questions[invalid].question}” first.`
+          : `Answer or skip every question first: ${count} still need an answer.`,
+      );
+      fields[invalid].focus();
+      return;
+    }
+    const answers = results.map((result) => result.answer);
+    setBusy(true);
+    try {
+      await actions.reply(request, answers);
+      controller.resolve({ status: 'replied', answers, here: true });
+      element.focus();
+    } catch (error) {
+      setBusy(false);
+      if (!resolved) showError(actions.describe(error, 'answer'));
+      actions.failed?.(request, error, controller);
+    }
+  });
+
+  declineToggle.addEventListener('click', () => {
+    declinePanel.hidden = false;
+    reason.focus();
+  });
+  declineCancel.addEventListener('click', () => {
+    declinePanel.hidden = true;
+    declineToggle.focus();
+  });
+  reason.addEventListener('keydown', (event) => {
+    if (event.key === 'Enter') {
+      event.preventDefault();
+      declineConfirm.click();
+    } else if (event.key === 'Escape') {
+      declineCancel.click();
+    }
+  });
+  declineConfirm.addEventListener('click', async () => {
+    if (resolved) return;
+    showError('');
+    const text = reason.value.trim();
+    setBusy(true);
+    try {
+      await actions.reject(request, text || undefined);
+      controller.resolve({ status: 'rejected', reason: text || undefined, here: true });
+      element.focus();
+    } catch (error) {
+      setBusy(false);
+      if (!resolved) showError(actions.describe(error, 'decline'));
+      actions.failed?.(request, error, controller);
+    }
+  });
+
+  const controller = {
+    element,
+    request,
+    kind: 'question',
+    get resolved() {
+      return resolved;
+    },
+    touched: () => touched,
+    tick: (now) => {
+      if (!resolved) timer.tick(now);
+    },
+    focus: () => fields[0]?.focus(),
+    /** Shows how the request ended; `outcome.here` when this tab resolved it. */
+    resolve(outcome) {
+      if (resolved && !outcome.override) return;
+      resolved = true;
+      clearDraft(id);
+      form.hidden = true;
+      timer.element.hidden = true;
+      element.classList.add('resolved');
+      element.dataset.status = outcome.status;
+      resolution.replaceChildren(...resolutionView(request, outcome, () => actions.dismiss(id)));
+      resolution.hidden = false;
+    },
+    /** A failure that left the request as it was (e.g. a 409 without details yet). */
+    showError,
+  };
+  timer.tick(Date.now());
+  return controller;
+}
+
+/** One question as a fieldset; `collect()` gives `{answer}` or `{error}`. */
+function questionField(request, info, index, multi) {
+  const base = domId(request.id, 'q', index);
+  const name = base;
+  const type = info.multiple ? 'checkbox' : 'radio';
+  const hintId = `${base}-hint`;
+  const errorId = `${base}-error`;
+  const Heading = multi ? 'h3' : 'h2';
+  const inputs = [];
+
+  const option = (value, label, description, extraClass) => {
+    const inputId = `${base}-o${inputs.length}`;
+    const descriptionId = description ? `${inputId}-desc` : undefined;
+    const input = h('input', { type, id: inputId, name, value, 'aria-describedby': descriptionId });
+    inputs.push(input);
+    return h(
+      'label',
+      { class: `option ${extraClass || ''}`.trim(), for: inputId },
+      input,
+      h(
+        'span',
+        { class: 'option-text' },
+        h('span', { class: 'option-label' }, label),
+        description ? h('span', { class: 'option-description', id: descriptionId }, description) : null,
+      ),
+    );
+  };
+
+  const options = info.options.map((choice) => option(choice.label, choice.label, choice.description));
+  let otherInput = null;
+  let otherText = null;
+  if (info.custom) {
+    options.push(option(OTHER, 'Other', 'Type your own answer', 'other'));
+    otherInput = inputs[inputs.length - 1];
+    otherText = h('input', {
+      type: 'text',
+      class: 'other-text',
+      id: `${base}-other-text`,
+      'aria-label': `Your own answer to: ${info.question}`,
+      placeholder: 'Type your own answer',
+      autocomplete: 'off',
+      maxlength: 2000,
+    });
+    options.push(otherText);
+  }
+  options.push(option(SKIP, 'No preference', 'Skip this question', 'skip'));
+  const skipInput = inputs[inputs.length - 1];
+
+  const error = h('p', { class: 'field-error', id: errorId, hidden: true });
+  const element = h(
+    'fieldset',
+    { class: 'question-field', 'aria-describedby': hintId },
+    h(
+      'legend',
+      {},
+      info.header ? h('span', { class: 'chip' }, info.header) : null,
+      h(Heading, { class: 'question-text', id: index === 0 && !multi ? domId(request.id, 'title') : undefined }, info.question),
+    ),
+    h('p', { class: 'hint', id: hintId }, info.multiple ? 'Choose any that apply.' : 'Choose one.'),
+    h('div', { class: 'options' }, options),
+    error,
+  );
+
+  // Typing your own answer selects "Other"; in a multi-select, "No preference" excludes
+  // every other choice and any other choice clears it.
+  otherText?.addEventListener('input', () => {
+    if (otherText.value.trim() !== '' && !otherInput.checked) {
+      otherInput.checked = true;
+      if (info.multiple) skipInput.checked = false;
+    }
+  });
+  if (info.multiple) {
+    element.addEventListener('change', (event) => {
+      if (event.target === skipInput && skipInput.checked) {
+        for (const input of inputs) if (input !== skipInput) input.checked = false;
+      } else if (event.target !== skipInput && event.target.checked) {
+        skipInput.checked = false;
+      }
+    });
+  }
+  element.addEventListener('change', () => setError(''));
+
+  const setError = (message) => {
+    error.textContent = message;
+    error.hidden = !message;
+    element.toggleAttribute('aria-invalid', Boolean(message));
+    if (message) element.setAttribute('aria-describedby', `${hintId} ${errorId}`);
+    else element.setAttribute('aria-describedby', hintId);
+  };
+
+  return {
+    element,
+    focus() {
+      (inputs.find((input) => input.checked) ?? inputs[0]).focus();
+    },
+    collect() {
+      const checked = inputs.filter((input) => input.checked);
+      if (checked.length === 0) {
+        setError('Choose an answer, or “No preference” to skip.');
+        return { error: true };
+      }
+      if (skipInput.checked) {
+        setError('');
+        return { answer: [NO_PREFERENCE] };
+      }
+      const answer = checked.filter((input) => input !== otherInput).map((input) => input.value);
+      if (otherInput?.checked) {
+        const text = otherText.value.trim();
+        if (!text) {
+          setError('Type your own answer, or choose one of the options.');
+          otherText.focus();
+          return { error: true };
+        }
+        answer.push(text);
+      }
+      setError('');
+      return { answer };
+    },
+    draft() {
+      return {
+        checked: inputs.filter((input) => input.checked).map((input) => input.value),
+        other: otherText?.value ?? '',
+      };
+    },
+    restore(saved) {
+      if (!saved) return;
+      for (const input of inputs) input.checked = saved.checked?.includes(input.value) ?? false;
+      if (otherText && typeof saved.other === 'string') otherText.value = saved.other;
+    },
+  };
+}
+
+/** The resolved block: what happened, and the questions with their answers. */
+function resolutionView(request, outcome, dismiss) {
+  const status = {
+    replied: outcome.here ? 'You answered' : 'Answered elsewhere',
+    rejected: outcome.here ? 'You declined this question' : 'Declined elsewhere',
+    timed_out: 'Expired: nobody answered in time',
+    cancelled: 'Withdrawn: the agent no longer needs an answer',
+    gone: 'No longer pending: it was resolved while this page was not connected',
+  }[outcome.status] ?? 'Resolved';
+  const parts = [h('p', { class: 'status-line', dataset: { status: outcome.status } }, status)];
+  if (outcome.status === 'rejected' && outcome.reason) {
+    parts.push(h('p', { class: 'reason' }, `Reason: ${outcome.reason}`));
+  }
+  if (outcome.status === 'replied' && Array.isArray(outcome.answers)) {
+    parts.push(
+      h(
+        'dl',
+        { class: 'answers' },
+        request.questions.flatMap((info, index) => [
+          h('dt', {}, info.question),
+          h('dd', {}, formatAnswer(outcome.answers[index])),
+        ]),
+      ),
+    );
+  }
+  if (outcome.note) parts.push(h('p', { class: 'note' }, outcome.note));
+  parts.push(h('button', { type: 'button', class: 'secondary small', onclick: dismiss }, 'Dismiss'));
+  return parts;
+}
+
+/** An answer as the seeds show it: labels joined with ", "; skipped reads as such. */
+export function formatAnswer(answer) {
+  if (!Array.isArray(answer) || answer.length === 0) return NO_PREFERENCE;
+  return answer.join(', ');
+}
+
+function loadDraft(id) {
+  try {
+    const text = sessionStorage.getItem(DRAFT_PREFIX + id);
+    return text ? JSON.parse(text) : null;
+  } catch {
+    return null;
+  }
+}
+
+function saveDraft(id, draft) {
+  try {
+    sessionStorage.setItem(DRAFT_PREFIX + id, JSON.stringify(draft));
+  } catch {
+    // Storage full or disabled: the draft is simply not kept.
+  }
+}
+
+function clearDraft(id) {
+  try {
+    sessionStorage.removeItem(DRAFT_PREFIX + id);
+  } catch {
+    // Nothing to clear.
+  }
+}
+
+/** Drafts of requests that are no longer pending (after a snapshot). */
+export function pruneDrafts(pendingIds) {
+  try {
+    for (let index = sessionStorage.length - 1; index >= 0; index -= 1) {
+      const key = sessionStorage.key(index);
+      if (key?.startsWith(DRAFT_PREFIX) && !pendingIds.has(key.slice(DRAFT_PREFIX.length))) {
+        sessionStorage.removeItem(key);
+      }
+    }
+  } catch {
+    // Nothing to prune.
+  }
+}

@@ -1,0 +1,340 @@
+//! The askbus web UI: the human end of askbus, served at `/` by the server.
+//!
+//! A small ES-module app (plain HTML, CSS and JavaScript, no framework, no build step) lives
+//! in `assets/` and is embedded in the binary with `include_bytes!`, so `cargo run` serves
+//! it without Node. It lists pending questions and approvals live from `GET /event`, and
+//! answers them through the JSON API of `askbus-http`. This crate knows nothing about
+//! questions: it serves files. The app is the only client of the API here, and it talks to
+//! it exactly as any other client does.
+//!
+//! Policy, in exact words:
+//!
+//! - **The UI routes are public.** `GET /` and `GET /ui/{version}/{file}` need no token:
+//!   they hold no data. Every API call the app makes sends `Authorization: Bearer` with the
+//!   token the human entered (kept in `sessionStorage`); a 401 brings up a token prompt.
+//! - **No external requests.** Every asset comes from this router, and the page's
+//!   `Content-Security-Policy` allows only its own origin (`default-src 'none'` plus
+//!   `'self'` for scripts, styles, images and `connect-src`), so neither a CDN nor any other
+//!   host can be reached from the page.
+//! - **Caching by content.** Asset URLs carry [`version`], a hash of every embedded file:
+//!   under the current version they are `immutable` for a year; the page itself is
+//!   `no-cache` with that version as its `ETag`, so a new binary is picked up on the next
+//!   load and an unchanged one costs a `304`. A page of an older version still gets the
+//!   current files (uncached) rather than a 404.
+//!
+//! ```
+//! # use axum::Router;
+//! // Merge the UI into the API router (it has no fallback, so merging cannot clash).
+//! let api: Router = Router::new();
+//! let app = api.merge(askbus_ui::router());
+//! # drop(app);
+//! ```
+
+use std::sync::LazyLock;
+
+use axum::Router;
+use axum::extract::Path;
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+
+/// The routes of the UI: `GET /` (the page) and `GET /ui/{version}/{file}` (its assets).
+///
+/// Stateless, without a fallback, so it merges into any router whose own paths are not
+/// `/` or under `/ui/`.
+///
+/// # Examples
+///
+/// ```
+/// let ui: axum::Router = askbus_ui::router();
+/// # drop(ui);
+/// ```
+pub fn router() -> Router {
+    Router::new()
+        .route("/", get(index))
+        .route("/ui/{version}/{file}", get(asset))
+}
+
+/// The hash of every embedded asset, as 16 hex digits: it changes whenever any of them
+/// does, and is part of every asset URL.
+pub fn version() -> &'static str {
+    &VERSION
+}
+
+/// One embedded file.
+struct Asset {
+    /// Its name under `/ui/{version}/`.
+    name: &'static str,
+    /// Its `Content-Type`.
+    content_type: &'static str,
+    /// Its bytes.
+    body: &'static [u8],
+}
+
+/// `text/javascript` for the modules (what browsers require for `type="module"`).
+const JS: &str = "text/javascript; charset=utf-8";
+
+/// Every asset the page loads. `index.html` is not among them: it is served at `/`.
+const ASSETS: &[Asset] = &[
+    Asset {
+        name: "app.js",
+        content_type: JS,
+        body: include_bytes!("../assets/app.js"),
+    },
+    Asset {
+        name: "api.js",
+        content_type: JS,
+        body: include_bytes!("../assets/api.js"),
+    },
+    Asset {
+        name: "sse.js",
+        content_type: JS,
+        body: include_bytes!("../assets/sse.js"),
+    },
+    Asset {
+        name: "dom.js",
+        content_type: JS,
+        body: include_bytes!("../assets/dom.js"),
+    },
+    Asset {
+        name: "question.js",
+        content_type: JS,
+        body: include_bytes!("../assets/question.js"),
+    },
+    Asset {
+        name: "approval.js",
+        content_type: JS,
+        body: include_bytes!("../assets/approval.js"),
+    },
+    Asset {
+        name: "style.css",
+        content_type: "text/css; charset=utf-8",
+        body: include_bytes!("../assets/style.css"),
+    },
+    Asset {
+        name: "icon.svg",
+        content_type: "image/svg+xml",
+        body: include_bytes!("../assets/icon.svg"),
+    },
+];
+
+/// The page, with `{{version}}` still to be filled in.
+const INDEX_TEMPLATE: &str = include_str!("../assets/index.html");
+
+/// What the page may load and connect to: its own origin only.
+const CONTENT_SECURITY_POLICY: &str = "default-src 'none'; script-src 'self'; \
+     style-src 'self'; img-src 'self'; connect-src 'self'; base-uri 'none'; \
+     form-action 'none'; frame-ancestors 'none'";
+
+/// See [`version`].
+static VERSION: LazyLock<String> = LazyLock::new(|| {
+    let mut hash = FNV_OFFSET;
+    for asset in ASSETS {
+        hash = fnv1a(hash, asset.name.as_bytes());
+        hash = fnv1a(hash, asset.body);
+    }
+    hash = fnv1a(hash, INDEX_TEMPLATE.as_bytes());
+    format!("{hash:016x}")
+});
+
+/// The page with its asset URLs.
+static INDEX: LazyLock<String> = LazyLock::new(|| INDEX_TEMPLATE.replace("{{version}}", &VERSION));
+
+const FNV_OFFSET: u64 = 0xcbf2_9ce4_8422_2325;
+
+/// 64-bit FNV-1a: a cache key, not a security measure, and ten lines instead of a crate.
+fn fnv1a(mut hash: u64, bytes: &[u8]) -> u64 {
+    for byte in bytes {
+        hash ^= u64::from(*byte);
+        hash = hash.wrapping_mul(0x0100_0000_01b3);
+    }
+    hash
+}
+
+async fn index(headers: HeaderMap) -> Response {
+    let etag = format!("\"{}\"", version());
+    let fresh = headers
+        .get(header::IF_NONE_MATCH)
+        .and_then(|value| value.to_str().ok())
+        .is_some_and(|tags| tags.split(',').any(|tag| tag.trim() == etag));
+    let mut response = if fresh {
+        StatusCode::NOT_MODIFIED.into_response()
+    } else {
+        (
+            [(header::CONTENT_TYPE, "text/html; charset=utf-8")],
+            INDEX.as_str(),
+        )
+            .into_response()
+    };
+    let headers = response.headers_mut();
+    headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
+    if let Ok(etag) = HeaderValue::from_str(&etag) {
+        headers.insert(header::ETAG, etag);
+    }
+    headers.insert(
+        header::CONTENT_SECURITY_POLICY,
+        HeaderValue::from_static(CONTENT_SECURITY_POLICY),
+    );
+    headers.insert(header::X_FRAME_OPTIONS, HeaderValue::from_static("DENY"));
+    common_headers(headers);
+    response
+}
+
+async fn asset(Path((asked_version, file)): Path<(String, String)>) -> Response {
+    let Some(asset) = ASSETS.iter().find(|asset| asset.name == file) else {
+        let mut response = (
+            StatusCode::NOT_FOUND,
+            [(header::CONTENT_TYPE, "text/plain; charset=utf-8")],
+            "no such asset",
+        )
+            .into_response();
+        common_headers(response.headers_mut());
+        return response;
+    };
+    let cache = if asked_version == version() {
+        "public, max-age=31536000, immutable"
+    } else {
+        "no-cache"
+    };
+    let mut response = (
+        [
+            (header::CONTENT_TYPE, asset.content_type),
+            (header::CACHE_CONTROL, cache),
+        ],
+        asset.body,
+    )
+        .into_response();
+    common_headers(response.headers_mut());
+    response
+}
+
+/// Headers on every UI response.
+fn common_headers(headers: &mut HeaderMap) {
+    headers.insert(
+        header::X_CONTENT_TYPE_OPTIONS,
+        HeaderValue::from_static("nosniff"),
+    );
+    headers.insert(
+        header::REFERRER_POLICY,
+        HeaderValue::from_static("no-referrer"),
+    );
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use super::*;
+    use axum::body::Body;
+    use axum::http::Request;
+    use http_body_util::BodyExt;
+    use tower::ServiceExt;
+
+    async fn get(uri: &str, if_none_match: Option<&str>) -> (StatusCode, HeaderMap, String) {
+        let mut request = Request::get(uri);
+        if let Some(tag) = if_none_match {
+            request = request.header(header::IF_NONE_MATCH, tag);
+        }
+        let response = router()
+            .oneshot(request.body(Body::empty()).unwrap())
+            .await
+            .unwrap();
+        let (parts, body) = response.into_parts();
+        let bytes = body.collect().await.unwrap().to_bytes();
+        (
+            parts.status,
+            parts.headers,
+            String::from_utf8_lossy(&bytes).into_owned(),
+        )
+    }
+
+    fn header(headers: &HeaderMap, name: header::HeaderName) -> &str {
+        headers.get(name).unwrap().to_str().unwrap()
+    }
+
+    #[tokio::test]
+    async fn the_page_links_versioned_assets_and_forbids_other_origins() {
+        let (status, headers, body) = get("/", None).await;
+        assert_eq!(status, StatusCode::OK);
+        assert_eq!(
+            header(&headers, header::CONTENT_TYPE),
+            "text/html; charset=utf-8"
+        );
+        assert_eq!(header(&headers, header::CACHE_CONTROL), "no-cache");
+        assert_eq!(header(&headers, header::ETAG), format!("\"{}\"", version()));
+        let policy = header(&headers, header::CONTENT_SECURITY_POLICY);
+        assert!(policy.starts_with("default-src 'none'"), "{policy}");
+        assert!(policy.contains("connect-src 'self'"), "{policy}");
+        assert!(!body.contains("{{version}}"));
+        assert!(body.contains(&format!("/ui/{}/app.js", version())));
+        // No absolute URL to anywhere: the page is self-contained.
+        assert!(!body.contains("http://") && !body.contains("https://"));
+    }
+
+    #[tokio::test]
+    async fn an_unchanged_page_is_not_modified() {
+        let tag = format!("\"{}\"", version());
+        let (status, headers, body) = get("/", Some(&tag)).await;
+        assert_eq!(status, StatusCode::NOT_MODIFIED);
+        assert_eq!(header(&headers, header::ETAG), tag);
+        assert!(body.is_empty());
+        let (status, ..) = get("/", Some("\"0000\"")).await;
+        assert_eq!(status, StatusCode::OK);
+    }
+
+    #[tokio::test]
+    async fn assets_have_their_types_and_are_immutable_under_the_current_version() {
+        let check = |file: &'static str, content_type: &'static str| async move {
+            let (status, headers, body) = get(&format!("/ui/{}/{file}", version()), None).await;
+            assert_eq!(status, StatusCode::OK, "{file}");
+            assert_eq!(
+                header(&headers, header::CONTENT_TYPE),
+                content_type,
+                "{file}"
+            );
+            assert_eq!(
+                header(&headers, header::CACHE_CONTROL),
+                "public, max-age=31536000, immutable",
+                "{file}"
+            );
+            assert_eq!(header(&headers, header::X_CONTENT_TYPE_OPTIONS), "nosniff");
+            assert!(!body.is_empty(), "{file}");
+        };
+        for asset in ASSETS {
+            check(asset.name, asset.content_type).await;
+        }
+        check("app.js", "text/javascript; charset=utf-8").await;
+        check("style.css", "text/css; charset=utf-8").await;
+        check("icon.svg", "image/svg+xml").await;
+    }
+
+    #[tokio::test]
+    async fn an_old_version_gets_current_files_uncached_and_unknown_files_404() {
+        let (status, headers, _) = get("/ui/0123456789abcdef/app.js", None).await;
+        assert_eq!(status, StatusCode::OK);
+        assert_eq!(header(&headers, header::CACHE_CONTROL), "no-cache");
+        let (status, ..) = get(&format!("/ui/{}/secret.txt", version()), None).await;
+        assert_eq!(status, StatusCode::NOT_FOUND);
+        let (status, ..) = get(&format!("/ui/{}/../Cargo.toml", version()), None).await;
+        assert_eq!(status, StatusCode::NOT_FOUND);
+    }
+
+    #[test]
+    fn every_module_the_app_imports_is_served() {
+        for asset in ASSETS.iter().filter(|asset| asset.name.ends_with(".js")) {
+            let text = std::str::from_utf8(asset.body).unwrap();
+            for line in text.lines().filter(|line| line.starts_with("import ")) {
+                let module = line
+                    .rsplit_once("'./")
+                    .and_then(|(_, rest)| rest.split_once('\''))
+                    .map(|(name, _)| name)
+                    .unwrap_or_else(|| panic!("{}: unexpected import {line:?}", asset.name));
+                assert!(
+                    ASSETS.iter().any(|served| served.name == module),
+                    "{} imports {module}, which is not embedded",
+                    asset.name
+                );
+            }
+        }
+    }
+}
