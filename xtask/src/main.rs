@@ -44,6 +44,8 @@ fn ci() -> Result<(), String> {
         "-D",
         "warnings",
     ])?;
+    // The browser tests of the web UI (tests/ui.rs) drive Debian's chromium.
+    apt_install("/usr/bin/chromium", "chromium")?;
     cargo(&[
         "test",
         "--workspace",
@@ -67,6 +69,34 @@ fn ci() -> Result<(), String> {
 /// The benchmarks, with the bare-primitive baselines measured in the same run.
 fn bench() -> Result<(), String> {
     cargo(&["bench", "--workspace", "--locked"])
+}
+
+/// Installs Debian package `package` with apt-get unless `binary` exists (an `apt-get
+/// update` first if the package lists do not know it yet), so a fresh machine needs no
+/// manual step; tells how to get it when that fails (not root, no apt, no network).
+fn apt_install(binary: &str, package: &str) -> Result<(), String> {
+    if std::path::Path::new(binary).exists() {
+        return Ok(());
+    }
+    eprintln!("xtask: {binary} is missing; installing the Debian package `{package}`");
+    let apt_get = |args: &[&str]| {
+        Command::new("apt-get")
+            .args(args)
+            .env("DEBIAN_FRONTEND", "noninteractive")
+            .status()
+            .is_ok_and(|status| status.success())
+    };
+    let installed = apt_get(&["install", "-y", package])
+        || (apt_get(&["update"]) && apt_get(&["install", "-y", package]));
+    if installed && std::path::Path::new(binary).exists() {
+        Ok(())
+    } else {
+        Err(format!(
+            "could not install `{package}` (needed for {binary}): run `sudo apt-get update && \
+             sudo apt-get install -y {package}` (Debian/Ubuntu), or install it with your \
+             system's package manager so that {binary} exists, then run this again"
+        ))
+    }
 }
 
 fn cargo(args: &[&str]) -> Result<(), String> {
