@@ -28,10 +28,8 @@ use tokio::net::TcpListener;
 use tokio::process::{ChildStdout, Command};
 use tokio_util::sync::CancellationToken;
 
-/// The oldest Node.js major version the test is known to work with.
-const MIN_NODE_MAJOR: u32 = 20;
-/// Limit of `npm ci` (a download of a few small packages).
-const INSTALL_TIMEOUT: Duration = Duration::from_secs(120);
+use crate::node;
+
 /// Limit of the whole node run; `drive.mjs` gives up on its own a little earlier.
 const NODE_TIMEOUT: Duration = Duration::from_secs(25);
 /// What `drive.mjs` is told its own limit is, in milliseconds.
@@ -49,14 +47,14 @@ const UNKNOWN_ID: &str = "que_00000000000000000000000000";
 fn the_opencode_sdk_lists_replies_rejects_and_streams_events() {
     let started = Instant::now();
     let package = Path::new(env!("CARGO_MANIFEST_DIR")).join("opencode-sdk");
-    check_node();
+    node::check_node();
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
         .build()
         .expect("a tokio runtime");
     runtime.block_on(async {
-        install(&package).await;
+        node::npm_ci(&package, "@opencode-ai/sdk").await;
         drive(&package).await;
     });
     eprintln!("opencode_sdk: done in {:.1?}", started.elapsed());
@@ -383,89 +381,4 @@ async fn read_all(mut reader: impl AsyncRead + Unpin) -> String {
     let mut bytes = Vec::new();
     let _ = reader.read_to_end(&mut bytes).await;
     String::from_utf8_lossy(&bytes).into_owned()
-}
-
-/// Fails with install instructions unless Node.js (20 or newer) and npm are on `PATH`.
-fn check_node() {
-    const HOW: &str = "this test drives the @opencode-ai/sdk npm package and needs Node.js \
-        20+ with npm on PATH: install them from https://nodejs.org/en/download (or e.g. \
-        `curl -fsSL https://deb.nodesource.com/setup_20.x | sudo -E bash - && sudo apt-get \
-        install -y nodejs`, `brew install node@20`, `nvm install 20`)";
-    let version = |program: &str| {
-        std::process::Command::new(program)
-            .arg("--version")
-            .output()
-            .ok()
-            .filter(|output| output.status.success())
-            .map(|output| String::from_utf8_lossy(&output.stdout).trim().to_owned())
-    };
-    let node = version("node").unwrap_or_else(|| panic!("`node` was not found; {HOW}"));
-    let major = node
-        .trim_start_matches('v')
-        .split('.')
-        .next()
-        .and_then(|major| major.parse::<u32>().ok());
-    assert!(
-        major.is_some_and(|major| major >= MIN_NODE_MAJOR),
-        "found Node.js {node}, too old; {HOW}"
-    );
-    version(npm()).unwrap_or_else(|| panic!("`npm` was not found; {HOW}"));
-}
-
-/// The npm executable's name on this platform.
-fn npm() -> &'static str {
-    if cfg!(windows) { "npm.cmd" } else { "npm" }
-}
-
-/// Runs `npm ci` in `package` unless `node_modules` was installed from the current
-/// `package-lock.json` (a copy of which is kept as a stamp inside `node_modules`).
-///
-/// Installs are serialised by an advisory lock on `package-lock.json` itself (which `npm ci`
-/// only reads), so concurrent test runs over one checkout (several target directories)
-/// never run `npm ci` in the same directory at once.
-async fn install(package: &Path) {
-    let lock_file = package.join("package-lock.json");
-    let wanted = std::fs::read(&lock_file).expect("read tests/opencode-sdk/package-lock.json");
-    let stamp = package
-        .join("node_modules")
-        .join(".askbus-package-lock.json");
-    let guard = tokio::task::spawn_blocking(move || {
-        let file = std::fs::File::open(&lock_file).expect("open package-lock.json");
-        file.lock().expect("lock package-lock.json");
-        file
-    })
-    .await
-    .expect("the lock task");
-
-    let installed = package.join("node_modules/@opencode-ai/sdk/package.json");
-    if installed.is_file() && std::fs::read(&stamp).is_ok_and(|stamp| stamp == wanted) {
-        return;
-    }
-    let started = Instant::now();
-    let run = Command::new(npm())
-        .args(["ci", "--no-audit", "--no-fund", "--ignore-scripts"])
-        .current_dir(package)
-        .stdin(Stdio::null())
-        .kill_on_drop(true)
-        .output();
-    let output = tokio::time::timeout(INSTALL_TIMEOUT, run)
-        .await
-        .unwrap_or_else(|_| {
-            panic!(
-                "`npm ci` in {} took longer than {INSTALL_TIMEOUT:?}",
-                package.display()
-            )
-        })
-        .expect("run `npm ci`");
-    assert!(
-        output.status.success(),
-        "`npm ci` in {} failed ({}); it needs the npm registry (or a configured mirror):\n{}\n{}",
-        package.display(),
-        output.status,
-        String::from_utf8_lossy(&output.stdout),
-        String::from_utf8_lossy(&output.stderr),
-    );
-    std::fs::write(&stamp, &wanted).expect("write the install stamp");
-    eprintln!("opencode_sdk: npm ci took {:.1?}", started.elapsed());
-    drop(guard);
 }

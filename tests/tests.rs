@@ -7,6 +7,8 @@
 mod bus;
 // The HTTP API: routes, errors, SSE, auth, end to end over TCP, OpenAPI snapshot.
 mod http;
+// Node.js and `npm ci` for the tests that drive npm packages.
+mod node;
 // The real @opencode-ai/sdk v2 client (npm, installed by the test) against a served askbus.
 mod opencode_sdk;
 // The question service on one thread: validation, keyed replies, drop, timeouts, events.
@@ -21,3 +23,5 @@ mod server;
 mod support;
 // The LLM question tool: definitions, calls, outcome texts.
 mod tool;
+// The web UI in Debian's chromium (playwright-core, installed by the test) answering an agent.
+mod ui;

@@ -97,6 +97,8 @@ const actions = {
   describe: describeError,
   dismiss: (id) => removeCard(id, true),
   failed: afterFailure,
+  /** A card changed how it reads (resolved here): recount. */
+  changed: () => render(),
 };
 
 /** A failure of an answer, decline or decision, as a sentence for the human. */

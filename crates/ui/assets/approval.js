@@ -89,12 +89,13 @@ export function approvalCard(request, actions) {
     form,
     resolution,
   );
-  form.addEventListener('input', () => {
+  // Any edit makes a complaint about the previous attempt stale.
+  const edited = () => {
     touched = true;
-  });
-  form.addEventListener('change', () => {
-    touched = true;
-  });
+    showError('');
+  };
+  form.addEventListener('input', edited);
+  form.addEventListener('change', edited);
 
   const setBusy = (busy) => {
     for (const control of form.querySelectorAll('button, input, textarea')) control.disabled = busy;
@@ -158,6 +159,7 @@ export function approvalCard(request, actions) {
       element.dataset.status = outcome.status;
       resolution.replaceChildren(...resolutionView(request, outcome, () => actions.dismiss(id)));
       resolution.hidden = false;
+      actions.changed?.();
     },
     showError,
   };
@@ -214,6 +216,7 @@ function actionReview(request, action, index, allowed) {
     editor.setAttribute('aria-invalid', String(Boolean(parsed.error)));
     editorStatus.textContent = parsed.error ? `Not valid: ${parsed.error}` : 'Valid JSON';
     editorStatus.dataset.valid = String(!parsed.error);
+    if (!parsed.error) error.hidden = true;
     return parsed;
   };
   editor.addEventListener('input', validate);

@@ -17,7 +17,7 @@ const DRAFT_PREFIX = 'askbus.draft.';
  * Builds the card for `request`. `actions.reply(request, answers)` and
  * `actions.reject(request, reason)` perform the calls (they throw on failure);
  * `actions.describe(error, what)` turns a failure into a sentence; `actions.dismiss(id)`
- * removes the card. Returns a controller: `{element, request, kind, tick(now),
+ * removes the card; `actions.changed()` is told when the card resolves. Returns a controller: `{element, request, kind, tick(now),
  * resolve(outcome), touched(), focus()}`.
  */
 export function questionCard(request, actions) {
@@ -184,6 +184,7 @@ export function questionCard(request, actions) {
       element.dataset.status = outcome.status;
       resolution.replaceChildren(...resolutionView(request, outcome, () => actions.dismiss(id)));
       resolution.hidden = false;
+      actions.changed?.();
     },
     /** A failure that left the request as it was (e.g. a 409 without details yet). */
     showError,

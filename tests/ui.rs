@@ -1,0 +1,561 @@
+//! The web UI (`askbus-ui`) in a real browser, answering a real agent.
+//!
+//! The test serves askbus (the HTTP API merged with the UI router, as the server does) over
+//! TCP on 127.0.0.1 three times: open, behind a proxy the test can cut (a dropped
+//! connection), and with a bearer token. It runs `tests/ui/browser.mjs`, which drives
+//! Debian's chromium (`/usr/bin/chromium`, headless, a fresh profile) with the pinned
+//! `playwright-core` (`npm ci` when `node_modules` is missing or stale) and clicks through
+//! the page as a human would: single and multi-select answers, "Other" text and "No
+//! preference", declining with a reason, two tabs where one answers and the other updates
+//! (and a third that gets a 409), a reload mid-flow, a dropped connection resumed with
+//! `Last-Event-ID`, a phone-sized screen used by keyboard alone, the session filter, and the
+//! token prompt.
+//!
+//! The agent is this process: the script asks for a case on stdout (`ask`, `outcome`,
+//! `cancel`, `proxy`) and gets the answer on stdin, so every step waits for an event, never
+//! for a timer. The agent's side is checked here against the answers each case expects;
+//! the page's side by the script. Screenshots of the main views land in
+//! `<target>/ui-screenshots/` for a human to look at.
+//!
+//! Needs Node.js 20+ with npm, the npm registry the first time, and the `chromium` Debian
+//! package (`cargo xtask ci` installs it when it is missing).
+
+use std::collections::HashMap;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+use askbus::question::PendingQuestion;
+use askbus::{AskError, Bus, QuestionInfo, QuestionOption, QuestionService, Timeout};
+use askbus_http::{AccessToken, HttpConfig};
+use serde_json::{Value, json};
+use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::process::Command;
+use tokio::sync::watch;
+use tokio_util::sync::CancellationToken;
+
+use crate::node;
+
+/// Where the test expects Debian's chromium.
+const CHROMIUM: &str = "/usr/bin/chromium";
+/// Limit of the whole browser run (it takes about 15 s).
+const BROWSER_TIMEOUT: Duration = Duration::from_secs(90);
+/// Limit of the agent's wait for one outcome the page has already shown.
+const OUTCOME_TIMEOUT: Duration = Duration::from_secs(10);
+/// The bearer token of the server with authentication on.
+const TOKEN: &str = "ui-test-token-0123456789abcdef";
+/// Every scenario of `browser.mjs`, in its order: the run must have done them all.
+const SCENARIOS: &[&str] = &[
+    "answer_single",
+    "multi_custom_skip",
+    "reject",
+    "two_tabs",
+    "reload_mid_flow",
+    "dropped_connection",
+    "phone_keyboard",
+    "session_filter",
+    "token_prompt",
+];
+
+#[test]
+fn the_web_ui_answers_questions_in_chromium() {
+    let started = Instant::now();
+    node::check_node();
+    assert!(
+        Path::new(CHROMIUM).is_file(),
+        "{CHROMIUM} is missing: the browser tests of the web UI drive Debian's chromium. \
+         `cargo xtask ci` installs it; by hand: `sudo apt-get install -y chromium`"
+    );
+    let package = Path::new(env!("CARGO_MANIFEST_DIR")).join("ui");
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("a tokio runtime");
+    runtime.block_on(async {
+        node::npm_ci(&package, "playwright-core").await;
+        drive(&package).await;
+    });
+    eprintln!("ui: done in {:.1?}", started.elapsed());
+}
+
+/// Which served askbus a case is asked on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Server {
+    /// No authentication (reached directly or through the proxy).
+    Open,
+    /// Bearer token required.
+    Auth,
+}
+
+/// One request the agent asks when the script says so.
+struct Case {
+    server: Server,
+    session: &'static str,
+    questions: Vec<QuestionInfo>,
+    /// What the agent must receive: answers, or the error's kind and reason.
+    expected: Value,
+}
+
+/// The cases `browser.mjs` asks for, by key.
+fn case(key: &str) -> Option<Case> {
+    let option = |label: &str, description: &str| QuestionOption::new(label, description);
+    let yes_no = |question: &str, header: &str| {
+        QuestionInfo::new(
+            question,
+            header,
+            [option("Yes", "go ahead"), option("No", "not now")],
+        )
+        .options_only()
+    };
+    let database = || {
+        QuestionInfo::new(
+            "Which database should the service use?",
+            "Database",
+            [
+                option("Postgres", "the production default"),
+                option("SQLite", "one file, no server"),
+            ],
+        )
+        .options_only()
+    };
+    let answers = |answers: Value| json!({ "answers": answers });
+    let open = |session, questions, expected| Case {
+        server: Server::Open,
+        session,
+        questions,
+        expected,
+    };
+    Some(match key {
+        "single" => open("ui-single", vec![database()], answers(json!([["SQLite"]]))),
+        "multi" => open(
+            "ui-multi",
+            vec![
+                QuestionInfo::new(
+                    "Which signals should be exported?",
+                    "Telemetry",
+                    [
+                        option("Logs", "structured, one line per event"),
+                        option("Metrics", "counters and histograms"),
+                        option("Traces", "spans across services"),
+                    ],
+                )
+                .multiple(),
+                QuestionInfo::new(
+                    "Which compression should responses use?",
+                    "Compression",
+                    [
+                        option("gzip", "everywhere"),
+                        option("zstd", "smaller, newer"),
+                    ],
+                ),
+                QuestionInfo::new(
+                    "Which region should host it?",
+                    "Region",
+                    [option("eu-west", "Ireland"), option("us-east", "Virginia")],
+                )
+                .options_only(),
+            ],
+            answers(json!([
+                ["Logs", "Traces", "Profiles"],
+                ["brotli level 5"],
+                ["[No preference]"]
+            ])),
+        ),
+        "reject" => open(
+            "ui-reject",
+            vec![yes_no("Rename the public API now?", "API")],
+            json!({"error": {"kind": "rejected", "reason": "Not now, ask me after lunch"}}),
+        ),
+        "tabs" => open("ui-tabs", vec![database()], answers(json!([["Postgres"]]))),
+        "reload1" => open(
+            "ui-reload",
+            vec![
+                QuestionInfo::new(
+                    "Where should it deploy?",
+                    "Target",
+                    [
+                        option("Staging", "the test cluster"),
+                        option("Production", "real users"),
+                    ],
+                )
+                .multiple()
+                .options_only(),
+                QuestionInfo::new(
+                    "When should it deploy?",
+                    "When",
+                    [option("Now", ""), option("Tonight", "after 22:00")],
+                ),
+            ],
+            answers(json!([["Staging"], ["Friday 18:00"]])),
+        ),
+        "reload2" => open(
+            "ui-reload",
+            vec![yes_no("Merge the dependency update?", "Merge")],
+            answers(json!([["Yes"]])),
+        ),
+        "reload3" => open(
+            "ui-reload",
+            vec![yes_no("Run the full test suite first?", "Tests")],
+            json!({"error": {"kind": "cancelled"}}),
+        ),
+        "drop1" => open(
+            "ui-drop",
+            vec![
+                QuestionInfo::new(
+                    "What should happen to the old migrations?",
+                    "Migrations",
+                    [
+                        option("Keep", "leave them"),
+                        option("Delete", "squash them"),
+                    ],
+                )
+                .options_only(),
+            ],
+            answers(json!([["Keep"]])),
+        ),
+        "drop2" => open(
+            "ui-drop",
+            vec![
+                QuestionInfo::new(
+                    "What should happen to the build cache?",
+                    "Cache",
+                    [option("Keep", "faster"), option("Delete", "cleaner")],
+                )
+                .options_only(),
+            ],
+            answers(json!([["Delete"]])),
+        ),
+        "drop3" => open(
+            "ui-drop",
+            vec![yes_no("Notify the team now?", "Notify")],
+            json!({"error": {"kind": "rejected", "reason": null}}),
+        ),
+        "phone" => open(
+            "ui-phone",
+            vec![QuestionInfo::new(
+                "When should the report be ready?",
+                "Deadline",
+                [
+                    option("Today", "by 18:00"),
+                    option("Tomorrow", "first thing"),
+                ],
+            )],
+            answers(json!([["Tomorrow"]])),
+        ),
+        "filter_a" => open(
+            "ui-filter-a",
+            vec![yes_no("Publish the crate?", "Release")],
+            json!({"error": {"kind": "cancelled"}}),
+        ),
+        "filter_b" => open(
+            "ui-filter-b",
+            vec![yes_no("Tag the release?", "Release")],
+            json!({"error": {"kind": "cancelled"}}),
+        ),
+        "auth" => Case {
+            server: Server::Auth,
+            session: "ui-auth",
+            questions: vec![
+                QuestionInfo::new(
+                    "Go ahead with the migration plan?",
+                    "Plan",
+                    [
+                        option("Approve the plan", "run it tonight"),
+                        option("Revise it", "I will comment first"),
+                    ],
+                )
+                .options_only(),
+            ],
+            expected: answers(json!([["Approve the plan"]])),
+        },
+        _ => return None,
+    })
+}
+
+/// The agent's state: the requests it asked and still holds.
+struct Agent {
+    open: QuestionService,
+    auth: QuestionService,
+    pending: HashMap<String, (PendingQuestion, Value)>,
+    /// Keys whose outcome was checked (or which were cancelled), for the final tally.
+    settled: Vec<String>,
+    proxy_up: watch::Sender<bool>,
+}
+
+impl Agent {
+    /// Answers one request line of the script: `Ok` payload or an error message for it.
+    async fn handle(&mut self, request: &Value) -> Result<Value, String> {
+        let key = request["key"].as_str().unwrap_or_default().to_owned();
+        match request["op"].as_str() {
+            Some("ask") => {
+                let case = case(&key).ok_or_else(|| format!("no case {key:?}"))?;
+                let service = match case.server {
+                    Server::Open => &self.open,
+                    Server::Auth => &self.auth,
+                };
+                let pending = service
+                    .submit(case.session, case.questions, None, Timeout::Default)
+                    .map_err(|error| format!("ask {key}: {error}"))?;
+                let request = serde_json::to_value(pending.request().as_ref())
+                    .map_err(|error| error.to_string())?;
+                if self
+                    .pending
+                    .insert(key.clone(), (pending, case.expected))
+                    .is_some()
+                {
+                    return Err(format!("case {key} was asked twice"));
+                }
+                Ok(request)
+            }
+            Some("outcome") => {
+                let (pending, expected) = self
+                    .pending
+                    .remove(&key)
+                    .ok_or_else(|| format!("case {key} is not pending"))?;
+                let outcome = tokio::time::timeout(OUTCOME_TIMEOUT, pending)
+                    .await
+                    .map_err(|_| format!("case {key}: the agent got nothing"))?;
+                let outcome = outcome_json(outcome);
+                if outcome != expected {
+                    return Err(format!(
+                        "case {key}: the agent got {outcome}, expected {expected}"
+                    ));
+                }
+                self.settled.push(key);
+                Ok(outcome)
+            }
+            Some("cancel") => {
+                let (pending, expected) = self
+                    .pending
+                    .remove(&key)
+                    .ok_or_else(|| format!("case {key} is not pending"))?;
+                if expected != json!({"error": {"kind": "cancelled"}}) {
+                    return Err(format!("case {key} expects {expected}, not a cancel"));
+                }
+                // Dropping the future is how an agent gives up: the question is cancelled.
+                drop(pending);
+                self.settled.push(key);
+                Ok(json!(true))
+            }
+            Some("proxy") => {
+                let up = request["up"]
+                    .as_bool()
+                    .ok_or("`proxy` needs a boolean `up`")?;
+                self.proxy_up.send_replace(up);
+                Ok(json!(true))
+            }
+            other => Err(format!("unknown op {other:?}")),
+        }
+    }
+}
+
+/// What the agent received, as the script compares it.
+fn outcome_json(outcome: Result<Vec<Vec<String>>, AskError>) -> Value {
+    match outcome {
+        Ok(answers) => json!({ "answers": answers }),
+        Err(AskError::Rejected { reason }) => {
+            json!({"error": {"kind": "rejected", "reason": reason}})
+        }
+        Err(AskError::TimedOut) => json!({"error": {"kind": "timed_out"}}),
+        Err(AskError::Cancelled) => json!({"error": {"kind": "cancelled"}}),
+        Err(AskError::Invalid(error)) => {
+            json!({"error": {"kind": "invalid", "reason": error.to_string()}})
+        }
+    }
+}
+
+/// Serves askbus three ways, runs `browser.mjs` and answers its agent requests.
+async fn drive(package: &Path) {
+    let shutdown = CancellationToken::new();
+    let open = QuestionService::new(Bus::new());
+    let auth = QuestionService::new(Bus::new());
+    let open_address = serve(open.clone(), HttpConfig::default(), &shutdown).await;
+    let auth_config = HttpConfig {
+        tokens: vec![AccessToken::all_sessions(TOKEN)],
+        ..HttpConfig::default()
+    };
+    let auth_address = serve(auth.clone(), auth_config, &shutdown).await;
+    let (proxy_up, proxy_watch) = watch::channel(true);
+    let proxy_listener = TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind the proxy");
+    let proxy_address = proxy_listener.local_addr().expect("the proxy's address");
+    tokio::spawn(proxy(proxy_listener, open_address, proxy_watch));
+
+    let screenshots = screenshot_dir();
+    // Old failure screenshots would mislead: start from an empty directory.
+    let _ = std::fs::remove_dir_all(&screenshots);
+    std::fs::create_dir_all(&screenshots).expect("create the screenshot directory");
+
+    let mut child = Command::new("node")
+        .arg("browser.mjs")
+        .current_dir(package)
+        .env("ASKBUS_UI_URL", format!("http://{open_address}"))
+        .env("ASKBUS_UI_PROXY_URL", format!("http://{proxy_address}"))
+        .env("ASKBUS_UI_AUTH_URL", format!("http://{auth_address}"))
+        .env("ASKBUS_UI_TOKEN", TOKEN)
+        .env("ASKBUS_UI_CHROMIUM", CHROMIUM)
+        .env("ASKBUS_UI_SCREENSHOTS", &screenshots)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("spawn node browser.mjs");
+    let mut stdin = child.stdin.take().expect("piped stdin");
+    let stdout = child.stdout.take().expect("piped stdout");
+    let stderr = child.stderr.take().expect("piped stderr");
+    // The script's log, passed on as it comes (shown by the test harness on failure).
+    let log = tokio::spawn(async move {
+        let mut lines = BufReader::new(stderr).lines();
+        let mut all = String::new();
+        while let Ok(Some(line)) = lines.next_line().await {
+            eprintln!("{line}");
+            all.push_str(&line);
+            all.push('\n');
+        }
+        all
+    });
+
+    let mut agent = Agent {
+        open: open.clone(),
+        auth: auth.clone(),
+        pending: HashMap::new(),
+        settled: Vec::new(),
+        proxy_up,
+    };
+    let exchange = async {
+        let mut lines = BufReader::new(stdout).lines();
+        loop {
+            let line = lines
+                .next_line()
+                .await
+                .map_err(|error| format!("read node's stdout: {error}"))?
+                .ok_or("node closed its stdout before its `done` line")?;
+            let message: Value = serde_json::from_str(&line)
+                .map_err(|error| format!("node printed non-JSON ({error}): {line}"))?;
+            if let Some(done) = message.get("done") {
+                return Ok::<Value, String>(done.clone());
+            }
+            let reply = match agent.handle(&message).await {
+                Ok(ok) => json!({"rpc": message["rpc"], "ok": ok}),
+                Err(error) => json!({"rpc": message["rpc"], "error": error}),
+            };
+            stdin
+                .write_all(format!("{reply}\n").as_bytes())
+                .await
+                .map_err(|error| format!("write to node: {error}"))?;
+        }
+    };
+    let outcome = tokio::time::timeout(BROWSER_TIMEOUT, exchange).await;
+    if !matches!(outcome, Ok(Ok(_))) {
+        let _ = child.start_kill();
+    }
+    let status = tokio::time::timeout(Duration::from_secs(10), child.wait()).await;
+    let log = log.await.expect("the log reader");
+    let done = match (outcome, status) {
+        (Ok(Ok(done)), Ok(Ok(status))) if status.success() => done,
+        (Err(_), _) => panic!(
+            "the browser run took longer than {BROWSER_TIMEOUT:?}; screenshots in {}; log:\n{log}",
+            screenshots.display()
+        ),
+        (outcome, status) => panic!(
+            "the browser run failed ({outcome:?}, exit {status:?}); screenshots of the \
+             failing pages in {}; log:\n{log}",
+            screenshots.display()
+        ),
+    };
+
+    assert_eq!(done["scenarios"], json!(SCENARIOS), "every scenario ran");
+    let shots = done["screenshots"].as_array().expect("the screenshot list");
+    for name in [
+        "questions-desktop",
+        "conflict-409",
+        "offline-desktop",
+        "question-phone",
+        "list-desktop",
+        "token-prompt",
+    ] {
+        let file = screenshots.join(format!("{name}.png"));
+        assert!(
+            shots.iter().any(|shot| shot.as_str() == file.to_str()),
+            "{name} was taken"
+        );
+        let bytes = std::fs::read(&file).unwrap_or_else(|error| panic!("{file:?}: {error}"));
+        assert!(bytes.starts_with(b"\x89PNG"), "{file:?} is a PNG");
+    }
+    // Every case that was asked was settled and checked; nothing is left pending.
+    assert!(
+        agent.pending.is_empty(),
+        "unsettled: {:?}",
+        agent.pending.keys()
+    );
+    let mut settled = agent.settled.clone();
+    settled.sort();
+    assert_eq!(
+        settled,
+        [
+            "auth", "drop1", "drop2", "drop3", "filter_a", "filter_b", "multi", "phone", "reject",
+            "reload1", "reload2", "reload3", "single", "tabs"
+        ]
+    );
+    assert_eq!(open.pending_count(), 0);
+    assert_eq!(auth.pending_count(), 0);
+    shutdown.cancel();
+}
+
+/// Serves the API and the UI for `questions` on a fresh loopback port.
+async fn serve(
+    questions: QuestionService,
+    config: HttpConfig,
+    shutdown: &CancellationToken,
+) -> SocketAddr {
+    let app = askbus_http::router(questions, config, shutdown.clone()).merge(askbus_ui::router());
+    let listener = TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind 127.0.0.1:0");
+    let address = listener.local_addr().expect("the bound address");
+    tokio::spawn(
+        axum::serve(listener, app)
+            .with_graceful_shutdown(shutdown.clone().cancelled_owned())
+            .into_future(),
+    );
+    address
+}
+
+/// A TCP proxy to `upstream` that can be cut: while `up` is false it closes every open
+/// connection and every new one at once, as a lost network does to a browser.
+async fn proxy(listener: TcpListener, upstream: SocketAddr, up: watch::Receiver<bool>) {
+    while let Ok((mut client, _)) = listener.accept().await {
+        if !*up.borrow() {
+            continue;
+        }
+        let mut up = up.clone();
+        tokio::spawn(async move {
+            let Ok(mut server) = TcpStream::connect(upstream).await else {
+                return;
+            };
+            tokio::select! {
+                _ = tokio::io::copy_bidirectional(&mut client, &mut server) => {}
+                _ = up.wait_for(|up| !*up) => {}
+            }
+        });
+    }
+}
+
+/// `<target>/ui-screenshots`: `CARGO_TARGET_DIR` if set (absolute), else the target directory this
+/// test binary was built in (`<target>/<profile>/deps/tests-…`).
+fn screenshot_dir() -> PathBuf {
+    let target = std::env::var_os("CARGO_TARGET_DIR")
+        .map(PathBuf::from)
+        .filter(|dir| dir.is_absolute())
+        .or_else(|| {
+            let exe = std::env::current_exe().ok()?;
+            Some(exe.parent()?.parent()?.parent()?.to_path_buf())
+        })
+        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../target"));
+    target.join("ui-screenshots")
+}

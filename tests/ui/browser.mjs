@@ -1,0 +1,515 @@
+// Drives the askbus web UI in Debian's chromium, as a human would, against a served askbus.
+//
+// Run by tests/ui.rs, which serves the router over TCP with an in-process question service
+// (the "agent") and answers this script's requests on stdin:
+//   stdout: {"rpc": n, "op": "ask", "key": "single"}       -> the agent asks case `key`
+//           {"rpc": n, "op": "outcome", "key": "single"}   -> what the agent received
+//           {"rpc": n, "op": "cancel", "key": "f1"}        -> the agent gives up (drops it)
+//           {"rpc": n, "op": "proxy", "up": false}         -> cut / restore the proxy
+//           {"done": {...}}                                -> the last line
+//   stdin:  {"rpc": n, "ok": {...}} or {"rpc": n, "error": "..."}
+// The Rust side holds the expected outcomes; this side checks what the page shows.
+//
+// Environment: ASKBUS_UI_URL (no auth), ASKBUS_UI_PROXY_URL (the same server through a
+// proxy the test can cut), ASKBUS_UI_AUTH_URL + ASKBUS_UI_TOKEN (auth on), ASKBUS_UI_CHROMIUM,
+// ASKBUS_UI_SCREENSHOTS (a directory), ASKBUS_UI_ONLY (comma-separated scenario names).
+
+import assert from 'node:assert/strict';
+import { mkdtemp, mkdir, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { createInterface } from 'node:readline';
+import { chromium } from 'playwright-core';
+
+const env = (name) => {
+  const value = process.env[name];
+  if (!value) throw new Error(`${name} is not set`);
+  return value;
+};
+const URL_OPEN = env('ASKBUS_UI_URL');
+const URL_PROXY = env('ASKBUS_UI_PROXY_URL');
+const URL_AUTH = env('ASKBUS_UI_AUTH_URL');
+const TOKEN = env('ASKBUS_UI_TOKEN');
+const SCREENSHOTS = env('ASKBUS_UI_SCREENSHOTS');
+const CHROMIUM = process.env.ASKBUS_UI_CHROMIUM || '/usr/bin/chromium';
+const ONLY = (process.env.ASKBUS_UI_ONLY || '').split(',').filter(Boolean);
+const WAIT = 10_000;
+const DESKTOP = { width: 1280, height: 900 };
+const PHONE = { width: 390, height: 844 };
+const log = (...parts) => console.error('[ui]', ...parts);
+
+// ---- The agent, over stdio ---------------------------------------------------------------
+
+const pending = new Map();
+let rpcSeq = 0;
+createInterface({ input: process.stdin }).on('line', (line) => {
+  const message = JSON.parse(line);
+  const waiter = pending.get(message.rpc);
+  if (!waiter) return;
+  pending.delete(message.rpc);
+  if (message.error) waiter.reject(new Error(`agent: ${message.error}`));
+  else waiter.resolve(message.ok);
+});
+function rpc(op, args = {}) {
+  const id = ++rpcSeq;
+  process.stdout.write(`${JSON.stringify({ rpc: id, op, ...args })}\n`);
+  return new Promise((resolve, reject) => pending.set(id, { resolve, reject }));
+}
+const agent = {
+  /** Asks case `key`; resolves to the QuestionRequest JSON. */
+  ask: (key) => rpc('ask', { key }),
+  /** What the agent received for `key`: {answers} or {error: {kind, reason}}. */
+  outcome: (key) => rpc('outcome', { key }),
+  cancel: (key) => rpc('cancel', { key }),
+  proxy: (up) => rpc('proxy', { up }),
+};
+
+// ---- Browser helpers ----------------------------------------------------------------------
+
+const origins = new Set([URL_OPEN, URL_PROXY, URL_AUTH].map((url) => new URL(url).origin));
+const external = [];
+const pageErrors = [];
+const screenshots = [];
+let context;
+
+async function open(base, query = '', { viewport = DESKTOP, blockEvents = false } = {}) {
+  const page = await context.newPage();
+  await page.setViewportSize(viewport);
+  page.on('pageerror', (error) => pageErrors.push(`${page.url()}: ${error.stack || error}`));
+  if (blockEvents) {
+    // A tab whose event stream cannot connect (the rest of the API works).
+    await page.route(/\/event(\?|$)/, (route) => route.abort('connectionreset'));
+  }
+  const response = await page.goto(`${base}/${query}`);
+  assert.equal(response.status(), 200);
+  const policy = response.headers()['content-security-policy'] || '';
+  assert.match(policy, /^default-src 'none'/, 'the page forbids other origins');
+  return page;
+}
+
+const card = (page, id) => page.locator(`article.card[data-id="${id}"]`);
+const live = (page) => page.locator('#connection[data-state="live"]').waitFor({ timeout: WAIT });
+
+async function until(what, check, timeout = WAIT) {
+  const deadline = Date.now() + timeout;
+  let last;
+  for (;;) {
+    try {
+      last = await check();
+      if (last) return last;
+    } catch (error) {
+      last = error;
+    }
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what} (last: ${last})`);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+}
+
+/** Ids of the pending (unresolved, shown) cards, in page order. */
+const shownPending = (page) =>
+  page.$$eval('article.card:not(.resolved)', (cards) =>
+    cards.filter((card) => !card.hidden).map((card) => card.dataset.id),
+  );
+
+async function serverPending(base, session) {
+  const response = await fetch(`${base}/question?sessionID=${encodeURIComponent(session)}`);
+  assert.equal(response.status, 200);
+  return (await response.json()).map((request) => request.id);
+}
+
+async function replyOverHttp(base, id, answers) {
+  const response = await fetch(`${base}/question/${id}/reply`, {
+    method: 'POST',
+    headers: { 'Content-Type': 'application/json' },
+    body: JSON.stringify({ answers }),
+  });
+  assert.equal(response.status, 200, await response.text());
+}
+
+async function shoot(page, name, { fullPage = true } = {}) {
+  const file = join(SCREENSHOTS, `${name}.png`);
+  // From the top, so the sticky top bar is where a human sees it.
+  if (fullPage) await page.evaluate(() => window.scrollTo(0, 0));
+  await page.screenshot({ path: file, fullPage });
+  screenshots.push(file);
+}
+
+const radio = (scope, name) => scope.getByRole('radio', { name });
+const checkbox = (scope, name) => scope.getByRole('checkbox', { name });
+
+// ---- Scenarios -----------------------------------------------------------------------------
+
+const scenarios = {
+  /** One single-choice question: the page shows it in full, the click reaches the agent. */
+  async answer_single() {
+    const page = await open(URL_OPEN, '?session=ui-single');
+    await live(page);
+    const request = await agent.ask('single');
+    const single = card(page, request.id);
+    await single.waitFor({ timeout: WAIT });
+    assert.equal(await single.locator('.chip').textContent(), 'Database');
+    assert.equal(
+      await single.getByRole('heading', { level: 2 }).textContent(),
+      'Which database should the service use?',
+    );
+    assert.equal(await single.locator('.option-description').first().textContent(), 'the production default');
+    assert.match(await single.locator('.timer').textContent(), /^expires in (10:00|9:\d\d)$/);
+    assert.equal(await single.getByText('Other', { exact: true }).count(), 0, 'custom=false: no Other');
+    await until('the announcement', async () =>
+      (await page.locator('#announcer').textContent()).includes('New question in session ui-single'),
+    );
+    assert.equal(await page.title(), '(1) askbus');
+    await radio(single, /SQLite/).check();
+    await single.getByRole('button', { name: 'Submit answer' }).click();
+    await single.locator('.status-line', { hasText: 'You answered' }).waitFor({ timeout: WAIT });
+    assert.equal(await single.locator('dd').textContent(), 'SQLite');
+    assert.deepEqual(await agent.outcome('single'), { answers: [['SQLite']] });
+    assert.equal(await page.title(), 'askbus');
+    await page.close();
+  },
+
+  /** Three questions at once: multi-select with Other, custom text, and a skip. */
+  async multi_custom_skip() {
+    const page = await open(URL_OPEN, '?session=ui-multi');
+    await live(page);
+    const request = await agent.ask('multi');
+    const form = card(page, request.id);
+    await form.waitFor({ timeout: WAIT });
+    const [telemetry, compression, region] = [0, 1, 2].map((index) =>
+      form.locator('fieldset.question-field').nth(index),
+    );
+    assert.equal(await form.getByRole('heading', { level: 2 }).textContent(), '3 questions');
+    assert.equal(await region.getByText('Other', { exact: true }).count(), 0);
+
+    await checkbox(telemetry, /Logs/).check();
+    await checkbox(telemetry, /Traces/).check();
+    // "No preference" excludes the other choices, and a choice clears it again.
+    await checkbox(telemetry, /No preference/).check();
+    assert.equal(await checkbox(telemetry, /Logs/).isChecked(), false);
+    await checkbox(telemetry, /Logs/).check();
+    assert.equal(await checkbox(telemetry, /No preference/).isChecked(), false);
+    await checkbox(telemetry, /Traces/).check();
+    await telemetry.getByRole('textbox').fill('Profiles');
+    assert.equal(await checkbox(telemetry, /^Other/).isChecked(), true, 'typing selects Other');
+    await shoot(page, 'questions-desktop');
+
+    // Submitting with two questions unanswered names them and moves focus to the first.
+    await form.getByRole('button', { name: 'Submit answers' }).click();
+    assert.match(await form.locator('.card-error').textContent(), /2 still need an answer/);
+    assert.equal(await compression.evaluate((field) => field.contains(document.activeElement)), true);
+    assert.equal(await compression.getAttribute('aria-invalid'), '');
+    await compression.getByRole('textbox').fill('brotli level 5');
+    await radio(region, /No preference/).check();
+    await form.getByRole('button', { name: 'Submit answers' }).click();
+    await form.locator('.status-line', { hasText: 'You answered' }).waitFor({ timeout: WAIT });
+    assert.deepEqual(
+      await form.locator('dd').allTextContents(),
+      ['Logs, Traces, Profiles', 'brotli level 5', '[No preference]'],
+    );
+    assert.deepEqual(await agent.outcome('multi'), {
+      answers: [['Logs', 'Traces', 'Profiles'], ['brotli level 5'], ['[No preference]']],
+    });
+    await page.close();
+  },
+
+  /** Decline with a reason: the agent is told no, with the reason. */
+  async reject() {
+    const page = await open(URL_OPEN, '?session=ui-reject');
+    await live(page);
+    const request = await agent.ask('reject');
+    const form = card(page, request.id);
+    await form.waitFor({ timeout: WAIT });
+    await form.getByRole('button', { name: 'Decline…' }).click();
+    const reason = form.getByLabel('Reason for the agent (optional)');
+    assert.equal(await reason.evaluate((input) => input === document.activeElement), true);
+    await reason.fill('Not now, ask me after lunch');
+    await form.getByRole('button', { name: 'Decline question' }).click();
+    await form.locator('.status-line', { hasText: 'You declined' }).waitFor({ timeout: WAIT });
+    assert.deepEqual(await agent.outcome('reject'), {
+      error: { kind: 'rejected', reason: 'Not now, ask me after lunch' },
+    });
+    await page.close();
+  },
+
+  /** Two live tabs: one answers, the other shows it. A third without live updates gets a 409. */
+  async two_tabs() {
+    const request = await agent.ask('tabs');
+    const first = await open(URL_OPEN, '?session=ui-tabs');
+    const second = await open(URL_OPEN, '?session=ui-tabs');
+    const stale = await open(URL_OPEN, '?session=ui-tabs', { blockEvents: true });
+    await Promise.all([live(first), live(second)]);
+    for (const page of [first, second, stale]) await card(page, request.id).waitFor({ timeout: WAIT });
+    // The tab without a stream says so.
+    await stale.locator('#banner', { hasText: 'Lost the connection to the server' }).waitFor({ timeout: WAIT });
+
+    await radio(card(second, request.id), /SQLite/).check(); // half-way through, in tab two
+    await radio(card(first, request.id), /Postgres/).check();
+    await card(first, request.id).getByRole('button', { name: 'Submit answer' }).click();
+    await card(first, request.id).locator('.status-line', { hasText: 'You answered' }).waitFor({ timeout: WAIT });
+
+    const other = card(second, request.id);
+    await other.locator('.status-line', { hasText: 'Answered elsewhere' }).waitFor({ timeout: WAIT });
+    assert.equal(await other.locator('dd').textContent(), 'Postgres');
+    assert.equal(await other.locator('form').isHidden(), true, 'no form left to submit');
+    await until('the announcement in tab two', async () =>
+      (await second.locator('#announcer').textContent()).includes('was answered elsewhere'),
+    );
+
+    const late = card(stale, request.id);
+    await radio(late, /SQLite/).check();
+    await late.getByRole('button', { name: 'Submit answer' }).click();
+    await late.locator('.note', { hasText: 'already resolved elsewhere' }).waitFor({ timeout: WAIT });
+    assert.equal(await late.locator('.status-line').textContent(), 'Answered elsewhere');
+    assert.equal(await late.locator('dd').textContent(), 'Postgres');
+    await shoot(stale, 'conflict-409');
+    assert.deepEqual(await agent.outcome('tabs'), { answers: [['Postgres']] });
+    for (const page of [first, second, stale]) await page.close();
+  },
+
+  /** A reload keeps the draft and shows exactly what is pending after it. */
+  async reload_mid_flow() {
+    const kept = await agent.ask('reload1');
+    const answeredMeanwhile = await agent.ask('reload2');
+    const page = await open(URL_OPEN, '?session=ui-reload');
+    await live(page);
+    const form = card(page, kept.id);
+    await form.waitFor({ timeout: WAIT });
+    await card(page, answeredMeanwhile.id).waitFor({ timeout: WAIT });
+    await checkbox(form.locator('fieldset').nth(0), /Staging/).check();
+    await form.locator('fieldset').nth(1).getByRole('textbox').fill('Friday 18:00');
+
+    // While the page reloads (its document held back until then), another client answers
+    // one request and the agent asks another.
+    let release;
+    const held = new Promise((resolve) => (release = resolve));
+    const isPage = (url) => url.pathname === '/';
+    await page.route(isPage, async (route) => {
+      await held;
+      await route.continue();
+    });
+    const reloading = page.reload();
+    const askedMeanwhile = await agent.ask('reload3');
+    await replyOverHttp(URL_OPEN, answeredMeanwhile.id, [['Yes']]);
+    release();
+    await reloading;
+    await page.unroute(isPage);
+    await live(page);
+    const expected = [kept.id, askedMeanwhile.id];
+    assert.deepEqual(await serverPending(URL_OPEN, 'ui-reload'), expected);
+    await until('exactly the pending requests', async () =>
+      JSON.stringify(await shownPending(page)) === JSON.stringify(expected),
+    );
+    assert.equal(await card(page, answeredMeanwhile.id).count(), 0);
+
+    // The draft survived.
+    const again = card(page, kept.id);
+    assert.equal(await checkbox(again.locator('fieldset').nth(0), /Staging/).isChecked(), true);
+    assert.equal(await again.locator('fieldset').nth(1).getByRole('textbox').inputValue(), 'Friday 18:00');
+    assert.equal(await radio(again.locator('fieldset').nth(1), /^Other/).isChecked(), true);
+    await again.getByRole('button', { name: 'Submit answers' }).click();
+    await again.locator('.status-line', { hasText: 'You answered' }).waitFor({ timeout: WAIT });
+    assert.deepEqual(await agent.outcome('reload1'), { answers: [['Staging'], ['Friday 18:00']] });
+    assert.deepEqual(await agent.outcome('reload2'), { answers: [['Yes']] });
+
+    // The agent gives up on the last one: the card says so.
+    await agent.cancel('reload3');
+    await card(page, askedMeanwhile.id).locator('.status-line', { hasText: 'Withdrawn' }).waitFor({ timeout: WAIT });
+    await page.close();
+  },
+
+  /** The connection drops: the page says so, then resumes with Last-Event-ID, exactly. */
+  async dropped_connection() {
+    const page = await open(URL_PROXY, '?session=ui-drop');
+    const resumedWith = [];
+    page.on('request', (request) => {
+      if (new URL(request.url()).pathname === '/event') {
+        resumedWith.push(request.headers()['last-event-id'] ?? null);
+      }
+    });
+    await live(page);
+    const first = await agent.ask('drop1');
+    const second = await agent.ask('drop2');
+    await card(page, first.id).waitFor({ timeout: WAIT });
+    await card(page, second.id).waitFor({ timeout: WAIT });
+
+    const beforeCut = resumedWith.length;
+    await agent.proxy(false);
+    await page.locator('#banner', { hasText: 'Lost the connection to the server' }).waitFor({ timeout: WAIT });
+    assert.equal(await page.locator('#connection').getAttribute('data-state'), 'offline');
+    await radio(card(page, first.id), /Keep/).check();
+    await card(page, first.id).getByRole('button', { name: 'Submit answer' }).click();
+    await card(page, first.id)
+      .locator('.card-error', { hasText: 'Could not reach the server, so your answer was not sent' })
+      .waitFor({ timeout: WAIT });
+    await shoot(page, 'offline-desktop');
+
+    // Meanwhile: the agent asks again, and another client answers the second request.
+    const third = await agent.ask('drop3');
+    await replyOverHttp(URL_OPEN, second.id, [['Delete']]);
+
+    await agent.proxy(true);
+    await live(page);
+    await page.locator('#banner').waitFor({ state: 'hidden', timeout: WAIT });
+    const expected = [first.id, third.id];
+    await until('exactly the pending requests after resuming', async () =>
+      JSON.stringify(await shownPending(page)) === JSON.stringify(expected),
+    );
+    await card(page, second.id).locator('.status-line', { hasText: 'Answered elsewhere' }).waitFor({ timeout: WAIT });
+    assert.ok(
+      resumedWith.slice(beforeCut).some((cursor) => typeof cursor === 'string' && cursor.length > 0),
+      `a reconnection sent Last-Event-ID (saw ${JSON.stringify(resumedWith)})`,
+    );
+
+    // The kept answer can now be sent; the new request is declined without a reason.
+    await card(page, first.id).getByRole('button', { name: 'Submit answer' }).click();
+    await card(page, first.id).locator('.status-line', { hasText: 'You answered' }).waitFor({ timeout: WAIT });
+    const declined = card(page, third.id);
+    await declined.getByRole('button', { name: 'Decline…' }).click();
+    await declined.getByRole('button', { name: 'Decline question' }).click();
+    await declined.locator('.status-line', { hasText: 'You declined' }).waitFor({ timeout: WAIT });
+    assert.deepEqual(await agent.outcome('drop1'), { answers: [['Keep']] });
+    assert.deepEqual(await agent.outcome('drop2'), { answers: [['Delete']] });
+    assert.deepEqual(await agent.outcome('drop3'), { error: { kind: 'rejected', reason: null } });
+    await page.close();
+  },
+
+  /** A phone-sized screen, answered with the keyboard alone. */
+  async phone_keyboard() {
+    const page = await open(URL_OPEN, '?session=ui-phone', { viewport: PHONE });
+    await live(page);
+    const request = await agent.ask('phone');
+    const form = card(page, request.id);
+    await form.waitFor({ timeout: WAIT });
+    const overflow = await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
+    assert.ok(overflow <= 0, `no horizontal scrolling on a phone (${overflow} px too wide)`);
+    await shoot(page, 'question-phone');
+
+    await page.keyboard.press('Tab');
+    assert.equal(await page.evaluate(() => document.activeElement.textContent), 'Skip to pending requests');
+    await page.keyboard.press('Enter');
+    await page.keyboard.press('Tab');
+    assert.equal(await page.evaluate(() => document.activeElement.value), 'Today');
+    await page.keyboard.press('ArrowDown');
+    assert.equal(await radio(form, /Tomorrow/).isChecked(), true);
+    await page.keyboard.press('Tab'); // the Other text field
+    await page.keyboard.press('Tab'); // Submit
+    assert.equal(await page.evaluate(() => document.activeElement.textContent), 'Submit answer');
+    await page.keyboard.press('Enter');
+    await form.locator('.status-line', { hasText: 'You answered' }).waitFor({ timeout: WAIT });
+    assert.equal(await page.evaluate(() => document.activeElement.dataset.id), request.id, 'focus stays on the card');
+    assert.deepEqual(await agent.outcome('phone'), { answers: [['Tomorrow']] });
+    await page.close();
+  },
+
+  /** The session filter shows one session, and says so in the URL. */
+  async session_filter() {
+    const a = await agent.ask('filter_a');
+    const b = await agent.ask('filter_b');
+    const page = await open(URL_OPEN);
+    await live(page);
+    await until('both sessions', async () => JSON.stringify(await shownPending(page)) === JSON.stringify([a.id, b.id]));
+    assert.equal(await page.locator('#pending-count').textContent(), '2');
+    await shoot(page, 'list-desktop');
+    await page.getByLabel('Session').selectOption('ui-filter-b');
+    assert.deepEqual(await shownPending(page), [b.id]);
+    assert.equal(new URL(page.url()).searchParams.get('session'), 'ui-filter-b');
+    assert.equal(await page.locator('#pending-count').textContent(), '1');
+    await agent.cancel('filter_a');
+    await agent.cancel('filter_b');
+    await card(page, b.id).locator('.status-line', { hasText: 'Withdrawn' }).waitFor({ timeout: WAIT });
+    await page.locator('#empty', { hasText: 'in session “ui-filter-b”' }).waitFor({ timeout: WAIT });
+    await page.close();
+  },
+
+  /** Auth on: the page asks for a token, refuses a wrong one, then works and keeps it. */
+  async token_prompt() {
+    const page = await open(URL_AUTH, '?session=ui-auth');
+    const dialog = page.getByRole('dialog', { name: 'Access token needed' });
+    await dialog.waitFor({ timeout: WAIT });
+    assert.equal(await page.locator('#connection').getAttribute('data-state'), 'locked');
+    await shoot(page, 'token-prompt', { fullPage: false });
+    await dialog.getByLabel('Access token').fill('not-the-token');
+    await dialog.getByRole('button', { name: 'Use token' }).click();
+    await dialog.locator('#token-error', { hasText: 'did not accept' }).waitFor({ timeout: WAIT });
+    await dialog.getByLabel('Access token').fill(TOKEN);
+    await dialog.getByRole('button', { name: 'Use token' }).click();
+    await live(page);
+    assert.equal(await dialog.isVisible(), false);
+
+    const request = await agent.ask('auth');
+    const form = card(page, request.id);
+    await form.waitFor({ timeout: WAIT });
+    await radio(form, /Approve the plan/).check();
+    await form.getByRole('button', { name: 'Submit answer' }).click();
+    await form.locator('.status-line', { hasText: 'You answered' }).waitFor({ timeout: WAIT });
+    assert.deepEqual(await agent.outcome('auth'), { answers: [['Approve the plan']] });
+
+    // The token stays for this tab: a reload needs no prompt.
+    await page.reload();
+    await live(page);
+    assert.equal(await dialog.isVisible(), false);
+    assert.equal(await page.getByRole('button', { name: 'Forget token' }).isVisible(), true);
+    await page.close();
+  },
+};
+
+// ---- Main -------------------------------------------------------------------------------------
+
+async function main() {
+  await mkdir(SCREENSHOTS, { recursive: true });
+  const profile = await mkdtemp(join(tmpdir(), 'askbus-ui-chromium-'));
+  const started = Date.now();
+  context = await chromium.launchPersistentContext(profile, {
+    executablePath: CHROMIUM,
+    headless: true,
+    args: [
+      '--headless',
+      '--no-sandbox',
+      '--disable-gpu',
+      '--disable-background-networking',
+      '--disable-component-update',
+      '--disable-sync',
+      '--no-first-run',
+    ],
+    viewport: DESKTOP,
+  });
+  context.on('request', (request) => {
+    const url = new URL(request.url());
+    if (['http:', 'https:', 'ws:', 'wss:'].includes(url.protocol) && !origins.has(url.origin)) {
+      external.push(request.url());
+    }
+  });
+  log(`chromium ${context.browser()?.version() ?? ''} up in ${Date.now() - started} ms`);
+  const ran = [];
+  try {
+    for (const [name, scenario] of Object.entries(scenarios)) {
+      if (ONLY.length > 0 && !ONLY.includes(name)) continue;
+      const begun = Date.now();
+      try {
+        await scenario();
+      } catch (error) {
+        for (const [index, page] of context.pages().entries()) {
+          await page.screenshot({ path: join(SCREENSHOTS, `failed-${name}-${index}.png`), fullPage: true }).catch(() => {});
+        }
+        error.message = `scenario ${name}: ${error.message}`;
+        throw error;
+      }
+      log(`ok ${name} (${Date.now() - begun} ms)`);
+      ran.push(name);
+    }
+    assert.deepEqual(external, [], 'the page made no request to another origin');
+    assert.deepEqual(pageErrors, [], 'no uncaught errors in the page');
+  } finally {
+    await context.close();
+    await rm(profile, { recursive: true, force: true });
+  }
+  process.stdout.write(`${JSON.stringify({ done: { scenarios: ran, screenshots } })}\n`);
+}
+
+main().then(
+  () => process.exit(0),
+  (error) => {
+    console.error(error?.stack || error);
+    process.exit(1);
+  },
+);
