@@ -42,10 +42,29 @@
 //! # }
 //! ```
 
+mod approval;
+mod approval_model;
+mod hub;
+mod interrupt;
 mod model;
 mod registry;
 mod service;
 mod validate;
+
+pub use approval::{
+    ApprovalConfig, ApprovalError, ApprovalOutcome, ApprovalReplyError, ApprovalService,
+    ApprovalSnapshot, PendingApproval,
+};
+pub use approval_model::{
+    Action, ApprovalAsked, ApprovalCancelled, ApprovalId, ApprovalKind, ApprovalReplied,
+    ApprovalReply, ApprovalRequest, ApprovalTimedOut, Decision, DecisionType, EditedAction,
+    ReviewConfig,
+};
+pub use hub::{CONFIRMATION_ACTION, RequestHub};
+pub use interrupt::{
+    CONFIRMATION_PHRASES, InputField, InputFieldType, InterruptState, PendingRequest, RequestId,
+    ResumeError, ResumeInput, confirmation_phrase,
+};
 
 pub use model::{
     Answer, Answers, NO_PREFERENCE, QuestionAsked, QuestionCancelled, QuestionId, QuestionInfo,

@@ -16,8 +16,11 @@
 //! one driver task per registry sleeps until the earliest of them.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::convert::Infallible;
+use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};
+use std::task::{Context, Poll};
 
 use askbus_bus::{Bus, Id, IdGenerator, IdKind};
 use tokio::sync::{Notify, oneshot};
@@ -100,8 +103,16 @@ pub(crate) trait Kind: Send + Sync + Sized + 'static {
     /// A validated answer.
     type Reply: Clone + Send + Sync + 'static;
 
+    /// Lookup state of this kind beyond ids (the approval keys), kept under the registry
+    /// lock; `()` when there is none.
+    type Index: Default + Send + 'static;
+
+    /// The request's id.
+    fn id(request: &Self::Request) -> Id<Self::IdKind>;
     /// The session the request belongs to.
     fn session_id(request: &Self::Request) -> &str;
+    /// Drops what `index` holds for `request`, which the registry no longer remembers.
+    fn forget(index: &mut Self::Index, request: &Self::Request);
     /// Announces a newly registered request.
     fn publish_asked(bus: &Bus, request: &Arc<Self::Request>);
     /// Announces a request's terminal outcome.
@@ -124,8 +135,18 @@ pub(crate) struct Registry<K: Kind> {
     inner: Arc<Inner<K>>,
 }
 
-/// The receiving side of a request's outcome, held by the asker.
-pub(crate) type OutcomeReceiver<K> = oneshot::Receiver<Outcome<<K as Kind>::Reply>>;
+/// The asker's handle on one registered request: receives its outcome, and cancels the
+/// request if dropped before that (unless detached). The public pending futures wrap it.
+pub(crate) struct Ticket<K: Kind> {
+    /// The request as registered.
+    request: Arc<K::Request>,
+    /// Where the outcome arrives.
+    outcome: oneshot::Receiver<Outcome<K::Reply>>,
+    /// Used to cancel on drop.
+    registry: Registry<K>,
+    /// Set once the outcome was taken or the request detached: nothing to cancel then.
+    settled: bool,
+}
 
 /// The sending side of a request's outcome, for its asker or a watcher.
 type OutcomeSender<K> = oneshot::Sender<Outcome<<K as Kind>::Reply>>;
@@ -157,6 +178,8 @@ struct State<K: Kind> {
     /// Extra waiters from [`Registry::wait`], by pending request. Kept out of [`Pending`]
     /// because few requests have any, and every pending entry would pay for the field.
     watchers: HashMap<Id<K::IdKind>, Vec<OutcomeSender<K>>>,
+    /// The kind's own lookup state, covering exactly the pending and remembered requests.
+    index: K::Index,
 }
 
 /// A request waiting for its outcome.
@@ -206,6 +229,7 @@ impl<K: Kind> Registry<K> {
                     deadlines: BTreeSet::new(),
                     resolved: BTreeMap::new(),
                     watchers: HashMap::new(),
+                    index: K::Index::default(),
                 }),
                 timer_wakeup: Arc::new(Notify::new()),
                 timer_started: AtomicBool::new(false),
@@ -218,22 +242,23 @@ impl<K: Kind> Registry<K> {
         &self.inner.bus
     }
 
-    /// Registers a request built from its new id and publishes its `asked` event.
+    /// Registers a request built from its new id (and the kind's index, which `build` may
+    /// update) and publishes its `asked` event.
     ///
     /// `build` runs under the registry lock, so it must be cheap and must not call back into
     /// the registry.
     pub(crate) fn register(
         &self,
-        build: impl FnOnce(Id<K::IdKind>) -> K::Request,
+        build: impl FnOnce(Id<K::IdKind>, &mut K::Index) -> K::Request,
         deadline: Option<Instant>,
-    ) -> (Arc<K::Request>, OutcomeReceiver<K>) {
+    ) -> Ticket<K> {
         if deadline.is_some() {
             self.ensure_timer_driver();
         }
         let (sender, receiver) = oneshot::channel();
         let mut state = self.inner.lock();
         let id = state.ids.next_id();
-        let request = Arc::new(build(id));
+        let request = Arc::new(build(id, &mut state.index));
         if let Some(at) = deadline {
             let is_new_earliest = state.deadlines.first().is_none_or(|&(first, _)| at < first);
             state.deadlines.insert((at, id));
@@ -251,7 +276,12 @@ impl<K: Kind> Registry<K> {
         );
         K::publish_asked(&self.inner.bus, &request);
         drop(state);
-        (request, receiver)
+        Ticket {
+            request,
+            outcome: receiver,
+            registry: self.clone(),
+            settled: false,
+        }
     }
 
     /// Resolves a pending request with the outcome `decide` returns for it.
@@ -295,6 +325,32 @@ impl<K: Kind> Registry<K> {
         drop(state);
         deliveries.into_iter().for_each(Delivery::send);
         ids.len()
+    }
+
+    /// The oldest pending request of `session_id`.
+    pub(crate) fn oldest_pending(&self, session_id: &str) -> Option<Arc<K::Request>> {
+        let state = self.inner.lock();
+        state
+            .pending
+            .values()
+            .find(|entry| K::session_id(&entry.request) == session_id)
+            .map(|entry| Arc::clone(&entry.request))
+    }
+
+    /// Whether any pending or remembered request belongs to `session_id`.
+    pub(crate) fn knows_session(&self, session_id: &str) -> bool {
+        let state = self.inner.lock();
+        state
+            .pending
+            .values()
+            .map(|entry| &entry.request)
+            .chain(state.resolved.values().map(|resolved| &resolved.request))
+            .any(|request| K::session_id(request) == session_id)
+    }
+
+    /// Reads the kind's index under the registry lock.
+    pub(crate) fn read_index<T>(&self, read: impl FnOnce(&K::Index) -> T) -> T {
+        read(&self.inner.lock().index)
     }
 
     /// Pending requests in ascending id order, optionally of one session only.
@@ -393,8 +449,10 @@ impl<K: Kind> Inner<K> {
         };
         K::publish_outcome(&self.bus, &entry.request, &outcome);
         if self.retain_resolved > 0 {
-            if state.resolved.len() >= self.retain_resolved {
-                state.resolved.pop_first();
+            if state.resolved.len() >= self.retain_resolved
+                && let Some((_, forgotten)) = state.resolved.pop_first()
+            {
+                K::forget(&mut state.index, &forgotten.request);
             }
             state.resolved.insert(
                 id,
@@ -403,6 +461,8 @@ impl<K: Kind> Inner<K> {
                     outcome: outcome.clone(),
                 },
             );
+        } else {
+            K::forget(&mut state.index, &entry.request);
         }
         Some(Delivery {
             asker: entry.asker,
@@ -428,6 +488,38 @@ impl<K: Kind> Inner<K> {
         drop(state);
         deliveries.into_iter().for_each(Delivery::send);
         next
+    }
+}
+
+impl<K: Kind> Ticket<K> {
+    /// The request as registered.
+    pub(crate) fn request(&self) -> &Arc<K::Request> {
+        &self.request
+    }
+
+    /// Leaves the request pending without an in-process asker.
+    pub(crate) fn detach(mut self) -> Arc<K::Request> {
+        self.settled = true;
+        Arc::clone(&self.request)
+    }
+
+    /// Polls for the outcome; once it is taken, dropping the ticket cancels nothing.
+    pub(crate) fn poll_outcome(&mut self, cx: &mut Context<'_>) -> Poll<Outcome<K::Reply>> {
+        let received = std::task::ready!(Pin::new(&mut self.outcome).poll(cx));
+        self.settled = true;
+        // The sender is only dropped unsent when the registry itself is gone.
+        Poll::Ready(received.unwrap_or(Outcome::Cancelled))
+    }
+}
+
+impl<K: Kind> Drop for Ticket<K> {
+    fn drop(&mut self) {
+        if !self.settled {
+            // Already resolved (the outcome is waiting unread) is fine: nothing to cancel.
+            let _ = self
+                .registry
+                .resolve::<Infallible>(K::id(&self.request), |_| Ok(Outcome::Cancelled));
+        }
     }
 }
 

@@ -8,14 +8,13 @@ use std::task::{Context, Poll};
 use std::time::Duration;
 
 use askbus_bus::Bus;
-use tokio::sync::oneshot;
 use tokio::time::Instant;
 
 use crate::model::{
     Answer, Answers, QuestionAsked, QuestionCancelled, QuestionId, QuestionInfo, QuestionKind,
     QuestionRejected, QuestionReplied, QuestionRequest, QuestionTimedOut, ToolRef,
 };
-use crate::registry::{Kind, Outcome, OutcomeKind, Registry, ResolveError, Snapshot};
+use crate::registry::{Kind, Outcome, OutcomeKind, Registry, ResolveError, Snapshot, Ticket};
 use crate::validate::{self, ValidationError};
 
 /// Asks humans questions and hands their answers back to the asking task.
@@ -128,14 +127,8 @@ pub enum ReplyError {
 /// question pending for someone else to collect (with [`QuestionService::wait`]).
 #[must_use = "dropping a PendingQuestion cancels the question"]
 pub struct PendingQuestion {
-    /// The request as registered.
-    request: Arc<QuestionRequest>,
-    /// Where the outcome arrives.
-    outcome: oneshot::Receiver<Outcome<Answers>>,
-    /// Used to cancel on drop.
-    registry: Registry<QuestionRegistryKind>,
-    /// Set once the outcome was taken or the question detached: nothing to cancel then.
-    settled: bool,
+    /// The registered request and where its outcome arrives.
+    ticket: Ticket<QuestionRegistryKind>,
 }
 
 /// A question request with its outcome (`None` while pending).
@@ -151,10 +144,17 @@ impl Kind for QuestionRegistryKind {
     type IdKind = QuestionKind;
     type Request = QuestionRequest;
     type Reply = Answers;
+    type Index = ();
+
+    fn id(request: &QuestionRequest) -> QuestionId {
+        request.id
+    }
 
     fn session_id(request: &QuestionRequest) -> &str {
         &request.session_id
     }
+
+    fn forget((): &mut (), _: &QuestionRequest) {}
 
     fn publish_asked(bus: &Bus, request: &Arc<QuestionRequest>) {
         bus.publish(QuestionAsked {
@@ -257,18 +257,9 @@ impl QuestionService {
     ) -> Result<PendingQuestion, ValidationError> {
         let session_id = session_id.into();
         validate::check_questions(&session_id, &questions)?;
-        let timeout = match timeout {
-            Timeout::Default => self.config.default_timeout,
-            Timeout::Never => None,
-            Timeout::After(duration) => Some(duration),
-        };
-        // A timeout too long to represent is, in practice, no timeout.
-        let deadline = timeout.and_then(|duration| Instant::now().checked_add(duration));
-        let expires_in_ms = deadline
-            .and(timeout)
-            .map(|duration| u64::try_from(duration.as_millis()).unwrap_or(u64::MAX));
-        let (request, outcome) = self.registry.register(
-            |id| {
+        let deadline = Deadline::after(timeout, self.config.default_timeout);
+        let ticket = self.registry.register(
+            |id, ()| {
                 let created_at = id.timestamp_ms();
                 QuestionRequest {
                     id,
@@ -276,17 +267,12 @@ impl QuestionService {
                     questions,
                     tool,
                     created_at,
-                    expires_at: expires_in_ms.map(|ms| created_at.saturating_add(ms)),
+                    expires_at: deadline.expires_at(created_at),
                 }
             },
-            deadline,
+            deadline.at,
         );
-        Ok(PendingQuestion {
-            request,
-            outcome,
-            registry: self.registry.clone(),
-            settled: false,
-        })
+        Ok(PendingQuestion { ticket })
     }
 
     /// Answers a pending request, one answer per question.
@@ -369,6 +355,16 @@ impl QuestionService {
         self.registry.wait(id).await.ok_or(ReplyError::NotFound(id))
     }
 
+    /// The oldest pending request of a session.
+    pub(crate) fn oldest_pending(&self, session_id: &str) -> Option<Arc<QuestionRequest>> {
+        self.registry.oldest_pending(session_id)
+    }
+
+    /// Whether any pending or remembered request belongs to `session_id`.
+    pub(crate) fn knows_session(&self, session_id: &str) -> bool {
+        self.registry.knows_session(session_id)
+    }
+
     fn resolve(
         &self,
         id: QuestionId,
@@ -389,19 +385,18 @@ impl QuestionService {
 impl PendingQuestion {
     /// The request's id.
     pub fn id(&self) -> QuestionId {
-        self.request.id
+        self.ticket.request().id
     }
 
     /// The request as registered.
     pub fn request(&self) -> &Arc<QuestionRequest> {
-        &self.request
+        self.ticket.request()
     }
 
     /// Leaves the question pending without an in-process asker; its outcome can still be
     /// collected with [`QuestionService::wait`] or [`QuestionService::get`].
-    pub fn detach(mut self) -> Arc<QuestionRequest> {
-        self.settled = true;
-        Arc::clone(&self.request)
+    pub fn detach(self) -> Arc<QuestionRequest> {
+        self.ticket.detach()
     }
 }
 
@@ -409,10 +404,8 @@ impl Future for PendingQuestion {
     type Output = Result<Vec<Answer>, AskError>;
 
     fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        let received = std::task::ready!(Pin::new(&mut self.outcome).poll(cx));
-        self.settled = true;
-        // The sender is only dropped unsent when the service itself is gone.
-        Poll::Ready(match received.unwrap_or(Outcome::Cancelled) {
+        let outcome = std::task::ready!(self.ticket.poll_outcome(cx));
+        Poll::Ready(match outcome {
             Outcome::Replied(answers) => Ok(answers.to_vec()),
             Outcome::Rejected { reason } => Err(AskError::Rejected { reason }),
             Outcome::TimedOut => Err(AskError::TimedOut),
@@ -421,22 +414,44 @@ impl Future for PendingQuestion {
     }
 }
 
-impl Drop for PendingQuestion {
-    fn drop(&mut self) {
-        if !self.settled {
-            // Already resolved (the outcome is waiting unread) is fine: nothing to cancel.
-            let _ = self
-                .registry
-                .resolve::<ValidationError>(self.request.id, |_| Ok(Outcome::Cancelled));
-        }
-    }
-}
-
 impl std::fmt::Debug for PendingQuestion {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("PendingQuestion")
-            .field("id", &self.request.id)
+            .field("id", &self.id())
             .finish_non_exhaustive()
+    }
+}
+
+/// A request's deadline, from its [`Timeout`] and the service default.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Deadline {
+    /// When the request times out, if ever.
+    pub(crate) at: Option<Instant>,
+    /// The timeout that led to `at`, in milliseconds, for the request's `expires_at`.
+    in_ms: Option<u64>,
+}
+
+impl Deadline {
+    /// The deadline of a request made now with `timeout`, where `Timeout::Default` means
+    /// `default`.
+    pub(crate) fn after(timeout: Timeout, default: Option<Duration>) -> Self {
+        let timeout = match timeout {
+            Timeout::Default => default,
+            Timeout::Never => None,
+            Timeout::After(duration) => Some(duration),
+        };
+        // A timeout too long to represent is, in practice, no timeout.
+        let at = timeout.and_then(|duration| Instant::now().checked_add(duration));
+        let in_ms = at
+            .and(timeout)
+            .map(|duration| u64::try_from(duration.as_millis()).unwrap_or(u64::MAX));
+        Self { at, in_ms }
+    }
+
+    /// The wall-clock expiry (milliseconds since the epoch) of a request created at
+    /// `created_at`.
+    pub(crate) fn expires_at(self, created_at: u64) -> Option<u64> {
+        self.in_ms.map(|ms| created_at.saturating_add(ms))
     }
 }
 

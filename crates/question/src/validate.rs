@@ -1,7 +1,8 @@
 //! Validation of questions when asked and of answers when given.
 //!
-//! Every message names the question it is about (by position and text) and what is wrong,
-//! so a human reading an HTTP 422, or a model reading a tool error, can fix the input.
+//! Every message names the question (or, for approvals, the action) it is about, by
+//! position and text, and what is wrong, so a human reading an HTTP 422, or a model
+//! reading a tool error, can fix the input.
 
 use std::collections::{BTreeMap, HashSet};
 
@@ -12,12 +13,14 @@ use crate::model::{Answer, NO_PREFERENCE, QuestionInfo, QuestionOption};
 /// Longest header, in characters, that a UI chip is expected to show.
 pub const MAX_HEADER_CHARS: usize = 30;
 
-/// A question that cannot be asked, or an answer that does not fit its question.
+/// A request that cannot be made, or an answer (decisions) that does not fit it.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{message}")]
 pub struct ValidationError {
     /// Zero-based position of the question concerned, if one is.
     question_index: Option<usize>,
+    /// Zero-based position of the approval action concerned, if one is.
+    action_index: Option<usize>,
     /// The full human-readable explanation.
     message: String,
 }
@@ -28,16 +31,32 @@ impl ValidationError {
         self.question_index
     }
 
-    fn request(message: impl Into<String>) -> Self {
+    /// Zero-based position of the approval action concerned, if the error is about one.
+    pub fn action_index(&self) -> Option<usize> {
+        self.action_index
+    }
+
+    pub(crate) fn request(message: impl Into<String>) -> Self {
         Self {
             question_index: None,
+            action_index: None,
             message: message.into(),
+        }
+    }
+
+    /// An error about action `index`; `message` names it.
+    pub(crate) fn action(index: usize, message: String) -> Self {
+        Self {
+            question_index: None,
+            action_index: Some(index),
+            message,
         }
     }
 
     fn question(index: usize, info: &QuestionInfo, problem: impl fmt::Display) -> Self {
         Self {
             question_index: Some(index),
+            action_index: None,
             message: format!("question {} ({:?}): {problem}", index + 1, info.question),
         }
     }
@@ -61,6 +80,7 @@ pub(crate) fn check_questions(
         if info.question.trim().is_empty() {
             return Err(ValidationError {
                 question_index: Some(index),
+                action_index: None,
                 message: format!("question {}: the question text is empty", index + 1),
             });
         }

@@ -1,0 +1,549 @@
+//! The approval service: request a human's review of tool calls, and deliver their decisions.
+//!
+//! It runs on the same [registry](crate::registry) as questions, as a second kind: same
+//! ordering, same single outcome per request, same timer, same drop-cancels rule. What is
+//! its own: the `approval_key`, the decisions, and their validation.
+
+use std::collections::HashMap;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use askbus_bus::Bus;
+
+use crate::approval_model::{
+    Action, ApprovalAsked, ApprovalCancelled, ApprovalId, ApprovalKind, ApprovalReplied,
+    ApprovalReply, ApprovalRequest, ApprovalTimedOut, Decision, ReviewConfig,
+};
+use crate::registry::{Kind, Outcome, OutcomeKind, Registry, ResolveError, Snapshot, Ticket};
+use crate::service::{Deadline, Timeout};
+use crate::validate::ValidationError;
+
+/// Asks humans to approve tool calls and hands their decisions back to the asking task.
+///
+/// Cloning gives another handle to the same pending requests. To serve approvals and
+/// questions together (one HTTP router, one session interrupt state), hold a
+/// [`RequestHub`](crate::RequestHub), which owns one of each.
+///
+/// # Examples
+///
+/// ```
+/// use askbus_bus::Bus;
+/// use askbus_question::{Action, ApprovalReply, ApprovalService, Decision, Timeout};
+/// use serde_json::json;
+///
+/// # #[tokio::main(flavor = "current_thread")] async fn main() {
+/// let approvals = ApprovalService::new(Bus::new());
+/// let trade = Action::new("execute_trade", json!({"symbol": "VNM", "quantity": 100}));
+/// let pending = approvals.submit("abc-123", vec![trade], vec![], Timeout::Default).unwrap();
+/// assert_eq!(&*pending.request().approval_key, "abc-123_1");
+///
+/// // Elsewhere, a human approves (in a real system: over HTTP, by id or by key).
+/// let id = approvals.id_for_key("abc-123_1").unwrap();
+/// approvals.reply(id, ApprovalReply::new([Decision::Approve])).unwrap();
+///
+/// assert_eq!(pending.await.unwrap().decisions, vec![Decision::Approve]);
+/// # }
+/// ```
+#[derive(Clone)]
+pub struct ApprovalService {
+    /// The pending and recently resolved approval requests.
+    registry: Registry<ApprovalRegistryKind>,
+    /// Defaults applied to every request.
+    config: ApprovalConfig,
+}
+
+/// Settings of an [`ApprovalService`].
+#[derive(Debug, Clone, Copy)]
+pub struct ApprovalConfig {
+    /// Timeout applied by [`Timeout::Default`]; `None` waits forever. Default: 300 s.
+    pub default_timeout: Option<Duration>,
+    /// How many resolved requests are remembered (for `get`, `wait`, 409 answers and
+    /// addressing by key). Default: 10,000. The oldest are forgotten first.
+    pub retain_resolved: usize,
+}
+
+/// Why `request_approval` did not return decisions.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ApprovalError {
+    /// The request cannot be made as given.
+    #[error("invalid approval request: {0}")]
+    Invalid(#[from] ValidationError),
+    /// Nobody decided in time: every action counts as rejected, none may run.
+    #[error("the approval request timed out; every action is rejected")]
+    TimedOut,
+    /// The request was cancelled (its session was cancelled): none may run.
+    #[error("the approval request was cancelled")]
+    Cancelled,
+}
+
+/// Why a reply or cancel was refused.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ApprovalReplyError {
+    /// No such request is pending or remembered.
+    #[error("approval request {0} not found")]
+    NotFound(ApprovalId),
+    /// The request already has its outcome.
+    #[error("approval request {id} was already {outcome}")]
+    AlreadyResolved {
+        /// The request.
+        id: ApprovalId,
+        /// How it ended.
+        outcome: OutcomeKind,
+    },
+    /// The decisions do not fit the actions; the message names the action.
+    #[error("invalid decisions: {0}")]
+    Invalid(#[from] ValidationError),
+}
+
+/// The future of one approval request; resolves to one decision per action, or the reason
+/// there are none.
+///
+/// # Cancel safety
+///
+/// Dropping it before it completes **cancels the request** (`approval.cancelled`). Use
+/// [`PendingApproval::detach`] to leave it pending for someone else to collect.
+#[must_use = "dropping a PendingApproval cancels the request"]
+pub struct PendingApproval {
+    /// The registered request and where its outcome arrives.
+    ticket: Ticket<ApprovalRegistryKind>,
+}
+
+/// An approval request with its outcome (`None` while pending). A replied outcome holds
+/// exactly one decision per action.
+pub type ApprovalSnapshot = Snapshot<ApprovalRequest, Arc<ApprovalReply>>;
+
+/// An approval request's terminal outcome.
+pub type ApprovalOutcome = Outcome<Arc<ApprovalReply>>;
+
+/// Plugs approvals into the generic registry.
+pub(crate) enum ApprovalRegistryKind {}
+
+/// The approval keys of the requests a registry remembers.
+#[derive(Debug, Default)]
+pub(crate) struct ApprovalKeys {
+    /// Request id by `approval_key`.
+    by_key: HashMap<Arc<str>, ApprovalId>,
+    /// Per session: the `n` of its last key, and how many of its requests are remembered.
+    /// A session is dropped when none is, so memory follows the remembered requests.
+    sessions: HashMap<Arc<str>, SessionKeys>,
+}
+
+/// Key bookkeeping of one session.
+#[derive(Debug, Default)]
+struct SessionKeys {
+    /// The `n` of the session's latest key.
+    last: u64,
+    /// How many of the session's requests are pending or remembered.
+    remembered: usize,
+}
+
+impl Kind for ApprovalRegistryKind {
+    type IdKind = ApprovalKind;
+    type Request = ApprovalRequest;
+    type Reply = Arc<ApprovalReply>;
+    type Index = ApprovalKeys;
+
+    fn id(request: &ApprovalRequest) -> ApprovalId {
+        request.id
+    }
+
+    fn session_id(request: &ApprovalRequest) -> &str {
+        &request.session_id
+    }
+
+    fn forget(keys: &mut ApprovalKeys, request: &ApprovalRequest) {
+        keys.by_key.remove(&request.approval_key);
+        if let Some(session) = keys.sessions.get_mut(&request.session_id) {
+            session.remembered -= 1;
+            if session.remembered == 0 {
+                keys.sessions.remove(&request.session_id);
+            }
+        }
+    }
+
+    fn publish_asked(bus: &Bus, request: &Arc<ApprovalRequest>) {
+        bus.publish(ApprovalAsked {
+            request: Arc::clone(request),
+        });
+    }
+
+    fn publish_outcome(bus: &Bus, request: &Arc<ApprovalRequest>, outcome: &ApprovalOutcome) {
+        let session_id = Arc::clone(&request.session_id);
+        let request_id = request.id;
+        let approval_key = Arc::clone(&request.approval_key);
+        match outcome {
+            Outcome::Replied(reply) => bus.publish(ApprovalReplied {
+                session_id,
+                request_id,
+                approval_key,
+                reply: Arc::clone(reply),
+            }),
+            // Approvals are not rejected as a whole (a reply rejects actions); should a
+            // caller reach this, the request ended with every action rejected, as on expiry.
+            Outcome::TimedOut | Outcome::Rejected { .. } => bus.publish(ApprovalTimedOut {
+                session_id,
+                request_id,
+                approval_key,
+                decisions: request.rejections(),
+            }),
+            Outcome::Cancelled => bus.publish(ApprovalCancelled {
+                session_id,
+                request_id,
+                approval_key,
+            }),
+        };
+    }
+}
+
+impl ApprovalKeys {
+    /// Assigns the next key of `session_id` to `id`.
+    fn assign(&mut self, session_id: &Arc<str>, id: ApprovalId) -> Arc<str> {
+        let session = self.sessions.entry(Arc::clone(session_id)).or_default();
+        session.last += 1;
+        session.remembered += 1;
+        let key: Arc<str> = format!("{session_id}_{}", session.last).into();
+        self.by_key.insert(Arc::clone(&key), id);
+        key
+    }
+}
+
+impl Default for ApprovalConfig {
+    fn default() -> Self {
+        Self {
+            default_timeout: Some(Duration::from_secs(300)),
+            retain_resolved: 10_000,
+        }
+    }
+}
+
+impl ApprovalService {
+    /// A service publishing on `bus`, with the default [`ApprovalConfig`].
+    pub fn new(bus: Bus) -> Self {
+        Self::with_config(bus, ApprovalConfig::default())
+    }
+
+    /// A service publishing on `bus` with `config`.
+    pub fn with_config(bus: Bus, config: ApprovalConfig) -> Self {
+        Self {
+            registry: Registry::new(bus, config.retain_resolved),
+            config,
+        }
+    }
+
+    /// The bus this service publishes on.
+    pub fn bus(&self) -> &Bus {
+        self.registry.bus()
+    }
+
+    /// Asks a human to review `actions` for `session_id` and waits for the decisions.
+    ///
+    /// Publishes `approval.asked`, then resolves when a human replies (one decision per
+    /// action, by position), the timeout passes, or the session is cancelled. An action
+    /// may run only if its decision [runs](Decision::runs).
+    ///
+    /// # Errors
+    ///
+    /// [`ApprovalError::Invalid`] at once if the request cannot be made; otherwise
+    /// [`ApprovalError::TimedOut`] (every action rejected) or [`ApprovalError::Cancelled`].
+    ///
+    /// # Cancel safety
+    ///
+    /// Dropping the future cancels the request (see [`PendingApproval`]).
+    pub async fn request_approval(
+        &self,
+        session_id: impl Into<Arc<str>>,
+        actions: Vec<Action>,
+        review_configs: Vec<ReviewConfig>,
+        timeout: Timeout,
+    ) -> Result<ApprovalReply, ApprovalError> {
+        self.submit(session_id, actions, review_configs, timeout)?
+            .await
+    }
+
+    /// Registers the request now and returns the future of its decisions.
+    ///
+    /// Unlike [`request_approval`](Self::request_approval), the request exists (and
+    /// `approval.asked` is published) before this returns, so its id and key can be handed
+    /// out first.
+    ///
+    /// # Errors
+    ///
+    /// [`ValidationError`] if the request cannot be made: no session, no action, an action
+    /// without a name, or a review config naming no action or repeating one.
+    pub fn submit(
+        &self,
+        session_id: impl Into<Arc<str>>,
+        actions: Vec<Action>,
+        review_configs: Vec<ReviewConfig>,
+        timeout: Timeout,
+    ) -> Result<PendingApproval, ValidationError> {
+        let session_id = session_id.into();
+        check_request(&session_id, &actions, &review_configs)?;
+        let deadline = Deadline::after(timeout, self.config.default_timeout);
+        let ticket = self.registry.register(
+            |id, keys| {
+                let created_at = id.timestamp_ms();
+                ApprovalRequest {
+                    id,
+                    approval_key: keys.assign(&session_id, id),
+                    session_id,
+                    action_requests: actions,
+                    review_configs,
+                    created_at,
+                    expires_at: deadline.expires_at(created_at),
+                }
+            },
+            deadline.at,
+        );
+        Ok(PendingApproval { ticket })
+    }
+
+    /// Answers a pending request.
+    ///
+    /// Fewer decisions than actions: the first decision fills the rest. The stored and
+    /// published reply always holds one decision per action.
+    ///
+    /// # Errors
+    ///
+    /// [`ApprovalReplyError::NotFound`], [`ApprovalReplyError::AlreadyResolved`], or
+    /// [`ApprovalReplyError::Invalid`] (naming the action) for no decision, more decisions
+    /// than actions, or a decision the action's review config does not allow.
+    pub fn reply(&self, id: ApprovalId, reply: ApprovalReply) -> Result<(), ApprovalReplyError> {
+        self.resolve(id, |request| {
+            Ok(Outcome::Replied(Arc::new(complete_reply(request, reply)?)))
+        })
+    }
+
+    /// Cancels a pending request: the asker gets [`ApprovalError::Cancelled`].
+    ///
+    /// # Errors
+    ///
+    /// [`ApprovalReplyError::NotFound`] or [`ApprovalReplyError::AlreadyResolved`].
+    pub fn cancel(&self, id: ApprovalId) -> Result<(), ApprovalReplyError> {
+        self.resolve(id, |_| Ok(Outcome::Cancelled))
+    }
+
+    /// Cancels every pending request of a session; returns how many were cancelled.
+    pub fn cancel_session(&self, session_id: &str) -> usize {
+        self.registry.cancel_session(session_id)
+    }
+
+    /// Pending requests in ascending id (creation) order, all or one session's.
+    pub fn list(&self, session_id: Option<&str>) -> Vec<Arc<ApprovalRequest>> {
+        self.registry.list(session_id)
+    }
+
+    /// How many requests are pending.
+    pub fn pending_count(&self) -> usize {
+        self.registry.pending_count()
+    }
+
+    /// One request, pending or (if still remembered) resolved with its outcome.
+    pub fn get(&self, id: ApprovalId) -> Option<ApprovalSnapshot> {
+        self.registry.get(id)
+    }
+
+    /// The id of the request with this `approval_key`, if it is pending or remembered.
+    pub fn id_for_key(&self, approval_key: &str) -> Option<ApprovalId> {
+        self.registry
+            .read_index(|keys| keys.by_key.get(approval_key).copied())
+    }
+
+    /// Waits for a request's outcome without owning it: dropping this future does not
+    /// cancel the request. Answers at once for a remembered resolved request.
+    ///
+    /// # Errors
+    ///
+    /// [`ApprovalReplyError::NotFound`] if the id is neither pending nor remembered.
+    pub async fn wait(&self, id: ApprovalId) -> Result<ApprovalOutcome, ApprovalReplyError> {
+        self.registry
+            .wait(id)
+            .await
+            .ok_or(ApprovalReplyError::NotFound(id))
+    }
+
+    /// The oldest pending request of a session.
+    pub(crate) fn oldest_pending(&self, session_id: &str) -> Option<Arc<ApprovalRequest>> {
+        self.registry.oldest_pending(session_id)
+    }
+
+    /// Whether any pending or remembered request belongs to `session_id`.
+    pub(crate) fn knows_session(&self, session_id: &str) -> bool {
+        self.registry.knows_session(session_id)
+    }
+
+    fn resolve(
+        &self,
+        id: ApprovalId,
+        decide: impl FnOnce(&ApprovalRequest) -> Result<ApprovalOutcome, ValidationError>,
+    ) -> Result<(), ApprovalReplyError> {
+        self.registry
+            .resolve(id, decide)
+            .map_err(|error| match error {
+                ResolveError::NotFound => ApprovalReplyError::NotFound(id),
+                ResolveError::AlreadyResolved(outcome) => {
+                    ApprovalReplyError::AlreadyResolved { id, outcome }
+                }
+                ResolveError::Refused(invalid) => ApprovalReplyError::Invalid(invalid),
+            })
+    }
+}
+
+impl ApprovalRequest {
+    /// A `reject` decision for every action: what expiry means.
+    pub fn rejections(&self) -> Vec<Decision> {
+        vec![Decision::Reject { message: None }; self.action_requests.len()]
+    }
+}
+
+impl PendingApproval {
+    /// The request's id.
+    pub fn id(&self) -> ApprovalId {
+        self.ticket.request().id
+    }
+
+    /// The request as registered (with its `approval_key`).
+    pub fn request(&self) -> &Arc<ApprovalRequest> {
+        self.ticket.request()
+    }
+
+    /// Leaves the request pending without an in-process asker; its outcome can still be
+    /// collected with [`ApprovalService::wait`] or [`ApprovalService::get`].
+    pub fn detach(self) -> Arc<ApprovalRequest> {
+        self.ticket.detach()
+    }
+}
+
+impl Future for PendingApproval {
+    type Output = Result<ApprovalReply, ApprovalError>;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let outcome = std::task::ready!(self.ticket.poll_outcome(cx));
+        Poll::Ready(match outcome {
+            Outcome::Replied(reply) => Ok(Arc::unwrap_or_clone(reply)),
+            Outcome::TimedOut | Outcome::Rejected { .. } => Err(ApprovalError::TimedOut),
+            Outcome::Cancelled => Err(ApprovalError::Cancelled),
+        })
+    }
+}
+
+impl std::fmt::Debug for PendingApproval {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PendingApproval")
+            .field("id", &self.id())
+            .finish_non_exhaustive()
+    }
+}
+
+/// Checks a new request: a session, at least one action, each named, and review configs
+/// that each name an action's tool, once.
+fn check_request(
+    session_id: &str,
+    actions: &[Action],
+    review_configs: &[ReviewConfig],
+) -> Result<(), ValidationError> {
+    if session_id.is_empty() {
+        return Err(ValidationError::request("the session id is empty"));
+    }
+    if actions.is_empty() {
+        return Err(ValidationError::request(
+            "an approval request needs at least one action",
+        ));
+    }
+    if let Some(index) = actions
+        .iter()
+        .position(|action| action.name.trim().is_empty())
+    {
+        return Err(ValidationError::request(format!(
+            "action {}: the action name is empty",
+            index + 1
+        )));
+    }
+    for (position, config) in review_configs.iter().enumerate() {
+        if !actions
+            .iter()
+            .any(|action| action.name == config.action_name)
+        {
+            return Err(ValidationError::request(format!(
+                "review config {} names {:?}, which is no action of this request",
+                position + 1,
+                config.action_name
+            )));
+        }
+        if review_configs[..position]
+            .iter()
+            .any(|earlier| earlier.action_name == config.action_name)
+        {
+            return Err(ValidationError::request(format!(
+                "{:?} has more than one review config",
+                config.action_name
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// Checks a reply against its request and fills it to one decision per action with the
+/// first decision.
+fn complete_reply(
+    request: &ApprovalRequest,
+    mut reply: ApprovalReply,
+) -> Result<ApprovalReply, ValidationError> {
+    let actions = &request.action_requests;
+    let Some(first) = reply.decisions.first().cloned() else {
+        return Err(ValidationError::request(format!(
+            "expected a decision for each of the {} actions (or one for all), but got none",
+            actions.len()
+        )));
+    };
+    if reply.decisions.len() > actions.len() {
+        let listed: Vec<String> = actions
+            .iter()
+            .enumerate()
+            .map(|(index, action)| describe(index, action))
+            .collect();
+        return Err(ValidationError::request(format!(
+            "decision {} has no action: got {} decisions for {} actions ({})",
+            actions.len() + 1,
+            reply.decisions.len(),
+            actions.len(),
+            listed.join(", ")
+        )));
+    }
+    reply.decisions.resize(actions.len(), first);
+    for (index, (action, decision)) in actions.iter().zip(&reply.decisions).enumerate() {
+        let allowed = request.allowed_decisions(index);
+        let decision_type = decision.decision_type();
+        if !allowed.contains(&decision_type) {
+            let allowed: Vec<&str> = allowed.iter().map(|allowed| allowed.as_str()).collect();
+            return Err(ValidationError::action(
+                index,
+                format!(
+                    "action {}: `{decision_type}` is not allowed; allowed: {}",
+                    describe(index, action),
+                    allowed.join(", ")
+                ),
+            ));
+        }
+        if let Decision::Edit { edited_action } = decision
+            && edited_action.name.trim().is_empty()
+        {
+            return Err(ValidationError::action(
+                index,
+                format!(
+                    "action {}: the edited action has an empty name",
+                    describe(index, action)
+                ),
+            ));
+        }
+    }
+    Ok(reply)
+}
+
+/// `2 ("execute_trade")`: an action by one-based position and name.
+fn describe(index: usize, action: &Action) -> String {
+    format!("{} ({:?})", index + 1, action.name)
+}

@@ -1,0 +1,335 @@
+//! The approval data model and its events, with the seeds' snake_case names on the wire.
+//!
+//! An approval request asks a human to review tool calls (`action_requests`) before they
+//! run; the reply carries one [`Decision`] per action. The names (`action_requests`,
+//! `review_configs`, `allowed_decisions`, `edited_action`, `user_edit_content`,
+//! `approval_key`) are the seeds', so their UIs read requests and send replies unchanged.
+
+use std::sync::Arc;
+
+use askbus_bus::{Event, Id, IdKind};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+/// Kind marker for approval ids (`apr_`).
+#[derive(Debug)]
+pub enum ApprovalKind {}
+
+impl IdKind for ApprovalKind {
+    const PREFIX: &'static str = "apr_";
+}
+
+/// The id of an approval request: `apr_` + an ascending ULID. Public, guessable, not a
+/// secret.
+pub type ApprovalId = Id<ApprovalKind>;
+
+/// One tool call the agent wants to make, shown to the human for review.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct Action {
+    /// The tool's name.
+    pub name: String,
+    /// The tool's complete arguments.
+    #[cfg_attr(feature = "openapi", schema(value_type = Object))]
+    pub args: Value,
+    /// The id of the model's `tool_use` block for this call, if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool_use_id: Option<String>,
+    /// What the call does, in words for the human.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+}
+
+/// The decisions a human may take on the actions of one tool.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct ReviewConfig {
+    /// The tool (action name) this applies to.
+    pub action_name: String,
+    /// What the human may decide; absent: every decision.
+    #[serde(default = "every_decision")]
+    pub allowed_decisions: Vec<DecisionType>,
+}
+
+/// The type of a [`Decision`], as listed in [`ReviewConfig::allowed_decisions`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(rename_all = "snake_case")]
+pub enum DecisionType {
+    /// Run the action as asked.
+    Approve,
+    /// Run the action with other arguments.
+    Edit,
+    /// Do not run the action.
+    Reject,
+    /// Do not run the action; the human's message is its result.
+    Respond,
+}
+
+/// A human's decision on one action.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum Decision {
+    /// Run the action as asked.
+    Approve,
+    /// Run this action instead (the human replaced the call).
+    Edit {
+        /// The call to make instead.
+        edited_action: EditedAction,
+    },
+    /// Do not run the action, optionally saying why.
+    Reject {
+        /// The human's message, if any.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        message: Option<String>,
+    },
+    /// Do not run the action; answer it with this message instead.
+    Respond {
+        /// What the agent gets instead of the tool's result.
+        message: String,
+    },
+}
+
+/// The call a human put in place of an action.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct EditedAction {
+    /// The tool to call.
+    pub name: String,
+    /// Its arguments.
+    #[cfg_attr(feature = "openapi", schema(value_type = Object))]
+    pub args: Value,
+}
+
+/// A human's answer to an approval request.
+///
+/// As sent, it may hold fewer decisions than actions (the first fills the rest); as
+/// delivered to the asker and published, it holds exactly one per action, by position.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct ApprovalReply {
+    /// One decision per action, by position.
+    pub decisions: Vec<Decision>,
+    /// Free text the human added.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub user_edit_content: Option<String>,
+}
+
+/// A pending (or resolved) request to review tool calls.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct ApprovalRequest {
+    /// Ascending id; creation order.
+    #[cfg_attr(feature = "openapi", schema(value_type = String, example = "apr_01JZ6Q3V8R5M2K7D4T9WXYZABC"))]
+    pub id: ApprovalId,
+    /// The seeds' key, `{session_id}_{n}`: the session's `n`th approval request. Addresses
+    /// the request as well as `id` does.
+    #[cfg_attr(feature = "openapi", schema(value_type = String, example = "abc-123_1"))]
+    pub approval_key: Arc<str>,
+    /// The session (conversation, run) that asks.
+    #[cfg_attr(feature = "openapi", schema(value_type = String))]
+    pub session_id: Arc<str>,
+    /// The tool calls to review.
+    pub action_requests: Vec<Action>,
+    /// What may be decided per tool; an action without one allows every decision.
+    #[serde(default)]
+    pub review_configs: Vec<ReviewConfig>,
+    /// Creation time, milliseconds since the Unix epoch.
+    pub created_at: u64,
+    /// When the request times out (every action rejected), milliseconds since the Unix
+    /// epoch; absent: never.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expires_at: Option<u64>,
+}
+
+/// `approval.asked`: a new request is waiting; its properties are the request itself.
+#[derive(Debug, Clone, Serialize)]
+#[serde(transparent)]
+pub struct ApprovalAsked {
+    /// The new request.
+    pub request: Arc<ApprovalRequest>,
+}
+
+/// `approval.replied`: a human decided, one decision per action.
+#[derive(Debug, Clone, Serialize)]
+pub struct ApprovalReplied {
+    /// The request's session.
+    pub session_id: Arc<str>,
+    /// The request answered.
+    pub request_id: ApprovalId,
+    /// Its key.
+    pub approval_key: Arc<str>,
+    /// The decisions, one per action, and the human's text.
+    #[serde(flatten)]
+    pub reply: Arc<ApprovalReply>,
+}
+
+/// `approval.timed_out`: nobody decided before the deadline; every action is rejected.
+#[derive(Debug, Clone, Serialize)]
+pub struct ApprovalTimedOut {
+    /// The request's session.
+    pub session_id: Arc<str>,
+    /// The request that expired.
+    pub request_id: ApprovalId,
+    /// Its key.
+    pub approval_key: Arc<str>,
+    /// A `reject` per action.
+    pub decisions: Vec<Decision>,
+}
+
+/// `approval.cancelled`: the asker went away, or its session was cancelled.
+#[derive(Debug, Clone, Serialize)]
+pub struct ApprovalCancelled {
+    /// The request's session.
+    pub session_id: Arc<str>,
+    /// The request cancelled.
+    pub request_id: ApprovalId,
+    /// Its key.
+    pub approval_key: Arc<str>,
+}
+
+impl Event for ApprovalAsked {
+    const TYPE: &'static str = "approval.asked";
+
+    fn session_id(&self) -> Option<&str> {
+        Some(&self.request.session_id)
+    }
+}
+
+impl Event for ApprovalReplied {
+    const TYPE: &'static str = "approval.replied";
+
+    fn session_id(&self) -> Option<&str> {
+        Some(&self.session_id)
+    }
+}
+
+impl Event for ApprovalTimedOut {
+    const TYPE: &'static str = "approval.timed_out";
+
+    fn session_id(&self) -> Option<&str> {
+        Some(&self.session_id)
+    }
+}
+
+impl Event for ApprovalCancelled {
+    const TYPE: &'static str = "approval.cancelled";
+
+    fn session_id(&self) -> Option<&str> {
+        Some(&self.session_id)
+    }
+}
+
+impl Action {
+    /// An action calling `name` with `args`.
+    pub fn new(name: impl Into<String>, args: Value) -> Self {
+        Self {
+            name: name.into(),
+            args,
+            tool_use_id: None,
+            description: None,
+        }
+    }
+
+    /// Records the id of the model's `tool_use` block.
+    #[must_use]
+    pub fn with_tool_use_id(mut self, tool_use_id: impl Into<String>) -> Self {
+        self.tool_use_id = Some(tool_use_id.into());
+        self
+    }
+
+    /// Describes the call for the human.
+    #[must_use]
+    pub fn with_description(mut self, description: impl Into<String>) -> Self {
+        self.description = Some(description.into());
+        self
+    }
+}
+
+impl ReviewConfig {
+    /// Actions named `action_name` allow only `allowed_decisions`.
+    pub fn new(
+        action_name: impl Into<String>,
+        allowed_decisions: impl IntoIterator<Item = DecisionType>,
+    ) -> Self {
+        Self {
+            action_name: action_name.into(),
+            allowed_decisions: allowed_decisions.into_iter().collect(),
+        }
+    }
+}
+
+impl DecisionType {
+    /// Every decision type, in their usual order.
+    pub const ALL: [Self; 4] = [Self::Approve, Self::Edit, Self::Reject, Self::Respond];
+
+    /// The wire name: `approve`, `edit`, `reject`, `respond`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Approve => "approve",
+            Self::Edit => "edit",
+            Self::Reject => "reject",
+            Self::Respond => "respond",
+        }
+    }
+}
+
+impl std::fmt::Display for DecisionType {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl Decision {
+    /// This decision's type.
+    pub fn decision_type(&self) -> DecisionType {
+        match self {
+            Self::Approve => DecisionType::Approve,
+            Self::Edit { .. } => DecisionType::Edit,
+            Self::Reject { .. } => DecisionType::Reject,
+            Self::Respond { .. } => DecisionType::Respond,
+        }
+    }
+
+    /// Whether the action runs (as asked or edited).
+    pub fn runs(&self) -> bool {
+        matches!(self, Self::Approve | Self::Edit { .. })
+    }
+}
+
+impl ApprovalReply {
+    /// A reply with these decisions and no text.
+    pub fn new(decisions: impl IntoIterator<Item = Decision>) -> Self {
+        Self {
+            decisions: decisions.into_iter().collect(),
+            user_edit_content: None,
+        }
+    }
+
+    /// Adds the human's free text.
+    #[must_use]
+    pub fn with_user_edit_content(mut self, content: impl Into<String>) -> Self {
+        self.user_edit_content = Some(content.into());
+        self
+    }
+}
+
+impl ApprovalRequest {
+    /// The decision types allowed for the action at `index`: those of the review config
+    /// naming its tool, or every one when no config does.
+    pub fn allowed_decisions(&self, index: usize) -> &[DecisionType] {
+        self.action_requests
+            .get(index)
+            .and_then(|action| {
+                self.review_configs
+                    .iter()
+                    .find(|config| config.action_name == action.name)
+            })
+            .map_or(&DecisionType::ALL, |config| &config.allowed_decisions)
+    }
+}
+
+fn every_decision() -> Vec<DecisionType> {
+    DecisionType::ALL.to_vec()
+}

@@ -1,0 +1,241 @@
+//! One handle on both kinds of request: what an HTTP server or a runtime holds.
+
+use std::sync::Arc;
+
+use askbus_bus::Bus;
+use serde_json::json;
+
+use crate::approval::{ApprovalConfig, ApprovalService, PendingApproval};
+use crate::approval_model::{Action, ApprovalReply, Decision, DecisionType, ReviewConfig};
+use crate::interrupt::{
+    InterruptState, PendingRequest, RequestId, ResumeError, ResumeInput, confirmation_phrase,
+};
+use crate::service::{QuestionConfig, QuestionService, Timeout};
+use crate::validate::ValidationError;
+
+/// The questions and approvals of one system, on one bus.
+///
+/// Both services are built together, so whoever holds the hub (an HTTP router, a runtime)
+/// sees every request of either kind. It adds what needs both: cancelling a session, and
+/// the session's [interrupt state](crate::InterruptState) with `resume`. Cloning gives
+/// another handle to the same requests.
+///
+/// # Examples
+///
+/// ```
+/// use askbus_bus::Bus;
+/// use askbus_question::{Action, RequestHub, ResumeInput, Timeout};
+/// use serde_json::json;
+///
+/// # #[tokio::main(flavor = "current_thread")] async fn main() {
+/// let hub = RequestHub::new(Bus::new());
+/// let delete = Action::new("delete_rows", json!({"table": "users"}))
+///     .with_description("Delete 1,234 expired users");
+/// let pending = hub.approvals().submit("s1", vec![delete], vec![], Timeout::Default).unwrap();
+///
+/// let state = hub.interrupt_state("s1").expect("s1 waits for a human");
+/// assert_eq!(state.reason, "Delete 1,234 expired users");
+///
+/// hub.resume("s1", ResumeInput::Confirm(true), None).unwrap();
+/// assert!(pending.await.unwrap().decisions[0].runs());
+/// assert!(hub.interrupt_state("s1").is_none());
+/// # }
+/// ```
+#[derive(Clone)]
+pub struct RequestHub {
+    /// The question side.
+    questions: QuestionService,
+    /// The approval side, on the same bus.
+    approvals: ApprovalService,
+}
+
+/// The action name of approvals made by [`RequestHub::request_confirmation`].
+pub const CONFIRMATION_ACTION: &str = "confirm";
+
+impl RequestHub {
+    /// Both services on `bus`, with default settings.
+    pub fn new(bus: Bus) -> Self {
+        Self::with_config(bus, QuestionConfig::default(), ApprovalConfig::default())
+    }
+
+    /// Both services on `bus`, with these settings.
+    pub fn with_config(bus: Bus, questions: QuestionConfig, approvals: ApprovalConfig) -> Self {
+        Self {
+            questions: QuestionService::with_config(bus.clone(), questions),
+            approvals: ApprovalService::with_config(bus, approvals),
+        }
+    }
+
+    /// The bus both services publish on.
+    pub fn bus(&self) -> &Bus {
+        self.questions.bus()
+    }
+
+    /// The question side.
+    pub fn questions(&self) -> &QuestionService {
+        &self.questions
+    }
+
+    /// The approval side.
+    pub fn approvals(&self) -> &ApprovalService {
+        &self.approvals
+    }
+
+    /// Cancels every pending request of a session, of both kinds; returns how many.
+    pub fn cancel_session(&self, session_id: &str) -> usize {
+        self.questions.cancel_session(session_id) + self.approvals.cancel_session(session_id)
+    }
+
+    /// Whether the hub knows the session: some request of it, of either kind, is pending
+    /// or still remembered as resolved. A session that never asked, or whose requests
+    /// were all forgotten, is unknown.
+    ///
+    /// Costs a scan of the pending and remembered requests, as a filtered `list` does.
+    pub fn knows_session(&self, session_id: &str) -> bool {
+        self.questions.knows_session(session_id) || self.approvals.knows_session(session_id)
+    }
+
+    /// The oldest pending request of a session, of either kind.
+    pub fn oldest_pending(&self, session_id: &str) -> Option<PendingRequest> {
+        let question = self.questions.oldest_pending(session_id);
+        let approval = self.approvals.oldest_pending(session_id);
+        match (question, approval) {
+            (Some(question), Some(approval)) if approval.id.ulid() < question.id.ulid() => {
+                Some(PendingRequest::Approval { request: approval })
+            }
+            (Some(question), _) => Some(PendingRequest::Question { request: question }),
+            (None, approval) => approval.map(|request| PendingRequest::Approval { request }),
+        }
+    }
+
+    /// What the session is waiting on (its oldest pending request), or `None` when it is
+    /// not interrupted.
+    pub fn interrupt_state(&self, session_id: &str) -> Option<InterruptState> {
+        self.oldest_pending(session_id)
+            .map(|pending| pending.interrupt_state())
+    }
+
+    /// Answers the session's interrupt with `input`: the request `checkpoint` if given
+    /// (it must belong to the session), else the oldest pending one. Returns the id of
+    /// the request answered.
+    ///
+    /// # Errors
+    ///
+    /// [`ResumeError::UnknownSession`], [`ResumeError::NothingPending`] (also once the
+    /// request expired or was already resumed), [`ResumeError::UnknownCheckpoint`] for a
+    /// checkpoint not of this session, [`ResumeError::WrongInput`] when the input
+    /// does not fit the kind of request, or the service's own error (invalid answers or
+    /// decisions, a checkpoint already resolved or unknown).
+    pub fn resume(
+        &self,
+        session_id: &str,
+        input: ResumeInput,
+        checkpoint: Option<RequestId>,
+    ) -> Result<RequestId, ResumeError> {
+        let unknown_or_idle = || {
+            if self.knows_session(session_id) {
+                ResumeError::NothingPending(session_id.to_owned())
+            } else {
+                ResumeError::UnknownSession(session_id.to_owned())
+            }
+        };
+        let target = match checkpoint {
+            None => self
+                .oldest_pending(session_id)
+                .ok_or_else(unknown_or_idle)?
+                .id(),
+            Some(id) if self.belongs_to(id, session_id) => id,
+            Some(id) => return Err(ResumeError::UnknownCheckpoint(id)),
+        };
+        match (target, input) {
+            (RequestId::Question(id), ResumeInput::Answers(answers)) => {
+                self.questions.reply(id, answers)?;
+            }
+            (RequestId::Question(id), ResumeInput::Confirm(false)) => {
+                self.questions.reject(id, None)?;
+            }
+            (RequestId::Question(id), ResumeInput::Confirm(true) | ResumeInput::Decisions(_)) => {
+                return Err(ResumeError::WrongInput(format!(
+                    "{id} is a question: resume it with {{\"answers\": [...]}} (one answer per question), or {{\"confirm\": false}} to decline"
+                )));
+            }
+            (RequestId::Approval(id), ResumeInput::Confirm(confirm)) => {
+                let decision = if confirm {
+                    Decision::Approve
+                } else {
+                    Decision::Reject { message: None }
+                };
+                self.approvals.reply(id, ApprovalReply::new([decision]))?;
+            }
+            (RequestId::Approval(id), ResumeInput::Decisions(reply)) => {
+                self.approvals.reply(id, reply)?;
+            }
+            (RequestId::Approval(id), ResumeInput::Answers(_)) => {
+                return Err(ResumeError::WrongInput(format!(
+                    "{id} is an approval: resume it with {{\"confirm\": true|false}} or {{\"decisions\": [...]}}"
+                )));
+            }
+        }
+        Ok(target)
+    }
+
+    /// Turns model text that asks for confirmation into an approval request, for runtimes
+    /// that pause on such text (seed 002). `None` when the text contains no
+    /// [confirmation phrase](crate::confirmation_phrase).
+    ///
+    /// The request has one action, [`CONFIRMATION_ACTION`], whose args are `{"text"}` and
+    /// whose description is the text itself (the interrupt's `reason`); only `approve`
+    /// and `reject` are allowed.
+    ///
+    /// # Errors
+    ///
+    /// [`ValidationError`] for an empty session id.
+    pub fn request_confirmation(
+        &self,
+        session_id: impl Into<Arc<str>>,
+        text: &str,
+        timeout: Timeout,
+    ) -> Result<Option<PendingApproval>, ValidationError> {
+        if confirmation_phrase(text).is_none() {
+            return Ok(None);
+        }
+        let action =
+            Action::new(CONFIRMATION_ACTION, json!({ "text": text })).with_description(text);
+        let review = ReviewConfig::new(
+            CONFIRMATION_ACTION,
+            [DecisionType::Approve, DecisionType::Reject],
+        );
+        self.approvals
+            .submit(session_id, vec![action], vec![review], timeout)
+            .map(Some)
+    }
+
+    /// Whether request `id` exists (pending or remembered) in `session_id`.
+    fn belongs_to(&self, id: RequestId, session_id: &str) -> bool {
+        match id {
+            RequestId::Question(id) => self
+                .questions
+                .get(id)
+                .is_some_and(|snapshot| &*snapshot.request.session_id == session_id),
+            RequestId::Approval(id) => self
+                .approvals
+                .get(id)
+                .is_some_and(|snapshot| &*snapshot.request.session_id == session_id),
+        }
+    }
+}
+
+impl From<QuestionService> for RequestHub {
+    /// A hub over existing `questions`, with a new approval service on their bus.
+    ///
+    /// Approvals exist only inside this hub: submit them through
+    /// [`approvals`](Self::approvals) of this hub (or a clone), not through a second hub
+    /// made from the same questions.
+    fn from(questions: QuestionService) -> Self {
+        let approvals = ApprovalService::new(questions.bus().clone());
+        Self {
+            questions,
+            approvals,
+        }
+    }
+}

@@ -1,0 +1,315 @@
+//! Session interrupt state (seed 002): "is this session waiting for a human, and on what?"
+//!
+//! A session is *interrupted* while it has a pending request of either kind. Its
+//! [`InterruptState`] describes the **oldest** pending one in the seed's shape (`reason`,
+//! form `fields` of type text / confirm / select, `timestamp` in Unix seconds, and the
+//! request id as `checkpoint_id`), plus the request itself. Resuming answers that request
+//! with a [`ResumeInput`]; a request is consumed once, so a second resume of the same
+//! checkpoint finds nothing pending.
+//!
+//! Across kinds, "oldest" is ULID order: creation millisecond first. Two requests of
+//! different kinds created in the same millisecond are ordered by their random bits.
+//!
+//! The [confirmation detector](confirmation_phrase) lets a runtime turn model text that
+//! asks for confirmation ("Shall I proceed?") into an approval request.
+
+use std::fmt;
+use std::str::FromStr;
+use std::sync::Arc;
+
+use askbus_bus::IdKind;
+use serde::Serialize;
+
+use crate::approval::ApprovalReplyError;
+use crate::approval_model::{ApprovalId, ApprovalKind, ApprovalReply, ApprovalRequest};
+use crate::model::{Answer, QuestionId, QuestionRequest};
+use crate::service::ReplyError;
+
+/// What a session is waiting on: the seed's `InterruptState`, plus the request.
+#[derive(Debug, Clone, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct InterruptState {
+    /// The interrupted session.
+    #[cfg_attr(feature = "openapi", schema(value_type = String))]
+    pub session_id: Arc<str>,
+    /// What the human is asked, in words.
+    pub reason: String,
+    /// The form a UI shows to collect the input.
+    pub fields: Vec<InputField>,
+    /// When the request was made, Unix seconds.
+    pub timestamp: u64,
+    /// The request's id; pass it to `resume` to be sure to answer this very request.
+    #[cfg_attr(feature = "openapi", schema(value_type = String, example = "apr_01JZ6Q3V8R5M2K7D4T9WXYZABC"))]
+    pub checkpoint_id: RequestId,
+    /// The request itself.
+    #[serde(flatten)]
+    pub request: PendingRequest,
+}
+
+/// A pending request of either kind.
+#[derive(Debug, Clone, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum PendingRequest {
+    /// Questions to answer.
+    Question {
+        /// The request.
+        #[cfg_attr(feature = "openapi", schema(value_type = QuestionRequest))]
+        request: Arc<QuestionRequest>,
+    },
+    /// Tool calls to review.
+    Approval {
+        /// The request.
+        #[cfg_attr(feature = "openapi", schema(value_type = ApprovalRequest))]
+        request: Arc<ApprovalRequest>,
+    },
+}
+
+/// The id of a request of either kind: `que_…` or `apr_…`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum RequestId {
+    /// A question request.
+    Question(QuestionId),
+    /// An approval request.
+    Approval(ApprovalId),
+}
+
+/// One field of the form that collects the input (seed 002's `InputField`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct InputField {
+    /// The field's key.
+    pub name: String,
+    /// How it is filled in.
+    #[serde(rename = "type")]
+    pub field_type: InputFieldType,
+    /// What the human reads.
+    pub label: String,
+    /// Whether it must be filled in.
+    pub required: bool,
+    /// The choices of a `select` field.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub options: Vec<String>,
+}
+
+/// How an [`InputField`] is filled in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(rename_all = "snake_case")]
+pub enum InputFieldType {
+    /// Free text.
+    Text,
+    /// Yes or no.
+    Confirm,
+    /// One of `options` (or free text, when the question takes custom answers).
+    Select,
+}
+
+/// The human's input that resumes an interrupted session.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ResumeInput {
+    /// `{"confirm": true|false}`: approves or rejects every action of an approval;
+    /// `false` also rejects a question.
+    Confirm(bool),
+    /// `{"answers": [...]}`: answers a question request, one answer per question.
+    Answers(Vec<Answer>),
+    /// `{"decisions": [...]}`: decides an approval request (fewer decisions than actions
+    /// are filled with the first).
+    Decisions(ApprovalReply),
+}
+
+/// Why a session could not be resumed.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ResumeError {
+    /// No pending or remembered request belongs to this session.
+    #[error("session {0:?} has no requests")]
+    UnknownSession(String),
+    /// The session is known but nothing of it is pending (any more).
+    #[error("session {0:?} has no pending request to resume")]
+    NothingPending(String),
+    /// The checkpoint names no request of this session that is pending or remembered.
+    #[error("{0} is no request of this session")]
+    UnknownCheckpoint(RequestId),
+    /// The input does not fit the kind of request pending.
+    #[error("{0}")]
+    WrongInput(String),
+    /// Answering the question failed.
+    #[error(transparent)]
+    Question(#[from] ReplyError),
+    /// Deciding the approval failed.
+    #[error(transparent)]
+    Approval(#[from] ApprovalReplyError),
+}
+
+/// The phrases that mark model text as asking for confirmation (seed 002), lower case.
+pub const CONFIRMATION_PHRASES: [&str; 12] = [
+    "please confirm",
+    "do you confirm",
+    "are you sure",
+    "shall i proceed",
+    "would you like me to proceed",
+    "do you want to proceed",
+    "do you want me to",
+    "should i go ahead",
+    "confirm before",
+    "confirmation required",
+    "waiting for your confirmation",
+    "need your approval",
+];
+
+/// The [confirmation phrase](CONFIRMATION_PHRASES) `text` contains, if any.
+///
+/// Matching ignores case and treats any run of whitespace as one space; a phrase must
+/// start and end at word boundaries ("are you surely…" does not match "are you sure").
+/// `needs your approval` matches too, as the seed's own example says it.
+///
+/// # Examples
+///
+/// ```
+/// use askbus_question::confirmation_phrase;
+///
+/// assert_eq!(confirmation_phrase("Shall I\nproceed with the deployment?"), Some("shall i proceed"));
+/// assert_eq!(confirmation_phrase("I am sure the deployment went fine."), None);
+/// ```
+pub fn confirmation_phrase(text: &str) -> Option<&'static str> {
+    let normalised = text
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ")
+        .to_lowercase()
+        .replace("needs your approval", "need your approval");
+    CONFIRMATION_PHRASES.into_iter().find(|phrase| {
+        normalised.match_indices(phrase).any(|(start, _)| {
+            let before = normalised[..start].chars().next_back();
+            let after = normalised[start + phrase.len()..].chars().next();
+            !before.is_some_and(char::is_alphanumeric) && !after.is_some_and(char::is_alphanumeric)
+        })
+    })
+}
+
+impl PendingRequest {
+    /// The request's id.
+    pub fn id(&self) -> RequestId {
+        match self {
+            Self::Question { request } => RequestId::Question(request.id),
+            Self::Approval { request } => RequestId::Approval(request.id),
+        }
+    }
+
+    /// The request's session.
+    pub fn session_id(&self) -> &Arc<str> {
+        match self {
+            Self::Question { request } => &request.session_id,
+            Self::Approval { request } => &request.session_id,
+        }
+    }
+
+    /// The request as an interrupt state.
+    pub fn interrupt_state(&self) -> InterruptState {
+        let (reason, fields, created_at) = match self {
+            Self::Question { request } => (
+                question_reason(request),
+                question_fields(request),
+                request.created_at,
+            ),
+            Self::Approval { request } => (
+                approval_reason(request),
+                vec![InputField {
+                    name: "confirm".to_owned(),
+                    field_type: InputFieldType::Confirm,
+                    label: "Approve".to_owned(),
+                    required: true,
+                    options: Vec::new(),
+                }],
+                request.created_at,
+            ),
+        };
+        InterruptState {
+            session_id: Arc::clone(self.session_id()),
+            reason,
+            fields,
+            timestamp: created_at / 1000,
+            checkpoint_id: self.id(),
+            request: self.clone(),
+        }
+    }
+}
+
+impl fmt::Display for RequestId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Question(id) => id.fmt(f),
+            Self::Approval(id) => id.fmt(f),
+        }
+    }
+}
+
+impl FromStr for RequestId {
+    type Err = askbus_bus::ParseIdError;
+
+    fn from_str(text: &str) -> Result<Self, Self::Err> {
+        if text.starts_with(ApprovalKind::PREFIX) {
+            text.parse().map(Self::Approval)
+        } else {
+            text.parse().map(Self::Question)
+        }
+    }
+}
+
+impl Serialize for RequestId {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        match self {
+            Self::Question(id) => id.serialize(serializer),
+            Self::Approval(id) => id.serialize(serializer),
+        }
+    }
+}
+
+/// The question itself, or a summary of several.
+fn question_reason(request: &QuestionRequest) -> String {
+    match request.questions.as_slice() {
+        [only] => only.question.clone(),
+        several => {
+            let headers: Vec<&str> = several.iter().map(|info| info.header.as_str()).collect();
+            format!("Answer {} questions: {}", several.len(), headers.join(", "))
+        }
+    }
+}
+
+/// A select field per question with options, a text field per question without.
+fn question_fields(request: &QuestionRequest) -> Vec<InputField> {
+    request
+        .questions
+        .iter()
+        .enumerate()
+        .map(|(index, info)| InputField {
+            name: format!("answers.{index}"),
+            field_type: if info.options.is_empty() {
+                InputFieldType::Text
+            } else {
+                InputFieldType::Select
+            },
+            label: info.question.clone(),
+            required: true,
+            options: info
+                .options
+                .iter()
+                .map(|option| option.label.clone())
+                .collect(),
+        })
+        .collect()
+}
+
+/// The description of a single described action, or a summary of the calls.
+fn approval_reason(request: &ApprovalRequest) -> String {
+    match request.action_requests.as_slice() {
+        [only] => only
+            .description
+            .clone()
+            .unwrap_or_else(|| format!("Approve {} with {}", only.name, only.args)),
+        several => {
+            let names: Vec<&str> = several.iter().map(|action| action.name.as_str()).collect();
+            format!("Approve {} actions: {}", several.len(), names.join(", "))
+        }
+    }
+}
