@@ -1,0 +1,264 @@
+//! Records in, frames out: where groups open and close.
+
+use std::collections::HashMap;
+
+use crate::frame::{
+    ApprovalRequestDelta, ApprovalResultDelta, ContentBlock, ContentDelta, Delta, Frame, TextFlags,
+    ToolResultBlock, ToolUseBlock,
+};
+use crate::record::{
+    Decision, Outcome, QUESTION_TOOL, Record, Request, RequestEvent, RequestKind, Step,
+    keyed_answers,
+};
+
+/// The header of a group that holds no tool call (only reasoning).
+pub const THINKING_SUMMARY: &str = "Thinking";
+
+/// Turns one session's records into stream frames, deciding where groups open and close.
+///
+/// The grouping policy, in exact words:
+///
+/// - **Content is never inside a group.** User messages, agent text and questions close the
+///   open group (`group_end`) before their block.
+/// - **Steps are always inside a group.** Thinking, tool calls, tool results and tool
+///   approvals open a group (`group_start`) when none is open, so the first tool after a
+///   question opens a new one.
+/// - **Outcomes do not move groups.** `approval_result` and `approval_timeout` follow their
+///   request wherever the stream is; they neither open nor close a group.
+/// - **The summary** sent with `group_end` is the label of the group's last tool call (its
+///   `tool_content_message`, else the tool name made readable: `web_search` -> `Web search`),
+///   else the first approved action's name made readable, else [`THINKING_SUMMARY`].
+/// - `tool_use` and `tool_result` steps of [`QUESTION_TOOL`] are dropped: the question's
+///   `approval_request` replaces them. An outcome for a request this encoder never saw
+///   asked is dropped too.
+///
+/// # Examples
+///
+/// ```
+/// use askbus_protocol::{Encoder, Frame, Record, Step};
+///
+/// let mut encoder = Encoder::new();
+/// let frames = encoder.encode(&Record::Step(Step::Thinking { thinking: "Hmm".into() }));
+/// assert_eq!(frames[0], Frame::GroupStart { index: 0 });
+/// let frames = encoder.encode(&Record::Step(Step::Text { text: "Done".into(), is_final: true }));
+/// assert_eq!(frames[0], Frame::GroupEnd { index: 2, summary: "Thinking".into() });
+/// ```
+#[derive(Debug, Default)]
+pub struct Encoder {
+    /// The next block or marker index.
+    next_index: u64,
+    /// The open group, if any.
+    group: Option<OpenGroup>,
+    /// Labels of the tool calls seen, by call id, for their results.
+    tool_labels: HashMap<String, String>,
+    /// Requests asked and not yet resolved, by request id.
+    requests: HashMap<String, AskedRequest>,
+}
+
+/// A group between its `group_start` and `group_end`.
+#[derive(Debug, Default)]
+struct OpenGroup {
+    /// The header so far; `None` until a tool call or approval gives one.
+    summary: Option<String>,
+}
+
+/// What the encoder remembers of a pending request to encode its outcome.
+#[derive(Debug)]
+struct AskedRequest {
+    /// The key the outcome's block carries.
+    approval_key: String,
+    /// For a question, its question texts, to key answers by.
+    questions: Vec<String>,
+}
+
+impl Encoder {
+    /// An encoder for a new session: index 0, no group open.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// The frames that show `record`, in order; empty for a dropped record.
+    pub fn encode(&mut self, record: &Record) -> Vec<Frame> {
+        let mut frames = Vec::new();
+        match record {
+            Record::Step(step) => self.step(step, &mut frames),
+            Record::Request(RequestEvent::Asked(request)) => self.asked(request, &mut frames),
+            Record::Request(RequestEvent::Resolved {
+                request_id,
+                outcome,
+            }) => self.resolved(request_id, outcome, &mut frames),
+        }
+        frames
+    }
+
+    fn step(&mut self, step: &Step, frames: &mut Vec<Frame>) {
+        match step {
+            Step::User { text } => {
+                self.close_group(frames);
+                let delta = ContentDelta::TextDelta { text: text.clone() };
+                self.block(ContentBlock::User, Some(Delta::Content(delta)), frames);
+            }
+            Step::Text { text, is_final } => {
+                self.close_group(frames);
+                let delta = ContentDelta::TextDelta { text: text.clone() };
+                let block = ContentBlock::Text(TextFlags::new(*is_final));
+                self.block(block, Some(Delta::Content(delta)), frames);
+            }
+            Step::Thinking { thinking } => {
+                self.open_group(frames);
+                let delta = ContentDelta::ThinkingDelta {
+                    thinking: thinking.clone(),
+                };
+                self.block(ContentBlock::Thinking, Some(Delta::Content(delta)), frames);
+            }
+            Step::ToolUse { name, .. } | Step::ToolResult { name, .. } if name == QUESTION_TOOL => {
+            }
+            Step::ToolUse {
+                id,
+                name,
+                input,
+                tool_content_message,
+            } => {
+                let label = tool_content_message
+                    .clone()
+                    .filter(|label| !label.trim().is_empty())
+                    .unwrap_or_else(|| readable(name));
+                self.tool_labels.insert(id.clone(), label.clone());
+                self.open_group(frames).summary = Some(label.clone());
+                let block = ContentBlock::ToolUse(ToolUseBlock {
+                    id: id.clone(),
+                    name: name.clone(),
+                    input: input.clone(),
+                    tool_content_message: label,
+                });
+                self.block(block, None, frames);
+            }
+            Step::ToolResult {
+                tool_use_id,
+                name,
+                status,
+                content,
+            } => {
+                let label = self
+                    .tool_labels
+                    .get(tool_use_id)
+                    .cloned()
+                    .unwrap_or_else(|| readable(name));
+                self.open_group(frames).summary = Some(label.clone());
+                let block = ContentBlock::ToolResult(ToolResultBlock {
+                    tool_use_id: tool_use_id.clone(),
+                    name: name.clone(),
+                    status: *status,
+                    tool_content_message: label,
+                    content: content.clone(),
+                });
+                self.block(block, None, frames);
+            }
+        }
+    }
+
+    fn asked(&mut self, request: &Request, frames: &mut Vec<Frame>) {
+        match request.kind {
+            RequestKind::Question => self.close_group(frames),
+            RequestKind::Approval => {
+                let group = self.open_group(frames);
+                if group.summary.is_none() {
+                    group.summary = request
+                        .action_requests
+                        .first()
+                        .map(|action| readable(&action.name));
+                }
+            }
+        }
+        self.requests.insert(
+            request.request_id.clone(),
+            AskedRequest {
+                approval_key: request.approval_key.clone(),
+                questions: request.questions.clone(),
+            },
+        );
+        let block = ContentBlock::ApprovalRequest {
+            approval_key: request.approval_key.clone(),
+        };
+        let delta = Delta::ApprovalRequest(ApprovalRequestDelta {
+            action_requests: request.action_requests.clone(),
+            review_configs: request.review_configs.clone(),
+            timeout_seconds: request.timeout_seconds,
+        });
+        self.block(block, Some(delta), frames);
+    }
+
+    fn resolved(&mut self, request_id: &str, outcome: &Outcome, frames: &mut Vec<Frame>) {
+        let Some(asked) = self.requests.remove(request_id) else {
+            return;
+        };
+        let approval_key = asked.approval_key;
+        let result = match outcome {
+            Outcome::Answered(answers) => ApprovalResultDelta::Answers {
+                answers: keyed_answers(&asked.questions, answers),
+            },
+            Outcome::Decided(decisions) => ApprovalResultDelta::Decisions {
+                decisions: decisions.clone(),
+            },
+            Outcome::Rejected(message) => ApprovalResultDelta::Decisions {
+                decisions: vec![Decision::Reject {
+                    message: message.clone(),
+                }],
+            },
+            Outcome::Cancelled => ApprovalResultDelta::Cancelled { cancelled: true },
+            Outcome::TimedOut => {
+                self.block(ContentBlock::ApprovalTimeout { approval_key }, None, frames);
+                return;
+            }
+        };
+        let block = ContentBlock::ApprovalResult { approval_key };
+        self.block(block, Some(Delta::ApprovalResult(result)), frames);
+    }
+
+    /// Emits one block: start, the delta if any, stop.
+    fn block(&mut self, block: ContentBlock, delta: Option<Delta>, frames: &mut Vec<Frame>) {
+        let index = self.take_index();
+        frames.push(Frame::ContentBlockStart {
+            index,
+            content_block: block,
+        });
+        if let Some(delta) = delta {
+            frames.push(Frame::ContentBlockDelta { index, delta });
+        }
+        frames.push(Frame::ContentBlockStop { index });
+    }
+
+    /// The open group, after emitting `group_start` if none was open.
+    fn open_group(&mut self, frames: &mut Vec<Frame>) -> &mut OpenGroup {
+        if self.group.is_none() {
+            let index = self.take_index();
+            frames.push(Frame::GroupStart { index });
+        }
+        self.group.get_or_insert_with(OpenGroup::default)
+    }
+
+    /// Emits `group_end` if a group is open.
+    fn close_group(&mut self, frames: &mut Vec<Frame>) {
+        if let Some(group) = self.group.take() {
+            let index = self.take_index();
+            let summary = group.summary.unwrap_or_else(|| THINKING_SUMMARY.to_owned());
+            frames.push(Frame::GroupEnd { index, summary });
+        }
+    }
+
+    fn take_index(&mut self) -> u64 {
+        let index = self.next_index;
+        self.next_index += 1;
+        index
+    }
+}
+
+/// A tool name as a label: `web_search` -> `Web search`.
+pub fn readable(name: &str) -> String {
+    let spaced = name.replace(['_', '-'], " ");
+    let mut chars = spaced.trim().chars();
+    match chars.next() {
+        Some(first) => first.to_uppercase().chain(chars).collect(),
+        None => String::new(),
+    }
+}

@@ -1,0 +1,93 @@
+//! The wire of the seeds' content-block stream: agent steps and human-input requests as the
+//! frames and the flat history that chat UIs render.
+//!
+//! UIs built for the seeds' protocol (seeds 000, 001, 004) do not read askbus events; they
+//! read a stream of `content_block_start` / `content_block_delta` / `content_block_stop`
+//! frames bracketed by `group_start` / `group_end`, and on reload a flat history whose
+//! messages carry a `display_type`. This crate owns those shapes (as `askbus-http` owns
+//! HTTP's), in four steps:
+//!
+//! 1. [`Record`]: what happened in a session: an agent [`Step`] (user message, text,
+//!    thinking, tool call, tool result) or a [`RequestEvent`] (a question or approval
+//!    asked, or its outcome).
+//! 2. [`Encoder`]: records to [`Frame`]s. It decides the grouping: content (user messages,
+//!    text, questions) is never inside a group, so a question closes the open group first;
+//!    steps (thinking, tools, tool approvals) are always inside one, so the next tool after
+//!    a question opens a new group. See [`Encoder`] for the whole policy.
+//! 3. [`ClientView`]: frames to the flat [`Block`] list a UI shows (seed 004's converter),
+//!    and that list to and from the seed's [`History`]: `content` / `group_start` /
+//!    `group_item` / `group_end` messages, `group_closed` for a one-message group, resolved
+//!    requests with `isResolved`, `submittedAnswers` or `decisions`.
+//! 4. [`Transcripts`]: every session's frames and history, folded from the bus, with the
+//!    cursor (`last_event_id`) that joins them.
+//!
+//! The guarantee, in exact words: **for any point of a session, its history up to that
+//! point, followed by the stream frames after the history's `last_event_id`, gives a client
+//! exactly the blocks it would have if it had watched the stream from the start**: no frame
+//! missing, none repeated.
+//!
+//! Where steps come from: the runtime publishes [`AgentStep`] on the bus the questions use
+//! (in process), or posts it to `POST /session/{id}/step` (server mode). Because steps and
+//! request events travel on one bus, the bus's order is the transcript's order.
+//!
+//! ```
+//! use askbus_bus::Bus;
+//! use askbus_protocol::{AgentStep, ClientView, Step, Transcripts};
+//! use serde_json::json;
+//!
+//! let bus = Bus::new();
+//! let transcripts = Transcripts::new(&bus);
+//! bus.publish(AgentStep::new("s1", Step::ToolUse {
+//!     id: "tc-1".into(),
+//!     name: "web_search".into(),
+//!     input: json!({"query": "market today"}),
+//!     tool_content_message: None,
+//! }));
+//! let history = transcripts.history("s1");
+//! bus.publish(AgentStep::new("s1", Step::Text { text: "Up 2.69%.".into(), is_final: true }));
+//!
+//! // A client that loaded the history resumes the stream after its cursor.
+//! let mut view = ClientView::from_history(&history);
+//! for frame in transcripts.frames_after("s1", Some(history.last_event_id.into())) {
+//!     view.apply(&frame.frame);
+//! }
+//! let mut live = ClientView::new();
+//! for frame in transcripts.frames_after("s1", None) {
+//!     live.apply(&frame.frame);
+//! }
+//! assert_eq!(view, live);
+//! ```
+
+mod encode;
+mod frame;
+mod history;
+mod record;
+mod transcript;
+mod view;
+
+pub use encode::{Encoder, THINKING_SUMMARY, readable};
+pub use frame::{
+    ApprovalRequestDelta, ApprovalResultDelta, ContentBlock, ContentDelta, Delta, Frame, TextFlags,
+    ToolResultBlock, ToolUseBlock,
+};
+pub use history::{
+    Display, DisplayType, History, HistoryMessage, MessageType, Part, RequestPart, ToolCall,
+};
+pub use record::{
+    ActionRequest, AgentStep, Decision, DecisionType, EditedAction, OTHER_DESCRIPTION, OTHER_LABEL,
+    Outcome, QUESTION_TOOL, Record, Request, RequestEvent, RequestKind, ReviewConfig, Step,
+    ToolStatus, keyed_answers,
+};
+pub use transcript::{FrameCursor, StreamFrame, Transcripts};
+pub use view::{Block, ClientView, RequestBlock, Resolution};
+
+/// What can go wrong in this crate.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ProtocolError {
+    /// A stream cursor is neither `evt_…` nor `evt_….N`.
+    #[error("invalid stream cursor {cursor:?}: expected an event id, optionally followed by .N")]
+    InvalidCursor {
+        /// The text given.
+        cursor: String,
+    },
+}

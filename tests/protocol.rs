@@ -1,0 +1,984 @@
+//! The seeds' stream and history encoding (`askbus-protocol`): golden frames and histories
+//! built from the JSON examples of seeds 000, 001 and 004 (texts translated to English,
+//! structure kept), and a property test that history + replay equals the live stream.
+
+use std::sync::Arc;
+
+use askbus::bus::{Bus, IdGenerator};
+use askbus::question::{
+    Answer, QuestionAsked, QuestionCancelled, QuestionId, QuestionInfo, QuestionKind,
+    QuestionOption, QuestionRejected, QuestionReplied, QuestionRequest, QuestionTimedOut,
+};
+use askbus_protocol::{
+    ActionRequest, AgentStep, ClientView, Decision, DecisionType, Encoder, Frame, FrameCursor,
+    History, Outcome, Record, Request, RequestEvent, RequestKind, ReviewConfig, Step, ToolStatus,
+    Transcripts,
+};
+use proptest::prelude::*;
+use serde_json::{Value, json};
+
+// ---------------------------------------------------------------------------------------
+// Helpers: records, and the one place that encodes them.
+
+fn user(text: &str) -> Record {
+    Record::Step(Step::User { text: text.into() })
+}
+
+fn part(text: &str) -> Record {
+    Record::Step(Step::Text {
+        text: text.into(),
+        is_final: false,
+    })
+}
+
+fn final_text(text: &str) -> Record {
+    Record::Step(Step::Text {
+        text: text.into(),
+        is_final: true,
+    })
+}
+
+fn thinking(text: &str) -> Record {
+    Record::Step(Step::Thinking {
+        thinking: text.into(),
+    })
+}
+
+fn tool_use(id: &str, name: &str, label: Option<&str>) -> Record {
+    Record::Step(Step::ToolUse {
+        id: id.into(),
+        name: name.into(),
+        input: json!({}),
+        tool_content_message: label.map(str::to_owned),
+    })
+}
+
+fn tool_result(id: &str, name: &str) -> Record {
+    Record::Step(Step::ToolResult {
+        tool_use_id: id.into(),
+        name: name.into(),
+        status: ToolStatus::Success,
+        content: None,
+    })
+}
+
+fn resolved(request_id: &str, outcome: Outcome) -> Record {
+    Record::Request(RequestEvent::Resolved {
+        request_id: request_id.into(),
+        outcome,
+    })
+}
+
+/// Seed 000's two questions, in English.
+fn seed_questions() -> Vec<QuestionInfo> {
+    vec![
+        QuestionInfo::new(
+            "Which goal do you want to focus on?",
+            "Main goal",
+            [
+                QuestionOption::new(
+                    "Sustainable dividends (Recommended)",
+                    "Focus on stocks that pay regular dividends",
+                ),
+                QuestionOption::new("Long-term growth", "Profit from price growth"),
+            ],
+        ),
+        QuestionInfo::new(
+            "Expected holding period?",
+            "Investment horizon",
+            [
+                QuestionOption::new("Over 3 years", "Long-term accumulation"),
+                QuestionOption::new("1-3 years", "Follow the sector cycle"),
+            ],
+        ),
+    ]
+}
+
+/// Seed 000's `action_requests[0].args.questions`, in English.
+fn seed_questions_json() -> Value {
+    json!([
+        {
+            "question": "Which goal do you want to focus on?",
+            "header": "Main goal",
+            "multiSelect": false,
+            "options": [
+                {"label": "Sustainable dividends (Recommended)", "description": "Focus on stocks that pay regular dividends"},
+                {"label": "Long-term growth", "description": "Profit from price growth"},
+                {"label": "Other", "description": "Enter a custom value", "input": true}
+            ]
+        },
+        {
+            "question": "Expected holding period?",
+            "header": "Investment horizon",
+            "multiSelect": false,
+            "options": [
+                {"label": "Over 3 years", "description": "Long-term accumulation"},
+                {"label": "1-3 years", "description": "Follow the sector cycle"},
+                {"label": "Other", "description": "Enter a custom value", "input": true}
+            ]
+        }
+    ])
+}
+
+/// One question, as a record.
+fn ask(request_id: &str, questions: &[QuestionInfo]) -> Record {
+    Record::Request(RequestEvent::Asked(Request::question(
+        request_id,
+        questions,
+        Some(600),
+    )))
+}
+
+/// Seed 001's trade approval, as a record.
+fn trade_approval() -> Record {
+    Record::Request(RequestEvent::Asked(trade_request()))
+}
+
+/// Seed 001's trade approval request.
+fn trade_request() -> Request {
+    Request {
+        request_id: "apr_1".into(),
+        approval_key: "abc-123_1".into(),
+        kind: RequestKind::Approval,
+        action_requests: vec![ActionRequest {
+            name: "execute_trade".into(),
+            args: json!({"symbol": "VNM", "quantity": 100, "side": "buy", "price": 82000}),
+            tool_use_id: Some("toolu_01XyzAbc".into()),
+            description: None,
+        }],
+        review_configs: vec![ReviewConfig {
+            action_name: "execute_trade".into(),
+            allowed_decisions: vec![
+                DecisionType::Approve,
+                DecisionType::Edit,
+                DecisionType::Reject,
+                DecisionType::Respond,
+            ],
+        }],
+        timeout_seconds: Some(300),
+        questions: Vec::new(),
+    }
+}
+
+/// Encodes `records` for one session.
+fn frames_of(records: &[Record]) -> Vec<Frame> {
+    let mut encoder = Encoder::new();
+    records
+        .iter()
+        .flat_map(|record| encoder.encode(record))
+        .collect()
+}
+
+/// The history of `records`, as JSON.
+fn history_of(records: &[Record]) -> Value {
+    let mut view = ClientView::new();
+    for frame in frames_of(records) {
+        view.apply(&frame);
+    }
+    let cursor = IdGenerator::new().next_id();
+    let history = view.history(cursor);
+    assert_eq!(history.last_event_id, cursor);
+    serde_json::to_value(&history.messages).unwrap()
+}
+
+/// Asserts that `records` encode to exactly `expected` frames, and that the frames read
+/// back from their JSON unchanged.
+fn check_stream(records: &[Record], expected: Value) {
+    let frames = frames_of(records);
+    let actual = serde_json::to_value(&frames).unwrap();
+    assert_eq!(
+        actual,
+        expected,
+        "frames:\n{}",
+        serde_json::to_string_pretty(&actual).unwrap()
+    );
+    let read: Vec<Frame> = serde_json::from_value(actual).unwrap();
+    assert_eq!(read, frames);
+}
+
+/// Asserts that `records` give exactly the `expected` history messages, and that the
+/// history reads back from its JSON unchanged.
+fn check_history(records: &[Record], expected: Value) {
+    let actual = history_of(records);
+    assert_eq!(
+        actual,
+        expected,
+        "history:\n{}",
+        serde_json::to_string_pretty(&actual).unwrap()
+    );
+    let read: Vec<askbus_protocol::HistoryMessage> =
+        serde_json::from_value(actual.clone()).unwrap();
+    assert_eq!(serde_json::to_value(read).unwrap(), actual);
+}
+
+// ---------------------------------------------------------------------------------------
+// Golden streams.
+
+/// Seed 000: text, a group of tool steps, the group closed before the question, the
+/// question's `approval_request` exactly as the seed shows it, the answer, a new group.
+#[test]
+fn seed_000_question_closes_the_group_and_the_next_tool_opens_a_new_one() {
+    let records = [
+        part("Let me prepare a question."),
+        tool_use("tc-1", "write_todos", Some("Prepare the question")),
+        tool_result("tc-1", "write_todos"),
+        // The model's own call of the question tool is replaced by the approval_request.
+        tool_use("tc-q", "ask_user_question", None),
+        ask("que_1", &seed_questions()),
+        resolved(
+            "que_1",
+            Outcome::Answered(vec![
+                vec!["Sustainable dividends (Recommended)".into()],
+                vec!["Over 3 years".into()],
+            ]),
+        ),
+        tool_result("tc-q", "ask_user_question"),
+        tool_use("tc-2", "analyze_price", Some("Analyse VNINDEX price")),
+    ];
+    check_stream(
+        &records,
+        json!([
+            {"type": "content_block_start", "index": 0, "content_block": {"type": "text", "is_part": true}},
+            {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": "Let me prepare a question."}},
+            {"type": "content_block_stop", "index": 0},
+            {"type": "group_start", "index": 1},
+            {"type": "content_block_start", "index": 2, "content_block": {"type": "tool_use", "id": "tc-1", "name": "write_todos", "input": {}, "tool_content_message": "Prepare the question"}},
+            {"type": "content_block_stop", "index": 2},
+            {"type": "content_block_start", "index": 3, "content_block": {"type": "tool_result", "tool_use_id": "tc-1", "name": "write_todos", "status": "success", "tool_content_message": "Prepare the question"}},
+            {"type": "content_block_stop", "index": 3},
+            {"type": "group_end", "index": 4, "summary": "Prepare the question"},
+            {"type": "content_block_start", "index": 5, "content_block": {"type": "approval_request", "approval_key": "que_1"}},
+            {"type": "content_block_delta", "index": 5, "delta": {
+                "action_requests": [{"name": "ask_user_question", "args": {"questions": seed_questions_json()}}],
+                "review_configs": [{"action_name": "ask_user_question", "allowed_decisions": ["approve", "edit", "reject"]}],
+                "timeout_seconds": 600
+            }},
+            {"type": "content_block_stop", "index": 5},
+            {"type": "content_block_start", "index": 6, "content_block": {"type": "approval_result", "approval_key": "que_1"}},
+            {"type": "content_block_delta", "index": 6, "delta": {"answers": {
+                "Which goal do you want to focus on?": "Sustainable dividends (Recommended)",
+                "Expected holding period?": "Over 3 years"
+            }}},
+            {"type": "content_block_stop", "index": 6},
+            {"type": "group_start", "index": 7},
+            {"type": "content_block_start", "index": 8, "content_block": {"type": "tool_use", "id": "tc-2", "name": "analyze_price", "input": {}, "tool_content_message": "Analyse VNINDEX price"}},
+            {"type": "content_block_stop", "index": 8}
+        ]),
+    );
+}
+
+/// Seed 001: a tool approval inside its group, the decision as `approval_result`, the tool
+/// result, the group's end.
+#[test]
+fn seed_001_tool_approval_stays_in_its_group_and_its_result_carries_the_decisions() {
+    let records = [
+        tool_use("toolu_01XyzAbc", "execute_trade", Some("Buy 100 VNM")),
+        trade_approval(),
+        resolved("apr_1", Outcome::Decided(vec![Decision::Approve])),
+        tool_result("toolu_01XyzAbc", "execute_trade"),
+        final_text("Bought 100 VNM."),
+    ];
+    check_stream(
+        &records,
+        json!([
+            {"type": "group_start", "index": 0},
+            {"type": "content_block_start", "index": 1, "content_block": {"type": "tool_use", "id": "toolu_01XyzAbc", "name": "execute_trade", "input": {}, "tool_content_message": "Buy 100 VNM"}},
+            {"type": "content_block_stop", "index": 1},
+            {"type": "content_block_start", "index": 2, "content_block": {"type": "approval_request", "approval_key": "abc-123_1"}},
+            {"type": "content_block_delta", "index": 2, "delta": {
+                "action_requests": [{
+                    "name": "execute_trade",
+                    "args": {"symbol": "VNM", "quantity": 100, "side": "buy", "price": 82000},
+                    "tool_use_id": "toolu_01XyzAbc"
+                }],
+                "review_configs": [{"action_name": "execute_trade", "allowed_decisions": ["approve", "edit", "reject", "respond"]}],
+                "timeout_seconds": 300
+            }},
+            {"type": "content_block_stop", "index": 2},
+            {"type": "content_block_start", "index": 3, "content_block": {"type": "approval_result", "approval_key": "abc-123_1"}},
+            {"type": "content_block_delta", "index": 3, "delta": {"decisions": [{"type": "approve"}]}},
+            {"type": "content_block_stop", "index": 3},
+            {"type": "content_block_start", "index": 4, "content_block": {"type": "tool_result", "tool_use_id": "toolu_01XyzAbc", "name": "execute_trade", "status": "success", "tool_content_message": "Buy 100 VNM"}},
+            {"type": "content_block_stop", "index": 4},
+            {"type": "group_end", "index": 5, "summary": "Buy 100 VNM"},
+            {"type": "content_block_start", "index": 6, "content_block": {"type": "text", "is_final": true}},
+            {"type": "content_block_delta", "index": 6, "delta": {"type": "text_delta", "text": "Bought 100 VNM."}},
+            {"type": "content_block_stop", "index": 6}
+        ]),
+    );
+}
+
+/// Seed 001: nobody answered; `approval_timeout` is a start and a stop, nothing else.
+#[test]
+fn seed_001_timeout_is_an_approval_timeout_block() {
+    let frames = frames_of(&[trade_approval(), resolved("apr_1", Outcome::TimedOut)]);
+    let tail = serde_json::to_value(&frames[frames.len() - 2..]).unwrap();
+    assert_eq!(
+        tail,
+        json!([
+            {"type": "content_block_start", "index": 2, "content_block": {"type": "approval_timeout", "approval_key": "abc-123_1"}},
+            {"type": "content_block_stop", "index": 2}
+        ])
+    );
+}
+
+/// Rejected and cancelled questions, and an edit decision, in their result deltas.
+#[test]
+fn other_outcomes_have_their_own_result_deltas() {
+    let question = [QuestionInfo::new(
+        "Deploy?",
+        "Deploy",
+        [QuestionOption::new("Yes", "ship")],
+    )];
+    let cases = [
+        (
+            Outcome::Rejected(Some("not now".into())),
+            json!({"decisions": [{"type": "reject", "message": "not now"}]}),
+        ),
+        (Outcome::Cancelled, json!({"cancelled": true})),
+        (
+            Outcome::Answered(vec![vec![]]),
+            json!({"answers": {"Deploy?": "[No preference]"}}),
+        ),
+    ];
+    for (outcome, delta) in cases {
+        let frames = frames_of(&[ask("que_9", &question), resolved("que_9", outcome)]);
+        let delta_frame = serde_json::to_value(&frames[frames.len() - 2]).unwrap();
+        assert_eq!(
+            delta_frame,
+            json!({"type": "content_block_delta", "index": 1, "delta": delta})
+        );
+    }
+    let edit = Decision::Edit {
+        edited_action: askbus_protocol::EditedAction {
+            name: "execute_trade".into(),
+            args: json!({"quantity": 50}),
+        },
+    };
+    let frames = frames_of(&[
+        trade_approval(),
+        resolved("apr_1", Outcome::Decided(vec![edit])),
+    ]);
+    assert_eq!(
+        serde_json::to_value(&frames[frames.len() - 2]).unwrap(),
+        json!({"type": "content_block_delta", "index": 2, "delta": {"decisions": [
+            {"type": "edit", "edited_action": {"name": "execute_trade", "args": {"quantity": 50}}}
+        ]}})
+    );
+}
+
+/// Seed 004: `web_search` without a label reads `Web search`, on the call, its result and
+/// the group's summary.
+#[test]
+fn seed_004_tool_content_message_falls_back_to_the_readable_tool_name() {
+    check_stream(
+        &[
+            tool_use("tc-1", "web_search", None),
+            tool_result("tc-1", "web_search"),
+            final_text("Done."),
+        ],
+        json!([
+            {"type": "group_start", "index": 0},
+            {"type": "content_block_start", "index": 1, "content_block": {"type": "tool_use", "id": "tc-1", "name": "web_search", "input": {}, "tool_content_message": "Web search"}},
+            {"type": "content_block_stop", "index": 1},
+            {"type": "content_block_start", "index": 2, "content_block": {"type": "tool_result", "tool_use_id": "tc-1", "name": "web_search", "status": "success", "tool_content_message": "Web search"}},
+            {"type": "content_block_stop", "index": 2},
+            {"type": "group_end", "index": 3, "summary": "Web search"},
+            {"type": "content_block_start", "index": 4, "content_block": {"type": "text", "is_final": true}},
+            {"type": "content_block_delta", "index": 4, "delta": {"type": "text_delta", "text": "Done."}},
+            {"type": "content_block_stop", "index": 4}
+        ]),
+    );
+}
+
+// ---------------------------------------------------------------------------------------
+// Golden histories.
+
+/// Seed 004's example history response: a user message, a standalone remark, one group
+/// whose first message holds both tool calls, the results as item and end, the answer.
+#[test]
+fn seed_004_history_is_flat_messages_with_display_types() {
+    check_history(
+        &[
+            user("market today"),
+            part("Hi Thao! Let me get the update."),
+            tool_use("tc-1", "write_todos", Some("Plan the analysis")),
+            tool_use("tc-2", "analyze_price", Some("Analyse VNINDEX price")),
+            tool_result("tc-1", "write_todos"),
+            tool_result("tc-2", "analyze_price"),
+            final_text("VNINDEX rose 2.69% today..."),
+        ],
+        json!([
+            {"role": "user", "content": [{"type": "text", "text": "market today"}], "display_type": "content"},
+            {"role": "assistant", "message_type": "chat", "content": [{"type": "text", "text": "Hi Thao! Let me get the update.", "is_part": true}], "display_type": "content"},
+            {
+                "role": "assistant", "message_type": "step", "content": [],
+                "tool_calls": [
+                    {"id": "tc-1", "name": "write_todos", "args": {}, "tool_content_message": "Plan the analysis"},
+                    {"id": "tc-2", "name": "analyze_price", "args": {}, "tool_content_message": "Analyse VNINDEX price"}
+                ],
+                "display_type": "group_start", "summary": "Analyse VNINDEX price"
+            },
+            {"role": "tool", "tool_call_id": "tc-1", "name": "write_todos", "status": "success", "tool_content_message": "Plan the analysis", "display_type": "group_item"},
+            {"role": "tool", "tool_call_id": "tc-2", "name": "analyze_price", "status": "success", "tool_content_message": "Analyse VNINDEX price", "display_type": "group_end", "summary": "Analyse VNINDEX price"},
+            {"role": "assistant", "message_type": "step", "content": [{"type": "text", "text": "VNINDEX rose 2.69% today...", "is_final": true}], "display_type": "content"}
+        ]),
+    );
+}
+
+/// Seed 004's `group_closed`: a group of one message is that message as a self-closing
+/// `group_start`; a group without tool calls is summarised `Thinking`.
+#[test]
+fn seed_004_group_of_one_message_is_self_closing() {
+    check_history(
+        &[thinking("..."), final_text("Hello.")],
+        json!([
+            {"role": "assistant", "message_type": "chat", "content": [{"type": "thinking", "thinking": "..."}], "display_type": "group_start", "summary": "Thinking", "group_closed": true},
+            {"role": "assistant", "message_type": "step", "content": [{"type": "text", "text": "Hello.", "is_final": true}], "display_type": "content"}
+        ]),
+    );
+}
+
+/// Seed 000's full history of two questions: each group closed before its question, each
+/// question a resolved `approval_request` outside groups with its answers, the question
+/// tool's own call and result filtered out.
+#[test]
+fn seed_000_history_shows_resolved_questions_outside_groups() {
+    let q1 = [QuestionInfo::new("Q1", "First", [QuestionOption::new("A1", "one")]).options_only()];
+    let q2 = [QuestionInfo::new("Q2", "Second", [QuestionOption::new("A2", "two")]).options_only()];
+    let round = |n: &str, tool: &str, question: &str, info: &[QuestionInfo], answer: &str| {
+        let label = format!("Prepare question {n}");
+        vec![
+            thinking("..."),
+            tool_use(tool, "write_todos", Some(&label)),
+            tool_result(tool, "write_todos"),
+            tool_use(&format!("ask-{n}"), "ask_user_question", None),
+            ask(question, info),
+            resolved(question, Outcome::Answered(vec![vec![answer.into()]])),
+            tool_result(&format!("ask-{n}"), "ask_user_question"),
+        ]
+    };
+    let mut records = vec![user("ask me twice")];
+    records.extend(round("1", "tc-1", "que_1", &q1, "A1"));
+    records.extend(round("2", "tc-2", "que_2", &q2, "A2"));
+    records.push(final_text("Thanks! Summary..."));
+
+    let group = |n: &str, tool: &str, message_type: &str| {
+        let label = format!("Prepare question {n}");
+        vec![
+            json!({"role": "assistant", "message_type": message_type, "content": [{"type": "thinking", "thinking": "..."}], "display_type": "group_start", "summary": label}),
+            json!({"role": "assistant", "message_type": "step", "content": [], "tool_calls": [{"id": tool, "name": "write_todos", "args": {}, "tool_content_message": label}], "display_type": "group_item"}),
+            json!({"role": "tool", "tool_call_id": tool, "name": "write_todos", "status": "success", "tool_content_message": label, "display_type": "group_end", "summary": label}),
+        ]
+    };
+    let resolved_question = |key: &str,
+                             question: &str,
+                             header: &str,
+                             option: &str,
+                             description: &str,
+                             answer: &str| {
+        json!({
+            "role": "assistant", "message_type": "step",
+            "content": [{
+                "type": "approval_request",
+                "approval_key": key,
+                "isResolved": true,
+                "actionRequests": [{
+                    "name": "ask_user_question",
+                    "args": {
+                        "questions": [{"question": question, "header": header, "multiSelect": false, "options": [{"label": option, "description": description}]}],
+                        "answers": {question: answer}
+                    }
+                }],
+                "reviewConfigs": [{"action_name": "ask_user_question", "allowed_decisions": ["approve", "edit", "reject"]}],
+                "timeoutSeconds": 600,
+                "submittedAnswers": {question: answer}
+            }],
+            "display_type": "content"
+        })
+    };
+    let mut expected = vec![
+        json!({"role": "user", "content": [{"type": "text", "text": "ask me twice"}], "display_type": "content"}),
+    ];
+    expected.extend(group("1", "tc-1", "chat"));
+    expected.push(resolved_question("que_1", "Q1", "First", "A1", "one", "A1"));
+    expected.extend(group("2", "tc-2", "step"));
+    expected.push(resolved_question(
+        "que_2", "Q2", "Second", "A2", "two", "A2",
+    ));
+    expected.push(json!({"role": "assistant", "message_type": "step", "content": [{"type": "text", "text": "Thanks! Summary...", "is_final": true}], "display_type": "content"}));
+    check_history(&records, Value::Array(expected));
+}
+
+/// A pending request in the history carries what a client needs to answer it after a
+/// reload: its key, actions, review configs and timeout, and `isResolved: false`. An open
+/// group has a `group_start` without summary and no end.
+#[test]
+fn pending_requests_and_open_groups_in_history() {
+    let history = history_of(&[
+        tool_use("toolu_01XyzAbc", "execute_trade", None),
+        trade_approval(),
+    ]);
+    assert_eq!(
+        history,
+        json!([
+            {"role": "assistant", "message_type": "chat", "content": [], "tool_calls": [{"id": "toolu_01XyzAbc", "name": "execute_trade", "args": {}, "tool_content_message": "Execute trade"}], "display_type": "group_start"},
+            {"role": "assistant", "message_type": "step", "content": [{
+                "type": "approval_request",
+                "approval_key": "abc-123_1",
+                "isResolved": false,
+                "actionRequests": [{"name": "execute_trade", "args": {"symbol": "VNM", "quantity": 100, "side": "buy", "price": 82000}, "tool_use_id": "toolu_01XyzAbc"}],
+                "reviewConfigs": [{"action_name": "execute_trade", "allowed_decisions": ["approve", "edit", "reject", "respond"]}],
+                "timeoutSeconds": 300
+            }], "display_type": "group_item"}
+        ])
+    );
+}
+
+// ---------------------------------------------------------------------------------------
+// Transcripts on a bus.
+
+/// A question request as the question service would announce it.
+fn question_request(
+    ids: &mut IdGenerator,
+    session: &str,
+    questions: Vec<QuestionInfo>,
+) -> Arc<QuestionRequest> {
+    let id: QuestionId = ids.next_id::<QuestionKind>();
+    Arc::new(QuestionRequest {
+        id,
+        session_id: session.into(),
+        questions,
+        tool: None,
+        created_at: 1_000_000,
+        expires_at: Some(1_600_000),
+    })
+}
+
+/// Steps and question events published on one bus are folded in bus order; other
+/// sessions stay out; the question tool's own steps are dropped; every frame cursor
+/// resumes exactly after its frame.
+#[test]
+fn transcripts_fold_steps_and_question_events_in_bus_order() {
+    let bus = Bus::new();
+    let transcripts = Transcripts::new(&bus);
+    let mut ids = IdGenerator::new();
+    bus.publish(AgentStep::new("s1", Step::User { text: "hi".into() }));
+    bus.publish(AgentStep::new(
+        "other",
+        Step::User {
+            text: "not mine".into(),
+        },
+    ));
+    bus.publish(AgentStep::new(
+        "s1",
+        Step::ToolUse {
+            id: "tc-1".into(),
+            name: "web_search".into(),
+            input: json!({"q": "x"}),
+            tool_content_message: None,
+        },
+    ));
+    let request = question_request(&mut ids, "s1", seed_questions());
+    bus.publish(QuestionAsked {
+        request: Arc::clone(&request),
+    });
+    let answers: Arc<[Answer]> = vec![vec!["Long-term growth".to_owned()], vec![]].into();
+    bus.publish(QuestionReplied {
+        session_id: "s1".into(),
+        request_id: request.id,
+        answers,
+    });
+
+    let history = serde_json::to_value(transcripts.history("s1")).unwrap();
+    let messages = history["messages"].as_array().unwrap();
+    assert_eq!(messages.len(), 3, "{history:#}");
+    assert_eq!(messages[1]["display_type"], "group_start");
+    assert_eq!(messages[1]["group_closed"], true);
+    assert_eq!(messages[1]["summary"], "Web search");
+    let part = &messages[2]["content"][0];
+    assert_eq!(part["approval_key"], request.id.to_string());
+    assert_eq!(part["timeoutSeconds"], 600);
+    assert_eq!(
+        part["submittedAnswers"],
+        json!({"Which goal do you want to focus on?": "Long-term growth", "Expected holding period?": "[No preference]"})
+    );
+    assert_eq!(transcripts.history("other").messages.len(), 1);
+    assert!(transcripts.history("nobody").messages.is_empty());
+
+    let all = transcripts.frames_after("s1", None);
+    assert_eq!(all.len(), 3 + 1 + 2 + 1 + 3 + 3);
+    for (position, frame) in all.iter().enumerate() {
+        let cursor: FrameCursor = frame.cursor.to_string().parse().unwrap();
+        assert_eq!(cursor, frame.cursor);
+        assert_eq!(
+            transcripts.frames_after("s1", Some(cursor)),
+            all[position + 1..]
+        );
+    }
+    assert!("evt_nope".parse::<FrameCursor>().is_err());
+}
+
+/// Every way a question ends reaches the transcript, and a later step goes after it.
+#[test]
+fn transcripts_see_every_question_outcome() {
+    let bus = Bus::new();
+    let transcripts = Transcripts::new(&bus);
+    let mut ids = IdGenerator::new();
+    let question = || {
+        vec![QuestionInfo::new(
+            "Go?",
+            "Go",
+            [QuestionOption::new("Yes", "go")],
+        )]
+    };
+    let mut expected = Vec::new();
+    for outcome in 0..3 {
+        let request = question_request(&mut ids, "s", question());
+        bus.publish(QuestionAsked {
+            request: Arc::clone(&request),
+        });
+        let (session_id, request_id) = (Arc::<str>::from("s"), request.id);
+        match outcome {
+            0 => {
+                bus.publish(QuestionRejected {
+                    session_id,
+                    request_id,
+                    reason: None,
+                });
+                expected.push(json!({"decisions": [{"type": "reject"}]}));
+            }
+            1 => {
+                bus.publish(QuestionTimedOut {
+                    session_id,
+                    request_id,
+                });
+                expected.push(json!({"timedOut": true}));
+            }
+            _ => {
+                bus.publish(QuestionCancelled {
+                    session_id,
+                    request_id,
+                });
+                expected.push(json!({"cancelled": true}));
+            }
+        }
+    }
+    let history = serde_json::to_value(transcripts.history("s")).unwrap();
+    for (message, outcome) in history["messages"].as_array().unwrap().iter().zip(expected) {
+        let part = &message["content"][0];
+        assert_eq!(part["isResolved"], true);
+        let (key, value) = outcome.as_object().unwrap().iter().next().unwrap();
+        assert_eq!(&part[key], value, "{part:#}");
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// History + replay == live.
+
+/// One thing that happens in a generated session.
+#[derive(Debug, Clone)]
+enum Op {
+    User(String),
+    Text(String, bool),
+    Thinking(String),
+    /// A call of tool `name % TOOLS.len()`, with or without a label.
+    ToolUse(usize, Option<String>),
+    /// The result of the `n % calls`-th call so far.
+    ToolResult(usize, bool),
+    /// A question with this many questions (1..=3).
+    Ask(usize),
+    /// A tool approval (pure encoder only: approvals are not on the bus yet).
+    Approve,
+    /// Resolves the `n % pending`-th pending request with outcome `kind % 5`.
+    Resolve(usize, usize),
+    /// An event of another session, in between.
+    Noise,
+}
+
+const TOOLS: [&str; 4] = [
+    "web_search",
+    "write_todos",
+    "analyze_price",
+    "ask_user_question",
+];
+
+fn op() -> impl Strategy<Value = Op> {
+    let text = "[a-z ]{0,6}";
+    prop_oneof![
+        text.prop_map(Op::User),
+        (text, any::<bool>()).prop_map(|(text, is_final)| Op::Text(text, is_final)),
+        text.prop_map(Op::Thinking),
+        (0..TOOLS.len(), proptest::option::of("[A-Z][a-z]{0,5}"))
+            .prop_map(|(tool, label)| Op::ToolUse(tool, label)),
+        (any::<usize>(), any::<bool>()).prop_map(|(n, error)| Op::ToolResult(n, error)),
+        (1..=3_usize).prop_map(Op::Ask),
+        Just(Op::Approve),
+        (any::<usize>(), any::<usize>()).prop_map(|(n, kind)| Op::Resolve(n, kind)),
+        Just(Op::Noise),
+    ]
+}
+
+/// What a generated session does, ready to be published or encoded.
+enum Action {
+    Step(Step),
+    Ask(Arc<QuestionRequest>),
+    Approve(Request),
+    Resolve {
+        request_id: QuestionId,
+        question: bool,
+        outcome: Outcome,
+    },
+    Noise,
+}
+
+/// Interprets ops into actions with consistent ids.
+fn actions(ops: &[Op]) -> Vec<Action> {
+    let mut ids = IdGenerator::new();
+    let mut calls: Vec<(String, &str)> = Vec::new();
+    let mut pending: Vec<(QuestionId, usize)> = Vec::new();
+    let mut actions = Vec::new();
+    for op in ops {
+        let action = match op {
+            Op::User(text) => Action::Step(Step::User { text: text.clone() }),
+            Op::Text(text, is_final) => Action::Step(Step::Text {
+                text: text.clone(),
+                is_final: *is_final,
+            }),
+            Op::Thinking(thinking) => Action::Step(Step::Thinking {
+                thinking: thinking.clone(),
+            }),
+            Op::ToolUse(tool, label) => {
+                let id = format!("tc-{}", calls.len());
+                let name = TOOLS[tool % TOOLS.len()];
+                calls.push((id.clone(), name));
+                Action::Step(Step::ToolUse {
+                    id,
+                    name: name.into(),
+                    input: json!({"n": calls.len()}),
+                    tool_content_message: label.clone(),
+                })
+            }
+            Op::ToolResult(n, error) => {
+                let Some((id, name)) = calls.get(n % calls.len().max(1)).cloned() else {
+                    continue;
+                };
+                Action::Step(Step::ToolResult {
+                    tool_use_id: id,
+                    name: name.into(),
+                    status: if *error {
+                        ToolStatus::Error
+                    } else {
+                        ToolStatus::Success
+                    },
+                    content: error.then(|| "failed".to_owned()),
+                })
+            }
+            Op::Ask(count) => {
+                let questions = (0..*count)
+                    .map(|q| {
+                        QuestionInfo::new(
+                            format!("Question {q}?"),
+                            "Q",
+                            [QuestionOption::new("A", "a"), QuestionOption::new("B", "b")],
+                        )
+                    })
+                    .collect();
+                let request = question_request(&mut ids, "s", questions);
+                pending.push((request.id, *count));
+                Action::Ask(request)
+            }
+            Op::Approve => {
+                // Approval ids only need to be distinct strings; a question id is one.
+                let id: QuestionId = ids.next_id::<QuestionKind>();
+                pending.push((id, 0));
+                let mut request = trade_request();
+                request.request_id = id.to_string();
+                request.approval_key = format!("s_{}", pending.len());
+                Action::Approve(request)
+            }
+            Op::Resolve(n, kind) => {
+                if pending.is_empty() {
+                    continue;
+                }
+                let (request_id, count) = pending.remove(n % pending.len());
+                let question = count > 0;
+                let outcome = match (kind % 5, question) {
+                    (0, true) => Outcome::Answered(
+                        (0..count)
+                            .map(|q| if q % 2 == 0 { vec!["A".into()] } else { vec![] })
+                            .collect(),
+                    ),
+                    (0, false) => Outcome::Decided(vec![Decision::Approve]),
+                    (1, _) => Outcome::Rejected(Some("no".into())),
+                    (2, _) => Outcome::TimedOut,
+                    (3, _) => Outcome::Cancelled,
+                    _ => Outcome::Decided(vec![Decision::Reject { message: None }]),
+                };
+                Action::Resolve {
+                    request_id,
+                    question,
+                    outcome,
+                }
+            }
+            Op::Noise => Action::Noise,
+        };
+        actions.push(action);
+    }
+    actions
+}
+
+/// The record an action stands for in session `s`, if any.
+fn record(action: &Action) -> Option<Record> {
+    match action {
+        Action::Step(step) => Some(Record::Step(step.clone())),
+        Action::Ask(request) => Some(Record::Request(RequestEvent::Asked(Request::question(
+            request.id.to_string(),
+            &request.questions,
+            Some(600),
+        )))),
+        Action::Approve(request) => Some(Record::Request(RequestEvent::Asked(request.clone()))),
+        Action::Resolve {
+            request_id,
+            outcome,
+            ..
+        } => Some(resolved(&request_id.to_string(), outcome.clone())),
+        Action::Noise => None,
+    }
+}
+
+/// Publishes a question-only action on the bus, as the runtime and question service would.
+fn publish(bus: &Bus, action: &Action) {
+    let session: Arc<str> = "s".into();
+    match action {
+        Action::Step(step) => {
+            bus.publish(AgentStep::new("s", step.clone()));
+        }
+        Action::Ask(request) => {
+            bus.publish(QuestionAsked {
+                request: Arc::clone(request),
+            });
+        }
+        Action::Resolve {
+            request_id,
+            question: true,
+            outcome,
+        } => {
+            let request_id = *request_id;
+            match outcome {
+                Outcome::Answered(answers) => bus.publish(QuestionReplied {
+                    session_id: session,
+                    request_id,
+                    answers: answers.clone().into(),
+                }),
+                Outcome::Rejected(reason) => bus.publish(QuestionRejected {
+                    session_id: session,
+                    request_id,
+                    reason: reason.clone(),
+                }),
+                Outcome::TimedOut => bus.publish(QuestionTimedOut {
+                    session_id: session,
+                    request_id,
+                }),
+                _ => bus.publish(QuestionCancelled {
+                    session_id: session,
+                    request_id,
+                }),
+            };
+        }
+        Action::Approve(_) | Action::Resolve { .. } => {}
+        Action::Noise => {
+            bus.publish(AgentStep::new(
+                "other",
+                Step::Thinking {
+                    thinking: "elsewhere".into(),
+                },
+            ));
+        }
+    }
+}
+
+/// What a client has after the history (read back from its JSON) and the frames after it.
+fn resumed(history: &History, frames: impl IntoIterator<Item = Frame>) -> ClientView {
+    let json = serde_json::to_string(history).unwrap();
+    let read: History = serde_json::from_str(&json).unwrap();
+    assert_eq!(&read, history, "the history reads back from its JSON");
+    let mut view = ClientView::from_history(&read);
+    for frame in frames {
+        view.apply(&frame);
+    }
+    view
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(256))]
+
+    /// Pure encoder, every record kind including approvals: for every cut between records,
+    /// the history of the frames before it, read back from JSON and continued with the
+    /// frames after it, gives the blocks of the whole stream.
+    #[test]
+    fn history_then_replay_equals_live_for_every_cut(ops in proptest::collection::vec(op(), 0..40)) {
+        let mut encoder = Encoder::new();
+        let mut ids = IdGenerator::new();
+        let origin = ids.next_id();
+        let entries: Vec<(askbus::EventId, Vec<Frame>)> = actions(&ops)
+            .iter()
+            .filter_map(record)
+            .map(|record| (ids.next_id(), encoder.encode(&record)))
+            .collect();
+        let mut live = ClientView::new();
+        for frame in entries.iter().flat_map(|(_, frames)| frames) {
+            let json = serde_json::to_value(frame).unwrap();
+            prop_assert_eq!(&serde_json::from_value::<Frame>(json).unwrap(), frame);
+            live.apply(frame);
+        }
+        let mut before = ClientView::new();
+        for cut in 0..=entries.len() {
+            if cut > 0 {
+                for frame in &entries[cut - 1].1 {
+                    before.apply(frame);
+                }
+            }
+            let cursor = if cut == 0 { origin } else { entries[cut - 1].0 };
+            let history = before.history(cursor);
+            let after = entries
+                .iter()
+                .filter(|(id, _)| *id > history.last_event_id)
+                .flat_map(|(_, frames)| frames.iter().cloned());
+            let resumed = resumed(&history, after);
+            prop_assert_eq!(resumed.blocks(), live.blocks());
+        }
+    }
+
+    /// Real transcripts on a bus: publish part of a session (with another session's events
+    /// in between), read the history, publish the rest; the history plus
+    /// `frames_after(last_event_id)` gives the blocks of the whole stream.
+    #[test]
+    fn transcripts_history_then_stream_equals_live(
+        ops in proptest::collection::vec(op(), 0..40),
+        cut in any::<prop::sample::Index>(),
+    ) {
+        let actions = actions(&ops);
+        let cut = cut.index(actions.len() + 1);
+        let bus = Bus::new();
+        let transcripts = Transcripts::new(&bus);
+        for action in &actions[..cut] {
+            publish(&bus, action);
+        }
+        let history = transcripts.history("s");
+        for action in &actions[cut..] {
+            publish(&bus, action);
+        }
+        let replay = transcripts
+            .frames_after("s", Some(history.last_event_id.into()))
+            .into_iter()
+            .map(|frame| frame.frame);
+        let mut live = ClientView::new();
+        for frame in transcripts.frames_after("s", None) {
+            live.apply(&frame.frame);
+        }
+        let resumed = resumed(&history, replay);
+        prop_assert_eq!(resumed.blocks(), live.blocks());
+        prop_assert_eq!(transcripts.history("s"), live.history(transcripts.history("s").last_event_id));
+    }
+}
