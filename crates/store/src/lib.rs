@@ -1,0 +1,390 @@
+//! Where askbus keeps pending requests, their outcomes and the event history: in memory,
+//! in an embedded SQLite file, or in Redis shared by several server instances.
+//!
+//! # Why a store, and what stays in memory
+//!
+//! The pending-request registry (`askbus-question`) is, and stays, the in-process authority
+//! for everything that cannot leave the process: the oneshot channel an asking future
+//! awaits, the `wait` watchers, the deadline index and its one timer task. A [`Store`] is
+//! the *record* behind it: every request as asked, its single outcome, and every published
+//! event. The library default is no store at all (the registry's own maps), so embedding
+//! askbus pays nothing for durability it did not ask for. The server's default is
+//! [`SqliteStore`]; several servers sharing requests use [`RedisStore`]; [`MemoryStore`] is
+//! the reference implementation the others are tested against, and lets one process run
+//! several registries over one shared record.
+//!
+//! # The policy, in exact words
+//!
+//! - **Writes are ordered and acknowledged.** [`Store::write`] never blocks: it queues the
+//!   write and returns an [`Ack`], a future that completes once the write is *durable*
+//!   (committed to the SQLite file, or executed by Redis). Writes take effect in the order
+//!   they were queued, across all callers, so a caller that queues under a lock gets the
+//!   lock's order in the store. Acknowledge a human (HTTP 200) only after the ack.
+//! - **Exactly one outcome.** [`Write::Resolve`] is a conditional transition, `pending` →
+//!   terminal, decided inside the store (SQLite `UPDATE … WHERE state = 'pending'`, one Lua
+//!   script in Redis). Of any number of concurrent attempts, from any number of processes,
+//!   exactly one gets [`Written::Resolved`]; every other gets
+//!   [`Written::AlreadyResolved`] with the winner's state.
+//! - **Idempotent ask.** A request may carry the `call_id` of the tool call that asked.
+//!   [`Store::find_by_call`] returns the newest request of a `(kind, session, call_id)`, so
+//!   an agent that re-asks after a restart is handed the stored outcome (or the request
+//!   still pending) instead of prompting the human twice.
+//! - **Event ids ascend across restarts.** Events are appended in publish order with their
+//!   `evt_` ULID ids; [`Store::recent_events`] returns the newest of them, oldest first, so
+//!   a restarted bus refills its history and continues with ids above the last one, and a
+//!   client resuming with `Last-Event-ID` gets a gap-free replay.
+//! - **Versioned schema.** Each backend records its schema version (SQLite
+//!   `PRAGMA user_version`, Redis `{prefix}:schema`) and migrates forward on open; a store
+//!   written by a newer askbus is refused, never guessed at.
+//!
+//! # Backends
+//!
+//! - [`SqliteStore`]: one writer thread owns the connection and commits **groups** of
+//!   queued writes in one transaction (WAL, `synchronous = FULL`): every ack waits for an
+//!   fsync, but one fsync serves every write that queued while the previous one ran, so
+//!   throughput grows with load instead of being capped by the disk's sync latency. The
+//!   file is locked exclusively: a second process opening it is refused.
+//! - [`RedisStore`]: one writer task sends queued writes as one pipeline of Lua scripts;
+//!   each resolution is announced on the channel `{prefix}:resolved` so every instance can
+//!   wake its local waiters. Durability is Redis's own (`appendonly`, `appendfsync`).
+//! - [`MemoryStore`]: maps under a mutex; every ack is ready at once.
+//!
+//! ```
+//! use askbus_store::{
+//!     MemoryStore, OutcomeRecord, OutcomeState, RequestKind, RequestRecord, Store, Write,
+//!     Written,
+//! };
+//!
+//! # #[tokio::main(flavor = "current_thread")] async fn main() {
+//! let store = MemoryStore::new();
+//! let request = RequestRecord {
+//!     id: "que_01JZ6Q3V8R5M2K7D4T9WXYZABC".into(),
+//!     kind: RequestKind::Question,
+//!     session_id: "session-1".into(),
+//!     call_id: Some("call-7".into()),
+//!     created_at_ms: 1_700_000_000_000,
+//!     expires_at_ms: None,
+//!     body: r#"{"questions":[]}"#.into(),
+//! };
+//! store.write(Write::Insert(request.clone())).await.unwrap();
+//!
+//! let answer = OutcomeRecord::new(OutcomeState::Replied, r#"[["Yes"]]"#, 1_700_000_001_000);
+//! let resolve = || Write::Resolve {
+//!     kind: RequestKind::Question,
+//!     id: request.id.clone(),
+//!     outcome: answer.clone(),
+//! };
+//! assert_eq!(store.write(resolve()).await.unwrap(), Written::Resolved);
+//! assert_eq!(
+//!     store.write(resolve()).await.unwrap(),
+//!     Written::AlreadyResolved(OutcomeState::Replied)
+//! );
+//!
+//! // The agent asks again with the same tool call: the answer is already there.
+//! let again = store.find_by_call(RequestKind::Question, "session-1", "call-7").await.unwrap();
+//! assert_eq!(again.unwrap().outcome.unwrap().body, r#"[["Yes"]]"#);
+//! # }
+//! ```
+
+mod ack;
+mod memory;
+mod redis;
+mod sqlite;
+
+use std::future::Future;
+use std::pin::Pin;
+use std::str::FromStr;
+
+pub use ack::Ack;
+pub use memory::MemoryStore;
+pub use redis::RedisStore;
+pub use sqlite::SqliteStore;
+
+/// The record behind the pending-request registry: requests, outcomes and events.
+///
+/// Implemented by [`MemoryStore`], [`SqliteStore`] and [`RedisStore`]; see the crate docs
+/// for the ordering, durability and exactly-once guarantees every implementation keeps.
+pub trait Store: Send + Sync + 'static {
+    /// Queues `write` behind every write queued before it and returns at once; the [`Ack`]
+    /// completes when the write is durable.
+    ///
+    /// # Cancel safety
+    ///
+    /// Dropping the [`Ack`] does not withdraw the write: it still happens, in order.
+    fn write(&self, write: Write) -> Ack;
+
+    /// Every pending request of `kind`, ascending by id, then the `retain_resolved` newest
+    /// resolved ones, ascending by id.
+    ///
+    /// # Errors
+    ///
+    /// [`StoreError`] if the backend cannot be read.
+    fn requests(&self, kind: RequestKind, retain_resolved: usize) -> BoxFuture<'_, Loaded>;
+
+    /// The newest request of `kind` that `session_id` asked from the tool call `call_id`,
+    /// pending or resolved.
+    ///
+    /// # Errors
+    ///
+    /// [`StoreError`] if the backend cannot be read.
+    fn find_by_call<'a>(
+        &'a self,
+        kind: RequestKind,
+        session_id: &'a str,
+        call_id: &'a str,
+    ) -> BoxFuture<'a, Option<StoredRequest>>;
+
+    /// One request by id, pending or resolved.
+    ///
+    /// # Errors
+    ///
+    /// [`StoreError`] if the backend cannot be read.
+    fn get<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Option<StoredRequest>>;
+
+    /// The newest `limit` events, oldest first.
+    ///
+    /// # Errors
+    ///
+    /// [`StoreError`] if the backend cannot be read.
+    fn recent_events(&self, limit: usize) -> BoxFuture<'_, Vec<EventRecord>>;
+}
+
+/// The future a [`Store`] read returns.
+pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = Result<T, StoreError>> + Send + 'a>>;
+
+/// One change to the record, queued with [`Store::write`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Write {
+    /// Records a new pending request. Its id must be new.
+    Insert(RequestRecord),
+    /// Moves a pending request to its terminal outcome, if it is still pending.
+    Resolve {
+        /// The request's kind.
+        kind: RequestKind,
+        /// The request's id.
+        id: String,
+        /// How it ended.
+        outcome: OutcomeRecord,
+    },
+    /// Appends a published event to the history.
+    Append(EventRecord),
+}
+
+/// What a durable [`Write`] did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Written {
+    /// The request was recorded as pending.
+    Inserted,
+    /// This write won: the request moved from pending to its outcome.
+    Resolved,
+    /// The request had already reached this outcome; nothing changed.
+    AlreadyResolved(OutcomeState),
+    /// No request has that id; nothing changed.
+    NotFound,
+    /// The event was appended.
+    Appended,
+}
+
+/// The two kinds of human-input request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum RequestKind {
+    /// A structured question (`que_` ids).
+    Question,
+    /// A review of tool calls (`apr_` ids).
+    Approval,
+}
+
+/// A request as it was asked; immutable once inserted.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RequestRecord {
+    /// The request's id, with its kind prefix (`que_…`); ascending in creation order.
+    pub id: String,
+    /// Question or approval.
+    pub kind: RequestKind,
+    /// The session that asked.
+    pub session_id: String,
+    /// The tool call that asked, the key of an idempotent re-ask.
+    pub call_id: Option<String>,
+    /// Creation time, milliseconds since the Unix epoch.
+    pub created_at_ms: u64,
+    /// When the request times out, milliseconds since the Unix epoch; `None`: never.
+    pub expires_at_ms: Option<u64>,
+    /// The request itself, as JSON; the store does not look inside.
+    pub body: String,
+}
+
+/// The terminal states of a request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum OutcomeState {
+    /// A human answered.
+    Replied,
+    /// A human refused.
+    Rejected,
+    /// Nobody answered in time.
+    TimedOut,
+    /// The asker went away or the session was cancelled.
+    Cancelled,
+}
+
+/// How a request ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OutcomeRecord {
+    /// Which terminal state.
+    pub state: OutcomeState,
+    /// The outcome's data (answers, decisions, a reason) as JSON; the store does not look
+    /// inside.
+    pub body: String,
+    /// When it ended, milliseconds since the Unix epoch.
+    pub resolved_at_ms: u64,
+}
+
+/// A request with its outcome, `None` while pending.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StoredRequest {
+    /// The request as asked.
+    pub request: RequestRecord,
+    /// How it ended, if it has.
+    pub outcome: Option<OutcomeRecord>,
+}
+
+/// What [`Store::requests`] found for one kind.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Loaded {
+    /// Every pending request, ascending by id.
+    pub pending: Vec<StoredRequest>,
+    /// The newest resolved requests, ascending by id.
+    pub resolved: Vec<StoredRequest>,
+}
+
+/// One published event as the history keeps it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EventRecord {
+    /// The event id (`evt_` + ULID), ascending in publish order.
+    pub id: String,
+    /// The stable event name (`question.asked`).
+    pub event_type: String,
+    /// The session the event concerns, if any.
+    pub session_id: Option<String>,
+    /// The event's properties, as JSON.
+    pub properties: String,
+}
+
+/// Why the store could not do what was asked.
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    /// The store URL is not one of `memory`, `sqlite:PATH`, `redis://…`.
+    #[error("unsupported store {0:?}: use `memory`, `sqlite:PATH` or `redis://HOST:PORT[/DB]`")]
+    UnsupportedUrl(String),
+    /// Another process has the SQLite file open.
+    #[error("the store {path} is in use by another process (only one server may open it)")]
+    Locked {
+        /// The file.
+        path: String,
+    },
+    /// The store was written by a newer askbus.
+    #[error("the store has schema version {found}; this askbus knows up to {supported}")]
+    NewerSchema {
+        /// The version found.
+        found: i64,
+        /// The newest version this build knows.
+        supported: i64,
+    },
+    /// SQLite failed.
+    #[error("SQLite: {0}")]
+    Sqlite(#[from] rusqlite::Error),
+    /// Redis failed (or cannot be reached).
+    #[error("Redis: {0}")]
+    Redis(#[from] ::redis::RedisError),
+    /// A group of writes could not be committed; none of them happened.
+    #[error("the store could not commit: {0}")]
+    CommitFailed(String),
+    /// A stored value cannot be read back (a damaged or foreign record).
+    #[error("corrupt record: {0}")]
+    Corrupt(String),
+    /// The store's writer stopped (the store was closed, or its runtime shut down).
+    #[error("the store is closed")]
+    Closed,
+}
+
+/// Opens the store a URL names: `memory`, `sqlite:PATH` or `redis://HOST:PORT[/DB]`
+/// (Redis keys under the prefix `askbus`).
+///
+/// # Errors
+///
+/// [`StoreError::UnsupportedUrl`] for any other URL, or the backend's error on open.
+pub async fn open(url: &str) -> Result<std::sync::Arc<dyn Store>, StoreError> {
+    let url = url.trim();
+    if url == "memory" {
+        return Ok(std::sync::Arc::new(MemoryStore::new()));
+    }
+    if let Some(path) = url.strip_prefix("sqlite:") {
+        return Ok(std::sync::Arc::new(SqliteStore::open(path)?));
+    }
+    if url.starts_with("redis://") || url.starts_with("rediss://") {
+        return Ok(std::sync::Arc::new(
+            RedisStore::open(url, RedisStore::DEFAULT_PREFIX).await?,
+        ));
+    }
+    Err(StoreError::UnsupportedUrl(url.to_owned()))
+}
+
+impl OutcomeRecord {
+    /// An outcome in `state` with its JSON `body`, reached at `resolved_at_ms`.
+    pub fn new(state: OutcomeState, body: impl Into<String>, resolved_at_ms: u64) -> Self {
+        Self {
+            state,
+            body: body.into(),
+            resolved_at_ms,
+        }
+    }
+}
+
+impl RequestKind {
+    /// The stored name: `question` or `approval`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Question => "question",
+            Self::Approval => "approval",
+        }
+    }
+}
+
+impl FromStr for RequestKind {
+    type Err = StoreError;
+
+    fn from_str(text: &str) -> Result<Self, StoreError> {
+        match text {
+            "question" => Ok(Self::Question),
+            "approval" => Ok(Self::Approval),
+            other => Err(StoreError::Corrupt(format!(
+                "unknown request kind {other:?}"
+            ))),
+        }
+    }
+}
+
+impl OutcomeState {
+    /// The stored name: `replied`, `rejected`, `timed_out` or `cancelled`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Replied => "replied",
+            Self::Rejected => "rejected",
+            Self::TimedOut => "timed_out",
+            Self::Cancelled => "cancelled",
+        }
+    }
+}
+
+impl FromStr for OutcomeState {
+    type Err = StoreError;
+
+    fn from_str(text: &str) -> Result<Self, StoreError> {
+        match text {
+            "replied" => Ok(Self::Replied),
+            "rejected" => Ok(Self::Rejected),
+            "timed_out" => Ok(Self::TimedOut),
+            "cancelled" => Ok(Self::Cancelled),
+            other => Err(StoreError::Corrupt(format!("unknown outcome {other:?}"))),
+        }
+    }
+}

@@ -1,0 +1,549 @@
+//! The Redis store: one record shared by several server instances.
+
+use std::collections::HashMap;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+
+use redis::aio::MultiplexedConnection;
+use redis::{RedisResult, Value};
+use tokio::sync::{mpsc, oneshot};
+
+use crate::ack::AckSender;
+use crate::{
+    Ack, BoxFuture, EventRecord, Loaded, OutcomeRecord, RequestKind, RequestRecord, Store,
+    StoreError, StoredRequest, Write, Written,
+};
+
+/// A [`Store`] in Redis, shared by every server instance that opens it with the same URL
+/// and prefix.
+///
+/// One task per store sends queued writes as one pipeline per group, in queue order; each
+/// write is a single command or Lua script, so it is atomic in Redis, and a resolution is
+/// decided there: of concurrent attempts from any instances, one script finds the request
+/// pending. The winner also publishes the request id on the channel `{prefix}:outcomes`,
+/// so every instance can learn of an outcome it did not decide. Reads run on the same task
+/// after the writes queued before them.
+///
+/// Keys, all under the prefix: `schema` (the schema version), `req:{id}` (a hash per
+/// request), `pending:{kind}` and `resolved:{kind}` (sorted sets of ids, ordered by id),
+/// `calls:{kind}` (a hash from `[session, call_id]` to the newest request id) and `events`
+/// (a stream, trimmed to about [`RedisStore::EVENT_RETENTION`] entries). Durability is
+/// Redis's own: enable `appendonly` with `appendfsync always` (or `everysec`) for writes to
+/// survive a Redis restart.
+///
+/// # Examples
+///
+/// ```no_run
+/// use askbus_store::{RedisStore, Store};
+///
+/// # #[tokio::main(flavor = "current_thread")] async fn main() {
+/// let store = RedisStore::open("redis://127.0.0.1:6379", "askbus").await.unwrap();
+/// let history = store.recent_events(100).await.unwrap();
+/// # }
+/// ```
+#[derive(Debug, Clone)]
+pub struct RedisStore {
+    /// Queue of the writer task, which stops when every clone is dropped.
+    jobs: mpsc::UnboundedSender<Job>,
+    /// Key names.
+    keys: Arc<Keys>,
+}
+
+/// Key names under one prefix.
+#[derive(Debug)]
+struct Keys {
+    /// Prepended, with a `:`, to every key and channel.
+    prefix: String,
+}
+
+/// Work for the writer task.
+enum Job {
+    /// A write and the ack to complete once Redis executed it.
+    Write(Write, AckSender),
+    /// A query, run after the writes queued before it; it sends its own result.
+    Read(Box<dyn FnOnce(MultiplexedConnection) -> ReadFuture + Send>),
+}
+
+/// A running query of a [`Job::Read`].
+type ReadFuture = Pin<Box<dyn Future<Output = ()> + Send>>;
+
+impl std::fmt::Debug for Job {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Write(write, _) => f.debug_tuple("Write").field(write).finish(),
+            Self::Read(_) => f.write_str("Read"),
+        }
+    }
+}
+
+/// The schema version this build writes; `{prefix}:schema` holds the stored one.
+const SCHEMA_VERSION: i64 = 1;
+
+/// Records a new request unless its id exists.
+/// KEYS: request hash, pending set, calls hash. ARGV: id, calls field ('' for none), then
+/// the request hash's field/value pairs.
+const INSERT: &str = r"
+if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
+redis.call('HSET', KEYS[1], unpack(ARGV, 3))
+redis.call('ZADD', KEYS[2], 0, ARGV[1])
+if ARGV[2] ~= '' then redis.call('HSET', KEYS[3], ARGV[2], ARGV[1]) end
+return 1
+";
+
+/// The exactly-once transition: only a pending request of the right kind changes.
+/// KEYS: request hash, pending set, resolved set. ARGV: id, kind, state, outcome,
+/// resolved_at, channel.
+const RESOLVE: &str = r"
+local found = redis.call('HMGET', KEYS[1], 'kind', 'state')
+if not found[1] or found[1] ~= ARGV[2] then return 'not_found' end
+if found[2] ~= 'pending' then return found[2] end
+redis.call('HSET', KEYS[1], 'state', ARGV[3], 'outcome', ARGV[4], 'resolved_at', ARGV[5])
+redis.call('ZREM', KEYS[2], ARGV[1])
+redis.call('ZADD', KEYS[3], 0, ARGV[1])
+redis.call('PUBLISH', ARGV[6], ARGV[1])
+return 'resolved'
+";
+
+impl RedisStore {
+    /// The key prefix [`open`](crate::open) uses.
+    pub const DEFAULT_PREFIX: &'static str = "askbus";
+
+    /// How many events the history stream keeps, approximately (Redis trims lazily).
+    pub const EVENT_RETENTION: usize = 100_000;
+
+    /// Connects to Redis at `url` (`redis://HOST:PORT[/DB]`), checks the schema version
+    /// under `prefix`, and starts the writer task on the current Tokio runtime.
+    ///
+    /// # Errors
+    ///
+    /// [`StoreError::Redis`] if Redis cannot be reached, [`StoreError::NewerSchema`] if a
+    /// newer askbus wrote the keys under `prefix`.
+    ///
+    /// # Panics
+    ///
+    /// Outside a Tokio runtime.
+    pub async fn open(url: &str, prefix: &str) -> Result<Self, StoreError> {
+        let client = redis::Client::open(url)?;
+        let mut connection = client.get_multiplexed_async_connection().await?;
+        let keys = Arc::new(Keys {
+            prefix: prefix.to_owned(),
+        });
+        // Set only if absent: a fresh prefix gets this version, an existing one keeps its own.
+        let (version,): (i64,) = redis::pipe()
+            .cmd("SET")
+            .arg(keys.schema())
+            .arg(SCHEMA_VERSION)
+            .arg("NX")
+            .ignore()
+            .cmd("GET")
+            .arg(keys.schema())
+            .query_async(&mut connection)
+            .await?;
+        if version > SCHEMA_VERSION {
+            return Err(StoreError::NewerSchema {
+                found: version,
+                supported: SCHEMA_VERSION,
+            });
+        }
+        let (jobs, queue) = mpsc::unbounded_channel();
+        tokio::spawn(run_writer(connection, Arc::clone(&keys), queue));
+        Ok(Self { jobs, keys })
+    }
+
+    /// Runs `query` on the writer task after every write queued before it.
+    fn read<T, F>(
+        &self,
+        query: impl FnOnce(MultiplexedConnection, Arc<Keys>) -> F + Send + 'static,
+    ) -> BoxFuture<'static, T>
+    where
+        T: Send + 'static,
+        F: Future<Output = Result<T, StoreError>> + Send + 'static,
+    {
+        let (sender, receiver) = oneshot::channel();
+        let keys = Arc::clone(&self.keys);
+        let job = Job::Read(Box::new(move |connection| {
+            Box::pin(async move {
+                // A reader that stopped waiting is not an error.
+                let _ = sender.send(query(connection, keys).await);
+            })
+        }));
+        let queued = self.jobs.send(job).is_ok();
+        Box::pin(async move {
+            if !queued {
+                return Err(StoreError::Closed);
+            }
+            receiver.await.unwrap_or(Err(StoreError::Closed))
+        })
+    }
+}
+
+impl Store for RedisStore {
+    fn write(&self, write: Write) -> Ack {
+        let (sender, ack) = Ack::channel();
+        match self.jobs.send(Job::Write(write, sender)) {
+            Ok(()) => ack,
+            Err(_) => Ack::ready(Err(StoreError::Closed)),
+        }
+    }
+
+    fn requests(&self, kind: RequestKind, retain_resolved: usize) -> BoxFuture<'_, Loaded> {
+        self.read(move |mut connection, keys| async move {
+            let pending_ids: Vec<String> = redis::cmd("ZRANGE")
+                .arg(keys.pending(kind))
+                .arg("-")
+                .arg("+")
+                .arg("BYLEX")
+                .query_async(&mut connection)
+                .await?;
+            let mut resolved_ids: Vec<String> = if retain_resolved == 0 {
+                Vec::new()
+            } else {
+                redis::cmd("ZRANGE")
+                    .arg(keys.resolved(kind))
+                    .arg("+")
+                    .arg("-")
+                    .arg("BYLEX")
+                    .arg("REV")
+                    .arg("LIMIT")
+                    .arg(0)
+                    .arg(retain_resolved)
+                    .query_async(&mut connection)
+                    .await?
+            };
+            resolved_ids.reverse();
+            Ok(Loaded {
+                pending: fetch_requests(&mut connection, &keys, &pending_ids).await?,
+                resolved: fetch_requests(&mut connection, &keys, &resolved_ids).await?,
+            })
+        })
+    }
+
+    fn find_by_call<'a>(
+        &'a self,
+        kind: RequestKind,
+        session_id: &'a str,
+        call_id: &'a str,
+    ) -> BoxFuture<'a, Option<StoredRequest>> {
+        let field = call_field(session_id, call_id);
+        self.read(move |mut connection, keys| async move {
+            let id: Option<String> = redis::cmd("HGET")
+                .arg(keys.calls(kind))
+                .arg(field)
+                .query_async(&mut connection)
+                .await?;
+            let Some(id) = id else { return Ok(None) };
+            Ok(fetch_requests(&mut connection, &keys, &[id])
+                .await?
+                .into_iter()
+                .next())
+        })
+    }
+
+    fn get<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Option<StoredRequest>> {
+        let id = id.to_owned();
+        self.read(move |mut connection, keys| async move {
+            Ok(fetch_requests(&mut connection, &keys, &[id])
+                .await?
+                .into_iter()
+                .next())
+        })
+    }
+
+    fn recent_events(&self, limit: usize) -> BoxFuture<'_, Vec<EventRecord>> {
+        self.read(move |mut connection, keys| async move {
+            if limit == 0 {
+                return Ok(Vec::new());
+            }
+            let entries: Vec<(String, HashMap<String, String>)> = redis::cmd("XREVRANGE")
+                .arg(keys.events())
+                .arg("+")
+                .arg("-")
+                .arg("COUNT")
+                .arg(limit)
+                .query_async(&mut connection)
+                .await?;
+            entries
+                .into_iter()
+                .rev()
+                .map(|(_, mut fields)| {
+                    let mut take = |name: &str| {
+                        fields
+                            .remove(name)
+                            .ok_or_else(|| StoreError::Corrupt(format!("event without {name}")))
+                    };
+                    Ok(EventRecord {
+                        id: take("id")?,
+                        event_type: take("type")?,
+                        properties: take("properties")?,
+                        session_id: fields.remove("session"),
+                    })
+                })
+                .collect()
+        })
+    }
+}
+
+impl Keys {
+    fn schema(&self) -> String {
+        format!("{}:schema", self.prefix)
+    }
+
+    fn request(&self, id: &str) -> String {
+        format!("{}:req:{id}", self.prefix)
+    }
+
+    fn pending(&self, kind: RequestKind) -> String {
+        format!("{}:pending:{}", self.prefix, kind.as_str())
+    }
+
+    fn resolved(&self, kind: RequestKind) -> String {
+        format!("{}:resolved:{}", self.prefix, kind.as_str())
+    }
+
+    fn calls(&self, kind: RequestKind) -> String {
+        format!("{}:calls:{}", self.prefix, kind.as_str())
+    }
+
+    fn events(&self) -> String {
+        format!("{}:events", self.prefix)
+    }
+
+    fn outcomes_channel(&self) -> String {
+        format!("{}:outcomes", self.prefix)
+    }
+}
+
+/// The `calls:{kind}` field of a tool call: JSON, so no session or call id can collide.
+fn call_field(session_id: &str, call_id: &str) -> String {
+    serde_json::json!([session_id, call_id]).to_string()
+}
+
+/// The writer task: one pipeline per group of queued writes; reads between groups.
+async fn run_writer(
+    mut connection: MultiplexedConnection,
+    keys: Arc<Keys>,
+    mut queue: mpsc::UnboundedReceiver<Job>,
+) {
+    let mut group = Vec::new();
+    while let Some(first) = queue.recv().await {
+        let mut next = Some(first);
+        while let Some(job) = next.take() {
+            match job {
+                Job::Write(write, ack) => {
+                    group.push((write, ack));
+                    if group.len() == MAX_GROUP {
+                        send_group(&mut connection, &keys, &mut group).await;
+                    }
+                }
+                Job::Read(query) => {
+                    send_group(&mut connection, &keys, &mut group).await;
+                    query(connection.clone()).await;
+                }
+            }
+            next = queue.try_recv().ok();
+        }
+        send_group(&mut connection, &keys, &mut group).await;
+    }
+}
+
+/// Most writes sent in one pipeline.
+const MAX_GROUP: usize = 1024;
+
+/// Sends `group` as one pipeline and completes every ack with its command's result.
+async fn send_group(
+    connection: &mut MultiplexedConnection,
+    keys: &Keys,
+    group: &mut Vec<(Write, AckSender)>,
+) {
+    if group.is_empty() {
+        return;
+    }
+    let mut pipeline = redis::pipe();
+    pipeline.ignore_errors();
+    for (write, _) in group.iter() {
+        add_write(&mut pipeline, keys, write);
+    }
+    match pipeline
+        .query_async::<Vec<RedisResult<Value>>>(connection)
+        .await
+    {
+        Ok(results) if results.len() == group.len() => {
+            for ((write, ack), result) in group.drain(..).zip(results) {
+                let _ = ack.send(written(&write, result));
+            }
+        }
+        Ok(_) => {
+            for (_, ack) in group.drain(..) {
+                let _ = ack.send(Err(StoreError::Corrupt(
+                    "Redis answered a pipeline with the wrong number of replies".into(),
+                )));
+            }
+        }
+        Err(error) => {
+            let message = error.to_string();
+            for (_, ack) in group.drain(..) {
+                let _ = ack.send(Err(StoreError::CommitFailed(message.clone())));
+            }
+        }
+    }
+}
+
+/// The command for one write.
+fn add_write(pipeline: &mut redis::Pipeline, keys: &Keys, write: &Write) {
+    match write {
+        Write::Insert(request) => {
+            let calls_field = request
+                .call_id
+                .as_deref()
+                .map(|call_id| call_field(&request.session_id, call_id))
+                .unwrap_or_default();
+            let command = pipeline
+                .cmd("EVAL")
+                .arg(INSERT)
+                .arg(3)
+                .arg(keys.request(&request.id))
+                .arg(keys.pending(request.kind))
+                .arg(keys.calls(request.kind))
+                .arg(&request.id)
+                .arg(calls_field)
+                .arg("kind")
+                .arg(request.kind.as_str())
+                .arg("session")
+                .arg(&request.session_id)
+                .arg("created")
+                .arg(request.created_at_ms)
+                .arg("body")
+                .arg(&request.body)
+                .arg("state")
+                .arg("pending");
+            if let Some(call_id) = &request.call_id {
+                command.arg("call").arg(call_id);
+            }
+            if let Some(expires) = request.expires_at_ms {
+                command.arg("expires").arg(expires);
+            }
+        }
+        Write::Resolve { kind, id, outcome } => {
+            pipeline
+                .cmd("EVAL")
+                .arg(RESOLVE)
+                .arg(3)
+                .arg(keys.request(id))
+                .arg(keys.pending(*kind))
+                .arg(keys.resolved(*kind))
+                .arg(id)
+                .arg(kind.as_str())
+                .arg(outcome.state.as_str())
+                .arg(&outcome.body)
+                .arg(outcome.resolved_at_ms)
+                .arg(keys.outcomes_channel());
+        }
+        Write::Append(event) => {
+            let command = pipeline
+                .cmd("XADD")
+                .arg(keys.events())
+                .arg("MAXLEN")
+                .arg("~")
+                .arg(RedisStore::EVENT_RETENTION)
+                .arg("*")
+                .arg("id")
+                .arg(&event.id)
+                .arg("type")
+                .arg(&event.event_type)
+                .arg("properties")
+                .arg(&event.properties);
+            if let Some(session) = &event.session_id {
+                command.arg("session").arg(session);
+            }
+        }
+    }
+}
+
+/// What a write's reply means.
+fn written(write: &Write, reply: RedisResult<Value>) -> Result<Written, StoreError> {
+    let reply = reply?;
+    match write {
+        Write::Insert(request) => match redis::from_redis_value::<i64>(reply) {
+            Ok(1) => Ok(Written::Inserted),
+            Ok(_) => Err(StoreError::Corrupt(format!(
+                "request {} inserted twice",
+                request.id
+            ))),
+            Err(error) => Err(StoreError::Corrupt(error.to_string())),
+        },
+        Write::Resolve { .. } => {
+            let answer = redis::from_redis_value::<String>(reply)
+                .map_err(|error| StoreError::Corrupt(error.to_string()))?;
+            match answer.as_str() {
+                "resolved" => Ok(Written::Resolved),
+                "not_found" => Ok(Written::NotFound),
+                state => Ok(Written::AlreadyResolved(state.parse()?)),
+            }
+        }
+        Write::Append(_) => Ok(Written::Appended),
+    }
+}
+
+/// The requests with these ids, in the same order; ids with no hash are skipped.
+async fn fetch_requests(
+    connection: &mut MultiplexedConnection,
+    keys: &Keys,
+    ids: &[String],
+) -> Result<Vec<StoredRequest>, StoreError> {
+    if ids.is_empty() {
+        return Ok(Vec::new());
+    }
+    let mut pipeline = redis::pipe();
+    for id in ids {
+        pipeline.cmd("HGETALL").arg(keys.request(id));
+    }
+    let hashes: Vec<HashMap<String, String>> = pipeline.query_async(connection).await?;
+    ids.iter()
+        .zip(hashes)
+        .filter(|(_, fields)| !fields.is_empty())
+        .map(|(id, fields)| read_request(id, fields))
+        .collect()
+}
+
+/// A request hash back as a record.
+fn read_request(
+    id: &str,
+    mut fields: HashMap<String, String>,
+) -> Result<StoredRequest, StoreError> {
+    let mut take = |name: &str| {
+        fields
+            .remove(name)
+            .ok_or_else(|| StoreError::Corrupt(format!("request {id} has no {name}")))
+    };
+    let number = |text: String| {
+        text.parse::<u64>()
+            .map_err(|_| StoreError::Corrupt(format!("request {id}: {text:?} is not a number")))
+    };
+    let kind = take("kind")?.parse()?;
+    let session_id = take("session")?;
+    let created_at_ms = number(take("created")?)?;
+    let body = take("body")?;
+    let state = take("state")?;
+    let outcome = if state == "pending" {
+        None
+    } else {
+        Some(OutcomeRecord {
+            state: state.parse()?,
+            body: take("outcome")?,
+            resolved_at_ms: number(take("resolved_at")?)?,
+        })
+    };
+    Ok(StoredRequest {
+        request: RequestRecord {
+            id: id.to_owned(),
+            kind,
+            session_id,
+            call_id: fields.remove("call"),
+            created_at_ms,
+            expires_at_ms: fields.remove("expires").map(number).transpose()?,
+            body,
+        },
+        outcome,
+    })
+}

@@ -1,0 +1,376 @@
+//! The storage backends against one contract: memory, SQLite (restart = reopen the file)
+//! and Redis (the real server on 127.0.0.1:6379; a missing Redis fails the test).
+
+use std::sync::Arc;
+
+use askbus_store::{
+    EventRecord, MemoryStore, OutcomeRecord, OutcomeState, RedisStore, RequestKind, RequestRecord,
+    SqliteStore, Store, StoreError, Write, Written,
+};
+
+/// Where the Redis tests expect a server.
+const REDIS_URL: &str = "redis://127.0.0.1:6379";
+
+#[tokio::test]
+async fn memory_store_keeps_the_contract() {
+    check_contract(&MemoryStore::new()).await;
+}
+
+#[tokio::test]
+async fn sqlite_store_keeps_the_contract() {
+    let dir = tempfile::tempdir().unwrap();
+    check_contract(&SqliteStore::open(dir.path().join("askbus.db")).unwrap()).await;
+}
+
+#[tokio::test]
+async fn redis_store_keeps_the_contract() {
+    let redis = TestRedis::new().await;
+    check_contract(&redis.open().await).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn memory_store_resolves_exactly_once_under_concurrent_attempts() {
+    let store = MemoryStore::new();
+    check_exactly_once(&[store.clone(), store.clone(), store]).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn sqlite_store_resolves_exactly_once_under_concurrent_attempts() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = SqliteStore::open(dir.path().join("askbus.db")).unwrap();
+    check_exactly_once(&[store.clone(), store.clone(), store]).await;
+}
+
+/// Three handles with their own connections and writer tasks stand for three instances.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn redis_store_resolves_exactly_once_across_instances() {
+    let redis = TestRedis::new().await;
+    let instances = [redis.open().await, redis.open().await, redis.open().await];
+    check_exactly_once(&instances).await;
+}
+
+#[tokio::test]
+async fn redis_instances_share_requests_outcomes_and_events() {
+    let redis = TestRedis::new().await;
+    let (a, b) = (redis.open().await, redis.open().await);
+    write(&a, Write::Insert(question("que_1", Some("call-1")))).await;
+    write(&a, Write::Append(event("evt_1"))).await;
+
+    let loaded = b.requests(RequestKind::Question, 10).await.unwrap();
+    assert_eq!(ids(&loaded.pending), ["que_1"]);
+    assert_eq!(
+        write(&b, resolve("que_1", OutcomeState::Replied)).await,
+        Written::Resolved
+    );
+    assert_eq!(
+        write(&a, resolve("que_1", OutcomeState::Rejected)).await,
+        Written::AlreadyResolved(OutcomeState::Replied)
+    );
+    let found = a
+        .find_by_call(RequestKind::Question, "s", "call-1")
+        .await
+        .unwrap();
+    assert_eq!(found.unwrap().outcome.unwrap().state, OutcomeState::Replied);
+    assert_eq!(b.recent_events(10).await.unwrap(), [event("evt_1")]);
+}
+
+#[tokio::test]
+async fn sqlite_store_keeps_everything_across_a_reopen() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("askbus.db");
+    {
+        let store = SqliteStore::open(&path).unwrap();
+        write(&store, Write::Insert(question("que_1", Some("call-1")))).await;
+        write(&store, Write::Insert(question("que_2", None))).await;
+        write(&store, Write::Append(event("evt_1"))).await;
+        write(&store, resolve("que_1", OutcomeState::Replied)).await;
+        write(&store, Write::Append(event("evt_2"))).await;
+    }
+    let store = SqliteStore::open(&path).unwrap();
+    let loaded = store.requests(RequestKind::Question, 10).await.unwrap();
+    assert_eq!(ids(&loaded.pending), ["que_2"]);
+    assert_eq!(ids(&loaded.resolved), ["que_1"]);
+    let again = store
+        .find_by_call(RequestKind::Question, "s", "call-1")
+        .await
+        .unwrap();
+    assert_eq!(again.unwrap().outcome, Some(outcome(OutcomeState::Replied)));
+    assert_eq!(
+        store.recent_events(10).await.unwrap(),
+        [event("evt_1"), event("evt_2")]
+    );
+    assert_eq!(
+        write(&store, resolve("que_1", OutcomeState::Cancelled)).await,
+        Written::AlreadyResolved(OutcomeState::Replied)
+    );
+}
+
+#[tokio::test]
+async fn sqlite_store_refuses_a_file_another_store_has_open() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("askbus.db");
+    let first = SqliteStore::open(&path).unwrap();
+    write(&first, Write::Append(event("evt_1"))).await;
+    let refused = SqliteStore::open(&path).unwrap_err();
+    assert!(matches!(refused, StoreError::Locked { .. }), "{refused}");
+    drop(first);
+    let reopened = SqliteStore::open(&path).unwrap();
+    assert_eq!(reopened.recent_events(1).await.unwrap(), [event("evt_1")]);
+}
+
+#[tokio::test]
+async fn open_picks_the_backend_from_the_url() {
+    let dir = tempfile::tempdir().unwrap();
+    let sqlite = format!("sqlite:{}", dir.path().join("askbus.db").display());
+    for url in ["memory", sqlite.as_str()] {
+        let store = askbus_store::open(url).await.unwrap();
+        assert_eq!(
+            write(&*store, Write::Append(event("evt_1"))).await,
+            Written::Appended
+        );
+    }
+    let refused = askbus_store::open("postgres://localhost")
+        .await
+        .err()
+        .unwrap();
+    assert!(
+        matches!(refused, StoreError::UnsupportedUrl(_)),
+        "{refused}"
+    );
+}
+
+/// Everything every backend must do the same way.
+async fn check_contract(store: &dyn Store) {
+    for (id, call) in [
+        ("que_1", Some("call-1")),
+        ("que_2", None),
+        ("que_3", Some("call-1")),
+    ] {
+        assert_eq!(
+            write(store, Write::Insert(question(id, call))).await,
+            Written::Inserted
+        );
+    }
+    let mut approval = question("apr_1", Some("call-1"));
+    approval.kind = RequestKind::Approval;
+    assert_eq!(
+        write(store, Write::Insert(approval)).await,
+        Written::Inserted
+    );
+    assert!(
+        store
+            .write(Write::Insert(question("que_1", None)))
+            .await
+            .is_err()
+    );
+
+    let loaded = store.requests(RequestKind::Question, 10).await.unwrap();
+    assert_eq!(ids(&loaded.pending), ["que_1", "que_2", "que_3"]);
+    assert!(loaded.resolved.is_empty());
+    assert_eq!(
+        loaded.pending[0],
+        stored(question("que_1", Some("call-1")), None)
+    );
+
+    assert_eq!(
+        write(store, resolve("que_1", OutcomeState::Replied)).await,
+        Written::Resolved
+    );
+    assert_eq!(
+        write(store, resolve("que_3", OutcomeState::TimedOut)).await,
+        Written::Resolved
+    );
+    assert_eq!(
+        write(store, resolve("que_1", OutcomeState::Rejected)).await,
+        Written::AlreadyResolved(OutcomeState::Replied)
+    );
+    assert_eq!(
+        write(store, resolve("que_9", OutcomeState::Replied)).await,
+        Written::NotFound
+    );
+    // Resolving through the wrong kind finds nothing, even for an existing id.
+    let wrong_kind = Write::Resolve {
+        kind: RequestKind::Question,
+        id: "apr_1".into(),
+        outcome: outcome(OutcomeState::Replied),
+    };
+    assert_eq!(write(store, wrong_kind).await, Written::NotFound);
+
+    let loaded = store.requests(RequestKind::Question, 10).await.unwrap();
+    assert_eq!(ids(&loaded.pending), ["que_2"]);
+    assert_eq!(ids(&loaded.resolved), ["que_1", "que_3"]);
+    assert_eq!(
+        loaded.resolved[0].outcome,
+        Some(outcome(OutcomeState::Replied))
+    );
+    let newest_only = store.requests(RequestKind::Question, 1).await.unwrap();
+    assert_eq!(ids(&newest_only.resolved), ["que_3"]);
+    let approvals = store.requests(RequestKind::Approval, 10).await.unwrap();
+    assert_eq!(ids(&approvals.pending), ["apr_1"]);
+
+    // The newest request of a tool call wins; kinds and sessions are separate keys.
+    let by_call = store
+        .find_by_call(RequestKind::Question, "s", "call-1")
+        .await
+        .unwrap();
+    assert_eq!(by_call.map(|found| found.request.id), Some("que_3".into()));
+    let by_call = store
+        .find_by_call(RequestKind::Approval, "s", "call-1")
+        .await
+        .unwrap();
+    assert_eq!(by_call.map(|found| found.request.id), Some("apr_1".into()));
+    let other_session = store
+        .find_by_call(RequestKind::Question, "t", "call-1")
+        .await;
+    assert_eq!(other_session.unwrap(), None);
+
+    let got = store.get("que_1").await.unwrap().unwrap();
+    assert_eq!(
+        got.outcome.map(|outcome| outcome.state),
+        Some(OutcomeState::Replied)
+    );
+    assert_eq!(store.get("que_9").await.unwrap(), None);
+
+    let events: Vec<_> = ["evt_1", "evt_2", "evt_3"].map(event).into();
+    for appended in &events {
+        assert_eq!(
+            write(store, Write::Append(appended.clone())).await,
+            Written::Appended
+        );
+    }
+    assert_eq!(store.recent_events(2).await.unwrap(), events[1..]);
+    assert_eq!(store.recent_events(10).await.unwrap(), events);
+    assert!(store.recent_events(0).await.unwrap().is_empty());
+}
+
+/// Many concurrent resolutions of one request through `handles`: exactly one wins, and
+/// the stored outcome is the winner's.
+async fn check_exactly_once<S: Store + Clone>(handles: &[S]) {
+    const ATTEMPTS: usize = 24;
+    for round in 0..4 {
+        let id = format!("que_{round}");
+        write(&handles[0], Write::Insert(question(&id, None))).await;
+        let attempts: Vec<_> = (0..ATTEMPTS)
+            .map(|attempt| {
+                let store = handles[attempt % handles.len()].clone();
+                let resolve = Write::Resolve {
+                    kind: RequestKind::Question,
+                    id: id.clone(),
+                    outcome: OutcomeRecord::new(OutcomeState::Replied, attempt.to_string(), 7),
+                };
+                tokio::spawn(async move { (attempt, store.write(resolve).await.unwrap()) })
+            })
+            .collect();
+        let mut winners = Vec::new();
+        for attempt in attempts {
+            match attempt.await.unwrap() {
+                (attempt, Written::Resolved) => winners.push(attempt),
+                (_, written) => {
+                    assert_eq!(written, Written::AlreadyResolved(OutcomeState::Replied));
+                }
+            }
+        }
+        assert_eq!(winners.len(), 1, "round {round}: winners {winners:?}");
+        let stored = handles[1 % handles.len()].get(&id).await.unwrap().unwrap();
+        assert_eq!(stored.outcome.unwrap().body, winners[0].to_string());
+    }
+}
+
+async fn write(store: &(impl Store + ?Sized), write: Write) -> Written {
+    store.write(write).await.unwrap()
+}
+
+fn question(id: &str, call_id: Option<&str>) -> RequestRecord {
+    RequestRecord {
+        id: id.into(),
+        kind: RequestKind::Question,
+        session_id: "s".into(),
+        call_id: call_id.map(Into::into),
+        created_at_ms: 1_700_000_000_000,
+        expires_at_ms: call_id.map(|_| 1_700_000_600_000),
+        body: format!(r#"{{"id":"{id}"}}"#),
+    }
+}
+
+fn outcome(state: OutcomeState) -> OutcomeRecord {
+    OutcomeRecord::new(
+        state,
+        format!(r#"{{"state":"{}"}}"#, state.as_str()),
+        1_700_000_001_000,
+    )
+}
+
+fn resolve(id: &str, state: OutcomeState) -> Write {
+    Write::Resolve {
+        kind: RequestKind::Question,
+        id: id.into(),
+        outcome: outcome(state),
+    }
+}
+
+fn stored(request: RequestRecord, outcome: Option<OutcomeRecord>) -> askbus_store::StoredRequest {
+    askbus_store::StoredRequest { request, outcome }
+}
+
+fn event(id: &str) -> EventRecord {
+    EventRecord {
+        id: id.into(),
+        event_type: "question.asked".into(),
+        session_id: (id != "evt_2").then(|| "s".into()),
+        properties: format!(r#"{{"n":"{id}"}}"#),
+    }
+}
+
+fn ids(requests: &[askbus_store::StoredRequest]) -> Vec<&str> {
+    requests
+        .iter()
+        .map(|stored| stored.request.id.as_str())
+        .collect()
+}
+
+/// A fresh key prefix on the local Redis, deleted when the test ends.
+struct TestRedis {
+    /// Every key of this test starts with it.
+    prefix: Arc<str>,
+    /// For cleaning up.
+    client: redis::Client,
+}
+
+impl TestRedis {
+    /// Fails the test, saying how to get Redis, when none is listening on 127.0.0.1:6379.
+    async fn new() -> Self {
+        let client = redis::Client::open(REDIS_URL).unwrap();
+        if let Err(error) = client.get_multiplexed_async_connection().await {
+            panic!(
+                "these tests need a Redis server on 127.0.0.1:6379 ({error}). Install and start \
+                 it: `apt-get install -y redis-server && redis-server --daemonize yes` (or \
+                 `docker run -p 6379:6379 redis`); `cargo xtask ci` does this itself"
+            );
+        }
+        let unique = ulid::Ulid::generate();
+        Self {
+            prefix: format!("askbus-test:{unique}").into(),
+            client,
+        }
+    }
+
+    async fn open(&self) -> RedisStore {
+        RedisStore::open(REDIS_URL, &self.prefix).await.unwrap()
+    }
+}
+
+impl Drop for TestRedis {
+    fn drop(&mut self) {
+        // Best effort, synchronously: the test's runtime may be shutting down.
+        if let Ok(mut connection) = self.client.get_connection() {
+            let pattern = format!("{}:*", self.prefix);
+            let keys: Vec<String> = redis::cmd("KEYS")
+                .arg(pattern)
+                .query(&mut connection)
+                .unwrap_or_default();
+            if !keys.is_empty() {
+                let _: redis::RedisResult<()> = redis::cmd("DEL").arg(keys).query(&mut connection);
+            }
+        }
+    }
+}
