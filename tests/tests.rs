@@ -7,10 +7,14 @@
 mod bus;
 // The HTTP API: routes, errors, SSE, auth, end to end over TCP, OpenAPI snapshot.
 mod http;
+// The MCP face driven by the official MCP TypeScript SDK over Streamable HTTP and stdio.
+mod mcp;
 // Node.js and `npm ci` for the tests that drive npm packages.
 mod node;
 // The real @opencode-ai/sdk v2 client (npm, installed by the test) against a served askbus.
 mod opencode_sdk;
+// The seeds' stream and history encoding: golden frames and histories, history + replay = live.
+mod protocol;
 // The question service on one thread: validation, keyed replies, drop, timeouts, events.
 mod question;
 // A proptest state machine over the question service, checked against a model.
@@ -19,6 +23,10 @@ mod question_model;
 mod question_races;
 // The server binary's configuration: flags, validation, refusals.
 mod server;
+// The server's accept loop over TCP: header and body timeouts, streams, shutdown.
+mod server_connections;
+// The storage backends (memory, SQLite, the real Redis) against one contract.
+mod store;
 // Helpers shared by the question tests: sample questions, services, event bookkeeping.
 mod support;
 // The LLM question tool: definitions, calls, outcome texts.

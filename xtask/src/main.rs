@@ -9,7 +9,8 @@ const USAGE: &str = "usage: cargo xtask <command>
 
 commands:
   ci      format check, clippy (warnings denied), every test, docs (warnings denied)
-  bench   the criterion benchmarks; figures land in target/criterion";
+  bench   the criterion benchmarks (figures land in target/criterion) and the HTTP load
+          tests (wrk, installed with apt-get when missing; figures printed)";
 
 fn main() -> ExitCode {
     let command = std::env::args().nth(1);
@@ -68,6 +69,8 @@ fn ci() -> Result<(), String> {
 
 /// The benchmarks, with the bare-primitive baselines measured in the same run.
 fn bench() -> Result<(), String> {
+    // The HTTP load tests (crates/loadtest) drive Debian's wrk.
+    apt_install("/usr/bin/wrk", "wrk")?;
     cargo(&["bench", "--workspace", "--locked"])
 }
 

@@ -117,27 +117,47 @@ pub(crate) async fn authenticate(
     mut request: Request,
     next: Next,
 ) -> Response {
-    let tokens = &state.inner.config.tokens;
-    let scope = if tokens.is_empty() {
-        TokenScope::AllSessions
-    } else {
-        match bearer(request.headers()).and_then(|candidate| find_token(tokens, candidate)) {
-            Some(token) => token.scope.clone(),
-            None => {
-                let mut response = ApiError::unauthorized(
-                    "a valid `Authorization: Bearer <token>` header is required",
-                )
-                .into_response();
-                response.headers_mut().insert(
-                    header::WWW_AUTHENTICATE,
-                    header::HeaderValue::from_static("Bearer"),
-                );
-                return response;
-            }
-        }
+    let scope = match authorize(&state.inner.config.tokens, request.headers()) {
+        Ok(scope) => scope,
+        Err(refused) => return refused.into_response(),
     };
     request.extensions_mut().insert(Caller(scope));
     next.run(request).await
+}
+
+/// Checks a request's bearer token the way every protected route of the API does, for
+/// routes served beside [`router`](crate::router) (the MCP endpoint): the scope of the
+/// matching token ([`TokenScope::AllSessions`] when `tokens` is empty).
+///
+/// # Errors
+///
+/// [`Unauthorized`] when tokens are configured and the request bears none of them.
+pub fn authorize(tokens: &[AccessToken], headers: &HeaderMap) -> Result<TokenScope, Unauthorized> {
+    if tokens.is_empty() {
+        return Ok(TokenScope::AllSessions);
+    }
+    bearer(headers)
+        .and_then(|candidate| find_token(tokens, candidate))
+        .map(|token| token.scope.clone())
+        .ok_or(Unauthorized)
+}
+
+/// A request without a valid bearer token; answers the API's 401 (JSON body,
+/// `WWW-Authenticate: Bearer`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Unauthorized;
+
+impl IntoResponse for Unauthorized {
+    fn into_response(self) -> Response {
+        let mut response =
+            ApiError::unauthorized("a valid `Authorization: Bearer <token>` header is required")
+                .into_response();
+        response.headers_mut().insert(
+            header::WWW_AUTHENTICATE,
+            header::HeaderValue::from_static("Bearer"),
+        );
+        response
+    }
 }
 
 /// The token of an `Authorization: Bearer <token>` header.

@@ -65,7 +65,7 @@ use utoipa::OpenApi;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
-pub use auth::{AccessToken, TokenScope};
+pub use auth::{AccessToken, TokenScope, Unauthorized, authorize};
 pub use error::{ApiError, ErrorCode};
 
 /// Settings of the HTTP API.

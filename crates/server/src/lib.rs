@@ -19,6 +19,15 @@
 //! - **Shutdown.** On SIGINT or SIGTERM the server stops accepting, ends every open event
 //!   stream and long poll, and exits 0. Connections that still do not close are dropped
 //!   after a grace period, so shutdown never hangs.
+//! - **Web UI.** `GET /` serves the web UI (`askbus-ui`) for the human end: its pages
+//!   hold no data and need no token; every API call it makes sends the token the human
+//!   entered.
+//! - **MCP.** The MCP server (the `question` tool) is mounted at `/mcp` (Streamable HTTP,
+//!   behind the same bearer tokens). `askbus mcp` also serves it on stdin/stdout, for
+//!   clients that spawn a process, while still serving the HTTP API on `--listen` so a
+//!   human can answer; it stops when the client closes stdin. Use `--listen 127.0.0.1:0`
+//!   when several clients each spawn one (the URL is logged on stderr). `--mcp-elicitation`
+//!   lets clients that support elicitation show each question in their own UI as well.
 //!
 //! ```
 //! use askbus_server::Cli;
@@ -29,17 +38,22 @@
 //! assert!(refused.to_string().contains("--token"));
 //! ```
 
+mod accept;
 mod demo;
+mod mcp;
 
 use std::net::SocketAddr;
 use std::time::Duration;
 
 use askbus_bus::Bus;
 use askbus_http::{AccessToken, HttpConfig, TokenScope};
+use askbus_mcp::{ElicitationBridge, McpConfig};
 use askbus_question::QuestionService;
 use axum::http::HeaderValue;
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
+
+pub use accept::{ConnectionLimits, serve_router};
 
 /// Command-line flags of `askbus`; each also reads an environment variable.
 #[derive(Debug, Clone, clap::Parser)]
@@ -50,10 +64,15 @@ use tokio_util::sync::CancellationToken;
 )]
 pub struct Cli {
     /// Address to listen on, IP:PORT. A non-loopback address needs a --token.
-    #[arg(long, env = "ASKBUS_LISTEN", default_value = "127.0.0.1:4717")]
+    #[arg(
+        long,
+        env = "ASKBUS_LISTEN",
+        default_value = "127.0.0.1:4717",
+        global = true
+    )]
     pub listen: String,
     /// Where requests are kept. Supported: `memory`.
-    #[arg(long, env = "ASKBUS_STORE", default_value = "memory")]
+    #[arg(long, env = "ASKBUS_STORE", default_value = "memory", global = true)]
     pub store: String,
     /// Bearer token(s): `TOKEN` for every session or `TOKEN@SESSION_ID` for one session.
     /// Repeat the flag or separate with commas.
@@ -61,7 +80,8 @@ pub struct Cli {
         long = "token",
         env = "ASKBUS_TOKEN",
         value_delimiter = ',',
-        hide_env_values = true
+        hide_env_values = true,
+        global = true
     )]
     pub tokens: Vec<String>,
     /// Origin allowed to call the API from a browser (exact, e.g. http://localhost:5173).
@@ -69,12 +89,38 @@ pub struct Cli {
     #[arg(
         long = "cors-origin",
         env = "ASKBUS_CORS_ORIGINS",
-        value_delimiter = ','
+        value_delimiter = ',',
+        global = true
     )]
     pub cors_origins: Vec<String>,
     /// Run a scripted agent that keeps asking sample questions, to see the whole flow.
-    #[arg(long)]
+    #[arg(long, global = true)]
     pub demo: bool,
+    /// The askbus session MCP tool calls ask in (a session-scoped token overrides it).
+    #[arg(long, env = "ASKBUS_MCP_SESSION", default_value = "mcp", global = true)]
+    pub mcp_session: String,
+    /// Let MCP clients that support elicitation also answer questions in their own UI.
+    #[arg(long, env = "ASKBUS_MCP_ELICITATION", global = true)]
+    pub mcp_elicitation: bool,
+    /// Seconds between progress notifications of a waiting MCP tool call.
+    #[arg(
+        long,
+        env = "ASKBUS_MCP_PROGRESS_SECS",
+        default_value_t = 10.0,
+        global = true
+    )]
+    pub mcp_progress_secs: f64,
+    /// What to run; without one, the HTTP server.
+    #[command(subcommand)]
+    pub command: Option<Command>,
+}
+
+/// The subcommands of `askbus`.
+#[derive(Debug, Clone, clap::Subcommand)]
+pub enum Command {
+    /// Serve MCP on stdin/stdout (for clients that spawn a process), and the HTTP API on
+    /// --listen so a human can answer. Stops when the client closes stdin.
+    Mcp,
 }
 
 /// Validated settings of a server run.
@@ -86,6 +132,21 @@ pub struct Settings {
     pub http: HttpConfig,
     /// Whether to run the demo agent.
     pub demo: Demo,
+    /// Time limits of connections (request headers, shutdown grace).
+    pub connections: ConnectionLimits,
+    /// The MCP server's settings (`/mcp` and stdio).
+    pub mcp: McpConfig,
+    /// Whether MCP is also served on stdin/stdout.
+    pub mcp_stdio: McpStdio,
+}
+
+/// Whether MCP is served on stdin/stdout (`askbus mcp`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum McpStdio {
+    /// Only the HTTP server (with `/mcp`).
+    Off,
+    /// MCP on stdio too; the server stops when stdin closes.
+    On,
 }
 
 /// Whether the scripted demo agent runs.
@@ -118,6 +179,9 @@ pub enum ConfigError {
     /// A malformed `--cors-origin`.
     #[error("--cors-origin {0:?} is not a valid origin (for example http://localhost:5173)")]
     BadCorsOrigin(String),
+    /// A malformed MCP flag.
+    #[error("bad MCP flag: {0}")]
+    BadMcpFlag(&'static str),
 }
 
 impl Cli {
@@ -161,6 +225,26 @@ impl Cli {
                     .ok_or_else(|| ConfigError::BadCorsOrigin(origin.to_owned()))
             })
             .collect::<Result<Vec<_>, _>>()?;
+        let mcp_session = self.mcp_session.trim();
+        if mcp_session.is_empty() {
+            return Err(ConfigError::BadMcpFlag("--mcp-session is empty"));
+        }
+        let progress_interval = Duration::try_from_secs_f64(self.mcp_progress_secs)
+            .ok()
+            .filter(|interval| !interval.is_zero())
+            .ok_or(ConfigError::BadMcpFlag(
+                "--mcp-progress-secs must be a positive number of seconds",
+            ))?;
+        let mcp = McpConfig {
+            session_id: mcp_session.into(),
+            elicitation: if self.mcp_elicitation {
+                ElicitationBridge::On
+            } else {
+                ElicitationBridge::Off
+            },
+            progress_interval,
+            ..McpConfig::default()
+        };
         let directory = std::env::current_dir()
             .map(|path| path.display().to_string())
             .unwrap_or_default();
@@ -173,6 +257,12 @@ impl Cli {
                 ..HttpConfig::default()
             },
             demo: if self.demo { Demo::On } else { Demo::Off },
+            connections: ConnectionLimits::default(),
+            mcp,
+            mcp_stdio: match self.command {
+                Some(Command::Mcp) => McpStdio::On,
+                None => McpStdio::Off,
+            },
         })
     }
 }
@@ -198,16 +288,15 @@ fn parse_token(entry: &str) -> Result<AccessToken, ConfigError> {
     })
 }
 
-/// How long open connections may take to finish after shutdown begins before they are
-/// dropped.
-const SHUTDOWN_GRACE: Duration = Duration::from_secs(5);
-
 /// Serves the API on `listener` until `shutdown` is cancelled, then ends open streams and
 /// returns once connections are closed (or after a grace period).
 ///
+/// Connections are served by [`serve_router`], within [`Settings::connections`].
+///
 /// # Errors
 ///
-/// The I/O error that stopped the server, if one did.
+/// None once the listener is bound (failed accepts are retried); the `Result` matches
+/// [`run`], which can fail to bind.
 pub async fn serve(
     listener: TcpListener,
     settings: Settings,
@@ -217,20 +306,17 @@ pub async fn serve(
     if settings.demo == Demo::On {
         tokio::spawn(demo::run(questions.clone(), shutdown.clone()));
     }
-    let app = askbus_http::router(questions, settings.http, shutdown.clone());
-    let server =
-        axum::serve(listener, app).with_graceful_shutdown(shutdown.clone().cancelled_owned());
-    let deadline = async {
-        shutdown.cancelled().await;
-        tokio::time::sleep(SHUTDOWN_GRACE).await;
-    };
-    tokio::select! {
-        result = server.into_future() => result,
-        () = deadline => {
-            tracing::warn!("connections still open after {SHUTDOWN_GRACE:?}; dropping them");
-            Ok(())
-        }
+    if settings.mcp_stdio == McpStdio::On {
+        let (questions, settings, shutdown) =
+            (questions.clone(), settings.clone(), shutdown.clone());
+        tokio::spawn(async move { mcp::serve_stdio(questions, &settings, shutdown).await });
     }
+    let app = askbus_http::router(questions.clone(), settings.http.clone(), shutdown.clone());
+    // The web UI at `/`: public pages whose API calls carry the human's token.
+    let app = app.merge(askbus_ui::router());
+    let app = mcp::mount(app, questions, &settings, shutdown.clone());
+    serve_router(listener, app, settings.connections, shutdown).await;
+    Ok(())
 }
 
 /// Binds `settings.listen`, logs the URL, and serves until `shutdown` is cancelled.

@@ -33,13 +33,17 @@ fn run(cli: &Cli) -> anyhow::Result<()> {
         .enable_all()
         .build()
         .context("cannot start the async runtime")?;
-    runtime.block_on(async {
+    let served = runtime.block_on(async {
         let shutdown = CancellationToken::new();
         tokio::spawn(cancel_on_signal(shutdown.clone()));
         askbus_server::run(settings, shutdown)
             .await
             .with_context(|| format!("cannot serve on {}", cli.listen))
-    })?;
+    });
+    // `askbus mcp` on a terminal reads stdin on a blocking thread, which cannot be
+    // cancelled: do not let it hold up the exit.
+    runtime.shutdown_timeout(std::time::Duration::from_secs(1));
+    served?;
     tracing::info!("askbus stopped");
     Ok(())
 }

@@ -256,32 +256,21 @@ function applyEvent(event) {
       settle(properties.requestID, { status: 'cancelled' });
       break;
     case 'approval.asked':
-      add('approval', properties.request ?? properties, true);
+      add('approval', properties, true);
       break;
     case 'approval.replied':
-      settle(approvalId(properties), { status: 'replied', decisions: properties.decisions });
+      settle(properties.request_id, { status: 'replied', decisions: properties.decisions });
       break;
     case 'approval.timed_out':
-      settle(approvalId(properties), { status: 'timed_out' });
+      settle(properties.request_id, { status: 'timed_out', decisions: properties.decisions });
       break;
     case 'approval.cancelled':
-      settle(approvalId(properties), { status: 'cancelled' });
+      settle(properties.request_id, { status: 'cancelled' });
       break;
     default:
       return;
   }
   render();
-}
-
-/** The approval an outcome event is about, whichever name the payload gives it. */
-function approvalId(properties) {
-  return (
-    properties.request_id ??
-    properties.requestID ??
-    properties.approval_id ??
-    properties.id ??
-    properties.request?.id
-  );
 }
 
 function add(kind, request, announce) {

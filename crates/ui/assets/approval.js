@@ -8,8 +8,8 @@
 
 import { countdown, domId, h, prettyJson } from './dom.js';
 
-/** What an action without a review config may get (the common human-in-the-loop default). */
-const DEFAULT_ALLOWED = ['approve', 'edit', 'reject'];
+/** What an action no review config names may get: every decision, as the server allows. */
+const DEFAULT_ALLOWED = ['approve', 'edit', 'reject', 'respond'];
 
 const LABELS = {
   approve: 'Approve',

@@ -1,0 +1,283 @@
+//! Questions as MCP elicitation forms, and form answers as question outcomes.
+//!
+//! Elicitation forms take a restricted JSON Schema: a flat object of primitive properties.
+//! Question *n* (counted from 1) becomes:
+//!
+//! - `qn`: a string enum of its option labels, or with `multiple` an array of that enum
+//!   (each option titled `label — description`), when it has options;
+//! - `qn_other`: a free-text string, when it allows custom answers and has options; a
+//!   question with no options and custom answers is only the string `qn`.
+//!
+//! No property is required: leaving a question empty skips it, as an empty answer does over
+//! HTTP. The question service validates whatever comes back, exactly as it validates an
+//! HTTP reply.
+
+use askbus_question::{Answer, QuestionInfo};
+use rmcp::model::{ElicitRequestParams, ElicitResult, ElicitationAction, ElicitationSchema};
+use serde_json::{Map, Value, json};
+
+/// What a form answer asks the question service to do.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Resolution {
+    /// `accept`: reply with these answers, one per question.
+    Reply(Vec<Answer>),
+    /// `decline`: the user refused to answer.
+    Reject,
+    /// `cancel` (or an action this server does not know): the user dismissed the form.
+    Cancel,
+}
+
+/// The elicitation request putting `questions` to the user.
+pub(crate) fn form(questions: &[QuestionInfo]) -> ElicitRequestParams {
+    let mut properties = Map::new();
+    for (index, info) in questions.iter().enumerate() {
+        let key = choice_key(index);
+        let description = describe(info);
+        if info.options.is_empty() {
+            properties.insert(
+                key,
+                json!({"type": "string", "title": info.header, "description": description}),
+            );
+            continue;
+        }
+        let choices: Vec<Value> = info
+            .options
+            .iter()
+            .map(|option| {
+                let title = if option.description.is_empty() {
+                    option.label.clone()
+                } else {
+                    format!("{} — {}", option.label, option.description)
+                };
+                json!({"const": option.label, "title": title})
+            })
+            .collect();
+        let choice = if info.multiple {
+            json!({
+                "type": "array",
+                "title": info.header,
+                "description": description,
+                "items": {"anyOf": choices},
+            })
+        } else {
+            json!({
+                "type": "string",
+                "title": info.header,
+                "description": description,
+                "oneOf": choices,
+            })
+        };
+        properties.insert(key, choice);
+        if info.custom {
+            properties.insert(
+                other_key(index),
+                json!({
+                    "type": "string",
+                    "title": format!("{}: other answer", info.header),
+                    "description": "Type your own answer instead (optional).",
+                }),
+            );
+        }
+    }
+    let schema = json!({"type": "object", "properties": properties});
+    let Value::Object(schema) = schema else {
+        unreachable!("json! of an object literal is an object")
+    };
+    let requested_schema = ElicitationSchema::from_json_schema(schema)
+        // Every property above is one of the primitive shapes elicitation allows; a
+        // failure here is a bug in this function, so fall back to an empty form that the
+        // user can still decline or cancel.
+        .unwrap_or_else(|error| {
+            tracing::error!("elicitation schema rejected: {error}");
+            ElicitationSchema::new(Default::default())
+        });
+    ElicitRequestParams::FormElicitationParams {
+        meta: None,
+        message: message(questions),
+        requested_schema,
+    }
+}
+
+/// What the user's form answer means for the question.
+pub(crate) fn resolution(questions: &[QuestionInfo], result: &ElicitResult) -> Resolution {
+    match result.action {
+        ElicitationAction::Accept => {
+            let empty = Map::new();
+            let content = result
+                .content
+                .as_ref()
+                .and_then(Value::as_object)
+                .unwrap_or(&empty);
+            Resolution::Reply(
+                (0..questions.len())
+                    .map(|index| answer(&questions[index], index, content))
+                    .collect(),
+            )
+        }
+        ElicitationAction::Decline => Resolution::Reject,
+        _ => Resolution::Cancel,
+    }
+}
+
+/// One question's answer from the form content.
+fn answer(info: &QuestionInfo, index: usize, content: &Map<String, Value>) -> Answer {
+    let text = |key: &str| {
+        content
+            .get(key)
+            .and_then(Value::as_str)
+            .map(str::trim)
+            .filter(|text| !text.is_empty())
+            .map(str::to_owned)
+    };
+    let choice_key = choice_key(index);
+    if info.options.is_empty() {
+        return text(&choice_key).into_iter().collect();
+    }
+    let other = text(&other_key(index));
+    let mut chosen: Answer = match content.get(&choice_key) {
+        Some(Value::Array(labels)) => labels
+            .iter()
+            .filter_map(Value::as_str)
+            .map(str::to_owned)
+            .collect(),
+        Some(Value::String(label)) if !label.is_empty() => vec![label.clone()],
+        _ => Vec::new(),
+    };
+    match other {
+        // A single-choice question takes one answer: typing one overrides the pick.
+        Some(other) if !info.multiple => vec![other],
+        Some(other) => {
+            chosen.push(other);
+            chosen
+        }
+        None => chosen,
+    }
+}
+
+fn choice_key(index: usize) -> String {
+    format!("q{}", index + 1)
+}
+
+fn other_key(index: usize) -> String {
+    format!("q{}_other", index + 1)
+}
+
+/// The property description: the question itself, and what multi-select means.
+fn describe(info: &QuestionInfo) -> String {
+    if info.multiple {
+        format!("{} (choose any)", info.question)
+    } else {
+        info.question.clone()
+    }
+}
+
+fn message(questions: &[QuestionInfo]) -> String {
+    match questions {
+        [only] => only.question.clone(),
+        _ => format!(
+            "The agent asks you {} questions: {}",
+            questions.len(),
+            questions
+                .iter()
+                .map(|info| info.question.as_str())
+                .collect::<Vec<_>>()
+                .join(" / ")
+        ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use askbus_question::QuestionOption;
+
+    fn questions() -> Vec<QuestionInfo> {
+        vec![
+            QuestionInfo::new(
+                "Which database?",
+                "Database",
+                [
+                    QuestionOption::new("Postgres", "server"),
+                    QuestionOption::new("SQLite", ""),
+                ],
+            ),
+            QuestionInfo::new(
+                "Which signals?",
+                "Telemetry",
+                [
+                    QuestionOption::new("Logs", ""),
+                    QuestionOption::new("Traces", ""),
+                ],
+            )
+            .multiple()
+            .options_only(),
+            QuestionInfo::new("Anything else?", "Notes", []),
+        ]
+    }
+
+    #[test]
+    fn questions_map_to_the_restricted_schema() {
+        let ElicitRequestParams::FormElicitationParams {
+            requested_schema,
+            message,
+            ..
+        } = form(&questions())
+        else {
+            panic!("a form elicitation")
+        };
+        assert!(message.starts_with("The agent asks you 3 questions"));
+        let schema = serde_json::to_value(requested_schema).unwrap_or_default();
+        assert_eq!(
+            schema["properties"]["q1"],
+            json!({"type": "string", "title": "Database", "description": "Which database?",
+                   "oneOf": [{"const": "Postgres", "title": "Postgres — server"},
+                             {"const": "SQLite", "title": "SQLite"}]})
+        );
+        assert_eq!(schema["properties"]["q1_other"]["type"], "string");
+        assert_eq!(schema["properties"]["q2"]["type"], "array");
+        assert_eq!(
+            schema["properties"]["q2"]["items"]["anyOf"][1],
+            json!({"const": "Traces", "title": "Traces"})
+        );
+        assert!(schema["properties"].get("q2_other").is_none());
+        assert_eq!(
+            schema["properties"]["q3"],
+            json!({"type": "string", "title": "Notes", "description": "Anything else?"})
+        );
+        assert!(
+            schema
+                .get("required")
+                .is_none_or(|required| required == &json!([]))
+        );
+    }
+
+    #[test]
+    fn form_answers_map_to_resolutions() {
+        let check = |action: ElicitationAction, content: Option<Value>, expected: Resolution| {
+            let mut result = ElicitResult::new(action);
+            result.content = content;
+            assert_eq!(resolution(&questions(), &result), expected);
+        };
+        let answers = |answers: &[&[&str]]| {
+            Resolution::Reply(
+                answers
+                    .iter()
+                    .map(|answer| answer.iter().map(|s| (*s).to_owned()).collect())
+                    .collect(),
+            )
+        };
+        check(
+            ElicitationAction::Accept,
+            Some(json!({"q1": "SQLite", "q2": ["Logs", "Traces"], "q3": " none "})),
+            answers(&[&["SQLite"], &["Logs", "Traces"], &["none"]]),
+        );
+        check(
+            ElicitationAction::Accept,
+            Some(json!({"q1": "SQLite", "q1_other": "DuckDB", "q3": ""})),
+            answers(&[&["DuckDB"], &[], &[]]),
+        );
+        check(ElicitationAction::Accept, None, answers(&[&[], &[], &[]]));
+        check(ElicitationAction::Decline, None, Resolution::Reject);
+        check(ElicitationAction::Cancel, None, Resolution::Cancel);
+    }
+}

@@ -1,0 +1,95 @@
+//! The MCP face of askbus: any MCP client can make its agent stop and ask a human.
+//!
+//! [`AskbusMcp`] is an MCP server (built on the official Rust SDK, `rmcp`) offering one
+//! tool, `question`: the same name, description and JSON Schema as askbus-tool's
+//! [`QuestionTool`](askbus_tool::QuestionTool), and the same call behind it. A call asks
+//! through the [`QuestionService`](askbus_question::QuestionService) it was built with, so the question is announced as
+//! `question.asked` on the bus (and on `GET /event`), any askbus client answers it over
+//! HTTP, and the tool result carries the answer: the text the model reads, plus
+//! `structuredContent` holding the [`ToolOutcome`](askbus_tool::ToolOutcome) as JSON. Two
+//! transports: [`streamable_http_service`] (mounted at `/mcp` by the askbus server) and
+//! [`serve_stdio`] (`askbus mcp`).
+//!
+//! # Waiting for a human
+//!
+//! A human takes minutes; MCP clients time tool calls out, often after 60 s. What a call
+//! does while it waits depends on what the client declared, in this order:
+//!
+//! 1. **Tasks** (the `io.modelcontextprotocol/tasks` extension, SEP-2663). A client that
+//!    declares it gets a `CreateTaskResult` at once and polls `tasks/get` (every
+//!    [`McpConfig::task_poll_interval`], as hinted) until the task is `completed` with the
+//!    tool result; `tasks/cancel` cancels the question. This is the newest protocol's way
+//!    to come back for an answer instead of holding a call open.
+//! 2. **Multi round-trip** (`input_required`, SEP-2322, protocol 2026-07-28). With the
+//!    [elicitation bridge](ElicitationBridge) on and a client that elicits forms, the call
+//!    answers `input_required` with an elicitation form and a sealed `requestState`; the
+//!    question stays pending meanwhile. The client retries with the form's answer (or
+//!    without one, to collect an answer given elsewhere) and gets the result.
+//! 3. **Held open**, for everyone else: the call returns when the question resolves. If the
+//!    client sent a `progressToken`, a progress notification goes out every
+//!    [`McpConfig::progress_interval`] so the client knows the call is alive (and clients
+//!    that reset their timeout on progress do not give up).
+//!
+//! Policy, in exact words:
+//!
+//! - **Cancelling the call cancels the question.** `notifications/cancelled` (or the
+//!   Streamable HTTP request going away, or `tasks/cancel`) drops the asking future, which
+//!   resolves the question as cancelled and publishes `question.cancelled`. A question
+//!   asked in an `input_required` round belongs to no open call: it stays pending until it
+//!   is answered or times out.
+//! - **Outcomes are results, not errors.** Rejection, timeout and cancellation come back
+//!   as ordinary tool results with their own texts (the model must not invent an answer).
+//!   Bad arguments come back as a tool result with `isError: true` and a message the model
+//!   can act on. Protocol errors are kept for what is not a tool call at all (an unknown
+//!   tool, a forged `requestState`).
+//! - **One outcome per question.** The elicitation form and askbus HTTP race; whichever
+//!   answers first wins, the other is told the question is already resolved, and the
+//!   result reports the winner. An elicitation that loses the race is cancelled
+//!   (`notifications/cancelled`) when the protocol allows it.
+//! - **Sessions.** Questions are asked in [`McpConfig::session_id`], unless the HTTP layer
+//!   in front of the service confines the caller to one session with a [`ScopedSession`]
+//!   request extension (the askbus server does that for session-scoped tokens).
+//! - **`requestState` is sealed.** It names a question and its session; it is signed with
+//!   a key made when the server starts (HMAC, `rmcp`'s `RequestStateCodec`), so a client
+//!   cannot point a retry at someone else's question.
+//!
+//! # The elicitation bridge
+//!
+//! When [`McpConfig::elicitation`] is [`ElicitationBridge::On`] and the client declared
+//! form elicitation, each question is also put to the user through the client's own
+//! elicitation UI. The questions become the restricted JSON Schema of elicitation: for
+//! question *n*, `qn` is a string enum of the option labels (single select) or an array of
+//! that enum (`multiple`); a question that allows custom answers adds a free-text string
+//! `qn_other` (or is only that string when it has no options). `accept` replies with those
+//! answers (free text wins over a single choice, and is appended to multiple choices;
+//! nothing filled in skips the question), `decline` rejects, `cancel` cancels. A form
+//! answer that does not fit the question is refused and the question stays pending for an
+//! answer over HTTP. Legacy sessions get a server-to-client `elicitation/create`; protocol
+//! 2026-07-28 clients get the form in an `input_required` result; task clients get it as
+//! the task's `input_required` request, answered with `tasks/update`.
+//!
+//! ```no_run
+//! use askbus_bus::Bus;
+//! use askbus_mcp::{AskbusMcp, HttpOptions, McpConfig, streamable_http_service};
+//! use askbus_question::QuestionService;
+//! use tokio_util::sync::CancellationToken;
+//!
+//! # async fn run() -> std::io::Result<()> {
+//! let questions = QuestionService::new(Bus::new());
+//! let shutdown = CancellationToken::new();
+//! let mcp = AskbusMcp::new(questions.clone(), McpConfig::default());
+//! let service = streamable_http_service(mcp, HttpOptions::default(), shutdown.clone());
+//! // axum::Router::new().nest_service("/mcp", service), served beside askbus_http::router.
+//! # drop(service);
+//! # Ok(())
+//! # }
+//! ```
+
+mod elicitation;
+mod server;
+mod transport;
+
+/// Why a served connection ended (what [`serve_stdio`] and [`serve_io`] return).
+pub use rmcp::service::QuitReason;
+pub use server::{AskbusMcp, ElicitationBridge, McpConfig, ScopedSession};
+pub use transport::{HttpOptions, McpServeError, serve_io, serve_stdio, streamable_http_service};

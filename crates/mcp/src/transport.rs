@@ -1,0 +1,108 @@
+//! The ways to reach the server: Streamable HTTP (a tower service), stdio, or any byte
+//! stream with stdio's framing.
+
+use rmcp::ServiceExt;
+use rmcp::service::{QuitReason, ServerInitializeError};
+use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
+use tokio::io::{AsyncRead, AsyncWrite};
+use tokio_util::sync::CancellationToken;
+
+use crate::AskbusMcp;
+
+/// Settings of the Streamable HTTP endpoint.
+#[derive(Debug, Clone)]
+pub struct HttpOptions {
+    /// Accept any `Host` header. Off (the default), only loopback hosts (`localhost`,
+    /// `127.0.0.1`, `::1`) are accepted, which stops DNS rebinding from reaching a local,
+    /// unauthenticated server. Turn it on when every request needs a bearer token anyway,
+    /// or the server is reached under another name.
+    pub any_host: bool,
+    /// Largest accepted request body, in bytes. Default: 64 KiB.
+    pub body_limit: usize,
+}
+
+/// Why the stdio server stopped with an error.
+#[derive(Debug, thiserror::Error)]
+pub enum McpServeError {
+    /// The client did not complete the MCP handshake.
+    #[error("the MCP client did not initialize: {0}")]
+    Initialize(#[from] Box<ServerInitializeError>),
+    /// The server task failed.
+    #[error("the MCP server task failed: {0}")]
+    Task(#[from] tokio::task::JoinError),
+}
+
+impl Default for HttpOptions {
+    fn default() -> Self {
+        Self {
+            any_host: false,
+            body_limit: 64 * 1024,
+        }
+    }
+}
+
+/// The MCP Streamable HTTP endpoint of `server`, as a tower service to mount (askbus
+/// mounts it at `/mcp`).
+///
+/// Clients of protocol versions before 2026-07-28 get stateful sessions (`Mcp-Session-Id`),
+/// which server-to-client requests (the elicitation bridge) and progress need; 2026-07-28
+/// requests are served statelessly, as that version requires. Cancelling `shutdown` ends
+/// every session and open stream.
+pub fn streamable_http_service(
+    server: AskbusMcp,
+    options: HttpOptions,
+    shutdown: CancellationToken,
+) -> StreamableHttpService<AskbusMcp, LocalSessionManager> {
+    let mut config = StreamableHttpServerConfig::default()
+        .with_cancellation_token(shutdown)
+        .with_max_request_body_bytes(options.body_limit);
+    if options.any_host {
+        config = config.disable_allowed_hosts();
+    }
+    StreamableHttpService::new(
+        move || Ok(server.clone()),
+        LocalSessionManager::default().into(),
+        config,
+    )
+}
+
+/// Serves `server` to one client over this process's stdin and stdout until the client
+/// closes stdin or `shutdown` is cancelled.
+///
+/// Nothing else may write to stdout meanwhile: log to stderr.
+///
+/// # Errors
+///
+/// The client did not complete the handshake, or the server task failed.
+pub async fn serve_stdio(
+    server: AskbusMcp,
+    shutdown: CancellationToken,
+) -> Result<QuitReason, McpServeError> {
+    let (reader, writer) = rmcp::transport::io::stdio_pipes();
+    serve_io(server, reader, writer, shutdown).await
+}
+
+/// Serves `server` to one client over any byte stream speaking MCP's stdio framing
+/// (newline-delimited JSON-RPC): a child process's pipes, a Unix socket, an in-memory
+/// duplex. Returns when the client closes `reader` or `shutdown` is cancelled.
+///
+/// # Errors
+///
+/// The client did not complete the handshake, or the server task failed.
+pub async fn serve_io<R, W>(
+    server: AskbusMcp,
+    reader: R,
+    writer: W,
+    shutdown: CancellationToken,
+) -> Result<QuitReason, McpServeError>
+where
+    R: AsyncRead + Send + Unpin + 'static,
+    W: AsyncWrite + Send + Unpin + 'static,
+{
+    let running = server
+        .serve_with_ct((reader, writer), shutdown)
+        .await
+        .map_err(Box::new)?;
+    Ok(running.waiting().await?)
+}

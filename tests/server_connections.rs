@@ -1,0 +1,238 @@
+//! The server's accept loop (`askbus_server::serve`) over real TCP: a request header or
+//! body that stalls is cut off, event streams are not, and shutdown never waits on a client.
+//!
+//! Each test configures short limits so it proves a timeout by waiting a fraction of a
+//! second; the generous upper bounds only catch a hang.
+
+use std::net::SocketAddr;
+use std::time::{Duration, Instant};
+
+use askbus_server::{Cli, Settings};
+use clap::Parser;
+use futures_util::StreamExt;
+use serde_json::Value;
+use sse_stream::SseStream;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
+
+/// Longest any step may take before the test calls it a hang.
+const HANG: Duration = Duration::from_secs(5);
+
+/// The server as the binary runs it, on an ephemeral loopback port.
+struct Server {
+    address: SocketAddr,
+    shutdown: CancellationToken,
+    task: JoinHandle<std::io::Result<()>>,
+}
+
+/// Default settings, changed by `configure`, served.
+async fn serve(configure: impl FnOnce(&mut Settings)) -> Server {
+    let mut settings = Cli::try_parse_from(["askbus"])
+        .expect("flags")
+        .settings()
+        .expect("valid");
+    configure(&mut settings);
+    let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+    let address = listener.local_addr().expect("address");
+    let shutdown = CancellationToken::new();
+    let task = tokio::spawn(askbus_server::serve(listener, settings, shutdown.clone()));
+    Server {
+        address,
+        shutdown,
+        task,
+    }
+}
+
+impl Server {
+    fn url(&self, path: &str) -> String {
+        format!("http://{}{path}", self.address)
+    }
+
+    /// Cancels the token and waits for `serve` to return; how long that took.
+    async fn stop(self) -> Duration {
+        let started = Instant::now();
+        self.shutdown.cancel();
+        tokio::time::timeout(HANG, self.task)
+            .await
+            .expect("shutdown does not hang")
+            .expect("task")
+            .expect("clean");
+        started.elapsed()
+    }
+}
+
+/// Everything the server sends on `stream` until it closes the connection.
+async fn read_until_closed(stream: &mut TcpStream) -> String {
+    let mut received = Vec::new();
+    let read = tokio::time::timeout(HANG, stream.read_to_end(&mut received))
+        .await
+        .expect("the server closes the connection");
+    // A reset is a close too; what arrived before it is what counts.
+    drop(read);
+    String::from_utf8_lossy(&received).into_owned()
+}
+
+async fn health(client: &reqwest::Client, server: &Server) -> reqwest::StatusCode {
+    client
+        .get(server.url("/health"))
+        .send()
+        .await
+        .expect("health")
+        .status()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stalled_request_header_is_cut_off_without_an_answer() {
+    let header_timeout = Duration::from_millis(200);
+    let server = serve(|settings| settings.connections.header_read_timeout = header_timeout).await;
+
+    // The server starts its clock when it accepts the connection, after this.
+    let started = Instant::now();
+    let mut stalled = TcpStream::connect(server.address).await.expect("connect");
+    stalled
+        .write_all(b"GET /health HTTP/1.1\r\nhost: askbus\r\n")
+        .await
+        .expect("half a header");
+    let answer = read_until_closed(&mut stalled).await;
+    assert_eq!(answer, "", "closed without an answer");
+    assert!(
+        started.elapsed() >= header_timeout,
+        "not before the timeout"
+    );
+
+    // Meanwhile and afterwards, complete requests are served.
+    let client = reqwest::Client::new();
+    assert_eq!(health(&client, &server).await, reqwest::StatusCode::OK);
+    server.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stalled_request_body_gets_408() {
+    let server = serve(|settings| {
+        settings.http.request_timeout = Duration::from_millis(200);
+    })
+    .await;
+
+    let mut stalled = TcpStream::connect(server.address).await.expect("connect");
+    stalled
+        .write_all(
+            b"POST /question HTTP/1.1\r\nhost: askbus\r\ncontent-type: application/json\r\n\
+              content-length: 100\r\n\r\n{\"sessionID\":",
+        )
+        .await
+        .expect("a header and part of a body");
+    let answer = read_until_closed(&mut stalled).await;
+    assert!(answer.starts_with("HTTP/1.1 408"), "{answer}");
+    let body = answer.split("\r\n\r\n").nth(1).expect("a body");
+    assert!(body.contains(r#""code":"request_timeout""#), "{body}");
+    server.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_event_stream_outlives_the_header_timeout() {
+    let header_timeout = Duration::from_millis(150);
+    let server = serve(|settings| {
+        settings.connections.header_read_timeout = header_timeout;
+        settings.http.heartbeat_interval = Duration::from_millis(100);
+    })
+    .await;
+
+    let client = reqwest::Client::new();
+    let response = client
+        .get(server.url("/event"))
+        .send()
+        .await
+        .expect("stream");
+    let opened = Instant::now();
+    let mut frames = SseStream::from_bytes_stream(response.bytes_stream());
+    // Frames keep coming for several header timeouts: nobody reads a header meanwhile.
+    let mut heartbeats = 0;
+    while opened.elapsed() < header_timeout * 4 {
+        let frame = tokio::time::timeout(HANG, frames.next())
+            .await
+            .expect("a frame")
+            .expect("the stream is open")
+            .expect("well-formed SSE");
+        let data: Value = serde_json::from_str(frame.data.as_deref().expect("data")).expect("JSON");
+        if data["type"] == "server.heartbeat" {
+            heartbeats += 1;
+        }
+    }
+    assert!(heartbeats >= 4, "{heartbeats} heartbeats");
+    server.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn shutdown_closes_streams_and_idle_connections_at_once() {
+    // A grace period far longer than the test allows: only a prompt close passes.
+    let server = serve(|settings| {
+        settings.connections.shutdown_grace = Duration::from_secs(60);
+    })
+    .await;
+
+    let client = reqwest::Client::new();
+    let response = client
+        .get(server.url("/event"))
+        .send()
+        .await
+        .expect("stream");
+    let mut frames = SseStream::from_bytes_stream(response.bytes_stream());
+    let connected = frames.next().await.expect("a frame").expect("SSE");
+    assert!(connected.data.expect("data").contains("server.connected"));
+
+    // A keep-alive connection, idle after one answered request.
+    let mut idle = TcpStream::connect(server.address).await.expect("connect");
+    idle.write_all(b"GET /health HTTP/1.1\r\nhost: askbus\r\n\r\n")
+        .await
+        .expect("request");
+    let mut answer = [0; 12];
+    idle.read_exact(&mut answer).await.expect("answer");
+    assert_eq!(&answer, b"HTTP/1.1 200");
+
+    let took = server.stop().await;
+    assert!(took < HANG, "shutdown took {took:?}");
+    let rest = tokio::time::timeout(HANG, frames.next())
+        .await
+        .expect("the stream ends");
+    assert!(rest.is_none(), "{rest:?}");
+    let mut buffer = Vec::new();
+    tokio::time::timeout(HANG, idle.read_to_end(&mut buffer))
+        .await
+        .expect("the idle connection is closed")
+        .expect("a clean close");
+    // Only the rest of the first answer: no second response, no error page.
+    assert!(!String::from_utf8_lossy(&buffer).contains("HTTP/1.1"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_connection_busy_after_the_grace_period_is_dropped() {
+    let grace = Duration::from_millis(200);
+    let server = serve(|settings| {
+        settings.connections.shutdown_grace = grace;
+        settings.http.request_timeout = Duration::from_secs(600);
+    })
+    .await;
+
+    // A request whose body never finishes keeps its connection busy.
+    let mut busy = TcpStream::connect(server.address).await.expect("connect");
+    busy.write_all(
+        b"POST /question HTTP/1.1\r\nhost: askbus\r\ncontent-type: application/json\r\n\
+          content-length: 100\r\n\r\n{",
+    )
+    .await
+    .expect("a header and part of a body");
+    // Wait until the server has the request: another request on a new connection is
+    // answered after the first was accepted.
+    let client = reqwest::Client::new();
+    assert_eq!(health(&client, &server).await, reqwest::StatusCode::OK);
+
+    let took = server.stop().await;
+    assert!(took >= grace, "the busy connection was given {took:?}");
+    assert_eq!(
+        read_until_closed(&mut busy).await,
+        "",
+        "dropped, not answered"
+    );
+}
