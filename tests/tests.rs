@@ -21,6 +21,8 @@ mod question;
 mod question_model;
 // Races between resolutions of one question on a multi-thread runtime.
 mod question_races;
+// The question tool as a rig-core tool, run through rig's own dispatch.
+mod rig;
 // The server binary's configuration: flags, validation, refusals.
 mod server;
 // The server's accept loop over TCP: header and body timeouts, streams, shutdown.

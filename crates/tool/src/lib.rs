@@ -17,9 +17,14 @@
 //!   **not invent an answer**.
 //! - The model cannot turn off free-text answers: `custom` is not in the schema and is
 //!   always on.
+//!
+//! Agent frameworks: with the `rig` feature, `rig::RigQuestionTool` is the same tool as a
+//! `rig-core` 0.44 `Tool`.
 
 mod definition;
 mod question_tool;
+#[cfg(feature = "rig")]
+pub mod rig;
 
 pub use definition::ToolDefinition;
 pub use question_tool::{

@@ -120,7 +120,7 @@ pub struct ToolOutput {
 }
 
 /// How the question ended, as data.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "status", rename_all = "snake_case")]
 pub enum ToolOutcome {
     /// The user answered; one entry per question, in order.
@@ -140,7 +140,7 @@ pub enum ToolOutcome {
 }
 
 /// One question with the user's answer.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct AnsweredQuestion {
     /// The question text.
     pub question: String,
