@@ -217,7 +217,7 @@ async fn ask_reports_invalid_questions_at_once() {
 fn check_reply(questions: Vec<QuestionInfo>, given: &[&[&str]], expected: Expect<'_>) {
     let service = service();
     let mut pending = submit(&service, "s", questions);
-    let replied = service.reply(pending.id(), answers(given));
+    let replied = service.reply(pending.id(), answers(given)).map(drop);
     match (replied, expected) {
         (Ok(()), Expect::Ok) => {
             assert_eq!(poll_once(&mut pending), Some(Ok(answers(given))));
@@ -325,7 +325,7 @@ fn check_keyed(keyed: &[(&str, &str)], expected: Result<&[&[&str]], &[&str]>) {
         .iter()
         .map(|(question, answer)| ((*question).to_owned(), (*answer).to_owned()))
         .collect();
-    match (service.reply_keyed(pending.id(), &keyed), expected) {
+    match (service.reply_keyed(pending.id(), &keyed).map(drop), expected) {
         (Ok(()), Ok(expected)) => {
             assert_eq!(poll_once(&mut pending), Some(Ok(answers(expected))));
         }
@@ -424,9 +424,9 @@ async fn a_resolved_request_refuses_every_later_resolution() {
         let id = pending.id();
         let mut pending = Some(pending);
         match first {
-            Resolve::Reply => service.reply(id, answers(&[&["Go"]])).expect("first reply"),
-            Resolve::Reject => service.reject(id, None).expect("first reject"),
-            Resolve::Cancel => service.cancel(id).expect("first cancel"),
+            Resolve::Reply => service.reply(id, answers(&[&["Go"]])).map(drop).expect("first reply"),
+            Resolve::Reject => service.reject(id, None).map(drop).expect("first reject"),
+            Resolve::Cancel => service.cancel(id).map(drop).expect("first cancel"),
             Resolve::CancelSession => assert_eq!(service.cancel_session("s"), 1),
             Resolve::DropFuture => drop(pending.take()),
             Resolve::TimeOut => {
@@ -436,17 +436,17 @@ async fn a_resolved_request_refuses_every_later_resolution() {
         }
         let refused = ReplyError::AlreadyResolved { id, outcome };
         assert_eq!(
-            service.reply(id, answers(&[&["Rust"]])),
+            service.reply(id, answers(&[&["Rust"]])).map(drop),
             Err(refused.clone()),
             "{first:?}"
         );
         assert_eq!(
-            service.reject(id, Some("late".into())),
+            service.reject(id, Some("late".into())).map(drop),
             Err(refused.clone())
         );
-        assert_eq!(service.cancel(id), Err(refused.clone()));
+        assert_eq!(service.cancel(id).map(drop), Err(refused.clone()));
         assert_eq!(
-            service.reply_keyed(id, &BTreeMap::new()),
+            service.reply_keyed(id, &BTreeMap::new()).map(drop),
             Err(refused.clone())
         );
         assert_eq!(service.cancel_session("s"), 0);
@@ -485,13 +485,13 @@ async fn a_resolved_request_refuses_every_later_resolution() {
 async fn an_unknown_id_is_not_found() {
     let service = service();
     let id = unknown_id();
-    assert_eq!(service.reply(id, vec![]), Err(ReplyError::NotFound(id)));
+    assert_eq!(service.reply(id, vec![]).map(drop), Err(ReplyError::NotFound(id)));
     assert_eq!(
-        service.reply_keyed(id, &BTreeMap::new()),
+        service.reply_keyed(id, &BTreeMap::new()).map(drop),
         Err(ReplyError::NotFound(id))
     );
-    assert_eq!(service.reject(id, None), Err(ReplyError::NotFound(id)));
-    assert_eq!(service.cancel(id), Err(ReplyError::NotFound(id)));
+    assert_eq!(service.reject(id, None).map(drop), Err(ReplyError::NotFound(id)));
+    assert_eq!(service.cancel(id).map(drop), Err(ReplyError::NotFound(id)));
     assert_eq!(service.wait(id).await, Err(ReplyError::NotFound(id)));
     assert!(service.get(id).is_none());
     let message = ReplyError::NotFound(id).to_string();
@@ -501,7 +501,7 @@ async fn an_unknown_id_is_not_found() {
     let other = QuestionService::new(Bus::new());
     let elsewhere = submit(&other, "s", vec![language()]);
     assert_eq!(
-        service.reply(elsewhere.id(), answers(&[&["Rust"]])),
+        service.reply(elsewhere.id(), answers(&[&["Rust"]])).map(drop),
         Err(ReplyError::NotFound(elsewhere.id()))
     );
 }
@@ -517,17 +517,17 @@ fn only_the_most_recent_resolved_requests_are_remembered() {
         .map(|_| {
             let pending = submit(&service, "s", vec![language()]);
             let id = pending.id();
-            service.reject(id, None).expect("pending");
+            service.reject(id, None).map(drop).expect("pending");
             id
         })
         .collect();
     assert_eq!(
-        service.reject(ids[0], None),
+        service.reject(ids[0], None).map(drop),
         Err(ReplyError::NotFound(ids[0]))
     );
     for &id in &ids[1..] {
         assert_eq!(
-            service.reject(id, None),
+            service.reject(id, None).map(drop),
             Err(ReplyError::AlreadyResolved {
                 id,
                 outcome: OutcomeKind::Rejected
@@ -606,7 +606,7 @@ fn dropping_an_answered_question_publishes_nothing_more() {
     let mut subscription = service.bus().subscribe_all();
     let pending = submit(&service, "s", vec![language()]);
     let id = pending.id();
-    service.reply(id, answers(&[&["Rust"]])).expect("pending");
+    service.reply(id, answers(&[&["Rust"]])).map(drop).expect("pending");
     drop(pending);
     assert_eq!(
         events(&mut subscription),
@@ -638,7 +638,7 @@ async fn a_detached_question_stays_pending_and_wait_collects_the_reply() {
         async move { service.wait(id).await }
     });
     settle().await;
-    service.reply(id, answers(&[&["Go"]])).expect("pending");
+    service.reply(id, answers(&[&["Go"]])).map(drop).expect("pending");
     let outcome = waiter.await.expect("waiter ran");
     assert_eq!(outcome, Ok(Outcome::Replied(answers(&[&["Go"]]).into())));
     assert_eq!(
@@ -700,7 +700,7 @@ async fn the_default_timeout_fires_at_600_seconds_not_before() {
         [QuestionEvent::Terminal(id, OutcomeKind::TimedOut)]
     );
     assert_eq!(
-        service.reply(id, answers(&[&["Rust"]])),
+        service.reply(id, answers(&[&["Rust"]])).map(drop),
         Err(ReplyError::AlreadyResolved {
             id,
             outcome: OutcomeKind::TimedOut
@@ -775,7 +775,7 @@ async fn timeout_never_waits_forever() {
         assert!(poll_once(&mut pending).is_none());
         assert_eq!(service.pending_count(), 1);
         service
-            .reply(pending.id(), answers(&[&["Go"]]))
+            .reply(pending.id(), answers(&[&["Go"]])).map(drop)
             .expect("still pending");
         assert_eq!(pending.await, Ok(answers(&[&["Go"]])));
     }
@@ -849,7 +849,7 @@ async fn cancel_session_cancels_only_that_session() {
     let beta_ids: Vec<QuestionId> = beta.iter().map(PendingQuestion::id).collect();
     let answered = submit(&service, "alpha", vec![language()]);
     service
-        .reply(answered.id(), answers(&[&["Rust"]]))
+        .reply(answered.id(), answers(&[&["Rust"]])).map(drop)
         .expect("pending");
     ready_envelopes(&mut subscription);
 
@@ -904,7 +904,7 @@ fn list_is_ascending_and_filters_by_session() {
     assert_eq!(listed(Some("b")), [ids[1], ids[4]]);
     assert_eq!(listed(Some("nobody")), []);
 
-    service.reject(ids[2], None).expect("pending");
+    service.reject(ids[2], None).map(drop).expect("pending");
     assert_eq!(listed(Some("a")), [ids[0], ids[5]]);
     assert_eq!(listed(None).len(), 5);
     assert_eq!(service.pending_count(), 5);
@@ -920,7 +920,7 @@ async fn get_and_wait_report_pending_then_resolved() {
     assert_eq!(snapshot.outcome, None);
 
     let given = answers(&[&["Rust"], &["Linux", "BSD, Solaris"]]);
-    service.reply(id, given.clone()).expect("pending");
+    service.reply(id, given.clone()).map(drop).expect("pending");
     let snapshot = service.get(id).expect("remembered");
     assert_eq!(snapshot.request.questions, vec![language(), targets()]);
     assert_eq!(
@@ -936,7 +936,7 @@ async fn get_and_wait_report_pending_then_resolved() {
 
     let rejected = submit(&service, "s", vec![language()]);
     service
-        .reject(rejected.id(), Some("not now".into()))
+        .reject(rejected.id(), Some("not now".into())).map(drop)
         .expect("pending");
     let reason = Some("not now".to_owned());
     assert_eq!(
@@ -983,10 +983,10 @@ async fn every_request_has_one_terminal_event_after_its_asked_event() {
 
     advance(Duration::from_secs(5)).await;
     service
-        .reply(replied.id(), answers(&[&["Rust"]]))
+        .reply(replied.id(), answers(&[&["Rust"]])).map(drop)
         .expect("pending");
-    service.reject(rejected.id(), None).expect("pending");
-    service.cancel(cancelled.id()).expect("pending");
+    service.reject(rejected.id(), None).map(drop).expect("pending");
+    service.cancel(cancelled.id()).map(drop).expect("pending");
     drop(dropped);
     assert_eq!(service.cancel_session("b"), 1);
     advance(Duration::from_secs(5)).await;
@@ -997,7 +997,7 @@ async fn every_request_has_one_terminal_event_after_its_asked_event() {
         .copied()
         .filter(|id| *id != still_pending.id)
     {
-        assert!(service.cancel(id).is_err());
+        assert!(service.cancel(id).map(drop).is_err());
     }
 
     let outcomes = outcomes_in_stream(&ready_envelopes(&mut subscription));
@@ -1024,15 +1024,15 @@ async fn question_events_use_opencode_wire_names() {
     let id = pending.id();
     let (created_at, _) = request_times(pending.request());
     service
-        .reply(id, answers(&[&["Rust"], &["Linux", "macOS"]]))
+        .reply(id, answers(&[&["Rust"], &["Linux", "macOS"]])).map(drop)
         .expect("pending");
     let rejected = submit(&service, "ses_1", vec![language()]);
     service
-        .reject(rejected.id(), Some("not now".into()))
+        .reject(rejected.id(), Some("not now".into())).map(drop)
         .expect("pending");
     let rejected_silently = submit(&service, "ses_1", vec![language()]);
     service
-        .reject(rejected_silently.id(), None)
+        .reject(rejected_silently.id(), None).map(drop)
         .expect("pending");
 
     let frames: Vec<Value> = ready_envelopes(&mut subscription)

@@ -145,17 +145,17 @@ impl Harness {
             Op::Reply(index) => {
                 let actual = self
                     .service
-                    .reply(self.id(index), vec![vec!["Rust".into()]]);
+                    .reply(self.id(index), vec![vec!["Rust".into()]]).map(drop);
                 let expected = self.expect_resolution(index, OutcomeKind::Replied);
                 prop_assert_eq!(actual, expected);
             }
             Op::Reject(index) => {
-                let actual = self.service.reject(self.id(index), None);
+                let actual = self.service.reject(self.id(index), None).map(drop);
                 let expected = self.expect_resolution(index, OutcomeKind::Rejected);
                 prop_assert_eq!(actual, expected);
             }
             Op::Cancel(index) => {
-                let actual = self.service.cancel(self.id(index));
+                let actual = self.service.cancel(self.id(index)).map(drop);
                 let expected = self.expect_resolution(index, OutcomeKind::Cancelled);
                 prop_assert_eq!(actual, expected);
             }

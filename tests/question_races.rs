@@ -41,7 +41,7 @@ async fn concurrent_replies_resolve_exactly_once() {
         let repliers: Vec<_> = (0..REPLIERS)
             .map(|replier| {
                 contender(&service, &barrier, move |service| {
-                    service.reply(id, vec![vec![format!("answer {replier}")]])
+                    service.reply(id, vec![vec![format!("answer {replier}")]]).map(drop)
                 })
             })
             .collect();
@@ -111,10 +111,10 @@ async fn reply_reject_cancel_drop_and_timeout_race_to_one_outcome() {
         let id = pending.id();
         let barrier = Arc::new(Barrier::new(5));
         let reply = contender(&service, &barrier, move |service| {
-            service.reply(id, vec![vec!["Rust".into()]])
+            service.reply(id, vec![vec!["Rust".into()]]).map(drop)
         });
-        let reject = contender(&service, &barrier, move |service| service.reject(id, None));
-        let cancel = contender(&service, &barrier, move |service| service.cancel(id));
+        let reject = contender(&service, &barrier, move |service| service.reject(id, None).map(drop));
+        let cancel = contender(&service, &barrier, move |service| service.cancel(id).map(drop));
         let cancel_session = contender(&service, &barrier, move |service| {
             service.cancel_session(&session)
         });
@@ -200,7 +200,7 @@ async fn a_reply_racing_the_asker_dropping_its_future_resolves_once() {
             }
             tokio::task::yield_now().await;
         };
-        let replied = service.reply(id, vec![vec!["Go".into()]]);
+        let replied = service.reply(id, vec![vec!["Go".into()]]).map(drop);
         let asked = asker.await.expect("asker ran");
         match (&replied, &asked) {
             (Ok(()), Ok(answers)) => assert_eq!(*answers, Ok(vec![vec!["Go".to_owned()]])),

@@ -42,6 +42,17 @@ pub struct Bus {
     shared: Arc<Shared>,
 }
 
+/// Where a bus records what it publishes: the server's durable store, so that a restarted
+/// bus can [resume](Bus::resume) with the same history and continue its ids.
+///
+/// [`record`](Journal::record) is called for every event, under the publish lock, so calls
+/// arrive in id order. It must not block (queue the write and return) and cannot fail the
+/// publisher: a journal that cannot write reports that its own way.
+pub trait Journal: Send + Sync + 'static {
+    /// Records one published event.
+    fn record(&self, envelope: &Envelope);
+}
+
 /// Sizes of a bus's buffers.
 #[derive(Debug, Clone, Copy)]
 pub struct BusConfig {
@@ -139,6 +150,8 @@ struct Shared {
     state: Mutex<State>,
     /// The live channel; sending never waits for receivers.
     sender: broadcast::Sender<Envelope>,
+    /// Where every published event is recorded, if anywhere.
+    journal: Option<Arc<dyn Journal>>,
 }
 
 /// What the publish lock protects. Id assignment, history and channel send happen under one
@@ -183,6 +196,85 @@ impl Bus {
     /// A bus with the given buffer sizes. `subscriber_capacity` is rounded up to a power of
     /// two, and one above 2^24 is lowered to it.
     pub fn with_config(config: BusConfig) -> Self {
+        let mut ids = IdGenerator::new();
+        let origin = ids.next_id();
+        let history = VecDeque::with_capacity(config.history.min(4096));
+        Self::from_parts(config, ids, history, origin, None)
+    }
+
+    /// A bus that continues a recorded one: `recorded` are the newest recorded events,
+    /// oldest first (at most `config.history + 1` are used), and every event published from
+    /// now on is passed to `journal`.
+    ///
+    /// The newest `config.history` of them form the history, so a client that saw one of
+    /// them before a restart resumes after it with no gap. The one before them, if given,
+    /// becomes the oldest resumable cursor; without it the history is taken to be complete
+    /// (`recorded` holds every event ever recorded). New ids continue above the newest
+    /// recorded one, even if the clock went back.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::sync::{Arc, Mutex};
+    /// use askbus_bus::{Bus, BusConfig, Envelope, Event, Journal};
+    /// use tokio_stream::StreamExt;
+    ///
+    /// #[derive(Clone, serde::Serialize)]
+    /// struct Pinged(u32);
+    /// impl Event for Pinged {
+    ///     const TYPE: &'static str = "demo.pinged";
+    /// }
+    ///
+    /// /// Keeps what it is given; a real journal writes to a store.
+    /// #[derive(Default)]
+    /// struct Kept(Mutex<Vec<(String, String, String)>>);
+    /// impl Journal for Kept {
+    ///     fn record(&self, envelope: &Envelope) {
+    ///         let row = (envelope.id().to_string(), envelope.event_type().to_owned(), envelope.properties_json());
+    ///         self.0.lock().unwrap().push(row);
+    ///     }
+    /// }
+    ///
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() {
+    /// let kept = Arc::new(Kept::default());
+    /// let first_run = Bus::resume(BusConfig::default(), Vec::new(), kept.clone());
+    /// let seen = first_run.publish(Pinged(1));
+    /// first_run.publish(Pinged(2));
+    /// drop(first_run);
+    ///
+    /// // After a restart: the recorded events come back, and a client resumes after `seen`.
+    /// let recorded = kept.0.lock().unwrap().iter().map(|(id, event_type, properties)| {
+    ///     Envelope::recorded(id.parse().unwrap(), event_type, None, properties).unwrap()
+    /// }).collect();
+    /// let second_run = Bus::resume(BusConfig::default(), recorded, kept.clone());
+    /// let mut resumed = second_run.subscribe_from(seen).unwrap();
+    /// let next = resumed.next().await.unwrap().unwrap();
+    /// assert_eq!(next.json(), format!(r#"{{"id":"{}","type":"demo.pinged","properties":2}}"#, next.id()));
+    /// assert!(second_run.publish(Pinged(3)) > next.id());
+    /// # }
+    /// ```
+    pub fn resume(config: BusConfig, recorded: Vec<Envelope>, journal: Arc<dyn Journal>) -> Self {
+        let keep = recorded.len().min(config.history);
+        let mut recorded = VecDeque::from(recorded);
+        let older = recorded.len() - keep;
+        let floor = recorded
+            .drain(..older)
+            .next_back()
+            .map_or(EventId::from_ulid(ulid::Ulid::nil()), |envelope| {
+                envelope.id()
+            });
+        let newest = recorded.back().map_or(floor, Envelope::id);
+        let ids = IdGenerator::after(newest.ulid());
+        Self::from_parts(config, ids, recorded, floor, Some(journal))
+    }
+
+    fn from_parts(
+        config: BusConfig,
+        ids: IdGenerator,
+        history: VecDeque<Envelope>,
+        floor: EventId,
+        journal: Option<Arc<dyn Journal>>,
+    ) -> Self {
         // Tokio's channel rounds its buffer up to a power of two anyway; doing it here makes
         // the effective capacity the documented one.
         let capacity = config
@@ -191,17 +283,16 @@ impl Bus {
             .min(MAX_SUBSCRIBER_CAPACITY)
             .next_power_of_two();
         let (sender, _) = broadcast::channel(capacity);
-        let mut ids = IdGenerator::new();
-        let origin = ids.next_id();
         Self {
             shared: Arc::new(Shared {
                 state: Mutex::new(State {
                     ids,
-                    history: VecDeque::with_capacity(config.history.min(4096)),
+                    history,
                     history_capacity: config.history,
-                    floor: origin,
+                    floor,
                 }),
                 sender,
+                journal,
             }),
         }
     }
@@ -214,6 +305,10 @@ impl Bus {
         let mut state = self.shared.lock();
         let id = state.ids.next_id();
         let envelope = Envelope::new(id, event);
+        if let Some(journal) = &self.shared.journal {
+            // Under the lock, so the record's order is the id order.
+            journal.record(&envelope);
+        }
         if state.history_capacity > 0 {
             if state.history.len() == state.history_capacity
                 && let Some(evicted) = state.history.pop_front()

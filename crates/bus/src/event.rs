@@ -66,14 +66,14 @@ struct EnvelopeInner<P: ?Sized> {
 
 /// Object-safe view of an [`Event`], so envelopes of every type share one channel.
 trait Payload: Send + Sync {
-    fn event_type(&self) -> &'static str;
+    fn event_type(&self) -> &str;
     fn session_id(&self) -> Option<&str>;
     fn as_any(&self) -> &dyn Any;
     fn to_json(&self) -> serde_json::Result<Box<RawValue>>;
 }
 
 impl<E: Event> Payload for E {
-    fn event_type(&self) -> &'static str {
+    fn event_type(&self) -> &str {
         E::TYPE
     }
 
@@ -90,12 +90,42 @@ impl<E: Event> Payload for E {
     }
 }
 
+/// An event read back from a record (a durable store) instead of published as a Rust
+/// value: only its JSON survives, so typed subscribers never see it (it downcasts to no
+/// [`Event`]), while JSON readers (the SSE stream) see it exactly as it was.
+struct RecordedPayload {
+    /// The stable type name it was published under.
+    event_type: Box<str>,
+    /// The session it concerns, if any.
+    session_id: Option<Box<str>>,
+    /// Its properties, as published.
+    properties: Box<RawValue>,
+}
+
+impl Payload for RecordedPayload {
+    fn event_type(&self) -> &str {
+        &self.event_type
+    }
+
+    fn session_id(&self) -> Option<&str> {
+        self.session_id.as_deref()
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn to_json(&self) -> serde_json::Result<Box<RawValue>> {
+        Ok(self.properties.clone())
+    }
+}
+
 /// The wire form of an envelope, serialised once per envelope.
 #[derive(Serialize)]
 struct EnvelopeJson<'a> {
     id: EventId,
     #[serde(rename = "type")]
-    event_type: &'static str,
+    event_type: &'a str,
     properties: &'a RawValue,
 }
 
@@ -110,13 +140,51 @@ impl Envelope {
         }
     }
 
+    /// An envelope read back from a record of published events (see
+    /// [`Journal`](crate::Journal)): `properties` must be the JSON the event had when it
+    /// was published. Typed subscriptions skip it; its [`json`](Self::json) is the original.
+    ///
+    /// # Errors
+    ///
+    /// `properties` is not valid JSON.
+    pub fn recorded(
+        id: EventId,
+        event_type: &str,
+        session_id: Option<&str>,
+        properties: &str,
+    ) -> serde_json::Result<Self> {
+        let properties = RawValue::from_string(properties.to_owned())?;
+        Ok(Self {
+            inner: Arc::new(EnvelopeInner {
+                id,
+                json: OnceLock::new(),
+                payload: RecordedPayload {
+                    event_type: event_type.into(),
+                    session_id: session_id.map(Into::into),
+                    properties,
+                },
+            }),
+        })
+    }
+
+    /// The event's properties alone, as compact JSON: what a [`Journal`](crate::Journal)
+    /// records, and what [`recorded`](Self::recorded) takes back.
+    pub fn properties_json(&self) -> String {
+        self.inner
+            .payload
+            .to_json()
+            .unwrap_or_else(|error| error_properties(&error))
+            .get()
+            .to_owned()
+    }
+
     /// The event's id: ascending in publish order, and the cursor to resume after it.
     pub fn id(&self) -> EventId {
         self.inner.id
     }
 
     /// The event's stable type name (`question.asked`).
-    pub fn event_type(&self) -> &'static str {
+    pub fn event_type(&self) -> &str {
         self.inner.payload.event_type()
     }
 
@@ -140,12 +208,11 @@ impl Envelope {
         self.inner
             .json
             .get_or_init(|| {
-                let properties = self.inner.payload.to_json().unwrap_or_else(|error| {
-                    serde_json::value::to_raw_value(&serde_json::json!({
-                        "error": error.to_string()
-                    }))
-                    .unwrap_or_else(|_| RawValue::NULL.to_owned())
-                });
+                let properties = self
+                    .inner
+                    .payload
+                    .to_json()
+                    .unwrap_or_else(|error| error_properties(&error));
                 let frame = EnvelopeJson {
                     id: self.inner.id,
                     event_type: self.event_type(),
@@ -173,4 +240,10 @@ impl fmt::Debug for Envelope {
             .field("type", &self.event_type())
             .finish_non_exhaustive()
     }
+}
+
+/// The properties that stand in for a payload that cannot be serialised.
+fn error_properties(error: &serde_json::Error) -> Box<RawValue> {
+    serde_json::value::to_raw_value(&serde_json::json!({ "error": error.to_string() }))
+        .unwrap_or_else(|_| RawValue::NULL.to_owned())
 }

@@ -73,6 +73,9 @@ pub struct ParseIdError {
 pub struct IdGenerator {
     /// The monotonic ULID source; remembers the last ULID it produced.
     ulids: Generator,
+    /// Every id handed out is above this: the last id of an earlier run that this one
+    /// continues (see [`IdGenerator::after`]), then the last id handed out.
+    floor: Option<Ulid>,
 }
 
 impl<K: IdKind> Id<K> {
@@ -100,6 +103,16 @@ impl IdGenerator {
     pub const fn new() -> Self {
         Self {
             ulids: Generator::new(),
+            floor: None,
+        }
+    }
+
+    /// A generator whose ids are all above `last`: for continuing the ids of an earlier
+    /// run (read back from a store) even if the clock went back in between.
+    pub const fn after(last: Ulid) -> Self {
+        Self {
+            ulids: Generator::new(),
+            floor: Some(last),
         }
     }
 
@@ -107,10 +120,17 @@ impl IdGenerator {
     pub fn next_id<K: IdKind>(&mut self) -> Id<K> {
         // Overflow needs 2^80 ids within one millisecond; should it ever happen, carrying
         // into the timestamp keeps the ids ascending, which is the property that matters.
-        let ulid = match self.ulids.generate() {
+        let mut ulid = match self.ulids.generate() {
             Ok(ulid) => ulid,
             Err(overflow) => overflow.commit_overflow_increment(),
         };
+        if let Some(floor) = self.floor {
+            if ulid <= floor {
+                // The clock is behind the run we continue: count up from its last id.
+                ulid = floor.increment().unwrap_or(floor);
+            }
+            self.floor = Some(ulid);
+        }
         Id::from_ulid(ulid)
     }
 }

@@ -16,6 +16,9 @@
 //!   A cursor older than the history is an error ([`ReplayError`]), never a partial replay.
 //! - An [`Envelope`] is allocated once per event and shared by every subscriber; its JSON
 //!   form is serialised at most once.
+//! - A bus may be given a [`Journal`] that records every event in publish order (a durable
+//!   store); [`Bus::resume`] rebuilds the history from that record after a restart, so
+//!   cursors issued before it still resume with no gap, and new ids continue above old ones.
 //!
 //! ```
 //! use askbus_bus::{Bus, Event};
@@ -46,6 +49,6 @@ mod bus;
 mod event;
 mod id;
 
-pub use bus::{Bus, BusConfig, Lagged, ReplayError, Subscription, TypedSubscription};
+pub use bus::{Bus, BusConfig, Journal, Lagged, ReplayError, Subscription, TypedSubscription};
 pub use event::{Envelope, Event};
 pub use id::{EventId, EventKind, Id, IdGenerator, IdKind, ParseIdError};

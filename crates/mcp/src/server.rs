@@ -444,7 +444,7 @@ impl AskbusMcp {
             Resolution::Cancel => questions.cancel(request.id),
         };
         match applied {
-            Ok(()) | Err(ReplyError::AlreadyResolved { .. } | ReplyError::NotFound(_)) => Ok(()),
+            Ok(_) | Err(ReplyError::AlreadyResolved { .. } | ReplyError::NotFound(_)) => Ok(()),
             Err(ReplyError::Invalid(invalid)) => Err(invalid.to_string()),
         }
     }

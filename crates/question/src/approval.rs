@@ -12,11 +12,13 @@ use std::task::{Context, Poll};
 use std::time::Duration;
 
 use askbus_bus::Bus;
+use askbus_store::{RequestKind, Store, StoreError};
 
 use crate::approval_model::{
     Action, ApprovalAsked, ApprovalCancelled, ApprovalId, ApprovalKind, ApprovalReplied,
     ApprovalReply, ApprovalRequest, ApprovalTimedOut, Decision, ReviewConfig,
 };
+use crate::record::Durable;
 use crate::registry::{Kind, Outcome, OutcomeKind, Registry, ResolveError, Snapshot, Ticket};
 use crate::service::{Deadline, Timeout};
 use crate::validate::ValidationError;
@@ -146,12 +148,43 @@ impl Kind for ApprovalRegistryKind {
     type Reply = Arc<ApprovalReply>;
     type Index = ApprovalKeys;
 
+    const RECORD_KIND: RequestKind = RequestKind::Approval;
+
     fn id(request: &ApprovalRequest) -> ApprovalId {
         request.id
     }
 
     fn session_id(request: &ApprovalRequest) -> &str {
         &request.session_id
+    }
+
+    /// The `tool_use_id` of the first action: the model's call that asked for review.
+    fn call_id(request: &ApprovalRequest) -> Option<&str> {
+        request
+            .action_requests
+            .first()
+            .and_then(|action| action.tool_use_id.as_deref())
+    }
+
+    fn expires_at(request: &ApprovalRequest) -> Option<u64> {
+        request.expires_at
+    }
+
+    fn remember(keys: &mut ApprovalKeys, request: &ApprovalRequest) {
+        keys.by_key
+            .insert(Arc::clone(&request.approval_key), request.id);
+        let session = keys
+            .sessions
+            .entry(Arc::clone(&request.session_id))
+            .or_default();
+        session.remembered += 1;
+        // Keys are `{session_id}_{n}`: later keys of the session continue after `n`.
+        let n = request
+            .approval_key
+            .rsplit_once('_')
+            .and_then(|(_, n)| n.parse().ok())
+            .unwrap_or(0);
+        session.last = session.last.max(n);
     }
 
     fn forget(keys: &mut ApprovalKeys, request: &ApprovalRequest) {
@@ -233,6 +266,24 @@ impl ApprovalService {
         }
     }
 
+    /// A service that records every request and decision in `store`, and starts with what
+    /// the store already holds (as [`QuestionService::with_store`](crate::QuestionService::with_store)
+    /// does for questions); approval keys continue where each session's left off.
+    ///
+    /// # Errors
+    ///
+    /// [`StoreError`] if the store cannot be read.
+    pub async fn with_store(
+        bus: Bus,
+        config: ApprovalConfig,
+        store: Arc<dyn Store>,
+    ) -> Result<Self, StoreError> {
+        Ok(Self {
+            registry: Registry::restore(bus, config.retain_resolved, store).await?,
+            config,
+        })
+    }
+
     /// The bus this service publishes on.
     pub fn bus(&self) -> &Bus {
         self.registry.bus()
@@ -283,7 +334,12 @@ impl ApprovalService {
         let session_id = session_id.into();
         check_request(&session_id, &actions, &review_configs)?;
         let deadline = Deadline::after(timeout, self.config.default_timeout);
+        let call = actions
+            .first()
+            .and_then(|action| action.tool_use_id.clone())
+            .map(|call_id| (Arc::clone(&session_id), call_id));
         let ticket = self.registry.register(
+            call,
             |id, keys| {
                 let created_at = id.timestamp_ms();
                 ApprovalRequest {
@@ -311,7 +367,11 @@ impl ApprovalService {
     /// [`ApprovalReplyError::NotFound`], [`ApprovalReplyError::AlreadyResolved`], or
     /// [`ApprovalReplyError::Invalid`] (naming the action) for no decision, more decisions
     /// than actions, or a decision the action's review config does not allow.
-    pub fn reply(&self, id: ApprovalId, reply: ApprovalReply) -> Result<(), ApprovalReplyError> {
+    pub fn reply(
+        &self,
+        id: ApprovalId,
+        reply: ApprovalReply,
+    ) -> Result<Durable, ApprovalReplyError> {
         self.resolve(id, |request| {
             Ok(Outcome::Replied(Arc::new(complete_reply(request, reply)?)))
         })
@@ -322,7 +382,7 @@ impl ApprovalService {
     /// # Errors
     ///
     /// [`ApprovalReplyError::NotFound`] or [`ApprovalReplyError::AlreadyResolved`].
-    pub fn cancel(&self, id: ApprovalId) -> Result<(), ApprovalReplyError> {
+    pub fn cancel(&self, id: ApprovalId) -> Result<Durable, ApprovalReplyError> {
         self.resolve(id, |_| Ok(Outcome::Cancelled))
     }
 
@@ -379,7 +439,7 @@ impl ApprovalService {
         &self,
         id: ApprovalId,
         decide: impl FnOnce(&ApprovalRequest) -> Result<ApprovalOutcome, ValidationError>,
-    ) -> Result<(), ApprovalReplyError> {
+    ) -> Result<Durable, ApprovalReplyError> {
         self.registry
             .resolve(id, decide)
             .map_err(|error| match error {
@@ -408,6 +468,12 @@ impl PendingApproval {
     /// The request as registered (with its `approval_key`).
     pub fn request(&self) -> &Arc<ApprovalRequest> {
         self.ticket.request()
+    }
+
+    /// Completes once the request is durable in the service's store (at once without a
+    /// store, or when this future joined an earlier request of the same tool call).
+    pub fn recorded(&mut self) -> Durable {
+        self.ticket.recorded()
     }
 
     /// Leaves the request pending without an in-process asker; its outcome can still be

@@ -6,6 +6,7 @@ use askbus_bus::Bus;
 use serde_json::json;
 
 use crate::approval::{ApprovalConfig, ApprovalService, PendingApproval};
+use crate::record::Durable;
 use crate::approval_model::{Action, ApprovalReply, Decision, DecisionType, ReviewConfig};
 use crate::interrupt::{
     InterruptState, PendingRequest, RequestId, ResumeError, ResumeInput, confirmation_phrase,
@@ -49,6 +50,15 @@ pub struct RequestHub {
     approvals: ApprovalService,
 }
 
+/// What [`RequestHub::resume`] answered.
+#[derive(Debug)]
+pub struct Resumed {
+    /// The request that was answered.
+    pub request: RequestId,
+    /// Completes once the answer is durable in the store.
+    pub durable: Durable,
+}
+
 /// The action name of approvals made by [`RequestHub::request_confirmation`].
 pub const CONFIRMATION_ACTION: &str = "confirm";
 
@@ -64,6 +74,25 @@ impl RequestHub {
             questions: QuestionService::with_config(bus.clone(), questions),
             approvals: ApprovalService::with_config(bus, approvals),
         }
+    }
+
+    /// Both services on `bus`, with these settings, recording in `store` and starting with
+    /// what it holds (see [`QuestionService::with_store`]). Give the bus the same store's
+    /// event journal (`askbus_store::resume_bus`) so the event history survives too.
+    ///
+    /// # Errors
+    ///
+    /// [`StoreError`](askbus_store::StoreError) if the store cannot be read.
+    pub async fn with_store(
+        bus: Bus,
+        questions: QuestionConfig,
+        approvals: ApprovalConfig,
+        store: std::sync::Arc<dyn askbus_store::Store>,
+    ) -> Result<Self, askbus_store::StoreError> {
+        Ok(Self {
+            questions: QuestionService::with_store(bus.clone(), questions, store.clone()).await?,
+            approvals: ApprovalService::with_store(bus, approvals, store).await?,
+        })
     }
 
     /// The bus both services publish on.
@@ -117,7 +146,7 @@ impl RequestHub {
 
     /// Answers the session's interrupt with `input`: the request `checkpoint` if given
     /// (it must belong to the session), else the oldest pending one. Returns the id of
-    /// the request answered.
+    /// the request answered, and when the answer is durable.
     ///
     /// # Errors
     ///
@@ -131,7 +160,7 @@ impl RequestHub {
         session_id: &str,
         input: ResumeInput,
         checkpoint: Option<RequestId>,
-    ) -> Result<RequestId, ResumeError> {
+    ) -> Result<Resumed, ResumeError> {
         let unknown_or_idle = || {
             if self.knows_session(session_id) {
                 ResumeError::NothingPending(session_id.to_owned())
@@ -147,12 +176,12 @@ impl RequestHub {
             Some(id) if self.belongs_to(id, session_id) => id,
             Some(id) => return Err(ResumeError::UnknownCheckpoint(id)),
         };
-        match (target, input) {
+        let durable = match (target, input) {
             (RequestId::Question(id), ResumeInput::Answers(answers)) => {
-                self.questions.reply(id, answers)?;
+                self.questions.reply(id, answers)?
             }
             (RequestId::Question(id), ResumeInput::Confirm(false)) => {
-                self.questions.reject(id, None)?;
+                self.questions.reject(id, None)?
             }
             (RequestId::Question(id), ResumeInput::Confirm(true) | ResumeInput::Decisions(_)) => {
                 return Err(ResumeError::WrongInput(format!(
@@ -165,18 +194,21 @@ impl RequestHub {
                 } else {
                     Decision::Reject { message: None }
                 };
-                self.approvals.reply(id, ApprovalReply::new([decision]))?;
+                self.approvals.reply(id, ApprovalReply::new([decision]))?
             }
             (RequestId::Approval(id), ResumeInput::Decisions(reply)) => {
-                self.approvals.reply(id, reply)?;
+                self.approvals.reply(id, reply)?
             }
             (RequestId::Approval(id), ResumeInput::Answers(_)) => {
                 return Err(ResumeError::WrongInput(format!(
                     "{id} is an approval: resume it with {{\"confirm\": true|false}} or {{\"decisions\": [...]}}"
                 )));
             }
-        }
-        Ok(target)
+        };
+        Ok(Resumed {
+            request: target,
+            durable,
+        })
     }
 
     /// Turns model text that asks for confirmation into an approval request, for runtimes

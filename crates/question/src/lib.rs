@@ -47,6 +47,7 @@ mod approval_model;
 mod hub;
 mod interrupt;
 mod model;
+mod record;
 mod registry;
 mod service;
 mod validate;
@@ -60,7 +61,7 @@ pub use approval_model::{
     ApprovalReply, ApprovalRequest, ApprovalTimedOut, Decision, DecisionType, EditedAction,
     ReviewConfig,
 };
-pub use hub::{CONFIRMATION_ACTION, RequestHub};
+pub use hub::{CONFIRMATION_ACTION, RequestHub, Resumed};
 pub use interrupt::{
     CONFIRMATION_PHRASES, InputField, InputFieldType, InterruptState, PendingRequest, RequestId,
     ResumeError, ResumeInput, confirmation_phrase,
@@ -71,6 +72,7 @@ pub use model::{
     QuestionKind, QuestionOption, QuestionRejected, QuestionReplied, QuestionRequest,
     QuestionTimedOut, ToolRef, is_skipped,
 };
+pub use record::Durable;
 pub use registry::{Outcome, OutcomeKind, Snapshot};
 pub use service::{
     AskError, PendingQuestion, QuestionConfig, QuestionOutcome, QuestionService, QuestionSnapshot,

@@ -23,8 +23,13 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};
 use std::task::{Context, Poll};
 
 use askbus_bus::{Bus, Id, IdGenerator, IdKind};
+use askbus_store::{Loaded, RequestKind, Store, StoreError};
+use serde::Serialize;
+use serde::de::DeserializeOwned;
 use tokio::sync::{Notify, oneshot};
 use tokio::time::Instant;
+
+use crate::record::{self, Durable, Recorder};
 
 /// The single terminal outcome of a request.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -98,10 +103,13 @@ impl std::fmt::Display for OutcomeKind {
 pub(crate) trait Kind: Send + Sync + Sized + 'static {
     /// The id prefix of this kind.
     type IdKind: IdKind;
-    /// The request as asked; immutable once registered.
-    type Request: Send + Sync + 'static;
+    /// The request as asked; immutable once registered. Its JSON is its stored record.
+    type Request: Serialize + DeserializeOwned + Send + Sync + 'static;
     /// A validated answer.
-    type Reply: Clone + Send + Sync + 'static;
+    type Reply: Serialize + DeserializeOwned + Clone + Send + Sync + 'static;
+
+    /// What a store calls this kind.
+    const RECORD_KIND: RequestKind;
 
     /// Lookup state of this kind beyond ids (the approval keys), kept under the registry
     /// lock; `()` when there is none.
@@ -111,6 +119,13 @@ pub(crate) trait Kind: Send + Sync + Sized + 'static {
     fn id(request: &Self::Request) -> Id<Self::IdKind>;
     /// The session the request belongs to.
     fn session_id(request: &Self::Request) -> &str;
+    /// The tool call that asked, if any: a second ask of the same call in the same session
+    /// joins the first request instead of asking again.
+    fn call_id(request: &Self::Request) -> Option<&str>;
+    /// When the request times out, milliseconds since the Unix epoch.
+    fn expires_at(request: &Self::Request) -> Option<u64>;
+    /// Adds `request`, read back from a store, to `index`.
+    fn remember(index: &mut Self::Index, request: &Self::Request);
     /// Drops what `index` holds for `request`, which the registry no longer remembers.
     fn forget(index: &mut Self::Index, request: &Self::Request);
     /// Announces a newly registered request.
@@ -146,7 +161,15 @@ pub(crate) struct Ticket<K: Kind> {
     registry: Registry<K>,
     /// Set once the outcome was taken or the request detached: nothing to cancel then.
     settled: bool,
+    /// Whether this ticket is the request's asker, whose drop cancels it; a ticket that
+    /// joined a request asked before (by the same tool call) only watches it.
+    owns: bool,
+    /// The store's acknowledgement of the registration, until someone asks for it.
+    recorded: Option<askbus_store::Ack>,
 }
+
+/// A tool call in a session: `(session_id, call_id)`.
+type CallKey = (Arc<str>, String);
 
 /// The sending side of a request's outcome, for its asker or a watcher.
 type OutcomeSender<K> = oneshot::Sender<Outcome<<K as Kind>::Reply>>;
@@ -163,6 +186,8 @@ struct Inner<K: Kind> {
     timer_started: AtomicBool,
     /// How many resolved requests are remembered for `get`, `wait` and 409 answers.
     retain_resolved: usize,
+    /// Where registrations and outcomes are recorded, if anywhere.
+    recorder: Option<Recorder>,
 }
 
 /// What the registry lock protects.
@@ -180,6 +205,8 @@ struct State<K: Kind> {
     watchers: HashMap<Id<K::IdKind>, Vec<OutcomeSender<K>>>,
     /// The kind's own lookup state, covering exactly the pending and remembered requests.
     index: K::Index,
+    /// The pending or remembered request of each tool call that asked one.
+    calls: HashMap<CallKey, Id<K::IdKind>>,
 }
 
 /// A request waiting for its outcome.
@@ -208,6 +235,8 @@ struct Delivery<K: Kind> {
     watchers: Vec<oneshot::Sender<Outcome<K::Reply>>>,
     /// What to send them.
     outcome: Outcome<K::Reply>,
+    /// The store's acknowledgement of the outcome, if there is a store.
+    recorded: Option<askbus_store::Ack>,
 }
 
 impl<K: Kind> Clone for Registry<K> {
@@ -220,22 +249,108 @@ impl<K: Kind> Clone for Registry<K> {
 
 impl<K: Kind> Registry<K> {
     pub(crate) fn new(bus: Bus, retain_resolved: usize) -> Self {
+        Self::with_parts(bus, retain_resolved, IdGenerator::new(), None)
+    }
+
+    fn with_parts(
+        bus: Bus,
+        retain_resolved: usize,
+        ids: IdGenerator,
+        recorder: Option<Recorder>,
+    ) -> Self {
         Self {
             inner: Arc::new(Inner {
                 bus,
                 state: Mutex::new(State {
-                    ids: IdGenerator::new(),
+                    ids,
                     pending: BTreeMap::new(),
                     deadlines: BTreeSet::new(),
                     resolved: BTreeMap::new(),
                     watchers: HashMap::new(),
                     index: K::Index::default(),
+                    calls: HashMap::new(),
                 }),
                 timer_wakeup: Arc::new(Notify::new()),
                 timer_started: AtomicBool::new(false),
                 retain_resolved,
+                recorder,
             }),
         }
+    }
+
+    /// A registry recording in `store`, holding what it recorded before: every pending
+    /// request (pending again, with no asker in this process until its tool call asks
+    /// again; expired ones time out at once) and the `retain_resolved` newest resolved ones.
+    /// New ids continue above the stored ones.
+    ///
+    /// # Errors
+    ///
+    /// [`StoreError`] if the store cannot be read or holds a record this kind cannot read.
+    pub(crate) async fn restore(
+        bus: Bus,
+        retain_resolved: usize,
+        store: Arc<dyn Store>,
+    ) -> Result<Self, StoreError> {
+        let Loaded { pending, resolved } = store.requests(K::RECORD_KIND, retain_resolved).await?;
+        let newest = pending
+            .iter()
+            .chain(&resolved)
+            .map(|stored| stored.request.id.as_str())
+            .max()
+            .map(|id| {
+                id.parse::<Id<K::IdKind>>()
+                    .map_err(|error| StoreError::Corrupt(format!("request id: {error}")))
+            })
+            .transpose()?;
+        let ids = newest.map_or_else(IdGenerator::new, |id| IdGenerator::after(id.ulid()));
+        let registry = Self::with_parts(bus, retain_resolved, ids, Some(Recorder { store }));
+        {
+            let mut state = registry.inner.lock();
+            let now = Instant::now();
+            let wall_now = record::now_ms();
+            for stored in &pending {
+                let (request, _) = record::read_back::<K>(stored)?;
+                let id = K::id(&request);
+                // Wall-clock expiry to this run's monotonic clock; past deadlines are due now.
+                let deadline = K::expires_at(&request).map(|at| {
+                    now.checked_add(std::time::Duration::from_millis(at.saturating_sub(wall_now)))
+                        .unwrap_or(now)
+                });
+                if let Some(at) = deadline {
+                    state.deadlines.insert((at, id));
+                }
+                K::remember(&mut state.index, &request);
+                state.index_call(&request);
+                state.pending.insert(
+                    id,
+                    Pending {
+                        request: Arc::new(request),
+                        asker: None,
+                        deadline,
+                    },
+                );
+            }
+            for stored in &resolved {
+                let (request, outcome) = record::read_back::<K>(stored)?;
+                let outcome = outcome.ok_or_else(|| {
+                    StoreError::Corrupt(format!("request {} has no outcome", stored.request.id))
+                })?;
+                K::remember(&mut state.index, &request);
+                state.index_call(&request);
+                state.resolved.insert(
+                    K::id(&request),
+                    Resolved {
+                        request: Arc::new(request),
+                        outcome,
+                    },
+                );
+            }
+            if !state.deadlines.is_empty() {
+                drop(state);
+                registry.ensure_timer_driver();
+            }
+        }
+        Ok(registry)
     }
 
     pub(crate) fn bus(&self) -> &Bus {
@@ -245,10 +360,16 @@ impl<K: Kind> Registry<K> {
     /// Registers a request built from its new id (and the kind's index, which `build` may
     /// update) and publishes its `asked` event.
     ///
+    /// When `call` names a tool call that already asked in this session and whose request
+    /// is pending or remembered, nothing is registered: the ticket joins that request (it
+    /// becomes the asker if the request has none, as after a restart; otherwise it only
+    /// watches), or carries its outcome at once.
+    ///
     /// `build` runs under the registry lock, so it must be cheap and must not call back into
     /// the registry.
     pub(crate) fn register(
         &self,
+        call: Option<CallKey>,
         build: impl FnOnce(Id<K::IdKind>, &mut K::Index) -> K::Request,
         deadline: Option<Instant>,
     ) -> Ticket<K> {
@@ -256,7 +377,43 @@ impl<K: Kind> Registry<K> {
             self.ensure_timer_driver();
         }
         let (sender, receiver) = oneshot::channel();
-        let mut state = self.inner.lock();
+        let mut guard = self.inner.lock();
+        let state = &mut *guard;
+        let earlier = call
+            .as_ref()
+            .and_then(|key| state.calls.get(key))
+            .copied();
+        if let Some(id) = earlier {
+            let (request, owns) = match state.pending.get_mut(&id) {
+                Some(entry) => {
+                    // A detached asker's receiver is gone: the joiner takes its place.
+                    let owns = entry.asker.as_ref().is_none_or(oneshot::Sender::is_closed);
+                    let request = Arc::clone(&entry.request);
+                    if owns {
+                        entry.asker = Some(sender);
+                    } else {
+                        state.watchers.entry(id).or_default().push(sender);
+                    }
+                    (request, owns)
+                }
+                None => {
+                    // `calls` covers exactly the pending and remembered requests.
+                    let resolved = state.resolved.get(&id).expect("a called request is known");
+                    // The receiver is right here: the send cannot fail.
+                    let _ = sender.send(resolved.outcome.clone());
+                    (Arc::clone(&resolved.request), false)
+                }
+            };
+            drop(guard);
+            return Ticket {
+                request,
+                outcome: receiver,
+                registry: self.clone(),
+                settled: false,
+                owns,
+                recorded: None,
+            };
+        }
         let id = state.ids.next_id();
         let request = Arc::new(build(id, &mut state.index));
         if let Some(at) = deadline {
@@ -274,13 +431,22 @@ impl<K: Kind> Registry<K> {
                 deadline,
             },
         );
+        state.index_call(&request);
+        // Queued before the `asked` event, so the record never announces an unknown request.
+        let recorded = self
+            .inner
+            .recorder
+            .as_ref()
+            .map(|recorder| recorder.insert::<K>(&request));
         K::publish_asked(&self.inner.bus, &request);
-        drop(state);
+        drop(guard);
         Ticket {
             request,
             outcome: receiver,
             registry: self.clone(),
             settled: false,
+            owns: true,
+            recorded,
         }
     }
 
@@ -292,7 +458,7 @@ impl<K: Kind> Registry<K> {
         &self,
         id: Id<K::IdKind>,
         decide: impl FnOnce(&K::Request) -> Result<Outcome<K::Reply>, E>,
-    ) -> Result<(), ResolveError<E>> {
+    ) -> Result<Durable, ResolveError<E>> {
         let mut state = self.inner.lock();
         let Some(entry) = state.pending.get(&id) else {
             return Err(match state.resolved.get(&id) {
@@ -303,10 +469,7 @@ impl<K: Kind> Registry<K> {
         let outcome = decide(&entry.request).map_err(ResolveError::Refused)?;
         let delivery = self.inner.finish(&mut state, id, outcome);
         drop(state);
-        if let Some(delivery) = delivery {
-            delivery.send();
-        }
-        Ok(())
+        Ok(delivery.map_or_else(Durable::done, Delivery::send))
     }
 
     /// Cancels every pending request of `session_id`; returns how many there were.
@@ -323,7 +486,10 @@ impl<K: Kind> Registry<K> {
             .filter_map(|&id| self.inner.finish(&mut state, id, Outcome::Cancelled))
             .collect();
         drop(state);
-        deliveries.into_iter().for_each(Delivery::send);
+        for delivery in deliveries {
+            // Cancelling is not acknowledged to anyone: nothing waits for the record.
+            drop(delivery.send());
+        }
         ids.len()
     }
 
@@ -447,12 +613,17 @@ impl<K: Kind> Inner<K> {
         } else {
             state.watchers.remove(&id).unwrap_or_default()
         };
+        // Queued before the event, as on registration.
+        let recorded = self
+            .recorder
+            .as_ref()
+            .map(|recorder| recorder.resolve::<K>(&entry.request, &outcome));
         K::publish_outcome(&self.bus, &entry.request, &outcome);
         if self.retain_resolved > 0 {
             if state.resolved.len() >= self.retain_resolved
                 && let Some((_, forgotten)) = state.resolved.pop_first()
             {
-                K::forget(&mut state.index, &forgotten.request);
+                state.forget(&forgotten.request);
             }
             state.resolved.insert(
                 id,
@@ -462,12 +633,13 @@ impl<K: Kind> Inner<K> {
                 },
             );
         } else {
-            K::forget(&mut state.index, &entry.request);
+            state.forget(&entry.request);
         }
         Some(Delivery {
             asker: entry.asker,
             watchers,
             outcome,
+            recorded,
         })
     }
 
@@ -486,7 +658,10 @@ impl<K: Kind> Inner<K> {
         }
         let next = state.deadlines.first().map(|&(at, _)| at);
         drop(state);
-        deliveries.into_iter().for_each(Delivery::send);
+        for delivery in deliveries {
+            // Nobody is told of an expiry but the asker: nothing waits for the record.
+            drop(delivery.send());
+        }
         next
     }
 }
@@ -495,6 +670,12 @@ impl<K: Kind> Ticket<K> {
     /// The request as registered.
     pub(crate) fn request(&self) -> &Arc<K::Request> {
         &self.request
+    }
+
+    /// Completes once the registration is durable in the store (at once without a store,
+    /// or for a ticket that joined an earlier request). Only the first call waits.
+    pub(crate) fn recorded(&mut self) -> Durable {
+        Durable::waiting(self.recorded.take())
     }
 
     /// Leaves the request pending without an in-process asker.
@@ -514,7 +695,7 @@ impl<K: Kind> Ticket<K> {
 
 impl<K: Kind> Drop for Ticket<K> {
     fn drop(&mut self) {
-        if !self.settled {
+        if !self.settled && self.owns {
             // Already resolved (the outcome is waiting unread) is fine: nothing to cancel.
             let _ = self
                 .registry
@@ -534,7 +715,9 @@ impl<K: Kind> Drop for Inner<K> {
 }
 
 impl<K: Kind> Delivery<K> {
-    fn send(self) {
+    /// Hands the outcome to the asker and the watchers; returns what completes once the
+    /// outcome is durable.
+    fn send(self) -> Durable {
         for watcher in self.watchers {
             // A watcher that stopped waiting is not an error.
             let _ = watcher.send(self.outcome.clone());
@@ -542,6 +725,29 @@ impl<K: Kind> Delivery<K> {
         if let Some(asker) = self.asker {
             // Neither is an asker that detached or was dropped.
             let _ = asker.send(self.outcome);
+        }
+        Durable::waiting(self.recorded)
+    }
+}
+
+impl<K: Kind> State<K> {
+    /// Indexes `request` under its tool call, if it has one.
+    fn index_call(&mut self, request: &K::Request) {
+        if let Some(call_id) = K::call_id(request) {
+            let session: Arc<str> = K::session_id(request).into();
+            self.calls.insert((session, call_id.to_owned()), K::id(request));
+        }
+    }
+
+    /// Drops every lookup of `request`, which the registry no longer remembers.
+    fn forget(&mut self, request: &K::Request) {
+        K::forget(&mut self.index, request);
+        if let Some(call_id) = K::call_id(request) {
+            let key: CallKey = (K::session_id(request).into(), call_id.to_owned());
+            // Only if the call still points here (a later request may have taken it over).
+            if self.calls.get(&key) == Some(&K::id(request)) {
+                self.calls.remove(&key);
+            }
         }
     }
 }

@@ -8,12 +8,14 @@ use std::task::{Context, Poll};
 use std::time::Duration;
 
 use askbus_bus::Bus;
+use askbus_store::{RequestKind, Store, StoreError};
 use tokio::time::Instant;
 
 use crate::model::{
     Answer, Answers, QuestionAsked, QuestionCancelled, QuestionId, QuestionInfo, QuestionKind,
     QuestionRejected, QuestionReplied, QuestionRequest, QuestionTimedOut, ToolRef,
 };
+use crate::record::Durable;
 use crate::registry::{Kind, Outcome, OutcomeKind, Registry, ResolveError, Snapshot, Ticket};
 use crate::validate::{self, ValidationError};
 
@@ -146,6 +148,8 @@ impl Kind for QuestionRegistryKind {
     type Reply = Answers;
     type Index = ();
 
+    const RECORD_KIND: RequestKind = RequestKind::Question;
+
     fn id(request: &QuestionRequest) -> QuestionId {
         request.id
     }
@@ -153,6 +157,16 @@ impl Kind for QuestionRegistryKind {
     fn session_id(request: &QuestionRequest) -> &str {
         &request.session_id
     }
+
+    fn call_id(request: &QuestionRequest) -> Option<&str> {
+        request.tool.as_ref().map(|tool| tool.call_id.as_str())
+    }
+
+    fn expires_at(request: &QuestionRequest) -> Option<u64> {
+        request.expires_at
+    }
+
+    fn remember((): &mut (), _: &QuestionRequest) {}
 
     fn forget((): &mut (), _: &QuestionRequest) {}
 
@@ -211,6 +225,26 @@ impl QuestionService {
         }
     }
 
+    /// A service that records every question and outcome in `store`, and starts with what
+    /// the store already holds: pending questions are pending again (an ask from the same
+    /// tool call picks them up), and the newest `retain_resolved` outcomes are remembered.
+    ///
+    /// Changes are acknowledged as [`Durable`] once the store has them.
+    ///
+    /// # Errors
+    ///
+    /// [`StoreError`] if the store cannot be read.
+    pub async fn with_store(
+        bus: Bus,
+        config: QuestionConfig,
+        store: Arc<dyn Store>,
+    ) -> Result<Self, StoreError> {
+        Ok(Self {
+            registry: Registry::restore(bus, config.retain_resolved, store).await?,
+            config,
+        })
+    }
+
     /// The bus this service publishes on.
     pub fn bus(&self) -> &Bus {
         self.registry.bus()
@@ -245,6 +279,12 @@ impl QuestionService {
     /// Unlike [`ask`](Self::ask), the request exists (and `question.asked` is published)
     /// before this returns, so its id can be handed out first.
     ///
+    /// **One request per tool call.** When `tool` names a call that already asked in this
+    /// session, and that request is pending or still remembered, nothing new is asked: the
+    /// future joins that request (an agent that re-asks after a restart, or retries a tool
+    /// call, gets the one answer instead of a second prompt). The joining future cancels
+    /// the request on drop only if the request had no live asker.
+    ///
     /// # Errors
     ///
     /// [`ValidationError`] if the questions cannot be asked.
@@ -258,7 +298,11 @@ impl QuestionService {
         let session_id = session_id.into();
         validate::check_questions(&session_id, &questions)?;
         let deadline = Deadline::after(timeout, self.config.default_timeout);
+        let call = tool
+            .as_ref()
+            .map(|tool| (Arc::clone(&session_id), tool.call_id.clone()));
         let ticket = self.registry.register(
+            call,
             |id, ()| {
                 let created_at = id.timestamp_ms();
                 QuestionRequest {
@@ -277,11 +321,14 @@ impl QuestionService {
 
     /// Answers a pending request, one answer per question.
     ///
+    /// The asker has the answers when this returns; the returned [`Durable`] completes
+    /// once the answer is in the store (at once without one).
+    ///
     /// # Errors
     ///
     /// [`ReplyError::NotFound`], [`ReplyError::AlreadyResolved`], or
     /// [`ReplyError::Invalid`] when the answers do not fit the questions.
-    pub fn reply(&self, id: QuestionId, answers: Vec<Answer>) -> Result<(), ReplyError> {
+    pub fn reply(&self, id: QuestionId, answers: Vec<Answer>) -> Result<Durable, ReplyError> {
         self.resolve(id, |request| {
             validate::check_answers(&request.questions, &answers)?;
             Ok(Outcome::Replied(answers.into()))
@@ -299,7 +346,7 @@ impl QuestionService {
         &self,
         id: QuestionId,
         keyed: &BTreeMap<String, String>,
-    ) -> Result<(), ReplyError> {
+    ) -> Result<Durable, ReplyError> {
         self.resolve(id, |request| {
             let answers = validate::answers_from_keyed(&request.questions, keyed)?;
             validate::check_answers(&request.questions, &answers)?;
@@ -312,7 +359,7 @@ impl QuestionService {
     /// # Errors
     ///
     /// [`ReplyError::NotFound`] or [`ReplyError::AlreadyResolved`].
-    pub fn reject(&self, id: QuestionId, reason: Option<String>) -> Result<(), ReplyError> {
+    pub fn reject(&self, id: QuestionId, reason: Option<String>) -> Result<Durable, ReplyError> {
         self.resolve(id, |_| Ok(Outcome::Rejected { reason }))
     }
 
@@ -321,7 +368,7 @@ impl QuestionService {
     /// # Errors
     ///
     /// [`ReplyError::NotFound`] or [`ReplyError::AlreadyResolved`].
-    pub fn cancel(&self, id: QuestionId) -> Result<(), ReplyError> {
+    pub fn cancel(&self, id: QuestionId) -> Result<Durable, ReplyError> {
         self.resolve(id, |_| Ok(Outcome::Cancelled))
     }
 
@@ -369,7 +416,7 @@ impl QuestionService {
         &self,
         id: QuestionId,
         decide: impl FnOnce(&QuestionRequest) -> Result<Outcome<Answers>, ValidationError>,
-    ) -> Result<(), ReplyError> {
+    ) -> Result<Durable, ReplyError> {
         self.registry
             .resolve(id, decide)
             .map_err(|error| match error {
@@ -391,6 +438,13 @@ impl PendingQuestion {
     /// The request as registered.
     pub fn request(&self) -> &Arc<QuestionRequest> {
         self.ticket.request()
+    }
+
+    /// Completes once the request is durable in the service's store (at once without a
+    /// store, or when this future joined an earlier request of the same tool call): await
+    /// it before handing the id to a remote asker.
+    pub fn recorded(&mut self) -> Durable {
+        self.ticket.recorded()
     }
 
     /// Leaves the question pending without an in-process asker; its outcome can still be

@@ -37,6 +37,12 @@
 //!   `PRAGMA user_version`, Redis `{prefix}:schema`) and migrates forward on open; a store
 //!   written by a newer askbus is refused, never guessed at.
 //!
+//! # The event record
+//!
+//! [`EventJournal`] is the bus's [`Journal`](askbus_bus::Journal): it appends every
+//! published event to the store in publish order, and [`resume_bus`] builds the bus of
+//! the next run from that record.
+//!
 //! # Backends
 //!
 //! - [`SqliteStore`]: one writer thread owns the connection and commits **groups** of
@@ -87,6 +93,7 @@
 //! ```
 
 mod ack;
+mod journal;
 mod memory;
 mod redis;
 mod sqlite;
@@ -96,6 +103,7 @@ use std::pin::Pin;
 use std::str::FromStr;
 
 pub use ack::Ack;
+pub use journal::{EventJournal, resume_bus};
 pub use memory::MemoryStore;
 pub use redis::RedisStore;
 pub use sqlite::SqliteStore;
