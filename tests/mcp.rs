@@ -315,6 +315,8 @@ impl Askbus {
         let base = format!("http://{}", listener.local_addr().expect("address"));
         let args = [
             "askbus",
+            "--store",
+            "memory",
             "--token",
             TOKEN,
             "--mcp-session",

@@ -325,7 +325,10 @@ fn check_keyed(keyed: &[(&str, &str)], expected: Result<&[&[&str]], &[&str]>) {
         .iter()
         .map(|(question, answer)| ((*question).to_owned(), (*answer).to_owned()))
         .collect();
-    match (service.reply_keyed(pending.id(), &keyed).map(drop), expected) {
+    match (
+        service.reply_keyed(pending.id(), &keyed).map(drop),
+        expected,
+    ) {
         (Ok(()), Ok(expected)) => {
             assert_eq!(poll_once(&mut pending), Some(Ok(answers(expected))));
         }
@@ -424,7 +427,10 @@ async fn a_resolved_request_refuses_every_later_resolution() {
         let id = pending.id();
         let mut pending = Some(pending);
         match first {
-            Resolve::Reply => service.reply(id, answers(&[&["Go"]])).map(drop).expect("first reply"),
+            Resolve::Reply => service
+                .reply(id, answers(&[&["Go"]]))
+                .map(drop)
+                .expect("first reply"),
             Resolve::Reject => service.reject(id, None).map(drop).expect("first reject"),
             Resolve::Cancel => service.cancel(id).map(drop).expect("first cancel"),
             Resolve::CancelSession => assert_eq!(service.cancel_session("s"), 1),
@@ -485,12 +491,18 @@ async fn a_resolved_request_refuses_every_later_resolution() {
 async fn an_unknown_id_is_not_found() {
     let service = service();
     let id = unknown_id();
-    assert_eq!(service.reply(id, vec![]).map(drop), Err(ReplyError::NotFound(id)));
+    assert_eq!(
+        service.reply(id, vec![]).map(drop),
+        Err(ReplyError::NotFound(id))
+    );
     assert_eq!(
         service.reply_keyed(id, &BTreeMap::new()).map(drop),
         Err(ReplyError::NotFound(id))
     );
-    assert_eq!(service.reject(id, None).map(drop), Err(ReplyError::NotFound(id)));
+    assert_eq!(
+        service.reject(id, None).map(drop),
+        Err(ReplyError::NotFound(id))
+    );
     assert_eq!(service.cancel(id).map(drop), Err(ReplyError::NotFound(id)));
     assert_eq!(service.wait(id).await, Err(ReplyError::NotFound(id)));
     assert!(service.get(id).is_none());
@@ -501,7 +513,9 @@ async fn an_unknown_id_is_not_found() {
     let other = QuestionService::new(Bus::new());
     let elsewhere = submit(&other, "s", vec![language()]);
     assert_eq!(
-        service.reply(elsewhere.id(), answers(&[&["Rust"]])).map(drop),
+        service
+            .reply(elsewhere.id(), answers(&[&["Rust"]]))
+            .map(drop),
         Err(ReplyError::NotFound(elsewhere.id()))
     );
 }
@@ -606,7 +620,10 @@ fn dropping_an_answered_question_publishes_nothing_more() {
     let mut subscription = service.bus().subscribe_all();
     let pending = submit(&service, "s", vec![language()]);
     let id = pending.id();
-    service.reply(id, answers(&[&["Rust"]])).map(drop).expect("pending");
+    service
+        .reply(id, answers(&[&["Rust"]]))
+        .map(drop)
+        .expect("pending");
     drop(pending);
     assert_eq!(
         events(&mut subscription),
@@ -638,7 +655,10 @@ async fn a_detached_question_stays_pending_and_wait_collects_the_reply() {
         async move { service.wait(id).await }
     });
     settle().await;
-    service.reply(id, answers(&[&["Go"]])).map(drop).expect("pending");
+    service
+        .reply(id, answers(&[&["Go"]]))
+        .map(drop)
+        .expect("pending");
     let outcome = waiter.await.expect("waiter ran");
     assert_eq!(outcome, Ok(Outcome::Replied(answers(&[&["Go"]]).into())));
     assert_eq!(
@@ -775,7 +795,8 @@ async fn timeout_never_waits_forever() {
         assert!(poll_once(&mut pending).is_none());
         assert_eq!(service.pending_count(), 1);
         service
-            .reply(pending.id(), answers(&[&["Go"]])).map(drop)
+            .reply(pending.id(), answers(&[&["Go"]]))
+            .map(drop)
             .expect("still pending");
         assert_eq!(pending.await, Ok(answers(&[&["Go"]])));
     }
@@ -849,7 +870,8 @@ async fn cancel_session_cancels_only_that_session() {
     let beta_ids: Vec<QuestionId> = beta.iter().map(PendingQuestion::id).collect();
     let answered = submit(&service, "alpha", vec![language()]);
     service
-        .reply(answered.id(), answers(&[&["Rust"]])).map(drop)
+        .reply(answered.id(), answers(&[&["Rust"]]))
+        .map(drop)
         .expect("pending");
     ready_envelopes(&mut subscription);
 
@@ -936,7 +958,8 @@ async fn get_and_wait_report_pending_then_resolved() {
 
     let rejected = submit(&service, "s", vec![language()]);
     service
-        .reject(rejected.id(), Some("not now".into())).map(drop)
+        .reject(rejected.id(), Some("not now".into()))
+        .map(drop)
         .expect("pending");
     let reason = Some("not now".to_owned());
     assert_eq!(
@@ -983,9 +1006,13 @@ async fn every_request_has_one_terminal_event_after_its_asked_event() {
 
     advance(Duration::from_secs(5)).await;
     service
-        .reply(replied.id(), answers(&[&["Rust"]])).map(drop)
+        .reply(replied.id(), answers(&[&["Rust"]]))
+        .map(drop)
         .expect("pending");
-    service.reject(rejected.id(), None).map(drop).expect("pending");
+    service
+        .reject(rejected.id(), None)
+        .map(drop)
+        .expect("pending");
     service.cancel(cancelled.id()).map(drop).expect("pending");
     drop(dropped);
     assert_eq!(service.cancel_session("b"), 1);
@@ -1024,15 +1051,18 @@ async fn question_events_use_opencode_wire_names() {
     let id = pending.id();
     let (created_at, _) = request_times(pending.request());
     service
-        .reply(id, answers(&[&["Rust"], &["Linux", "macOS"]])).map(drop)
+        .reply(id, answers(&[&["Rust"], &["Linux", "macOS"]]))
+        .map(drop)
         .expect("pending");
     let rejected = submit(&service, "ses_1", vec![language()]);
     service
-        .reject(rejected.id(), Some("not now".into())).map(drop)
+        .reject(rejected.id(), Some("not now".into()))
+        .map(drop)
         .expect("pending");
     let rejected_silently = submit(&service, "ses_1", vec![language()]);
     service
-        .reject(rejected_silently.id(), None).map(drop)
+        .reject(rejected_silently.id(), None)
+        .map(drop)
         .expect("pending");
 
     let frames: Vec<Value> = ready_envelopes(&mut subscription)

@@ -145,7 +145,8 @@ impl Harness {
             Op::Reply(index) => {
                 let actual = self
                     .service
-                    .reply(self.id(index), vec![vec!["Rust".into()]]).map(drop);
+                    .reply(self.id(index), vec![vec!["Rust".into()]])
+                    .map(drop);
                 let expected = self.expect_resolution(index, OutcomeKind::Replied);
                 prop_assert_eq!(actual, expected);
             }

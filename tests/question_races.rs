@@ -41,7 +41,9 @@ async fn concurrent_replies_resolve_exactly_once() {
         let repliers: Vec<_> = (0..REPLIERS)
             .map(|replier| {
                 contender(&service, &barrier, move |service| {
-                    service.reply(id, vec![vec![format!("answer {replier}")]]).map(drop)
+                    service
+                        .reply(id, vec![vec![format!("answer {replier}")]])
+                        .map(drop)
                 })
             })
             .collect();
@@ -113,8 +115,12 @@ async fn reply_reject_cancel_drop_and_timeout_race_to_one_outcome() {
         let reply = contender(&service, &barrier, move |service| {
             service.reply(id, vec![vec!["Rust".into()]]).map(drop)
         });
-        let reject = contender(&service, &barrier, move |service| service.reject(id, None).map(drop));
-        let cancel = contender(&service, &barrier, move |service| service.cancel(id).map(drop));
+        let reject = contender(&service, &barrier, move |service| {
+            service.reject(id, None).map(drop)
+        });
+        let cancel = contender(&service, &barrier, move |service| {
+            service.cancel(id).map(drop)
+        });
         let cancel_session = contender(&service, &barrier, move |service| {
             service.cancel_session(&session)
         });

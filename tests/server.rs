@@ -1,7 +1,7 @@
 //! The server binary's configuration (`askbus-server`): flags, validation, refusals.
 
 use askbus_http::TokenScope;
-use askbus_server::{Cli, ConfigError, Demo};
+use askbus_server::{Cli, ConfigError, Demo, StoreUrl};
 use clap::Parser;
 
 fn settings(args: &[&str]) -> Result<askbus_server::Settings, ConfigError> {
@@ -16,6 +16,17 @@ fn defaults_listen_on_loopback_without_auth() {
     assert_eq!(settings.listen.to_string(), "127.0.0.1:4717");
     assert!(settings.http.tokens.is_empty());
     assert_eq!(settings.demo, Demo::Off);
+}
+
+#[test]
+fn the_default_store_is_an_embedded_sqlite_file() {
+    let store = |args: &[&str]| settings(args).expect("valid").store;
+    assert_eq!(store(&[]), StoreUrl::Sqlite("askbus.db".into()));
+    assert_eq!(
+        store(&["--store", "sqlite:/var/lib/askbus/questions.db"]),
+        StoreUrl::Sqlite("/var/lib/askbus/questions.db".into())
+    );
+    assert_eq!(store(&["--store", "memory"]), StoreUrl::Memory);
 }
 
 #[test]
@@ -67,14 +78,8 @@ fn bad_flags_are_refused_with_a_clear_message() {
             "{message:?} should contain {expected:?}"
         );
     };
-    check(
-        &["--store", "sqlite:askbus.db"],
-        "supported stores are: memory",
-    );
-    check(
-        &["--store", "redis://localhost"],
-        "supported stores are: memory",
-    );
+    check(&["--store", "postgres://localhost"], "use `sqlite:PATH`");
+    check(&["--store", "sqlite:"], "use `sqlite:PATH`");
     check(&["--listen", "localhost:4717"], "IP:PORT");
     check(&["--token", "@session"], "empty");
     check(&["--token", "secret@"], "empty");

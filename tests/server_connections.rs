@@ -29,7 +29,7 @@ struct Server {
 
 /// Default settings, changed by `configure`, served.
 async fn serve(configure: impl FnOnce(&mut Settings)) -> Server {
-    let mut settings = Cli::try_parse_from(["askbus"])
+    let mut settings = Cli::try_parse_from(["askbus", "--store", "memory"])
         .expect("flags")
         .settings()
         .expect("valid");

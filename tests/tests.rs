@@ -5,6 +5,8 @@
 
 // The event bus: typed and untyped subscriptions, envelope JSON, cursor replay, lag.
 mod bus;
+// Questions and approvals over a durable store: what a restart keeps.
+mod durable;
 // The HTTP API: routes, errors, SSE, auth, end to end over TCP, OpenAPI snapshot.
 mod http;
 // The MCP face driven by the official MCP TypeScript SDK over Streamable HTTP and stdio.

@@ -38,6 +38,8 @@ pub enum ErrorCode {
     Invalid,
     /// 500: a bug; the message does not say more.
     Internal,
+    /// 503: the store could not record the change, so it would not survive a restart.
+    StoreUnavailable,
 }
 
 /// An error answer of the HTTP API.
@@ -88,6 +90,7 @@ impl ErrorCode {
             Self::UnsupportedMediaType => StatusCode::UNSUPPORTED_MEDIA_TYPE,
             Self::Invalid => StatusCode::UNPROCESSABLE_ENTITY,
             Self::Internal => StatusCode::INTERNAL_SERVER_ERROR,
+            Self::StoreUnavailable => StatusCode::SERVICE_UNAVAILABLE,
         }
     }
 
@@ -104,6 +107,7 @@ impl ErrorCode {
             StatusCode::PAYLOAD_TOO_LARGE => Self::PayloadTooLarge,
             StatusCode::UNSUPPORTED_MEDIA_TYPE => Self::UnsupportedMediaType,
             StatusCode::UNPROCESSABLE_ENTITY => Self::Invalid,
+            StatusCode::SERVICE_UNAVAILABLE => Self::StoreUnavailable,
             status if status.is_client_error() => Self::BadRequest,
             _ => Self::Internal,
         }
@@ -186,6 +190,18 @@ impl From<ReplyError> for ApiError {
             .for_question(id),
             ReplyError::Invalid(invalid) => Self::from(invalid),
         }
+    }
+}
+
+impl From<askbus_store::StoreError> for ApiError {
+    /// The change happened in this process but is not durable: the client should not
+    /// count on it surviving a restart. The store's own message stays in the server log.
+    fn from(error: askbus_store::StoreError) -> Self {
+        tracing::error!("the store could not record a change: {error}");
+        Self::new(
+            ErrorCode::StoreUnavailable,
+            "the server could not store this change durably; it may be lost if the server restarts",
+        )
     }
 }
 

@@ -245,7 +245,11 @@ pub(crate) async fn reply(
         ReplyForm::Answers(answers) => questions.reply(id, answers),
         ReplyForm::Keyed(keyed) => questions.reply_keyed(id, &keyed),
     };
-    result.map_err(|error| ApiError::from(error).for_question(id))?;
+    // 200 only once the answer is durable: a crash after this cannot lose it.
+    result
+        .map_err(|error| ApiError::from(error).for_question(id))?
+        .await
+        .map_err(|error| ApiError::from(error).for_question(id))?;
     Ok(Json(true))
 }
 
@@ -276,6 +280,8 @@ pub(crate) async fn reject(
         .inner
         .questions
         .reject(id, body.reason)
+        .map_err(|error| ApiError::from(error).for_question(id))?
+        .await
         .map_err(|error| ApiError::from(error).for_question(id))?;
     Ok(Json(true))
 }
@@ -312,13 +318,17 @@ pub(crate) async fn create(
             .map(Timeout::After)
             .map_err(|_| ApiError::invalid("`timeout` must be a non-negative number of seconds"))?,
     };
-    let pending =
+    let mut pending =
         state
             .inner
             .questions
             .submit(body.session_id, body.questions, body.tool, timeout)?;
-    // Nobody awaits it in this process: the asker collects the outcome over HTTP.
-    Ok(Json(pending.detach()))
+    let recorded = pending.recorded();
+    // Nobody awaits it in this process: the asker collects the outcome over HTTP. Detached
+    // first, so a client that goes away while the store writes does not cancel it.
+    let request = pending.detach();
+    recorded.await?;
+    Ok(Json(request))
 }
 
 /// The request if it exists and the caller may see it; otherwise 404, the same answer

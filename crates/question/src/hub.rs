@@ -6,11 +6,11 @@ use askbus_bus::Bus;
 use serde_json::json;
 
 use crate::approval::{ApprovalConfig, ApprovalService, PendingApproval};
-use crate::record::Durable;
 use crate::approval_model::{Action, ApprovalReply, Decision, DecisionType, ReviewConfig};
 use crate::interrupt::{
     InterruptState, PendingRequest, RequestId, ResumeError, ResumeInput, confirmation_phrase,
 };
+use crate::record::Durable;
 use crate::service::{QuestionConfig, QuestionService, Timeout};
 use crate::validate::ValidationError;
 

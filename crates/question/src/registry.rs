@@ -313,8 +313,10 @@ impl<K: Kind> Registry<K> {
                 let id = K::id(&request);
                 // Wall-clock expiry to this run's monotonic clock; past deadlines are due now.
                 let deadline = K::expires_at(&request).map(|at| {
-                    now.checked_add(std::time::Duration::from_millis(at.saturating_sub(wall_now)))
-                        .unwrap_or(now)
+                    now.checked_add(std::time::Duration::from_millis(
+                        at.saturating_sub(wall_now),
+                    ))
+                    .unwrap_or(now)
                 });
                 if let Some(at) = deadline {
                     state.deadlines.insert((at, id));
@@ -379,10 +381,7 @@ impl<K: Kind> Registry<K> {
         let (sender, receiver) = oneshot::channel();
         let mut guard = self.inner.lock();
         let state = &mut *guard;
-        let earlier = call
-            .as_ref()
-            .and_then(|key| state.calls.get(key))
-            .copied();
+        let earlier = call.as_ref().and_then(|key| state.calls.get(key)).copied();
         if let Some(id) = earlier {
             let (request, owns) = match state.pending.get_mut(&id) {
                 Some(entry) => {
@@ -735,7 +734,8 @@ impl<K: Kind> State<K> {
     fn index_call(&mut self, request: &K::Request) {
         if let Some(call_id) = K::call_id(request) {
             let session: Arc<str> = K::session_id(request).into();
-            self.calls.insert((session, call_id.to_owned()), K::id(request));
+            self.calls
+                .insert((session, call_id.to_owned()), K::id(request));
         }
     }
 

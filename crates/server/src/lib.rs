@@ -14,8 +14,13 @@
 //!   entry is `TOKEN` (every session) or `TOKEN@SESSION_ID` (that session only: it can
 //!   neither list, see, answer nor stream another session's requests). A token cannot
 //!   contain `@` or `,`; use long random ones (`openssl rand -hex 32`).
-//! - **Stores.** Only `memory` exists yet; any other `--store` is refused, naming what is
-//!   supported, rather than silently keeping requests in memory.
+//! - **Stores.** By default requests, outcomes and events are kept in an embedded SQLite
+//!   file (`sqlite:askbus.db` in the working directory), so a restart loses nothing:
+//!   pending requests are pending again, answers given stay given, an agent that asks
+//!   again from the same tool call gets the stored outcome, and event cursors resume. An
+//!   answer is acknowledged (HTTP 200) only once it is on disk. `--store memory` keeps
+//!   nothing. Any other `--store` is refused, naming what is supported, rather than
+//!   silently keeping requests somewhere else.
 //! - **Shutdown.** On SIGINT or SIGTERM the server stops accepting, ends every open event
 //!   stream and long poll, and exits 0. Connections that still do not close are dropped
 //!   after a grace period, so shutdown never hangs.
@@ -45,10 +50,13 @@ mod mcp;
 use std::net::SocketAddr;
 use std::time::Duration;
 
-use askbus_bus::Bus;
+use std::sync::Arc;
+
+use askbus_bus::{Bus, BusConfig};
 use askbus_http::{AccessToken, HttpConfig, TokenScope};
 use askbus_mcp::{ElicitationBridge, McpConfig};
-use askbus_question::QuestionService;
+use askbus_question::{ApprovalConfig, QuestionConfig, RequestHub};
+use askbus_store::{SqliteStore, Store};
 use axum::http::HeaderValue;
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
@@ -71,8 +79,14 @@ pub struct Cli {
         global = true
     )]
     pub listen: String,
-    /// Where requests are kept. Supported: `memory`.
-    #[arg(long, env = "ASKBUS_STORE", default_value = "memory", global = true)]
+    /// Where requests, outcomes and events are kept: `sqlite:PATH` (durable, one server
+    /// process per file) or `memory` (nothing survives a restart).
+    #[arg(
+        long,
+        env = "ASKBUS_STORE",
+        default_value = "sqlite:askbus.db",
+        global = true
+    )]
     pub store: String,
     /// Bearer token(s): `TOKEN` for every session or `TOKEN@SESSION_ID` for one session.
     /// Repeat the flag or separate with commas.
@@ -128,6 +142,8 @@ pub enum Command {
 pub struct Settings {
     /// Where to listen.
     pub listen: SocketAddr,
+    /// Where requests, outcomes and events are kept.
+    pub store: StoreUrl,
     /// The HTTP API's settings (tokens, CORS, limits).
     pub http: HttpConfig,
     /// Whether to run the demo agent.
@@ -138,6 +154,15 @@ pub struct Settings {
     pub mcp: McpConfig,
     /// Whether MCP is also served on stdin/stdout.
     pub mcp_stdio: McpStdio,
+}
+
+/// Where the server keeps requests, outcomes and events.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum StoreUrl {
+    /// `memory`: nothing survives a restart.
+    Memory,
+    /// `sqlite:PATH`: an embedded durable file.
+    Sqlite(std::path::PathBuf),
 }
 
 /// Whether MCP is served on stdin/stdout (`askbus mcp`).
@@ -171,7 +196,10 @@ pub enum ConfigError {
     )]
     TokenRequired(SocketAddr),
     /// A store this build does not have.
-    #[error("unsupported --store {0:?}: supported stores are: memory")]
+    #[error(
+        "unsupported --store {0:?}: use `sqlite:PATH` (durable, the default: sqlite:askbus.db) \
+         or `memory` (nothing survives a restart)"
+    )]
     UnsupportedStore(String),
     /// A malformed `--token` entry.
     #[error("bad --token entry: {0}")]
@@ -197,9 +225,13 @@ impl Cli {
             .trim()
             .parse()
             .map_err(|_| ConfigError::BadListen(self.listen.clone()))?;
-        if self.store.trim() != "memory" {
-            return Err(ConfigError::UnsupportedStore(self.store.clone()));
-        }
+        let store = match self.store.trim() {
+            "memory" => StoreUrl::Memory,
+            url => match url.strip_prefix("sqlite:") {
+                Some(path) if !path.trim().is_empty() => StoreUrl::Sqlite(path.trim().into()),
+                _ => return Err(ConfigError::UnsupportedStore(self.store.clone())),
+            },
+        };
         let tokens = self
             .tokens
             .iter()
@@ -250,6 +282,7 @@ impl Cli {
             .unwrap_or_default();
         Ok(Settings {
             listen,
+            store,
             http: HttpConfig {
                 tokens,
                 cors_origins,
@@ -302,7 +335,10 @@ pub async fn serve(
     settings: Settings,
     shutdown: CancellationToken,
 ) -> std::io::Result<()> {
-    let questions = QuestionService::new(Bus::new());
+    let hub = open_hub(&settings.store)
+        .await
+        .map_err(std::io::Error::other)?;
+    let questions = hub.questions().clone();
     if settings.demo == Demo::On {
         tokio::spawn(demo::run(questions.clone(), shutdown.clone()));
     }
@@ -330,6 +366,28 @@ pub async fn run(settings: Settings, shutdown: CancellationToken) -> std::io::Re
     let auth = describe_auth(&settings.http.tokens);
     tracing::info!("askbus listening on http://{address} ({auth})");
     serve(listener, settings, shutdown).await
+}
+
+/// The questions and approvals of the server, on a bus, recorded in the configured store
+/// and restored from it.
+async fn open_hub(store: &StoreUrl) -> Result<RequestHub, askbus_store::StoreError> {
+    let store: Arc<dyn Store> = match store {
+        StoreUrl::Memory => return Ok(RequestHub::new(Bus::new())),
+        StoreUrl::Sqlite(path) => Arc::new(SqliteStore::open(path)?),
+    };
+    let bus = askbus_store::resume_bus(BusConfig::default(), Arc::clone(&store)).await?;
+    let hub = RequestHub::with_store(
+        bus,
+        QuestionConfig::default(),
+        ApprovalConfig::default(),
+        store,
+    )
+    .await?;
+    let restored = hub.questions().pending_count() + hub.approvals().pending_count();
+    if restored > 0 {
+        tracing::info!("{restored} pending request(s) restored from the store");
+    }
+    Ok(hub)
 }
 
 fn describe_auth(tokens: &[AccessToken]) -> String {

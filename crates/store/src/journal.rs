@@ -66,5 +66,9 @@ pub async fn resume_bus(config: BusConfig, store: Arc<dyn Store>) -> Result<Bus,
             .map_err(|error| StoreError::Corrupt(format!("event {}: {error}", record.id)))
         })
         .collect::<Result<Vec<_>, _>>()?;
-    Ok(Bus::resume(config, recorded, Arc::new(EventJournal::new(store))))
+    Ok(Bus::resume(
+        config,
+        recorded,
+        Arc::new(EventJournal::new(store)),
+    ))
 }

@@ -1,0 +1,294 @@
+//! Questions and approvals over a durable store: a restart (dropping every handle and
+//! reopening the SQLite file) loses no request, no answer and no event.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use askbus::bus::{Bus, BusConfig};
+use askbus::question::{
+    Action, ApprovalConfig, ApprovalReply, Decision, OutcomeKind, QuestionConfig, ReplyError,
+    RequestHub, ToolRef,
+};
+use askbus::{AskError, Timeout};
+use askbus_store::{RequestKind, RequestRecord, SqliteStore, Store, Write, Written};
+use futures_util::StreamExt;
+use serde_json::json;
+
+use crate::support::language;
+
+/// One run of a server: the hub over a bus and the store of `dir`.
+async fn start(dir: &tempfile::TempDir) -> RequestHub {
+    let store: Arc<dyn Store> =
+        Arc::new(SqliteStore::open(dir.path().join("askbus.db")).expect("the store opens"));
+    let bus = askbus_store::resume_bus(BusConfig::default(), Arc::clone(&store))
+        .await
+        .expect("the events load");
+    RequestHub::with_store(
+        bus,
+        QuestionConfig::default(),
+        ApprovalConfig::default(),
+        store,
+    )
+    .await
+    .expect("the requests load")
+}
+
+fn tool_call(call_id: &str) -> Option<ToolRef> {
+    Some(ToolRef {
+        message_id: "msg-1".into(),
+        call_id: call_id.into(),
+    })
+}
+
+#[tokio::test]
+async fn a_restart_keeps_pending_questions_and_given_answers() {
+    let dir = tempfile::tempdir().unwrap();
+    let first = start(&dir).await;
+    let questions = first.questions();
+    let mut waiting = questions
+        .submit(
+            "s1",
+            vec![language()],
+            tool_call("call-waiting"),
+            Timeout::Never,
+        )
+        .unwrap();
+    waiting.recorded().await.expect("durable");
+    let waiting_id = waiting.detach().id;
+    let answered = questions
+        .submit(
+            "s1",
+            vec![language()],
+            tool_call("call-answered"),
+            Timeout::Never,
+        )
+        .unwrap();
+    let answered_id = answered.id();
+    questions
+        .reply(answered_id, vec![vec!["Go".into()]])
+        .unwrap()
+        .await
+        .expect("the answer is durable");
+    assert_eq!(answered.await, Ok(vec![vec!["Go".to_owned()]]));
+    drop(first);
+
+    let second = start(&dir).await;
+    let questions = second.questions();
+    let pending: Vec<_> = questions
+        .list(None)
+        .iter()
+        .map(|request| request.id)
+        .collect();
+    assert_eq!(
+        pending,
+        [waiting_id],
+        "the unanswered question is pending again"
+    );
+    let kept = questions
+        .get(answered_id)
+        .expect("the answered one is remembered");
+    assert_eq!(
+        kept.outcome.map(|outcome| outcome.kind()),
+        Some(OutcomeKind::Replied)
+    );
+    assert_eq!(
+        questions
+            .reply(answered_id, vec![vec!["Rust".into()]])
+            .map(drop),
+        Err(ReplyError::AlreadyResolved {
+            id: answered_id,
+            outcome: OutcomeKind::Replied
+        }),
+        "an answer given before the restart still counts"
+    );
+
+    // The agent asks again from the same tool calls: no second prompt.
+    let again = questions
+        .ask(
+            "s1",
+            vec![language()],
+            tool_call("call-answered"),
+            Timeout::Never,
+        )
+        .await;
+    assert_eq!(again, Ok(vec![vec!["Go".to_owned()]]));
+    let rejoined = questions
+        .submit(
+            "s1",
+            vec![language()],
+            tool_call("call-waiting"),
+            Timeout::Never,
+        )
+        .unwrap();
+    assert_eq!(rejoined.id(), waiting_id, "the pending question is joined");
+    assert_eq!(questions.pending_count(), 1);
+    questions
+        .reply(waiting_id, vec![vec!["Rust".into()]])
+        .unwrap();
+    assert_eq!(rejoined.await, Ok(vec![vec!["Rust".to_owned()]]));
+}
+
+#[tokio::test]
+async fn new_ids_continue_above_the_stored_ones() {
+    let dir = tempfile::tempdir().unwrap();
+    let first = start(&dir).await;
+    let before = first
+        .questions()
+        .submit("s1", vec![language()], None, Timeout::Never)
+        .unwrap()
+        .detach()
+        .id;
+    drop(first);
+    let second = start(&dir).await;
+    let after = second
+        .questions()
+        .submit("s1", vec![language()], None, Timeout::Never)
+        .unwrap()
+        .detach()
+        .id;
+    assert!(after > before, "{after} follows {before}");
+}
+
+#[tokio::test]
+async fn event_cursors_from_before_a_restart_resume_without_a_gap() {
+    let dir = tempfile::tempdir().unwrap();
+    let first = start(&dir).await;
+    let questions = first.questions();
+    let asked = questions
+        .submit("s1", vec![language()], None, Timeout::Never)
+        .unwrap();
+    let cursor = first.bus().head();
+    let id = asked.id();
+    questions.reject(id, Some("not now".into())).unwrap();
+    assert_eq!(
+        asked.await,
+        Err(AskError::Rejected {
+            reason: Some("not now".into())
+        })
+    );
+    let missed: Vec<String> = first
+        .bus()
+        .subscribe_from(cursor)
+        .unwrap()
+        .take(1)
+        .map(|envelope| envelope.unwrap().json().to_owned())
+        .collect()
+        .await;
+    drop(first);
+
+    let second = start(&dir).await;
+    let mut resumed = second
+        .bus()
+        .subscribe_from(cursor)
+        .expect("the cursor is known");
+    let replayed = resumed.next().await.unwrap().unwrap();
+    assert_eq!(replayed.event_type(), "question.rejected");
+    assert_eq!(replayed.json(), missed[0], "the event reads as it did");
+    second
+        .questions()
+        .submit("s2", vec![language()], None, Timeout::Never)
+        .unwrap()
+        .detach();
+    let live = resumed.next().await.unwrap().unwrap();
+    assert_eq!(live.event_type(), "question.asked");
+    assert!(live.id() > replayed.id());
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_question_that_expired_while_the_server_was_down_times_out() {
+    let dir = tempfile::tempdir().unwrap();
+    {
+        // A question recorded by an earlier run that expired an hour ago.
+        let store = SqliteStore::open(dir.path().join("askbus.db")).unwrap();
+        let id = "que_01JZ6Q3V8R5M2K7D4T9WXYZABC";
+        let body = json!({
+            "id": id, "sessionID": "s1", "createdAt": 1_000, "expiresAt": 2_000,
+            "questions": [{"question": "Deploy?", "header": "Deploy", "options": []}],
+        });
+        let record = RequestRecord {
+            id: id.into(),
+            kind: RequestKind::Question,
+            session_id: "s1".into(),
+            call_id: None,
+            created_at_ms: 1_000,
+            expires_at_ms: Some(2_000),
+            body: body.to_string(),
+        };
+        assert_eq!(
+            store.write(Write::Insert(record)).await.unwrap(),
+            Written::Inserted
+        );
+    }
+    let hub = start(&dir).await;
+    let id = "que_01JZ6Q3V8R5M2K7D4T9WXYZABC".parse().unwrap();
+    let outcome = tokio::time::timeout(Duration::from_secs(1), hub.questions().wait(id))
+        .await
+        .expect("it times out at once");
+    assert_eq!(
+        outcome.map(|outcome| outcome.kind()),
+        Ok(OutcomeKind::TimedOut)
+    );
+    assert_eq!(hub.questions().pending_count(), 0);
+}
+
+#[tokio::test]
+async fn approval_keys_continue_after_a_restart() {
+    let dir = tempfile::tempdir().unwrap();
+    let first = start(&dir).await;
+    let action = || Action::new("delete_rows", json!({"table": "users"}));
+    let one = first
+        .approvals()
+        .submit("s1", vec![action()], vec![], Timeout::Never)
+        .unwrap()
+        .detach();
+    assert_eq!(&*one.approval_key, "s1_1");
+    drop(first);
+
+    let second = start(&dir).await;
+    let approvals = second.approvals();
+    assert_eq!(
+        approvals.id_for_key("s1_1"),
+        Some(one.id),
+        "old keys still address"
+    );
+    let two = approvals
+        .submit("s1", vec![action()], vec![], Timeout::Never)
+        .unwrap();
+    assert_eq!(&*two.request().approval_key, "s1_2");
+    approvals
+        .reply(one.id, ApprovalReply::new([Decision::Approve]))
+        .unwrap()
+        .await
+        .expect("durable");
+    assert_eq!(
+        approvals
+            .get(one.id)
+            .and_then(|snapshot| snapshot.outcome)
+            .map(|o| o.kind()),
+        Some(OutcomeKind::Replied)
+    );
+}
+
+#[tokio::test]
+async fn without_a_store_a_repeated_tool_call_also_gets_one_request() {
+    let hub = RequestHub::new(Bus::new());
+    let questions = hub.questions();
+    let first = questions
+        .submit("s1", vec![language()], tool_call("c1"), Timeout::Never)
+        .unwrap();
+    let second = questions
+        .submit("s1", vec![language()], tool_call("c1"), Timeout::Never)
+        .unwrap();
+    assert_eq!(first.id(), second.id());
+    let other_session = questions
+        .submit("s2", vec![language()], tool_call("c1"), Timeout::Never)
+        .unwrap();
+    assert_ne!(other_session.id(), first.id(), "call ids are per session");
+    // The joiner only watches: dropping it leaves the question to its asker.
+    drop(second);
+    assert_eq!(questions.pending_count(), 2);
+    questions
+        .reply(first.id(), vec![vec!["Go".into()]])
+        .unwrap();
+    assert_eq!(first.await, Ok(vec![vec!["Go".to_owned()]]));
+}
