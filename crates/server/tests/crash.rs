@@ -1,0 +1,249 @@
+//! `kill -9` of the real `askbus` binary while questions are pending and replies are in
+//! flight, then a restart on the same SQLite file: every acknowledged answer (HTTP 200) is
+//! still there, nothing resolved twice or otherwise, and agents that ask again from the
+//! same tool call get the stored outcome.
+//!
+//! It lives in the server crate, not in the workspace's `tests/`, because it needs the
+//! binary itself (`CARGO_BIN_EXE_askbus`), which cargo builds only for this package's
+//! integration tests.
+
+#![allow(clippy::unwrap_used)]
+
+use std::path::Path;
+use std::process::Stdio;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use tokio::io::{AsyncBufReadExt, BufReader};
+use tokio::process::{Child, Command};
+
+/// How many questions the agent asks before the crash.
+const QUESTIONS: usize = 300;
+/// How many of them are answered (and acknowledged) before the replies that race the kill.
+const ANSWERED_FIRST: usize = 10;
+/// The kill comes once this many of the racing replies were acknowledged.
+const ACKED_BEFORE_KILL: usize = 10;
+
+/// A running `askbus` process.
+struct Server {
+    child: Child,
+    base: String,
+}
+
+impl Server {
+    /// Starts `askbus` on an ephemeral loopback port with its store in `db`, and waits for
+    /// the line that logs its URL.
+    async fn start(db: &Path) -> Self {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_askbus"))
+            .args(["--listen", "127.0.0.1:0", "--store"])
+            .arg(format!("sqlite:{}", db.display()))
+            .env("RUST_LOG", "info")
+            .env("NO_COLOR", "1")
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .kill_on_drop(true)
+            .spawn()
+            .expect("the askbus binary starts");
+        let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
+        let base = tokio::time::timeout(Duration::from_secs(30), async {
+            while let Some(line) = lines.next_line().await.unwrap() {
+                if let Some(at) = line.find("listening on http://") {
+                    let url = &line[at + "listening on ".len()..];
+                    return url.split_whitespace().next().unwrap().to_owned();
+                }
+            }
+            panic!("askbus exited before it listened");
+        })
+        .await
+        .expect("askbus logs its URL within 30 s");
+        // Keep draining the log so the pipe never fills.
+        tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
+        Self { child, base }
+    }
+
+    /// SIGKILL: no shutdown, no flush, nothing but what is already on disk.
+    async fn kill_9(mut self) {
+        self.child.start_kill().unwrap();
+        self.child.wait().await.unwrap();
+    }
+}
+
+fn question(call: usize) -> Value {
+    json!({
+        "sessionID": "agent",
+        "questions": [{
+            "question": "Which region?",
+            "header": "Region",
+            "options": [{"label": "eu", "description": "Europe"}, {"label": "us", "description": "America"}],
+        }],
+        "tool": {"messageID": "msg-1", "callID": format!("call-{call}")},
+        "timeout": null,
+    })
+}
+
+/// The one answer question `index` ever gets: custom text naming it.
+fn answer(index: usize) -> Value {
+    json!([[format!("answer-{index}")]])
+}
+
+async fn post(
+    http: &reqwest::Client,
+    url: String,
+    body: &Value,
+) -> reqwest::Result<reqwest::Response> {
+    http.post(url).json(body).send().await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn acknowledged_answers_survive_kill_9_and_nothing_resolves_twice() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("askbus.db");
+    let http = reqwest::Client::new();
+
+    let server = Server::start(&db).await;
+    let mut ids = Vec::new();
+    for call in 0..QUESTIONS {
+        let created = post(&http, format!("{}/question", server.base), &question(call))
+            .await
+            .unwrap();
+        assert_eq!(created.status(), 200);
+        let created: Value = created.json().await.unwrap();
+        ids.push(created["id"].as_str().unwrap().to_owned());
+    }
+    for (index, id) in ids.iter().enumerate().take(ANSWERED_FIRST) {
+        let url = format!("{}/question/{id}/reply", server.base);
+        let replied = post(&http, url, &json!({ "answers": answer(index) }))
+            .await
+            .unwrap();
+        assert_eq!(replied.status(), 200);
+    }
+
+    // Every other question gets its reply at once, racing a kill -9.
+    let acked = Arc::new(AtomicUsize::new(0));
+    let racing: Vec<_> = ids
+        .iter()
+        .enumerate()
+        .skip(ANSWERED_FIRST)
+        .map(|(index, id)| {
+            let (http, acked) = (http.clone(), Arc::clone(&acked));
+            let url = format!("{}/question/{id}/reply", server.base);
+            tokio::spawn(async move {
+                let replied = post(&http, url, &json!({ "answers": answer(index) })).await;
+                let ok = replied.is_ok_and(|response| response.status() == 200);
+                if ok {
+                    acked.fetch_add(1, Ordering::SeqCst);
+                }
+                (index, ok)
+            })
+        })
+        .collect();
+    tokio::time::timeout(Duration::from_secs(30), async {
+        while acked.load(Ordering::SeqCst) < ACKED_BEFORE_KILL {
+            tokio::task::yield_now().await;
+        }
+    })
+    .await
+    .expect("some replies are acknowledged");
+    server.kill_9().await;
+    let mut acknowledged: Vec<usize> = (0..ANSWERED_FIRST).collect();
+    for reply in racing {
+        let (index, ok) = reply.await.unwrap();
+        if ok {
+            acknowledged.push(index);
+        }
+    }
+    let in_flight = QUESTIONS - acknowledged.len();
+    eprintln!(
+        "crash: {} answers acknowledged, {in_flight} not",
+        acknowledged.len()
+    );
+
+    let server = Server::start(&db).await;
+    let mut still_pending = Vec::new();
+    for (index, id) in ids.iter().enumerate() {
+        let got: Value = http
+            .get(format!("{}/question/{id}", server.base))
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        match got["status"].as_str().unwrap() {
+            "replied" => assert_eq!(got["answers"], answer(index), "{id} has its own answer"),
+            "pending" => {
+                assert!(
+                    !acknowledged.contains(&index),
+                    "acknowledged {id} was lost: {got}"
+                );
+                still_pending.push((index, id));
+            }
+            other => panic!("{id} ended {other}, which nobody asked for: {got}"),
+        }
+    }
+
+    // An acknowledged answer is final: a second one is refused.
+    let again = post(
+        &http,
+        format!("{}/question/{}/reply", server.base, ids[0]),
+        &json!({ "answers": [["us"]] }),
+    )
+    .await
+    .unwrap();
+    assert_eq!(again.status(), 409);
+
+    // The agent re-asks from the same tool calls: the same requests, no second prompt.
+    let reasked: Value = post(&http, format!("{}/question", server.base), &question(0))
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(reasked["id"], ids[0]);
+    let outcome: Value = http
+        .get(format!(
+            "{}/question/{}/wait?timeout=5",
+            server.base, ids[0]
+        ))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(outcome["status"], "replied");
+    assert_eq!(outcome["answers"], answer(0));
+
+    // What was still pending is answered now, once.
+    let listed: Value = http
+        .get(format!("{}/question", server.base))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(listed.as_array().unwrap().len(), still_pending.len());
+    for (index, id) in still_pending {
+        let reasked: Value = post(&http, format!("{}/question", server.base), &question(index))
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        assert_eq!(
+            reasked["id"],
+            id.as_str(),
+            "a pending request is joined, not repeated"
+        );
+        let url = format!("{}/question/{id}/reply", server.base);
+        let replied = post(&http, url, &json!({ "answers": answer(index) }))
+            .await
+            .unwrap();
+        assert_eq!(replied.status(), 200);
+    }
+    server.kill_9().await;
+}
