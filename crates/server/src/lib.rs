@@ -165,6 +165,16 @@ pub enum StoreUrl {
     Sqlite(std::path::PathBuf),
 }
 
+impl std::fmt::Display for StoreUrl {
+    /// What the log says: the file, or that nothing survives.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Memory => f.write_str("memory, nothing survives a restart"),
+            Self::Sqlite(path) => write!(f, "sqlite:{}", path.display()),
+        }
+    }
+}
+
 /// Whether MCP is served on stdin/stdout (`askbus mcp`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum McpStdio {
@@ -364,7 +374,8 @@ pub async fn run(settings: Settings, shutdown: CancellationToken) -> std::io::Re
     let listener = TcpListener::bind(settings.listen).await?;
     let address = listener.local_addr()?;
     let auth = describe_auth(&settings.http.tokens);
-    tracing::info!("askbus listening on http://{address} ({auth})");
+    let store = &settings.store;
+    tracing::info!("askbus listening on http://{address} ({auth}; store: {store})");
     serve(listener, settings, shutdown).await
 }
 
