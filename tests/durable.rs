@@ -6,8 +6,8 @@ use std::time::Duration;
 
 use askbus::bus::{Bus, BusConfig};
 use askbus::question::{
-    Action, ApprovalConfig, ApprovalReply, Decision, OutcomeKind, QuestionConfig, ReplyError,
-    RequestHub, ToolRef,
+    Action, ApprovalConfig, ApprovalReply, Decision, OutcomeKind, PendingQuestion, QuestionConfig,
+    QuestionService, ReplyError, RequestHub, ToolRef,
 };
 use askbus::{AskError, Timeout};
 use askbus_store::{RequestKind, RequestRecord, SqliteStore, Store, Write, Written};
@@ -33,6 +33,13 @@ async fn start(dir: &tempfile::TempDir) -> RequestHub {
     .expect("the requests load")
 }
 
+/// Submits the language question in session `s1` from tool call `call_id`, never timing out.
+fn ask_from_call(questions: &QuestionService, call_id: &str) -> PendingQuestion {
+    questions
+        .submit("s1", vec![language()], tool_call(call_id), Timeout::Never)
+        .unwrap()
+}
+
 fn tool_call(call_id: &str) -> Option<ToolRef> {
     Some(ToolRef {
         message_id: "msg-1".into(),
@@ -45,24 +52,10 @@ async fn a_restart_keeps_pending_questions_and_given_answers() {
     let dir = tempfile::tempdir().unwrap();
     let first = start(&dir).await;
     let questions = first.questions();
-    let mut waiting = questions
-        .submit(
-            "s1",
-            vec![language()],
-            tool_call("call-waiting"),
-            Timeout::Never,
-        )
-        .unwrap();
+    let mut waiting = ask_from_call(questions, "call-waiting");
     waiting.recorded().await.expect("durable");
     let waiting_id = waiting.detach().id;
-    let answered = questions
-        .submit(
-            "s1",
-            vec![language()],
-            tool_call("call-answered"),
-            Timeout::Never,
-        )
-        .unwrap();
+    let answered = ask_from_call(questions, "call-answered");
     let answered_id = answered.id();
     questions
         .reply(answered_id, vec![vec!["Go".into()]])
@@ -112,14 +105,7 @@ async fn a_restart_keeps_pending_questions_and_given_answers() {
         )
         .await;
     assert_eq!(again, Ok(vec![vec!["Go".to_owned()]]));
-    let rejoined = questions
-        .submit(
-            "s1",
-            vec![language()],
-            tool_call("call-waiting"),
-            Timeout::Never,
-        )
-        .unwrap();
+    let rejoined = ask_from_call(questions, "call-waiting");
     assert_eq!(rejoined.id(), waiting_id, "the pending question is joined");
     assert_eq!(questions.pending_count(), 1);
     questions
@@ -273,12 +259,8 @@ async fn approval_keys_continue_after_a_restart() {
 async fn without_a_store_a_repeated_tool_call_also_gets_one_request() {
     let hub = RequestHub::new(Bus::new());
     let questions = hub.questions();
-    let first = questions
-        .submit("s1", vec![language()], tool_call("c1"), Timeout::Never)
-        .unwrap();
-    let second = questions
-        .submit("s1", vec![language()], tool_call("c1"), Timeout::Never)
-        .unwrap();
+    let first = ask_from_call(questions, "c1");
+    let second = ask_from_call(questions, "c1");
     assert_eq!(first.id(), second.id());
     let other_session = questions
         .submit("s2", vec![language()], tool_call("c1"), Timeout::Never)

@@ -64,6 +64,23 @@ impl Server {
         Self { child, base }
     }
 
+    /// `GET path`, as JSON.
+    async fn get(&self, http: &reqwest::Client, path: &str) -> Value {
+        let response = http
+            .get(format!("{}{path}", self.base))
+            .send()
+            .await
+            .unwrap();
+        response.json().await.unwrap()
+    }
+
+    /// `POST path` with a JSON body.
+    async fn post(&self, http: &reqwest::Client, path: &str, body: &Value) -> reqwest::Response {
+        post(http, format!("{}{path}", self.base), body)
+            .await
+            .unwrap()
+    }
+
     /// SIGKILL: no shutdown, no flush, nothing but what is already on disk.
     async fn kill_9(mut self) {
         self.child.start_kill().unwrap();
@@ -97,6 +114,13 @@ async fn post(
     http.post(url).json(body).send().await
 }
 
+/// Posts question `index`'s one answer; returns the status.
+async fn answer_over_http(server: &Server, http: &reqwest::Client, index: usize, id: &str) -> u16 {
+    let body = json!({ "answers": answer(index) });
+    let path = format!("/question/{id}/reply");
+    server.post(http, &path, &body).await.status().as_u16()
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn acknowledged_answers_survive_kill_9_and_nothing_resolves_twice() {
     let dir = tempfile::tempdir().unwrap();
@@ -106,19 +130,13 @@ async fn acknowledged_answers_survive_kill_9_and_nothing_resolves_twice() {
     let server = Server::start(&db).await;
     let mut ids = Vec::new();
     for call in 0..QUESTIONS {
-        let created = post(&http, format!("{}/question", server.base), &question(call))
-            .await
-            .unwrap();
+        let created = server.post(&http, "/question", &question(call)).await;
         assert_eq!(created.status(), 200);
         let created: Value = created.json().await.unwrap();
         ids.push(created["id"].as_str().unwrap().to_owned());
     }
     for (index, id) in ids.iter().enumerate().take(ANSWERED_FIRST) {
-        let url = format!("{}/question/{id}/reply", server.base);
-        let replied = post(&http, url, &json!({ "answers": answer(index) }))
-            .await
-            .unwrap();
-        assert_eq!(replied.status(), 200);
+        assert_eq!(answer_over_http(&server, &http, index, id).await, 200);
     }
 
     // Every other question gets its reply at once, racing a kill -9.
@@ -164,14 +182,7 @@ async fn acknowledged_answers_survive_kill_9_and_nothing_resolves_twice() {
     let server = Server::start(&db).await;
     let mut still_pending = Vec::new();
     for (index, id) in ids.iter().enumerate() {
-        let got: Value = http
-            .get(format!("{}/question/{id}", server.base))
-            .send()
-            .await
-            .unwrap()
-            .json()
-            .await
-            .unwrap();
+        let got = server.get(&http, &format!("/question/{id}")).await;
         match got["status"].as_str().unwrap() {
             "replied" => assert_eq!(got["answers"], answer(index), "{id} has its own answer"),
             "pending" => {
@@ -186,64 +197,38 @@ async fn acknowledged_answers_survive_kill_9_and_nothing_resolves_twice() {
     }
 
     // An acknowledged answer is final: a second one is refused.
-    let again = post(
-        &http,
-        format!("{}/question/{}/reply", server.base, ids[0]),
-        &json!({ "answers": [["us"]] }),
-    )
-    .await
-    .unwrap();
+    let reply = format!("/question/{}/reply", ids[0]);
+    let again = server
+        .post(&http, &reply, &json!({ "answers": [["us"]] }))
+        .await;
     assert_eq!(again.status(), 409);
 
     // The agent re-asks from the same tool calls: the same requests, no second prompt.
-    let reasked: Value = post(&http, format!("{}/question", server.base), &question(0))
+    let reasked: Value = server
+        .post(&http, "/question", &question(0))
         .await
-        .unwrap()
         .json()
         .await
         .unwrap();
     assert_eq!(reasked["id"], ids[0]);
-    let outcome: Value = http
-        .get(format!(
-            "{}/question/{}/wait?timeout=5",
-            server.base, ids[0]
-        ))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let outcome = server
+        .get(&http, &format!("/question/{}/wait?timeout=5", ids[0]))
+        .await;
     assert_eq!(outcome["status"], "replied");
     assert_eq!(outcome["answers"], answer(0));
 
     // What was still pending is answered now, once.
-    let listed: Value = http
-        .get(format!("{}/question", server.base))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let listed = server.get(&http, "/question").await;
     assert_eq!(listed.as_array().unwrap().len(), still_pending.len());
     for (index, id) in still_pending {
-        let reasked: Value = post(&http, format!("{}/question", server.base), &question(index))
-            .await
-            .unwrap()
-            .json()
-            .await
-            .unwrap();
+        let reasked = server.post(&http, "/question", &question(index)).await;
+        let reasked: Value = reasked.json().await.unwrap();
         assert_eq!(
             reasked["id"],
             id.as_str(),
             "a pending request is joined, not repeated"
         );
-        let url = format!("{}/question/{id}/reply", server.base);
-        let replied = post(&http, url, &json!({ "answers": answer(index) }))
-            .await
-            .unwrap();
-        assert_eq!(replied.status(), 200);
+        assert_eq!(answer_over_http(&server, &http, index, id).await, 200);
     }
     server.kill_9().await;
 }
