@@ -116,6 +116,13 @@ impl IdGenerator {
         }
     }
 
+    /// Makes every later id greater than `last` too (an id of an earlier run, read back).
+    pub fn skip_past(&mut self, last: Ulid) {
+        if self.floor.is_none_or(|floor| floor < last) {
+            self.floor = Some(last);
+        }
+    }
+
     /// The next id, strictly greater than every id this generator produced before.
     pub fn next_id<K: IdKind>(&mut self) -> Id<K> {
         // Overflow needs 2^80 ids within one millisecond; should it ever happen, carrying

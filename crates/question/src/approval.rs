@@ -19,7 +19,9 @@ use crate::approval_model::{
     ApprovalReply, ApprovalRequest, ApprovalTimedOut, Decision, ReviewConfig,
 };
 use crate::record::Durable;
-use crate::registry::{Kind, Outcome, OutcomeKind, Registry, ResolveError, Snapshot, Ticket};
+use crate::registry::{
+    self, Kind, Outcome, OutcomeKind, Registry, ResolveError, SharedIds, Snapshot, Ticket,
+};
 use crate::service::{Deadline, Timeout};
 use crate::validate::ValidationError;
 
@@ -260,8 +262,14 @@ impl ApprovalService {
 
     /// A service publishing on `bus` with `config`.
     pub fn with_config(bus: Bus, config: ApprovalConfig) -> Self {
+        Self::sharing_ids(bus, config, registry::new_ids())
+    }
+
+    /// As [`with_config`](Self::with_config), drawing ids from `ids` (shared with the other
+    /// kind's service of a hub).
+    pub(crate) fn sharing_ids(bus: Bus, config: ApprovalConfig, ids: SharedIds) -> Self {
         Self {
-            registry: Registry::new(bus, config.retain_resolved),
+            registry: Registry::new(bus, config.retain_resolved, ids),
             config,
         }
     }
@@ -278,8 +286,18 @@ impl ApprovalService {
         config: ApprovalConfig,
         store: Arc<dyn Store>,
     ) -> Result<Self, StoreError> {
+        Self::restore_sharing_ids(bus, config, registry::new_ids(), store).await
+    }
+
+    /// As [`with_store`](Self::with_store), drawing ids from `ids`.
+    pub(crate) async fn restore_sharing_ids(
+        bus: Bus,
+        config: ApprovalConfig,
+        ids: SharedIds,
+        store: Arc<dyn Store>,
+    ) -> Result<Self, StoreError> {
         Ok(Self {
-            registry: Registry::restore(bus, config.retain_resolved, store).await?,
+            registry: Registry::restore(bus, config.retain_resolved, ids, store).await?,
             config,
         })
     }

@@ -70,9 +70,11 @@ impl RequestHub {
 
     /// Both services on `bus`, with these settings.
     pub fn with_config(bus: Bus, questions: QuestionConfig, approvals: ApprovalConfig) -> Self {
+        let questions = QuestionService::with_config(bus.clone(), questions);
+        let approvals = ApprovalService::sharing_ids(bus, approvals, questions.ids().clone());
         Self {
-            questions: QuestionService::with_config(bus.clone(), questions),
-            approvals: ApprovalService::with_config(bus, approvals),
+            questions,
+            approvals,
         }
     }
 
@@ -89,9 +91,12 @@ impl RequestHub {
         approvals: ApprovalConfig,
         store: std::sync::Arc<dyn askbus_store::Store>,
     ) -> Result<Self, askbus_store::StoreError> {
+        let questions = QuestionService::with_store(bus.clone(), questions, store.clone()).await?;
+        let ids = questions.ids().clone();
+        let approvals = ApprovalService::restore_sharing_ids(bus, approvals, ids, store).await?;
         Ok(Self {
-            questions: QuestionService::with_store(bus.clone(), questions, store.clone()).await?,
-            approvals: ApprovalService::with_store(bus, approvals, store).await?,
+            questions,
+            approvals,
         })
     }
 
@@ -264,7 +269,11 @@ impl From<QuestionService> for RequestHub {
     /// [`approvals`](Self::approvals) of this hub (or a clone), not through a second hub
     /// made from the same questions.
     fn from(questions: QuestionService) -> Self {
-        let approvals = ApprovalService::new(questions.bus().clone());
+        let approvals = ApprovalService::sharing_ids(
+            questions.bus().clone(),
+            ApprovalConfig::default(),
+            questions.ids().clone(),
+        );
         Self {
             questions,
             approvals,

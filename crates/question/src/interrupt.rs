@@ -7,8 +7,8 @@
 //! with a [`ResumeInput`]; a request is consumed once, so a second resume of the same
 //! checkpoint finds nothing pending.
 //!
-//! Across kinds, "oldest" is ULID order: creation millisecond first. Two requests of
-//! different kinds created in the same millisecond are ordered by their random bits.
+//! Across kinds, "oldest" is id order: the two services of a [`RequestHub`](crate::RequestHub)
+//! draw their ids from one monotonic source, so it is creation order, exactly.
 //!
 //! The [confirmation detector](confirmation_phrase) lets a runtime turn model text that
 //! asks for confirmation ("Shall I proceed?") into an approval request.

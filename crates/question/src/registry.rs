@@ -188,12 +188,17 @@ struct Inner<K: Kind> {
     retain_resolved: usize,
     /// Where registrations and outcomes are recorded, if anywhere.
     recorder: Option<Recorder>,
+    /// Source of request ids, ascending in registration order. Shared by the registries
+    /// of one hub, so ids of both kinds are one order ("oldest" across kinds is exact);
+    /// taken only under this registry's lock (registry → ids, never the other way).
+    ids: SharedIds,
 }
+
+/// An id source shared by registries.
+pub(crate) type SharedIds = Arc<Mutex<IdGenerator>>;
 
 /// What the registry lock protects.
 struct State<K: Kind> {
-    /// Source of request ids, ascending in registration order.
-    ids: IdGenerator,
     /// Pending requests by id; ascending iteration is creation order.
     pending: BTreeMap<Id<K::IdKind>, Pending<K>>,
     /// `(deadline, id)` of every pending request that has one, earliest first.
@@ -248,21 +253,25 @@ impl<K: Kind> Clone for Registry<K> {
 }
 
 impl<K: Kind> Registry<K> {
-    pub(crate) fn new(bus: Bus, retain_resolved: usize) -> Self {
-        Self::with_parts(bus, retain_resolved, IdGenerator::new(), None)
+    pub(crate) fn new(bus: Bus, retain_resolved: usize, ids: SharedIds) -> Self {
+        Self::with_parts(bus, retain_resolved, ids, None)
+    }
+
+    /// The id source, to share with another registry.
+    pub(crate) fn ids(&self) -> &SharedIds {
+        &self.inner.ids
     }
 
     fn with_parts(
         bus: Bus,
         retain_resolved: usize,
-        ids: IdGenerator,
+        ids: SharedIds,
         recorder: Option<Recorder>,
     ) -> Self {
         Self {
             inner: Arc::new(Inner {
                 bus,
                 state: Mutex::new(State {
-                    ids,
                     pending: BTreeMap::new(),
                     deadlines: BTreeSet::new(),
                     resolved: BTreeMap::new(),
@@ -274,6 +283,7 @@ impl<K: Kind> Registry<K> {
                 timer_started: AtomicBool::new(false),
                 retain_resolved,
                 recorder,
+                ids,
             }),
         }
     }
@@ -289,6 +299,7 @@ impl<K: Kind> Registry<K> {
     pub(crate) async fn restore(
         bus: Bus,
         retain_resolved: usize,
+        ids: SharedIds,
         store: Arc<dyn Store>,
     ) -> Result<Self, StoreError> {
         let Loaded { pending, resolved } = store.requests(K::RECORD_KIND, retain_resolved).await?;
@@ -302,7 +313,9 @@ impl<K: Kind> Registry<K> {
                     .map_err(|error| StoreError::Corrupt(format!("request id: {error}")))
             })
             .transpose()?;
-        let ids = newest.map_or_else(IdGenerator::new, |id| IdGenerator::after(id.ulid()));
+        if let Some(newest) = newest {
+            lock_ids(&ids).skip_past(newest.ulid());
+        }
         let registry = Self::with_parts(bus, retain_resolved, ids, Some(Recorder { store }));
         {
             let mut state = registry.inner.lock();
@@ -413,7 +426,7 @@ impl<K: Kind> Registry<K> {
                 recorded: None,
             };
         }
-        let id = state.ids.next_id();
+        let id = lock_ids(&self.inner.ids).next_id();
         let request = Arc::new(build(id, &mut state.index));
         if let Some(at) = deadline {
             let is_new_earliest = state.deadlines.first().is_none_or(|&(first, _)| at < first);
@@ -701,6 +714,16 @@ impl<K: Kind> Drop for Ticket<K> {
                 .resolve::<Infallible>(K::id(&self.request), |_| Ok(Outcome::Cancelled));
         }
     }
+}
+
+/// A new id source.
+pub(crate) fn new_ids() -> SharedIds {
+    Arc::new(Mutex::new(IdGenerator::new()))
+}
+
+fn lock_ids(ids: &SharedIds) -> MutexGuard<'_, IdGenerator> {
+    // Handing out an id cannot panic midway: a poisoned lock is still a sound one.
+    ids.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
 /// Most requests timed out per registry-lock acquisition.

@@ -16,7 +16,9 @@ use crate::model::{
     QuestionRejected, QuestionReplied, QuestionRequest, QuestionTimedOut, ToolRef,
 };
 use crate::record::Durable;
-use crate::registry::{Kind, Outcome, OutcomeKind, Registry, ResolveError, Snapshot, Ticket};
+use crate::registry::{
+    self, Kind, Outcome, OutcomeKind, Registry, ResolveError, SharedIds, Snapshot, Ticket,
+};
 use crate::validate::{self, ValidationError};
 
 /// Asks humans questions and hands their answers back to the asking task.
@@ -219,10 +221,21 @@ impl QuestionService {
 
     /// A service publishing on `bus` with `config`.
     pub fn with_config(bus: Bus, config: QuestionConfig) -> Self {
+        Self::sharing_ids(bus, config, registry::new_ids())
+    }
+
+    /// As [`with_config`](Self::with_config), drawing ids from `ids` (shared with the other
+    /// kind's service of a hub).
+    pub(crate) fn sharing_ids(bus: Bus, config: QuestionConfig, ids: SharedIds) -> Self {
         Self {
-            registry: Registry::new(bus, config.retain_resolved),
+            registry: Registry::new(bus, config.retain_resolved, ids),
             config,
         }
+    }
+
+    /// This service's id source, to share with the other kind's service.
+    pub(crate) fn ids(&self) -> &SharedIds {
+        self.registry.ids()
     }
 
     /// A service that records every question and outcome in `store`, and starts with what
@@ -239,8 +252,18 @@ impl QuestionService {
         config: QuestionConfig,
         store: Arc<dyn Store>,
     ) -> Result<Self, StoreError> {
+        Self::restore_sharing_ids(bus, config, registry::new_ids(), store).await
+    }
+
+    /// As [`with_store`](Self::with_store), drawing ids from `ids`.
+    pub(crate) async fn restore_sharing_ids(
+        bus: Bus,
+        config: QuestionConfig,
+        ids: SharedIds,
+        store: Arc<dyn Store>,
+    ) -> Result<Self, StoreError> {
         Ok(Self {
-            registry: Registry::restore(bus, config.retain_resolved, store).await?,
+            registry: Registry::restore(bus, config.retain_resolved, ids, store).await?,
             config,
         })
     }

@@ -1,0 +1,250 @@
+//! Approvals, session interrupts and the confirmation detector, through the library API.
+
+use std::time::Duration;
+
+use askbus::bus::Bus;
+use askbus::question::{
+    Action, ApprovalError, ApprovalReply, ApprovalReplyError, ApprovalService, ApprovalTimedOut,
+    Decision, DecisionType, EditedAction, OutcomeKind, RequestHub, RequestId, ReviewConfig,
+    confirmation_phrase,
+};
+use askbus::{QuestionInfo, Timeout};
+use futures_util::StreamExt;
+use serde_json::json;
+
+fn trade(quantity: u32) -> Action {
+    Action::new(
+        "execute_trade",
+        json!({"symbol": "VNM", "quantity": quantity}),
+    )
+    .with_description(format!("Buy {quantity} VNM"))
+}
+
+fn only(action: &str, allowed: &[DecisionType]) -> ReviewConfig {
+    ReviewConfig::new(action, allowed.iter().copied())
+}
+
+#[test]
+fn confirmation_phrases_are_found_in_any_case_and_only_as_phrases() {
+    let check = |text: &str, expected: Option<&str>| {
+        assert_eq!(confirmation_phrase(text), expected, "{text:?}");
+    };
+    check("Please confirm: delete 1,234 rows?", Some("please confirm"));
+    check("ARE YOU SURE you want to deploy?", Some("are you sure"));
+    check(
+        "Shall I\n proceed with the migration?",
+        Some("shall i proceed"),
+    );
+    check(
+        "Do you want me to open a pull request?",
+        Some("do you want me to"),
+    );
+    check("This step needs your approval.", Some("need your approval"));
+    check(
+        "I need your approval before I continue.",
+        Some("need your approval"),
+    );
+    check(
+        "Would you like me to proceed?",
+        Some("would you like me to proceed"),
+    );
+    check(
+        "Waiting for your confirmation.",
+        Some("waiting for your confirmation"),
+    );
+    // Ordinary sentences do not interrupt anyone.
+    check("I am sure the deployment went fine.", None);
+    check("The proceeds were confirmed yesterday.", None);
+    check("Are you surely going?", None);
+    check("Here is the report you asked for.", None);
+    check("", None);
+}
+
+#[tokio::test]
+async fn a_decision_per_action_and_fewer_are_filled_with_the_first() {
+    let approvals = ApprovalService::new(Bus::new());
+    let pending = approvals
+        .submit(
+            "s1",
+            vec![trade(1), trade(2), trade(3)],
+            vec![],
+            Timeout::Never,
+        )
+        .unwrap();
+    let edit = Decision::Edit {
+        edited_action: EditedAction {
+            name: "execute_trade".into(),
+            args: json!({"symbol": "VNM", "quantity": 10}),
+        },
+    };
+    approvals
+        .reply(pending.id(), ApprovalReply::new([edit.clone()]))
+        .unwrap();
+    assert_eq!(pending.await.unwrap().decisions, vec![edit; 3]);
+}
+
+#[tokio::test]
+async fn a_decision_an_action_does_not_allow_is_refused_naming_it() {
+    let approvals = ApprovalService::new(Bus::new());
+    let reviews = vec![only(
+        "delete_rows",
+        &[DecisionType::Approve, DecisionType::Reject],
+    )];
+    let actions = vec![trade(1), Action::new("delete_rows", json!({}))];
+    let pending = approvals
+        .submit("s1", actions, reviews, Timeout::Never)
+        .unwrap();
+    let respond = Decision::Respond {
+        message: "use the archive".into(),
+    };
+    let refused = approvals
+        .reply(
+            pending.id(),
+            ApprovalReply::new([Decision::Approve, respond]),
+        )
+        .map(drop)
+        .unwrap_err();
+    let ApprovalReplyError::Invalid(invalid) = &refused else {
+        panic!("{refused:?}");
+    };
+    let message = invalid.to_string();
+    assert!(message.contains("\"delete_rows\""), "{message}");
+    assert!(message.contains("allowed: approve, reject"), "{message}");
+    let too_many = approvals
+        .reply(pending.id(), ApprovalReply::new(vec![Decision::Approve; 3]))
+        .map(drop)
+        .unwrap_err();
+    assert!(
+        too_many.to_string().contains("3 decisions for 2 actions"),
+        "{too_many}"
+    );
+    assert_eq!(
+        approvals.pending_count(),
+        1,
+        "refused replies change nothing"
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn expiry_rejects_every_action_and_is_published() {
+    let bus = Bus::new();
+    let mut timed_out = bus.subscribe::<ApprovalTimedOut>();
+    let approvals = ApprovalService::new(bus);
+    let pending = approvals
+        .submit("s1", vec![trade(1), trade(2)], vec![], Timeout::Default)
+        .unwrap();
+    let id = pending.id();
+    let started = tokio::time::Instant::now();
+    assert_eq!(pending.await, Err(ApprovalError::TimedOut));
+    assert_eq!(
+        started.elapsed(),
+        Duration::from_secs(300),
+        "the default is 300 s"
+    );
+    let event = timed_out.next().await.unwrap().unwrap();
+    assert_eq!(event.request_id, id);
+    assert_eq!(event.decisions.len(), 2);
+    assert!(event.decisions.iter().all(|decision| !decision.runs()));
+    assert_eq!(
+        approvals
+            .reply(id, ApprovalReply::new([Decision::Approve]))
+            .map(drop),
+        Err(ApprovalReplyError::AlreadyResolved {
+            id,
+            outcome: OutcomeKind::TimedOut
+        })
+    );
+}
+
+#[tokio::test]
+async fn keys_count_each_sessions_requests_and_address_them() {
+    let approvals = ApprovalService::new(Bus::new());
+    let submit = |session: &str| {
+        approvals
+            .submit(session, vec![trade(1)], vec![], Timeout::Never)
+            .unwrap()
+    };
+    let (a1, b1, a2) = (submit("a"), submit("b"), submit("a"));
+    assert_eq!(&*a1.request().approval_key, "a_1");
+    assert_eq!(&*b1.request().approval_key, "b_1");
+    assert_eq!(&*a2.request().approval_key, "a_2");
+    assert_eq!(approvals.id_for_key("a_2"), Some(a2.id()));
+    drop(a2);
+    assert_eq!(
+        approvals.pending_count(),
+        2,
+        "dropping the future cancels it"
+    );
+    assert!(approvals.id_for_key("nobody_1").is_none());
+}
+
+#[tokio::test]
+async fn the_interrupt_is_the_oldest_request_of_either_kind_even_within_a_millisecond() {
+    let hub = RequestHub::new(Bus::new());
+    let question = || QuestionInfo::new("Go on?", "Go", []);
+    for round in 0..200 {
+        let session = format!("s{round}");
+        let (first, second) = if round % 2 == 0 {
+            let approval = hub
+                .approvals()
+                .submit(session.as_str(), vec![trade(1)], vec![], Timeout::Never)
+                .unwrap()
+                .detach();
+            let asked = hub
+                .questions()
+                .submit(session.as_str(), vec![question()], None, Timeout::Never)
+                .unwrap()
+                .detach();
+            (
+                RequestId::Approval(approval.id),
+                RequestId::Question(asked.id),
+            )
+        } else {
+            let asked = hub
+                .questions()
+                .submit(session.as_str(), vec![question()], None, Timeout::Never)
+                .unwrap()
+                .detach();
+            let approval = hub
+                .approvals()
+                .submit(session.as_str(), vec![trade(1)], vec![], Timeout::Never)
+                .unwrap()
+                .detach();
+            (
+                RequestId::Question(asked.id),
+                RequestId::Approval(approval.id),
+            )
+        };
+        let state = hub.interrupt_state(&session).unwrap();
+        assert_eq!(state.checkpoint_id, first, "round {round}");
+        assert_ne!(state.checkpoint_id, second);
+    }
+}
+
+#[tokio::test]
+async fn model_text_that_asks_for_confirmation_becomes_an_approval() {
+    let hub = RequestHub::new(Bus::new());
+    let quiet = hub
+        .request_confirmation("s1", "Here are the results.", Timeout::Never)
+        .unwrap();
+    assert!(quiet.is_none());
+    let pending = hub
+        .request_confirmation("s1", "Shall I proceed with the deletion?", Timeout::Never)
+        .unwrap()
+        .expect("an approval request");
+    let state = hub.interrupt_state("s1").unwrap();
+    assert_eq!(state.reason, "Shall I proceed with the deletion?");
+    let refused = hub
+        .approvals()
+        .reply(
+            pending.id(),
+            ApprovalReply::new([Decision::Respond {
+                message: "x".into(),
+            }]),
+        )
+        .map(drop);
+    assert!(refused.is_err(), "only approve and reject are allowed");
+    hub.resume("s1", askbus::question::ResumeInput::Confirm(false), None)
+        .unwrap();
+    assert!(!pending.await.unwrap().decisions[0].runs());
+}
