@@ -244,3 +244,86 @@ async fn cors_allows_listed_origins_only_and_never_credentials() {
             .is_none()
     );
 }
+
+#[tokio::test]
+async fn a_scoped_token_sees_and_decides_only_its_own_approvals_and_session() {
+    let app = app();
+    let action = || askbus::question::Action::new("deploy", json!({"env": "prod"}));
+    let submit = |session: &str| {
+        app.hub
+            .approvals()
+            .submit(session, vec![action()], vec![], askbus::Timeout::Never)
+            .expect("valid")
+            .detach()
+    };
+    let mine = submit("mine");
+    let theirs = submit("theirs");
+    let call = |method: &'static str, uri: String, body: Option<serde_json::Value>| {
+        let router = app.router.clone();
+        async move {
+            let response =
+                tower::ServiceExt::oneshot(router, request(method, &uri, Some(SCOPED), body))
+                    .await
+                    .expect("infallible");
+            response.status()
+        }
+    };
+    let approve = json!({"decisions": [{"type": "approve"}]});
+    // Another session's requests do not exist for this token, by id or by key.
+    for address in [theirs.id.to_string(), "theirs_1".to_owned()] {
+        assert_eq!(
+            call("GET", format!("/approval/{address}"), None).await,
+            StatusCode::NOT_FOUND
+        );
+        assert_eq!(
+            call(
+                "POST",
+                format!("/approval/{address}/reply"),
+                Some(approve.clone())
+            )
+            .await,
+            StatusCode::NOT_FOUND
+        );
+    }
+    assert_eq!(
+        call("GET", "/approval?session_id=theirs".into(), None).await,
+        StatusCode::FORBIDDEN
+    );
+    assert_eq!(
+        call("GET", "/session/theirs/interrupt".into(), None).await,
+        StatusCode::FORBIDDEN
+    );
+    assert_eq!(
+        call(
+            "POST",
+            "/session/theirs/resume".into(),
+            Some(json!({"input": {"confirm": true}}))
+        )
+        .await,
+        StatusCode::FORBIDDEN
+    );
+    let create = json!({"session_id": "theirs", "action_requests": [{"name": "x", "args": {}}]});
+    assert_eq!(
+        call("POST", "/approval".into(), Some(create)).await,
+        StatusCode::FORBIDDEN
+    );
+    // Its own session works.
+    assert_eq!(
+        call("GET", "/session/mine/interrupt".into(), None).await,
+        StatusCode::OK
+    );
+    assert_eq!(
+        call(
+            "POST",
+            format!("/approval/{}/reply", mine.id),
+            Some(approve)
+        )
+        .await,
+        StatusCode::OK
+    );
+    assert_eq!(
+        app.hub.approvals().pending_count(),
+        1,
+        "theirs is untouched"
+    );
+}

@@ -1,6 +1,8 @@
 //! The HTTP API (`askbus-http`) through its router: in process with `oneshot`, and over
 //! real TCP for the end-to-end flow.
 
+// Approvals: list, get by id or key, reply, server mode, long poll, errors.
+mod approvals;
 // Auth: missing and unknown tokens, session-scoped tokens.
 mod auth;
 // End to end over TCP: an agent asks, a client lists and replies, SSE shows it; shutdown.
@@ -13,11 +15,13 @@ mod events;
 mod openapi;
 // Question, session and health routes on the happy path.
 mod routes;
+// Session interrupt state and resume (seed 002).
+mod sessions;
 
 use std::time::Duration;
 
 use askbus::bus::{Bus, BusConfig};
-use askbus::question::{QuestionInfo, QuestionOption, QuestionService, Timeout};
+use askbus::question::{QuestionInfo, QuestionOption, QuestionService, RequestHub, Timeout};
 use askbus_http::HttpConfig;
 use axum::Router;
 use axum::body::Body;
@@ -32,6 +36,9 @@ use tower::ServiceExt;
 /// A router over a fresh service, with its service and shutdown token.
 #[derive(Clone)]
 pub(crate) struct TestApp {
+    /// Questions and approvals behind the router.
+    pub(crate) hub: RequestHub,
+    /// The hub's questions.
     pub(crate) questions: QuestionService,
     pub(crate) router: Router,
     pub(crate) shutdown: CancellationToken,
@@ -48,10 +55,12 @@ impl TestApp {
     }
 
     pub(crate) fn with_bus(bus: Bus, config: HttpConfig) -> Self {
-        let questions = QuestionService::new(bus);
+        let hub = RequestHub::new(bus);
+        let questions = hub.questions().clone();
         let shutdown = CancellationToken::new();
-        let router = askbus_http::router(questions.clone(), config, shutdown.clone());
+        let router = askbus_http::router(hub.clone(), config, shutdown.clone());
         Self {
+            hub,
             questions,
             router,
             shutdown,

@@ -97,6 +97,27 @@ impl TokenScope {
     }
 }
 
+impl Caller {
+    /// The session a listing covers: the one asked for, or with a scoped token its own
+    /// (which it may also name).
+    ///
+    /// # Errors
+    ///
+    /// 403 when a scoped token asks for another session.
+    pub(crate) fn listed_session<'a>(
+        &'a self,
+        asked: Option<&'a str>,
+    ) -> Result<Option<&'a str>, crate::ApiError> {
+        match (self.0.session(), asked) {
+            (Some(own), Some(asked)) if **own != *asked => Err(crate::ApiError::forbidden(
+                "this token may only list its own session's requests",
+            )),
+            (Some(own), _) => Ok(Some(&**own)),
+            (None, asked) => Ok(asked),
+        }
+    }
+}
+
 impl<S: Send + Sync> FromRequestParts<S> for Caller {
     type Rejection = ApiError;
 

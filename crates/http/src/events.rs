@@ -173,7 +173,7 @@ fn open(
         .or(query.last_event_id)
         .filter(|text| !text.trim().is_empty());
 
-    let bus = state.inner.questions.bus().clone();
+    let bus = state.inner.hub.bus().clone();
     let (subscription, resync) = match cursor {
         None => (bus.subscribe_all(), None),
         Some(text) => match text.trim().parse::<EventId>() {

@@ -1,6 +1,6 @@
 //! The HTTP face of askbus: answer questions from any client, watch events over SSE.
 //!
-//! [`router`] turns a [`QuestionService`] (which holds the bus) into an axum [`Router`].
+//! [`router`] turns a [`RequestHub`] (questions and approvals on one bus) into an axum [`Router`].
 //! This is the only crate that knows JSON wire shapes and HTTP status codes: the question
 //! crate speaks Rust errors, this crate turns them into answers a client can act on.
 //!
@@ -43,17 +43,20 @@
 //! # drop(app);
 //! ```
 
+mod approvals;
 mod auth;
 mod error;
 mod events;
 mod extract;
+mod long_poll;
 mod openapi;
 mod questions;
+mod sessions;
 
 use std::sync::Arc;
 use std::time::Duration;
 
-use askbus_question::QuestionService;
+use askbus_question::RequestHub;
 use axum::Router;
 use axum::extract::DefaultBodyLimit;
 use axum::http::{HeaderName, HeaderValue, Method, StatusCode, header};
@@ -122,34 +125,37 @@ pub(crate) struct AppState {
 
 /// What [`AppState`] points to.
 struct Inner {
-    /// The questions (and through them, the bus).
-    questions: QuestionService,
+    /// The questions and approvals (and through them, the bus).
+    hub: RequestHub,
     /// The settings.
     config: HttpConfig,
     /// Cancelled on graceful shutdown; ends streams and long polls.
     shutdown: CancellationToken,
 }
 
-/// The HTTP API over `questions`, configured by `config`; open event streams and long polls
-/// end when `shutdown` is cancelled.
+/// The HTTP API over the questions and approvals of `hub`, configured by `config`; open
+/// event streams and long polls end when `shutdown` is cancelled.
+///
+/// A [`QuestionService`](askbus_question::QuestionService) converts into a hub with a fresh approval service on its bus; to
+/// share approvals with other code, build the [`RequestHub`] once and pass clones.
 pub fn router(
-    questions: QuestionService,
+    hub: impl Into<RequestHub>,
     config: HttpConfig,
     shutdown: CancellationToken,
 ) -> Router {
-    let (router, _) = build(questions, config, shutdown);
+    let (router, _) = build(hub.into(), config, shutdown);
     router
 }
 
 /// The OpenAPI document of the routes [`router`] serves, as served at `GET /openapi.json`.
 pub fn openapi() -> utoipa::openapi::OpenApi {
-    let questions = QuestionService::new(askbus_bus::Bus::new());
-    let (_, document) = build(questions, HttpConfig::default(), CancellationToken::new());
+    let hub = RequestHub::new(askbus_bus::Bus::new());
+    let (_, document) = build(hub, HttpConfig::default(), CancellationToken::new());
     document
 }
 
 fn build(
-    questions: QuestionService,
+    hub: RequestHub,
     config: HttpConfig,
     shutdown: CancellationToken,
 ) -> (Router, utoipa::openapi::OpenApi) {
@@ -158,7 +164,7 @@ fn build(
     let request_timeout = config.request_timeout;
     let state = AppState {
         inner: Arc::new(Inner {
-            questions,
+            hub,
             config,
             shutdown,
         }),
@@ -171,12 +177,18 @@ fn build(
         .routes(routes!(questions::reply))
         .routes(routes!(questions::reject))
         .routes(routes!(questions::cancel_session))
+        .routes(routes!(approvals::list, approvals::create))
+        .routes(routes!(approvals::get))
+        .routes(routes!(approvals::reply))
+        .routes(routes!(sessions::interrupt))
+        .routes(routes!(sessions::resume))
         .layer(TimeoutLayer::with_status_code(
             StatusCode::REQUEST_TIMEOUT,
             request_timeout,
         ));
     let streaming = OpenApiRouter::new()
         .routes(routes!(questions::wait))
+        .routes(routes!(approvals::wait))
         .routes(routes!(events::event_stream))
         .routes(routes!(events::global_event_stream));
     let protected = timed

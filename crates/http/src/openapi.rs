@@ -22,7 +22,8 @@ use utoipa::{Modify, OpenApi, ToSchema};
     modifiers(&BearerAuth),
     tags(
         (name = "question", description = "Questions: list, read, answer, reject; create and wait in server mode"),
-        (name = "session", description = "Sessions"),
+        (name = "approval", description = "Approvals of tool calls: list, read, decide; create and wait in server mode"),
+        (name = "session", description = "Sessions: interrupt state, resume, cancel"),
         (name = "events", description = "Server-Sent Events"),
         (name = "server", description = "Health and this document"),
     )

@@ -19,6 +19,7 @@ use crate::AppState;
 use crate::auth::Caller;
 use crate::error::{ApiError, ErrorCode};
 use crate::extract::{ApiJson, ApiQuery, QuestionPath};
+use crate::long_poll::{WaitQuery, long_poll};
 
 /// `GET /question` query.
 #[derive(Debug, Deserialize, utoipa::IntoParams)]
@@ -28,17 +29,6 @@ pub(crate) struct ListQuery {
     #[serde(rename = "sessionID")]
     #[param(rename = "sessionID")]
     session_id: Option<String>,
-    /// Accepted for OpenCode clients, ignored.
-    #[allow(dead_code)]
-    directory: Option<String>,
-}
-
-/// `GET /question/{id}/wait` query.
-#[derive(Debug, Deserialize, utoipa::IntoParams)]
-#[into_params(parameter_in = Query)]
-pub(crate) struct WaitQuery {
-    /// Seconds to wait at most (default 30; capped by the server, 120 s by default).
-    timeout: Option<f64>,
     /// Accepted for OpenCode clients, ignored.
     #[allow(dead_code)]
     directory: Option<String>,
@@ -77,7 +67,7 @@ pub(crate) struct QuestionStatus {
     #[schema(value_type = QuestionRequest)]
     request: Arc<QuestionRequest>,
     /// Where it stands.
-    status: QuestionState,
+    status: RequestState,
     /// One answer per question, when `replied`.
     #[serde(skip_serializing_if = "Option::is_none")]
     #[schema(value_type = Option<Vec<Vec<String>>>)]
@@ -87,10 +77,10 @@ pub(crate) struct QuestionStatus {
     reason: Option<String>,
 }
 
-/// Where a request stands.
+/// Where a request (question or approval) stands.
 #[derive(Debug, Clone, Copy, Serialize, utoipa::ToSchema)]
 #[serde(rename_all = "snake_case")]
-pub(crate) enum QuestionState {
+pub(crate) enum RequestState {
     /// Waiting for a human.
     Pending,
     /// Answered; see `answers`.
@@ -109,9 +99,6 @@ pub(crate) struct Cancelled {
     /// How many pending requests were cancelled.
     cancelled: usize,
 }
-
-/// Default of `GET /question/{id}/wait?timeout=`.
-const DEFAULT_WAIT: Duration = Duration::from_secs(30);
 
 /// List pending questions, ascending by id.
 #[utoipa::path(
@@ -132,16 +119,8 @@ pub(crate) async fn list(
     caller: Caller,
     ApiQuery(query): ApiQuery<ListQuery>,
 ) -> Result<Json<Vec<Arc<QuestionRequest>>>, ApiError> {
-    let session = match (caller.0.session(), query.session_id.as_deref()) {
-        (Some(own), Some(asked)) if **own != *asked => {
-            return Err(ApiError::forbidden(
-                "this token may only list its own session's questions",
-            ));
-        }
-        (Some(own), _) => Some(&**own),
-        (None, asked) => asked,
-    };
-    Ok(Json(state.inner.questions.list(session)))
+    let session = caller.listed_session(query.session_id.as_deref())?;
+    Ok(Json(state.inner.hub.questions().list(session)))
 }
 
 /// Get one question, pending or resolved, with its status.
@@ -187,23 +166,12 @@ pub(crate) async fn wait(
     QuestionPath(id): QuestionPath,
     ApiQuery(query): ApiQuery<WaitQuery>,
 ) -> Result<Json<QuestionStatus>, ApiError> {
-    let limit = match query.timeout {
-        None => DEFAULT_WAIT,
-        Some(seconds) => Duration::try_from_secs_f64(seconds).map_err(|_| {
-            ApiError::bad_request("`timeout` must be a non-negative number of seconds")
-        })?,
-    }
-    .min(state.inner.config.max_wait);
+    let limit = query.limit(&state)?;
     let snapshot = visible(&state, &caller, id)?;
     if snapshot.outcome.is_some() {
         return Ok(Json(QuestionStatus::from_snapshot(snapshot)));
     }
-    // An async wait: no thread is held, and dropping it (client gone, shutdown, time up)
-    // leaves the question pending.
-    let waited = tokio::select! {
-        waited = tokio::time::timeout(limit, state.inner.questions.wait(id)) => waited.ok(),
-        () = state.inner.shutdown.cancelled() => None,
-    };
+    let waited = long_poll(&state, limit, state.inner.hub.questions().wait(id)).await;
     let outcome = match waited {
         Some(outcome) => Some(outcome?),
         None => None,
@@ -240,7 +208,7 @@ pub(crate) async fn reply(
     body: ApiJson<Value>,
 ) -> Result<Json<bool>, ApiError> {
     visible(&state, &caller, id)?;
-    let questions = &state.inner.questions;
+    let questions = &state.inner.hub.questions();
     let result = match ReplyForm::parse(body.0).map_err(|error| error.for_question(id))? {
         ReplyForm::Answers(answers) => questions.reply(id, answers),
         ReplyForm::Keyed(keyed) => questions.reply_keyed(id, &keyed),
@@ -278,7 +246,8 @@ pub(crate) async fn reject(
     let body: RejectBody = optional_json(request, &state).await?.unwrap_or_default();
     state
         .inner
-        .questions
+        .hub
+        .questions()
         .reject(id, body.reason)
         .map_err(|error| ApiError::from(error).for_question(id))?
         .await
@@ -321,7 +290,8 @@ pub(crate) async fn create(
     let mut pending =
         state
             .inner
-            .questions
+            .hub
+            .questions()
             .submit(body.session_id, body.questions, body.tool, timeout)?;
     let recorded = pending.recorded();
     // Nobody awaits it in this process: the asker collects the outcome over HTTP. Detached
@@ -340,7 +310,8 @@ fn visible(
 ) -> Result<QuestionSnapshot, ApiError> {
     state
         .inner
-        .questions
+        .hub
+        .questions()
         .get(id)
         .filter(|snapshot| caller.0.allows(&snapshot.request.session_id))
         .ok_or_else(|| ApiError::question_not_found(id))
@@ -437,11 +408,11 @@ pub(crate) fn is_json(headers: &HeaderMap) -> bool {
 impl QuestionStatus {
     fn from_snapshot(snapshot: QuestionSnapshot) -> Self {
         let (status, answers, reason) = match snapshot.outcome {
-            None => (QuestionState::Pending, None, None),
-            Some(Outcome::Replied(answers)) => (QuestionState::Replied, Some(answers), None),
-            Some(Outcome::Rejected { reason }) => (QuestionState::Rejected, None, reason),
-            Some(Outcome::TimedOut) => (QuestionState::TimedOut, None, None),
-            Some(Outcome::Cancelled) => (QuestionState::Cancelled, None, None),
+            None => (RequestState::Pending, None, None),
+            Some(Outcome::Replied(answers)) => (RequestState::Replied, Some(answers), None),
+            Some(Outcome::Rejected { reason }) => (RequestState::Rejected, None, reason),
+            Some(Outcome::TimedOut) => (RequestState::TimedOut, None, None),
+            Some(Outcome::Cancelled) => (RequestState::Cancelled, None, None),
         };
         Self {
             request: snapshot.request,
@@ -476,6 +447,6 @@ pub(crate) async fn cancel_session(
         ));
     }
     Ok(Json(Cancelled {
-        cancelled: state.inner.questions.cancel_session(&session_id),
+        cancelled: state.inner.hub.cancel_session(&session_id),
     }))
 }

@@ -1,9 +1,13 @@
-//! `--demo`: a scripted agent that keeps asking sample questions, so a newcomer sees the
-//! whole flow (event stream, list, reply) without writing an agent.
+//! `--demo`: a scripted agent that keeps asking sample questions, and after each one asks
+//! for the approval of a tool call, so a newcomer sees the whole flow (event stream, list,
+//! reply, approve / edit / reject) without writing an agent.
 
 use std::time::Duration;
 
-use askbus_question::{AskError, QuestionInfo, QuestionOption, QuestionService, Timeout};
+use askbus_question::{
+    Action, AskError, DecisionType, QuestionInfo, QuestionOption, RequestHub, ReviewConfig, Timeout,
+};
+use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
 /// The session the demo agent asks in.
@@ -15,8 +19,10 @@ const PAUSE: Duration = Duration::from_secs(5);
 /// How long each demo question waits for a human.
 const QUESTION_TIMEOUT: Duration = Duration::from_secs(300);
 
-/// Asks the sample questions in turn, forever, until `shutdown`.
-pub(crate) async fn run(questions: QuestionService, shutdown: CancellationToken) {
+/// Asks the sample questions in turn, each followed by an approval request, forever, until
+/// `shutdown`.
+pub(crate) async fn run(hub: RequestHub, shutdown: CancellationToken) {
+    let questions = hub.questions();
     let script = samples();
     for (turn, sample) in script.iter().cycle().enumerate() {
         tracing::info!(
@@ -42,10 +48,51 @@ pub(crate) async fn run(questions: QuestionService, shutdown: CancellationToken)
             }
             Err(error) => tracing::info!(turn, %error, "demo agent got no answer"),
         }
-        tokio::select! {
-            () = tokio::time::sleep(PAUSE) => {}
-            () = shutdown.cancelled() => return,
+        if !pause(&shutdown).await {
+            return;
         }
+        let cleanup = Action::new(
+            "delete_rows",
+            json!({"table": "sessions", "older_than_days": 30 + turn}),
+        )
+        .with_description("Delete expired sessions from the production database");
+        let review = ReviewConfig::new(
+            "delete_rows",
+            [
+                DecisionType::Approve,
+                DecisionType::Edit,
+                DecisionType::Reject,
+            ],
+        );
+        tracing::info!(session = DEMO_SESSION, "demo agent asks to run delete_rows");
+        let approval = hub.approvals().request_approval(
+            DEMO_SESSION,
+            vec![cleanup],
+            vec![review],
+            Timeout::After(QUESTION_TIMEOUT),
+        );
+        let decided = tokio::select! {
+            decided = approval => decided,
+            // Dropping the request cancels it.
+            () = shutdown.cancelled() => return,
+        };
+        match decided {
+            Ok(reply) => {
+                tracing::info!(turn, decisions = ?reply.decisions, "demo agent got its decision")
+            }
+            Err(error) => tracing::info!(turn, %error, "demo agent may not run delete_rows"),
+        }
+        if !pause(&shutdown).await {
+            return;
+        }
+    }
+}
+
+/// Waits [`PAUSE`]; `false` if the server shuts down first.
+async fn pause(shutdown: &CancellationToken) -> bool {
+    tokio::select! {
+        () = tokio::time::sleep(PAUSE) => true,
+        () = shutdown.cancelled() => false,
     }
 }
 

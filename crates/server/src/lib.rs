@@ -24,6 +24,8 @@
 //! - **Shutdown.** On SIGINT or SIGTERM the server stops accepting, ends every open event
 //!   stream and long poll, and exits 0. Connections that still do not close are dropped
 //!   after a grace period, so shutdown never hangs.
+//! - **Demo.** `--demo` runs a scripted agent in session `demo` that asks a sample question,
+//!   then asks for the approval of a tool call, and so on.
 //! - **Web UI.** `GET /` serves the web UI (`askbus-ui`) for the human end: its pages
 //!   hold no data and need no token; every API call it makes sends the token the human
 //!   entered.
@@ -350,14 +352,14 @@ pub async fn serve(
         .map_err(std::io::Error::other)?;
     let questions = hub.questions().clone();
     if settings.demo == Demo::On {
-        tokio::spawn(demo::run(questions.clone(), shutdown.clone()));
+        tokio::spawn(demo::run(hub.clone(), shutdown.clone()));
     }
     if settings.mcp_stdio == McpStdio::On {
         let (questions, settings, shutdown) =
             (questions.clone(), settings.clone(), shutdown.clone());
         tokio::spawn(async move { mcp::serve_stdio(questions, &settings, shutdown).await });
     }
-    let app = askbus_http::router(questions.clone(), settings.http.clone(), shutdown.clone());
+    let app = askbus_http::router(hub, settings.http.clone(), shutdown.clone());
     // The web UI at `/`: public pages whose API calls carry the human's token.
     let app = app.merge(askbus_ui::router());
     let app = mcp::mount(app, questions, &settings, shutdown.clone());

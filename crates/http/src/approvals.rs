@@ -1,0 +1,291 @@
+//! The approval routes: a human reviews the tool calls an agent wants to make.
+//!
+//! Names are the seeds' snake_case (`action_requests`, `review_configs`, `allowed_decisions`,
+//! `edited_action`, `approval_key`), so their UIs read and answer requests unchanged. A
+//! request is addressed by its `apr_` id or by its `approval_key` (`{session_id}_{n}`),
+//! whichever the client has. As for questions, a session-scoped token sees and answers its
+//! own session only (other ids answer 404), and an answer is acknowledged once durable.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use askbus_question::{
+    Action, ApprovalId, ApprovalReply, ApprovalReplyError, ApprovalRequest, ApprovalSnapshot,
+    Decision, Outcome, ReviewConfig, Timeout,
+};
+use axum::Json;
+use axum::extract::State;
+use serde::{Deserialize, Serialize};
+
+use crate::AppState;
+use crate::auth::Caller;
+use crate::error::{ApiError, ErrorCode};
+use crate::extract::{ApiJson, ApiQuery, SegmentPath};
+use crate::long_poll::{WaitQuery, long_poll};
+use crate::questions::RequestState;
+
+/// `GET /approval` query.
+#[derive(Debug, Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
+pub(crate) struct ListQuery {
+    /// Only this session's requests (`sessionID` is accepted too).
+    #[serde(alias = "sessionID")]
+    session_id: Option<String>,
+}
+
+/// `POST /approval` body: an agent asks for a review over HTTP (server mode).
+#[derive(Debug, Deserialize, utoipa::ToSchema)]
+pub(crate) struct CreateApproval {
+    /// The asking session.
+    session_id: String,
+    /// The tool calls to review.
+    action_requests: Vec<Action>,
+    /// What may be decided per tool; a tool without one allows every decision.
+    #[serde(default)]
+    review_configs: Vec<ReviewConfig>,
+    /// Seconds before the request times out (every action rejected); absent or `null`:
+    /// the server default (300 s).
+    #[serde(default)]
+    timeout: Option<f64>,
+}
+
+/// A request with where it stands: the `ApprovalRequest` fields plus `status`, and the
+/// `decisions` (one per action) once `replied` or `timed_out`.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+pub(crate) struct ApprovalStatus {
+    /// The request.
+    #[serde(flatten)]
+    #[schema(value_type = ApprovalRequest)]
+    request: Arc<ApprovalRequest>,
+    /// Where it stands.
+    status: RequestState,
+    /// One decision per action, by position: the human's, or every action rejected on expiry.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    decisions: Option<Vec<Decision>>,
+    /// Free text the human added to the reply.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    user_edit_content: Option<String>,
+}
+
+/// List pending approval requests, ascending by id.
+#[utoipa::path(
+    get,
+    path = "/approval",
+    operation_id = "approval.list",
+    tag = "approval",
+    params(ListQuery),
+    responses(
+        (status = 200, description = "Pending approval requests, ascending by id", body = Vec<ApprovalRequest>),
+        (status = 401, description = "Missing or unknown token", body = crate::error::ErrorBody),
+        (status = 403, description = "The token is scoped to another session", body = crate::error::ErrorBody),
+    ),
+    security(("bearer" = []), ())
+)]
+pub(crate) async fn list(
+    State(state): State<AppState>,
+    caller: Caller,
+    ApiQuery(query): ApiQuery<ListQuery>,
+) -> Result<Json<Vec<Arc<ApprovalRequest>>>, ApiError> {
+    let session = caller.listed_session(query.session_id.as_deref())?;
+    Ok(Json(state.inner.hub.approvals().list(session)))
+}
+
+/// Get one approval request, pending or resolved, by id or `approval_key`.
+#[utoipa::path(
+    get,
+    path = "/approval/{id}",
+    operation_id = "approval.get",
+    tag = "approval",
+    params(("id" = String, Path, description = "`apr_` + ULID, or the `approval_key`")),
+    responses(
+        (status = 200, description = "The request with its status", body = ApprovalStatus),
+        (status = 404, description = "No such request (or not visible to this token)", body = crate::error::ErrorBody),
+    ),
+    security(("bearer" = []), ())
+)]
+pub(crate) async fn get(
+    State(state): State<AppState>,
+    caller: Caller,
+    SegmentPath(key): SegmentPath,
+) -> Result<Json<ApprovalStatus>, ApiError> {
+    let snapshot = visible(&state, &caller, &key)?;
+    Ok(Json(ApprovalStatus::from(snapshot)))
+}
+
+/// Wait (long poll) until an approval request is decided or the timeout runs out.
+#[utoipa::path(
+    get,
+    path = "/approval/{id}/wait",
+    operation_id = "approval.wait",
+    tag = "approval",
+    params(("id" = String, Path, description = "`apr_` + ULID, or the `approval_key`"), WaitQuery),
+    responses(
+        (status = 200, description = "The request with its status; `pending` when the wait ran out", body = ApprovalStatus),
+        (status = 400, description = "Malformed timeout", body = crate::error::ErrorBody),
+        (status = 404, description = "No such request (or not visible to this token)", body = crate::error::ErrorBody),
+    ),
+    security(("bearer" = []), ())
+)]
+pub(crate) async fn wait(
+    State(state): State<AppState>,
+    caller: Caller,
+    SegmentPath(key): SegmentPath,
+    ApiQuery(query): ApiQuery<WaitQuery>,
+) -> Result<Json<ApprovalStatus>, ApiError> {
+    let limit = query.limit(&state)?;
+    let snapshot = visible(&state, &caller, &key)?;
+    if snapshot.outcome.is_some() {
+        return Ok(Json(ApprovalStatus::from(snapshot)));
+    }
+    let id = snapshot.request.id;
+    let outcome = match long_poll(&state, limit, state.inner.hub.approvals().wait(id)).await {
+        Some(outcome) => Some(outcome.map_err(ApiError::from)?),
+        None => None,
+    };
+    Ok(Json(ApprovalStatus::from(ApprovalSnapshot {
+        request: snapshot.request,
+        outcome,
+    })))
+}
+
+/// Decide a pending approval request: one decision per action, by position (fewer are
+/// filled with the first).
+#[utoipa::path(
+    post,
+    path = "/approval/{id}/reply",
+    operation_id = "approval.reply",
+    tag = "approval",
+    params(("id" = String, Path, description = "`apr_` + ULID, or the `approval_key`")),
+    request_body = ApprovalReply,
+    responses(
+        (status = 200, description = "Decided", body = bool, content_type = "application/json"),
+        (status = 400, description = "Malformed JSON", body = crate::error::ErrorBody),
+        (status = 404, description = "No such request (or not visible to this token)", body = crate::error::ErrorBody),
+        (status = 409, description = "Already decided, timed out or cancelled", body = crate::error::ErrorBody),
+        (status = 415, description = "Not JSON", body = crate::error::ErrorBody),
+        (status = 422, description = "A decision the action does not allow, or too many decisions", body = crate::error::ErrorBody),
+        (status = 503, description = "The decision could not be stored durably", body = crate::error::ErrorBody),
+    ),
+    security(("bearer" = []), ())
+)]
+pub(crate) async fn reply(
+    State(state): State<AppState>,
+    caller: Caller,
+    SegmentPath(key): SegmentPath,
+    ApiJson(reply): ApiJson<ApprovalReply>,
+) -> Result<Json<bool>, ApiError> {
+    let id = visible(&state, &caller, &key)?.request.id;
+    // 200 only once the decision is durable.
+    state.inner.hub.approvals().reply(id, reply)?.await?;
+    Ok(Json(true))
+}
+
+/// Ask for a review (server mode): create the request and return it at once, with its `id`
+/// and `approval_key`.
+#[utoipa::path(
+    post,
+    path = "/approval",
+    operation_id = "approval.create",
+    tag = "approval",
+    request_body = CreateApproval,
+    responses(
+        (status = 200, description = "The new pending request", body = ApprovalRequest),
+        (status = 400, description = "Malformed JSON", body = crate::error::ErrorBody),
+        (status = 403, description = "The token is scoped to another session", body = crate::error::ErrorBody),
+        (status = 415, description = "Not JSON", body = crate::error::ErrorBody),
+        (status = 422, description = "The request cannot be made", body = crate::error::ErrorBody),
+        (status = 503, description = "The request could not be stored durably", body = crate::error::ErrorBody),
+    ),
+    security(("bearer" = []), ())
+)]
+pub(crate) async fn create(
+    State(state): State<AppState>,
+    caller: Caller,
+    ApiJson(body): ApiJson<CreateApproval>,
+) -> Result<Json<Arc<ApprovalRequest>>, ApiError> {
+    if !caller.0.allows(&body.session_id) {
+        return Err(ApiError::forbidden(
+            "this token may only ask in its own session",
+        ));
+    }
+    let timeout = match body.timeout {
+        None => Timeout::Default,
+        Some(seconds) => Duration::try_from_secs_f64(seconds)
+            .map(Timeout::After)
+            .map_err(|_| ApiError::invalid("`timeout` must be a non-negative number of seconds"))?,
+    };
+    let mut pending = state.inner.hub.approvals().submit(
+        body.session_id,
+        body.action_requests,
+        body.review_configs,
+        timeout,
+    )?;
+    let recorded = pending.recorded();
+    // Detached first, so a client that goes away while the store writes does not cancel it.
+    let request = pending.detach();
+    recorded.await?;
+    Ok(Json(request))
+}
+
+/// The request `key` names (an `apr_` id or an `approval_key`) if it exists and the caller
+/// may see it; otherwise 404, the same answer whether it does not exist or belongs to
+/// another session.
+fn visible(state: &AppState, caller: &Caller, key: &str) -> Result<ApprovalSnapshot, ApiError> {
+    let approvals = state.inner.hub.approvals();
+    let id = key
+        .parse::<ApprovalId>()
+        .ok()
+        .or_else(|| approvals.id_for_key(key));
+    id.and_then(|id| approvals.get(id))
+        .filter(|snapshot| caller.0.allows(&snapshot.request.session_id))
+        .ok_or_else(|| not_found(key))
+}
+
+fn not_found(key: &str) -> ApiError {
+    let key: String = key.chars().take(64).collect();
+    ApiError::new(
+        ErrorCode::NotFound,
+        format!("approval request {key} not found"),
+    )
+}
+
+impl From<ApprovalReplyError> for ApiError {
+    fn from(error: ApprovalReplyError) -> Self {
+        match error {
+            ApprovalReplyError::NotFound(id) => not_found(&id.to_string()),
+            ApprovalReplyError::AlreadyResolved { .. } => {
+                Self::new(ErrorCode::AlreadyResolved, error.to_string())
+            }
+            ApprovalReplyError::Invalid(invalid) => Self::from(invalid),
+        }
+    }
+}
+
+impl From<ApprovalSnapshot> for ApprovalStatus {
+    fn from(snapshot: ApprovalSnapshot) -> Self {
+        let (status, decisions, user_edit_content) = match snapshot.outcome {
+            None => (RequestState::Pending, None, None),
+            Some(Outcome::Replied(reply)) => {
+                let reply = Arc::unwrap_or_clone(reply);
+                (
+                    RequestState::Replied,
+                    Some(reply.decisions),
+                    reply.user_edit_content,
+                )
+            }
+            Some(Outcome::Rejected { .. }) => (RequestState::Rejected, None, None),
+            Some(Outcome::TimedOut) => (
+                RequestState::TimedOut,
+                Some(snapshot.request.rejections()),
+                None,
+            ),
+            Some(Outcome::Cancelled) => (RequestState::Cancelled, None, None),
+        };
+        Self {
+            request: snapshot.request,
+            status,
+            decisions,
+            user_edit_content,
+        }
+    }
+}

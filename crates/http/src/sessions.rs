@@ -1,0 +1,207 @@
+//! Session routes of seed 002: "is this session waiting for a human, and on what?", and the
+//! answer that resumes it.
+//!
+//! `GET /session/{id}/interrupt` describes the session's **oldest** pending request, question
+//! or approval, as the seed's `InterruptState` (`reason`, form `fields`, `timestamp`,
+//! `checkpoint_id` = the request id) plus the request itself. `POST /session/{id}/resume`
+//! answers it with the seed's `{"input": {...}}`. A request is consumed once: a second resume
+//! of the same checkpoint, or one after expiry, is a 409. A session-scoped token may only
+//! read and resume its own session (403 otherwise, as for cancel).
+
+use askbus_question::{
+    ApprovalReply, Decision, InterruptState, RequestId, ResumeError, ResumeInput,
+};
+use axum::Json;
+use axum::extract::State;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::AppState;
+use crate::auth::Caller;
+use crate::error::{ApiError, ErrorCode};
+use crate::extract::{ApiJson, SegmentPath};
+
+/// `GET /session/{id}/interrupt` answer: `{"interrupted": false}` or
+/// `{"interrupted": true, "state": {...}}`.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+pub(crate) struct Interrupt {
+    /// Whether the session waits for a human.
+    interrupted: bool,
+    /// What it waits on: its oldest pending request.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    state: Option<InterruptState>,
+}
+
+/// `POST /session/{id}/resume` body (seed 002). `session_id` and `agent_id`, which the
+/// seed's clients send, are accepted; a `session_id` must match the path.
+#[derive(Debug, Deserialize, utoipa::ToSchema)]
+pub(crate) struct ResumeBody {
+    /// The human's input: `{"confirm": true|false}`, `{"answers": [[...], ...]}` or
+    /// `{"decisions": [...], "user_edit_content"?: "..."}`.
+    #[schema(value_type = Object)]
+    input: Option<Value>,
+    /// The request to answer (from the interrupt state); absent: the oldest pending one.
+    #[serde(default)]
+    checkpoint_id: Option<String>,
+    /// The session, if the client repeats it.
+    #[serde(default)]
+    session_id: Option<String>,
+    /// The seed's agent name; accepted and ignored.
+    #[serde(default)]
+    #[allow(dead_code)]
+    agent_id: Option<String>,
+}
+
+/// `POST /session/{id}/resume` answer.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+pub(crate) struct Resumed {
+    /// Always `true`: the request was answered.
+    resumed: bool,
+    /// The session.
+    session_id: String,
+    /// The request that was answered.
+    #[schema(value_type = String)]
+    checkpoint_id: RequestId,
+}
+
+/// What the session waits for, if anything.
+#[utoipa::path(
+    get,
+    path = "/session/{id}/interrupt",
+    operation_id = "session.interrupt",
+    tag = "session",
+    params(("id" = String, Path, description = "Session id")),
+    responses(
+        (status = 200, description = "The interrupt state", body = Interrupt),
+        (status = 403, description = "The token is scoped to another session", body = crate::error::ErrorBody),
+    ),
+    security(("bearer" = []), ())
+)]
+pub(crate) async fn interrupt(
+    State(state): State<AppState>,
+    caller: Caller,
+    SegmentPath(session_id): SegmentPath,
+) -> Result<Json<Interrupt>, ApiError> {
+    own_session(&caller, &session_id)?;
+    let interrupt = state.inner.hub.interrupt_state(&session_id);
+    Ok(Json(Interrupt {
+        interrupted: interrupt.is_some(),
+        state: interrupt,
+    }))
+}
+
+/// Answer what the session waits for, and let it go on.
+#[utoipa::path(
+    post,
+    path = "/session/{id}/resume",
+    operation_id = "session.resume",
+    tag = "session",
+    params(("id" = String, Path, description = "Session id")),
+    request_body = ResumeBody,
+    responses(
+        (status = 200, description = "Answered", body = Resumed),
+        (status = 400, description = "Missing or malformed input or checkpoint id", body = crate::error::ErrorBody),
+        (status = 403, description = "The token is scoped to another session", body = crate::error::ErrorBody),
+        (status = 404, description = "Unknown session, or a checkpoint not of this session", body = crate::error::ErrorBody),
+        (status = 409, description = "Nothing pending (any more): expired, or already resumed", body = crate::error::ErrorBody),
+        (status = 422, description = "Answers or decisions that do not fit the request", body = crate::error::ErrorBody),
+        (status = 503, description = "The answer could not be stored durably", body = crate::error::ErrorBody),
+    ),
+    security(("bearer" = []), ())
+)]
+pub(crate) async fn resume(
+    State(state): State<AppState>,
+    caller: Caller,
+    SegmentPath(session_id): SegmentPath,
+    ApiJson(body): ApiJson<ResumeBody>,
+) -> Result<Json<Resumed>, ApiError> {
+    own_session(&caller, &session_id)?;
+    if body
+        .session_id
+        .as_deref()
+        .is_some_and(|named| named != session_id)
+    {
+        return Err(ApiError::bad_request(
+            "`session_id` in the body names another session than the path",
+        ));
+    }
+    let input = parse_input(body.input)?;
+    let checkpoint = body
+        .checkpoint_id
+        .map(|id| {
+            id.parse::<RequestId>().map_err(|_| {
+                ApiError::bad_request("`checkpoint_id` is not a request id (`que_…` or `apr_…`)")
+            })
+        })
+        .transpose()?;
+    let resumed = state.inner.hub.resume(&session_id, input, checkpoint)?;
+    // 200 only once the answer is durable.
+    resumed.durable.await?;
+    Ok(Json(Resumed {
+        resumed: true,
+        session_id,
+        checkpoint_id: resumed.request,
+    }))
+}
+
+/// 403 unless the caller may act for `session_id`.
+fn own_session(caller: &Caller, session_id: &str) -> Result<(), ApiError> {
+    if caller.0.allows(session_id) {
+        Ok(())
+    } else {
+        Err(ApiError::forbidden(
+            "this token may only act for its own session",
+        ))
+    }
+}
+
+/// The seed's `input` object as a [`ResumeInput`]: exactly one of `confirm`, `answers`,
+/// `decisions`.
+fn parse_input(input: Option<Value>) -> Result<ResumeInput, ApiError> {
+    const EXPECTED: &str = "expected `input`: {\"confirm\": true|false}, {\"answers\": [[\"label\"], ...]} or {\"decisions\": [{\"type\": \"approve\"}, ...]}";
+    let Some(Value::Object(mut input)) = input else {
+        return Err(ApiError::bad_request(EXPECTED));
+    };
+    let invalid = |what: &str| ApiError::invalid(format!("{what}; {EXPECTED}"));
+    if let Some(confirm) = input.remove("confirm") {
+        return confirm
+            .as_bool()
+            .map(ResumeInput::Confirm)
+            .ok_or_else(|| invalid("`confirm` must be true or false"));
+    }
+    if let Some(answers) = input.remove("answers") {
+        return serde_json::from_value(answers)
+            .map(ResumeInput::Answers)
+            .map_err(|_| invalid("`answers` must hold one array of strings per question"));
+    }
+    if let Some(decisions) = input.remove("decisions") {
+        let decisions: Vec<Decision> = serde_json::from_value(decisions)
+            .map_err(|error| invalid(&format!("`decisions` are not decisions ({error})")))?;
+        let user_edit_content = match input.remove("user_edit_content") {
+            None | Some(Value::Null) => None,
+            Some(Value::String(text)) => Some(text),
+            Some(_) => return Err(invalid("`user_edit_content` must be a string")),
+        };
+        return Ok(ResumeInput::Decisions(ApprovalReply {
+            decisions,
+            user_edit_content,
+        }));
+    }
+    Err(ApiError::bad_request(EXPECTED))
+}
+
+impl From<ResumeError> for ApiError {
+    fn from(error: ResumeError) -> Self {
+        match error {
+            ResumeError::UnknownSession(_) | ResumeError::UnknownCheckpoint(_) => {
+                Self::new(ErrorCode::NotFound, error.to_string())
+            }
+            ResumeError::NothingPending(_) => {
+                Self::new(ErrorCode::AlreadyResolved, error.to_string())
+            }
+            ResumeError::WrongInput(message) => Self::invalid(message),
+            ResumeError::Question(error) => Self::from(error),
+            ResumeError::Approval(error) => Self::from(error),
+        }
+    }
+}

@@ -1,0 +1,251 @@
+//! The approval routes: list, get (by id or `approval_key`), reply with each decision,
+//! server mode (create + long poll), and their errors.
+
+use askbus::Timeout;
+use askbus::question::{Action, ApprovalError, Decision, DecisionType, ReviewConfig};
+use axum::http::StatusCode;
+use serde_json::{Value, json};
+
+use super::{TestApp, get, post_json};
+
+/// A pending request in `session` for `delete_rows`, which allows approve and reject only,
+/// and `send_email`, which allows everything.
+fn submit(app: &TestApp, session: &str) -> askbus::question::PendingApproval {
+    let actions = vec![
+        Action::new("delete_rows", json!({"table": "users"})).with_description("Delete users"),
+        Action::new("send_email", json!({"to": "ops@example.com"})),
+    ];
+    let reviews = vec![ReviewConfig::new(
+        "delete_rows",
+        [DecisionType::Approve, DecisionType::Reject],
+    )];
+    app.hub
+        .approvals()
+        .submit(session, actions, reviews, Timeout::Never)
+        .expect("a valid request")
+}
+
+#[tokio::test]
+async fn listed_read_by_id_or_key_and_decided() {
+    let app = TestApp::new();
+    let pending = submit(&app, "s1");
+    let id = pending.id().to_string();
+    submit(&app, "s2").detach();
+
+    let (status, listed) = app.call(get("/approval?session_id=s1")).await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(listed.as_array().unwrap().len(), 1);
+    assert_eq!(listed[0]["id"], id.as_str());
+    assert_eq!(listed[0]["approval_key"], "s1_1");
+    assert_eq!(listed[0]["action_requests"][0]["name"], "delete_rows");
+    assert_eq!(
+        listed[0]["review_configs"][0]["allowed_decisions"],
+        json!(["approve", "reject"])
+    );
+    let (_, all) = app.call(get("/approval?sessionID=s2")).await;
+    assert_eq!(
+        all[0]["approval_key"], "s2_1",
+        "OpenCode's spelling filters too"
+    );
+
+    for address in [id.as_str(), "s1_1"] {
+        let (status, got) = app.call(get(&format!("/approval/{address}"))).await;
+        assert_eq!(status, StatusCode::OK, "{address}");
+        assert_eq!(got["id"], id.as_str());
+        assert_eq!(got["status"], "pending");
+    }
+
+    let reply = json!({
+        "decisions": [
+            {"type": "reject", "message": "not the users table"},
+            {"type": "edit", "edited_action": {"name": "send_email", "args": {"to": "me@example.com"}}},
+        ],
+        "user_edit_content": "use staging",
+    });
+    let (status, body) = app.call(post_json("/approval/s1_1/reply", &reply)).await;
+    assert_eq!((status, body), (StatusCode::OK, json!(true)));
+    let decided = pending.await.expect("decided");
+    assert!(!decided.decisions[0].runs());
+    assert!(
+        matches!(&decided.decisions[1], Decision::Edit { edited_action } if edited_action.args["to"] == "me@example.com")
+    );
+    assert_eq!(decided.user_edit_content.as_deref(), Some("use staging"));
+
+    let (_, got) = app.call(get(&format!("/approval/{id}"))).await;
+    assert_eq!(got["status"], "replied");
+    assert_eq!(got["decisions"], reply["decisions"]);
+    assert_eq!(got["user_edit_content"], "use staging");
+    let (_, listed) = app.call(get("/approval?session_id=s1")).await;
+    assert_eq!(listed, json!([]));
+}
+
+#[tokio::test]
+async fn one_decision_stands_for_every_action() {
+    let app = TestApp::new();
+    let pending = submit(&app, "s1");
+    let uri = format!("/approval/{}/reply", pending.id());
+    let (status, _) = app
+        .call(post_json(
+            &uri,
+            &json!({"decisions": [{"type": "approve"}]}),
+        ))
+        .await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(
+        pending.await.expect("decided").decisions,
+        [Decision::Approve, Decision::Approve]
+    );
+}
+
+#[tokio::test]
+async fn decisions_that_do_not_fit_are_422_naming_the_action() {
+    let app = TestApp::new();
+    let pending = submit(&app, "s1");
+    let uri = format!("/approval/{}/reply", pending.id());
+    let check = |body: Value, expected: &'static str| {
+        let (app, uri) = (app.clone(), uri.clone());
+        async move {
+            let (status, error) = app.call(post_json(&uri, &body)).await;
+            assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{body}");
+            assert_eq!(error["code"], "invalid");
+            let message = error["message"].as_str().unwrap();
+            assert!(message.contains(expected), "{message:?} names {expected:?}");
+        }
+    };
+    let edit = json!({"type": "edit", "edited_action": {"name": "delete_rows", "args": {}}});
+    check(json!({"decisions": [edit]}), "delete_rows").await;
+    check(
+        json!({"decisions": [{"type": "approve"}, {"type": "approve"}, {"type": "approve"}]}),
+        "3 decisions for 2 actions",
+    )
+    .await;
+    check(json!({"decisions": []}), "got none").await;
+    check(json!({"decisions": [{"type": "maybe"}]}), "unexpected JSON").await;
+    assert_eq!(
+        app.hub.approvals().pending_count(),
+        1,
+        "nothing was decided"
+    );
+}
+
+#[tokio::test]
+async fn unknown_and_resolved_requests_are_404_and_409() {
+    let app = TestApp::new();
+    let approve = json!({"decisions": [{"type": "approve"}]});
+    for unknown in ["apr_01JZ6Q3V8R5M2K7D4T9WXYZABC", "nobody_7", "not-an-id"] {
+        let (status, error) = app.call(get(&format!("/approval/{unknown}"))).await;
+        assert_eq!(status, StatusCode::NOT_FOUND, "{unknown}");
+        assert_eq!(error["code"], "not_found");
+        let (status, _) = app
+            .call(post_json(&format!("/approval/{unknown}/reply"), &approve))
+            .await;
+        assert_eq!(status, StatusCode::NOT_FOUND, "{unknown}");
+    }
+    let pending = submit(&app, "s1");
+    let uri = format!("/approval/{}/reply", pending.id());
+    assert_eq!(app.call(post_json(&uri, &approve)).await.0, StatusCode::OK);
+    let (status, error) = app.call(post_json(&uri, &approve)).await;
+    assert_eq!(status, StatusCode::CONFLICT);
+    assert_eq!(error["code"], "already_resolved");
+    assert!(
+        error["message"]
+            .as_str()
+            .unwrap()
+            .contains("already replied")
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn server_mode_creates_and_long_polls_until_expiry() {
+    let app = TestApp::new();
+    let create = json!({
+        "session_id": "remote-agent",
+        "action_requests": [{"name": "execute_trade", "args": {"symbol": "VNM", "quantity": 100}}],
+        "review_configs": [{"action_name": "execute_trade", "allowed_decisions": ["approve", "reject"]}],
+        "timeout": 60,
+    });
+    let (status, created) = app.call(post_json("/approval", &create)).await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(created["approval_key"], "remote-agent_1");
+    let id = created["id"].as_str().unwrap().to_owned();
+
+    // A wait shorter than the timeout answers `pending`; a longer one sees the expiry.
+    let (_, waited) = app
+        .call(get(&format!("/approval/{id}/wait?timeout=5")))
+        .await;
+    assert_eq!(waited["status"], "pending");
+    let (_, waited) = app
+        .call(get("/approval/remote-agent_1/wait?timeout=100"))
+        .await;
+    assert_eq!(waited["status"], "timed_out");
+    assert_eq!(
+        waited["decisions"],
+        json!([{"type": "reject"}]),
+        "on expiry every action is rejected"
+    );
+    let approve = json!({"decisions": [{"type": "approve"}]});
+    let (status, _) = app
+        .call(post_json(&format!("/approval/{id}/reply"), &approve))
+        .await;
+    assert_eq!(status, StatusCode::CONFLICT);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_long_poll_returns_the_decision_when_it_comes() {
+    let app = TestApp::new();
+    let id = submit(&app, "s1").detach().id;
+    let waiter = {
+        let app = app.clone();
+        tokio::spawn(async move {
+            app.call(get(&format!("/approval/{id}/wait?timeout=30")))
+                .await
+        })
+    };
+    // On this one-thread runtime, a few yields park the waiter on the request before the
+    // decision arrives.
+    for _ in 0..8 {
+        tokio::task::yield_now().await;
+    }
+    let reply = json!({"decisions": [{"type": "reject", "message": "no"}]});
+    let (status, _) = app
+        .call(post_json(&format!("/approval/{id}/reply"), &reply))
+        .await;
+    assert_eq!(status, StatusCode::OK);
+    let (status, waited) = waiter.await.unwrap();
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(waited["status"], "replied");
+    assert_eq!(waited["decisions"][0]["message"], "no");
+}
+
+#[tokio::test]
+async fn requests_that_cannot_be_made_are_422() {
+    let app = TestApp::new();
+    for (body, expected) in [
+        (
+            json!({"session_id": "s", "action_requests": []}),
+            "at least one action",
+        ),
+        (
+            json!({"session_id": "s", "action_requests": [{"name": "a", "args": {}}],
+                   "review_configs": [{"action_name": "b"}]}),
+            "no action of this request",
+        ),
+        (json!({"session_id": "s"}), "action_requests"),
+    ] {
+        let (status, error) = app.call(post_json("/approval", &body)).await;
+        assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{body}");
+        let message = error["message"].as_str().unwrap();
+        assert!(message.contains(expected), "{message:?} names {expected:?}");
+    }
+}
+
+#[tokio::test]
+async fn cancelling_the_session_cancels_its_approvals_too() {
+    let app = TestApp::new();
+    let approval = submit(&app, "s1");
+    app.ask("s1");
+    let (status, body) = app.call(post_json("/session/s1/cancel", &json!({}))).await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(body["cancelled"], 2);
+    assert_eq!(approval.await, Err(ApprovalError::Cancelled));
+}

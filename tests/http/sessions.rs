@@ -1,0 +1,219 @@
+//! Session interrupt state and resume (seed 002) over HTTP.
+
+use std::time::Duration;
+
+use askbus::question::{Action, ApprovalError, ApprovalReply, Decision};
+use askbus::{AskError, Timeout};
+use axum::http::StatusCode;
+use serde_json::{Value, json};
+
+use super::{TestApp, get, language, post_json};
+
+fn delete_users() -> Action {
+    Action::new("delete_rows", json!({"table": "users"}))
+        .with_description("Please confirm: delete 1,234 expired users")
+}
+
+#[tokio::test]
+async fn an_idle_session_is_not_interrupted() {
+    let app = TestApp::new();
+    let (status, body) = app.call(get("/session/nobody/interrupt")).await;
+    assert_eq!(
+        (status, body),
+        (StatusCode::OK, json!({"interrupted": false}))
+    );
+}
+
+#[tokio::test]
+async fn the_oldest_pending_request_is_the_interrupt_and_resume_answers_it() {
+    let app = TestApp::new();
+    let approval = app
+        .hub
+        .approvals()
+        .submit("s1", vec![delete_users()], vec![], Timeout::Never)
+        .unwrap();
+    let question = app
+        .questions
+        .submit("s1", vec![language()], None, Timeout::Never)
+        .unwrap();
+
+    let (status, body) = app.call(get("/session/s1/interrupt")).await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(body["interrupted"], true);
+    let state = &body["state"];
+    assert_eq!(state["session_id"], "s1");
+    assert_eq!(
+        state["reason"],
+        "Please confirm: delete 1,234 expired users"
+    );
+    assert_eq!(state["fields"][0]["type"], "confirm");
+    assert_eq!(state["checkpoint_id"], approval.id().to_string());
+    assert!(state["timestamp"].as_u64().is_some());
+
+    // The seed's own body: agent_id and session_id beside the input.
+    let resume =
+        json!({"agent_id": "approval-agent", "session_id": "s1", "input": {"confirm": true}});
+    let (status, body) = app.call(post_json("/session/s1/resume", &resume)).await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(body["checkpoint_id"], approval.id().to_string());
+    assert_eq!(approval.await.unwrap().decisions, [Decision::Approve]);
+
+    // Now the question is the oldest pending request.
+    let (_, body) = app.call(get("/session/s1/interrupt")).await;
+    assert_eq!(body["state"]["checkpoint_id"], question.id().to_string());
+    assert_eq!(body["state"]["fields"][0]["type"], "select");
+    let answers = json!({"input": {"answers": [["Rust"]]}});
+    let (status, _) = app.call(post_json("/session/s1/resume", &answers)).await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(question.await, Ok(vec![vec!["Rust".to_owned()]]));
+
+    // Consumed once: nothing is pending any more.
+    let (status, error) = app.call(post_json("/session/s1/resume", &answers)).await;
+    assert_eq!(status, StatusCode::CONFLICT);
+    assert_eq!(error["code"], "already_resolved");
+    let (_, body) = app.call(get("/session/s1/interrupt")).await;
+    assert_eq!(body, json!({"interrupted": false}));
+}
+
+#[tokio::test]
+async fn resume_by_checkpoint_rejects_or_decides_that_request() {
+    let app = TestApp::new();
+    let older = app
+        .hub
+        .approvals()
+        .submit("s1", vec![delete_users()], vec![], Timeout::Never)
+        .unwrap();
+    let newer = app
+        .hub
+        .approvals()
+        .submit(
+            "s1",
+            vec![delete_users(), delete_users()],
+            vec![],
+            Timeout::Never,
+        )
+        .unwrap();
+    let decisions = json!({
+        "checkpoint_id": newer.id().to_string(),
+        "input": {"decisions": [{"type": "reject", "message": "too much"}], "user_edit_content": "later"},
+    });
+    let (status, _) = app.call(post_json("/session/s1/resume", &decisions)).await;
+    assert_eq!(status, StatusCode::OK);
+    let reply: ApprovalReply = newer.await.unwrap();
+    assert_eq!(reply.decisions.len(), 2, "one decision fills every action");
+    assert_eq!(reply.user_edit_content.as_deref(), Some("later"));
+
+    // The same checkpoint again: consumed.
+    let (status, _) = app.call(post_json("/session/s1/resume", &decisions)).await;
+    assert_eq!(status, StatusCode::CONFLICT);
+    let refuse = json!({"checkpoint_id": older.id().to_string(), "input": {"confirm": false}});
+    let (status, _) = app.call(post_json("/session/s1/resume", &refuse)).await;
+    assert_eq!(status, StatusCode::OK);
+    assert!(!older.await.unwrap().decisions[0].runs());
+}
+
+#[tokio::test(start_paused = true)]
+async fn an_expired_interrupt_is_409() {
+    let app = TestApp::new();
+    let question = app
+        .questions
+        .submit(
+            "s1",
+            vec![language()],
+            None,
+            Timeout::After(Duration::from_secs(60)),
+        )
+        .unwrap();
+    assert_eq!(question.await, Err(AskError::TimedOut));
+    let (status, error) = app
+        .call(post_json(
+            "/session/s1/resume",
+            &json!({"input": {"answers": [["Rust"]]}}),
+        ))
+        .await;
+    assert_eq!(status, StatusCode::CONFLICT);
+    assert!(
+        error["message"]
+            .as_str()
+            .unwrap()
+            .contains("no pending request")
+    );
+}
+
+#[tokio::test]
+async fn bad_resumes_are_refused_with_the_right_status() {
+    let app = TestApp::new();
+    let approval = app
+        .hub
+        .approvals()
+        .submit("s1", vec![delete_users()], vec![], Timeout::Never)
+        .unwrap();
+    let check = |session: &'static str, body: Value, expected: StatusCode, says: &'static str| {
+        let app = app.clone();
+        async move {
+            let (status, error) = app
+                .call(post_json(&format!("/session/{session}/resume"), &body))
+                .await;
+            assert_eq!(status, expected, "{body}");
+            let message = error["message"].as_str().unwrap();
+            assert!(message.contains(says), "{message:?} says {says:?}");
+        }
+    };
+    check("s1", json!({}), StatusCode::BAD_REQUEST, "expected `input`").await;
+    check(
+        "s1",
+        json!({"input": {"yes": 1}}),
+        StatusCode::BAD_REQUEST,
+        "expected `input`",
+    )
+    .await;
+    check(
+        "s1",
+        json!({"input": {"confirm": "yes"}}),
+        StatusCode::UNPROCESSABLE_ENTITY,
+        "true or false",
+    )
+    .await;
+    check(
+        "s1",
+        json!({"session_id": "s2", "input": {"confirm": true}}),
+        StatusCode::BAD_REQUEST,
+        "another session",
+    )
+    .await;
+    check(
+        "s1",
+        json!({"checkpoint_id": "nope", "input": {"confirm": true}}),
+        StatusCode::BAD_REQUEST,
+        "not a request id",
+    )
+    .await;
+    check(
+        "s1",
+        json!({"input": {"answers": [["Rust"]]}}),
+        StatusCode::UNPROCESSABLE_ENTITY,
+        "is an approval",
+    )
+    .await;
+    check(
+        "nobody",
+        json!({"input": {"confirm": true}}),
+        StatusCode::NOT_FOUND,
+        "has no requests",
+    )
+    .await;
+    check(
+        "s2",
+        json!({"checkpoint_id": approval.id().to_string(), "input": {"confirm": true}}),
+        StatusCode::NOT_FOUND,
+        "no request of this session",
+    )
+    .await;
+    assert_eq!(
+        app.hub.approvals().pending_count(),
+        1,
+        "nothing was decided"
+    );
+    app.hub.cancel_session("s1");
+    assert_eq!(approval.await, Err(ApprovalError::Cancelled));
+}
