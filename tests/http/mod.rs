@@ -17,6 +17,8 @@ mod openapi;
 mod routes;
 // Session interrupt state and resume (seed 002).
 mod sessions;
+// The seeds' stream and history per session, and steps posted by agents.
+mod transcript;
 
 use std::time::Duration;
 

@@ -52,6 +52,7 @@ mod long_poll;
 mod openapi;
 mod questions;
 mod sessions;
+mod transcript;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -131,6 +132,8 @@ struct Inner {
     config: HttpConfig,
     /// Cancelled on graceful shutdown; ends streams and long polls.
     shutdown: CancellationToken,
+    /// Every session's seed-protocol transcript, folded from the hub's bus.
+    transcripts: askbus_protocol::Transcripts,
 }
 
 /// The HTTP API over the questions and approvals of `hub`, configured by `config`; open
@@ -164,6 +167,7 @@ fn build(
     let request_timeout = config.request_timeout;
     let state = AppState {
         inner: Arc::new(Inner {
+            transcripts: askbus_protocol::Transcripts::new(hub.bus()),
             hub,
             config,
             shutdown,
@@ -182,6 +186,8 @@ fn build(
         .routes(routes!(approvals::reply))
         .routes(routes!(sessions::interrupt))
         .routes(routes!(sessions::resume))
+        .routes(routes!(transcript::history))
+        .routes(routes!(transcript::step))
         .layer(TimeoutLayer::with_status_code(
             StatusCode::REQUEST_TIMEOUT,
             request_timeout,
@@ -189,6 +195,7 @@ fn build(
     let streaming = OpenApiRouter::new()
         .routes(routes!(questions::wait))
         .routes(routes!(approvals::wait))
+        .routes(routes!(transcript::stream))
         .routes(routes!(events::event_stream))
         .routes(routes!(events::global_event_stream));
     let protected = timed

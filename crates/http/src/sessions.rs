@@ -20,6 +20,7 @@ use crate::AppState;
 use crate::auth::Caller;
 use crate::error::{ApiError, ErrorCode};
 use crate::extract::{ApiJson, SegmentPath};
+use crate::transcript::own_session;
 
 /// `GET /session/{id}/interrupt` answer: `{"interrupted": false}` or
 /// `{"interrupted": true, "state": {...}}`.
@@ -142,17 +143,6 @@ pub(crate) async fn resume(
         session_id,
         checkpoint_id: resumed.request,
     }))
-}
-
-/// 403 unless the caller may act for `session_id`.
-fn own_session(caller: &Caller, session_id: &str) -> Result<(), ApiError> {
-    if caller.0.allows(session_id) {
-        Ok(())
-    } else {
-        Err(ApiError::forbidden(
-            "this token may only act for its own session",
-        ))
-    }
 }
 
 /// The seed's `input` object as a [`ResumeInput`]: exactly one of `confirm`, `answers`,

@@ -10,6 +10,7 @@ use std::sync::Arc;
 
 use askbus_bus::Event;
 use askbus_question::{Answer, NO_PREFERENCE, QuestionInfo, is_skipped};
+use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
@@ -305,6 +306,34 @@ impl Request {
             questions: questions.iter().map(|info| info.question.clone()).collect(),
         }
     }
+}
+
+impl Request {
+    /// An approval request (seed 001) as the encoder sees it: its actions, review configs
+    /// and `approval_key`, shown inside the current group.
+    pub fn approval(
+        request: &askbus_question::ApprovalRequest,
+        timeout_seconds: Option<u64>,
+    ) -> Self {
+        Self {
+            request_id: request.id.to_string(),
+            approval_key: request.approval_key.to_string(),
+            kind: RequestKind::Approval,
+            action_requests: same_shape(&request.action_requests),
+            review_configs: same_shape(&request.review_configs),
+            timeout_seconds,
+            questions: Vec::new(),
+        }
+    }
+}
+
+/// A value of the question crate as the protocol's own type of the same wire shape (the
+/// seeds' snake_case names are shared; this crate keeps its own types so the stream's wire
+/// is defined here). A shape that does not convert gives the default, never a panic.
+pub(crate) fn same_shape<From: Serialize, To: DeserializeOwned + Default>(value: &From) -> To {
+    serde_json::to_value(value)
+        .and_then(serde_json::from_value)
+        .unwrap_or_default()
 }
 
 /// Answers keyed by question text, as the seeds submit and show them: selections joined with

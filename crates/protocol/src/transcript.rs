@@ -7,7 +7,8 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use askbus_bus::{Bus, Envelope, EventId, Lagged, Subscription};
 use askbus_question::{
-    QuestionAsked, QuestionCancelled, QuestionRejected, QuestionReplied, QuestionTimedOut,
+    ApprovalAsked, ApprovalCancelled, ApprovalReplied, ApprovalTimedOut, QuestionAsked,
+    QuestionCancelled, QuestionRejected, QuestionReplied, QuestionTimedOut,
 };
 use futures_util::{FutureExt, StreamExt};
 
@@ -245,18 +246,21 @@ fn record_of(envelope: &Envelope) -> Option<(Arc<str>, Record)> {
             Record::Step(step.step.clone()),
         ));
     }
+    if let Some(asked) = envelope.downcast_ref::<ApprovalAsked>() {
+        let request = &asked.request;
+        let timeout = timeout_seconds(request.created_at, request.expires_at);
+        let request_event = RequestEvent::Asked(Request::approval(request, timeout));
+        return Some((
+            Arc::clone(&request.session_id),
+            Record::Request(request_event),
+        ));
+    }
     if let Some(asked) = envelope.downcast_ref::<QuestionAsked>() {
         let request = &asked.request;
-        let timeout_seconds = request.expires_at.map(|expires| {
-            expires
-                .saturating_sub(request.created_at)
-                .saturating_add(500)
-                / 1000
-        });
         let request_event = RequestEvent::Asked(Request::question(
             request.id.to_string(),
             &request.questions,
-            timeout_seconds,
+            timeout_seconds(request.created_at, request.expires_at),
         ));
         return Some((
             Arc::clone(&request.session_id),
@@ -283,6 +287,34 @@ fn record_of(envelope: &Envelope) -> Option<(Arc<str>, Record)> {
                 Outcome::Cancelled,
             )
         } else {
+            return approval_outcome(envelope);
+        };
+    let resolved = RequestEvent::Resolved {
+        request_id: request_id.to_string(),
+        outcome,
+    };
+    Some((Arc::clone(session_id), Record::Request(resolved)))
+}
+
+/// The outcome record of an `approval.*` terminal event, if `envelope` is one.
+fn approval_outcome(envelope: &Envelope) -> Option<(Arc<str>, Record)> {
+    let (session_id, request_id, outcome) =
+        if let Some(replied) = envelope.downcast_ref::<ApprovalReplied>() {
+            let decisions = Outcome::Decided(crate::record::same_shape(&replied.reply.decisions));
+            (&replied.session_id, replied.request_id, decisions)
+        } else if let Some(timed_out) = envelope.downcast_ref::<ApprovalTimedOut>() {
+            (
+                &timed_out.session_id,
+                timed_out.request_id,
+                Outcome::TimedOut,
+            )
+        } else if let Some(cancelled) = envelope.downcast_ref::<ApprovalCancelled>() {
+            (
+                &cancelled.session_id,
+                cancelled.request_id,
+                Outcome::Cancelled,
+            )
+        } else {
             return None;
         };
     let resolved = RequestEvent::Resolved {
@@ -290,6 +322,11 @@ fn record_of(envelope: &Envelope) -> Option<(Arc<str>, Record)> {
         outcome,
     };
     Some((Arc::clone(session_id), Record::Request(resolved)))
+}
+
+/// A request's timeout in whole seconds (rounded), from its creation and expiry times.
+fn timeout_seconds(created_at: u64, expires_at: Option<u64>) -> Option<u64> {
+    expires_at.map(|expires| expires.saturating_sub(created_at).saturating_add(500) / 1000)
 }
 
 impl From<EventId> for FrameCursor {

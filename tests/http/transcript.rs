@@ -1,0 +1,164 @@
+//! The seeds' content-block stream and flat history over HTTP: steps posted by an agent,
+//! questions and approvals in their place, and history + stream replay equal to the live
+//! stream.
+
+use askbus::Timeout;
+use askbus::question::Action;
+use askbus_protocol::{ClientView, Frame, History};
+use axum::http::StatusCode;
+use serde_json::{Value, json};
+
+use super::{Frames, TestApp, get, language, post_json};
+
+/// Reads frames until the one whose cursor is `last`; returns them in order.
+async fn frames_until(frames: &mut Frames, last: &str) -> Vec<Frame> {
+    let mut read = Vec::new();
+    loop {
+        let frame = frames.next().await;
+        read.push(serde_json::from_value(frame.data).expect("a seed frame"));
+        if frame.id.as_deref() == Some(last) {
+            return read;
+        }
+    }
+}
+
+async fn history(app: &TestApp, session: &str) -> History {
+    let (status, body) = app.call(get(&format!("/session/{session}/history"))).await;
+    assert_eq!(status, StatusCode::OK);
+    serde_json::from_value(body).expect("a seed history")
+}
+
+async fn step(app: &TestApp, session: &str, step: Value) {
+    let (status, body) = app
+        .call(post_json(&format!("/session/{session}/step"), &step))
+        .await;
+    assert_eq!((status, body), (StatusCode::OK, json!(true)), "{step}");
+}
+
+#[tokio::test]
+async fn history_plus_stream_replay_is_the_live_stream() {
+    let app = TestApp::new();
+    let mut live = app.events("/session/s1/stream", &[]).await;
+    step(
+        &app,
+        "s1",
+        json!({"type": "user", "text": "Clean up the database"}),
+    )
+    .await;
+    step(
+        &app,
+        "s1",
+        json!({"type": "tool_use", "id": "tc-1", "name": "web_search", "input": {"query": "vacuum"}}),
+    )
+    .await;
+    let question = app
+        .questions
+        .submit("s1", vec![language()], None, Timeout::Never)
+        .unwrap()
+        .detach();
+    let middle = history(&app, "s1").await;
+
+    let (status, _) = app
+        .call(post_json(
+            &format!("/question/{}/reply", question.id),
+            &json!({"answers": [["Rust"]]}),
+        ))
+        .await;
+    assert_eq!(status, StatusCode::OK);
+    let approval = app
+        .hub
+        .approvals()
+        .submit(
+            "s1",
+            vec![Action::new("delete_rows", json!({"table": "sessions"}))],
+            vec![],
+            Timeout::Never,
+        )
+        .unwrap()
+        .detach();
+    let (status, _) = app
+        .call(post_json(
+            &format!("/approval/{}/reply", approval.id),
+            &json!({"decisions": [{"type": "approve"}]}),
+        ))
+        .await;
+    assert_eq!(status, StatusCode::OK);
+    step(
+        &app,
+        "s1",
+        json!({"type": "text", "text": "Done.", "is_final": true}),
+    )
+    .await;
+    let end = history(&app, "s1").await;
+    let last = end.last_event_id.to_string();
+
+    let everything = frames_until(&mut live, &last).await;
+    let kinds: Vec<String> = everything
+        .iter()
+        .map(|frame| {
+            serde_json::to_value(frame).unwrap()["type"]
+                .as_str()
+                .unwrap()
+                .to_owned()
+        })
+        .collect();
+    assert!(kinds.contains(&"group_start".to_owned()), "{kinds:?}");
+    let text = serde_json::to_string(&everything).unwrap();
+    assert!(
+        text.contains("ask_user_question"),
+        "the question is an approval_request"
+    );
+    assert!(
+        text.contains("delete_rows"),
+        "the approval is in the stream"
+    );
+    assert!(
+        text.contains(r#""decisions":[{"type":"approve"}]"#),
+        "{text}"
+    );
+
+    // A client that loaded the history halfway resumes after its cursor.
+    let cursor = middle.last_event_id.to_string();
+    let mut resumed = app
+        .events("/session/s1/stream", &[("last-event-id", &cursor)])
+        .await;
+    let mut view = ClientView::from_history(&middle);
+    for frame in frames_until(&mut resumed, &last).await {
+        view.apply(&frame);
+    }
+    let mut watched = ClientView::new();
+    for frame in &everything {
+        watched.apply(frame);
+    }
+    assert_eq!(view, watched, "history + replay = live");
+    assert_eq!(
+        ClientView::from_history(&end),
+        watched,
+        "and the end's history agrees"
+    );
+}
+
+#[tokio::test]
+async fn bad_steps_and_cursors_are_refused() {
+    let app = TestApp::new();
+    let (status, error) = app
+        .call(post_json("/session/s1/step", &json!({"type": "dance"})))
+        .await;
+    assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY);
+    assert_eq!(error["code"], "invalid");
+    let (status, error) = app
+        .call(get("/session/s1/stream?last_event_id=yesterday"))
+        .await;
+    assert_eq!(status, StatusCode::BAD_REQUEST);
+    assert!(error["message"].as_str().unwrap().contains("cursor"));
+    let empty = history(&app, "nobody").await;
+    assert!(empty.messages.is_empty());
+}
+
+#[tokio::test]
+async fn the_stream_ends_on_shutdown() {
+    let app = TestApp::new();
+    let mut frames = app.events("/session/s1/stream", &[]).await;
+    app.shutdown.cancel();
+    assert!(frames.try_next().await.is_none());
+}
