@@ -202,8 +202,10 @@ async fn graceful_shutdown_ends_open_streams_promptly() {
 async fn the_server_crate_serves_and_stops_on_cancel() {
     let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
     let address = listener.local_addr().expect("address");
-    let cli =
-        <askbus_server::Cli as clap::Parser>::try_parse_from(["askbus", "--demo"]).expect("flags");
+    let cli = <askbus_server::Cli as clap::Parser>::try_parse_from([
+        "askbus", "--demo", "--store", "memory",
+    ])
+    .expect("flags");
     let settings = cli.settings().expect("valid");
     let shutdown = CancellationToken::new();
     let server = tokio::spawn(askbus_server::serve(listener, settings, shutdown.clone()));

@@ -197,9 +197,7 @@ impl FrameStream {
                 () = self.shutdown.cancelled() => return None,
                 // Any news (or a lag) is a reason to read again; the transcripts have it.
                 news = self.news.next() => {
-                    if news.is_none() {
-                        return None;
-                    }
+                    news.as_ref()?;
                 }
             }
         }
