@@ -245,3 +245,217 @@ async fn bad_arguments_explain_themselves() {
         "invalid calls must not leave requests behind"
     );
 }
+
+mod guard {
+    //! The approval guard around a runtime's own tool.
+
+    use std::sync::Mutex;
+    use std::time::Duration;
+
+    use askbus::Timeout;
+    use askbus::bus::Bus;
+    use askbus::question::{ApprovalReply, ApprovalService, Decision, DecisionType, EditedAction};
+    use askbus::tool::{ApprovalGuard, GuardOutcome, GuardedTool, ToolContext};
+    use serde_json::{Value, json};
+
+    /// Records every run; fails when asked to delete from `audit`.
+    #[derive(Default)]
+    struct DeleteRows {
+        runs: Mutex<Vec<Value>>,
+    }
+
+    impl GuardedTool for DeleteRows {
+        fn name(&self) -> &str {
+            "delete_rows"
+        }
+
+        async fn run(&self, args: Value) -> Result<String, String> {
+            self.runs.lock().unwrap().push(args.clone());
+            if args["table"] == "audit" {
+                return Err("the audit table is append-only".into());
+            }
+            Ok(format!("deleted 3 rows from {}", args["table"]))
+        }
+    }
+
+    /// Calls the guarded tool with `{"table": "users"}` while a human decides `decision`.
+    async fn decide(
+        guard: &ApprovalGuard<DeleteRows>,
+        approvals: &ApprovalService,
+        decision: Decision,
+    ) -> askbus::tool::GuardedOutput {
+        let call = guard.call(ToolContext::new("s1"), json!({"table": "users"}));
+        let human = async {
+            tokio::task::yield_now().await;
+            let pending = approvals.list(Some("s1"));
+            assert_eq!(pending.len(), 1, "the call waits for a human");
+            assert_eq!(pending[0].action_requests[0].name, "delete_rows");
+            approvals
+                .reply(pending[0].id, ApprovalReply::new([decision]))
+                .unwrap();
+        };
+        tokio::join!(call, human).0.unwrap()
+    }
+
+    fn guarded() -> (ApprovalGuard<DeleteRows>, ApprovalService) {
+        let approvals = ApprovalService::new(Bus::new());
+        (
+            ApprovalGuard::new(DeleteRows::default(), approvals.clone()),
+            approvals,
+        )
+    }
+
+    fn runs(guard: &ApprovalGuard<DeleteRows>) -> Vec<Value> {
+        guard.tool().runs.lock().unwrap().clone()
+    }
+
+    #[tokio::test]
+    async fn approve_runs_the_call_as_asked() {
+        let (guard, approvals) = guarded();
+        let output = decide(&guard, &approvals, Decision::Approve).await;
+        assert_eq!(output.text, r#"deleted 3 rows from "users""#);
+        assert_eq!(runs(&guard), [json!({"table": "users"})]);
+        assert!(matches!(
+            output.outcome,
+            GuardOutcome::Ran {
+                edited: false,
+                failed: false,
+                ..
+            }
+        ));
+    }
+
+    #[tokio::test]
+    async fn edit_runs_the_humans_call_and_says_so_first() {
+        let (guard, approvals) = guarded();
+        let edit = Decision::Edit {
+            edited_action: EditedAction {
+                name: "delete_rows".into(),
+                args: json!({"table": "sessions"}),
+            },
+        };
+        let output = decide(&guard, &approvals, edit).await;
+        assert_eq!(runs(&guard), [json!({"table": "sessions"})]);
+        assert!(
+            output
+                .text
+                .starts_with("Note: a human replaced your call before it ran."),
+            "{}",
+            output.text
+        );
+        assert!(
+            output
+                .text
+                .contains(r#"{"table":"sessions"} instead of {"table":"users"}"#)
+        );
+        assert!(output.text.ends_with(r#"deleted 3 rows from "sessions""#));
+        assert!(matches!(
+            output.outcome,
+            GuardOutcome::Ran { edited: true, .. }
+        ));
+    }
+
+    #[tokio::test]
+    async fn an_edit_naming_another_tool_runs_nothing() {
+        let (guard, approvals) = guarded();
+        let edit = Decision::Edit {
+            edited_action: EditedAction {
+                name: "drop_table".into(),
+                args: json!({}),
+            },
+        };
+        let output = decide(&guard, &approvals, edit).await;
+        assert!(runs(&guard).is_empty());
+        assert!(output.text.contains("Nothing ran"), "{}", output.text);
+    }
+
+    #[tokio::test]
+    async fn reject_and_respond_return_the_humans_words_without_running() {
+        let (guard, approvals) = guarded();
+        let rejected = decide(
+            &guard,
+            &approvals,
+            Decision::Reject {
+                message: Some("not in production".into()),
+            },
+        )
+        .await;
+        assert!(
+            rejected.text.ends_with("Their answer: not in production"),
+            "{}",
+            rejected.text
+        );
+        let silent = decide(&guard, &approvals, Decision::Reject { message: None }).await;
+        assert!(
+            silent
+                .text
+                .contains("rejected this call to `delete_rows`; it did not run")
+        );
+        let responded = decide(
+            &guard,
+            &approvals,
+            Decision::Respond {
+                message: "The rows are already gone.".into(),
+            },
+        )
+        .await;
+        assert!(responded.text.ends_with("The rows are already gone."));
+        assert!(runs(&guard).is_empty(), "nothing ran");
+    }
+
+    #[tokio::test]
+    async fn a_failing_tool_reports_its_error_as_the_result() {
+        let (guard, approvals) = guarded();
+        let edit = Decision::Edit {
+            edited_action: EditedAction {
+                name: "delete_rows".into(),
+                args: json!({"table": "audit"}),
+            },
+        };
+        let output = decide(&guard, &approvals, edit).await;
+        assert!(output.text.ends_with("the audit table is append-only"));
+        assert!(matches!(
+            output.outcome,
+            GuardOutcome::Ran { failed: true, .. }
+        ));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn nobody_deciding_in_time_runs_nothing() {
+        let approvals = ApprovalService::new(Bus::new());
+        let guard = ApprovalGuard::new(DeleteRows::default(), approvals.clone())
+            .allowing([DecisionType::Approve, DecisionType::Reject])
+            .with_timeout(Timeout::After(Duration::from_secs(60)));
+        let output = guard
+            .call(ToolContext::new("s1"), json!({"table": "users"}))
+            .await
+            .unwrap();
+        assert_eq!(output.outcome, GuardOutcome::TimedOut);
+        assert!(output.text.contains("did not run"), "{}", output.text);
+        assert!(runs(&guard).is_empty());
+    }
+
+    #[tokio::test]
+    async fn only_the_allowed_decisions_are_offered() {
+        let approvals = ApprovalService::new(Bus::new());
+        let guard = ApprovalGuard::new(DeleteRows::default(), approvals.clone())
+            .allowing([DecisionType::Approve, DecisionType::Reject]);
+        let call = guard.call(ToolContext::new("s1"), json!({"table": "users"}));
+        let human = async {
+            tokio::task::yield_now().await;
+            let pending = approvals.list(Some("s1"));
+            let id = pending[0].id;
+            let edit = Decision::Edit {
+                edited_action: EditedAction {
+                    name: "delete_rows".into(),
+                    args: json!({}),
+                },
+            };
+            assert!(approvals.reply(id, ApprovalReply::new([edit])).is_err());
+            approvals.cancel_session("s1");
+        };
+        let (output, ()) = tokio::join!(call, human);
+        assert_eq!(output.unwrap().outcome, GuardOutcome::Cancelled);
+        assert!(runs(&guard).is_empty());
+    }
+}

@@ -18,15 +18,22 @@
 //! - The model cannot turn off free-text answers: `custom` is not in the schema and is
 //!   always on.
 //!
+//! Tools of the runtime's own can be put behind a human: [`ApprovalGuard`] asks for the
+//! approval of each call ([`ApprovalService`](askbus_question::ApprovalService)) and runs it,
+//! runs it with the human's edited arguments (saying so to the model), or returns the
+//! human's refusal without running it.
+//!
 //! Agent frameworks: with the `rig` feature, `rig::RigQuestionTool` is the same tool as a
 //! `rig-core` 0.44 `Tool`.
 
 mod definition;
+mod guard;
 mod question_tool;
 #[cfg(feature = "rig")]
 pub mod rig;
 
 pub use definition::ToolDefinition;
+pub use guard::{ApprovalGuard, GuardOutcome, GuardedOutput, GuardedTool};
 pub use question_tool::{
     AnsweredQuestion, QUESTION_TOOL_DESCRIPTION, QUESTION_TOOL_NAME, QuestionTool,
     QuestionToolArgs, ToolContext, ToolError, ToolOutcome, ToolOutput, ToolQuestion,

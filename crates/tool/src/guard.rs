@@ -1,0 +1,264 @@
+//! The approval guard: a human reviews a tool call before it runs.
+//!
+//! [`ApprovalGuard`] wraps any tool the runtime has (anything implementing [`GuardedTool`]).
+//! Each call is first put to a human as an approval request
+//! ([`ApprovalService::request_approval`]), and the decision says what happens, in exact
+//! words:
+//!
+//! - **approve**: the tool runs with the model's arguments; its result is the result.
+//! - **edit**: the tool runs with the human's arguments, and the result starts with a notice
+//!   that a human replaced the call, and with what, so the model does not believe its own
+//!   arguments were used. An edit that names another tool runs nothing (the guard only runs
+//!   the tool it wraps) and says so.
+//! - **reject**: nothing runs; the human's message is the result (or a default text).
+//! - **respond**: nothing runs; the human's message is the result.
+//! - **timeout** or **cancel**: nothing runs, and the text says so.
+//!
+//! Every non-run outcome tells the model the tool did not run, so it cannot report work as
+//! done that never happened.
+//!
+//! ```
+//! use askbus_bus::Bus;
+//! use askbus_question::{ApprovalReply, ApprovalService, Decision};
+//! use askbus_tool::{ApprovalGuard, GuardedTool, ToolContext};
+//! use serde_json::{Value, json};
+//!
+//! struct DeleteRows;
+//! impl GuardedTool for DeleteRows {
+//!     fn name(&self) -> &str {
+//!         "delete_rows"
+//!     }
+//!     async fn run(&self, args: Value) -> Result<String, String> {
+//!         Ok(format!("deleted from {}", args["table"]))
+//!     }
+//! }
+//!
+//! # #[tokio::main(flavor = "current_thread")] async fn main() {
+//! let approvals = ApprovalService::new(Bus::new());
+//! let guard = ApprovalGuard::new(DeleteRows, approvals.clone());
+//! let call = guard.call(ToolContext::new("s1"), json!({"table": "users"}));
+//! let human = async {
+//!     tokio::task::yield_now().await;
+//!     let pending = approvals.list(Some("s1"));
+//!     approvals.reply(pending[0].id, ApprovalReply::new([Decision::Approve])).unwrap();
+//! };
+//! let (output, ()) = tokio::join!(call, human);
+//! assert_eq!(output.unwrap().text, r#"deleted from "users""#);
+//! # }
+//! ```
+
+use std::future::Future;
+
+use askbus_question::{
+    Action, ApprovalError, ApprovalService, Decision, DecisionType, ReviewConfig, Timeout,
+};
+use serde::Serialize;
+use serde_json::Value;
+
+use crate::{ToolContext, ToolError};
+
+/// A tool the runtime can run, as the [`ApprovalGuard`] needs it.
+pub trait GuardedTool: Send + Sync {
+    /// The tool's name: the action name the human reviews.
+    fn name(&self) -> &str;
+
+    /// Runs the tool with `args`. `Ok` is the result text for the model; `Err` is an error
+    /// text for the model (the tool ran and failed).
+    fn run(&self, args: Value) -> impl Future<Output = Result<String, String>> + Send;
+}
+
+/// A tool whose every call a human approves, edits or rejects before it runs.
+///
+/// See the [module documentation](self) for what each decision does.
+pub struct ApprovalGuard<T> {
+    /// The tool that runs once approved.
+    tool: T,
+    /// Where the approval requests are made.
+    approvals: ApprovalService,
+    /// What the human may decide; every decision when `None`.
+    allowed: Option<Vec<DecisionType>>,
+    /// How long each request waits for the human.
+    timeout: Timeout,
+}
+
+/// What a guarded call returns: text for the model, and what happened as data.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct GuardedOutput {
+    /// The tool result to hand back to the model.
+    pub text: String,
+    /// What happened.
+    pub outcome: GuardOutcome,
+}
+
+/// What happened to a guarded call.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "status", rename_all = "snake_case")]
+pub enum GuardOutcome {
+    /// The tool ran, with the model's arguments or the human's.
+    Ran {
+        /// The arguments it ran with.
+        args: Value,
+        /// Whether the human replaced the model's arguments.
+        edited: bool,
+        /// Whether the tool reported an error.
+        failed: bool,
+    },
+    /// The human decided against running it (reject, respond, or an edit naming another
+    /// tool).
+    Refused {
+        /// The decision.
+        decision: Decision,
+    },
+    /// Nobody decided in time.
+    TimedOut,
+    /// The request was cancelled (the session was stopped).
+    Cancelled,
+}
+
+impl<T: GuardedTool> ApprovalGuard<T> {
+    /// Guards `tool` with approval requests on `approvals` (default timeout, every
+    /// decision allowed).
+    pub fn new(tool: T, approvals: ApprovalService) -> Self {
+        Self {
+            tool,
+            approvals,
+            allowed: None,
+            timeout: Timeout::Default,
+        }
+    }
+
+    /// Offers the human only these decisions.
+    #[must_use]
+    pub fn allowing(mut self, decisions: impl IntoIterator<Item = DecisionType>) -> Self {
+        self.allowed = Some(decisions.into_iter().collect());
+        self
+    }
+
+    /// Waits this long for each decision.
+    #[must_use]
+    pub fn with_timeout(mut self, timeout: Timeout) -> Self {
+        self.timeout = timeout;
+        self
+    }
+
+    /// The guarded tool.
+    pub fn tool(&self) -> &T {
+        &self.tool
+    }
+
+    /// Asks a human about this call, then runs the tool or not, as they decide.
+    ///
+    /// # Errors
+    ///
+    /// [`ToolError::InvalidArguments`] when the request cannot be made (an empty session).
+    ///
+    /// # Cancel safety
+    ///
+    /// Dropping the future before the decision cancels the approval request.
+    pub async fn call(
+        &self,
+        context: ToolContext,
+        args: Value,
+    ) -> Result<GuardedOutput, ToolError> {
+        let name = self.tool.name();
+        let mut action = Action::new(name, args.clone());
+        action.tool_use_id = context.tool.map(|tool| tool.call_id);
+        let reviews = self
+            .allowed
+            .iter()
+            .map(|allowed| ReviewConfig::new(name, allowed.iter().copied()))
+            .collect();
+        let decided = self
+            .approvals
+            .request_approval(context.session_id, vec![action], reviews, self.timeout)
+            .await;
+        let decision = match decided {
+            Ok(mut reply) => reply.decisions.swap_remove(0),
+            Err(ApprovalError::Invalid(invalid)) => {
+                return Err(ToolError::InvalidArguments(invalid.to_string()));
+            }
+            Err(ApprovalError::TimedOut) => return Ok(self.refused(GuardOutcome::TimedOut)),
+            Err(ApprovalError::Cancelled) => return Ok(self.refused(GuardOutcome::Cancelled)),
+        };
+        Ok(match decision {
+            Decision::Approve => self.run(args, false).await,
+            Decision::Edit { edited_action } if edited_action.name == name => {
+                let mut output = self.run(edited_action.args, true).await;
+                output.text = format!(
+                    "{}\n\n{}",
+                    edited_notice(name, &args, &output.outcome),
+                    output.text
+                );
+                output
+            }
+            refusal => self.refused(GuardOutcome::Refused { decision: refusal }),
+        })
+    }
+
+    async fn run(&self, args: Value, edited: bool) -> GuardedOutput {
+        let (text, failed) = match self.tool.run(args.clone()).await {
+            Ok(text) => (text, false),
+            Err(error) => (error, true),
+        };
+        GuardedOutput {
+            text,
+            outcome: GuardOutcome::Ran {
+                args,
+                edited,
+                failed,
+            },
+        }
+    }
+
+    fn refused(&self, outcome: GuardOutcome) -> GuardedOutput {
+        GuardedOutput {
+            text: outcome.text_for_model(self.tool.name()),
+            outcome,
+        }
+    }
+}
+
+impl GuardOutcome {
+    /// The text the model reads about this outcome of a call to `tool`. When the tool ran,
+    /// the model reads the tool's own result instead; this only names the fact.
+    fn text_for_model(&self, tool: &str) -> String {
+        match self {
+            Self::Ran { .. } => format!("`{tool}` ran."),
+            Self::Refused {
+                decision:
+                    Decision::Reject {
+                        message: Some(message),
+                    }
+                    | Decision::Respond { message },
+            } => format!(
+                "A human reviewed this call to `{tool}` and did not run it. Their answer: {message}"
+            ),
+            Self::Refused {
+                decision: Decision::Edit { edited_action },
+            } => format!(
+                "A human replaced this call to `{tool}` with a call to `{}` ({}), which this tool cannot make. Nothing ran.",
+                edited_action.name, edited_action.args
+            ),
+            Self::Refused { .. } => format!(
+                "A human rejected this call to `{tool}`; it did not run. Do not retry it unchanged: continue without it, or ask the user what they want."
+            ),
+            Self::TimedOut => format!(
+                "Nobody approved this call to `{tool}` in time, so it did not run. Do not report it as done."
+            ),
+            Self::Cancelled => format!(
+                "The approval of this call to `{tool}` was cancelled (the session was stopped); it did not run."
+            ),
+        }
+    }
+}
+
+/// The notice in front of the result of a call a human edited.
+fn edited_notice(tool: &str, original: &Value, outcome: &GuardOutcome) -> String {
+    let used = match outcome {
+        GuardOutcome::Ran { args, .. } => args.to_string(),
+        _ => String::new(),
+    };
+    format!(
+        "Note: a human replaced your call before it ran. `{tool}` ran with {used} instead of {original}; the result below is of their call."
+    )
+}
