@@ -69,7 +69,9 @@ pub trait GuardedTool: Send + Sync {
 
 /// A tool whose every call a human approves, edits or rejects before it runs.
 ///
-/// See the [module documentation](self) for what each decision does.
+/// Approve runs the call; edit runs the human's arguments and puts a notice in front of the
+/// result; reject, respond, timeout and cancel run nothing and tell the model so (an edit
+/// that names another tool runs nothing either). [`GuardedOutput::outcome`] says which.
 pub struct ApprovalGuard<T> {
     /// The tool that runs once approved.
     tool: T,
