@@ -7,11 +7,10 @@
 //! own session only (other ids answer 404), and an answer is acknowledged once durable.
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use askbus_question::{
     Action, ApprovalId, ApprovalReply, ApprovalReplyError, ApprovalRequest, ApprovalSnapshot,
-    Decision, Outcome, ReviewConfig, Timeout,
+    Decision, Outcome, ReviewConfig,
 };
 use axum::Json;
 use axum::extract::State;
@@ -20,7 +19,7 @@ use serde::{Deserialize, Serialize};
 use crate::AppState;
 use crate::auth::Caller;
 use crate::error::{ApiError, ErrorCode};
-use crate::extract::{ApiJson, ApiQuery, SegmentPath};
+use crate::extract::{ApiJson, ApiQuery, SegmentPath, timeout_from_seconds};
 use crate::long_poll::{WaitQuery, long_poll};
 use crate::questions::RequestState;
 
@@ -203,17 +202,8 @@ pub(crate) async fn create(
     caller: Caller,
     ApiJson(body): ApiJson<CreateApproval>,
 ) -> Result<Json<Arc<ApprovalRequest>>, ApiError> {
-    if !caller.0.allows(&body.session_id) {
-        return Err(ApiError::forbidden(
-            "this token may only ask in its own session",
-        ));
-    }
-    let timeout = match body.timeout {
-        None => Timeout::Default,
-        Some(seconds) => Duration::try_from_secs_f64(seconds)
-            .map(Timeout::After)
-            .map_err(|_| ApiError::invalid("`timeout` must be a non-negative number of seconds"))?,
-    };
+    caller.act_for(&body.session_id)?;
+    let timeout = timeout_from_seconds(body.timeout)?;
     let mut pending = state.inner.hub.approvals().submit(
         body.session_id,
         body.action_requests,

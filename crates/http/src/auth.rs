@@ -98,6 +98,20 @@ impl TokenScope {
 }
 
 impl Caller {
+    /// `Ok` if the caller may act for `session_id` (ask, resume, cancel, stream in it).
+    ///
+    /// # Errors
+    ///
+    /// 403 for a token scoped to another session.
+    pub(crate) fn act_for(&self, session_id: &str) -> Result<(), crate::ApiError> {
+        if self.0.allows(session_id) {
+            Ok(())
+        } else {
+            Err(crate::ApiError::forbidden(
+                "this token may only act for its own session",
+            ))
+        }
+    }
     /// The session a listing covers: the one asked for, or with a scoped token its own
     /// (which it may also name).
     ///

@@ -3,7 +3,9 @@
 //! axum's own extractors answer bad input with plain-text bodies; these wrap them so that a
 //! client always gets the JSON error shape, whatever it got wrong.
 
-use askbus_question::QuestionId;
+use std::time::Duration;
+
+use askbus_question::{QuestionId, Timeout};
 use axum::extract::rejection::{JsonRejection, QueryRejection};
 use axum::extract::{FromRequest, FromRequestParts, Path, Query, Request};
 use axum::http::StatusCode;
@@ -70,6 +72,21 @@ impl<S: Send + Sync> FromRequestParts<S> for SegmentPath {
             .await
             .map(|Path(text)| Self(text))
             .map_err(|_| ApiError::bad_request("the path segment is not valid UTF-8"))
+    }
+}
+
+/// A request's `timeout` in seconds as a [`Timeout`]: absent or `null` is the server's
+/// default.
+///
+/// # Errors
+///
+/// 422 for a negative or non-finite number.
+pub(crate) fn timeout_from_seconds(seconds: Option<f64>) -> Result<Timeout, ApiError> {
+    match seconds {
+        None => Ok(Timeout::Default),
+        Some(seconds) => Duration::try_from_secs_f64(seconds)
+            .map(Timeout::After)
+            .map_err(|_| ApiError::invalid("`timeout` must be a non-negative number of seconds")),
     }
 }
 

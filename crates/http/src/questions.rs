@@ -2,11 +2,9 @@
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
-use std::time::Duration;
 
 use askbus_question::{
-    Answer, Answers, Outcome, QuestionId, QuestionInfo, QuestionRequest, QuestionSnapshot, Timeout,
-    ToolRef,
+    Answer, Answers, Outcome, QuestionId, QuestionInfo, QuestionRequest, QuestionSnapshot, ToolRef,
 };
 use axum::Json;
 use axum::body::Bytes;
@@ -18,7 +16,7 @@ use serde_json::Value;
 use crate::AppState;
 use crate::auth::Caller;
 use crate::error::{ApiError, ErrorCode};
-use crate::extract::{ApiJson, ApiQuery, QuestionPath};
+use crate::extract::{ApiJson, ApiQuery, QuestionPath, timeout_from_seconds};
 use crate::long_poll::{WaitQuery, long_poll};
 
 /// `GET /question` query.
@@ -276,17 +274,8 @@ pub(crate) async fn create(
     caller: Caller,
     ApiJson(body): ApiJson<CreateQuestion>,
 ) -> Result<Json<Arc<QuestionRequest>>, ApiError> {
-    if !caller.0.allows(&body.session_id) {
-        return Err(ApiError::forbidden(
-            "this token may only ask questions in its own session",
-        ));
-    }
-    let timeout = match body.timeout {
-        None => Timeout::Default,
-        Some(seconds) => Duration::try_from_secs_f64(seconds)
-            .map(Timeout::After)
-            .map_err(|_| ApiError::invalid("`timeout` must be a non-negative number of seconds"))?,
-    };
+    caller.act_for(&body.session_id)?;
+    let timeout = timeout_from_seconds(body.timeout)?;
     let mut pending =
         state
             .inner
@@ -441,11 +430,7 @@ pub(crate) async fn cancel_session(
     caller: Caller,
     crate::extract::SegmentPath(session_id): crate::extract::SegmentPath,
 ) -> Result<Json<Cancelled>, ApiError> {
-    if !caller.0.allows(&session_id) {
-        return Err(ApiError::forbidden(
-            "this token may only cancel its own session",
-        ));
-    }
+    caller.act_for(&session_id)?;
     Ok(Json(Cancelled {
         cancelled: state.inner.hub.cancel_session(&session_id),
     }))

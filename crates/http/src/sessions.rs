@@ -20,7 +20,6 @@ use crate::AppState;
 use crate::auth::Caller;
 use crate::error::{ApiError, ErrorCode};
 use crate::extract::{ApiJson, SegmentPath};
-use crate::transcript::own_session;
 
 /// `GET /session/{id}/interrupt` answer: `{"interrupted": false}` or
 /// `{"interrupted": true, "state": {...}}`.
@@ -83,7 +82,7 @@ pub(crate) async fn interrupt(
     caller: Caller,
     SegmentPath(session_id): SegmentPath,
 ) -> Result<Json<Interrupt>, ApiError> {
-    own_session(&caller, &session_id)?;
+    caller.act_for(&session_id)?;
     let interrupt = state.inner.hub.interrupt_state(&session_id);
     Ok(Json(Interrupt {
         interrupted: interrupt.is_some(),
@@ -116,7 +115,7 @@ pub(crate) async fn resume(
     SegmentPath(session_id): SegmentPath,
     ApiJson(body): ApiJson<ResumeBody>,
 ) -> Result<Json<Resumed>, ApiError> {
-    own_session(&caller, &session_id)?;
+    caller.act_for(&session_id)?;
     if body
         .session_id
         .as_deref()

@@ -75,7 +75,7 @@ pub(crate) async fn history(
     caller: Caller,
     SegmentPath(session_id): SegmentPath,
 ) -> Result<Json<History>, ApiError> {
-    own_session(&caller, &session_id)?;
+    caller.act_for(&session_id)?;
     Ok(Json(state.inner.transcripts.history(&session_id)))
 }
 
@@ -104,7 +104,7 @@ pub(crate) async fn stream(
     headers: HeaderMap,
     ApiQuery(query): ApiQuery<StreamQuery>,
 ) -> Result<Sse<impl Stream<Item = Result<SseFrame, Infallible>>>, ApiError> {
-    own_session(&caller, &session_id)?;
+    caller.act_for(&session_id)?;
     let cursor = headers
         .get("last-event-id")
         .and_then(|value| value.to_str().ok())
@@ -156,24 +156,13 @@ pub(crate) async fn step(
     SegmentPath(session_id): SegmentPath,
     ApiJson(step): ApiJson<Step>,
 ) -> Result<Json<bool>, ApiError> {
-    own_session(&caller, &session_id)?;
+    caller.act_for(&session_id)?;
     state
         .inner
         .hub
         .bus()
         .publish(AgentStep::new(session_id, step));
     Ok(Json(true))
-}
-
-/// 403 unless the caller may act for `session_id`.
-pub(crate) fn own_session(caller: &Caller, session_id: &str) -> Result<(), ApiError> {
-    if caller.0.allows(session_id) {
-        Ok(())
-    } else {
-        Err(ApiError::forbidden(
-            "this token may only act for its own session",
-        ))
-    }
 }
 
 impl FrameStream {
