@@ -10,9 +10,10 @@
 //! Bodies are the wire JSON of the request and of the outcome's data, so a record is
 //! readable by anyone, and a restarted registry rebuilds the same requests from it.
 
-use std::future::{Future, IntoFuture};
+use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
+use std::task::{Context, Poll};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use askbus_store::{
@@ -57,27 +58,26 @@ impl Durable {
     }
 }
 
-impl IntoFuture for Durable {
+impl Future for Durable {
     type Output = Result<(), StoreError>;
-    type IntoFuture = Pin<Box<dyn Future<Output = Self::Output> + Send>>;
 
-    fn into_future(self) -> Self::IntoFuture {
-        Box::pin(async move {
-            let Some(ack) = self.ack else {
-                return Ok(());
-            };
-            match ack.await? {
-                Written::Inserted | Written::Resolved | Written::Appended => Ok(()),
-                // The registry decided first, under its lock: the store disagreeing means
-                // another writer touched this request, and this change was not recorded.
-                Written::AlreadyResolved(state) => Err(StoreError::Corrupt(format!(
-                    "the store holds this request as already {}",
-                    state.as_str()
-                ))),
-                Written::NotFound => Err(StoreError::Corrupt(
-                    "the store does not hold this request".to_owned(),
-                )),
-            }
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let Some(ack) = self.ack.as_mut() else {
+            return Poll::Ready(Ok(()));
+        };
+        let written = std::task::ready!(Pin::new(ack).poll(cx));
+        self.ack = None;
+        Poll::Ready(match written? {
+            Written::Inserted | Written::Resolved | Written::Appended => Ok(()),
+            // The registry decided first, under its lock: the store disagreeing means
+            // another writer touched this request, and this change was not recorded.
+            Written::AlreadyResolved(state) => Err(StoreError::Corrupt(format!(
+                "the store holds this request as already {}",
+                state.as_str()
+            ))),
+            Written::NotFound => Err(StoreError::Corrupt(
+                "the store does not hold this request".to_owned(),
+            )),
         })
     }
 }
