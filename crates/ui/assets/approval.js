@@ -127,7 +127,7 @@ export function approvalCard(request, actions) {
     const invalid = results.findIndex((result) => result.error);
     if (invalid !== -1) {
       showError(`Check the decision for ${actionList[invalid].name}: ${results[invalid].error}`);
-      editors[invalid].focus();
+      results[invalid].fix.focus();
       return;
     }
     send(results.map((result) => result.decision));
@@ -277,15 +277,15 @@ function actionReview(request, action, index, allowed) {
     focus() {
       (radios.find((radio) => radio.checked) ?? radios[0])?.focus();
     },
+    /** `{decision}`, or `{error, fix}` with the control that needs the human. */
     collect() {
       const chosen = radios.find((radio) => radio.checked)?.value;
-      const fail = (message, target) => {
+      const fail = (message, fix) => {
         error.textContent = message;
         error.hidden = false;
-        target?.focus();
-        return { error: message };
+        return { error: message, fix };
       };
-      if (!chosen) return fail('choose a decision.');
+      if (!chosen) return fail('choose a decision.', radios[0]);
       error.hidden = true;
       if (chosen === 'approve') return { decision: { type: 'approve' } };
       if (chosen === 'edit') {
