@@ -107,6 +107,16 @@ const ASSETS: &[Asset] = &[
         body: include_bytes!("../assets/approval.js"),
     },
     Asset {
+        name: "session.js",
+        content_type: JS,
+        body: include_bytes!("../assets/session.js"),
+    },
+    Asset {
+        name: "timeline.js",
+        content_type: JS,
+        body: include_bytes!("../assets/timeline.js"),
+    },
+    Asset {
         name: "style.css",
         content_type: "text/css; charset=utf-8",
         body: include_bytes!("../assets/style.css"),
