@@ -369,23 +369,33 @@ const scenarios = {
 
   /** The connection drops: the page says so, then resumes with Last-Event-ID, exactly. */
   async dropped_connection() {
-    const page = await open(URL_PROXY, '?session=ui-drop');
-    const resumedWith = [];
-    page.on('request', (request) => {
-      if (new URL(request.url()).pathname === '/event') {
-        resumedWith.push(request.headers()['last-event-id'] ?? null);
-      }
-    });
+    // The Last-Event-ID each request sent (null: none), by path: the event stream, the
+    // timeline's stream, and its history.
+    const cursorsSent = { '/event': [], '/session/ui-drop/stream': [], '/session/ui-drop/history': [] };
+    const watch = (page) =>
+      page.on('request', (request) => {
+        cursorsSent[new URL(request.url()).pathname]?.push(request.headers()['last-event-id'] ?? null);
+      });
+    const page = await open(URL_PROXY, '?session=ui-drop', { watch });
     await live(page);
     const first = await agent.ask('drop1');
     const second = await agent.ask('drop2');
     await card(page, first.id).waitFor({ timeout: WAIT });
     await card(page, second.id).waitFor({ timeout: WAIT });
+    const migrations = 'What should happen to the old migrations?';
+    const cache = 'What should happen to the build cache?';
+    await timelineLive(page);
+    await timelineReads(page, [
+      `tl-question: Waiting for your answer. Answer it Migrations ${migrations}`,
+      `tl-question: Waiting for your answer. Answer it Cache ${cache}`,
+    ]);
 
-    const beforeCut = resumedWith.length;
+    const connections = (path) => cursorsSent[path].length;
+    const beforeCut = { events: connections('/event'), frames: connections('/session/ui-drop/stream') };
     await agent.proxy(false);
     await page.locator('#banner', { hasText: 'Lost the connection to the server' }).waitFor({ timeout: WAIT });
     assert.equal(await page.locator('#connection').getAttribute('data-state'), 'offline');
+    await page.locator('#timeline-status[data-state="offline"]').waitFor({ timeout: WAIT });
     await radio(card(page, first.id), /Keep/).check();
     await card(page, first.id).getByRole('button', { name: 'Submit answer' }).click();
     await card(page, first.id)
@@ -405,10 +415,21 @@ const scenarios = {
       JSON.stringify(await shownPending(page)) === JSON.stringify(expected),
     );
     await card(page, second.id).locator('.status-line', { hasText: 'Answered elsewhere' }).waitFor({ timeout: WAIT });
+    const resumed = (cursors) => cursors.some((cursor) => typeof cursor === 'string' && cursor.length > 0);
     assert.ok(
-      resumedWith.slice(beforeCut).some((cursor) => typeof cursor === 'string' && cursor.length > 0),
-      `a reconnection sent Last-Event-ID (saw ${JSON.stringify(resumedWith)})`,
+      resumed(cursorsSent['/event'].slice(beforeCut.events)),
+      `a reconnection sent Last-Event-ID (saw ${JSON.stringify(cursorsSent)})`,
     );
+    // The timeline resumed its stream too: what happened meanwhile is there, without a
+    // second history.
+    await timelineLive(page);
+    await timelineReads(page, [
+      `tl-question: Waiting for your answer. Answer it Migrations ${migrations}`,
+      `tl-question: Cache ${cache} Delete`,
+      'tl-question: Waiting for your answer. Answer it Notify Notify the team now?',
+    ]);
+    assert.equal(cursorsSent['/session/ui-drop/history'].length, 1);
+    assert.ok(resumed(cursorsSent['/session/ui-drop/stream'].slice(beforeCut.frames)), 'the timeline resumed');
 
     // The kept answer can now be sent; the new request is declined without a reason.
     await card(page, first.id).getByRole('button', { name: 'Submit answer' }).click();
@@ -417,6 +438,11 @@ const scenarios = {
     await declined.getByRole('button', { name: 'Decline…' }).click();
     await declined.getByRole('button', { name: 'Decline question' }).click();
     await declined.locator('.status-line', { hasText: 'You declined' }).waitFor({ timeout: WAIT });
+    await timelineReads(page, [
+      `tl-question: Migrations ${migrations} Keep`,
+      `tl-question: Cache ${cache} Delete`,
+      'tl-question: Declined Notify Notify the team now?',
+    ]);
     assert.deepEqual(await agent.outcome('drop1'), { answers: [['Keep']] });
     assert.deepEqual(await agent.outcome('drop2'), { answers: [['Delete']] });
     assert.deepEqual(await agent.outcome('drop3'), { error: { kind: 'rejected', reason: null } });
