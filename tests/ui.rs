@@ -8,7 +8,7 @@
 //! the page as a human would: single and multi-select answers, "Other" text and "No
 //! preference", declining with a reason, two tabs where one answers and the other updates
 //! (and a third that gets a 409), a reload mid-flow, a dropped connection resumed with
-//! `Last-Event-ID`, a phone-sized screen used by keyboard alone, the session filter, the
+//! `Last-Event-ID` (the event stream and the timeline's), a phone-sized screen used by keyboard alone, the session filter, the
 //! token prompt, an approval of three tool calls (approved, edited through the JSON editor,
 //! rejected with a message; only the decisions each allows offered), and a session's
 //! timeline in seed 004's groups, live and after a reload.
