@@ -17,7 +17,7 @@ import { Timeline } from './timeline.js';
 
 export class SessionTimeline {
   /**
-   * `ui`: the section's elements (`section`, `title`, `session`, `status`, `body`,
+   * `ui`: the section's elements (`section`, `session` for its name, `status`, `body`,
    * `retry`). `review(key)`: the human wants to answer the pending request `key` shown in
    * the timeline.
    */
@@ -28,7 +28,7 @@ export class SessionTimeline {
     this.session = '';
     /** The stream of the session shown, once its history is in. */
     this.stream = null;
-    /** Bumped by each `show`, so a late history of an earlier one is dropped. */
+    /** Bumped by each stop (a new `show` or load), so a late history is dropped. */
     this.generation = 0;
     /** Whether the last load failed and `retry()` should load again. */
     this.failed = false;
