@@ -8,13 +8,17 @@
 //! the page as a human would: single and multi-select answers, "Other" text and "No
 //! preference", declining with a reason, two tabs where one answers and the other updates
 //! (and a third that gets a 409), a reload mid-flow, a dropped connection resumed with
-//! `Last-Event-ID`, a phone-sized screen used by keyboard alone, the session filter, and the
-//! token prompt.
+//! `Last-Event-ID` (the event stream and the timeline's), a phone-sized screen used by keyboard alone, the session filter, the
+//! token prompt, an approval of three tool calls (approved, edited through the JSON editor,
+//! rejected with a message; only the decisions each allows offered), and a session's
+//! timeline in seed 004's groups, live and after a reload.
 //!
 //! The agent is this process: the script asks for a case on stdout (`ask`, `outcome`,
-//! `cancel`, `proxy`) and gets the answer on stdin, so every step waits for an event, never
-//! for a timer. The agent's side is checked here against the answers each case expects;
-//! the page's side by the script. Screenshots of the main views land in
+//! `cancel`, `step`, `proxy`) and gets the answer on stdin, so every step waits for an
+//! event, never for a timer. A case is a question or an approval request; the agent's side
+//! (the answers or decisions it received) is checked here against what each case expects,
+//! the page's side by the script. `step` posts an agent step to `POST /session/{id}/step`
+//! over HTTP, as an agent in another process would. Screenshots of the main views land in
 //! `<target>/ui-screenshots/` for a human to look at.
 //!
 //! Needs Node.js 20+ with npm, the npm registry the first time, and the `chromium` Debian
@@ -26,8 +30,11 @@ use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
-use askbus::question::PendingQuestion;
-use askbus::{AskError, Bus, QuestionInfo, QuestionOption, QuestionService, Timeout};
+use askbus::question::{
+    Action, ApprovalError, ApprovalReply, DecisionType, PendingApproval, PendingQuestion,
+    RequestHub, ReviewConfig,
+};
+use askbus::{AskError, Bus, QuestionInfo, QuestionOption, Timeout};
 use askbus_http::{AccessToken, HttpConfig};
 use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
@@ -40,8 +47,8 @@ use crate::node;
 
 /// Where the test expects Debian's chromium.
 const CHROMIUM: &str = "/usr/bin/chromium";
-/// Limit of the whole browser run (it takes about 15 s).
-const BROWSER_TIMEOUT: Duration = Duration::from_secs(90);
+/// Limit of the whole browser run (it takes about 20 s).
+const BROWSER_TIMEOUT: Duration = Duration::from_secs(120);
 /// Limit of the agent's wait for one outcome the page has already shown.
 const OUTCOME_TIMEOUT: Duration = Duration::from_secs(10);
 /// The bearer token of the server with authentication on.
@@ -57,6 +64,8 @@ const SCENARIOS: &[&str] = &[
     "phone_keyboard",
     "session_filter",
     "token_prompt",
+    "approval_decisions",
+    "session_timeline",
 ];
 
 #[test]
@@ -94,9 +103,26 @@ enum Server {
 struct Case {
     server: Server,
     session: &'static str,
-    questions: Vec<QuestionInfo>,
-    /// What the agent must receive: answers, or the error's kind and reason.
+    ask: Ask,
+    /// What the agent must receive: answers or decisions, or the error's kind and reason.
     expected: Value,
+}
+
+/// What a case asks for.
+enum Ask {
+    /// `ask()`: questions.
+    Questions(Vec<QuestionInfo>),
+    /// `request_approval()`: tool calls to review.
+    Approval {
+        actions: Vec<Action>,
+        review_configs: Vec<ReviewConfig>,
+    },
+}
+
+/// A case the agent asked and waits on.
+enum Pending {
+    Question(PendingQuestion),
+    Approval(PendingApproval),
 }
 
 /// The cases `browser.mjs` asks for, by key.
@@ -125,7 +151,16 @@ fn case(key: &str) -> Option<Case> {
     let open = |session, questions, expected| Case {
         server: Server::Open,
         session,
-        questions,
+        ask: Ask::Questions(questions),
+        expected,
+    };
+    let approval = |session, actions, review_configs, expected| Case {
+        server: Server::Open,
+        session,
+        ask: Ask::Approval {
+            actions,
+            review_configs,
+        },
         expected,
     };
     Some(match key {
@@ -255,10 +290,77 @@ fn case(key: &str) -> Option<Case> {
             vec![yes_no("Tag the release?", "Release")],
             json!({"error": {"kind": "cancelled"}}),
         ),
+        "approval" => approval(
+            "ui-approval",
+            vec![
+                Action::new(
+                    "send_email",
+                    json!({"to": "team@example.com", "subject": "Release 1.2 is out"}),
+                )
+                .with_description("Announce the release to the team"),
+                Action::new(
+                    "execute_trade",
+                    json!({"symbol": "VNM", "quantity": 100, "side": "buy"}),
+                )
+                .with_description("Buy 100 VNM at market price"),
+                Action::new(
+                    "delete_rows",
+                    json!({"table": "users", "where": "last_login < '2020-01-01'"}),
+                )
+                .with_description("Delete users inactive since 2020"),
+            ],
+            // send_email has no config: every decision is allowed.
+            vec![
+                ReviewConfig::new(
+                    "execute_trade",
+                    [
+                        DecisionType::Approve,
+                        DecisionType::Edit,
+                        DecisionType::Reject,
+                    ],
+                ),
+                ReviewConfig::new("delete_rows", [DecisionType::Reject, DecisionType::Respond]),
+            ],
+            json!({"decisions": [
+                {"type": "approve"},
+                {"type": "edit", "edited_action": {
+                    "name": "execute_trade",
+                    "args": {"symbol": "VNM", "quantity": 10, "side": "buy"},
+                }},
+                {"type": "reject", "message": "Keep the users table"},
+            ]}),
+        ),
+        "timeline_question" => open(
+            "ui-timeline",
+            vec![
+                QuestionInfo::new(
+                    "Which index should the report cover?",
+                    "Index",
+                    [
+                        option("VNINDEX", "the whole market"),
+                        option("VN30", "the 30 largest"),
+                    ],
+                )
+                .options_only(),
+            ],
+            answers(json!([["VN30"]])),
+        ),
+        "timeline_approval" => approval(
+            "ui-timeline",
+            vec![Action::new(
+                "publish_report",
+                json!({"title": "The market today", "channel": "#markets"}),
+            )],
+            vec![ReviewConfig::new(
+                "publish_report",
+                [DecisionType::Approve, DecisionType::Reject],
+            )],
+            json!({"decisions": [{"type": "approve"}]}),
+        ),
         "auth" => Case {
             server: Server::Auth,
             session: "ui-auth",
-            questions: vec![
+            ask: Ask::Questions(vec![
                 QuestionInfo::new(
                     "Go ahead with the migration plan?",
                     "Plan",
@@ -268,7 +370,7 @@ fn case(key: &str) -> Option<Case> {
                     ],
                 )
                 .options_only(),
-            ],
+            ]),
             expected: answers(json!([["Approve the plan"]])),
         },
         _ => return None,
@@ -277,12 +379,15 @@ fn case(key: &str) -> Option<Case> {
 
 /// The agent's state: the requests it asked and still holds.
 struct Agent {
-    open: QuestionService,
-    auth: QuestionService,
-    pending: HashMap<String, (PendingQuestion, Value)>,
+    open: RequestHub,
+    auth: RequestHub,
+    pending: HashMap<String, (Pending, Value)>,
     /// Keys whose outcome was checked (or which were cancelled), for the final tally.
     settled: Vec<String>,
     proxy_up: watch::Sender<bool>,
+    /// Where the open server is, for the steps the agent posts over HTTP.
+    open_url: String,
+    http: reqwest::Client,
 }
 
 impl Agent {
@@ -292,15 +397,32 @@ impl Agent {
         match request["op"].as_str() {
             Some("ask") => {
                 let case = case(&key).ok_or_else(|| format!("no case {key:?}"))?;
-                let service = match case.server {
+                let hub = match case.server {
                     Server::Open => &self.open,
                     Server::Auth => &self.auth,
                 };
-                let pending = service
-                    .submit(case.session, case.questions, None, Timeout::Default)
-                    .map_err(|error| format!("ask {key}: {error}"))?;
-                let request = serde_json::to_value(pending.request().as_ref())
-                    .map_err(|error| error.to_string())?;
+                let (pending, request) = match case.ask {
+                    Ask::Questions(questions) => {
+                        let pending = hub
+                            .questions()
+                            .submit(case.session, questions, None, Timeout::Default)
+                            .map_err(|error| format!("ask {key}: {error}"))?;
+                        let request = serde_json::to_value(pending.request().as_ref());
+                        (Pending::Question(pending), request)
+                    }
+                    Ask::Approval {
+                        actions,
+                        review_configs,
+                    } => {
+                        let pending = hub
+                            .approvals()
+                            .submit(case.session, actions, review_configs, Timeout::Default)
+                            .map_err(|error| format!("ask {key}: {error}"))?;
+                        let request = serde_json::to_value(pending.request().as_ref());
+                        (Pending::Approval(pending), request)
+                    }
+                };
+                let request = request.map_err(|error| error.to_string())?;
                 if self
                     .pending
                     .insert(key.clone(), (pending, case.expected))
@@ -315,10 +437,9 @@ impl Agent {
                     .pending
                     .remove(&key)
                     .ok_or_else(|| format!("case {key} is not pending"))?;
-                let outcome = tokio::time::timeout(OUTCOME_TIMEOUT, pending)
+                let outcome = tokio::time::timeout(OUTCOME_TIMEOUT, pending.outcome())
                     .await
                     .map_err(|_| format!("case {key}: the agent got nothing"))?;
-                let outcome = outcome_json(outcome);
                 if outcome != expected {
                     return Err(format!(
                         "case {key}: the agent got {outcome}, expected {expected}"
@@ -340,6 +461,25 @@ impl Agent {
                 self.settled.push(key);
                 Ok(json!(true))
             }
+            Some("step") => {
+                let session = request["session"]
+                    .as_str()
+                    .ok_or("`step` needs a `session`")?;
+                let url = format!("{}/session/{session}/step", self.open_url);
+                let response = self
+                    .http
+                    .post(url)
+                    .json(&request["step"])
+                    .send()
+                    .await
+                    .map_err(|error| format!("post the step: {error}"))?;
+                let status = response.status();
+                let body = response.text().await.unwrap_or_default();
+                if status != reqwest::StatusCode::OK || body != "true" {
+                    return Err(format!("the step was refused: {status} {body}"));
+                }
+                Ok(json!(true))
+            }
             Some("proxy") => {
                 let up = request["up"]
                     .as_bool()
@@ -352,8 +492,18 @@ impl Agent {
     }
 }
 
-/// What the agent received, as the script compares it.
-fn outcome_json(outcome: Result<Vec<Vec<String>>, AskError>) -> Value {
+impl Pending {
+    /// Waits for what the agent receives, as the script compares it.
+    async fn outcome(self) -> Value {
+        match self {
+            Self::Question(pending) => question_outcome_json(pending.await),
+            Self::Approval(pending) => approval_outcome_json(pending.await),
+        }
+    }
+}
+
+/// What the agent received for a question.
+fn question_outcome_json(outcome: Result<Vec<Vec<String>>, AskError>) -> Value {
     match outcome {
         Ok(answers) => json!({ "answers": answers }),
         Err(AskError::Rejected { reason }) => {
@@ -367,11 +517,23 @@ fn outcome_json(outcome: Result<Vec<Vec<String>>, AskError>) -> Value {
     }
 }
 
+/// What the agent received for an approval: the whole reply, exactly as delivered.
+fn approval_outcome_json(outcome: Result<ApprovalReply, ApprovalError>) -> Value {
+    match outcome {
+        Ok(reply) => serde_json::to_value(reply).unwrap_or_else(|error| json!(error.to_string())),
+        Err(ApprovalError::TimedOut) => json!({"error": {"kind": "timed_out"}}),
+        Err(ApprovalError::Cancelled) => json!({"error": {"kind": "cancelled"}}),
+        Err(ApprovalError::Invalid(error)) => {
+            json!({"error": {"kind": "invalid", "reason": error.to_string()}})
+        }
+    }
+}
+
 /// Serves askbus three ways, runs `browser.mjs` and answers its agent requests.
 async fn drive(package: &Path) {
     let shutdown = CancellationToken::new();
-    let open = QuestionService::new(Bus::new());
-    let auth = QuestionService::new(Bus::new());
+    let open = RequestHub::new(Bus::new());
+    let auth = RequestHub::new(Bus::new());
     let open_address = serve(open.clone(), HttpConfig::default(), &shutdown).await;
     let auth_config = HttpConfig {
         tokens: vec![AccessToken::all_sessions(TOKEN)],
@@ -426,6 +588,8 @@ async fn drive(package: &Path) {
         pending: HashMap::new(),
         settled: Vec::new(),
         proxy_up,
+        open_url: format!("http://{open_address}"),
+        http: reqwest::Client::new(),
     };
     let exchange = async {
         let mut lines = BufReader::new(stdout).lines();
@@ -478,6 +642,9 @@ async fn drive(package: &Path) {
         "question-phone",
         "list-desktop",
         "token-prompt",
+        "approval-desktop",
+        "timeline-desktop",
+        "timeline-phone",
     ] {
         let file = screenshots.join(format!("{name}.png"));
         assert!(
@@ -498,22 +665,35 @@ async fn drive(package: &Path) {
     assert_eq!(
         settled,
         [
-            "auth", "drop1", "drop2", "drop3", "filter_a", "filter_b", "multi", "phone", "reject",
-            "reload1", "reload2", "reload3", "single", "tabs"
+            "approval",
+            "auth",
+            "drop1",
+            "drop2",
+            "drop3",
+            "filter_a",
+            "filter_b",
+            "multi",
+            "phone",
+            "reject",
+            "reload1",
+            "reload2",
+            "reload3",
+            "single",
+            "tabs",
+            "timeline_approval",
+            "timeline_question",
         ]
     );
-    assert_eq!(open.pending_count(), 0);
-    assert_eq!(auth.pending_count(), 0);
+    for hub in [&open, &auth] {
+        assert_eq!(hub.questions().pending_count(), 0);
+        assert_eq!(hub.approvals().pending_count(), 0);
+    }
     shutdown.cancel();
 }
 
-/// Serves the API and the UI for `questions` on a fresh loopback port.
-async fn serve(
-    questions: QuestionService,
-    config: HttpConfig,
-    shutdown: &CancellationToken,
-) -> SocketAddr {
-    let app = askbus_http::router(questions, config, shutdown.clone()).merge(askbus_ui::router());
+/// Serves the API and the UI for `hub` on a fresh loopback port.
+async fn serve(hub: RequestHub, config: HttpConfig, shutdown: &CancellationToken) -> SocketAddr {
+    let app = askbus_http::router(hub, config, shutdown.clone()).merge(askbus_ui::router());
     let listener = TcpListener::bind("127.0.0.1:0")
         .await
         .expect("bind 127.0.0.1:0");

@@ -1,10 +1,13 @@
 // Drives the askbus web UI in Debian's chromium, as a human would, against a served askbus.
 //
-// Run by tests/ui.rs, which serves the router over TCP with an in-process question service
+// Run by tests/ui.rs, which serves the router over TCP with an in-process request hub
 // (the "agent") and answers this script's requests on stdin:
 //   stdout: {"rpc": n, "op": "ask", "key": "single"}       -> the agent asks case `key`
+//                                                              (a question or an approval)
 //           {"rpc": n, "op": "outcome", "key": "single"}   -> what the agent received
 //           {"rpc": n, "op": "cancel", "key": "f1"}        -> the agent gives up (drops it)
+//           {"rpc": n, "op": "step", "session": "s", "step": {...}}
+//                                                           -> the agent posts a step
 //           {"rpc": n, "op": "proxy", "up": false}         -> cut / restore the proxy
 //           {"done": {...}}                                -> the last line
 //   stdin:  {"rpc": n, "ok": {...}} or {"rpc": n, "error": "..."}
@@ -56,11 +59,13 @@ function rpc(op, args = {}) {
   return new Promise((resolve, reject) => pending.set(id, { resolve, reject }));
 }
 const agent = {
-  /** Asks case `key`; resolves to the QuestionRequest JSON. */
+  /** Asks case `key`; resolves to the QuestionRequest or ApprovalRequest JSON. */
   ask: (key) => rpc('ask', { key }),
-  /** What the agent received for `key`: {answers} or {error: {kind, reason}}. */
+  /** What the agent received for `key`: {answers}, {decisions} or {error: {kind, reason}}. */
   outcome: (key) => rpc('outcome', { key }),
   cancel: (key) => rpc('cancel', { key }),
+  /** Posts `step` to `POST /session/{session}/step`, as an agent in another process. */
+  step: (session, step) => rpc('step', { session, step }),
   proxy: (up) => rpc('proxy', { up }),
 };
 
@@ -72,10 +77,12 @@ const pageErrors = [];
 const screenshots = [];
 let context;
 
-async function open(base, query = '', { viewport = DESKTOP, blockEvents = false } = {}) {
+/** A new tab on `base` + `query`; `watch(page)` is called before it loads. */
+async function open(base, query = '', { viewport = DESKTOP, blockEvents = false, watch } = {}) {
   const page = await context.newPage();
   await page.setViewportSize(viewport);
   page.on('pageerror', (error) => pageErrors.push(`${page.url()}: ${error.stack || error}`));
+  watch?.(page);
   if (blockEvents) {
     // A tab whose event stream cannot connect (the rest of the API works).
     await page.route(/\/event(\?|$)/, (route) => route.abort('connectionreset'));
@@ -137,6 +144,46 @@ async function shoot(page, name, { fullPage = true } = {}) {
 const radio = (scope, name) => scope.getByRole('radio', { name });
 const checkbox = (scope, name) => scope.getByRole('checkbox', { name });
 
+/** Whether a page is wider than its viewport (horizontal scrolling). */
+const overflowX = (page) => page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
+
+const timelineLive = (page) => page.locator('#timeline-status[data-state="live"]').waitFor({ timeout: WAIT });
+
+/**
+ * The session timeline as a human sees it, one line per item: what it is, its visible
+ * text, and for a group its state, whether it is expanded, and each step's status dot.
+ */
+const timelineItems = (page) =>
+  page.$$eval('#timeline .timeline-list > li', (items) =>
+    items.map((item) => {
+      const block = item.firstElementChild;
+      // What is rendered, as one line (innerText leaves out what is hidden).
+      const shown = (element) => element.innerText.replace(/\s+/g, ' ').trim();
+      if (!block.classList.contains('group')) return `${block.className}: ${shown(block)}`;
+      const expanded = block.querySelector('.group-header').getAttribute('aria-expanded') === 'true';
+      // Every step, shown or folded away: a tool with its dot, or a request's lines.
+      const steps = [...block.querySelectorAll('.group-items > li > *')].map((step) =>
+        step.classList.contains('tl-step')
+          ? `${step.dataset.status} ${step.textContent}`
+          : [...step.children].map((child) => child.textContent.replace(/\s+/g, ' ').trim()).join(' / '),
+      );
+      return `group ${block.dataset.state} ${expanded ? 'expanded' : 'collapsed'}: ${shown(block)} [${steps.join(' | ')}]`;
+    }),
+  );
+
+/** Waits until the timeline reads `expected` (see `timelineItems`); fails with a diff. */
+async function timelineReads(page, expected) {
+  let seen = [];
+  try {
+    await until('the timeline', async () => {
+      seen = await timelineItems(page);
+      return JSON.stringify(seen) === JSON.stringify(expected);
+    });
+  } catch (error) {
+    assert.deepEqual(seen, expected, error.message);
+  }
+}
+
 // ---- Scenarios -----------------------------------------------------------------------------
 
 const scenarios = {
@@ -165,6 +212,9 @@ const scenarios = {
     assert.equal(await single.locator('dd').textContent(), 'SQLite');
     assert.deepEqual(await agent.outcome('single'), { answers: [['SQLite']] });
     assert.equal(await page.title(), 'askbus');
+    // The resolved card stays until dismissed.
+    await single.getByRole('button', { name: 'Dismiss' }).click();
+    assert.equal(await single.count(), 0);
     await page.close();
   },
 
@@ -319,23 +369,33 @@ const scenarios = {
 
   /** The connection drops: the page says so, then resumes with Last-Event-ID, exactly. */
   async dropped_connection() {
-    const page = await open(URL_PROXY, '?session=ui-drop');
-    const resumedWith = [];
-    page.on('request', (request) => {
-      if (new URL(request.url()).pathname === '/event') {
-        resumedWith.push(request.headers()['last-event-id'] ?? null);
-      }
-    });
+    // The Last-Event-ID each request sent (null: none), by path: the event stream, the
+    // timeline's stream, and its history.
+    const cursorsSent = { '/event': [], '/session/ui-drop/stream': [], '/session/ui-drop/history': [] };
+    const watch = (page) =>
+      page.on('request', (request) => {
+        cursorsSent[new URL(request.url()).pathname]?.push(request.headers()['last-event-id'] ?? null);
+      });
+    const page = await open(URL_PROXY, '?session=ui-drop', { watch });
     await live(page);
     const first = await agent.ask('drop1');
     const second = await agent.ask('drop2');
     await card(page, first.id).waitFor({ timeout: WAIT });
     await card(page, second.id).waitFor({ timeout: WAIT });
+    const migrations = 'What should happen to the old migrations?';
+    const cache = 'What should happen to the build cache?';
+    await timelineLive(page);
+    await timelineReads(page, [
+      `tl-question: Waiting for your answer. Answer it Migrations ${migrations}`,
+      `tl-question: Waiting for your answer. Answer it Cache ${cache}`,
+    ]);
 
-    const beforeCut = resumedWith.length;
+    const connections = (path) => cursorsSent[path].length;
+    const beforeCut = { events: connections('/event'), frames: connections('/session/ui-drop/stream') };
     await agent.proxy(false);
     await page.locator('#banner', { hasText: 'Lost the connection to the server' }).waitFor({ timeout: WAIT });
     assert.equal(await page.locator('#connection').getAttribute('data-state'), 'offline');
+    await page.locator('#timeline-status[data-state="offline"]').waitFor({ timeout: WAIT });
     await radio(card(page, first.id), /Keep/).check();
     await card(page, first.id).getByRole('button', { name: 'Submit answer' }).click();
     await card(page, first.id)
@@ -355,10 +415,21 @@ const scenarios = {
       JSON.stringify(await shownPending(page)) === JSON.stringify(expected),
     );
     await card(page, second.id).locator('.status-line', { hasText: 'Answered elsewhere' }).waitFor({ timeout: WAIT });
+    const resumed = (cursors) => cursors.some((cursor) => typeof cursor === 'string' && cursor.length > 0);
     assert.ok(
-      resumedWith.slice(beforeCut).some((cursor) => typeof cursor === 'string' && cursor.length > 0),
-      `a reconnection sent Last-Event-ID (saw ${JSON.stringify(resumedWith)})`,
+      resumed(cursorsSent['/event'].slice(beforeCut.events)),
+      `a reconnection sent Last-Event-ID (saw ${JSON.stringify(cursorsSent)})`,
     );
+    // The timeline resumed its stream too: what happened meanwhile is there, without a
+    // second history.
+    await timelineLive(page);
+    await timelineReads(page, [
+      `tl-question: Waiting for your answer. Answer it Migrations ${migrations}`,
+      `tl-question: Cache ${cache} Delete`,
+      'tl-question: Waiting for your answer. Answer it Notify Notify the team now?',
+    ]);
+    assert.equal(cursorsSent['/session/ui-drop/history'].length, 1);
+    assert.ok(resumed(cursorsSent['/session/ui-drop/stream'].slice(beforeCut.frames)), 'the timeline resumed');
 
     // The kept answer can now be sent; the new request is declined without a reason.
     await card(page, first.id).getByRole('button', { name: 'Submit answer' }).click();
@@ -367,6 +438,11 @@ const scenarios = {
     await declined.getByRole('button', { name: 'Decline…' }).click();
     await declined.getByRole('button', { name: 'Decline question' }).click();
     await declined.locator('.status-line', { hasText: 'You declined' }).waitFor({ timeout: WAIT });
+    await timelineReads(page, [
+      `tl-question: Migrations ${migrations} Keep`,
+      `tl-question: Cache ${cache} Delete`,
+      'tl-question: Declined Notify Notify the team now?',
+    ]);
     assert.deepEqual(await agent.outcome('drop1'), { answers: [['Keep']] });
     assert.deepEqual(await agent.outcome('drop2'), { answers: [['Delete']] });
     assert.deepEqual(await agent.outcome('drop3'), { error: { kind: 'rejected', reason: null } });
@@ -380,13 +456,15 @@ const scenarios = {
     const request = await agent.ask('phone');
     const form = card(page, request.id);
     await form.waitFor({ timeout: WAIT });
-    const overflow = await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
+    const overflow = await overflowX(page);
     assert.ok(overflow <= 0, `no horizontal scrolling on a phone (${overflow} px too wide)`);
     await shoot(page, 'question-phone');
 
     await page.keyboard.press('Tab');
     assert.equal(await page.evaluate(() => document.activeElement.textContent), 'Skip to pending requests');
     await page.keyboard.press('Enter');
+    await page.keyboard.press('Tab'); // the card's session link, then its first option
+    assert.equal(await page.evaluate(() => document.activeElement.dataset.session), 'ui-phone');
     await page.keyboard.press('Tab');
     assert.equal(await page.evaluate(() => document.activeElement.value), 'Today');
     await page.keyboard.press('ArrowDown');
@@ -410,7 +488,7 @@ const scenarios = {
     await until('both sessions', async () => JSON.stringify(await shownPending(page)) === JSON.stringify([a.id, b.id]));
     assert.equal(await page.locator('#pending-count').textContent(), '2');
     await shoot(page, 'list-desktop');
-    await page.getByLabel('Session').selectOption('ui-filter-b');
+    await page.getByRole('combobox', { name: /^Session/ }).selectOption('ui-filter-b');
     assert.deepEqual(await shownPending(page), [b.id]);
     assert.equal(new URL(page.url()).searchParams.get('session'), 'ui-filter-b');
     assert.equal(await page.locator('#pending-count').textContent(), '1');
@@ -443,12 +521,247 @@ const scenarios = {
     await form.getByRole('button', { name: 'Submit answer' }).click();
     await form.locator('.status-line', { hasText: 'You answered' }).waitFor({ timeout: WAIT });
     assert.deepEqual(await agent.outcome('auth'), { answers: [['Approve the plan']] });
+    // The session's timeline, loaded and streamed with the token, shows the answer too.
+    await timelineLive(page);
+    await timelineReads(page, ['tl-question: Plan Go ahead with the migration plan? Approve the plan']);
 
     // The token stays for this tab: a reload needs no prompt.
     await page.reload();
     await live(page);
     assert.equal(await dialog.isVisible(), false);
     assert.equal(await page.getByRole('button', { name: 'Forget token' }).isVisible(), true);
+    await page.close();
+  },
+
+  /** Three tool calls in one approval: approve one, edit one's JSON, reject one with a message. */
+  async approval_decisions() {
+    const page = await open(URL_OPEN);
+    await live(page);
+    const request = await agent.ask('approval');
+    const review = card(page, request.id);
+    await review.waitFor({ timeout: WAIT });
+    assert.equal(await review.locator('.kind').textContent(), 'Approval');
+    assert.equal(await review.locator('.key').textContent(), 'ui-approval_1');
+    const timer = review.locator('.timer');
+    const firstReading = await timer.textContent();
+    assert.match(firstReading, /^expires in (5:00|4:\d\d)$/);
+    assert.equal(await review.getByRole('heading', { level: 2 }).textContent(), 'Allow 3 actions?');
+
+    // The card's session link shows that session and its timeline, where the approval is
+    // inside the group of the tool calls it holds back, with a way back to the card.
+    await review.getByRole('link', { name: 'session ui-approval' }).click();
+    assert.equal(new URL(page.url()).searchParams.get('session'), 'ui-approval');
+    assert.equal(await page.evaluate(() => document.activeElement.id), 'timeline-title');
+    await timelineLive(page);
+    await timelineReads(page, [
+      'group running expanded: Send email ˅ Approval: Send email, Execute trade, Delete rows Waiting for your decision. Review it [Approval: Send email, Execute trade, Delete rows / Waiting for your decision. Review it]',
+    ]);
+    await page.locator('#timeline').getByRole('button', { name: 'Review it' }).click();
+    assert.equal(
+      await page.evaluate(() => document.activeElement.closest('article')?.dataset.id),
+      request.id,
+      'the button moves focus into the card',
+    );
+
+    // Each action with its description and pretty-printed arguments, and only the
+    // decisions its review config allows (send_email has none: every decision).
+    const actions = review.locator('fieldset.action-review');
+    const [email, trade, rows] = [0, 1, 2].map((index) => actions.nth(index));
+    for (const [index, action] of request.action_requests.entries()) {
+      const fieldset = actions.nth(index);
+      assert.equal(await fieldset.locator('.action-name').textContent(), action.name);
+      assert.equal(await fieldset.locator('.action-description').textContent(), action.description);
+      assert.equal(await fieldset.locator('pre.json').textContent(), JSON.stringify(action.args, null, 2));
+    }
+    const offered = (fieldset) => fieldset.getByRole('radio').evaluateAll((radios) => radios.map((radio) => radio.labels[0].textContent));
+    assert.deepEqual(await offered(email), ['Approve', 'Edit arguments', 'Reject', 'Respond instead']);
+    assert.deepEqual(await offered(trade), ['Approve', 'Edit arguments', 'Reject']);
+    assert.deepEqual(await offered(rows), ['Reject', 'Respond instead']);
+    assert.equal(await review.getByRole('button', { name: /^Approve/ }).count(), 0, 'no "Approve all": delete_rows may not be approved');
+
+    const send = review.getByRole('button', { name: 'Send decisions' });
+    await send.click();
+    assert.equal(await review.locator('.card-error').textContent(), 'Check the decision for send_email: choose a decision.');
+    await radio(email, 'Approve').check();
+    await radio(rows, 'Reject').check();
+    await rows.getByLabel('Message to the agent (optional)').fill('Keep the users table');
+
+    // The JSON editor starts from the arguments, says at once whether its text is valid,
+    // and invalid JSON is refused before anything is sent.
+    await radio(trade, 'Edit arguments').check();
+    const editor = trade.getByLabel('New arguments for execute_trade (JSON)');
+    assert.equal(await editor.inputValue(), JSON.stringify(request.action_requests[1].args, null, 2));
+    const status = trade.locator('.json-status');
+    await editor.fill('{"symbol": "VNM", "quantity": 10,');
+    assert.match(await status.textContent(), /^Not valid: invalid JSON: /);
+    assert.equal(await editor.getAttribute('aria-invalid'), 'true');
+    await send.click();
+    assert.match(await review.locator('.card-error').textContent(), /^Check the decision for execute_trade: invalid JSON: /);
+    assert.equal(await editor.evaluate((element) => element === document.activeElement), true);
+    await editor.fill('[10]');
+    assert.equal(await status.textContent(), 'Not valid: the arguments must be a JSON object { … }');
+    await send.click();
+    assert.match(await review.locator('.card-error').textContent(), /must be a JSON object/);
+    const stillPending = await (await fetch(`${URL_OPEN}/approval/${request.id}`)).json();
+    assert.equal(stillPending.status, 'pending', 'nothing was sent');
+    await editor.fill('{"symbol": "VNM", "quantity": 10, "side": "buy"}');
+    assert.equal(await status.textContent(), 'Valid JSON');
+    assert.equal(await editor.getAttribute('aria-invalid'), 'false');
+    assert.equal(await review.locator('.card-error').isHidden(), true, 'the stale complaint is gone');
+    await until('the countdown to go on', async () => (await timer.textContent()) !== firstReading);
+    assert.match(await timer.textContent(), /^expires in 4:\d\d$/);
+    await shoot(page, 'approval-desktop');
+
+    await send.click();
+    await review.locator('.status-line', { hasText: 'You sent your decision' }).waitFor({ timeout: WAIT });
+    assert.deepEqual(await review.locator('dd').allTextContents(), [
+      'Approved',
+      'Approved with edited arguments: {"symbol":"VNM","quantity":10,"side":"buy"}',
+      'Rejected: Keep the users table',
+    ]);
+    const decisions = {
+      decisions: [
+        { type: 'approve' },
+        { type: 'edit', edited_action: { name: 'execute_trade', args: { symbol: 'VNM', quantity: 10, side: 'buy' } } },
+        { type: 'reject', message: 'Keep the users table' },
+      ],
+    };
+    assert.deepEqual(await agent.outcome('approval'), decisions);
+    await timelineReads(page, [
+      'group running expanded: Send email ˅ Approval: Send email, Execute trade, Delete rows Approved; Approved with edited arguments: {"symbol":"VNM","quantity":10,"side":"buy"}; Rejected: Keep the users table [Approval: Send email, Execute trade, Delete rows / Approved; Approved with edited arguments: {"symbol":"VNM","quantity":10,"side":"buy"}; Rejected: Keep the users table]',
+    ]);
+    await page.close();
+  },
+
+  /** A session's timeline in seed 004's groups: from history, live, and again after a reload. */
+  async session_timeline() {
+    const session = 'ui-timeline';
+    const step = (body) => agent.step(session, body);
+    await step({ type: 'user', text: 'How did the market do today?' });
+    await step({ type: 'text', text: 'Let me look that up.' });
+    await step({ type: 'tool_use', id: 'tc-1', name: 'web_search', input: { query: 'VNINDEX today' } });
+    await step({ type: 'tool_result', tool_use_id: 'tc-1', name: 'web_search', content: '10 results' });
+    await step({
+      type: 'tool_use',
+      id: 'tc-2',
+      name: 'analyze_price',
+      input: { symbol: 'VNINDEX' },
+      tool_content_message: 'Analyse VNINDEX prices',
+    });
+
+    // The page loads the history, then streams from its last_event_id.
+    const histories = [];
+    const streamCursors = [];
+    const historyCursors = () => Promise.all(histories);
+    const watch = (page) => {
+      page.on('response', (response) => {
+        if (new URL(response.url()).pathname === `/session/${session}/history`) {
+          histories.push(response.json().then((body) => body.last_event_id));
+        }
+      });
+      page.on('request', (request) => {
+        if (new URL(request.url()).pathname === `/session/${session}/stream`) {
+          streamCursors.push(request.headers()['last-event-id']);
+        }
+      });
+    };
+    const page = await open(URL_OPEN, `?session=${session}`, { watch });
+    await live(page);
+    await timelineLive(page);
+    assert.equal(await page.locator('#timeline-session').textContent(), session);
+    const user = 'tl-user: User How did the market do today?';
+    const remark = 'tl-text: Let me look that up.';
+    // A running group: expanded, headed by its latest tool, dots green (done) and amber.
+    await timelineReads(page, [
+      user,
+      remark,
+      'group running expanded: Analyse VNINDEX prices ˅ Web search Analyse VNINDEX prices [success Web search | pending Analyse VNINDEX prices]',
+    ]);
+    assert.equal(histories.length, 1);
+    assert.deepEqual(streamCursors, await historyCursors(), 'the stream resumed after the history');
+
+    // Live: the second tool fails, its dot turns red.
+    await step({ type: 'tool_result', tool_use_id: 'tc-2', name: 'analyze_price', status: 'error', content: 'feed down' });
+    await timelineReads(page, [
+      user,
+      remark,
+      'group running expanded: Analyse VNINDEX prices ˅ Web search Analyse VNINDEX prices [success Web search | error Analyse VNINDEX prices]',
+    ]);
+
+    // A question closes the group (it collapses, headed by its summary) and is shown
+    // outside it; its button leads to the card.
+    const question = await agent.ask('timeline_question');
+    const firstGroup = 'group done collapsed: Analyse VNINDEX prices › [success Web search | error Analyse VNINDEX prices]';
+    await timelineReads(page, [
+      user,
+      remark,
+      firstGroup,
+      'tl-question: Waiting for your answer. Answer it Index Which index should the report cover?',
+    ]);
+    await page.locator('#timeline').getByRole('button', { name: 'Answer it' }).click();
+    const form = card(page, question.id);
+    assert.equal(await page.evaluate(() => document.activeElement.closest('article')?.dataset.id), question.id);
+    await radio(form, /VN30/).check();
+    await form.getByRole('button', { name: 'Submit answer' }).click();
+    assert.deepEqual(await agent.outcome('timeline_question'), { answers: [['VN30']] });
+    const resolvedQuestion = 'tl-question: Index Which index should the report cover? VN30';
+    await timelineReads(page, [user, remark, firstGroup, resolvedQuestion]);
+
+    // The next tool opens a new group; its approval is inside it until decided.
+    await step({ type: 'tool_use', id: 'tc-3', name: 'publish_report', input: { title: 'The market today' }, tool_content_message: 'Publish the report' });
+    const approval = await agent.ask('timeline_approval');
+    await timelineReads(page, [
+      user,
+      remark,
+      firstGroup,
+      resolvedQuestion,
+      'group running expanded: Publish the report ˅ Publish the report Approval: Publish report Waiting for your decision. Review it [pending Publish the report | Approval: Publish report / Waiting for your decision. Review it]',
+    ]);
+    await card(page, approval.id).getByRole('button', { name: 'Approve', exact: true }).click();
+    assert.deepEqual(await agent.outcome('timeline_approval'), { decisions: [{ type: 'approve' }] });
+    await step({ type: 'tool_result', tool_use_id: 'tc-3', name: 'publish_report' });
+    await step({ type: 'text', text: 'VNINDEX rose 2.69% today.', is_final: true });
+    const done = [
+      user,
+      remark,
+      firstGroup,
+      resolvedQuestion,
+      'group done collapsed: Publish the report › [success Publish the report | Approval: Publish report / Approved]',
+      'tl-text final: VNINDEX rose 2.69% today.',
+    ];
+    await timelineReads(page, done);
+
+    // By keyboard: a done group opens with every item and "✓ Done", and closes again.
+    const header = page.locator('#timeline .group-header').first();
+    await header.focus();
+    await page.keyboard.press('Enter');
+    await timelineReads(page, [
+      user,
+      remark,
+      'group done expanded: Analyse VNINDEX prices ˅ Web search Analyse VNINDEX prices ✓ Done [success Web search | error Analyse VNINDEX prices]',
+      ...done.slice(3),
+    ]);
+    assert.equal(await header.evaluate((element) => element === document.activeElement), true, 'focus stays on the header');
+    await shoot(page, 'timeline-desktop');
+    await page.keyboard.press('Enter');
+    await timelineReads(page, done);
+
+    // A reload rebuilds exactly the same timeline from the history, and the stream goes
+    // on after it: the next step appears once.
+    await page.reload();
+    await live(page);
+    await timelineLive(page);
+    await timelineReads(page, done);
+    assert.equal(histories.length, 2);
+    assert.deepEqual(streamCursors, await historyCursors(), 'each stream resumed after its history');
+    await step({ type: 'user', text: 'Thanks!' });
+    await timelineReads(page, [...done, 'tl-user: User Thanks!']);
+
+    await page.setViewportSize(PHONE);
+    const overflow = await overflowX(page);
+    assert.ok(overflow <= 0, `no horizontal scrolling on a phone (${overflow} px too wide)`);
+    await page.locator('#timeline-section').scrollIntoViewIfNeeded();
+    await shoot(page, 'timeline-phone', { fullPage: false });
     await page.close();
   },
 };

@@ -12,11 +12,16 @@
 //
 // A request resolved elsewhere stays on screen, marked with its outcome, until dismissed,
 // so a human half-way through a form sees what happened instead of a vanishing card.
+//
+// Choosing a session (the filter, a card's session link, or `?session=` in the URL) also
+// shows that session's timeline below the list (`session.js`): what the agent did around
+// its requests, live.
 
 import * as api from './api.js';
 import { approvalCard } from './approval.js';
 import { h } from './dom.js';
 import { pruneDrafts, questionCard } from './question.js';
+import { SessionTimeline } from './session.js';
 import { EventStreamClient } from './sse.js';
 
 const byId = (id) => document.getElementById(id);
@@ -39,6 +44,7 @@ const ui = {
   tokenInput: byId('token-input'),
   tokenError: byId('token-error'),
   tokenCancel: byId('token-cancel'),
+  timelineTitle: byId('timeline-title'),
 };
 
 const state = {
@@ -353,7 +359,11 @@ function renderFilter(pending) {
   }
   if (state.session && !counts.has(state.session)) counts.set(state.session, 0);
   const sessions = [...counts.keys()].sort();
-  const signature = JSON.stringify([pending.length, sessions.map((session) => [session, counts.get(session)])]);
+  const signature = JSON.stringify([
+    state.session,
+    pending.length,
+    sessions.map((session) => [session, counts.get(session)]),
+  ]);
   if (signature === state.filterSignature) return;
   state.filterSignature = signature;
   ui.filter.replaceChildren(
@@ -440,6 +450,8 @@ ui.tokenForm.addEventListener('submit', (event) => {
   ui.tokenDialog.close();
   hideBanner();
   stream.resume();
+  sessionTimeline.resume();
+  sessionTimeline.retry();
 });
 
 function tokenDeclined() {
@@ -485,6 +497,7 @@ const stream = new EventStreamClient({
       setConnection('live', 'Live');
       if (state.banner === 'network') say('Reconnected.');
       if (state.banner !== 'token') hideBanner();
+      sessionTimeline.retry();
     } else if (status === 'connecting') {
       if (!state.banner) setConnection('connecting', 'Connecting…');
     } else if (status === 'reconnecting') {
@@ -503,14 +516,51 @@ const stream = new EventStreamClient({
   },
 });
 
-ui.filter.addEventListener('change', () => {
-  state.session = ui.filter.value;
+/** Shows one session ('' for all): its requests, and its timeline. */
+function selectSession(session) {
+  state.session = session;
   const url = new URL(location.href);
   if (state.session) url.searchParams.set('session', state.session);
   else url.searchParams.delete('session');
   history.replaceState(null, '', url);
   for (const card of state.cards.values()) filterCard(card);
   render();
+  sessionTimeline.show(session);
+}
+
+/** Takes the human from a pending request in the timeline to its card. */
+function reviewRequest(key) {
+  const card = [...state.cards.values()].find((card) => !card.resolved && card.element.dataset.key === key);
+  if (!card) {
+    say('That request is no longer pending.');
+    return;
+  }
+  card.element.scrollIntoView({ block: 'start' });
+  card.focus();
+}
+
+const sessionTimeline = new SessionTimeline(
+  {
+    section: byId('timeline-section'),
+    session: byId('timeline-session'),
+    status: byId('timeline-status'),
+    body: byId('timeline'),
+    retry: byId('timeline-retry'),
+  },
+  { review: reviewRequest },
+);
+
+ui.filter.addEventListener('change', () => selectSession(ui.filter.value));
+
+// A card's session link shows that session here, without reloading the page (a modified
+// click still opens it in a new tab, as links do).
+ui.list.addEventListener('click', (event) => {
+  const link = event.target.closest('a.session');
+  if (!link || event.button !== 0 || event.ctrlKey || event.metaKey || event.shiftKey || event.altKey) return;
+  event.preventDefault();
+  selectSession(link.dataset.session);
+  ui.timelineTitle.scrollIntoView({ block: 'start' });
+  ui.timelineTitle.focus();
 });
 
 window.addEventListener('online', () => stream.retryNow());
@@ -526,4 +576,5 @@ setInterval(() => {
 
 updateTokenButton();
 render();
+sessionTimeline.show(state.session);
 stream.start();

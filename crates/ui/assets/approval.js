@@ -6,7 +6,7 @@
 // "respond" a required one. Decisions are sent together, one per action in order, as
 // `POST /approval/{id}/reply {"decisions": [...]}`.
 
-import { countdown, domId, h, prettyJson } from './dom.js';
+import { countdown, domId, h, prettyJson, sessionLink } from './dom.js';
 
 /** What an action no review config names may get: every decision, as the server allows. */
 const DEFAULT_ALLOWED = ['approve', 'edit', 'reject', 'respond'];
@@ -75,13 +75,13 @@ export function approvalCard(request, actions) {
       id: domId('request', id),
       'aria-labelledby': titleId,
       tabindex: -1,
-      dataset: { id, session: request.session_id, kind: 'approval' },
+      dataset: { id, key: request.approval_key, session: request.session_id, kind: 'approval' },
     },
     h(
       'div',
       { class: 'card-meta' },
       h('span', { class: 'kind' }, 'Approval'),
-      h('span', { class: 'session', title: 'Session' }, request.session_id),
+      sessionLink(request.session_id),
       request.approval_key ? h('span', { class: 'key', title: 'Approval key' }, request.approval_key) : null,
       timer.element,
     ),
@@ -127,7 +127,7 @@ export function approvalCard(request, actions) {
     const invalid = results.findIndex((result) => result.error);
     if (invalid !== -1) {
       showError(`Check the decision for ${actionList[invalid].name}: ${results[invalid].error}`);
-      editors[invalid].focus();
+      results[invalid].fix.focus();
       return;
     }
     send(results.map((result) => result.decision));
@@ -277,15 +277,15 @@ function actionReview(request, action, index, allowed) {
     focus() {
       (radios.find((radio) => radio.checked) ?? radios[0])?.focus();
     },
+    /** `{decision}`, or `{error, fix}` with the control that needs the human. */
     collect() {
       const chosen = radios.find((radio) => radio.checked)?.value;
-      const fail = (message, target) => {
+      const fail = (message, fix) => {
         error.textContent = message;
         error.hidden = false;
-        target?.focus();
-        return { error: message };
+        return { error: message, fix };
       };
-      if (!chosen) return fail('choose a decision.');
+      if (!chosen) return fail('choose a decision.', radios[0]);
       error.hidden = true;
       if (chosen === 'approve') return { decision: { type: 'approve' } };
       if (chosen === 'edit') {
@@ -329,7 +329,8 @@ function resolutionView(request, outcome, dismiss) {
   return parts;
 }
 
-function describeDecision(decision) {
+/** A decision in words, as the card and the timeline show it. */
+export function describeDecision(decision) {
   switch (decision?.type) {
     case 'approve':
       return 'Approved';

@@ -57,6 +57,20 @@ export function countdown(expiresAt) {
   return { element, tick };
 }
 
+/** A request's session, as a link to that session's timeline (`?session=`). */
+export function sessionLink(session) {
+  return h(
+    'a',
+    {
+      class: 'session',
+      href: `?session=${encodeURIComponent(session)}`,
+      title: 'Show this session and its timeline',
+      dataset: { session },
+    },
+    session,
+  );
+}
+
 /** `value` as indented JSON (for arguments shown to a human). */
 export function prettyJson(value) {
   return JSON.stringify(value, null, 2) ?? 'null';

@@ -6,7 +6,7 @@
 // a request are answered together with one submit; "Decline" rejects the request with an
 // optional reason. A draft survives a reload (sessionStorage, per request id).
 
-import { countdown, domId, h } from './dom.js';
+import { countdown, domId, h, sessionLink } from './dom.js';
 
 export const NO_PREFERENCE = '[No preference]';
 const OTHER = '\u0000other';
@@ -62,13 +62,13 @@ export function questionCard(request, actions) {
       id: domId('request', id),
       'aria-labelledby': titleId,
       tabindex: -1,
-      dataset: { id, session: request.sessionID, kind: 'question' },
+      dataset: { id, key: id, session: request.sessionID, kind: 'question' },
     },
     h(
       'div',
       { class: 'card-meta' },
       h('span', { class: 'kind' }, 'Question'),
-      h('span', { class: 'session', title: 'Session' }, request.sessionID),
+      sessionLink(request.sessionID),
       timer.element,
     ),
     title,

@@ -1,9 +1,14 @@
-// The event stream, read with fetch() instead of EventSource.
+// Server-sent event streams, read with fetch() instead of EventSource.
 //
-// A browser EventSource cannot send an Authorization header, so the stream is read from a
+// A browser EventSource cannot send an Authorization header, so a stream is read from a
 // fetch() body with the small parser below (the framing rules of the HTML standard's
 // "server-sent events": fields `data`, `id`, `event`, `retry`; comments start with `:`;
 // CRLF, LF or CR end a line; an empty line dispatches).
+//
+// Two streams use it: `/event` (askbus events, which start with `server.connected`) and a
+// session's `/session/{id}/stream` (the seeds' frames, which start with whatever happens
+// next, possibly nothing for a while). So a stream counts as live as soon as the server
+// answers 200, not when a first frame arrives.
 //
 // `EventStreamClient` keeps one stream open:
 // - it remembers the last `id:` it saw and reconnects with `Last-Event-ID`, so the server
@@ -79,12 +84,23 @@ const STABLE_MS = 5000;
 export class EventStreamClient {
   /**
    * `url`: the stream's URL. `headers()`: extra request headers (auth), asked at each
-   * connection. Callbacks: `onConnected({resumed, id})` for `server.connected`;
-   * `onResync(properties)` for `server.resync`; `onEvent(event)` for every other frame's
-   * parsed JSON (heartbeats included); `onStatus(status, detail)` with `connecting`,
-   * `live`, `reconnecting` ({delayMs, retryAt, error}) or `unauthorized`.
+   * connection. `cursor`: resume after this event id from the first connection on (a
+   * history's `last_event_id`); absent: start fresh. Callbacks: `onConnected({resumed,
+   * id})` for `server.connected`; `onResync(properties)` for `server.resync` (both
+   * optional: only `/event` sends them); `onEvent(event)` for every other frame's parsed
+   * JSON (heartbeats included); `onStatus(status, detail)` with `connecting`, `live` (the
+   * server answered 200), `reconnecting` ({delayMs, retryAt, error}) or `unauthorized`.
    */
-  constructor({ url, headers, onConnected, onResync, onEvent, onStatus, silenceMs = 25000 }) {
+  constructor({
+    url,
+    headers,
+    cursor,
+    onConnected = () => {},
+    onResync = () => {},
+    onEvent,
+    onStatus,
+    silenceMs = 25000,
+  }) {
     this.url = url;
     this.headers = headers;
     this.onConnected = onConnected;
@@ -93,7 +109,7 @@ export class EventStreamClient {
     this.onStatus = onStatus;
     this.silenceMs = silenceMs;
     /** The last event id seen: where a reconnection resumes. */
-    this.cursor = undefined;
+    this.cursor = cursor;
     this.attempt = 0;
     this.running = false;
     this.paused = false;
@@ -185,6 +201,7 @@ export class EventStreamClient {
       const response = await fetch(this.url(), { headers, signal: controller.signal, cache: 'no-store' });
       if (response.status === 401) throw Object.assign(new Error('unauthorized'), { unauthorized: true });
       if (!response.ok || !response.body) throw new Error(`the event stream answered ${response.status}`);
+      this.onStatus('live', {});
       const parse = createParser((frame) => this.frame(frame, resuming));
       const reader = response.body.pipeThrough(new TextDecoderStream()).getReader();
       for (;;) {
@@ -210,7 +227,6 @@ export class EventStreamClient {
       return;
     }
     if (event?.type === 'server.connected') {
-      this.onStatus('live', {});
       this.onConnected({ resumed: resuming, id: frame.id });
     } else if (event?.type === 'server.resync') {
       this.onResync(event.properties ?? {});

@@ -12,7 +12,11 @@
 // with the summary as header; clicking the header toggles it, and an expanded done group
 // shows every item and "✓ Done". Tool items carry a dot: amber while running, green on
 // success, red on error (or when rejected). A `tool_result` merges into its `tool_use`.
+// Questions are shown outside groups, tool approvals inside them; a pending one offers a
+// button that takes the human to its card, a resolved one shows its answers or decisions
+// (seed 000's resolved question block).
 
+import { describeDecision } from './approval.js';
 import { h } from './dom.js';
 import { NO_PREFERENCE } from './question.js';
 
@@ -24,13 +28,13 @@ const MAX_RUNNING_ITEMS = 3;
 const COLLAPSE_MS = 300;
 
 /** `web_search` -> `Web search` (the protocol's fallback label for a tool). */
-export function readable(name) {
+function readable(name) {
   const spaced = String(name ?? '').replace(/[_-]/g, ' ').trim();
   return spaced ? spaced[0].toUpperCase() + spaced.slice(1) : '';
 }
 
 /** Blocks of history `messages` (seed 004's converter). */
-export function blocksFromHistory(messages) {
+function blocksFromHistory(messages) {
   const blocks = [];
   for (const message of messages ?? []) {
     const display = message.display_type;
@@ -59,7 +63,7 @@ export function blocksFromHistory(messages) {
  * Applies one stream frame to `blocks` (in place). `open` maps a frame `index` to the
  * block it is building. Returns whether anything visible changed.
  */
-export function applyFrame(blocks, open, frame) {
+function applyFrame(blocks, open, frame) {
   switch (frame?.type) {
     case 'group_start':
       blocks.push({ type: 'group_start' });
@@ -84,7 +88,7 @@ export function applyFrame(blocks, open, frame) {
 }
 
 /** Groups blocks into items (seed 004's `buildGroups`); the last group stays open. */
-export function buildItems(blocks) {
+function buildItems(blocks) {
   const items = [];
   let group = null;
   let ordinal = 0;
@@ -117,10 +121,12 @@ export function buildItems(blocks) {
 
 /**
  * A timeline view: `load(history)` shows a history, `apply(frame)` a stream frame after
- * it. Keeps which groups the human expanded or collapsed across updates.
+ * it. Keeps which groups the human expanded or collapsed across updates. `review(key)` is
+ * called when the human asks to answer the pending request `key` (its `approval_key`).
  */
 export class Timeline {
-  constructor() {
+  constructor({ review }) {
+    this.review = review;
     this.blocks = [];
     this.open = new Map();
     /** Group key -> whether expanded, for groups the human (or auto-collapse) decided. */
@@ -159,7 +165,7 @@ export class Timeline {
       case 'text':
         return h('p', { class: `tl-text${item.isFinal ? ' final' : ''}` }, item.text);
       default:
-        return stepView(item);
+        return stepView(item, this.review);
     }
   }
 
@@ -199,7 +205,7 @@ export class Timeline {
       h(
         'div',
         { class: 'group-body', id: bodyId, hidden: !expanded },
-        h('ul', { class: 'group-items' }, visible.map((block) => h('li', {}, stepView(block)))),
+        h('ul', { class: 'group-items' }, visible.map((block) => h('li', {}, stepView(block, this.review)))),
         group.done ? h('p', { class: 'group-done' }, '✓ Done') : null,
       ),
     );
@@ -306,16 +312,22 @@ function isQuestion(block) {
   return block.type === 'request' && block.actionRequests?.some((action) => action.name === QUESTION_TOOL);
 }
 
-/** The label of the latest tool in `blocks` (a running group's header). */
+/**
+ * A running group's header, as the encoder will sum it up: the label of its latest tool
+ * call, else the name of the first action it asks approval for.
+ */
 function latestLabel(blocks) {
-  return [...blocks].reverse().find((block) => block.type === 'tool_use')?.label ?? '';
+  const tool = [...blocks].reverse().find((block) => block.type === 'tool_use');
+  if (tool) return tool.label;
+  const approval = blocks.find((block) => block.type === 'request' && block.actionRequests.length > 0);
+  return approval ? readable(approval.actionRequests[0].name) : '';
 }
 
 // ---- Views ------------------------------------------------------------------------------------
 
 const STATUS_TEXT = { pending: 'running', success: 'done', error: 'failed' };
 
-function stepView(block) {
+function stepView(block, review) {
   switch (block.type) {
     case 'tool_use':
       return h(
@@ -329,66 +341,67 @@ function stepView(block) {
     case 'text':
       return h('p', { class: 'tl-text' }, block.text);
     case 'request':
-      return isQuestion(block) ? questionView(block) : approvalView(block);
+      return isQuestion(block) ? questionView(block, review) : approvalView(block, review);
     default:
       return h('span', {});
   }
 }
 
-/** Seed 000's ResolvedQuestionBlock (or a pending question pointing at its card). */
-function questionView(block) {
+/** Seed 000's ResolvedQuestionBlock: each question with its answer; pending, a way to it. */
+function questionView(block, review) {
   const questions = block.actionRequests.find((action) => action.name === QUESTION_TOOL)?.args?.questions ?? [];
   const answers = block.answers ?? {};
-  const state = requestState(block, 'Waiting for your answer (see the request above)');
+  const answered = block.resolved && block.answers !== undefined;
   return h(
     'div',
-    { class: 'tl-question', dataset: { resolved: String(block.resolved) } },
-    state ? h('p', { class: 'tl-state' }, state) : null,
+    { class: 'tl-question', dataset: { resolved: String(block.resolved), key: block.key } },
+    block.resolved ? null : pendingView('Waiting for your answer.', 'Answer it', block.key, review),
+    answered ? null : outcomeLine(block),
     h(
       'dl',
       { class: 'answers' },
       questions.flatMap((question) => [
-        h('dt', {}, question.question),
-        block.resolved && !state ? h('dd', {}, answers[question.question] || NO_PREFERENCE) : null,
+        h('dt', {}, question.header ? h('span', { class: 'chip' }, question.header) : null, ' ', question.question),
+        answered ? h('dd', {}, answers[question.question] || NO_PREFERENCE) : null,
       ]),
     ),
   );
 }
 
-function approvalView(block) {
+/** A tool approval inside its group: the actions, then what was decided. */
+function approvalView(block, review) {
   const names = block.actionRequests.map((action) => readable(action.name)).join(', ');
-  const state = requestState(block, 'Waiting for your approval (see the request above)');
-  const decided = (block.decisions ?? []).map((decision) => decisionText(decision)).join('; ');
+  const decided = (block.decisions ?? []).map(describeDecision).join('; ');
   return h(
     'div',
-    { class: 'tl-approval', dataset: { resolved: String(block.resolved) } },
+    { class: 'tl-approval', dataset: { resolved: String(block.resolved), key: block.key } },
     h('span', { class: 'tl-label' }, `Approval: ${names}`),
-    h('p', { class: 'tl-state' }, state ?? decided),
+    block.resolved
+      ? outcomeLine(block) ?? h('p', { class: 'tl-state' }, decided)
+      : pendingView('Waiting for your decision.', 'Review it', block.key, review),
   );
 }
 
-/** A request's state in words, or `null` when it was answered normally. */
-function requestState(block, pending) {
-  if (!block.resolved) return pending;
-  if (block.timedOut) return 'Expired: nobody answered in time';
-  if (block.cancelled) return 'Withdrawn by the agent';
-  if (!block.answers && block.decisions?.some((decision) => decision.type === 'reject')) {
-    return isQuestion(block) ? 'Declined' : null;
-  }
-  return null;
+/** A pending request's line, with the button that takes the human to its card. */
+function pendingView(text, action, key, review) {
+  return h(
+    'p',
+    { class: 'tl-state tl-pending' },
+    text,
+    ' ',
+    h('button', { type: 'button', class: 'link-button', onclick: () => review(key) }, action),
+  );
 }
 
-function decisionText(decision) {
-  switch (decision?.type) {
-    case 'approve':
-      return 'Approved';
-    case 'edit':
-      return 'Approved with edited arguments';
-    case 'reject':
-      return decision.message ? `Rejected: ${decision.message}` : 'Rejected';
-    case 'respond':
-      return `Responded: ${decision.message}`;
-    default:
-      return '';
+/** How a request ended when it was not answered normally, or `null`. */
+function outcomeLine(block) {
+  if (!block.resolved) return null;
+  let text = null;
+  if (block.timedOut) text = 'Expired: nobody answered in time';
+  else if (block.cancelled) text = 'Withdrawn by the agent';
+  else if (isQuestion(block)) {
+    const reason = block.decisions?.find((decision) => decision.type === 'reject')?.message;
+    text = reason ? `Declined: ${reason}` : 'Declined';
   }
+  return text ? h('p', { class: 'tl-state' }, text) : null;
 }

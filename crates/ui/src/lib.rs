@@ -2,10 +2,12 @@
 //!
 //! A small ES-module app (plain HTML, CSS and JavaScript, no framework, no build step) lives
 //! in `assets/` and is embedded in the binary with `include_bytes!`, so `cargo run` serves
-//! it without Node. It lists pending questions and approvals live from `GET /event`, and
-//! answers them through the JSON API of `askbus-http`. This crate knows nothing about
-//! questions: it serves files. The app is the only client of the API here, and it talks to
-//! it exactly as any other client does.
+//! it without Node. It lists pending questions and approvals live from `GET /event`,
+//! answers them through the JSON API of `askbus-http`, and shows a chosen session's
+//! timeline in the seeds' group style from `GET /session/{id}/history` followed by
+//! `GET /session/{id}/stream`. This crate knows nothing about questions: it serves files.
+//! The app is the only client of the API here, and it talks to it exactly as any other
+//! client does.
 //!
 //! Policy, in exact words:
 //!
@@ -105,6 +107,16 @@ const ASSETS: &[Asset] = &[
         name: "approval.js",
         content_type: JS,
         body: include_bytes!("../assets/approval.js"),
+    },
+    Asset {
+        name: "session.js",
+        content_type: JS,
+        body: include_bytes!("../assets/session.js"),
+    },
+    Asset {
+        name: "timeline.js",
+        content_type: JS,
+        body: include_bytes!("../assets/timeline.js"),
     },
     Asset {
         name: "style.css",

@@ -1,0 +1,114 @@
+// One session's timeline on screen: its history, then its stream, as seed 004 reconnects.
+//
+// `timeline.js` knows how the seeds' history and frames look as groups; this module knows
+// where they come from. Showing a session loads `GET /session/{id}/history`, renders it,
+// and follows `GET /session/{id}/stream` from the history's `last_event_id` (sent as
+// `Last-Event-ID`), so every frame after the history arrives once: the server guarantees
+// that history + frames after its cursor equal the live stream. A dropped stream resumes
+// from the last frame's `id:`, so it needs no new history. The stream is read with
+// fetch() like `/event`, because it carries the bearer token when the server wants one.
+//
+// Showing another session (or none) stops the stream and forgets the old view; a load
+// that finishes after that is dropped, so a slow history never shows under the wrong name.
+
+import * as api from './api.js';
+import { EventStreamClient } from './sse.js';
+import { Timeline } from './timeline.js';
+
+export class SessionTimeline {
+  /**
+   * `ui`: the section's elements (`section`, `session` for its name, `status`, `body`,
+   * `retry`). `review(key)`: the human wants to answer the pending request `key` shown in
+   * the timeline.
+   */
+  constructor(ui, { review }) {
+    this.ui = ui;
+    this.review = review;
+    /** The session shown, '' for none. */
+    this.session = '';
+    /** The stream of the session shown, once its history is in. */
+    this.stream = null;
+    /** Bumped by each stop (a new `show` or load), so a late history is dropped. */
+    this.generation = 0;
+    /** Whether the last load failed and `retry()` should load again. */
+    this.failed = false;
+    ui.retry.addEventListener('click', () => this.retry());
+  }
+
+  /** Shows `session`'s timeline, or hides the section for ''. */
+  show(session) {
+    this.stop();
+    this.session = session;
+    this.ui.section.hidden = !session;
+    this.ui.body.replaceChildren();
+    if (session) this.load();
+  }
+
+  /** Loads again after a failure (a token was entered, the server is back). */
+  retry() {
+    if (this.session && this.failed) this.load();
+  }
+
+  /** Resumes a stream that stopped for want of a token. */
+  resume() {
+    this.stream?.resume();
+  }
+
+  stop() {
+    this.generation += 1;
+    this.stream?.stop();
+    this.stream = null;
+  }
+
+  async load() {
+    this.stop();
+    const generation = this.generation;
+    const session = this.session;
+    this.failed = false;
+    this.ui.session.textContent = session;
+    this.setStatus('connecting', 'Loading…');
+    let history;
+    try {
+      history = await api.get(`/session/${encodeURIComponent(session)}/history`);
+    } catch (error) {
+      if (generation !== this.generation) return;
+      this.failed = true;
+      this.setStatus('offline', loadFailure(error));
+      this.ui.retry.hidden = false;
+      return;
+    }
+    if (generation !== this.generation) return;
+    const timeline = new Timeline({ review: this.review });
+    timeline.load(history);
+    this.ui.body.replaceChildren(timeline.element);
+    this.stream = new EventStreamClient({
+      url: () => `/session/${encodeURIComponent(session)}/stream`,
+      headers: api.authHeaders,
+      cursor: history?.last_event_id,
+      onEvent: (frame) => timeline.apply(frame),
+      onStatus: (status) => {
+        if (status === 'live') this.setStatus('live', 'Live');
+        else if (status === 'connecting') this.setStatus('connecting', 'Connecting…');
+        else if (status === 'reconnecting') this.setStatus('offline', 'Disconnected; reconnecting…');
+        else if (status === 'unauthorized') this.setStatus('locked', 'Token needed');
+      },
+    });
+    this.stream.start();
+  }
+
+  setStatus(state, text) {
+    this.ui.status.dataset.state = state;
+    this.ui.status.lastElementChild.textContent = text;
+    this.ui.retry.hidden = true;
+  }
+}
+
+/** Why a history could not be loaded, as a sentence. */
+function loadFailure(error) {
+  if (error instanceof api.NetworkError) return 'Could not reach the server to load this timeline.';
+  if (error instanceof api.ApiError && error.status === 401) return 'This server needs an access token.';
+  if (error instanceof api.ApiError && error.status === 403) {
+    return 'Your access token does not allow this session.';
+  }
+  return `Could not load this timeline: ${error.message}`;
+}
