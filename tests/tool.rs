@@ -228,7 +228,7 @@ async fn bad_arguments_explain_themselves() {
             .call(ToolContext::new("s"), args.clone())
             .await
             .unwrap_err();
-        let ToolError::InvalidArguments(message) = &error;
+        let ToolError::InvalidArguments { message, .. } = &error;
         assert!(
             message.contains(expected),
             "{args}: {message:?} lacks {expected:?}"
@@ -432,6 +432,21 @@ mod guard {
             .unwrap();
         assert_eq!(output.outcome, GuardOutcome::TimedOut);
         assert!(output.text.contains("did not run"), "{}", output.text);
+        assert!(runs(&guard).is_empty());
+    }
+
+    #[tokio::test]
+    async fn a_request_that_cannot_be_made_names_the_guarded_tool() {
+        let (guard, approvals) = guarded();
+        let error = guard
+            .call(ToolContext::new(""), json!({"table": "users"}))
+            .await
+            .unwrap_err();
+        assert_eq!(
+            error.to_string(),
+            "invalid arguments for the `delete_rows` tool: the session id is empty"
+        );
+        assert_eq!(approvals.pending_count(), 0);
         assert!(runs(&guard).is_empty());
     }
 

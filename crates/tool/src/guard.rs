@@ -55,7 +55,7 @@ use askbus_question::{
 use serde::Serialize;
 use serde_json::Value;
 
-use crate::{ToolContext, ToolError};
+use crate::{ToolContext, ToolError, ToolOutput};
 
 /// A tool the runtime can run, as the [`ApprovalGuard`] needs it.
 pub trait GuardedTool: Send + Sync {
@@ -84,13 +84,7 @@ pub struct ApprovalGuard<T> {
 }
 
 /// What a guarded call returns: text for the model, and what happened as data.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct GuardedOutput {
-    /// The tool result to hand back to the model.
-    pub text: String,
-    /// What happened.
-    pub outcome: GuardOutcome,
-}
+pub type GuardedOutput = ToolOutput<GuardOutcome>;
 
 /// What happened to a guarded call.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -177,7 +171,7 @@ impl<T: GuardedTool> ApprovalGuard<T> {
         let decision = match decided {
             Ok(mut reply) => reply.decisions.swap_remove(0),
             Err(ApprovalError::Invalid(invalid)) => {
-                return Err(ToolError::InvalidArguments(invalid.to_string()));
+                return Err(ToolError::invalid(name, invalid.to_string()));
             }
             Err(ApprovalError::TimedOut) => return Ok(self.refused(GuardOutcome::TimedOut)),
             Err(ApprovalError::Cancelled) => return Ok(self.refused(GuardOutcome::Cancelled)),

@@ -26,15 +26,17 @@
 //! Agent frameworks: with the `rig` feature, `rig::RigQuestionTool` is the same tool as a
 //! `rig-core` 0.44 `Tool`.
 
+mod call;
 mod definition;
 mod guard;
 mod question_tool;
 #[cfg(feature = "rig")]
 pub mod rig;
 
+pub use call::{ToolContext, ToolError, ToolOutput};
 pub use definition::ToolDefinition;
 pub use guard::{ApprovalGuard, GuardOutcome, GuardedOutput, GuardedTool};
 pub use question_tool::{
-    AnsweredQuestion, QUESTION_TOOL_DESCRIPTION, QUESTION_TOOL_NAME, QuestionTool,
-    QuestionToolArgs, ToolContext, ToolError, ToolOutcome, ToolOutput, ToolQuestion,
+    AnsweredQuestion, QUESTION_TOOL_DESCRIPTION, QUESTION_TOOL_NAME, QuestionCall, QuestionTool,
+    QuestionToolArgs, ToolOutcome, ToolQuestion,
 };
