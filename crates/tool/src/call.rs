@@ -20,7 +20,8 @@ pub struct ToolContext {
 /// What a call returns: text for the model, and the outcome as data for the runtime.
 ///
 /// `Outcome` is the tool's own: [`ToolOutcome`](crate::ToolOutcome) for the question
-/// tool, [`GuardOutcome`](crate::GuardOutcome) for a guarded tool.
+/// tool, [`ApprovalToolOutcome`](crate::ApprovalToolOutcome) for the approval tool,
+/// [`GuardOutcome`](crate::GuardOutcome) for a guarded tool.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct ToolOutput<Outcome = crate::ToolOutcome> {
     /// The tool result to hand back to the model.
