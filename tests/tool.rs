@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use askbus::Bus;
 use askbus::question::{NO_PREFERENCE, QuestionService, Timeout};
-use askbus::tool::{QuestionTool, ToolContext, ToolError, ToolOutcome, ToolOutput};
+use askbus::tool::{QuestionTool, ToolContext, ToolDefinition, ToolError, ToolOutcome, ToolOutput};
 use serde_json::{Value, json};
 
 fn tool() -> (QuestionService, QuestionTool) {
@@ -45,16 +45,23 @@ async fn call_and_answer(
     tokio::join!(call, answer).0
 }
 
-#[test]
-fn definitions_render_in_every_llm_shape() {
-    let definition = tool().1.definition();
+/// Pins `definition` in every LLM shape (snapshots `{prefix}openai_tool`,
+/// `{prefix}anthropic_tool`, `{prefix}mcp_tool`) and checks that its schema stands alone.
+fn check_definition(prefix: &str, definition: &ToolDefinition) {
     // Key order is not part of the wire, and depends on whether some crate in the build
     // turned on serde_json's `preserve_order`: snapshots sort it.
     insta::with_settings!({ sort_maps => true }, {
-        insta::assert_json_snapshot!("openai_tool", definition.to_openai());
-        insta::assert_json_snapshot!("anthropic_tool", definition.to_anthropic());
-        insta::assert_json_snapshot!("mcp_tool", definition.to_mcp());
+        insta::assert_json_snapshot!(format!("{prefix}openai_tool"), definition.to_openai());
+        insta::assert_json_snapshot!(format!("{prefix}anthropic_tool"), definition.to_anthropic());
+        insta::assert_json_snapshot!(format!("{prefix}mcp_tool"), definition.to_mcp());
     });
+    let parameters = &definition.parameters;
+    assert!(parameters.get("$ref").is_none() && parameters.get("$defs").is_none());
+}
+
+#[test]
+fn definitions_render_in_every_llm_shape() {
+    check_definition("", &tool().1.definition());
 }
 
 #[test]
@@ -64,7 +71,6 @@ fn schema_keeps_custom_answers_out_of_the_models_hands() {
     let question = &parameters["properties"]["questions"]["items"];
     assert!(question["properties"].get("custom").is_none());
     assert_eq!(question["properties"]["header"]["maxLength"], json!(30));
-    assert!(parameters.get("$ref").is_none() && parameters.get("$defs").is_none());
 }
 
 #[tokio::test]
@@ -525,12 +531,7 @@ mod approval_tool {
 
     #[test]
     fn definitions_render_in_every_llm_shape() {
-        let definition = tool().1.definition();
-        insta::with_settings!({ sort_maps => true }, {
-            insta::assert_json_snapshot!("openai_tool", definition.to_openai());
-            insta::assert_json_snapshot!("anthropic_tool", definition.to_anthropic());
-            insta::assert_json_snapshot!("mcp_tool", definition.to_mcp());
-        });
+        super::check_definition("approval_", &tool().1.definition());
     }
 
     #[test]
@@ -541,7 +542,6 @@ mod approval_tool {
         let action = &parameters["properties"]["actions"]["items"];
         assert_eq!(action["required"], json!(["name", "args"]));
         assert_eq!(action["properties"]["args"]["type"], "object");
-        assert!(parameters.get("$ref").is_none() && parameters.get("$defs").is_none());
     }
 
     #[tokio::test]
