@@ -684,6 +684,47 @@ mod approval_tool {
     }
 
     #[tokio::test]
+    async fn a_tool_use_id_joins_a_retry_of_the_same_calls_only() {
+        let (approvals, tool) = tool();
+        let with_id = |table: &str| json!({"actions": [{"name": "delete_rows", "args": {"table": table}, "tool_use_id": "t1"}]});
+        let first = tool
+            .submit(ToolContext::new("s1"), with_id("users"))
+            .unwrap();
+        let retry = tool
+            .submit(ToolContext::new("s1"), with_id("users"))
+            .unwrap();
+        assert_eq!(retry.request().id, first.request().id, "a retry joins");
+
+        let error = tool
+            .submit(ToolContext::new("s1"), with_id("invoices"))
+            .unwrap_err();
+        let ToolError::InvalidArguments { message, .. } = &error;
+        assert!(
+            message.contains(&format!(
+                "tool_use_id \"t1\" already names approval request {} of other calls",
+                first.request().id
+            )),
+            "{message}"
+        );
+        assert_eq!(
+            approvals.pending_count(),
+            1,
+            "the first request still waits"
+        );
+
+        approvals
+            .reply(first.request().id, ApprovalReply::new([Decision::Approve]))
+            .unwrap();
+        let (first, retry) = (first.await.unwrap(), retry.await.unwrap());
+        assert_eq!(first.text, retry.text);
+        assert!(
+            first.text.contains(r#"{"table":"users"}"#),
+            "{}",
+            first.text
+        );
+    }
+
+    #[tokio::test]
     async fn allowed_decisions_become_review_configs_per_tool() {
         let (approvals, tool) = tool();
         let args = json!({"actions": [

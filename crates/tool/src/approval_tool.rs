@@ -195,14 +195,18 @@ impl ApprovalTool {
     /// Validates `args` and makes the approval request now; returns the future of its
     /// outcome.
     ///
+    /// A first action with a `tool_use_id` that already asked in this session joins that
+    /// request (a retry gets the one review), but only if it proposes the same calls: a
+    /// review is never taken for calls it did not show the human.
+    ///
     /// # Errors
     ///
-    /// [`ToolError::InvalidArguments`] with a message the model can act on; no request is
-    /// made then.
+    /// [`ToolError::InvalidArguments`] with a message the model can act on, also for a
+    /// `tool_use_id` that names a request of other calls; no request is made then.
     pub fn submit(&self, context: ToolContext, args: Value) -> Result<ApprovalCall, ToolError> {
         let proposed = parse_args(args)?.actions;
         let review_configs = review_configs(&proposed)?;
-        let actions = proposed
+        let actions: Vec<Action> = proposed
             .into_iter()
             .map(|proposed| Action {
                 name: proposed.name,
@@ -213,8 +217,26 @@ impl ApprovalTool {
             .collect();
         let pending = self
             .approvals
-            .submit(context.session_id, actions, review_configs, self.timeout)
+            .submit(
+                context.session_id,
+                actions.clone(),
+                review_configs,
+                self.timeout,
+            )
             .map_err(|invalid| ToolError::invalid(APPROVAL_TOOL_NAME, invalid.to_string()))?;
+        if !same_calls(&pending.request().action_requests, &actions) {
+            // Detached, not dropped: dropping could cancel the earlier request, which is
+            // not this call's to end.
+            let joined = pending.detach();
+            return Err(ToolError::invalid(
+                APPROVAL_TOOL_NAME,
+                format!(
+                    "tool_use_id {:?} already names approval request {} of other calls in this session; give these calls a new tool_use_id, or leave it out",
+                    actions[0].tool_use_id.as_deref().unwrap_or_default(),
+                    joined.id
+                ),
+            ));
+        }
         Ok(ApprovalCall { pending })
     }
 }
@@ -318,6 +340,15 @@ fn decision_text(action: &Action, decision: &Decision) -> String {
             Runner::Model,
         ),
     }
+}
+
+/// Whether two lists of actions call the same tools with the same arguments, in order.
+fn same_calls(these: &[Action], those: &[Action]) -> bool {
+    these.len() == those.len()
+        && these
+            .iter()
+            .zip(those)
+            .all(|(this, that)| this.name == that.name && this.args == that.args)
 }
 
 /// The review configs of `actions`: one per tool that lists `allowed_decisions`.
