@@ -12,6 +12,9 @@
 //! process: the bytes `askbus mcp` exchanges, without the built binary (cargo builds the
 //! binaries of other packages only for their own tests, so a test here cannot rely on it).
 //!
+//! Both tools are driven: `question` (answered with `POST /question/{id}/reply`) and
+//! `request_approval` (decided with `POST /approval/{id}/reply`: approve, edit, reject).
+//!
 //! The human is this test: it watches `GET /event` and answers over the HTTP API, as any
 //! askbus client does. Each step waits for a line node prints (one JSON object per step)
 //! or an event, never for a timer. Progress runs every 100 ms so the first notification
@@ -25,7 +28,8 @@ use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
-use askbus::{Bus, QuestionService};
+use askbus::Bus;
+use askbus::question::RequestHub;
 use askbus_http::HttpConfig;
 use askbus_mcp::{AskbusMcp, McpConfig};
 use clap::Parser;
@@ -48,6 +52,10 @@ const NODE_SELF_TIMEOUT_MS: &str = "15000";
 const TOKEN: &str = "mcp-sdk-test-token-0123456789";
 /// The session MCP tool calls ask in (`--mcp-session`).
 const SESSION: &str = "ses_mcp_test";
+/// A second token, confined to [`SCOPED_SESSION`].
+const SCOPED_TOKEN: &str = "mcp-sdk-scoped-token-9876543210";
+/// The session [`SCOPED_TOKEN`] may use; its MCP requests are made there.
+const SCOPED_SESSION: &str = "ses_mcp_scoped";
 /// Seconds between progress notifications (`--mcp-progress-secs`).
 const PROGRESS_SECS: &str = "0.1";
 /// The answers the test gives over HTTP, one per question of `tests/mcp/questions.mjs`.
@@ -68,58 +76,79 @@ async fn over_stdio_the_sdk_lists_calls_and_gets_the_http_answer() {
     let askbus = Askbus::serve_http_only().await;
     let mut events = askbus.events().await;
     let mut node = Node::legacy("answer", Transport::Stdio).await;
-    let (reader, writer) = node.take_stdio();
-    let config = McpConfig {
-        session_id: SESSION.into(),
-        progress_interval: Duration::from_millis(100),
-        ..McpConfig::default()
-    };
-    let mcp = AskbusMcp::new(askbus.questions(), config);
-    let served = tokio::spawn(askbus_mcp::serve_io(
-        mcp,
-        reader,
-        writer,
-        askbus.shutdown.child_token(),
-    ));
+    let served = askbus.serve_stdio(&mut node);
     answer_over_http(&askbus, &mut events, &mut node, "stdio").await;
     node.finish().await;
-    let quit = tokio::time::timeout(STEP_TIMEOUT, served)
-        .await
-        .expect("the stdio server stops when node closes its end")
-        .expect("the server task")
-        .expect("a clean stop");
-    assert!(
-        matches!(quit, askbus_mcp::QuitReason::Closed),
-        "stopped because the client closed stdin: {quit:?}"
+    stopped_with_stdin(served).await;
+    askbus.shutdown.cancel();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn over_streamable_http_approvals_are_decided_over_http_in_the_tokens_session() {
+    let askbus = Askbus::serve(&["--token", &format!("{SCOPED_TOKEN}@{SCOPED_SESSION}")]).await;
+    let mut events = askbus.events().await;
+    // A session-scoped token: its approvals are made in its session, not `--mcp-session`.
+    let mut node = Node::legacy("approve", Transport::Http(askbus.mcp_url()))
+        .with_env("ASKBUS_TOKEN", SCOPED_TOKEN)
+        .with_env("ASKBUS_APPROVAL_CALLS", &DECISIONS.len().to_string())
+        .await;
+    decide_over_http(&askbus, &mut events, &mut node, SCOPED_SESSION).await;
+    node.finish().await;
+    askbus.shutdown.cancel();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn over_stdio_approvals_are_decided_over_http() {
+    let askbus = Askbus::serve_http_only().await;
+    let mut events = askbus.events().await;
+    let mut node = Node::legacy("approve", Transport::Stdio)
+        .with_env("ASKBUS_APPROVAL_CALLS", &DECISIONS.len().to_string())
+        .await;
+    let served = askbus.serve_stdio(&mut node);
+    decide_over_http(&askbus, &mut events, &mut node, SESSION).await;
+    node.finish().await;
+    stopped_with_stdin(served).await;
+    askbus.shutdown.cancel();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bad_approval_arguments_are_tool_errors_the_model_can_read() {
+    let askbus = Askbus::serve(&[]).await;
+    let mut node = Node::legacy("invalid", Transport::Http(askbus.mcp_url())).await;
+    // One per `INVALID_ARGUMENTS` of tests/mcp/approvals.mjs, in order.
+    let expected = [
+        "an approval request needs at least one action",
+        "invalid type: sequence, expected a map",
+        "unknown variant `maybe`",
+    ];
+    for phrase in expected {
+        let step = node.stage("result").await;
+        let result = &step["result"];
+        assert_eq!(result["isError"], true, "{step}");
+        let text = result_text(result);
+        assert!(
+            text.starts_with("invalid arguments for the `request_approval` tool: ")
+                && text.contains(phrase),
+            "{text:?} lacks {phrase:?}"
+        );
+    }
+    node.finish().await;
+    assert_eq!(
+        askbus.get("/approval").await,
+        json!([]),
+        "no approval was requested"
     );
     askbus.shutdown.cancel();
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn cancelling_the_call_cancels_the_question() {
-    let askbus = Askbus::serve(&[]).await;
-    let mut events = askbus.events().await;
-    let mut node = Node::legacy("cancel", Transport::Http(askbus.mcp_url())).await;
-    let asked = events.next_of("question.asked").await;
-    let id = asked["id"].as_str().expect("the request id").to_owned();
-    node.stage("progress").await;
-    let aborted = node.stage("aborted").await;
-    assert!(
-        aborted["error"]
-            .as_str()
-            .is_some_and(|error| error.contains("the test cancels the call")),
-        "the SDK rejected the call with our abort reason: {aborted}"
-    );
-    // The MCP session is still open: only `notifications/cancelled` can have done this.
-    let cancelled = events.next_terminal().await;
-    assert_eq!(cancelled["type"], "question.cancelled", "{cancelled}");
-    assert_eq!(cancelled["properties"]["requestID"], id);
-    assert_eq!(cancelled["properties"]["sessionID"], SESSION);
-    node.close_stdin();
-    node.finish().await;
-    let status = askbus.get(&format!("/question/{id}")).await;
-    assert_eq!(status["status"], "cancelled", "{status}");
-    askbus.shutdown.cancel();
+    cancel_call(&QUESTION).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cancelling_the_call_cancels_the_approval() {
+    cancel_call(&APPROVAL).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -210,16 +239,178 @@ async fn a_2026_07_28_client_answers_an_input_required_form_and_retries() {
     askbus.shutdown.cancel();
 }
 
+/// What differs between the two tools' requests on the askbus side.
+struct RequestKind {
+    /// The MCP tool that makes it.
+    tool: &'static str,
+    /// Its HTTP route (`GET {route}/{id}`).
+    route: &'static str,
+    /// The event announcing it.
+    asked: &'static str,
+    /// The event of its cancellation.
+    cancelled: &'static str,
+    /// The property naming the request in that event.
+    request_id: &'static str,
+    /// The property naming its session there.
+    session_id: &'static str,
+}
+
+const QUESTION: RequestKind = RequestKind {
+    tool: "question",
+    route: "/question",
+    asked: "question.asked",
+    cancelled: "question.cancelled",
+    request_id: "requestID",
+    session_id: "sessionID",
+};
+
+const APPROVAL: RequestKind = RequestKind {
+    tool: "request_approval",
+    route: "/approval",
+    asked: "approval.asked",
+    cancelled: "approval.cancelled",
+    request_id: "request_id",
+    session_id: "session_id",
+};
+
+/// The decisions `decide_over_http` sends over HTTP, one per approval call, with the text
+/// and `structuredContent` the MCP client must receive.
+const DECISIONS: [(&str, &str); 3] = [
+    (
+        r#"{"type": "approve"}"#,
+        r#"A human approved this call to `delete_rows` with {"table":"users"}: run it as you proposed."#,
+    ),
+    (
+        r#"{"type": "edit", "edited_action": {"name": "delete_rows", "args": {"table": "sessions"}}}"#,
+        r#"A human replaced this call to `delete_rows` with {"table":"users"}: run `delete_rows` with {"table":"sessions"} instead, not your original call."#,
+    ),
+    (
+        r#"{"type": "reject", "message": "Not during business hours"}"#,
+        "A human reviewed this call to `delete_rows`; do not run it. Their answer: Not during business hours",
+    ),
+];
+
+/// `tools/list` offers both tools, each with its askbus-tool schema.
+fn check_tools(tools: &Value) {
+    let tools = &tools["tools"];
+    let names: Vec<&str> = tools
+        .as_array()
+        .expect("a list of tools")
+        .iter()
+        .filter_map(|tool| tool["name"].as_str())
+        .collect();
+    assert_eq!(names, ["question", "request_approval"], "{tools}");
+    assert_eq!(tools[0]["inputSchema"]["type"], "object");
+    assert!(tools[0]["inputSchema"]["properties"]["questions"].is_object());
+    assert_eq!(tools[1]["inputSchema"]["type"], "object");
+    assert_eq!(tools[1]["inputSchema"]["required"], json!(["actions"]));
+}
+
+/// The shared exchange of the `approve` scenario: node lists the tools and asks for the
+/// approval of `delete_rows` once per [`DECISIONS`] entry; for each, the test finds the
+/// request on `/event` and in `GET /approval`, waits for the first progress notification,
+/// decides over HTTP, and checks the tool result node receives.
+async fn decide_over_http(askbus: &Askbus, events: &mut Events, node: &mut Node, session: &str) {
+    check_tools(&node.stage("tools").await);
+    for (call, (decision, text)) in DECISIONS.iter().enumerate() {
+        let asked = events.next_of("approval.asked").await;
+        assert_eq!(asked["session_id"], session, "{asked}");
+        assert_eq!(
+            asked["action_requests"],
+            json!([{
+                "name": "delete_rows",
+                "args": {"table": "users"},
+                "description": "Delete the users inactive for 90 days",
+                "tool_use_id": format!("toolu_{}", call + 1),
+            }])
+        );
+        assert_eq!(
+            asked["review_configs"],
+            json!([{"action_name": "delete_rows", "allowed_decisions": ["approve", "edit", "reject"]}])
+        );
+        let id = asked["id"].as_str().expect("the request id").to_owned();
+        let listed = askbus.get("/approval").await;
+        assert_eq!(listed[0]["id"], id, "GET /approval lists it: {listed}");
+
+        let progress = node.stage("progress").await["progress"].clone();
+        assert!(
+            progress["message"]
+                .as_str()
+                .is_some_and(|message| message.contains(&id)),
+            "the progress message names the approval: {progress}"
+        );
+
+        let decision: Value = serde_json::from_str(decision).expect("a decision");
+        askbus
+            .post(
+                &format!("/approval/{id}/reply"),
+                &json!({"decisions": [decision]}),
+            )
+            .await;
+        let done = node.stage("result").await;
+        let result = &done["result"];
+        assert_ne!(result["isError"], true, "{result}");
+        assert_eq!(result_text(result), *text);
+        assert_eq!(
+            result["structuredContent"],
+            json!({"status": "decided", "decisions": [decision]})
+        );
+        let replied = events.next_terminal().await;
+        assert_eq!(replied["type"], "approval.replied", "{replied}");
+        assert_eq!(replied["properties"]["request_id"], id);
+    }
+}
+
+/// The `cancel` scenario for `kind`'s tool: node aborts the call at its first progress
+/// notification, and the request is cancelled.
+async fn cancel_call(kind: &RequestKind) {
+    let askbus = Askbus::serve(&[]).await;
+    let mut events = askbus.events().await;
+    let mut node = Node::legacy("cancel", Transport::Http(askbus.mcp_url()))
+        .with_env("ASKBUS_CANCEL_TOOL", kind.tool)
+        .await;
+    let asked = events.next_of(kind.asked).await;
+    let id = asked["id"].as_str().expect("the request id").to_owned();
+    node.stage("progress").await;
+    let aborted = node.stage("aborted").await;
+    assert!(
+        aborted["error"]
+            .as_str()
+            .is_some_and(|error| error.contains("the test cancels the call")),
+        "the SDK rejected the call with our abort reason: {aborted}"
+    );
+    // The MCP session is still open: only `notifications/cancelled` can have done this.
+    let cancelled = events.next_terminal().await;
+    assert_eq!(cancelled["type"], kind.cancelled, "{cancelled}");
+    assert_eq!(cancelled["properties"][kind.request_id], id);
+    assert_eq!(cancelled["properties"][kind.session_id], SESSION);
+    node.close_stdin();
+    node.finish().await;
+    let status = askbus.get(&format!("{}/{id}", kind.route)).await;
+    assert_eq!(status["status"], "cancelled", "{status}");
+    askbus.shutdown.cancel();
+}
+
+/// Waits for the stdio server to stop because node closed its end.
+async fn stopped_with_stdin(
+    served: tokio::task::JoinHandle<Result<askbus_mcp::QuitReason, askbus_mcp::McpServeError>>,
+) {
+    let quit = tokio::time::timeout(STEP_TIMEOUT, served)
+        .await
+        .expect("the stdio server stops when node closes its end")
+        .expect("the server task")
+        .expect("a clean stop");
+    assert!(
+        matches!(quit, askbus_mcp::QuitReason::Closed),
+        "stopped because the client closed stdin: {quit:?}"
+    );
+}
+
 /// The shared exchange of the `answer` scenario: node lists the tools and calls
 /// `question`; the test waits for the question on `/event` and for the first progress
 /// notification, answers over HTTP, and checks the tool result node receives.
 async fn answer_over_http(askbus: &Askbus, events: &mut Events, node: &mut Node, name: &str) {
-    let tools = node.stage("tools").await;
-    let tool = &tools["tools"][0];
-    assert_eq!(tools["tools"].as_array().map(Vec::len), Some(1), "{tools}");
-    assert_eq!(tool["name"], "question");
-    assert_eq!(tool["inputSchema"]["type"], "object");
-    assert!(tool["inputSchema"]["properties"]["questions"].is_object());
+    check_tools(&node.stage("tools").await);
 
     let asked = events.next_of("question.asked").await;
     assert_eq!(asked["sessionID"], SESSION);
@@ -239,7 +430,13 @@ async fn answer_over_http(askbus: &Askbus, events: &mut Events, node: &mut Node,
     );
 
     let replied_at = Instant::now();
-    askbus.reply(&id, HTTP_ANSWERS).await;
+    let answers: Value = serde_json::from_str(HTTP_ANSWERS).expect("answers");
+    askbus
+        .post(
+            &format!("/question/{id}/reply"),
+            &json!({ "answers": answers }),
+        )
+        .await;
     let done = node.stage("result").await;
     let latency = replied_at.elapsed();
     eprintln!("mcp ({name}): HTTP reply -> MCP client has the result in {latency:.1?}");
@@ -301,8 +498,8 @@ fn result_text(result: &Value) -> &str {
 /// An askbus server on an ephemeral loopback port.
 struct Askbus {
     base: String,
-    /// The question service, when the test built the server itself (stdio).
-    questions: Option<QuestionService>,
+    /// The requests the server serves, when the test built the server itself (stdio).
+    hub: Option<RequestHub>,
     shutdown: CancellationToken,
     http: reqwest::Client,
 }
@@ -331,23 +528,24 @@ impl Askbus {
         tokio::spawn(askbus_server::serve(listener, settings, shutdown.clone()));
         Self {
             base,
-            questions: None,
+            hub: None,
             shutdown,
             http: reqwest::Client::new(),
         }
     }
 
-    /// The HTTP API alone, over a question service the test also serves MCP from.
+    /// The HTTP API alone, over a hub the test also serves MCP from
+    /// ([`serve_stdio`](Self::serve_stdio)).
     async fn serve_http_only() -> Self {
         let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
         let base = format!("http://{}", listener.local_addr().expect("address"));
-        let questions = QuestionService::new(Bus::new());
+        let hub = RequestHub::new(Bus::new());
         let shutdown = CancellationToken::new();
         let config = HttpConfig {
             tokens: vec![askbus_http::AccessToken::all_sessions(TOKEN)],
             ..HttpConfig::default()
         };
-        let app = askbus_http::router(questions.clone(), config, shutdown.clone());
+        let app = askbus_http::router(hub.clone(), config, shutdown.clone());
         tokio::spawn(
             axum::serve(listener, app)
                 .with_graceful_shutdown(shutdown.clone().cancelled_owned())
@@ -355,14 +553,32 @@ impl Askbus {
         );
         Self {
             base,
-            questions: Some(questions),
+            hub: Some(hub),
             shutdown,
             http: reqwest::Client::new(),
         }
     }
 
-    fn questions(&self) -> QuestionService {
-        self.questions.clone().expect("a server built by the test")
+    /// Serves MCP over node's stdin and stdout from the hub of
+    /// [`serve_http_only`](Self::serve_http_only), as `askbus mcp` does over its own.
+    fn serve_stdio(
+        &self,
+        node: &mut Node,
+    ) -> tokio::task::JoinHandle<Result<askbus_mcp::QuitReason, askbus_mcp::McpServeError>> {
+        let hub = self.hub.clone().expect("a server built by the test");
+        let (reader, writer) = node.take_stdio();
+        let config = McpConfig {
+            session_id: SESSION.into(),
+            progress_interval: Duration::from_millis(100),
+            ..McpConfig::default()
+        };
+        let mcp = AskbusMcp::new(hub, config);
+        tokio::spawn(askbus_mcp::serve_io(
+            mcp,
+            reader,
+            writer,
+            self.shutdown.child_token(),
+        ))
     }
 
     fn mcp_url(&self) -> String {
@@ -387,18 +603,17 @@ impl Askbus {
         events
     }
 
-    async fn reply(&self, id: &str, answers: &str) {
-        let body = format!(r#"{{"answers": {answers}}}"#);
+    /// `POST {path}` with a JSON `body`, which must answer 200.
+    async fn post(&self, path: &str, body: &Value) {
         let response = self
             .http
-            .post(format!("{}/question/{id}/reply", self.base))
+            .post(format!("{}{path}", self.base))
             .bearer_auth(TOKEN)
-            .header("content-type", "application/json")
-            .body(body)
+            .json(body)
             .send()
             .await
-            .expect("POST reply");
-        assert_eq!(response.status(), reqwest::StatusCode::OK, "reply to {id}");
+            .expect("POST");
+        assert_eq!(response.status(), reqwest::StatusCode::OK, "POST {path}");
     }
 
     async fn get(&self, path: &str) -> Value {
@@ -443,7 +658,7 @@ impl Events {
         event["properties"].clone()
     }
 
-    /// The next event, which must end a question.
+    /// The next event, which must end a question or an approval.
     async fn next_terminal(&mut self) -> Value {
         let event = self.next().await;
         let kind = event["type"].as_str().unwrap_or_default();
@@ -452,7 +667,10 @@ impl Events {
                 "question.replied",
                 "question.rejected",
                 "question.timed_out",
-                "question.cancelled"
+                "question.cancelled",
+                "approval.replied",
+                "approval.timed_out",
+                "approval.cancelled",
             ]
             .contains(&kind),
             "{event}"

@@ -1,10 +1,11 @@
-//! The LLM question tool through its public API: definitions, calls, outcome texts.
+//! The LLM tools through their public API: definitions, calls, outcome texts; the approval
+//! tool and the approval guard in their own modules.
 
 use std::time::Duration;
 
 use askbus::Bus;
 use askbus::question::{NO_PREFERENCE, QuestionService, Timeout};
-use askbus::tool::{QuestionTool, ToolContext, ToolError, ToolOutcome, ToolOutput};
+use askbus::tool::{QuestionTool, ToolContext, ToolDefinition, ToolError, ToolOutcome, ToolOutput};
 use serde_json::{Value, json};
 
 fn tool() -> (QuestionService, QuestionTool) {
@@ -44,16 +45,23 @@ async fn call_and_answer(
     tokio::join!(call, answer).0
 }
 
-#[test]
-fn definitions_render_in_every_llm_shape() {
-    let definition = tool().1.definition();
+/// Pins `definition` in every LLM shape (snapshots `{prefix}openai_tool`,
+/// `{prefix}anthropic_tool`, `{prefix}mcp_tool`) and checks that its schema stands alone.
+fn check_definition(prefix: &str, definition: &ToolDefinition) {
     // Key order is not part of the wire, and depends on whether some crate in the build
     // turned on serde_json's `preserve_order`: snapshots sort it.
     insta::with_settings!({ sort_maps => true }, {
-        insta::assert_json_snapshot!("openai_tool", definition.to_openai());
-        insta::assert_json_snapshot!("anthropic_tool", definition.to_anthropic());
-        insta::assert_json_snapshot!("mcp_tool", definition.to_mcp());
+        insta::assert_json_snapshot!(format!("{prefix}openai_tool"), definition.to_openai());
+        insta::assert_json_snapshot!(format!("{prefix}anthropic_tool"), definition.to_anthropic());
+        insta::assert_json_snapshot!(format!("{prefix}mcp_tool"), definition.to_mcp());
     });
+    let parameters = &definition.parameters;
+    assert!(parameters.get("$ref").is_none() && parameters.get("$defs").is_none());
+}
+
+#[test]
+fn definitions_render_in_every_llm_shape() {
+    check_definition("", &tool().1.definition());
 }
 
 #[test]
@@ -63,7 +71,6 @@ fn schema_keeps_custom_answers_out_of_the_models_hands() {
     let question = &parameters["properties"]["questions"]["items"];
     assert!(question["properties"].get("custom").is_none());
     assert_eq!(question["properties"]["header"]["maxLength"], json!(30));
-    assert!(parameters.get("$ref").is_none() && parameters.get("$defs").is_none());
 }
 
 #[tokio::test]
@@ -228,7 +235,7 @@ async fn bad_arguments_explain_themselves() {
             .call(ToolContext::new("s"), args.clone())
             .await
             .unwrap_err();
-        let ToolError::InvalidArguments(message) = &error;
+        let ToolError::InvalidArguments { message, .. } = &error;
         assert!(
             message.contains(expected),
             "{args}: {message:?} lacks {expected:?}"
@@ -436,6 +443,21 @@ mod guard {
     }
 
     #[tokio::test]
+    async fn a_request_that_cannot_be_made_names_the_guarded_tool() {
+        let (guard, approvals) = guarded();
+        let error = guard
+            .call(ToolContext::new(""), json!({"table": "users"}))
+            .await
+            .unwrap_err();
+        assert_eq!(
+            error.to_string(),
+            "invalid arguments for the `delete_rows` tool: the session id is empty"
+        );
+        assert_eq!(approvals.pending_count(), 0);
+        assert!(runs(&guard).is_empty());
+    }
+
+    #[tokio::test]
     async fn only_the_allowed_decisions_are_offered() {
         let approvals = ApprovalService::new(Bus::new());
         let guard = ApprovalGuard::new(DeleteRows::default(), approvals.clone())
@@ -457,5 +479,361 @@ mod guard {
         let (output, ()) = tokio::join!(call, human);
         assert_eq!(output.unwrap().outcome, GuardOutcome::Cancelled);
         assert!(runs(&guard).is_empty());
+    }
+}
+
+mod approval_tool {
+    //! The approval tool: the model proposes calls, a human decides, the model reads what
+    //! it may run.
+
+    use std::time::Duration;
+
+    use askbus::Timeout;
+    use askbus::bus::Bus;
+    use askbus::question::{ApprovalReply, ApprovalService, Decision, DecisionType, EditedAction};
+    use askbus::tool::{
+        ApprovalTool, ApprovalToolOutcome, ApprovalToolOutput, ToolContext, ToolError,
+    };
+    use serde_json::{Value, json};
+
+    fn tool() -> (ApprovalService, ApprovalTool) {
+        let approvals = ApprovalService::new(Bus::new());
+        (approvals.clone(), ApprovalTool::new(approvals))
+    }
+
+    fn delete_users() -> Value {
+        json!({"actions": [{
+            "name": "delete_rows",
+            "args": {"table": "users"},
+            "description": "Delete the expired users",
+        }]})
+    }
+
+    /// Calls the tool with `args` while a human replies `reply` to its one request.
+    async fn decide(args: Value, reply: ApprovalReply) -> ApprovalToolOutput {
+        let (approvals, tool) = tool();
+        let call = tool.submit(ToolContext::new("s1"), args).unwrap();
+        let pending = approvals.list(Some("s1"));
+        assert_eq!(pending.len(), 1, "the call made exactly one request");
+        assert_eq!(pending[0].id, call.request().id);
+        approvals.reply(call.request().id, reply).unwrap();
+        call.await.unwrap()
+    }
+
+    fn edit(name: &str, args: Value) -> Decision {
+        Decision::Edit {
+            edited_action: EditedAction {
+                name: name.into(),
+                args,
+            },
+        }
+    }
+
+    #[test]
+    fn definitions_render_in_every_llm_shape() {
+        super::check_definition("approval_", &tool().1.definition());
+    }
+
+    #[test]
+    fn the_schema_asks_for_complete_calls() {
+        let parameters = tool().1.definition().parameters;
+        assert_eq!(parameters["required"], json!(["actions"]));
+        assert_eq!(parameters["properties"]["actions"]["minItems"], json!(1));
+        let action = &parameters["properties"]["actions"]["items"];
+        assert_eq!(action["required"], json!(["name", "args"]));
+        assert_eq!(action["properties"]["args"]["type"], "object");
+    }
+
+    #[tokio::test]
+    async fn approve_tells_the_model_to_run_its_call() {
+        let output = decide(delete_users(), ApprovalReply::new([Decision::Approve])).await;
+        assert_eq!(
+            output.text,
+            r#"A human approved this call to `delete_rows` with {"table":"users"}: run it as you proposed."#
+        );
+        assert_eq!(
+            output.outcome,
+            ApprovalToolOutcome::Decided(ApprovalReply::new([Decision::Approve]))
+        );
+        assert_eq!(
+            serde_json::to_value(&output.outcome).unwrap(),
+            json!({"status": "decided", "decisions": [{"type": "approve"}]})
+        );
+    }
+
+    #[tokio::test]
+    async fn edit_tells_the_model_to_run_the_humans_call_instead() {
+        let output = decide(
+            delete_users(),
+            ApprovalReply::new([edit("archive_rows", json!({"older_than_days": 30}))]),
+        )
+        .await;
+        assert_eq!(
+            output.text,
+            r#"A human replaced this call to `delete_rows` with {"table":"users"}: run `archive_rows` with {"older_than_days":30} instead, not your original call."#
+        );
+        assert_eq!(
+            serde_json::to_value(&output.outcome).unwrap(),
+            json!({"status": "decided", "decisions": [{"type": "edit", "edited_action":
+                {"name": "archive_rows", "args": {"older_than_days": 30}}}]})
+        );
+    }
+
+    #[tokio::test]
+    async fn reject_and_respond_tell_the_model_not_to_run_and_quote_the_human() {
+        let rejected = decide(
+            delete_users(),
+            ApprovalReply::new([Decision::Reject {
+                message: Some("not in production".into()),
+            }]),
+        )
+        .await;
+        assert_eq!(
+            rejected.text,
+            "A human reviewed this call to `delete_rows`; do not run it. Their answer: not in production"
+        );
+        let silent = decide(
+            delete_users(),
+            ApprovalReply::new([Decision::Reject { message: None }]),
+        )
+        .await;
+        assert!(
+            silent
+                .text
+                .starts_with("A human rejected this call to `delete_rows`; do not run it."),
+            "{}",
+            silent.text
+        );
+        let responded = decide(
+            delete_users(),
+            ApprovalReply::new([Decision::Respond {
+                message: "They are already gone.".into(),
+            }]),
+        )
+        .await;
+        assert!(
+            responded.text.contains("do not run it")
+                && responded
+                    .text
+                    .ends_with("Their answer: They are already gone."),
+            "{}",
+            responded.text
+        );
+    }
+
+    #[tokio::test]
+    async fn several_calls_read_back_in_order_with_the_humans_note() {
+        let args = json!({"actions": [
+            {"name": "delete_rows", "args": {"table": "users"}},
+            {"name": "send_email", "args": {"to": "ops@example.com"}},
+        ]});
+        let reply = ApprovalReply::new([
+            Decision::Approve,
+            Decision::Reject {
+                message: Some("no email".into()),
+            },
+        ])
+        .with_user_edit_content("Ping me on chat instead.");
+        let output = decide(args, reply).await;
+        assert_eq!(
+            output.text,
+            "The 2 calls you asked to make, in order:\n\
+             1. A human approved this call to `delete_rows` with {\"table\":\"users\"}: run it as you proposed.\n\
+             2. A human reviewed this call to `send_email`; do not run it. Their answer: no email\n\
+             The human added: Ping me on chat instead."
+        );
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn timeout_and_cancellation_have_their_own_texts_and_run_nothing() {
+        let (approvals, tool) = tool();
+        let tool = tool.with_timeout(Timeout::After(Duration::from_secs(30)));
+        let timed_out = tool
+            .call(ToolContext::new("s1"), delete_users())
+            .await
+            .unwrap();
+        assert_eq!(timed_out.outcome, ApprovalToolOutcome::TimedOut);
+        assert_eq!(
+            timed_out.text,
+            "Nobody approved this call to `delete_rows` in time, so do not run it. Do not report it as done."
+        );
+
+        let call = tool.submit(ToolContext::new("s1"), delete_users()).unwrap();
+        assert_eq!(approvals.cancel_session("s1"), 1);
+        let cancelled = call.await.unwrap();
+        assert_eq!(cancelled.outcome, ApprovalToolOutcome::Cancelled);
+        assert_eq!(
+            cancelled.text,
+            "The approval of this call to `delete_rows` was cancelled (the session was stopped); do not run it."
+        );
+        assert_eq!(
+            serde_json::to_value(&cancelled.outcome).unwrap(),
+            json!({"status": "cancelled"})
+        );
+    }
+
+    #[tokio::test]
+    async fn dropping_the_call_cancels_the_request() {
+        let (approvals, tool) = tool();
+        let call = tool.submit(ToolContext::new("s1"), delete_users()).unwrap();
+        let id = call.request().id;
+        drop(call);
+        let outcome = approvals.get(id).unwrap().outcome;
+        assert_eq!(outcome, Some(askbus::question::Outcome::Cancelled));
+        assert_eq!(approvals.pending_count(), 0);
+    }
+
+    #[tokio::test]
+    async fn a_tool_use_id_joins_a_retry_of_the_same_calls_only() {
+        let (approvals, tool) = tool();
+        let with_id = |table: &str| json!({"actions": [{"name": "delete_rows", "args": {"table": table}, "tool_use_id": "t1"}]});
+        let first = tool
+            .submit(ToolContext::new("s1"), with_id("users"))
+            .unwrap();
+        let retry = tool
+            .submit(ToolContext::new("s1"), with_id("users"))
+            .unwrap();
+        assert_eq!(retry.request().id, first.request().id, "a retry joins");
+
+        let error = tool
+            .submit(ToolContext::new("s1"), with_id("invoices"))
+            .unwrap_err();
+        let ToolError::InvalidArguments { message, .. } = &error;
+        assert!(
+            message.contains(&format!(
+                "tool_use_id \"t1\" already names approval request {} of other calls",
+                first.request().id
+            )),
+            "{message}"
+        );
+        assert_eq!(
+            approvals.pending_count(),
+            1,
+            "the first request still waits"
+        );
+
+        approvals
+            .reply(first.request().id, ApprovalReply::new([Decision::Approve]))
+            .unwrap();
+        let (first, retry) = (first.await.unwrap(), retry.await.unwrap());
+        assert_eq!(first.text, retry.text);
+        assert!(
+            first.text.contains(r#"{"table":"users"}"#),
+            "{}",
+            first.text
+        );
+    }
+
+    #[tokio::test]
+    async fn allowed_decisions_become_review_configs_per_tool() {
+        let (approvals, tool) = tool();
+        let args = json!({"actions": [
+            {"name": "deploy", "args": {"env": "staging"}, "allowed_decisions": ["approve", "reject"]},
+            {"name": "deploy", "args": {"env": "prod"}},
+            {"name": "notify", "args": {}},
+        ]});
+        let call = tool.submit(ToolContext::new("s1"), args).unwrap();
+        let request = call.request().clone();
+        assert_eq!(request.review_configs.len(), 1);
+        assert_eq!(request.review_configs[0].action_name, "deploy");
+        assert_eq!(
+            request.allowed_decisions(1),
+            [DecisionType::Approve, DecisionType::Reject]
+        );
+        assert_eq!(request.allowed_decisions(2).len(), 4);
+        let refused = approvals.reply(
+            request.id,
+            ApprovalReply::new([edit("deploy", json!({"env": "dev"}))]),
+        );
+        assert!(refused.is_err(), "an edit was not allowed");
+        approvals
+            .reply(request.id, ApprovalReply::new([Decision::Approve]))
+            .unwrap();
+        let output = call.await.unwrap();
+        assert!(output.text.starts_with("The 3 calls"), "{}", output.text);
+    }
+
+    #[tokio::test]
+    async fn arguments_sent_as_encoded_strings_are_accepted() {
+        let (approvals, tool) = tool();
+        let encoded_actions = json!({"actions": delete_users()["actions"].to_string()});
+        let encoded_args =
+            json!({"actions": [{"name": "delete_rows", "args": r#"{"table": "users"}"#}]});
+        for args in [encoded_actions, encoded_args] {
+            let call = tool.submit(ToolContext::new("s1"), args).unwrap();
+            assert_eq!(
+                call.request().action_requests[0].args,
+                json!({"table": "users"})
+            );
+        }
+        assert_eq!(
+            approvals.pending_count(),
+            0,
+            "dropped calls cancel their requests"
+        );
+    }
+
+    #[tokio::test]
+    async fn bad_arguments_explain_themselves() {
+        // (arguments, a phrase the message must contain)
+        let cases = [
+            (json!({}), "missing field `actions`"),
+            (json!({"actions": "not json"}), "expected a sequence"),
+            (json!({"actions": []}), "at least one action"),
+            (json!({"actions": [{"args": {}}]}), "missing field `name`"),
+            (
+                json!({"actions": [{"name": "  ", "args": {}}]}),
+                "the action name is empty",
+            ),
+            (
+                json!({"actions": [{"name": "x", "args": [1, 2]}]}),
+                "expected a map",
+            ),
+            (
+                json!({"actions": [{"name": "x", "args": "not json"}]}),
+                "expected a map",
+            ),
+            (
+                json!({"actions": [{"name": "x", "args": {}, "run": true}]}),
+                "unknown field `run`",
+            ),
+            (
+                json!({"actions": [{"name": "x", "args": {}, "allowed_decisions": ["maybe"]}]}),
+                "unknown variant `maybe`",
+            ),
+            (
+                json!({"actions": [{"name": "x", "args": {}, "allowed_decisions": []}]}),
+                "`allowed_decisions` is empty",
+            ),
+            (
+                json!({"actions": [
+                    {"name": "x", "args": {}, "allowed_decisions": ["approve"]},
+                    {"name": "x", "args": {}, "allowed_decisions": ["reject"]}]}),
+                "action 2 (\"x\"): its `allowed_decisions` differ",
+            ),
+        ];
+        let (approvals, tool) = tool();
+        for (args, expected) in cases {
+            let error = tool
+                .call(ToolContext::new("s1"), args.clone())
+                .await
+                .unwrap_err();
+            let ToolError::InvalidArguments { tool, message } = &error;
+            assert_eq!(tool, "request_approval");
+            assert!(
+                message.contains(expected),
+                "{args}: {message:?} lacks {expected:?}"
+            );
+            assert!(
+                error
+                    .to_string()
+                    .starts_with("invalid arguments for the `request_approval` tool: ")
+            );
+        }
+        assert_eq!(
+            approvals.pending_count(),
+            0,
+            "invalid calls must not leave requests behind"
+        );
     }
 }

@@ -6,23 +6,35 @@
 //   node legacy.mjs <scenario> stdio                  (MCP on stdin/stdout; steps on stderr)
 //
 // Scenarios:
-//   answer  list the tools, call `question`, print progress notifications and the result
-//   cancel  call `question`, abort the call at the first progress notification, close
-//           once stdin ends (HTTP only)
-//   elicit  declare form elicitation, answer the form askbus sends (ASKBUS_ELICIT_ACTION:
-//           accept, decline or cancel), print the result
+//   answer   list the tools, call `question`, print progress notifications and the result
+//   approve  list the tools, then call `request_approval` ASKBUS_APPROVAL_CALLS times, one
+//            after the other, printing each call's first progress notification and result
+//   invalid  call `request_approval` with each of INVALID_ARGUMENTS, printing the results
+//   cancel   call ASKBUS_CANCEL_TOOL (`question` or `request_approval`), abort the call at
+//            the first progress notification, close once stdin ends (HTTP only)
+//   elicit   declare form elicitation, answer the form askbus sends (ASKBUS_ELICIT_ACTION:
+//            accept, decline or cancel), print the result
 
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
 import { ElicitRequestSchema } from '@modelcontextprotocol/sdk/types.js';
 
+import { DELETE_USERS, INVALID_ARGUMENTS } from './approvals.mjs';
 import { QUESTIONS } from './questions.mjs';
 
 const [scenario, transportKind, target] = process.argv.slice(2);
 const selfTimeout = Number(process.env.ASKBUS_DRIVE_TIMEOUT_MS ?? 20000);
 // How the `elicit` scenario answers the form: accept (with answers), decline or cancel.
 const action = process.env.ASKBUS_ELICIT_ACTION ?? 'accept';
+// How many approvals the `approve` scenario asks for.
+const approvalCalls = Number(process.env.ASKBUS_APPROVAL_CALLS ?? 1);
+// The tool the `cancel` scenario calls, and its arguments.
+const cancelTool = process.env.ASKBUS_CANCEL_TOOL ?? 'question';
+const ARGUMENTS = {
+  question: { questions: QUESTIONS },
+  request_approval: { actions: [DELETE_USERS] },
+};
 
 // Over stdio, stdout carries MCP itself: the steps go to stderr.
 const report = transportKind === 'stdio' ? process.stderr : process.stdout;
@@ -57,27 +69,54 @@ async function connect(capabilities) {
   return { client, transport };
 }
 
-async function callQuestion(client, options) {
-  return client.callTool(
-    { name: 'question', arguments: { questions: QUESTIONS } },
-    undefined,
-    { timeout: selfTimeout, ...options },
-  );
+async function callTool(client, name, args, options) {
+  return client.callTool({ name, arguments: args }, undefined, {
+    timeout: selfTimeout,
+    ...options,
+  });
 }
 
-async function answer() {
-  const { client } = await connect({});
-  const { tools } = await client.listTools();
-  say({ stage: 'tools', tools });
+// Calls `name` and prints its first progress notification (the test waits for it before
+// answering) and its result.
+async function callReportingProgress(client, name, args) {
   let progressCount = 0;
-  const result = await callQuestion(client, {
+  const result = await callTool(client, name, args, {
     onprogress: (progress) => {
       progressCount += 1;
-      // Only the first one: the test waits for it before answering.
       if (progressCount === 1) say({ stage: 'progress', progress });
     },
   });
   say({ stage: 'result', result, progressCount });
+}
+
+async function listTools(client) {
+  const { tools } = await client.listTools();
+  say({ stage: 'tools', tools });
+}
+
+async function answer() {
+  const { client } = await connect({});
+  await listTools(client);
+  await callReportingProgress(client, 'question', ARGUMENTS.question);
+  await client.close();
+}
+
+async function approve() {
+  const { client } = await connect({});
+  await listTools(client);
+  for (let call = 1; call <= approvalCalls; call += 1) {
+    const actions = [{ ...DELETE_USERS, tool_use_id: `toolu_${call}` }];
+    await callReportingProgress(client, 'request_approval', { actions });
+  }
+  await client.close();
+}
+
+async function invalid() {
+  const { client } = await connect({});
+  for (const args of INVALID_ARGUMENTS) {
+    const result = await callTool(client, 'request_approval', args, {});
+    say({ stage: 'result', args, result });
+  }
   await client.close();
 }
 
@@ -85,7 +124,7 @@ async function cancel() {
   const { client } = await connect({});
   const aborter = new AbortController();
   try {
-    await callQuestion(client, {
+    await callTool(client, cancelTool, ARGUMENTS[cancelTool], {
       signal: aborter.signal,
       onprogress: (progress) => {
         if (!aborter.signal.aborted) {
@@ -98,8 +137,8 @@ async function cancel() {
   } catch (error) {
     say({ stage: 'aborted', error: String(error) });
   }
-  // Keep the session open until the test has seen `question.cancelled` (it then closes
-  // stdin), so what cancelled the question is the notification, not the session ending.
+  // Keep the session open until the test has seen the request cancelled (it then closes
+  // stdin), so what cancelled it is the notification, not the session ending.
   process.stdin.resume();
   await new Promise((resolve) => process.stdin.once('end', resolve));
   await client.close();
@@ -112,11 +151,11 @@ async function elicit() {
     if (action !== 'accept') return { action };
     return { action, content: { q1: 'SQLite', q2: ['Logs', 'Traces'] } };
   });
-  const result = await callQuestion(client, {});
+  const result = await callTool(client, 'question', ARGUMENTS.question, {});
   say({ stage: 'result', result });
   await client.close();
 }
 
-const scenarios = { answer, cancel, elicit };
+const scenarios = { answer, approve, invalid, cancel, elicit };
 if (!scenarios[scenario]) fail(new Error(`unknown scenario ${scenario}`));
 scenarios[scenario]().then(() => process.exit(0), fail);

@@ -1,14 +1,25 @@
 //! The MCP face of askbus: any MCP client can make its agent stop and ask a human.
 //!
-//! [`AskbusMcp`] is an MCP server (built on the official Rust SDK, `rmcp`) offering one
-//! tool, `question`: the same name, description and JSON Schema as askbus-tool's
-//! [`QuestionTool`](askbus_tool::QuestionTool), and the same call behind it. A call asks
-//! through the [`QuestionService`](askbus_question::QuestionService) it was built with, so the question is announced as
-//! `question.asked` on the bus (and on `GET /event`), any askbus client answers it over
-//! HTTP, and the tool result carries the answer: the text the model reads, plus
-//! `structuredContent` holding the [`ToolOutcome`](askbus_tool::ToolOutcome) as JSON. Two
-//! transports: [`streamable_http_service`] (mounted at `/mcp` by the askbus server) and
-//! [`serve_stdio`] (`askbus mcp`).
+//! [`AskbusMcp`] is an MCP server (built on the official Rust SDK, `rmcp`) offering two
+//! tools, each with the name, description, JSON Schema and call of its askbus-tool
+//! counterpart, so this crate only speaks MCP's wire:
+//!
+//! - `question` ([`QuestionTool`](askbus_tool::QuestionTool)) asks the human. The question
+//!   is announced as `question.asked` on the bus (and on `GET /event`), any askbus client
+//!   answers it over HTTP, and the tool result carries the answer: the text the model
+//!   reads, plus `structuredContent` holding the [`ToolOutcome`](askbus_tool::ToolOutcome)
+//!   as JSON.
+//! - `request_approval` ([`ApprovalTool`](askbus_tool::ApprovalTool)) has the human review
+//!   tool calls the agent wants to make. The request is announced as `approval.asked`,
+//!   listed by `GET /approval` and answered with `POST /approval/{id}/reply`; the result's
+//!   text tells the model what it may run, and `structuredContent` holds the
+//!   [`ApprovalToolOutcome`](askbus_tool::ApprovalToolOutcome) (one decision per action;
+//!   an edit carries the human's call).
+//!
+//! Both make their requests through the [`RequestHub`](askbus_question::RequestHub) the
+//! server was built with: give it the hub the HTTP API serves. Two transports:
+//! [`streamable_http_service`] (mounted at `/mcp` by the askbus server) and [`serve_stdio`]
+//! (`askbus mcp`).
 //!
 //! # Waiting for a human
 //!
@@ -18,37 +29,40 @@
 //! 1. **Tasks** (the `io.modelcontextprotocol/tasks` extension, SEP-2663). A client that
 //!    declares it gets a `CreateTaskResult` at once and polls `tasks/get` (every
 //!    [`McpConfig::task_poll_interval`], as hinted) until the task is `completed` with the
-//!    tool result; `tasks/cancel` cancels the question. This is the newest protocol's way
-//!    to come back for an answer instead of holding a call open.
+//!    tool result; `tasks/cancel` cancels the request. This is the newest protocol's way
+//!    to come back for an answer instead of holding a call open. Both tools.
 //! 2. **Multi round-trip** (`input_required`, SEP-2322, protocol 2026-07-28). With the
-//!    [elicitation bridge](ElicitationBridge) on and a client that elicits forms, the call
-//!    answers `input_required` with an elicitation form and a sealed `requestState`; the
-//!    question stays pending meanwhile. The client retries with the form's answer (or
-//!    without one, to collect an answer given elsewhere) and gets the result.
-//! 3. **Held open**, for everyone else: the call returns when the question resolves. If the
+//!    [elicitation bridge](ElicitationBridge) on and a client that elicits forms, a
+//!    `question` call answers `input_required` with an elicitation form and a sealed
+//!    `requestState`; the question stays pending meanwhile. The client retries with the
+//!    form's answer (or without one, to collect an answer given elsewhere) and gets the
+//!    result. Approvals have no form (an edit is a whole tool call, not a form field), so a
+//!    `request_approval` call is held open instead.
+//! 3. **Held open**, for everyone else: the call returns when the request resolves. If the
 //!    client sent a `progressToken`, a progress notification goes out every
 //!    [`McpConfig::progress_interval`] so the client knows the call is alive (and clients
 //!    that reset their timeout on progress do not give up).
 //!
 //! Policy, in exact words:
 //!
-//! - **Cancelling the call cancels the question.** `notifications/cancelled` (or the
+//! - **Cancelling the call cancels the request.** `notifications/cancelled` (or the
 //!   Streamable HTTP request going away, or `tasks/cancel`) drops the asking future, which
-//!   resolves the question as cancelled and publishes `question.cancelled`. A question
-//!   asked in an `input_required` round belongs to no open call: it stays pending until it
-//!   is answered or times out.
+//!   resolves the request as cancelled and publishes `question.cancelled` or
+//!   `approval.cancelled`. A question asked in an `input_required` round belongs to no open
+//!   call: it stays pending until it is answered or times out.
 //! - **Outcomes are results, not errors.** Rejection, timeout and cancellation come back
-//!   as ordinary tool results with their own texts (the model must not invent an answer).
-//!   Bad arguments come back as a tool result with `isError: true` and a message the model
-//!   can act on. Protocol errors are kept for what is not a tool call at all (an unknown
-//!   tool, a forged `requestState`).
+//!   as ordinary tool results with their own texts (the model must not invent an answer,
+//!   nor run a call that was not approved). Bad arguments come back as a tool result with
+//!   `isError: true` and a message the model can act on. Protocol errors are kept for what
+//!   is not a tool call at all (an unknown tool, a forged `requestState`).
 //! - **One outcome per question.** The elicitation form and askbus HTTP race; whichever
 //!   answers first wins, the other is told the question is already resolved, and the
 //!   result reports the winner. An elicitation that loses the race is cancelled
 //!   (`notifications/cancelled`) when the protocol allows it.
-//! - **Sessions.** Questions are asked in [`McpConfig::session_id`], unless the HTTP layer
-//!   in front of the service confines the caller to one session with a [`ScopedSession`]
-//!   request extension (the askbus server does that for session-scoped tokens).
+//! - **Sessions.** Questions and approvals are requested in [`McpConfig::session_id`],
+//!   unless the HTTP layer in front of the service confines the caller to one session with
+//!   a [`ScopedSession`] request extension (the askbus server does that for session-scoped
+//!   tokens).
 //! - **`requestState` is sealed.** It names a question and its session; it is signed with
 //!   a key made when the server starts (HMAC, `rmcp`'s `RequestStateCodec`), so a client
 //!   cannot point a retry at someone else's question.
@@ -71,13 +85,13 @@
 //! ```no_run
 //! use askbus_bus::Bus;
 //! use askbus_mcp::{AskbusMcp, HttpOptions, McpConfig, streamable_http_service};
-//! use askbus_question::QuestionService;
+//! use askbus_question::RequestHub;
 //! use tokio_util::sync::CancellationToken;
 //!
 //! # async fn run() -> std::io::Result<()> {
-//! let questions = QuestionService::new(Bus::new());
+//! let hub = RequestHub::new(Bus::new());
 //! let shutdown = CancellationToken::new();
-//! let mcp = AskbusMcp::new(questions.clone(), McpConfig::default());
+//! let mcp = AskbusMcp::new(hub.clone(), McpConfig::default());
 //! let service = streamable_http_service(mcp, HttpOptions::default(), shutdown.clone());
 //! // axum::Router::new().nest_service("/mcp", service), served beside askbus_http::router.
 //! # drop(service);

@@ -1,16 +1,17 @@
-//! The MCP server handler: the question tool, and how a call waits for its human.
+//! The MCP server handler: the question and approval tools, and how a call waits for its
+//! human.
 
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::task::Poll;
 use std::time::Duration;
 
-use askbus_question::{Outcome, QuestionId, QuestionRequest, QuestionService, ReplyError, Timeout};
+use askbus_question::{
+    ApprovalRequest, QuestionId, QuestionRequest, ReplyError, RequestHub, Timeout,
+};
 use askbus_tool::{
-    AnsweredQuestion, QUESTION_TOOL_NAME, QuestionTool, ToolContext, ToolError, ToolOutcome,
-    ToolOutput,
+    APPROVAL_TOOL_NAME, ApprovalTool, QUESTION_TOOL_NAME, QuestionTool, ToolContext, ToolError,
+    ToolOutcome, ToolOutput,
 };
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, CancelTaskParams,
@@ -29,7 +30,8 @@ use serde_json::Value;
 
 use crate::elicitation::{self, Resolution};
 
-/// The askbus MCP server: the `question` tool over a [`QuestionService`].
+/// The askbus MCP server: the `question` and `request_approval` tools over a
+/// [`RequestHub`].
 ///
 /// Cloning gives another handle to the same server (the same tasks, the same key for
 /// `requestState`), which is what a Streamable HTTP service needs: it makes a handler per
@@ -40,11 +42,11 @@ use crate::elicitation::{self, Resolution};
 /// ```
 /// use askbus_bus::Bus;
 /// use askbus_mcp::{AskbusMcp, ElicitationBridge, McpConfig};
-/// use askbus_question::QuestionService;
+/// use askbus_question::RequestHub;
 ///
-/// let questions = QuestionService::new(Bus::new());
+/// let hub = RequestHub::new(Bus::new());
 /// let mcp = AskbusMcp::new(
-///     questions,
+///     hub,
 ///     McpConfig { elicitation: ElicitationBridge::On, ..McpConfig::default() },
 /// );
 /// # drop(mcp);
@@ -58,8 +60,8 @@ pub struct AskbusMcp {
 /// Settings of an [`AskbusMcp`] server.
 #[derive(Debug, Clone)]
 pub struct McpConfig {
-    /// The askbus session questions are asked in, unless the request carries a
-    /// [`ScopedSession`]. Default: `mcp`.
+    /// The askbus session questions and approvals are requested in, unless the request
+    /// carries a [`ScopedSession`]. Default: `mcp`.
     pub session_id: Arc<str>,
     /// Whether questions are also put to the user through the client's elicitation UI.
     /// Default: [`ElicitationBridge::Off`].
@@ -69,9 +71,10 @@ pub struct McpConfig {
     pub progress_interval: Duration,
     /// The polling interval suggested to task clients. Default: 1 s.
     pub task_poll_interval: Duration,
-    /// How long a task is kept when its question never times out. Default: 24 h.
+    /// How long a task is kept when its request never times out. Default: 24 h.
     pub task_ttl_without_timeout: Duration,
-    /// The timeout of each question the tool asks. Default: the question service's.
+    /// The timeout of each request the tools make. Default: each service's own (questions
+    /// 600 s, approvals 300 s, unless the hub was configured otherwise).
     pub timeout: Timeout,
 }
 
@@ -90,39 +93,63 @@ pub enum ElicitationBridge {
 /// An HTTP layer in front of [`streamable_http_service`](crate::streamable_http_service)
 /// that authenticates callers inserts it into the request's extensions when the caller
 /// may only use one session (the askbus server does so for session-scoped tokens); the
-/// tool then asks in that session instead of [`McpConfig::session_id`], and refuses a
-/// `requestState` of another session.
+/// tools then make their requests in that session instead of [`McpConfig::session_id`],
+/// and refuse a `requestState` of another session.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ScopedSession(pub Arc<str>);
 
 /// What every handle of one server shares.
 struct Inner {
-    /// Where questions are asked.
-    questions: QuestionService,
+    /// Where questions and approvals are requested (the bridge answers questions here).
+    hub: RequestHub,
     /// The askbus question tool: parses arguments, asks, and words the outcome.
-    tool: QuestionTool,
-    /// The tool as `tools/list` shows it, built from `tool.definition()`.
-    listed: Tool,
+    question: QuestionTool,
+    /// The askbus approval tool: parses the proposed calls, requests their review, and
+    /// words the decisions.
+    approval: ApprovalTool,
+    /// The tools as `tools/list` shows them, built from their definitions.
+    listed: Vec<Tool>,
     /// The settings.
     config: McpConfig,
     /// Calls running as SEP-2663 tasks.
     tasks: TaskManager,
     /// Seals and opens `requestState`; its key is made at startup and never leaves memory.
     request_state: RequestStateCodec,
-    /// Numbers calls, so each call can find the question it asked by its `callID`.
-    calls: AtomicU64,
 }
 
-/// A call whose question is registered: its future, and the request it asked.
+/// The tools this server offers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Offered {
+    /// `question`: ask the human.
+    Question,
+    /// `request_approval`: have the human review tool calls.
+    Approval,
+}
+
+/// A call whose request is registered: the future of its result, and what it waits for.
 struct Started {
-    /// Resolves with the tool output once the question resolves. Dropping it cancels the
-    /// question.
-    call: CallFuture,
-    /// The registered request; `None` only if it resolved during the first poll.
-    request: Option<Arc<QuestionRequest>>,
+    /// Resolves with the tool result once the request resolves. Dropping it cancels the
+    /// request.
+    result: ResultFuture,
+    /// The request, as a waiting call describes it to the client.
+    waiting: Waiting,
+    /// The question to also show the client as an elicitation form. Set for every
+    /// question call, then cleared unless the bridge is on and the client elicits forms;
+    /// never set for an approval.
+    form: Option<Arc<QuestionRequest>>,
 }
 
-type CallFuture = Pin<Box<dyn Future<Output = Result<ToolOutput, ToolError>> + Send>>;
+/// What a waiting call tells the client about its request.
+struct Waiting {
+    /// Names the request and whom it waits for (progress and task status messages).
+    message: String,
+    /// When the request was made, milliseconds since the Unix epoch.
+    created_at: u64,
+    /// When it times out, if ever.
+    expires_at: Option<u64>,
+}
+
+type ResultFuture = Pin<Box<dyn Future<Output = CallToolResult> + Send>>;
 
 type ElicitFuture = Pin<Box<dyn Future<Output = Option<ElicitResult>> + Send>>;
 
@@ -141,7 +168,7 @@ struct RoundState {
 const ANSWER_KEY: &str = "answer";
 /// How many times a form is shown again after an answer the question refused.
 const MAX_FORM_ATTEMPTS: u32 = 3;
-/// How long a task outlives its question's deadline, so a poller sees the outcome.
+/// How long a task outlives its request's deadline, so a poller sees the outcome.
 const TASK_GRACE: Duration = Duration::from_secs(60);
 
 impl Default for McpConfig {
@@ -158,20 +185,32 @@ impl Default for McpConfig {
 }
 
 impl AskbusMcp {
-    /// A server asking through `questions`, configured by `config`.
-    pub fn new(questions: QuestionService, config: McpConfig) -> Self {
-        let tool = QuestionTool::new(questions.clone()).with_timeout(config.timeout);
-        let listed = serde_json::from_value(tool.definition().to_mcp())
-            .unwrap_or_else(|error| unreachable!("the MCP tool shape is an MCP tool: {error}"));
+    /// A server making its requests through `hub`, configured by `config`.
+    ///
+    /// Give it the hub the HTTP API serves (the askbus server does), so that a human sees
+    /// and answers both kinds of request there. A hub made for MCP alone, say
+    /// `RequestHub::from(questions)` beside a router made the same way, would hold
+    /// approvals no one else can see.
+    pub fn new(hub: RequestHub, config: McpConfig) -> Self {
+        let question = QuestionTool::new(hub.questions().clone()).with_timeout(config.timeout);
+        let approval = ApprovalTool::new(hub.approvals().clone()).with_timeout(config.timeout);
+        let listed = [question.definition(), approval.definition()]
+            .iter()
+            .map(|definition| {
+                serde_json::from_value(definition.to_mcp()).unwrap_or_else(|error| {
+                    unreachable!("the MCP tool shape is an MCP tool: {error}")
+                })
+            })
+            .collect();
         Self {
             inner: Arc::new(Inner {
-                questions,
-                tool,
+                hub,
+                question,
+                approval,
                 listed,
                 config,
                 tasks: TaskManager::new(),
                 request_state: RequestStateCodec::new_unchecked(random_key()),
-                calls: AtomicU64::new(0),
             }),
         }
     }
@@ -186,57 +225,50 @@ impl AskbusMcp {
             .unwrap_or_else(|| Arc::clone(&self.inner.config.session_id))
     }
 
-    /// Starts the tool call: parses the arguments and registers the question.
-    ///
-    /// The call is polled once here, which is when [`QuestionTool::call`] submits its
-    /// question; the question is then found by the unique `callID` given to it.
-    async fn start(&self, session: Arc<str>, args: Value) -> Result<Started, ToolError> {
-        let number = self.inner.calls.fetch_add(1, Ordering::Relaxed);
-        let call_id = format!("mcp_call_{number}");
-        let context = ToolContext::new(Arc::clone(&session)).with_call("mcp", call_id.clone());
-        let tool = self.inner.tool.clone();
-        let mut call: CallFuture = Box::pin(async move { tool.call(context, args).await });
-        let first = std::future::poll_fn(|cx| Poll::Ready(call.as_mut().poll(cx))).await;
-        match first {
-            Poll::Ready(Err(error)) => Err(error),
-            Poll::Ready(Ok(output)) => Ok(Started {
-                call: Box::pin(std::future::ready(Ok(output))),
-                request: None,
-            }),
-            Poll::Pending => {
-                let request =
-                    self.inner
-                        .questions
-                        .list(Some(&session))
-                        .into_iter()
-                        .find(|request| {
-                            request
-                                .tool
-                                .as_ref()
-                                .is_some_and(|tool| tool.call_id == call_id)
-                        });
-                Ok(Started { call, request })
+    /// Starts the tool call: parses the arguments and registers the request.
+    fn start(&self, tool: Offered, session: Arc<str>, args: Value) -> Result<Started, ToolError> {
+        let context = ToolContext::new(session);
+        Ok(match tool {
+            Offered::Question => {
+                let call = self.inner.question.submit(context, args)?;
+                let request = Arc::clone(call.request());
+                Started {
+                    result: Box::pin(async move { call_tool_result(call.await) }),
+                    waiting: Waiting::question(&request),
+                    form: Some(request),
+                }
             }
-        }
+            Offered::Approval => {
+                let call = self.inner.approval.submit(context, args)?;
+                let waiting = Waiting::approval(call.request());
+                Started {
+                    result: Box::pin(async move { call_tool_result(call.await) }),
+                    waiting,
+                    form: None,
+                }
+            }
+        })
     }
 
-    /// Holds the call open until the question resolves, sending progress and (with the
-    /// bridge) eliciting the answer in the client's session.
+    /// Holds the call open until the request resolves, sending progress and (for a
+    /// question with a form) eliciting the answer in the client's session.
     async fn hold_open(
         &self,
         started: Started,
-        bridge: bool,
         context: &RequestContext<RoleServer>,
     ) -> Result<CallToolResult, McpError> {
-        let Started { mut call, request } = started;
+        let Started {
+            mut result,
+            waiting,
+            form: question,
+        } = started;
         let progress = context.meta.get_progress_token();
         let interval = self.inner.config.progress_interval;
         let mut ticks = tokio::time::interval_at(tokio::time::Instant::now() + interval, interval);
         let mut sent_progress = 0_u32;
-        let mut form = match (&request, bridge) {
-            (Some(request), true) => Some(SessionForm::new(context.peer.clone(), request)),
-            _ => None,
-        };
+        let mut form = question
+            .as_ref()
+            .map(|request| SessionForm::new(context.peer.clone(), request));
         let mut attempts = 1;
         loop {
             let elicited = async {
@@ -246,25 +278,26 @@ impl AskbusMcp {
                 }
             };
             tokio::select! {
-                output = &mut call => {
+                result = &mut result => {
                     if let Some(form) = form.take() {
                         form.withdraw().await;
                     }
-                    return Ok(call_tool_result(output));
+                    return Ok(result);
                 }
                 () = context.ct.cancelled() => {
-                    // Dropping `call` here cancels the question (`question.cancelled`).
+                    // Dropping `result` here cancels the request (`question.cancelled`,
+                    // `approval.cancelled`).
                     return Err(McpError::internal_error("the client cancelled the call", None));
                 }
                 _ = ticks.tick(), if progress.is_some() => {
                     sent_progress += 1;
-                    if let (Some(token), Some(request)) = (&progress, &request) {
-                        notify_progress(&context.peer, token, sent_progress, interval, request).await;
+                    if let Some(token) = &progress {
+                        notify_progress(&context.peer, token, sent_progress, interval, &waiting).await;
                     }
                 }
                 answer = elicited => {
                     form = None;
-                    let (Some(answer), Some(request)) = (answer, &request) else { continue };
+                    let (Some(answer), Some(request)) = (answer, &question) else { continue };
                     if let Err(refusal) = self.apply(request, &answer) {
                         tracing::info!("the elicitation answer to {} was refused: {refusal}", request.id);
                         if attempts < MAX_FORM_ATTEMPTS {
@@ -278,32 +311,29 @@ impl AskbusMcp {
     }
 
     /// Runs the call as a SEP-2663 task; returns the task handle at once.
-    fn run_as_task(&self, started: Started, bridge: bool) -> CreateTaskResult {
-        let Started { mut call, request } = started;
-        let ttl = match request.as_ref().and_then(|request| {
-            request
-                .expires_at
-                .map(|expires| expires.saturating_sub(request.created_at))
-        }) {
-            Some(timeout_ms) => Duration::from_millis(timeout_ms) + TASK_GRACE,
+    fn run_as_task(&self, started: Started) -> CreateTaskResult {
+        let Started {
+            mut result,
+            waiting,
+            form: question,
+        } = started;
+        let ttl = match waiting.timeout() {
+            Some(timeout) => timeout + TASK_GRACE,
             None => self.inner.config.task_ttl_without_timeout,
         };
-        let mut options = TaskOptions::new()
+        let options = TaskOptions::new()
             .with_ttl_ms(u64::try_from(ttl.as_millis()).unwrap_or(u64::MAX))
             .with_poll_interval_ms(
                 u64::try_from(self.inner.config.task_poll_interval.as_millis()).unwrap_or(1000),
-            );
-        if let Some(request) = &request {
-            options = options.with_status_message(waiting_message(request));
-        }
+            )
+            .with_status_message(waiting.message);
         let server = self.clone();
         let task = self.inner.tasks.spawn(options, move |task| {
             Box::pin(async move {
                 let mut attempts = 1;
-                let mut input = match (&request, bridge) {
-                    (Some(request), true) => Some(task_input(&task, request, None, attempts)),
-                    _ => None,
-                };
+                let mut input = question
+                    .as_ref()
+                    .map(|request| task_input(&task, request, None, attempts));
                 loop {
                     let answered = async {
                         match input.as_mut() {
@@ -312,12 +342,12 @@ impl AskbusMcp {
                         }
                     };
                     tokio::select! {
-                        output = &mut call => return Ok(call_tool_result(output)),
-                        // Returning drops `call`, which cancels the question.
+                        result = &mut result => return Ok(result),
+                        // Returning drops `result`, which cancels the request.
                         () = task.cancelled() => return Err(TaskExit::Cancelled),
                         answer = answered => {
                             input = None;
-                            let (Some(answer), Some(request)) = (answer, &request) else { continue };
+                            let (Some(answer), Some(request)) = (answer, &question) else { continue };
                             if let Err(refusal) = server.apply(request, &answer)
                                 && attempts < MAX_FORM_ATTEMPTS
                             {
@@ -333,15 +363,15 @@ impl AskbusMcp {
     }
 
     /// The first `input_required` round: the question stays pending with no open call.
-    async fn first_round(&self, started: Started) -> Result<CallToolResponse, McpError> {
-        let Started { call, request } = started;
-        let Some(request) = request else {
-            return Ok(call_tool_result(call.await).into());
-        };
+    fn first_round(
+        &self,
+        result: ResultFuture,
+        question: &QuestionRequest,
+    ) -> Result<CallToolResponse, McpError> {
         // The question lives as long as this future: until it is answered (here or over
         // HTTP), times out, or its session is cancelled.
-        tokio::spawn(call);
-        Ok(self.input_required(&request, None, 1)?.into())
+        tokio::spawn(result);
+        Ok(self.input_required(question, None, 1)?.into())
     }
 
     /// A retried call carrying the `requestState` of an earlier round.
@@ -363,7 +393,8 @@ impl AskbusMcp {
                 None,
             ));
         }
-        let Some(snapshot) = self.inner.questions.get(state.question) else {
+        let questions = self.inner.hub.questions();
+        let Some(snapshot) = questions.get(state.question) else {
             return Ok(CallToolResult::error(vec![ContentBlock::text(format!(
                 "The question {} is no longer known to askbus, so its answer is lost. Do not assume or invent an answer: ask again if you still need it.",
                 state.question
@@ -386,14 +417,9 @@ impl AskbusMcp {
             }
         }
         // Resolved now, by this answer or an earlier one from anywhere.
-        match self
-            .inner
-            .questions
-            .get(state.question)
-            .and_then(|s| s.outcome)
-        {
+        match questions.get(state.question).and_then(|s| s.outcome) {
             Some(outcome) => {
-                let output = tool_output(&request, outcome);
+                let output = ToolOutcome::of_question(&request, outcome).into_output();
                 Ok(call_tool_result(Ok(output)).into())
             }
             None => Ok(self.input_required(&request, None, state.round + 1)?.into()),
@@ -412,9 +438,7 @@ impl AskbusMcp {
             session: request.session_id.to_string(),
             round,
         };
-        let ttl = request
-            .expires_at
-            .map(|expires| Duration::from_millis(expires.saturating_sub(request.created_at)))
+        let ttl = request_timeout(request.created_at, request.expires_at)
             .unwrap_or(self.inner.config.task_ttl_without_timeout)
             + TASK_GRACE;
         let sealed = self
@@ -437,7 +461,7 @@ impl AskbusMcp {
     /// Why the question refused the answer (it does not fit); the question stays pending.
     /// An answer that lost the race to another one is not an error.
     fn apply(&self, request: &QuestionRequest, answer: &ElicitResult) -> Result<(), String> {
-        let questions = &self.inner.questions;
+        let questions = self.inner.hub.questions();
         let applied = match elicitation::resolution(&request.questions, answer) {
             Resolution::Reply(answers) => questions.reply(request.id, answers),
             Resolution::Reject => questions.reject(request.id, None),
@@ -461,8 +485,9 @@ impl ServerHandler for AskbusMcp {
         .with_server_info(Implementation::new("askbus", env!("CARGO_PKG_VERSION")))
         .with_instructions(
             "askbus lets you stop and ask the human. Call the `question` tool when you need \
-             their input; a human answers it through askbus (its web UI or HTTP API), which can \
-             take minutes.",
+             their input, and `request_approval` before tool calls they should review first \
+             (then run only what they approved); a human answers through askbus (its web UI \
+             or HTTP API), which can take minutes.",
         )
     }
 
@@ -471,9 +496,7 @@ impl ServerHandler for AskbusMcp {
         _request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, McpError> {
-        Ok(ListToolsResult::with_all_items(vec![
-            self.inner.listed.clone(),
-        ]))
+        Ok(ListToolsResult::with_all_items(self.inner.listed.clone()))
     }
 
     async fn call_tool(
@@ -481,46 +504,55 @@ impl ServerHandler for AskbusMcp {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
-        if request.name != QUESTION_TOOL_NAME {
+        let Some(tool) = Offered::named(&request.name) else {
             return Err(McpError::invalid_params(
                 format!(
-                    "unknown tool {:?}: this server offers `{QUESTION_TOOL_NAME}`",
+                    "unknown tool {:?}: this server offers `{QUESTION_TOOL_NAME}` and `{APPROVAL_TOOL_NAME}`",
                     request.name
                 ),
                 None,
             ));
-        }
+        };
         let session = self.session(&context);
         if let Some(sealed) = request.request_state.as_deref() {
+            if tool != Offered::Question {
+                return Err(McpError::invalid_params(
+                    format!("requestState belongs to the `{QUESTION_TOOL_NAME}` tool"),
+                    None,
+                ));
+            }
             return self
                 .next_round(sealed, request.input_responses.as_ref(), &session)
                 .await;
         }
         let args = Value::Object(request.arguments.unwrap_or_default());
-        let started = match self.start(session, args).await {
+        let mut started = match self.start(tool, session, args) {
             Ok(started) => started,
             Err(error) => {
-                return Ok(call_tool_result(Err(error)).into());
+                return Ok(call_tool_result::<ToolOutcome>(Err(error)).into());
             }
         };
         let capabilities = context.client_capabilities();
-        let bridge = self.inner.config.elicitation == ElicitationBridge::On
+        let elicits = self.inner.config.elicitation == ElicitationBridge::On
             && capabilities.as_ref().is_some_and(elicits_forms);
+        if !elicits {
+            started.form = None;
+        }
         if capabilities
             .as_ref()
             .is_some_and(ClientCapabilities::supports_tasks)
         {
-            return Ok(self.run_as_task(started, bridge).into());
+            return Ok(self.run_as_task(started).into());
         }
         let modern = context
             .protocol_version()
             .is_some_and(|version| version.as_str() >= ProtocolVersion::V_2026_07_28.as_str());
-        if modern && bridge {
-            return self.first_round(started).await;
+        if modern && let Some(question) = started.form.take() {
+            return self.first_round(started.result, &question);
         }
-        // Server-to-client requests exist only before 2026-07-28.
-        let bridge = bridge && !modern;
-        Ok(self.hold_open(started, bridge, &context).await?.into())
+        // Server-to-client requests exist only before 2026-07-28, so a modern call has no
+        // form here, and waits held open.
+        Ok(self.hold_open(started, &context).await?.into())
     }
 
     async fn get_task(
@@ -665,7 +697,9 @@ fn elicits_forms(capabilities: &ClientCapabilities) -> bool {
 }
 
 /// The tool result of a call: the text for the model and the outcome as structured content.
-fn call_tool_result(output: Result<ToolOutput, ToolError>) -> CallToolResult {
+fn call_tool_result<Outcome: Serialize>(
+    output: Result<ToolOutput<Outcome>, ToolError>,
+) -> CallToolResult {
     match output {
         Ok(output) => {
             let mut result = CallToolResult::success(vec![ContentBlock::text(output.text)]);
@@ -676,41 +710,50 @@ fn call_tool_result(output: Result<ToolOutput, ToolError>) -> CallToolResult {
     }
 }
 
-/// The tool output of a question that resolved without an open call (a later round).
-///
-/// The same [`ToolOutcome`] the tool builds, so the model reads the same texts.
-fn tool_output(
-    request: &QuestionRequest,
-    outcome: Outcome<askbus_question::Answers>,
-) -> ToolOutput {
-    let outcome = match outcome {
-        Outcome::Replied(answers) => ToolOutcome::Answered {
-            answers: request
-                .questions
-                .iter()
-                .zip(answers.iter())
-                .map(|(info, answer)| AnsweredQuestion {
-                    question: info.question.clone(),
-                    answer: answer.clone(),
-                })
-                .collect(),
-        },
-        Outcome::Rejected { reason } => ToolOutcome::Rejected { reason },
-        Outcome::TimedOut => ToolOutcome::TimedOut,
-        Outcome::Cancelled => ToolOutcome::Cancelled,
-    };
-    ToolOutput {
-        text: outcome.text_for_model(),
-        outcome,
+impl Offered {
+    /// The tool called `name`, if this server offers it.
+    fn named(name: &str) -> Option<Self> {
+        match name {
+            QUESTION_TOOL_NAME => Some(Self::Question),
+            APPROVAL_TOOL_NAME => Some(Self::Approval),
+            _ => None,
+        }
     }
 }
 
-/// What a waiting call tells the client about its question.
-fn waiting_message(request: &QuestionRequest) -> String {
-    format!(
-        "Waiting for a human to answer question {} in askbus session {:?}",
-        request.id, request.session_id
-    )
+impl Waiting {
+    fn question(request: &QuestionRequest) -> Self {
+        Self {
+            message: format!(
+                "Waiting for a human to answer question {} in askbus session {:?}",
+                request.id, request.session_id
+            ),
+            created_at: request.created_at,
+            expires_at: request.expires_at,
+        }
+    }
+
+    fn approval(request: &ApprovalRequest) -> Self {
+        Self {
+            message: format!(
+                "Waiting for a human to review approval {} ({}) in askbus session {:?}",
+                request.id, request.approval_key, request.session_id
+            ),
+            created_at: request.created_at,
+            expires_at: request.expires_at,
+        }
+    }
+
+    /// How long the request may wait in all, if it times out.
+    fn timeout(&self) -> Option<Duration> {
+        request_timeout(self.created_at, self.expires_at)
+    }
+}
+
+/// How long a request made at `created_at` may wait, if it expires at all (times in
+/// milliseconds since the Unix epoch).
+fn request_timeout(created_at: u64, expires_at: Option<u64>) -> Option<Duration> {
+    expires_at.map(|expires| Duration::from_millis(expires.saturating_sub(created_at)))
 }
 
 /// Sends the `count`th progress notification of a held-open call.
@@ -719,17 +762,15 @@ async fn notify_progress(
     token: &ProgressToken,
     count: u32,
     interval: Duration,
-    request: &QuestionRequest,
+    waiting: &Waiting,
 ) {
     let waited = interval.as_secs_f64() * f64::from(count);
-    let mut params = ProgressNotificationParam::new(token.clone(), f64::from(count)).with_message(
-        format!("{} ({waited:.0} s so far)", waiting_message(request)),
-    );
-    if let Some(expires) = request.expires_at {
-        let total_ms = expires.saturating_sub(request.created_at);
+    let mut params = ProgressNotificationParam::new(token.clone(), f64::from(count))
+        .with_message(format!("{} ({waited:.0} s so far)", waiting.message));
+    if let Some(timeout) = waiting.timeout() {
         let interval_ms = interval.as_millis().max(1);
         // Progress counts notifications; the total is how many fit before the deadline.
-        params = params.with_total((u128::from(total_ms) / interval_ms) as f64);
+        params = params.with_total((timeout.as_millis() / interval_ms) as f64);
     }
     if let Err(error) = peer.notify_progress(params).await {
         tracing::debug!("cannot send a progress notification: {error}");
@@ -742,4 +783,52 @@ fn random_key() -> Vec<u8> {
     key.extend_from_slice(uuid::Uuid::new_v4().as_bytes());
     key.extend_from_slice(uuid::Uuid::new_v4().as_bytes());
     key
+}
+
+#[cfg(test)]
+mod tests {
+    use askbus_bus::Bus;
+    use serde_json::json;
+
+    use super::*;
+
+    /// The result `call_tool` returns for `tool` called with `args` that do not fit it.
+    fn refused(server: &AskbusMcp, tool: Offered, args: Value) -> Value {
+        let Err(error) = server.start(tool, "s1".into(), args) else {
+            panic!("{tool:?} accepted bad arguments")
+        };
+        serde_json::to_value(call_tool_result::<ToolOutcome>(Err(error))).unwrap_or_default()
+    }
+
+    #[test]
+    fn bad_arguments_are_error_results_for_the_model_and_ask_nothing() {
+        let hub = RequestHub::new(Bus::new());
+        let server = AskbusMcp::new(hub.clone(), McpConfig::default());
+        // (tool, arguments, the start of the text the model reads)
+        let cases = [
+            (
+                Offered::Question,
+                json!({"questions": []}),
+                "invalid arguments for the `question` tool: ",
+            ),
+            (
+                Offered::Approval,
+                json!({"actions": [{"name": "delete_rows"}]}),
+                "invalid arguments for the `request_approval` tool: missing field `args`",
+            ),
+            (
+                Offered::Approval,
+                json!({"actions": [{"name": "", "args": {}}]}),
+                "invalid arguments for the `request_approval` tool: action 1: the action name is empty",
+            ),
+        ];
+        for (tool, args, expected) in cases {
+            let result = refused(&server, tool, args);
+            assert_eq!(result["isError"], true, "{result}");
+            let text = result["content"][0]["text"].as_str().unwrap_or_default();
+            assert!(text.starts_with(expected), "{text:?}");
+        }
+        assert_eq!(hub.questions().pending_count(), 0);
+        assert_eq!(hub.approvals().pending_count(), 0);
+    }
 }

@@ -53,6 +53,11 @@ pub struct ReviewConfig {
 
 /// The type of a [`Decision`], as listed in [`ReviewConfig::allowed_decisions`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[cfg_attr(
+    feature = "schema",
+    schemars(description = "A decision the human may take on a tool call.")
+)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum DecisionType {

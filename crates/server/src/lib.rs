@@ -29,12 +29,13 @@
 //! - **Web UI.** `GET /` serves the web UI (`askbus-ui`) for the human end: its pages
 //!   hold no data and need no token; every API call it makes sends the token the human
 //!   entered.
-//! - **MCP.** The MCP server (the `question` tool) is mounted at `/mcp` (Streamable HTTP,
-//!   behind the same bearer tokens). `askbus mcp` also serves it on stdin/stdout, for
-//!   clients that spawn a process, while still serving the HTTP API on `--listen` so a
-//!   human can answer; it stops when the client closes stdin. Use `--listen 127.0.0.1:0`
-//!   when several clients each spawn one (the URL is logged on stderr). `--mcp-elicitation`
-//!   lets clients that support elicitation show each question in their own UI as well.
+//! - **MCP.** The MCP server (the `question` and `request_approval` tools) is mounted at
+//!   `/mcp` (Streamable HTTP, behind the same bearer tokens). `askbus mcp` also serves it
+//!   on stdin/stdout, for clients that spawn a process, while still serving the HTTP API
+//!   on `--listen` so a human can answer; it stops when the client closes stdin. Use
+//!   `--listen 127.0.0.1:0` when several clients each spawn one (the URL is logged on
+//!   stderr). `--mcp-elicitation` lets clients that support elicitation show each
+//!   question in their own UI as well.
 //!
 //! ```
 //! use askbus_server::Cli;
@@ -112,7 +113,8 @@ pub struct Cli {
     /// Run a scripted agent that keeps asking sample questions, to see the whole flow.
     #[arg(long, global = true)]
     pub demo: bool,
-    /// The askbus session MCP tool calls ask in (a session-scoped token overrides it).
+    /// The askbus session MCP tool calls make their requests in (a session-scoped token
+    /// overrides it).
     #[arg(long, env = "ASKBUS_MCP_SESSION", default_value = "mcp", global = true)]
     pub mcp_session: String,
     /// Let MCP clients that support elicitation also answer questions in their own UI.
@@ -350,19 +352,17 @@ pub async fn serve(
     let hub = open_hub(&settings.store)
         .await
         .map_err(std::io::Error::other)?;
-    let questions = hub.questions().clone();
     if settings.demo == Demo::On {
         tokio::spawn(demo::run(hub.clone(), shutdown.clone()));
     }
     if settings.mcp_stdio == McpStdio::On {
-        let (questions, settings, shutdown) =
-            (questions.clone(), settings.clone(), shutdown.clone());
-        tokio::spawn(async move { mcp::serve_stdio(questions, &settings, shutdown).await });
+        let (hub, settings, shutdown) = (hub.clone(), settings.clone(), shutdown.clone());
+        tokio::spawn(async move { mcp::serve_stdio(hub, &settings, shutdown).await });
     }
-    let app = askbus_http::router(hub, settings.http.clone(), shutdown.clone());
+    let app = askbus_http::router(hub.clone(), settings.http.clone(), shutdown.clone());
     // The web UI at `/`: public pages whose API calls carry the human's token.
     let app = app.merge(askbus_ui::router());
-    let app = mcp::mount(app, questions, &settings, shutdown.clone());
+    let app = mcp::mount(app, hub, &settings, shutdown.clone());
     serve_router(listener, app, settings.connections, shutdown).await;
     Ok(())
 }

@@ -1,7 +1,9 @@
 //! The MCP face of the server: `/mcp` beside the HTTP API, and `askbus mcp` on stdio.
 //!
-//! Both ask through the server's one [`QuestionService`], so an MCP tool call shows up on
-//! `GET /event` and is answered over the HTTP API like any other question.
+//! Both make their requests through the server's one [`RequestHub`], the one the HTTP API
+//! serves, so an MCP tool call shows up on `GET /event` and is answered over the HTTP API
+//! like any other question (`POST /question/{id}/reply`) or approval
+//! (`POST /approval/{id}/reply`).
 //!
 //! Auth is the API's: when tokens are configured, `/mcp` needs the same bearer token
 //! (checked by [`askbus_http::authorize`]), and a session-scoped token confines the MCP
@@ -17,7 +19,7 @@ use std::sync::Arc;
 
 use askbus_http::{AccessToken, TokenScope};
 use askbus_mcp::{AskbusMcp, HttpOptions, ScopedSession};
-use askbus_question::QuestionService;
+use askbus_question::RequestHub;
 use axum::Router;
 use axum::extract::{Request, State};
 use axum::middleware::Next;
@@ -29,7 +31,7 @@ use crate::Settings;
 /// `app` with the MCP Streamable HTTP endpoint mounted at `/mcp`.
 pub(crate) fn mount(
     app: Router,
-    questions: QuestionService,
+    hub: RequestHub,
     settings: &Settings,
     shutdown: CancellationToken,
 ) -> Router {
@@ -38,7 +40,7 @@ pub(crate) fn mount(
         any_host: !tokens.is_empty(),
         body_limit: settings.http.body_limit,
     };
-    let server = AskbusMcp::new(questions, settings.mcp.clone());
+    let server = AskbusMcp::new(hub, settings.mcp.clone());
     let service = askbus_mcp::streamable_http_service(server, options, shutdown);
     let mcp = Router::new()
         .nest_service("/mcp", service)
@@ -48,12 +50,8 @@ pub(crate) fn mount(
 
 /// Serves MCP on stdio until the client closes stdin (then shuts the server down) or
 /// `shutdown` is cancelled.
-pub(crate) async fn serve_stdio(
-    questions: QuestionService,
-    settings: &Settings,
-    shutdown: CancellationToken,
-) {
-    let server = AskbusMcp::new(questions, settings.mcp.clone());
+pub(crate) async fn serve_stdio(hub: RequestHub, settings: &Settings, shutdown: CancellationToken) {
+    let server = AskbusMcp::new(hub, settings.mcp.clone());
     match askbus_mcp::serve_stdio(server, shutdown.child_token()).await {
         Ok(reason) => tracing::info!("the MCP client on stdio is gone ({reason:?}); stopping"),
         Err(error) => tracing::error!("MCP on stdio failed: {error}; stopping"),

@@ -55,7 +55,8 @@ use askbus_question::{
 use serde::Serialize;
 use serde_json::Value;
 
-use crate::{ToolContext, ToolError};
+use crate::review::{Refusal, Runner, refusal_text};
+use crate::{ToolContext, ToolError, ToolOutput};
 
 /// A tool the runtime can run, as the [`ApprovalGuard`] needs it.
 pub trait GuardedTool: Send + Sync {
@@ -84,13 +85,7 @@ pub struct ApprovalGuard<T> {
 }
 
 /// What a guarded call returns: text for the model, and what happened as data.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct GuardedOutput {
-    /// The tool result to hand back to the model.
-    pub text: String,
-    /// What happened.
-    pub outcome: GuardOutcome,
-}
+pub type GuardedOutput = ToolOutput<GuardOutcome>;
 
 /// What happened to a guarded call.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -177,7 +172,7 @@ impl<T: GuardedTool> ApprovalGuard<T> {
         let decision = match decided {
             Ok(mut reply) => reply.decisions.swap_remove(0),
             Err(ApprovalError::Invalid(invalid)) => {
-                return Err(ToolError::InvalidArguments(invalid.to_string()));
+                return Err(ToolError::invalid(name, invalid.to_string()));
             }
             Err(ApprovalError::TimedOut) => return Ok(self.refused(GuardOutcome::TimedOut)),
             Err(ApprovalError::Cancelled) => return Ok(self.refused(GuardOutcome::Cancelled)),
@@ -224,33 +219,34 @@ impl GuardOutcome {
     /// The text the model reads about this outcome of a call to `tool`. When the tool ran,
     /// the model reads the tool's own result instead; this only names the fact.
     fn text_for_model(&self, tool: &str) -> String {
-        match self {
-            Self::Ran { .. } => format!("`{tool}` ran."),
-            Self::Refused {
-                decision:
-                    Decision::Reject {
-                        message: Some(message),
-                    }
-                    | Decision::Respond { message },
-            } => format!(
-                "A human reviewed this call to `{tool}` and did not run it. Their answer: {message}"
-            ),
+        let refusal = match self {
+            Self::Ran { .. } => return format!("`{tool}` ran."),
             Self::Refused {
                 decision: Decision::Edit { edited_action },
-            } => format!(
-                "A human replaced this call to `{tool}` with a call to `{}` ({}), which this tool cannot make. Nothing ran.",
-                edited_action.name, edited_action.args
-            ),
-            Self::Refused { .. } => format!(
-                "A human rejected this call to `{tool}`; it did not run. Do not retry it unchanged: continue without it, or ask the user what they want."
-            ),
-            Self::TimedOut => format!(
-                "Nobody approved this call to `{tool}` in time, so it did not run. Do not report it as done."
-            ),
-            Self::Cancelled => format!(
-                "The approval of this call to `{tool}` was cancelled (the session was stopped); it did not run."
-            ),
-        }
+            } => {
+                return format!(
+                    "A human replaced this call to `{tool}` with a call to `{}` ({}), which this tool cannot make. Nothing ran.",
+                    edited_action.name, edited_action.args
+                );
+            }
+            Self::Refused {
+                decision: Decision::Reject { message },
+            } => Refusal::Decided {
+                message: message.as_deref(),
+            },
+            Self::Refused {
+                decision: Decision::Respond { message },
+            } => Refusal::Decided {
+                message: Some(message),
+            },
+            // A refusal never holds an approval; were it to, nothing ran all the same.
+            Self::Refused {
+                decision: Decision::Approve,
+            } => Refusal::Decided { message: None },
+            Self::TimedOut => Refusal::TimedOut,
+            Self::Cancelled => Refusal::Cancelled,
+        };
+        refusal_text(tool, refusal, Runner::Guard)
     }
 }
 

@@ -1,4 +1,5 @@
-//! The askbus question tool for LLMs: the model decides when to ask the user.
+//! The askbus tools for LLMs: the model decides when to ask the user, and what to put
+//! before them for approval.
 //!
 //! [`QuestionTool`] offers [`QuestionService::ask`](askbus_question::QuestionService::ask)
 //! to a model. Its [`ToolDefinition`] (name, a description telling the model when to ask,
@@ -18,23 +19,39 @@
 //! - The model cannot turn off free-text answers: `custom` is not in the schema and is
 //!   always on.
 //!
-//! Tools of the runtime's own can be put behind a human: [`ApprovalGuard`] asks for the
-//! approval of each call ([`ApprovalService`](askbus_question::ApprovalService)) and runs it,
-//! runs it with the human's edited arguments (saying so to the model), or returns the
-//! human's refusal without running it.
+//! Tool calls can be put behind a human, in two ways:
 //!
-//! Agent frameworks: with the `rig` feature, `rig::RigQuestionTool` is the same tool as a
-//! `rig-core` 0.44 `Tool`.
+//! - [`ApprovalGuard`] wraps a tool of the runtime's own: it asks for the approval of each
+//!   call ([`ApprovalService`](askbus_question::ApprovalService)) and runs it, runs it with
+//!   the human's edited arguments (saying so to the model), or returns the human's refusal
+//!   without running it.
+//! - [`ApprovalTool`] (`request_approval`) is offered to the model itself, for tools askbus
+//!   cannot run (an MCP client's, another process's): the model lists the calls it wants to
+//!   make and reads back what it may run. Its definition renders like the question tool's.
+//!
+//! Both word a refusal the same way, and every refusal, timeout and cancellation tells the
+//! model that the call must not run.
+//!
+//! Agent frameworks: with the `rig` feature, `rig::RigQuestionTool` is the question tool as
+//! a `rig-core` 0.44 `Tool`.
 
+mod approval_tool;
+mod call;
 mod definition;
 mod guard;
 mod question_tool;
+mod review;
 #[cfg(feature = "rig")]
 pub mod rig;
 
+pub use approval_tool::{
+    APPROVAL_TOOL_DESCRIPTION, APPROVAL_TOOL_NAME, ApprovalCall, ApprovalTool, ApprovalToolArgs,
+    ApprovalToolOutcome, ApprovalToolOutput, ToolAction,
+};
+pub use call::{ToolContext, ToolError, ToolOutput};
 pub use definition::ToolDefinition;
 pub use guard::{ApprovalGuard, GuardOutcome, GuardedOutput, GuardedTool};
 pub use question_tool::{
-    AnsweredQuestion, QUESTION_TOOL_DESCRIPTION, QUESTION_TOOL_NAME, QuestionTool,
-    QuestionToolArgs, ToolContext, ToolError, ToolOutcome, ToolOutput, ToolQuestion,
+    AnsweredQuestion, QUESTION_TOOL_DESCRIPTION, QUESTION_TOOL_NAME, QuestionCall, QuestionTool,
+    QuestionToolArgs, ToolOutcome, ToolQuestion,
 };

@@ -1,15 +1,20 @@
 //! The question tool: the model asks the user, the call returns their answers as text.
 
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::Arc;
+use std::task::{Context, Poll};
 
 use askbus_question::{
-    Answer, AskError, QuestionInfo, QuestionOption, QuestionService, Timeout, ToolRef, is_skipped,
+    Answer, AskError, Outcome, PendingQuestion, QuestionInfo, QuestionOption, QuestionOutcome,
+    QuestionRequest, QuestionService, Timeout, is_skipped,
 };
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::ToolDefinition;
+use crate::call::decode_encoded_field;
+use crate::{ToolContext, ToolDefinition, ToolError, ToolOutput};
 
 /// The tool name the model calls.
 pub const QUESTION_TOOL_NAME: &str = "question";
@@ -76,15 +81,6 @@ pub struct QuestionTool {
     timeout: Timeout,
 }
 
-/// Who is calling: the session, and the message and tool call the request belongs to.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ToolContext {
-    /// The session (conversation, run) the model is working in.
-    pub session_id: Arc<str>,
-    /// The assistant message holding the tool call, and the call's id, if known.
-    pub tool: Option<ToolRef>,
-}
-
 /// The questions to ask the user in one go; they answer them together.
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -110,13 +106,20 @@ pub struct ToolQuestion {
     pub multiple: bool,
 }
 
-/// What the call returns: text for the model, and the outcome as data for the runtime.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct ToolOutput {
-    /// The tool result to hand back to the model.
-    pub text: String,
-    /// The same outcome, structured.
-    pub outcome: ToolOutcome,
+/// A call of the question tool whose question is asked: the future of its outcome.
+///
+/// Made by [`QuestionTool::submit`]; the question exists (and `question.asked` is
+/// published) before the future is first polled, so [`request`](Self::request) can be
+/// shown to someone first.
+///
+/// # Cancel safety
+///
+/// Dropping it before it completes **cancels the question** (`question.cancelled`).
+#[must_use = "dropping a QuestionCall cancels its question"]
+#[derive(Debug)]
+pub struct QuestionCall {
+    /// The asked question's future.
+    pending: PendingQuestion,
 }
 
 /// How the question ended, as data.
@@ -146,34 +149,6 @@ pub struct AnsweredQuestion {
     pub question: String,
     /// The selected labels or custom text; empty if the user skipped it.
     pub answer: Answer,
-}
-
-/// A call the tool could not make; the message is written for the model to correct itself.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum ToolError {
-    /// The arguments do not match the tool's schema or its rules.
-    #[error("invalid arguments for the `question` tool: {0}")]
-    InvalidArguments(String),
-}
-
-impl ToolContext {
-    /// A context with a session and no tool-call reference.
-    pub fn new(session_id: impl Into<Arc<str>>) -> Self {
-        Self {
-            session_id: session_id.into(),
-            tool: None,
-        }
-    }
-
-    /// Records the message and tool call this request belongs to.
-    #[must_use]
-    pub fn with_call(mut self, message_id: impl Into<String>, call_id: impl Into<String>) -> Self {
-        self.tool = Some(ToolRef {
-            message_id: message_id.into(),
-            call_id: call_id.into(),
-        });
-        self
-    }
 }
 
 impl QuestionTool {
@@ -210,6 +185,19 @@ impl QuestionTool {
     ///
     /// Dropping the future cancels the question (`question.cancelled`).
     pub async fn call(&self, context: ToolContext, args: Value) -> Result<ToolOutput, ToolError> {
+        self.submit(context, args)?.await
+    }
+
+    /// Validates `args` and asks now; returns the future of the outcome.
+    ///
+    /// Unlike [`call`](Self::call), the question is registered (and `question.asked`
+    /// published) before this returns, so a caller can say what it waits for.
+    ///
+    /// # Errors
+    ///
+    /// [`ToolError::InvalidArguments`] with a message the model can act on; nothing is
+    /// asked then.
+    pub fn submit(&self, context: ToolContext, args: Value) -> Result<QuestionCall, ToolError> {
         let args = parse_args(args)?;
         let questions: Vec<QuestionInfo> = args
             .questions
@@ -222,34 +210,77 @@ impl QuestionTool {
                 custom: true,
             })
             .collect();
-        let texts: Vec<String> = questions.iter().map(|info| info.question.clone()).collect();
-        let result = self
+        let pending = self
             .questions
-            .ask(context.session_id, questions, context.tool, self.timeout)
-            .await;
-        let outcome = match result {
-            Ok(answers) => ToolOutcome::Answered {
-                answers: texts
-                    .into_iter()
-                    .zip(answers)
-                    .map(|(question, answer)| AnsweredQuestion { question, answer })
-                    .collect(),
-            },
+            .submit(context.session_id, questions, context.tool, self.timeout)
+            .map_err(|invalid| ToolError::invalid(QUESTION_TOOL_NAME, invalid.to_string()))?;
+        Ok(QuestionCall { pending })
+    }
+}
+
+impl QuestionCall {
+    /// The question as asked.
+    pub fn request(&self) -> &Arc<QuestionRequest> {
+        self.pending.request()
+    }
+}
+
+impl Future for QuestionCall {
+    type Output = Result<ToolOutput, ToolError>;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let asked = std::task::ready!(Pin::new(&mut self.pending).poll(cx));
+        let questions = &self.pending.request().questions;
+        let outcome = match asked {
+            Ok(answers) => ToolOutcome::answered(questions, answers),
             Err(AskError::Invalid(invalid)) => {
-                return Err(ToolError::InvalidArguments(invalid.to_string()));
+                return Poll::Ready(Err(ToolError::invalid(
+                    QUESTION_TOOL_NAME,
+                    invalid.to_string(),
+                )));
             }
             Err(AskError::Rejected { reason }) => ToolOutcome::Rejected { reason },
             Err(AskError::TimedOut) => ToolOutcome::TimedOut,
             Err(AskError::Cancelled) => ToolOutcome::Cancelled,
         };
-        Ok(ToolOutput {
-            text: outcome.text_for_model(),
-            outcome,
-        })
+        Poll::Ready(Ok(outcome.into_output()))
     }
 }
 
 impl ToolOutcome {
+    /// How `request` ended, as the tool reports it: for a question whose outcome is read
+    /// back later (from [`QuestionService::get`]) rather than awaited by the call.
+    pub fn of_question(request: &QuestionRequest, outcome: QuestionOutcome) -> Self {
+        match outcome {
+            Outcome::Replied(answers) => Self::answered(&request.questions, answers.to_vec()),
+            Outcome::Rejected { reason } => Self::Rejected { reason },
+            Outcome::TimedOut => Self::TimedOut,
+            Outcome::Cancelled => Self::Cancelled,
+        }
+    }
+
+    /// This outcome with its text, as the tool returns it.
+    pub fn into_output(self) -> ToolOutput {
+        ToolOutput {
+            text: self.text_for_model(),
+            outcome: self,
+        }
+    }
+
+    /// Each question paired with its answer.
+    fn answered(questions: &[QuestionInfo], answers: Vec<Answer>) -> Self {
+        Self::Answered {
+            answers: questions
+                .iter()
+                .zip(answers)
+                .map(|(info, answer)| AnsweredQuestion {
+                    question: info.question.clone(),
+                    answer,
+                })
+                .collect(),
+        }
+    }
+
     /// The tool result text the model reads.
     pub fn text_for_model(&self) -> String {
         match self {
@@ -288,14 +319,9 @@ impl ToolOutcome {
 /// Parses the model's arguments. Some models send `questions` as a JSON-encoded string
 /// instead of an array; that is decoded once rather than failing the call.
 fn parse_args(mut args: Value) -> Result<QuestionToolArgs, ToolError> {
-    if let Some(questions) = args.get_mut("questions")
-        && let Value::String(encoded) = questions
-        && let Ok(decoded) = serde_json::from_str::<Value>(encoded)
-    {
-        *questions = decoded;
-    }
+    decode_encoded_field(&mut args, "questions");
     let args: QuestionToolArgs = serde_json::from_value(args).map_err(|error| {
-        ToolError::InvalidArguments(format!(
+        ToolError::invalid(QUESTION_TOOL_NAME, format!(
             "{error}. Expected {{\"questions\": [{{\"question\": string, \"header\": string (at most 30 characters), \"options\": [{{\"label\": string, \"description\": string}}], \"multiple\": boolean (optional)}}]}}"
         ))
     })?;
