@@ -2,10 +2,11 @@
 //! and Redis (the real server on 127.0.0.1:6379; a missing Redis fails the test).
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use askbus_store::{
-    EventRecord, MemoryStore, OutcomeRecord, OutcomeState, RedisStore, RequestKind, RequestRecord,
-    SqliteStore, Store, StoreError, Write, Written,
+    ChangeKind, ChangeLog, EventRecord, LogPosition, MemoryStore, OutcomeRecord, OutcomeState,
+    RedisStore, RequestKind, RequestRecord, SqliteStore, Store, StoreError, Write, Written,
 };
 
 /// Where the Redis tests expect a server.
@@ -116,6 +117,81 @@ async fn sqlite_store_refuses_a_file_another_store_has_open() {
     drop(first);
     let reopened = SqliteStore::open(&path).unwrap();
     assert_eq!(reopened.recent_events(1).await.unwrap(), [event("evt_1")]);
+}
+
+#[tokio::test]
+async fn memory_change_log_keeps_the_contract() {
+    let store = MemoryStore::new();
+    check_change_log(&store, &store.clone()).await;
+}
+
+/// Two handles with their own connections stand for two instances: one writes, the other
+/// follows.
+#[tokio::test]
+async fn redis_change_log_keeps_the_contract() {
+    let redis = TestRedis::new().await;
+    check_change_log(&redis.open().await, &redis.open().await).await;
+}
+
+#[tokio::test]
+async fn sqlite_store_has_no_change_log() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = SqliteStore::open(dir.path().join("askbus.db")).unwrap();
+    assert!(store.change_log().is_none());
+}
+
+/// A reader whose position fell out of the log is told, instead of reading on past a gap.
+#[tokio::test]
+async fn memory_change_log_refuses_a_trimmed_position() {
+    let store = MemoryStore::new();
+    let log = store.change_log().unwrap();
+    let start = log.head().await.unwrap();
+    for n in 0..=askbus_store::LOG_RETENTION {
+        write(&store, Write::Insert(question(&format!("que_{n}"), None))).await;
+    }
+    let trimmed = log.read_after(start, 10, Duration::ZERO).await.unwrap_err();
+    assert!(
+        matches!(trimmed, StoreError::LogTrimmed { after } if after == start),
+        "{trimmed}"
+    );
+    let newest = log.head().await.unwrap();
+    let kept = log.read_after(newest, 10, Duration::ZERO).await.unwrap();
+    assert!(kept.is_empty());
+}
+
+#[tokio::test]
+async fn redis_change_log_refuses_a_trimmed_position() {
+    let redis = TestRedis::new().await;
+    let store = redis.open().await;
+    let log = store.change_log().unwrap();
+    let start = log.head().await.unwrap();
+    for id in ["que_1", "que_2", "que_3"] {
+        write(&store, Write::Insert(question(id, None))).await;
+    }
+    // What Redis's own trimming does to a log that outgrew its length.
+    let stream = format!("{}:log", redis.prefix);
+    redis.command(redis::cmd("XTRIM").arg(&stream).arg("MAXLEN").arg(1));
+    let trimmed = log.read_after(start, 10, Duration::ZERO).await.unwrap_err();
+    assert!(
+        matches!(trimmed, StoreError::LogTrimmed { after } if after == start),
+        "{trimmed}"
+    );
+
+    // A Redis that lost everything numbers its changes from 1 again: a reader that was
+    // further along is told when it reconnects, not left waiting for numbers it passed.
+    let far_along = log.head().await.unwrap();
+    redis.command(redis::cmd("DEL").arg(&stream).arg(format!("{stream}:seq")));
+    let follower = redis.open().await;
+    let rewound = follower
+        .change_log()
+        .unwrap()
+        .read_after(far_along, 10, Duration::ZERO)
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(rewound, StoreError::LogTrimmed { .. }),
+        "{rewound}"
+    );
 }
 
 #[tokio::test]
@@ -276,6 +352,91 @@ async fn check_exactly_once<S: Store + Clone>(handles: &[S]) {
     }
 }
 
+/// What every change log must do: `writer` changes the record, `reader` (another handle on
+/// the same store: another instance) follows.
+async fn check_change_log(writer: &dyn Store, reader: &dyn Store) {
+    let log = reader
+        .change_log()
+        .expect("a shared store has a change log");
+    let start = log.head().await.unwrap();
+    assert_eq!(
+        start,
+        LogPosition::START,
+        "a fresh store has logged nothing"
+    );
+    // Nothing yet: the read waits, then answers empty.
+    let quiet = log.read_after(start, 10, Duration::from_millis(50)).await;
+    assert_eq!(quiet.unwrap(), []);
+
+    // A waiting reader is woken by another handle's write.
+    let waiting = log.read_after(start, 10, Duration::from_secs(10));
+    let (woken, inserted) = tokio::join!(waiting, async {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        write(writer, Write::Insert(question("que_1", Some("call-1")))).await
+    });
+    assert_eq!(inserted, Written::Inserted);
+    let woken = woken.unwrap();
+    assert_eq!(woken.len(), 1);
+    assert_eq!(
+        woken[0].kind,
+        ChangeKind::Inserted(question("que_1", Some("call-1")))
+    );
+    assert!(woken[0].position > start);
+
+    // Only the winning resolution is logged; a failed insert logs nothing.
+    write(writer, Write::Insert(question("que_2", None))).await;
+    assert_eq!(
+        write(writer, resolve("que_1", OutcomeState::Replied)).await,
+        Written::Resolved
+    );
+    assert!(matches!(
+        write(writer, resolve("que_1", OutcomeState::Cancelled)).await,
+        Written::AlreadyResolved(_)
+    ));
+    assert_eq!(
+        write(writer, resolve("que_9", OutcomeState::Cancelled)).await,
+        Written::NotFound
+    );
+    assert!(
+        writer
+            .write(Write::Insert(question("que_2", None)))
+            .await
+            .is_err()
+    );
+
+    let after_first = log
+        .read_after(woken[0].position, 10, Duration::ZERO)
+        .await
+        .unwrap();
+    let kinds: Vec<_> = after_first
+        .iter()
+        .map(|change| change.kind.clone())
+        .collect();
+    assert_eq!(
+        kinds,
+        [
+            ChangeKind::Inserted(question("que_2", None)),
+            ChangeKind::Resolved {
+                kind: RequestKind::Question,
+                id: "que_1".into(),
+                outcome: outcome(OutcomeState::Replied),
+            },
+        ]
+    );
+    assert!(after_first[0].position < after_first[1].position);
+    assert_eq!(log.head().await.unwrap(), after_first[1].position);
+
+    // `limit` caps a read; the next read goes on from its last change.
+    let first_two = log.read_after(start, 2, Duration::ZERO).await.unwrap();
+    assert_eq!(first_two.len(), 2);
+    let rest = log
+        .read_after(first_two[1].position, 10, Duration::ZERO)
+        .await
+        .unwrap();
+    assert_eq!(rest.len(), 1);
+    assert_eq!(rest[0].kind.request_kind(), RequestKind::Question);
+}
+
 async fn write(store: &(impl Store + ?Sized), write: Write) -> Written {
     store.write(write).await.unwrap()
 }
@@ -356,6 +517,12 @@ impl TestRedis {
 
     async fn open(&self) -> RedisStore {
         RedisStore::open(REDIS_URL, &self.prefix).await.unwrap()
+    }
+
+    /// Runs a command on the test's Redis.
+    fn command(&self, command: &redis::Cmd) {
+        let mut connection = self.client.get_connection().unwrap();
+        let () = command.query(&mut connection).unwrap();
     }
 }
 

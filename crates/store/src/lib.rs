@@ -33,6 +33,11 @@
 //!   `evt_` ULID ids; [`Store::recent_events`] returns the newest of them, oldest first, so
 //!   a restarted bus refills its history and continues with ids above the last one, and a
 //!   client resuming with `Last-Event-ID` gets a gap-free replay.
+//! - **Shared stores tell every reader the same story.** A store that several registries
+//!   share ([`RedisStore`]; [`MemoryStore`] within one process) keeps a [`ChangeLog`]:
+//!   each insert and each *winning* resolution is appended to it in the same atomic step
+//!   that makes it, and registries follow it in order ([`Store::change_log`]; see the
+//!   `log` module docs for how a reader starts without a gap).
 //! - **Versioned schema.** Each backend records its schema version (SQLite
 //!   `PRAGMA user_version`, Redis `{prefix}:schema`) and migrates forward on open; a store
 //!   written by a newer askbus is refused, never guessed at.
@@ -50,10 +55,11 @@
 //!   fsync, but one fsync serves every write that queued while the previous one ran, so
 //!   throughput grows with load instead of being capped by the disk's sync latency. The
 //!   file is locked exclusively: a second process opening it is refused.
-//! - [`RedisStore`]: one writer task sends queued writes as one pipeline of Lua scripts;
-//!   each resolution is announced on the channel `{prefix}:resolved` so every instance can
-//!   wake its local waiters. Durability is Redis's own (`appendonly`, `appendfsync`).
-//! - [`MemoryStore`]: maps under a mutex; every ack is ready at once.
+//! - [`RedisStore`]: one writer task sends queued writes as one pipeline of Lua scripts,
+//!   which also append the changes to the log stream `{prefix}:log`; a reader follows it
+//!   with blocking `XREAD`s on a connection of its own. Durability is Redis's own
+//!   (`appendonly`, `appendfsync`).
+//! - [`MemoryStore`]: maps and the change log under a mutex; every ack is ready at once.
 //!
 //! ```
 //! use askbus_store::{
@@ -94,6 +100,7 @@
 
 mod ack;
 mod journal;
+mod log;
 mod memory;
 mod redis;
 mod sqlite;
@@ -104,6 +111,7 @@ use std::str::FromStr;
 
 pub use ack::Ack;
 pub use journal::{EventJournal, resume_bus};
+pub use log::{Change, ChangeKind, ChangeLog, LOG_RETENTION, LogPosition};
 pub use memory::MemoryStore;
 pub use redis::RedisStore;
 pub use sqlite::SqliteStore;
@@ -155,6 +163,12 @@ pub trait Store: Send + Sync + 'static {
     ///
     /// [`StoreError`] if the backend cannot be read.
     fn recent_events(&self, limit: usize) -> BoxFuture<'_, Vec<EventRecord>>;
+
+    /// The log of this store's changes, if several registries can share the store by
+    /// following it; `None` (the default) for a store only one registry uses (SQLite).
+    fn change_log(&self) -> Option<&dyn ChangeLog> {
+        None
+    }
 }
 
 /// The future a [`Store`] read returns.
@@ -309,9 +323,20 @@ pub enum StoreError {
     /// A stored value cannot be read back (a damaged or foreign record).
     #[error("corrupt record: {0}")]
     Corrupt(String),
+    /// The store did not answer in time (a broken connection, or an overloaded server).
+    #[error("the store did not answer in time")]
+    Unresponsive,
     /// The store's writer stopped (the store was closed, or its runtime shut down).
     #[error("the store is closed")]
     Closed,
+    /// The changes after a reader's position are no longer all in the change log: the
+    /// reader fell too far behind (or its position is from before a wipe). Load the
+    /// requests again and follow from a new head.
+    #[error("the change log no longer holds every change after {after}")]
+    LogTrimmed {
+        /// The position the reader asked to read after.
+        after: LogPosition,
+    },
 }
 
 /// Opens the store a URL names: `memory`, `sqlite:PATH` or `redis://HOST:PORT[/DB]`

@@ -2,17 +2,23 @@
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::time::Duration;
 
+use tokio::sync::watch;
+
+use crate::log::check_continues;
 use crate::{
-    Ack, BoxFuture, EventRecord, Loaded, RequestKind, Store, StoreError, StoredRequest, Write,
-    Written,
+    Ack, BoxFuture, Change, ChangeKind, ChangeLog, EventRecord, LOG_RETENTION, Loaded, LogPosition,
+    RequestKind, Store, StoreError, StoredRequest, Write, Written,
 };
 
 /// A [`Store`] in this process's memory: nothing survives the process.
 ///
 /// Every write is applied under one mutex and its [`Ack`] is ready at once. Clones share
-/// the same record, so several registries in one process can share requests through it.
-/// The event history keeps at most [`MemoryStore::EVENT_RETENTION`] events.
+/// the same record and [change log](ChangeLog), so several registries in one process can
+/// share requests through it exactly as server instances share a
+/// [`RedisStore`](crate::RedisStore). The event history keeps at most [`MemoryStore::EVENT_RETENTION`]
+/// events, the change log the newest [`LOG_RETENTION`] changes.
 ///
 /// # Examples
 ///
@@ -28,6 +34,8 @@ use crate::{
 pub struct MemoryStore {
     /// Shared by every clone.
     state: Arc<Mutex<State>>,
+    /// The newest change's position, sent after each append, for readers waiting on it.
+    head: Arc<watch::Sender<LogPosition>>,
 }
 
 /// Everything a memory store holds.
@@ -39,6 +47,11 @@ struct State {
     calls: HashMap<(RequestKind, String, String), String>,
     /// The newest events, oldest first.
     events: VecDeque<EventRecord>,
+    /// The newest changes, oldest first; the change at `log[i]` is number
+    /// `appended - log.len() + 1 + i`.
+    log: VecDeque<Change>,
+    /// How many changes were ever appended.
+    appended: u64,
 }
 
 impl MemoryStore {
@@ -53,6 +66,37 @@ impl MemoryStore {
     fn lock(&self) -> MutexGuard<'_, State> {
         // Every mutation completes before the guard drops and none can panic midway.
         self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Appends `kind` to the change log, under the state lock so the log's order is the
+    /// order the changes were made in.
+    fn log(&self, state: &mut State, kind: ChangeKind) {
+        state.appended += 1;
+        let position = LogPosition(state.appended);
+        if state.log.len() == LOG_RETENTION {
+            state.log.pop_front();
+        }
+        state.log.push_back(Change { position, kind });
+        self.head.send_replace(position);
+    }
+}
+
+impl State {
+    /// Up to `limit` changes after `after`, oldest first.
+    fn changes_after(&self, after: LogPosition, limit: usize) -> Result<Vec<Change>, StoreError> {
+        if after > LogPosition(self.appended) {
+            // A position this store never reached: it is from another store.
+            return Err(StoreError::LogTrimmed { after });
+        }
+        let changes: Vec<Change> = self
+            .log
+            .iter()
+            .skip_while(|change| change.position <= after)
+            .take(limit)
+            .cloned()
+            .collect();
+        check_continues(after, &changes)?;
+        Ok(changes)
     }
 }
 
@@ -75,17 +119,19 @@ impl Store for MemoryStore {
                 state.requests.insert(
                     id,
                     StoredRequest {
-                        request,
+                        request: request.clone(),
                         outcome: None,
                     },
                 );
+                self.log(&mut state, ChangeKind::Inserted(request));
                 Written::Inserted
             }
             Write::Resolve { kind, id, outcome } => match state.requests.get_mut(&id) {
                 Some(stored) if stored.request.kind == kind => match &stored.outcome {
                     Some(existing) => Written::AlreadyResolved(existing.state),
                     None => {
-                        stored.outcome = Some(outcome);
+                        stored.outcome = Some(outcome.clone());
+                        self.log(&mut state, ChangeKind::Resolved { kind, id, outcome });
                         Written::Resolved
                     }
                 },
@@ -148,5 +194,40 @@ impl Store for MemoryStore {
         let skip = state.events.len().saturating_sub(limit);
         let events = state.events.iter().skip(skip).cloned().collect();
         Box::pin(std::future::ready(Ok(events)))
+    }
+
+    fn change_log(&self) -> Option<&dyn ChangeLog> {
+        Some(self)
+    }
+}
+
+impl ChangeLog for MemoryStore {
+    fn head(&self) -> BoxFuture<'_, LogPosition> {
+        let head = LogPosition(self.lock().appended);
+        Box::pin(std::future::ready(Ok(head)))
+    }
+
+    fn read_after(
+        &self,
+        after: LogPosition,
+        limit: usize,
+        wait: Duration,
+    ) -> BoxFuture<'_, Vec<Change>> {
+        Box::pin(async move {
+            let deadline = tokio::time::Instant::now() + wait;
+            // Subscribed before looking, so an append between the look and the wait wakes it.
+            let mut appended = self.head.subscribe();
+            loop {
+                let changes = self.lock().changes_after(after, limit)?;
+                if !changes.is_empty() {
+                    return Ok(changes);
+                }
+                match tokio::time::timeout_at(deadline, appended.changed()).await {
+                    Ok(Ok(())) => {}
+                    // The wait ran out; the sender cannot close while `self` holds it.
+                    Ok(Err(_)) | Err(_) => return Ok(Vec::new()),
+                }
+            }
+        })
     }
 }

@@ -4,15 +4,17 @@ use std::collections::HashMap;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
+use std::time::Duration;
 
 use redis::aio::MultiplexedConnection;
-use redis::{RedisResult, Value};
-use tokio::sync::{mpsc, oneshot};
+use redis::{AsyncConnectionConfig, RedisResult, Value};
+use tokio::sync::{Mutex, mpsc, oneshot};
 
 use crate::ack::AckSender;
+use crate::log::check_continues;
 use crate::{
-    Ack, BoxFuture, EventRecord, Loaded, OutcomeRecord, RequestKind, RequestRecord, Store,
-    StoreError, StoredRequest, Write, Written,
+    Ack, BoxFuture, Change, ChangeKind, ChangeLog, EventRecord, LOG_RETENTION, Loaded, LogPosition,
+    OutcomeRecord, RequestKind, RequestRecord, Store, StoreError, StoredRequest, Write, Written,
 };
 
 /// A [`Store`] in Redis, shared by every server instance that opens it with the same URL
@@ -21,16 +23,20 @@ use crate::{
 /// One task per store sends queued writes as one pipeline per group, in queue order; each
 /// write is a single command or Lua script, so it is atomic in Redis, and a resolution is
 /// decided there: of concurrent attempts from any instances, one script finds the request
-/// pending. The winner also publishes the request id on the channel `{prefix}:outcomes`,
-/// so every instance can learn of an outcome it did not decide. Reads run on the same task
-/// after the writes queued before them.
+/// pending. The insert and resolve scripts append what they changed to the change log (a
+/// stream) in the same step, so every instance learns of every request and of the one
+/// outcome of each, in one order ([`ChangeLog`]). Reads run on the writer task after the
+/// writes queued before them; following the log uses a connection of its own, since a
+/// blocking `XREAD` holds its connection.
 ///
 /// Keys, all under the prefix: `schema` (the schema version), `req:{id}` (a hash per
 /// request), `pending:{kind}` and `resolved:{kind}` (sorted sets of ids, ordered by id),
-/// `calls:{kind}` (a hash from `[session, call_id]` to the newest request id) and `events`
-/// (a stream, trimmed to about [`RedisStore::EVENT_RETENTION`] entries). Durability is
-/// Redis's own: enable `appendonly` with `appendfsync always` (or `everysec`) for writes to
-/// survive a Redis restart.
+/// `calls:{kind}` (a hash from `[session, call_id]` to the newest request id), `log` (the
+/// change log, a stream trimmed to about [`LOG_RETENTION`] entries, whose entry ids are
+/// `0-<n>` for the `n`th change), `log:seq` (the number of the last change) and `events` (the event
+/// history, a stream trimmed to about [`RedisStore::EVENT_RETENTION`] entries). Durability
+/// is Redis's own: enable `appendonly` with `appendfsync always` (or `everysec`) for writes
+/// to survive a Redis restart.
 ///
 /// # Examples
 ///
@@ -48,6 +54,22 @@ pub struct RedisStore {
     jobs: mpsc::UnboundedSender<Job>,
     /// Key names.
     keys: Arc<Keys>,
+    /// Opens the follower's connection.
+    client: redis::Client,
+    /// The connection that follows the change log, opened on the first read and dropped
+    /// after any error (the next read opens another and checks the log again).
+    follower: Arc<Mutex<Option<Follower>>>,
+}
+
+/// The change log reader's own connection.
+#[derive(Debug)]
+struct Follower {
+    /// Used only for `XREAD BLOCK` (and `XINFO STREAM`).
+    connection: MultiplexedConnection,
+    /// Whether the next read must first check that the log has not gone back behind the
+    /// reader's position (Redis lost its data: numbering starts again at 1, and a gap
+    /// check alone would not see it). Set on a new connection: a restarted Redis is one.
+    check_rewound: bool,
 }
 
 /// Key names under one prefix.
@@ -80,20 +102,23 @@ impl std::fmt::Debug for Job {
 /// The schema version this build writes; `{prefix}:schema` holds the stored one.
 const SCHEMA_VERSION: i64 = 1;
 
-/// Records a new request unless its id exists.
-/// KEYS: request hash, pending set, calls hash. ARGV: id, calls field ('' for none), then
-/// the request hash's field/value pairs.
+/// Records a new request unless its id exists, and logs it as the next change.
+/// KEYS: request hash, pending set, calls hash, change log, change counter. ARGV: id,
+/// calls field ('' for none), log length, then the request hash's field/value pairs.
 const INSERT: &str = r"
 if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
-redis.call('HSET', KEYS[1], unpack(ARGV, 3))
+redis.call('HSET', KEYS[1], unpack(ARGV, 4))
 redis.call('ZADD', KEYS[2], 0, ARGV[1])
 if ARGV[2] ~= '' then redis.call('HSET', KEYS[3], ARGV[2], ARGV[1]) end
+local change = '0-' .. redis.call('INCR', KEYS[5])
+redis.call('XADD', KEYS[4], 'MAXLEN', '~', ARGV[3], change, 'op', 'inserted', 'id', ARGV[1], unpack(ARGV, 4))
 return 1
 ";
 
-/// The exactly-once transition: only a pending request of the right kind changes.
-/// KEYS: request hash, pending set, resolved set. ARGV: id, kind, state, outcome,
-/// resolved_at, channel.
+/// The exactly-once transition: only a pending request of the right kind changes, and
+/// only that change is logged.
+/// KEYS: request hash, pending set, resolved set, change log, change counter. ARGV: id,
+/// kind, state, outcome, resolved_at, log length.
 const RESOLVE: &str = r"
 local found = redis.call('HMGET', KEYS[1], 'kind', 'state')
 if not found[1] or found[1] ~= ARGV[2] then return 'not_found' end
@@ -101,9 +126,15 @@ if found[2] ~= 'pending' then return found[2] end
 redis.call('HSET', KEYS[1], 'state', ARGV[3], 'outcome', ARGV[4], 'resolved_at', ARGV[5])
 redis.call('ZREM', KEYS[2], ARGV[1])
 redis.call('ZADD', KEYS[3], 0, ARGV[1])
-redis.call('PUBLISH', ARGV[6], ARGV[1])
+local change = '0-' .. redis.call('INCR', KEYS[5])
+redis.call('XADD', KEYS[4], 'MAXLEN', '~', ARGV[6], change, 'op', 'resolved', 'id', ARGV[1],
+  'kind', ARGV[2], 'state', ARGV[3], 'outcome', ARGV[4], 'resolved_at', ARGV[5])
 return 'resolved'
 ";
+
+/// How much longer than its `BLOCK` a follower's read may take before it is given up
+/// (and its connection dropped): a Redis that answers nothing is a broken connection.
+const FOLLOW_SLACK: Duration = Duration::from_secs(5);
 
 impl RedisStore {
     /// The key prefix [`open`](crate::open) uses.
@@ -148,7 +179,12 @@ impl RedisStore {
         }
         let (jobs, queue) = mpsc::unbounded_channel();
         tokio::spawn(run_writer(connection, Arc::clone(&keys), queue));
-        Ok(Self { jobs, keys })
+        Ok(Self {
+            jobs,
+            keys,
+            client,
+            follower: Arc::new(Mutex::new(None)),
+        })
     }
 
     /// Runs `query` on the writer task after every write queued before it.
@@ -282,6 +318,147 @@ impl Store for RedisStore {
                 .collect()
         })
     }
+
+    fn change_log(&self) -> Option<&dyn ChangeLog> {
+        Some(self)
+    }
+}
+
+impl ChangeLog for RedisStore {
+    fn head(&self) -> BoxFuture<'_, LogPosition> {
+        self.read(|mut connection, keys| async move {
+            logged(&mut connection, &keys.log_counter()).await
+        })
+    }
+
+    fn read_after(
+        &self,
+        after: LogPosition,
+        limit: usize,
+        wait: Duration,
+    ) -> BoxFuture<'_, Vec<Change>> {
+        Box::pin(async move {
+            let mut slot = self.follower.lock().await;
+            // Taken out for the read and put back only after a good one: a broken
+            // connection (or a read given up on) is dropped, and the next read opens a new
+            // one and checks the log again.
+            let mut follower = match slot.take() {
+                Some(follower) => follower,
+                None => Follower::open(&self.client).await?,
+            };
+            let changes = tokio::time::timeout(
+                wait + FOLLOW_SLACK,
+                follower.read(&self.keys, after, limit, wait),
+            )
+            .await
+            .map_err(|_| StoreError::Unresponsive)??;
+            *slot = Some(follower);
+            Ok(changes)
+        })
+    }
+}
+
+impl Follower {
+    async fn open(client: &redis::Client) -> Result<Self, StoreError> {
+        // No response timeout of the client's own: a blocking read is meant to wait, and
+        // `read_after` bounds it.
+        let config = AsyncConnectionConfig::new().set_response_timeout(None);
+        Ok(Self {
+            connection: client
+                .get_multiplexed_async_connection_with_config(&config)
+                .await?,
+            check_rewound: true,
+        })
+    }
+
+    /// Up to `limit` changes after `after`, waiting up to `wait`.
+    async fn read(
+        &mut self,
+        keys: &Keys,
+        after: LogPosition,
+        limit: usize,
+        wait: Duration,
+    ) -> Result<Vec<Change>, StoreError> {
+        if self.check_rewound {
+            if logged(&mut self.connection, &keys.log_counter()).await? < after {
+                return Err(StoreError::LogTrimmed { after });
+            }
+            self.check_rewound = false;
+        }
+        let block_ms = u64::try_from(wait.as_millis()).unwrap_or(u64::MAX).max(1);
+        type Entries = Vec<(String, HashMap<String, String>)>;
+        let reply: Option<Vec<(String, Entries)>> = redis::cmd("XREAD")
+            .arg("COUNT")
+            .arg(limit)
+            .arg("BLOCK")
+            .arg(block_ms)
+            .arg("STREAMS")
+            .arg(keys.log())
+            .arg(format!("0-{}", after.0))
+            .query_async(&mut self.connection)
+            .await?;
+        let changes = reply
+            .into_iter()
+            .flatten()
+            .flat_map(|(_, entries)| entries)
+            .map(|(id, fields)| read_change(&id, fields))
+            .collect::<Result<Vec<_>, _>>()?;
+        check_continues(after, &changes)?;
+        Ok(changes)
+    }
+}
+
+/// The number of the last change logged (the change counter), `START` before any.
+async fn logged(
+    connection: &mut MultiplexedConnection,
+    counter: &str,
+) -> Result<LogPosition, StoreError> {
+    let count: Option<u64> = redis::cmd("GET")
+        .arg(counter)
+        .query_async(connection)
+        .await?;
+    Ok(LogPosition(count.unwrap_or(0)))
+}
+
+/// A change log entry back as a change.
+fn read_change(id: &str, mut fields: HashMap<String, String>) -> Result<Change, StoreError> {
+    let position = id
+        .strip_prefix("0-")
+        .and_then(|number| number.parse().ok())
+        .map(LogPosition)
+        .ok_or_else(|| StoreError::Corrupt(format!("{id:?} is not a change log entry id")))?;
+    let op = fields.remove("op");
+    let request_id = fields
+        .remove("id")
+        .ok_or_else(|| StoreError::Corrupt(format!("log entry {id} names no request")))?;
+    let kind = match op.as_deref() {
+        Some("inserted") => ChangeKind::Inserted(read_request(&request_id, fields)?.request),
+        Some("resolved") => {
+            let mut take = |name: &str| {
+                fields
+                    .remove(name)
+                    .ok_or_else(|| StoreError::Corrupt(format!("log entry {id} has no {name}")))
+            };
+            let kind = take("kind")?.parse()?;
+            let state = take("state")?.parse()?;
+            let body = take("outcome")?;
+            let resolved_at = take("resolved_at")?;
+            let resolved_at_ms = resolved_at.parse().map_err(|_| {
+                StoreError::Corrupt(format!("log entry {id}: {resolved_at:?} is not a time"))
+            })?;
+            ChangeKind::Resolved {
+                kind,
+                id: request_id,
+                outcome: OutcomeRecord::new(state, body, resolved_at_ms),
+            }
+        }
+        other => {
+            return Err(StoreError::Corrupt(format!(
+                "log entry {id} has an unknown op {other:?}"
+            )));
+        }
+    };
+    Ok(Change { position, kind })
 }
 
 impl Keys {
@@ -309,8 +486,12 @@ impl Keys {
         format!("{}:events", self.prefix)
     }
 
-    fn outcomes_channel(&self) -> String {
-        format!("{}:outcomes", self.prefix)
+    fn log(&self) -> String {
+        format!("{}:log", self.prefix)
+    }
+
+    fn log_counter(&self) -> String {
+        format!("{}:log:seq", self.prefix)
     }
 }
 
@@ -401,12 +582,15 @@ fn add_write(pipeline: &mut redis::Pipeline, keys: &Keys, write: &Write) {
             let command = pipeline
                 .cmd("EVAL")
                 .arg(INSERT)
-                .arg(3)
+                .arg(5)
                 .arg(keys.request(&request.id))
                 .arg(keys.pending(request.kind))
                 .arg(keys.calls(request.kind))
+                .arg(keys.log())
+                .arg(keys.log_counter())
                 .arg(&request.id)
                 .arg(calls_field)
+                .arg(LOG_RETENTION)
                 .arg("kind")
                 .arg(request.kind.as_str())
                 .arg("session")
@@ -428,16 +612,18 @@ fn add_write(pipeline: &mut redis::Pipeline, keys: &Keys, write: &Write) {
             pipeline
                 .cmd("EVAL")
                 .arg(RESOLVE)
-                .arg(3)
+                .arg(5)
                 .arg(keys.request(id))
                 .arg(keys.pending(*kind))
                 .arg(keys.resolved(*kind))
+                .arg(keys.log())
+                .arg(keys.log_counter())
                 .arg(id)
                 .arg(kind.as_str())
                 .arg(outcome.state.as_str())
                 .arg(&outcome.body)
                 .arg(outcome.resolved_at_ms)
-                .arg(keys.outcomes_channel());
+                .arg(LOG_RETENTION);
         }
         Write::Append(event) => {
             let command = pipeline

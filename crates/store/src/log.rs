@@ -1,0 +1,128 @@
+//! The change log: every change to the record, in the one order every reader sees.
+//!
+//! Several server instances over one store each keep their own in-memory registry (it
+//! holds what cannot leave a process: the asking futures, the `wait` watchers, the timer).
+//! They agree because the store *decides* and then *tells*: an insert or a winning
+//! resolution is appended to the store's change log in the same atomic step that makes it
+//! (one Lua script in Redis, one critical section in memory), and every instance applies
+//! the log in order. A resolution that loses its race changes nothing and appends nothing,
+//! so the log holds at most one outcome per request, after that request's insert.
+//!
+//! Readers follow the log with [`ChangeLog::read_after`] from a [`LogPosition`]. A reader
+//! that starts takes [`ChangeLog::head`] *before* it loads the requests, then reads after
+//! that head: a change made in between is both in what it loaded and in what it reads,
+//! so applying a change must be idempotent (inserting a known request, or resolving a
+//! resolved one, changes nothing).
+//!
+//! Changes are numbered 1, 2, 3, … with no gap, so a reader can tell that it missed
+//! something. The log is bounded (the newest [`LOG_RETENTION`] changes, approximately in
+//! Redis), and a store can be wiped (a Redis restarted without persistence starts again at
+//! 1): a reader whose position fell out of the log, or is ahead of it, gets
+//! [`StoreError::LogTrimmed`] instead of a silent gap, and must load the requests again.
+
+use std::fmt;
+use std::time::Duration;
+
+use crate::{BoxFuture, OutcomeRecord, RequestKind, RequestRecord, StoreError};
+
+/// How many changes a change log keeps (Redis trims to about this many).
+pub const LOG_RETENTION: usize = 100_000;
+
+/// A place in a [`ChangeLog`]: the number of the change it is at (changes are numbered
+/// from 1 with no gap); reading after it yields every later change.
+/// [`LogPosition::START`] is before every change.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
+pub struct LogPosition(pub u64);
+
+/// One change as the log tells it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Change {
+    /// Where it is in the log.
+    pub position: LogPosition,
+    /// What changed.
+    pub kind: ChangeKind,
+}
+
+/// What a [`Change`] did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ChangeKind {
+    /// A request was recorded as pending.
+    Inserted(RequestRecord),
+    /// A pending request reached its outcome (the one resolution that won).
+    Resolved {
+        /// The request's kind.
+        kind: RequestKind,
+        /// The request's id.
+        id: String,
+        /// How it ended.
+        outcome: OutcomeRecord,
+    },
+}
+
+/// A store's log of its changes, which several registries follow to stay in step.
+///
+/// Offered by stores that several instances can share ([`RedisStore`](crate::RedisStore),
+/// and [`MemoryStore`](crate::MemoryStore) for registries in one process); see
+/// [`Store::change_log`](crate::Store::change_log) and the module docs.
+pub trait ChangeLog: Send + Sync {
+    /// The position of the newest change (or [`LogPosition::START`]): reading after it
+    /// yields every change made after this call.
+    ///
+    /// # Errors
+    ///
+    /// [`StoreError`] if the backend cannot be read.
+    fn head(&self) -> BoxFuture<'_, LogPosition>;
+
+    /// The changes after `after`, oldest first, at most `limit` of them; waits up to
+    /// `wait` for the first one and answers an empty list if none came.
+    ///
+    /// # Errors
+    ///
+    /// [`StoreError::LogTrimmed`] when changes after `after` are no longer kept (load the
+    /// requests again, then follow from a new [`head`](Self::head)), or the backend's
+    /// error.
+    fn read_after(
+        &self,
+        after: LogPosition,
+        limit: usize,
+        wait: Duration,
+    ) -> BoxFuture<'_, Vec<Change>>;
+}
+
+impl LogPosition {
+    /// Before every change.
+    pub const START: Self = Self(0);
+
+    /// The position of the change after this one.
+    pub const fn next(self) -> Self {
+        Self(self.0 + 1)
+    }
+}
+
+impl ChangeKind {
+    /// The kind of request that changed.
+    pub fn request_kind(&self) -> RequestKind {
+        match self {
+            Self::Inserted(request) => request.kind,
+            Self::Resolved { kind, .. } => *kind,
+        }
+    }
+}
+
+impl fmt::Display for LogPosition {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "change {}", self.0)
+    }
+}
+
+/// Checks that `changes`, read after `after`, continue it with no gap.
+///
+/// # Errors
+///
+/// [`StoreError::LogTrimmed`] when the first change is not the one after `after`.
+pub(crate) fn check_continues(after: LogPosition, changes: &[Change]) -> Result<(), StoreError> {
+    match changes.first() {
+        Some(first) if first.position != after.next() => Err(StoreError::LogTrimmed { after }),
+        _ => Ok(()),
+    }
+}
