@@ -1,16 +1,13 @@
 //! The storage backends against one contract: memory, SQLite (restart = reopen the file)
 //! and Redis (the real server on 127.0.0.1:6379; a missing Redis fails the test).
 
-use std::sync::Arc;
 use std::time::Duration;
 
+use crate::support::TestRedis;
 use askbus_store::{
-    ChangeKind, ChangeLog, EventRecord, LogPosition, MemoryStore, OutcomeRecord, OutcomeState,
-    RedisStore, RequestKind, RequestRecord, SqliteStore, Store, StoreError, Write, Written,
+    ChangeKind, EventRecord, LogPosition, MemoryStore, OutcomeRecord, OutcomeState, RequestKind,
+    RequestRecord, SqliteStore, Store, StoreError, Write, Written,
 };
-
-/// Where the Redis tests expect a server.
-const REDIS_URL: &str = "redis://127.0.0.1:6379";
 
 #[tokio::test]
 async fn memory_store_keeps_the_contract() {
@@ -487,57 +484,4 @@ fn ids(requests: &[askbus_store::StoredRequest]) -> Vec<&str> {
         .iter()
         .map(|stored| stored.request.id.as_str())
         .collect()
-}
-
-/// A fresh key prefix on the local Redis, deleted when the test ends.
-struct TestRedis {
-    /// Every key of this test starts with it.
-    prefix: Arc<str>,
-    /// For cleaning up.
-    client: redis::Client,
-}
-
-impl TestRedis {
-    /// Fails the test, saying how to get Redis, when none is listening on 127.0.0.1:6379.
-    async fn new() -> Self {
-        let client = redis::Client::open(REDIS_URL).unwrap();
-        if let Err(error) = client.get_multiplexed_async_connection().await {
-            panic!(
-                "these tests need a Redis server on 127.0.0.1:6379 ({error}). Install and start \
-                 it: `apt-get install -y redis-server && redis-server --daemonize yes` (or \
-                 `docker run -p 6379:6379 redis`); `cargo xtask ci` does this itself"
-            );
-        }
-        let unique = ulid::Ulid::generate();
-        Self {
-            prefix: format!("askbus-test:{unique}").into(),
-            client,
-        }
-    }
-
-    async fn open(&self) -> RedisStore {
-        RedisStore::open(REDIS_URL, &self.prefix).await.unwrap()
-    }
-
-    /// Runs a command on the test's Redis.
-    fn command(&self, command: &redis::Cmd) {
-        let mut connection = self.client.get_connection().unwrap();
-        let () = command.query(&mut connection).unwrap();
-    }
-}
-
-impl Drop for TestRedis {
-    fn drop(&mut self) {
-        // Best effort, synchronously: the test's runtime may be shutting down.
-        if let Ok(mut connection) = self.client.get_connection() {
-            let pattern = format!("{}:*", self.prefix);
-            let keys: Vec<String> = redis::cmd("KEYS")
-                .arg(pattern)
-                .query(&mut connection)
-                .unwrap_or_default();
-            if !keys.is_empty() {
-                let _: redis::RedisResult<()> = redis::cmd("DEL").arg(keys).query(&mut connection);
-            }
-        }
-    }
 }

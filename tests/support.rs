@@ -1,13 +1,16 @@
-//! Helpers shared by the question tests: sample questions, services, event bookkeeping.
+//! Helpers shared by the tests: sample questions, services, event bookkeeping, and a
+//! private corner of the local Redis.
 
 use std::collections::BTreeMap;
 use std::num::NonZeroUsize;
+use std::sync::Arc;
 
 use askbus::bus::{Bus, BusConfig, Envelope, Lagged};
 use askbus::question::{
     OutcomeKind, QuestionAsked, QuestionCancelled, QuestionId, QuestionInfo, QuestionOption,
     QuestionRejected, QuestionReplied, QuestionService, QuestionTimedOut,
 };
+use askbus_store::RedisStore;
 use futures_util::{FutureExt, Stream, StreamExt};
 
 /// A single-choice question that also takes custom text.
@@ -155,4 +158,61 @@ pub(crate) fn answers(answers: &[&[&str]]) -> Vec<Vec<String>> {
         .iter()
         .map(|answer| answer.iter().map(|choice| (*choice).to_owned()).collect())
         .collect()
+}
+
+/// Where the Redis tests expect a server.
+pub(crate) const REDIS_URL: &str = "redis://127.0.0.1:6379";
+
+/// A fresh key prefix on the local Redis, deleted when the test ends.
+pub(crate) struct TestRedis {
+    /// Every key of this test starts with it.
+    pub(crate) prefix: Arc<str>,
+    /// For cleaning up.
+    client: redis::Client,
+}
+
+impl TestRedis {
+    /// Fails the test, saying how to get Redis, when none is listening on 127.0.0.1:6379.
+    pub(crate) async fn new() -> Self {
+        let client = redis::Client::open(REDIS_URL).unwrap();
+        if let Err(error) = client.get_multiplexed_async_connection().await {
+            panic!(
+                "these tests need a Redis server on 127.0.0.1:6379 ({error}). Install and start \
+                 it: `apt-get install -y redis-server && redis-server --daemonize yes` (or \
+                 `docker run -p 6379:6379 redis`); `cargo xtask ci` does this itself"
+            );
+        }
+        let unique = ulid::Ulid::generate();
+        Self {
+            prefix: format!("askbus-test:{unique}").into(),
+            client,
+        }
+    }
+
+    /// A store on this test's keys, with connections of its own: another instance.
+    pub(crate) async fn open(&self) -> RedisStore {
+        RedisStore::open(REDIS_URL, &self.prefix).await.unwrap()
+    }
+
+    /// Runs a command on the test's Redis.
+    pub(crate) fn command(&self, command: &redis::Cmd) {
+        let mut connection = self.client.get_connection().unwrap();
+        let () = command.query(&mut connection).unwrap();
+    }
+}
+
+impl Drop for TestRedis {
+    fn drop(&mut self) {
+        // Best effort, synchronously: the test's runtime may be shutting down.
+        if let Ok(mut connection) = self.client.get_connection() {
+            let pattern = format!("{}:*", self.prefix);
+            let keys: Vec<String> = redis::cmd("KEYS")
+                .arg(pattern)
+                .query(&mut connection)
+                .unwrap_or_default();
+            if !keys.is_empty() {
+                let _: redis::RedisResult<()> = redis::cmd("DEL").arg(keys).query(&mut connection);
+            }
+        }
+    }
 }

@@ -25,6 +25,8 @@ mod question;
 mod question_model;
 // Races between resolutions of one question on a multi-thread runtime.
 mod question_races;
+// Several hubs over one shared store (in process, and the real Redis) as server instances.
+mod shared;
 // The question tool as a rig-core tool, run through rig's own dispatch.
 mod rig;
 // The server binary's configuration: flags, validation, refusals.

@@ -6,7 +6,7 @@
 //! the client: they name what was wrong with the request, never a Rust type, a file or a
 //! backtrace.
 
-use askbus_question::{QuestionId, ReplyError, ValidationError};
+use askbus_question::{DurableError, QuestionId, ReplyError, ValidationError};
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use serde::Serialize;
@@ -189,6 +189,19 @@ impl From<ReplyError> for ApiError {
             )
             .for_question(id),
             ReplyError::Invalid(invalid) => Self::from(invalid),
+        }
+    }
+}
+
+impl From<DurableError> for ApiError {
+    /// Another instance sharing the store answered first: `409`, as when this instance
+    /// knew it already; a store that could not record the change: `503`.
+    fn from(error: DurableError) -> Self {
+        match error {
+            DurableError::AlreadyResolved { .. } => {
+                Self::new(ErrorCode::AlreadyResolved, error.to_string())
+            }
+            DurableError::Store(error) => Self::from(error),
         }
     }
 }

@@ -18,9 +18,11 @@ use crate::approval_model::{
     Action, ApprovalAsked, ApprovalCancelled, ApprovalId, ApprovalKind, ApprovalReplied,
     ApprovalReply, ApprovalRequest, ApprovalTimedOut, Decision, ReviewConfig,
 };
+use crate::interrupt::RequestId;
 use crate::record::Durable;
 use crate::registry::{
-    self, Kind, Outcome, OutcomeKind, Registry, ResolveError, SharedIds, Snapshot, Ticket,
+    self, Kind, Outcome, OutcomeKind, Registry, ResolveError, SharedIds, Snapshot, StoreRole,
+    Ticket,
 };
 use crate::service::{Deadline, Timeout};
 use crate::validate::ValidationError;
@@ -156,6 +158,10 @@ impl Kind for ApprovalRegistryKind {
         request.id
     }
 
+    fn request_id(id: ApprovalId) -> RequestId {
+        RequestId::Approval(id)
+    }
+
     fn session_id(request: &ApprovalRequest) -> &str {
         &request.session_id
     }
@@ -286,7 +292,7 @@ impl ApprovalService {
         config: ApprovalConfig,
         store: Arc<dyn Store>,
     ) -> Result<Self, StoreError> {
-        Self::restore_sharing_ids(bus, config, registry::new_ids(), store).await
+        Self::restore_sharing_ids(bus, config, registry::new_ids(), store, StoreRole::Record).await
     }
 
     /// As [`with_store`](Self::with_store), drawing ids from `ids`.
@@ -295,9 +301,10 @@ impl ApprovalService {
         config: ApprovalConfig,
         ids: SharedIds,
         store: Arc<dyn Store>,
+        role: StoreRole,
     ) -> Result<Self, StoreError> {
         Ok(Self {
-            registry: Registry::restore(bus, config.retain_resolved, ids, store).await?,
+            registry: Registry::restore(bus, config.retain_resolved, ids, store, role).await?,
             config,
         })
     }
@@ -305,6 +312,11 @@ impl ApprovalService {
     /// The bus this service publishes on.
     pub fn bus(&self) -> &Bus {
         self.registry.bus()
+    }
+
+    /// The registry behind this service.
+    pub(crate) fn registry(&self) -> &Registry<ApprovalRegistryKind> {
+        &self.registry
     }
 
     /// Asks a human to review `actions` for `session_id` and waits for the decisions.

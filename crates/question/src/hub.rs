@@ -3,14 +3,18 @@
 use std::sync::Arc;
 
 use askbus_bus::Bus;
+use askbus_store::{LogPosition, Store, StoreError};
 use serde_json::json;
+use tokio::sync::watch;
 
 use crate::approval::{ApprovalConfig, ApprovalService, PendingApproval};
 use crate::approval_model::{Action, ApprovalReply, Decision, DecisionType, ReviewConfig};
+use crate::follow::{self, Followed};
 use crate::interrupt::{
     InterruptState, PendingRequest, RequestId, ResumeError, ResumeInput, confirmation_phrase,
 };
 use crate::record::Durable;
+use crate::registry::StoreRole;
 use crate::service::{QuestionConfig, QuestionService, Timeout};
 use crate::validate::ValidationError;
 
@@ -48,6 +52,17 @@ pub struct RequestHub {
     questions: QuestionService,
     /// The approval side, on the same bus.
     approvals: ApprovalService,
+    /// The store this hub shares with other instances, if it does.
+    shared: Option<Shared>,
+}
+
+/// A hub's link to the store it shares with other instances.
+#[derive(Clone)]
+struct Shared {
+    /// The shared store.
+    store: Arc<dyn Store>,
+    /// The position of the last change the follower applied.
+    applied: watch::Receiver<LogPosition>,
 }
 
 /// What [`RequestHub::resume`] answered.
@@ -75,6 +90,7 @@ impl RequestHub {
         Self {
             questions,
             approvals,
+            shared: None,
         }
     }
 
@@ -89,15 +105,113 @@ impl RequestHub {
         bus: Bus,
         questions: QuestionConfig,
         approvals: ApprovalConfig,
-        store: std::sync::Arc<dyn askbus_store::Store>,
-    ) -> Result<Self, askbus_store::StoreError> {
-        let questions = QuestionService::with_store(bus.clone(), questions, store.clone()).await?;
-        let ids = questions.ids().clone();
-        let approvals = ApprovalService::restore_sharing_ids(bus, approvals, ids, store).await?;
+        store: Arc<dyn Store>,
+    ) -> Result<Self, StoreError> {
+        Self::restore(bus, questions, approvals, store, StoreRole::Record).await
+    }
+
+    /// Both services as one of several instances sharing `store` (Redis; or a
+    /// [`MemoryStore`](askbus_store::MemoryStore) shared by hubs in one process): a request
+    /// asked through any instance is listed, answered and cancelled through any other, its
+    /// asker's future resolves wherever it waits, and every instance's bus carries the same
+    /// request events in the same order, each request's outcome once.
+    ///
+    /// The hub starts with what the store holds (as [`with_store`](Self::with_store)), and
+    /// a task of its own applies the store's change log from then on. The store decides
+    /// every outcome: a reply that another instance beat completes its [`Durable`] with
+    /// [`DurableError::AlreadyResolved`](crate::DurableError::AlreadyResolved). A request
+    /// shows on the bus once its insert came back through the log (within a round trip to
+    /// the store), on this instance as on the others. Event ids are each bus's own, so an
+    /// event stream cursor resumes on the instance that issued it.
+    ///
+    /// # Errors
+    ///
+    /// [`StoreError::NotShared`] for a store without a change log (SQLite: one process per
+    /// file), or the store's error if it cannot be read.
+    ///
+    /// # Panics
+    ///
+    /// Outside a Tokio runtime (the follower is spawned on it).
+    pub async fn shared(
+        bus: Bus,
+        questions: QuestionConfig,
+        approvals: ApprovalConfig,
+        store: Arc<dyn Store>,
+    ) -> Result<Self, StoreError> {
+        let Some(log) = store.change_log() else {
+            return Err(StoreError::NotShared);
+        };
+        // Before loading: a change made while loading is then applied too (harmlessly).
+        let head = log.head().await?;
+        let mut hub = Self::restore(
+            bus,
+            questions,
+            approvals,
+            Arc::clone(&store),
+            StoreRole::Shared,
+        )
+        .await?;
+        let (applied_sender, applied) = watch::channel(head);
+        let followed = Followed {
+            questions: hub.questions.registry().downgrade(),
+            approvals: hub.approvals.registry().downgrade(),
+        };
+        tokio::spawn(follow::follow(
+            followed,
+            Arc::clone(&store),
+            head,
+            applied_sender,
+        ));
+        hub.shared = Some(Shared { store, applied });
+        Ok(hub)
+    }
+
+    /// Both services over `store` in `role`, starting with what it holds.
+    async fn restore(
+        bus: Bus,
+        questions: QuestionConfig,
+        approvals: ApprovalConfig,
+        store: Arc<dyn Store>,
+        role: StoreRole,
+    ) -> Result<Self, StoreError> {
+        let ids = crate::registry::new_ids();
+        let questions = QuestionService::restore_sharing_ids(
+            bus.clone(),
+            questions,
+            ids.clone(),
+            Arc::clone(&store),
+            role,
+        )
+        .await?;
+        let approvals =
+            ApprovalService::restore_sharing_ids(bus, approvals, ids, store, role).await?;
         Ok(Self {
             questions,
             approvals,
+            shared: None,
         })
+    }
+
+    /// Waits until this hub has applied every change its shared store had made when this
+    /// was called: a request asked through another instance a moment ago is then known
+    /// here. At once for a hub that shares no store.
+    ///
+    /// # Errors
+    ///
+    /// The store's error if its change log cannot be read.
+    pub async fn caught_up(&self) -> Result<(), StoreError> {
+        let Some(shared) = &self.shared else {
+            return Ok(());
+        };
+        let Some(log) = shared.store.change_log() else {
+            return Ok(());
+        };
+        let head = log.head().await?;
+        let mut applied = shared.applied.clone();
+        // The follower reads continuously; a hub whose follower stopped (its store is gone)
+        // has nothing more to catch up with.
+        let _ = applied.wait_for(|&position| position >= head).await;
+        Ok(())
     }
 
     /// The bus both services publish on.
@@ -277,6 +391,7 @@ impl From<QuestionService> for RequestHub {
         Self {
             questions,
             approvals,
+            shared: None,
         }
     }
 }

@@ -44,6 +44,7 @@
 
 mod approval;
 mod approval_model;
+mod follow;
 mod hub;
 mod interrupt;
 mod model;
@@ -72,7 +73,7 @@ pub use model::{
     QuestionKind, QuestionOption, QuestionRejected, QuestionReplied, QuestionRequest,
     QuestionTimedOut, ToolRef, is_skipped,
 };
-pub use record::Durable;
+pub use record::{Durable, DurableError};
 pub use registry::{Outcome, OutcomeKind, Snapshot};
 pub use service::{
     AskError, PendingQuestion, QuestionConfig, QuestionOutcome, QuestionService, QuestionSnapshot,

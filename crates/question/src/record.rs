@@ -1,14 +1,23 @@
 //! The registry's record in a [`Store`]: what is written, when, and how it is read back.
 //!
-//! The registry stays the in-process authority (it holds the askers' channels and the
-//! timer), and a store is its record. Every registration is written as a
+//! The registry holds what cannot leave the process (the askers' channels, the watchers,
+//! the timer), and a store is its record. Every registration is written as a
 //! [`Write::Insert`] and every outcome as a [`Write::Resolve`], **queued under the registry
-//! lock**, so the store applies them in the order the registry decided them. Queueing never
+//! lock**, so the store applies them in the order the registry made them. Queueing never
 //! blocks; the [`Durable`] a caller gets back completes once the write is on disk (or in
 //! Redis), which is when an HTTP handler may answer `200`.
 //!
+//! Who decides an outcome depends on the store's role. A store only this registry writes
+//! (SQLite) follows the registry: the registry resolves under its lock and the store
+//! records it. A store several registries share (Redis) decides: the registry only
+//! *proposes* an outcome, the store's conditional resolve picks one winner among every
+//! instance's proposals, and each registry changes its state when it reads the winner in
+//! the store's change log. Then the [`Durable`] of a proposal that lost fails with
+//! [`DurableError::AlreadyResolved`].
+//!
 //! Bodies are the wire JSON of the request and of the outcome's data, so a record is
-//! readable by anyone, and a restarted registry rebuilds the same requests from it.
+//! readable by anyone, and a restarted registry (or another instance) rebuilds the same
+//! requests from it.
 
 use std::future::Future;
 use std::pin::Pin;
@@ -22,7 +31,8 @@ use askbus_store::{
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
-use crate::registry::{Kind, Outcome};
+use crate::interrupt::RequestId;
+use crate::registry::{Kind, Outcome, OutcomeKind};
 
 /// Completes when a change to a request (its registration or its outcome) is durable in the
 /// service's store; at once when the service has no store.
@@ -32,13 +42,44 @@ use crate::registry::{Kind, Outcome};
 ///
 /// # Errors
 ///
-/// [`StoreError`] when the store could not record the change. The change has still
-/// happened in this process (the asker may already have the answer); it will not survive a
-/// restart.
-#[derive(Debug)]
+/// [`DurableError::Store`] when the store could not record the change. With a store only
+/// this process writes, the change has still happened in this process (the asker may
+/// already have the answer); it will not survive a restart. With a store several
+/// instances share, nothing changed anywhere.
+///
+/// [`DurableError::AlreadyResolved`] when, with a shared store, another instance resolved
+/// the request first: this answer was not taken.
 pub struct Durable {
-    /// The store's acknowledgement, if there is a store.
-    ack: Option<Ack>,
+    /// What there is to wait for.
+    state: DurableState,
+}
+
+/// Why a change is not durable.
+#[derive(Debug, thiserror::Error)]
+pub enum DurableError {
+    /// Another instance sharing the store resolved the request first; this change was not
+    /// made (an HTTP client hears `409`, as for a request already resolved here).
+    #[error("request {request} was already {outcome}")]
+    AlreadyResolved {
+        /// The request.
+        request: RequestId,
+        /// How it ended.
+        outcome: OutcomeKind,
+    },
+    /// The store could not record the change.
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
+
+/// What a [`Durable`] waits for.
+enum DurableState {
+    /// Nothing: no store, or nothing was written.
+    Done,
+    /// A write to a store that follows this registry.
+    Recorded(Ack),
+    /// An outcome proposed to a store that decides: its verdict, then this registry's
+    /// applying of it.
+    Decided(Pin<Box<dyn Future<Output = Result<(), DurableError>> + Send>>),
 }
 
 /// How the store and the registry's kinds meet.
@@ -50,35 +91,85 @@ pub(crate) struct Recorder {
 impl Durable {
     /// Nothing to wait for.
     pub(crate) fn done() -> Self {
-        Self { ack: None }
+        Self {
+            state: DurableState::Done,
+        }
     }
 
+    /// Waits for `ack`, if there is one, of a store that follows this registry.
     pub(crate) fn waiting(ack: Option<Ack>) -> Self {
-        Self { ack }
+        Self {
+            state: ack.map_or(DurableState::Done, DurableState::Recorded),
+        }
+    }
+
+    /// Waits for a shared store's verdict on a proposed outcome: `verdict` answers it.
+    pub(crate) fn decided(
+        verdict: impl Future<Output = Result<(), DurableError>> + Send + 'static,
+    ) -> Self {
+        Self {
+            state: DurableState::Decided(Box::pin(verdict)),
+        }
+    }
+
+    /// Lets the change complete without anyone waiting for it. A shared store's verdict is
+    /// still acted on (see [`Registry`](crate::registry) on orphaned requests), in a task
+    /// of its own when there is a runtime; a plain write needs nobody.
+    pub(crate) fn in_background(self) {
+        if let DurableState::Decided(verdict) = self.state
+            && let Ok(runtime) = tokio::runtime::Handle::try_current()
+        {
+            runtime.spawn(async move {
+                if let Err(error) = verdict.await {
+                    tracing::debug!("an outcome nobody waited for was not taken: {error}");
+                }
+            });
+        }
     }
 }
 
 impl Future for Durable {
-    type Output = Result<(), StoreError>;
+    type Output = Result<(), DurableError>;
 
     fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        let Some(ack) = self.ack.as_mut() else {
-            return Poll::Ready(Ok(()));
+        let result = match &mut self.state {
+            DurableState::Done => return Poll::Ready(Ok(())),
+            DurableState::Recorded(ack) => {
+                std::task::ready!(Pin::new(ack).poll(cx))
+                    .map_err(DurableError::from)
+                    .and_then(|written| match written {
+                        Written::Inserted | Written::Resolved | Written::Appended => Ok(()),
+                        // The registry decided first, under its lock: the store disagreeing
+                        // means another writer touched this request, and this change was
+                        // not recorded.
+                        Written::AlreadyResolved(state) => Err(StoreError::Corrupt(format!(
+                            "the store holds this request as already {}",
+                            state.as_str()
+                        ))
+                        .into()),
+                        Written::NotFound => Err(StoreError::Corrupt(
+                            "the store does not hold this request".to_owned(),
+                        )
+                        .into()),
+                    })
+            }
+            DurableState::Decided(verdict) => std::task::ready!(verdict.as_mut().poll(cx)),
         };
-        let written = std::task::ready!(Pin::new(ack).poll(cx));
-        self.ack = None;
-        Poll::Ready(match written? {
-            Written::Inserted | Written::Resolved | Written::Appended => Ok(()),
-            // The registry decided first, under its lock: the store disagreeing means
-            // another writer touched this request, and this change was not recorded.
-            Written::AlreadyResolved(state) => Err(StoreError::Corrupt(format!(
-                "the store holds this request as already {}",
-                state.as_str()
-            ))),
-            Written::NotFound => Err(StoreError::Corrupt(
-                "the store does not hold this request".to_owned(),
-            )),
-        })
+        self.state = DurableState::Done;
+        Poll::Ready(result)
+    }
+}
+
+impl std::fmt::Debug for Durable {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let waits_for = match self.state {
+            DurableState::Done => "nothing",
+            DurableState::Recorded(_) => "the store's record",
+            DurableState::Decided(_) => "the store's verdict",
+        };
+        f.debug_struct("Durable")
+            .field("waits_for", &waits_for)
+            .finish()
     }
 }
 
@@ -125,33 +216,51 @@ impl Recorder {
 pub(crate) type ReadBack<K> = (<K as Kind>::Request, Option<Outcome<<K as Kind>::Reply>>);
 
 /// A request and its outcome read back from the store.
-pub(crate) fn read_back<K: Kind>(stored: &StoredRequest) -> Result<ReadBack<K>, StoreError>
-where
-    K::Request: DeserializeOwned,
-    K::Reply: DeserializeOwned,
-{
-    let request: K::Request = from_json(&stored.request.id, &stored.request.body)?;
-    let outcome = match &stored.outcome {
-        None => None,
-        Some(outcome) => Some(match outcome.state {
-            OutcomeState::Replied => {
-                Outcome::Replied(from_json(&stored.request.id, &outcome.body)?)
-            }
-            OutcomeState::Rejected => {
-                #[derive(serde::Deserialize)]
-                struct Rejection {
-                    reason: Option<String>,
-                }
-                let rejection: Rejection = from_json(&stored.request.id, &outcome.body)?;
-                Outcome::Rejected {
-                    reason: rejection.reason,
-                }
-            }
-            OutcomeState::TimedOut => Outcome::TimedOut,
-            OutcomeState::Cancelled => Outcome::Cancelled,
-        }),
-    };
+pub(crate) fn read_back<K: Kind>(stored: &StoredRequest) -> Result<ReadBack<K>, StoreError> {
+    let request = request_from::<K>(&stored.request)?;
+    let outcome = stored
+        .outcome
+        .as_ref()
+        .map(|outcome| outcome_from::<K>(&stored.request.id, outcome))
+        .transpose()?;
     Ok((request, outcome))
+}
+
+/// A request read back from its record.
+pub(crate) fn request_from<K: Kind>(record: &RequestRecord) -> Result<K::Request, StoreError> {
+    from_json(&record.id, &record.body)
+}
+
+/// The outcome of request `id` read back from its record.
+pub(crate) fn outcome_from<K: Kind>(
+    id: &str,
+    outcome: &OutcomeRecord,
+) -> Result<Outcome<K::Reply>, StoreError> {
+    Ok(match outcome.state {
+        OutcomeState::Replied => Outcome::Replied(from_json(id, &outcome.body)?),
+        OutcomeState::Rejected => {
+            #[derive(serde::Deserialize)]
+            struct Rejection {
+                reason: Option<String>,
+            }
+            let rejection: Rejection = from_json(id, &outcome.body)?;
+            Outcome::Rejected {
+                reason: rejection.reason,
+            }
+        }
+        OutcomeState::TimedOut => Outcome::TimedOut,
+        OutcomeState::Cancelled => Outcome::Cancelled,
+    })
+}
+
+/// The registry's name for a stored outcome state.
+pub(crate) fn outcome_kind(state: OutcomeState) -> OutcomeKind {
+    match state {
+        OutcomeState::Replied => OutcomeKind::Replied,
+        OutcomeState::Rejected => OutcomeKind::Rejected,
+        OutcomeState::TimedOut => OutcomeKind::TimedOut,
+        OutcomeState::Cancelled => OutcomeKind::Cancelled,
+    }
 }
 
 /// Milliseconds since the Unix epoch, now.

@@ -14,6 +14,25 @@
 //!
 //! Timeouts cost no task and no timer per request: deadlines live in one ordered index, and
 //! one driver task per registry sleeps until the earliest of them.
+//!
+//! # Over a shared store
+//!
+//! When several instances share a store ([`StoreRole::Shared`]), "the first to take the
+//! registry lock" is not enough: two instances each hold a lock of their own. Then the
+//! store decides. Resolving *proposes* an outcome (validated here, under the lock, as
+//! always) and the store's conditional resolve takes exactly one proposal per request,
+//! from whichever instance; every registry, the winner's included, changes its state only
+//! when it [applies](Registry::apply) the store's change log, in log order, and publishes
+//! the events then. So every instance's bus carries the same requests and the same one
+//! outcome of each, in the same order. A proposal that lost completes its [`Durable`] with
+//! [`DurableError::AlreadyResolved`].
+//!
+//! A request registered here is pending here at once (its asker, drop-to-cancel and
+//! `get` work as without a store), but its `asked` event waits for its insert to come back
+//! through the log. Every instance runs the timer of every request it knows; the first
+//! expiry the store takes wins, the others lose harmlessly. A request the store does not
+//! know (its insert failed, or the store lost its data) is an *orphan*: when a proposal
+//! for it comes back "not found", this registry is the only one that can end it, and does.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::convert::Infallible;
@@ -23,13 +42,14 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};
 use std::task::{Context, Poll};
 
 use askbus_bus::{Bus, Id, IdGenerator, IdKind};
-use askbus_store::{Loaded, RequestKind, Store, StoreError};
+use askbus_store::{ChangeKind, Loaded, RequestKind, Store, StoreError, Written};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use tokio::sync::{Notify, oneshot};
 use tokio::time::Instant;
 
-use crate::record::{self, Durable, Recorder};
+use crate::interrupt::RequestId;
+use crate::record::{self, Durable, DurableError, Recorder};
 
 /// The single terminal outcome of a request.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -117,6 +137,8 @@ pub(crate) trait Kind: Send + Sync + Sized + 'static {
 
     /// The request's id.
     fn id(request: &Self::Request) -> Id<Self::IdKind>;
+    /// The id as either kind's.
+    fn request_id(id: Id<Self::IdKind>) -> RequestId;
     /// The session the request belongs to.
     fn session_id(request: &Self::Request) -> &str;
     /// The tool call that asked, if any: a second ask of the same call in the same session
@@ -143,6 +165,17 @@ pub(crate) enum ResolveError<E> {
     AlreadyResolved(OutcomeKind),
     /// The resolution was refused by the caller's check (an invalid answer).
     Refused(E),
+}
+
+/// How a registry uses the store it records in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum StoreRole {
+    /// Only this registry writes the store (SQLite): the registry decides every outcome and
+    /// the store keeps the record.
+    Record,
+    /// Several registries share the store (Redis): the store decides every outcome and
+    /// each registry follows its change log. See the module docs.
+    Shared,
 }
 
 /// Handle to a registry; clones share it.
@@ -186,8 +219,8 @@ struct Inner<K: Kind> {
     timer_started: AtomicBool,
     /// How many resolved requests are remembered for `get`, `wait` and 409 answers.
     retain_resolved: usize,
-    /// Where registrations and outcomes are recorded, if anywhere.
-    recorder: Option<Recorder>,
+    /// Where registrations and outcomes are recorded, if anywhere, and in which role.
+    recorder: Option<(Recorder, StoreRole)>,
     /// Source of request ids, ascending in registration order. Shared by the registries
     /// of one hub, so ids of both kinds are one order ("oldest" across kinds is exact);
     /// taken only under this registry's lock (registry → ids, never the other way).
@@ -222,6 +255,9 @@ struct Pending<K: Kind> {
     asker: Option<oneshot::Sender<Outcome<K::Reply>>>,
     /// When the request times out, if ever.
     deadline: Option<Instant>,
+    /// Whether its `asked` event was published. Only a request registered here over a
+    /// shared store waits for that (until its insert comes back through the change log).
+    announced: bool,
 }
 
 /// A request that reached its outcome, remembered for late readers.
@@ -242,6 +278,18 @@ struct Delivery<K: Kind> {
     outcome: Outcome<K::Reply>,
     /// The store's acknowledgement of the outcome, if there is a store.
     recorded: Option<askbus_store::Ack>,
+}
+
+/// A handle that does not keep its registry alive (for tasks that serve it).
+pub(crate) struct WeakRegistry<K: Kind> {
+    inner: Weak<Inner<K>>,
+}
+
+impl<K: Kind> WeakRegistry<K> {
+    /// The registry, unless every handle of it is gone.
+    pub(crate) fn upgrade(&self) -> Option<Registry<K>> {
+        self.inner.upgrade().map(|inner| Registry { inner })
+    }
 }
 
 impl<K: Kind> Clone for Registry<K> {
@@ -266,7 +314,7 @@ impl<K: Kind> Registry<K> {
         bus: Bus,
         retain_resolved: usize,
         ids: SharedIds,
-        recorder: Option<Recorder>,
+        recorder: Option<(Recorder, StoreRole)>,
     ) -> Self {
         Self {
             inner: Arc::new(Inner {
@@ -288,10 +336,14 @@ impl<K: Kind> Registry<K> {
         }
     }
 
-    /// A registry recording in `store`, holding what it recorded before: every pending
-    /// request (pending again, with no asker in this process until its tool call asks
-    /// again; expired ones time out at once) and the `retain_resolved` newest resolved ones.
-    /// New ids continue above the stored ones.
+    /// A registry recording in `store` in `role`, holding what the store holds: every
+    /// pending request (pending again, with no asker in this process until its tool call
+    /// asks again; expired ones time out at once) and the `retain_resolved` newest resolved
+    /// ones. New ids continue above the stored ones.
+    ///
+    /// Over a shared store, read the change log's head *before* this, and apply the log
+    /// from there: a change made meanwhile is then both loaded and applied, which
+    /// [`apply`](Self::apply) makes harmless.
     ///
     /// # Errors
     ///
@@ -301,6 +353,7 @@ impl<K: Kind> Registry<K> {
         retain_resolved: usize,
         ids: SharedIds,
         store: Arc<dyn Store>,
+        role: StoreRole,
     ) -> Result<Self, StoreError> {
         let Loaded { pending, resolved } = store.requests(K::RECORD_KIND, retain_resolved).await?;
         let newest = pending
@@ -316,34 +369,13 @@ impl<K: Kind> Registry<K> {
         if let Some(newest) = newest {
             lock_ids(&ids).skip_past(newest.ulid());
         }
-        let registry = Self::with_parts(bus, retain_resolved, ids, Some(Recorder { store }));
+        let registry =
+            Self::with_parts(bus, retain_resolved, ids, Some((Recorder { store }, role)));
         {
             let mut state = registry.inner.lock();
-            let now = Instant::now();
-            let wall_now = record::now_ms();
             for stored in &pending {
                 let (request, _) = record::read_back::<K>(stored)?;
-                let id = K::id(&request);
-                // Wall-clock expiry to this run's monotonic clock; past deadlines are due now.
-                let deadline = K::expires_at(&request).map(|at| {
-                    now.checked_add(std::time::Duration::from_millis(
-                        at.saturating_sub(wall_now),
-                    ))
-                    .unwrap_or(now)
-                });
-                if let Some(at) = deadline {
-                    state.deadlines.insert((at, id));
-                }
-                K::remember(&mut state.index, &request);
-                state.index_call(&request);
-                state.pending.insert(
-                    id,
-                    Pending {
-                        request: Arc::new(request),
-                        asker: None,
-                        deadline,
-                    },
-                );
+                state.insert_recorded(request);
             }
             for stored in &resolved {
                 let (request, outcome) = record::read_back::<K>(stored)?;
@@ -370,6 +402,23 @@ impl<K: Kind> Registry<K> {
 
     pub(crate) fn bus(&self) -> &Bus {
         &self.inner.bus
+    }
+
+    /// A handle that does not keep this registry alive.
+    pub(crate) fn downgrade(&self) -> WeakRegistry<K> {
+        WeakRegistry {
+            inner: Arc::downgrade(&self.inner),
+        }
+    }
+
+    /// How many resolved requests this registry remembers.
+    pub(crate) fn retain_resolved(&self) -> usize {
+        self.inner.retain_resolved
+    }
+
+    /// The ids of every pending request, ascending.
+    pub(crate) fn pending_ids(&self) -> Vec<Id<K::IdKind>> {
+        self.inner.lock().pending.keys().copied().collect()
     }
 
     /// Registers a request built from its new id (and the kind's index, which `build` may
@@ -428,19 +477,20 @@ impl<K: Kind> Registry<K> {
         }
         let id = lock_ids(&self.inner.ids).next_id();
         let request = Arc::new(build(id, &mut state.index));
-        if let Some(at) = deadline {
-            let is_new_earliest = state.deadlines.first().is_none_or(|&(first, _)| at < first);
-            state.deadlines.insert((at, id));
-            if is_new_earliest {
-                self.inner.timer_wakeup.notify_one();
-            }
+        if let Some(at) = deadline
+            && state.add_deadline(at, id)
+        {
+            self.inner.timer_wakeup.notify_one();
         }
+        // Over a shared store the `asked` event waits for the insert's change (see `apply`).
+        let announced = self.inner.deciding_store().is_none();
         state.pending.insert(
             id,
             Pending {
                 request: Arc::clone(&request),
                 asker: Some(sender),
                 deadline,
+                announced,
             },
         );
         state.index_call(&request);
@@ -449,8 +499,10 @@ impl<K: Kind> Registry<K> {
             .inner
             .recorder
             .as_ref()
-            .map(|recorder| recorder.insert::<K>(&request));
-        K::publish_asked(&self.inner.bus, &request);
+            .map(|(recorder, _)| recorder.insert::<K>(&request));
+        if announced {
+            K::publish_asked(&self.inner.bus, &request);
+        }
         drop(guard);
         Ticket {
             request,
@@ -479,9 +531,127 @@ impl<K: Kind> Registry<K> {
             });
         };
         let outcome = decide(&entry.request).map_err(ResolveError::Refused)?;
+        if let Some(store) = self.inner.deciding_store() {
+            let request = Arc::clone(&entry.request);
+            return Ok(self.propose(store, &mut state, &request, outcome));
+        }
         let delivery = self.inner.finish(&mut state, id, outcome);
         drop(state);
         Ok(delivery.map_or_else(Durable::done, Delivery::send))
+    }
+
+    /// Proposes `outcome` for pending request `id` to the shared store, which decides; see
+    /// the module docs. The returned [`Durable`] completes once the store took it and this
+    /// registry applied it (or after [`APPLY_WAIT`], the change being durable anyway).
+    fn propose(
+        &self,
+        store: &Recorder,
+        state: &mut State<K>,
+        request: &K::Request,
+        outcome: Outcome<K::Reply>,
+    ) -> Durable {
+        let id = K::id(request);
+        let verdict = store.resolve::<K>(request, &outcome);
+        // Registered before the proposal can come back through the log.
+        let (applied_sender, applied) = oneshot::channel();
+        state.watchers.entry(id).or_default().push(applied_sender);
+        let registry = self.clone();
+        Durable::decided(async move {
+            match verdict.await? {
+                Written::Resolved => {
+                    // Durable now; waiting for the log makes this instance's own reads
+                    // (a `get` right after the reply) see it.
+                    let _ = tokio::time::timeout(APPLY_WAIT, applied).await;
+                    Ok(())
+                }
+                Written::AlreadyResolved(state) => Err(DurableError::AlreadyResolved {
+                    request: K::request_id(id),
+                    outcome: record::outcome_kind(state),
+                }),
+                Written::NotFound => {
+                    registry.end_orphan(id, outcome);
+                    Ok(())
+                }
+                other @ (Written::Inserted | Written::Appended) => Err(StoreError::Corrupt(
+                    format!("the store answered a resolution with {other:?}"),
+                )
+                .into()),
+            }
+        })
+    }
+
+    /// Ends a request the shared store does not know (see the module docs): nothing but
+    /// this registry can.
+    fn end_orphan(&self, id: Id<K::IdKind>, outcome: Outcome<K::Reply>) {
+        let mut state = self.inner.lock();
+        let delivery = self.inner.finish(&mut state, id, outcome);
+        drop(state);
+        if let Some(delivery) = delivery {
+            tracing::warn!(
+                "{} is unknown to the shared store; ended here, where it was asked",
+                K::request_id(id)
+            );
+            delivery.send().in_background();
+        }
+    }
+
+    /// Applies one change of the shared store's change log: a request inserted (by any
+    /// instance) becomes pending here and its `asked` event is published, once; an outcome
+    /// the store took ends the request here, delivering it to the asker and the watchers
+    /// and publishing its event. Applying a change that is already reflected (a request
+    /// loaded at start and logged after the log's head was read) changes nothing and
+    /// publishes nothing.
+    ///
+    /// # Errors
+    ///
+    /// [`StoreError::Corrupt`] for a change this kind cannot read; nothing is applied.
+    pub(crate) fn apply(&self, change: &ChangeKind) -> Result<(), StoreError> {
+        match change {
+            ChangeKind::Inserted(record) => {
+                let request = record::request_from::<K>(record)?;
+                let id = K::id(&request);
+                let mut state = self.inner.lock();
+                let known_resolved = state.resolved.contains_key(&id);
+                let announce = match state.pending.get_mut(&id) {
+                    // Registered here: its insert came back.
+                    Some(entry) if !entry.announced => {
+                        entry.announced = true;
+                        Some(Arc::clone(&entry.request))
+                    }
+                    Some(_) => None,
+                    None if known_resolved => None,
+                    None => {
+                        let request = state.insert_recorded(request);
+                        if let Some(at) = state.pending.get(&id).and_then(|entry| entry.deadline)
+                            && state.deadlines.first() == Some(&(at, id))
+                        {
+                            self.inner.timer_wakeup.notify_one();
+                        }
+                        Some(request)
+                    }
+                };
+                if let Some(request) = announce {
+                    K::publish_asked(&self.inner.bus, &request);
+                    if K::expires_at(&request).is_some() {
+                        drop(state);
+                        self.ensure_timer_driver();
+                    }
+                }
+            }
+            ChangeKind::Resolved { id, outcome, .. } => {
+                let outcome = record::outcome_from::<K>(id, outcome)?;
+                let id = id
+                    .parse::<Id<K::IdKind>>()
+                    .map_err(|error| StoreError::Corrupt(format!("request id: {error}")))?;
+                let mut state = self.inner.lock();
+                let delivery = self.inner.finish(&mut state, id, outcome);
+                drop(state);
+                if let Some(delivery) = delivery {
+                    delivery.send().in_background();
+                }
+            }
+        }
+        Ok(())
     }
 
     /// Cancels every pending request of `session_id`; returns how many there were.
@@ -493,6 +663,24 @@ impl<K: Kind> Registry<K> {
             .filter(|(_, entry)| K::session_id(&entry.request) == session_id)
             .map(|(&id, _)| id)
             .collect();
+        if let Some(store) = self.inner.deciding_store() {
+            let requests: Vec<_> = ids
+                .iter()
+                .filter_map(|id| {
+                    state
+                        .pending
+                        .get(id)
+                        .map(|entry| Arc::clone(&entry.request))
+                })
+                .collect();
+            let proposals: Vec<_> = requests
+                .iter()
+                .map(|request| self.propose(store, &mut state, request, Outcome::Cancelled))
+                .collect();
+            drop(state);
+            proposals.into_iter().for_each(Durable::in_background);
+            return ids.len();
+        }
         let deliveries: Vec<_> = ids
             .iter()
             .filter_map(|&id| self.inner.finish(&mut state, id, Outcome::Cancelled))
@@ -583,6 +771,67 @@ impl<K: Kind> Registry<K> {
         Some(receiver.await.unwrap_or(Outcome::Cancelled))
     }
 
+    /// Times out requests whose deadline is at or before `now`, at most [`EXPIRY_BATCH`]
+    /// of them, so that a mass expiry never holds the lock for long; returns the next
+    /// deadline (which is `<= now` if more are already due).
+    ///
+    /// Over a shared store each expiry is proposed like any outcome; an instance that
+    /// loses the race to another's expiry (or reply) loses nothing.
+    fn expire_due(&self, now: Instant) -> Option<Instant> {
+        let mut state = self.inner.lock();
+        let mut deliveries = Vec::new();
+        let mut proposals = Vec::new();
+        while deliveries.len() + proposals.len() < EXPIRY_BATCH
+            && let Some(&(at, id)) = state.deadlines.first()
+            && at <= now
+        {
+            state.deadlines.pop_first();
+            match self.inner.deciding_store() {
+                None => deliveries.extend(self.inner.finish(&mut state, id, Outcome::TimedOut)),
+                Some(store) => {
+                    if let Some(entry) = state.pending.get(&id) {
+                        let request = Arc::clone(&entry.request);
+                        let proposal = self.propose(store, &mut state, &request, Outcome::TimedOut);
+                        proposals.push((id, proposal));
+                    }
+                }
+            }
+        }
+        let next = state.deadlines.first().map(|&(at, _)| at);
+        drop(state);
+        for delivery in deliveries {
+            // Nobody is told of an expiry but the asker: nothing waits for the record.
+            drop(delivery.send());
+        }
+        for (id, proposal) in proposals {
+            self.expire_in_background(id, proposal);
+        }
+        next
+    }
+
+    /// Waits for the store's verdict on an expiry in a task of its own. A store that could
+    /// not be reached makes the request due again after [`EXPIRY_RETRY`], so it still
+    /// times out once the store is back.
+    fn expire_in_background(&self, id: Id<K::IdKind>, proposal: Durable) {
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            return;
+        };
+        let registry = self.clone();
+        runtime.spawn(async move {
+            if let Err(DurableError::Store(error)) = proposal.await {
+                tracing::warn!("{} could not be timed out: {error}", K::request_id(id));
+                let mut state = registry.inner.lock();
+                let retry = Instant::now() + EXPIRY_RETRY;
+                if let Some(entry) = state.pending.get_mut(&id) {
+                    entry.deadline = Some(retry);
+                    if state.add_deadline(retry, id) {
+                        registry.inner.timer_wakeup.notify_one();
+                    }
+                }
+            }
+        });
+    }
+
     /// Starts the timer driver once, if a Tokio runtime is available. Without one the
     /// deadlines are kept and honoured once any later registration finds a runtime.
     fn ensure_timer_driver(&self) {
@@ -608,6 +857,14 @@ impl<K: Kind> Inner<K> {
         self.state.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
+    /// The shared store that decides this registry's outcomes, if it has one.
+    fn deciding_store(&self) -> Option<&Recorder> {
+        match &self.recorder {
+            Some((recorder, StoreRole::Shared)) => Some(recorder),
+            _ => None,
+        }
+    }
+
     /// Moves a pending request to resolved, publishes its outcome and returns what must be
     /// delivered once the lock is released. `None` if it was not pending.
     fn finish(
@@ -625,12 +882,18 @@ impl<K: Kind> Inner<K> {
         } else {
             state.watchers.remove(&id).unwrap_or_default()
         };
-        // Queued before the event, as on registration.
-        let recorded = self
-            .recorder
-            .as_ref()
-            .map(|recorder| recorder.resolve::<K>(&entry.request, &outcome));
-        K::publish_outcome(&self.bus, &entry.request, &outcome);
+        // Queued before the event, as on registration. A shared store made this outcome
+        // itself (it is applying the store's change log): nothing to write.
+        let recorded = match &self.recorder {
+            Some((recorder, StoreRole::Record)) => {
+                Some(recorder.resolve::<K>(&entry.request, &outcome))
+            }
+            Some((_, StoreRole::Shared)) | None => None,
+        };
+        // An orphan never announced ends without events: nobody saw it asked.
+        if entry.announced {
+            K::publish_outcome(&self.bus, &entry.request, &outcome);
+        }
         if self.retain_resolved > 0 {
             if state.resolved.len() >= self.retain_resolved
                 && let Some((_, forgotten)) = state.resolved.pop_first()
@@ -653,28 +916,6 @@ impl<K: Kind> Inner<K> {
             outcome,
             recorded,
         })
-    }
-
-    /// Times out requests whose deadline is at or before `now`, at most [`EXPIRY_BATCH`]
-    /// of them, so that a mass expiry never holds the lock for long; returns the next
-    /// deadline (which is `<= now` if more are already due).
-    fn expire_due(&self, now: Instant) -> Option<Instant> {
-        let mut state = self.lock();
-        let mut deliveries = Vec::new();
-        while deliveries.len() < EXPIRY_BATCH
-            && let Some(&(at, id)) = state.deadlines.first()
-            && at <= now
-        {
-            state.deadlines.pop_first();
-            deliveries.extend(self.finish(&mut state, id, Outcome::TimedOut));
-        }
-        let next = state.deadlines.first().map(|&(at, _)| at);
-        drop(state);
-        for delivery in deliveries {
-            // Nobody is told of an expiry but the asker: nothing waits for the record.
-            drop(delivery.send());
-        }
-        next
     }
 }
 
@@ -709,9 +950,12 @@ impl<K: Kind> Drop for Ticket<K> {
     fn drop(&mut self) {
         if !self.settled && self.owns {
             // Already resolved (the outcome is waiting unread) is fine: nothing to cancel.
-            let _ = self
+            if let Ok(cancelled) = self
                 .registry
-                .resolve::<Infallible>(K::id(&self.request), |_| Ok(Outcome::Cancelled));
+                .resolve::<Infallible>(K::id(&self.request), |_| Ok(Outcome::Cancelled))
+            {
+                cancelled.in_background();
+            }
         }
     }
 }
@@ -728,6 +972,14 @@ fn lock_ids(ids: &SharedIds) -> MutexGuard<'_, IdGenerator> {
 
 /// Most requests timed out per registry-lock acquisition.
 const EXPIRY_BATCH: usize = 1024;
+
+/// How long after a failed attempt (the shared store unreachable) an expiry is tried again.
+const EXPIRY_RETRY: std::time::Duration = std::time::Duration::from_secs(1);
+
+/// How long a resolution the shared store took waits for this registry to apply it, so that
+/// this instance's next read sees it. The change is durable either way; only a follower
+/// that fell behind makes the wait run out.
+const APPLY_WAIT: std::time::Duration = std::time::Duration::from_secs(1);
 
 impl<K: Kind> Drop for Inner<K> {
     fn drop(&mut self) {
@@ -753,6 +1005,45 @@ impl<K: Kind> Delivery<K> {
 }
 
 impl<K: Kind> State<K> {
+    /// Adds a deadline to the index; returns whether it is the new earliest (the timer
+    /// must then wake up to sleep less).
+    fn add_deadline(&mut self, at: Instant, id: Id<K::IdKind>) -> bool {
+        let is_new_earliest = self.deadlines.first().is_none_or(|&(first, _)| at < first);
+        self.deadlines.insert((at, id));
+        is_new_earliest
+    }
+
+    /// Adds a request read from the store (at start, or from another instance through a
+    /// shared store's change log) as pending, with no asker in this process, and indexes
+    /// it. Its wall-clock expiry becomes a deadline on this process's clock; one already
+    /// past is due at once.
+    fn insert_recorded(&mut self, request: K::Request) -> Arc<K::Request> {
+        let id = K::id(&request);
+        let deadline = K::expires_at(&request).map(|at| {
+            let now = Instant::now();
+            now.checked_add(std::time::Duration::from_millis(
+                at.saturating_sub(record::now_ms()),
+            ))
+            .unwrap_or(now)
+        });
+        if let Some(at) = deadline {
+            self.add_deadline(at, id);
+        }
+        K::remember(&mut self.index, &request);
+        self.index_call(&request);
+        let request = Arc::new(request);
+        self.pending.insert(
+            id,
+            Pending {
+                request: Arc::clone(&request),
+                asker: None,
+                deadline,
+                announced: true,
+            },
+        );
+        request
+    }
+
     /// Indexes `request` under its tool call, if it has one.
     fn index_call(&mut self, request: &K::Request) {
         if let Some(call_id) = K::call_id(request) {
@@ -781,7 +1072,7 @@ async fn run_timer<K: Kind>(registry: Weak<Inner<K>>, wakeup: Arc<Notify>) {
     loop {
         let now = Instant::now();
         let next = match registry.upgrade() {
-            Some(inner) => inner.expire_due(now),
+            Some(inner) => Registry { inner }.expire_due(now),
             None => return,
         };
         match next {

@@ -11,13 +11,15 @@ use askbus_bus::Bus;
 use askbus_store::{RequestKind, Store, StoreError};
 use tokio::time::Instant;
 
+use crate::interrupt::RequestId;
 use crate::model::{
     Answer, Answers, QuestionAsked, QuestionCancelled, QuestionId, QuestionInfo, QuestionKind,
     QuestionRejected, QuestionReplied, QuestionRequest, QuestionTimedOut, ToolRef,
 };
 use crate::record::Durable;
 use crate::registry::{
-    self, Kind, Outcome, OutcomeKind, Registry, ResolveError, SharedIds, Snapshot, Ticket,
+    self, Kind, Outcome, OutcomeKind, Registry, ResolveError, SharedIds, Snapshot, StoreRole,
+    Ticket,
 };
 use crate::validate::{self, ValidationError};
 
@@ -156,6 +158,10 @@ impl Kind for QuestionRegistryKind {
         request.id
     }
 
+    fn request_id(id: QuestionId) -> RequestId {
+        RequestId::Question(id)
+    }
+
     fn session_id(request: &QuestionRequest) -> &str {
         &request.session_id
     }
@@ -252,7 +258,7 @@ impl QuestionService {
         config: QuestionConfig,
         store: Arc<dyn Store>,
     ) -> Result<Self, StoreError> {
-        Self::restore_sharing_ids(bus, config, registry::new_ids(), store).await
+        Self::restore_sharing_ids(bus, config, registry::new_ids(), store, StoreRole::Record).await
     }
 
     /// As [`with_store`](Self::with_store), drawing ids from `ids`.
@@ -261,9 +267,10 @@ impl QuestionService {
         config: QuestionConfig,
         ids: SharedIds,
         store: Arc<dyn Store>,
+        role: StoreRole,
     ) -> Result<Self, StoreError> {
         Ok(Self {
-            registry: Registry::restore(bus, config.retain_resolved, ids, store).await?,
+            registry: Registry::restore(bus, config.retain_resolved, ids, store, role).await?,
             config,
         })
     }
@@ -271,6 +278,11 @@ impl QuestionService {
     /// The bus this service publishes on.
     pub fn bus(&self) -> &Bus {
         self.registry.bus()
+    }
+
+    /// The registry behind this service.
+    pub(crate) fn registry(&self) -> &Registry<QuestionRegistryKind> {
+        &self.registry
     }
 
     /// Asks `questions` on behalf of `session_id` and waits for the outcome.

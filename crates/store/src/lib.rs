@@ -323,6 +323,9 @@ pub enum StoreError {
     /// A stored value cannot be read back (a damaged or foreign record).
     #[error("corrupt record: {0}")]
     Corrupt(String),
+    /// Several instances were to share a store that only one process can use (SQLite).
+    #[error("this store cannot be shared by several instances: use Redis")]
+    NotShared,
     /// The store did not answer in time (a broken connection, or an overloaded server).
     #[error("the store did not answer in time")]
     Unresponsive,

@@ -1,0 +1,499 @@
+//! Several hubs over one shared store, as several server instances over one Redis: a
+//! request asked through one is listed, answered and cancelled through the others, resolves
+//! once whatever races for it, and every instance's bus tells the same story.
+//!
+//! Each check runs twice: over a `MemoryStore` shared by hubs in this process, and over the
+//! real Redis on 127.0.0.1:6379 with a store (own connections, own writer and follower)
+//! per instance.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use askbus::bus::{Envelope, Subscription};
+use askbus::question::{
+    Action, ApprovalAsked, ApprovalConfig, ApprovalReplied, ApprovalReply, AskError, Decision,
+    DurableError, EditedAction, Outcome, OutcomeKind, QuestionConfig, QuestionId, ReplyError,
+    RequestHub, Timeout, ToolRef,
+};
+use askbus_store::{MemoryStore, SqliteStore, Store, StoreError};
+use futures_util::StreamExt;
+use serde_json::json;
+
+use crate::support::{
+    QuestionEvent, TestRedis, answers, language, outcomes_in_stream, question_event,
+    ready_envelopes, roomy_bus,
+};
+
+/// How long a check waits for an event another instance must cause, before failing.
+const EVENT_TIMEOUT: Duration = Duration::from_secs(10);
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn memory_asked_on_one_instance_is_answered_through_another() {
+    check_answered_elsewhere(memory_stores()).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn redis_asked_on_one_instance_is_answered_through_another() {
+    let redis = TestRedis::new().await;
+    check_answered_elsewhere(redis_stores(&redis).await).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn memory_concurrent_replies_through_every_instance_resolve_once() {
+    check_concurrent_replies(memory_stores()).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn redis_concurrent_replies_through_every_instance_resolve_once() {
+    let redis = TestRedis::new().await;
+    check_concurrent_replies(redis_stores(&redis).await).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn memory_dropping_the_ask_cancels_it_everywhere() {
+    check_drop_cancels(memory_stores()).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn redis_dropping_the_ask_cancels_it_everywhere() {
+    let redis = TestRedis::new().await;
+    check_drop_cancels(redis_stores(&redis).await).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn memory_every_instance_times_out_but_one_expiry_wins() {
+    check_timeout(memory_stores()).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn redis_every_instance_times_out_but_one_expiry_wins() {
+    let redis = TestRedis::new().await;
+    check_timeout(redis_stores(&redis).await).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn memory_a_restarted_instance_picks_up_its_requests() {
+    let store = MemoryStore::new();
+    check_restart(|| std::future::ready(Arc::new(store.clone()) as Arc<dyn Store>)).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn redis_a_restarted_instance_picks_up_its_requests() {
+    let redis = TestRedis::new().await;
+    check_restart(|| async { Arc::new(redis.open().await) as Arc<dyn Store> }).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn memory_approvals_and_session_cancels_cross_instances() {
+    check_approvals_and_cancel(memory_stores()).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn redis_approvals_and_session_cancels_cross_instances() {
+    let redis = TestRedis::new().await;
+    check_approvals_and_cancel(redis_stores(&redis).await).await;
+}
+
+/// A follower that fell out of the change log's retention loads the requests again: it
+/// learns of requests asked meanwhile, and of the outcome of its own asker's request.
+#[tokio::test(flavor = "current_thread")]
+async fn a_follower_that_fell_behind_the_log_resyncs() {
+    let [a, b, _c] = instances(memory_stores()).await;
+    let mine = a
+        .hub
+        .questions()
+        .submit("s", vec![language()], None, Timeout::Never)
+        .unwrap();
+    let id = mine.id();
+    a.hub.caught_up().await.unwrap();
+    b.hub.caught_up().await.unwrap();
+    // Without an `.await`, so no follower runs on this one thread: B answers, then more
+    // changes are made than the log keeps.
+    let reply = b.hub.questions().reply(id, answers(&[&["Go"]])).unwrap();
+    let flood = askbus_store::LOG_RETENTION + 1;
+    for _ in 0..flood {
+        let asked = b
+            .hub
+            .questions()
+            .submit("flood", vec![language()], None, Timeout::Never);
+        drop(asked.unwrap().detach());
+    }
+    reply.await.unwrap();
+    // A's follower finds a gap, loads the store again, and delivers the answer.
+    let answered = tokio::time::timeout(EVENT_TIMEOUT, mine).await;
+    assert_eq!(answered.expect("A resynced").unwrap(), answers(&[&["Go"]]));
+    a.hub.caught_up().await.unwrap();
+    assert_eq!(a.hub.questions().list(Some("flood")).len(), flood);
+}
+
+#[tokio::test]
+async fn a_store_only_one_process_may_use_cannot_be_shared() {
+    let dir = tempfile::tempdir().unwrap();
+    let sqlite = Arc::new(SqliteStore::open(dir.path().join("askbus.db")).unwrap());
+    let refused = RequestHub::shared(
+        roomy_bus(),
+        QuestionConfig::default(),
+        ApprovalConfig::default(),
+        sqlite,
+    )
+    .await
+    .err()
+    .unwrap();
+    assert!(matches!(refused, StoreError::NotShared), "{refused}");
+}
+
+/// One instance: a hub, and its bus's events since before it could publish any.
+struct Instance {
+    hub: RequestHub,
+    /// The bus's events not read yet.
+    events: Subscription,
+    /// The bus's events read so far, in order.
+    seen: Vec<Envelope>,
+}
+
+async fn check_answered_elsewhere(stores: [Arc<dyn Store>; 3]) {
+    let [mut a, mut b, mut c] = instances(stores).await;
+    let tool = ToolRef {
+        message_id: "m1".into(),
+        call_id: "call-1".into(),
+    };
+    let asking = a
+        .hub
+        .questions()
+        .submit("s1", vec![language()], Some(tool), Timeout::Never)
+        .unwrap();
+    let id = asking.id();
+
+    b.wait_for(asked(id)).await;
+    let listed: Vec<QuestionId> = b
+        .hub
+        .questions()
+        .list(Some("s1"))
+        .iter()
+        .map(|request| request.id)
+        .collect();
+    assert_eq!(listed, [id]);
+    b.hub
+        .questions()
+        .reply(id, answers(&[&["Go"]]))
+        .unwrap()
+        .await
+        .unwrap();
+    // Once the reply is acknowledged, the instance that took it reads its own write.
+    let seen_by_b = b.hub.questions().get(id).unwrap().outcome;
+    assert_eq!(
+        seen_by_b,
+        Some(Outcome::Replied(answers(&[&["Go"]]).into()))
+    );
+
+    let answered = tokio::time::timeout(EVENT_TIMEOUT, asking).await;
+    assert_eq!(
+        answered.expect("A's ask resolved").unwrap(),
+        answers(&[&["Go"]])
+    );
+    for instance in [&mut a, &mut b, &mut c] {
+        instance.wait_for(ended(id)).await;
+        let outcomes = outcomes_in_stream(&instance.seen);
+        assert_eq!(outcomes.get(&id), Some(&Some(OutcomeKind::Replied)));
+    }
+    // A second answer, through a third instance, is refused.
+    let again = c.hub.questions().reply(id, answers(&[&["Rust"]]));
+    assert!(
+        matches!(again, Err(ReplyError::AlreadyResolved { .. })),
+        "{again:?}"
+    );
+}
+
+async fn check_concurrent_replies(stores: [Arc<dyn Store>; 3]) {
+    const QUESTIONS: usize = 20;
+    let instances = instances(stores).await;
+    let asking: Vec<_> = (0..QUESTIONS)
+        .map(|_| {
+            instances[0]
+                .hub
+                .questions()
+                .submit("race", vec![language()], None, Timeout::Never)
+                .unwrap()
+        })
+        .collect();
+    for instance in &instances {
+        instance.hub.caught_up().await.unwrap();
+    }
+    for pending in asking {
+        let id = pending.id();
+        // Every instance answers at once, each with its own text.
+        let replies = instances.iter().enumerate().map(|(n, instance)| {
+            let hub = instance.hub.clone();
+            tokio::spawn(async move {
+                let answer = answers(&[&[&format!("from instance {n}")]]);
+                let taken = match hub.questions().reply(id, answer.clone()) {
+                    Ok(durable) => durable.await,
+                    Err(ReplyError::AlreadyResolved { .. }) => return None,
+                    Err(other) => panic!("{id}: {other}"),
+                };
+                match taken {
+                    Ok(()) => Some(answer),
+                    Err(DurableError::AlreadyResolved { .. }) => None,
+                    Err(other) => panic!("{id}: {other}"),
+                }
+            })
+        });
+        let winners: Vec<_> = futures_util::future::join_all(replies)
+            .await
+            .into_iter()
+            .filter_map(|reply| reply.unwrap())
+            .collect();
+        assert_eq!(winners.len(), 1, "{id}: exactly one reply is taken");
+        let answered = tokio::time::timeout(EVENT_TIMEOUT, pending).await;
+        assert_eq!(answered.expect("the asker resolved").unwrap(), winners[0]);
+    }
+    for mut instance in instances {
+        instance.hub.caught_up().await.unwrap();
+        let events = ready_envelopes(&mut instance.events);
+        let outcomes = outcomes_in_stream(&events);
+        assert_eq!(outcomes.len(), QUESTIONS);
+        assert!(
+            outcomes
+                .values()
+                .all(|outcome| *outcome == Some(OutcomeKind::Replied)),
+            "{outcomes:?}"
+        );
+    }
+}
+
+async fn check_drop_cancels(stores: [Arc<dyn Store>; 3]) {
+    let [a, mut b, _c] = instances(stores).await;
+    let asking = a
+        .hub
+        .questions()
+        .submit("s", vec![language()], None, Timeout::Never)
+        .unwrap();
+    let id = asking.id();
+    b.wait_for(asked(id)).await;
+    drop(asking);
+    b.wait_for(ended(id)).await;
+    assert_eq!(
+        outcomes_in_stream(&b.seen).get(&id),
+        Some(&Some(OutcomeKind::Cancelled))
+    );
+    assert_eq!(
+        b.hub.questions().get(id).unwrap().outcome,
+        Some(Outcome::Cancelled)
+    );
+}
+
+async fn check_timeout(stores: [Arc<dyn Store>; 3]) {
+    let [a, b, c] = instances(stores).await;
+    let asking = a
+        .hub
+        .questions()
+        .submit(
+            "s",
+            vec![language()],
+            None,
+            Timeout::After(Duration::from_millis(300)),
+        )
+        .unwrap();
+    let id = asking.id();
+    let timed_out = tokio::time::timeout(EVENT_TIMEOUT, asking).await;
+    assert_eq!(timed_out.expect("the ask ended"), Err(AskError::TimedOut));
+    for mut instance in [a, b, c] {
+        // Every instance's timer fired; the store took one expiry, the rest lost quietly.
+        instance.wait_for(ended(id)).await;
+        assert_eq!(
+            outcomes_in_stream(&instance.seen).get(&id),
+            Some(&Some(OutcomeKind::TimedOut))
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        let later = ready_envelopes(&mut instance.events);
+        assert!(
+            later.iter().all(|event| question_event(event).is_none()),
+            "{later:?}"
+        );
+    }
+}
+
+/// An instance dies with requests pending (its asker gone without cancelling, as in a
+/// crash); another answers one of them; the restarted instance's agent asks again from the
+/// same tool calls and gets the answer, at once or when it comes.
+async fn check_restart<F: Future<Output = Arc<dyn Store>>>(store: impl Fn() -> F) {
+    let b = instance(store().await).await;
+    let answered_while_down = {
+        let a = instance(store().await).await;
+        let ask = |call: &str| {
+            let tool = ToolRef {
+                message_id: "m".into(),
+                call_id: call.into(),
+            };
+            a.hub
+                .questions()
+                .submit("agent", vec![language()], Some(tool), Timeout::Never)
+                .unwrap()
+                .detach()
+                .id
+        };
+        let first = ask("call-1");
+        let second = ask("call-2");
+        b.hub.caught_up().await.unwrap();
+        (first, second)
+    };
+    let (first, second) = answered_while_down;
+    b.hub
+        .questions()
+        .reply(first, answers(&[&["Rust"]]))
+        .unwrap()
+        .await
+        .unwrap();
+
+    let restarted = instance(store().await).await;
+    let again = |call: &str| {
+        let tool = ToolRef {
+            message_id: "m2".into(),
+            call_id: call.into(),
+        };
+        restarted
+            .hub
+            .questions()
+            .submit("agent", vec![language()], Some(tool), Timeout::Never)
+            .unwrap()
+    };
+    let rejoined = again("call-1");
+    assert_eq!(
+        rejoined.id(),
+        first,
+        "the same request, not a second prompt"
+    );
+    assert_eq!(rejoined.await.unwrap(), answers(&[&["Rust"]]));
+    let waiting = again("call-2");
+    assert_eq!(waiting.id(), second);
+    b.hub
+        .questions()
+        .reply(second, answers(&[&["Go"]]))
+        .unwrap()
+        .await
+        .unwrap();
+    let answered = tokio::time::timeout(EVENT_TIMEOUT, waiting).await;
+    assert_eq!(
+        answered.expect("the re-ask resolved").unwrap(),
+        answers(&[&["Go"]])
+    );
+}
+
+async fn check_approvals_and_cancel(stores: [Arc<dyn Store>; 3]) {
+    let [a, b, mut c] = instances(stores).await;
+    let delete = Action::new("delete_rows", json!({"table": "users"}));
+    let reviewing = a
+        .hub
+        .approvals()
+        .submit("ops", vec![delete], vec![], Timeout::Never)
+        .unwrap();
+    let id = reviewing.id();
+    b.hub.caught_up().await.unwrap();
+    let edit = Decision::Edit {
+        edited_action: EditedAction {
+            name: "delete_rows".into(),
+            args: json!({"table": "tmp"}),
+        },
+    };
+    b.hub
+        .approvals()
+        .reply(id, ApprovalReply::new([edit.clone()]))
+        .unwrap()
+        .await
+        .unwrap();
+    let decided = tokio::time::timeout(EVENT_TIMEOUT, reviewing).await;
+    assert_eq!(
+        decided.expect("A's review resolved").unwrap().decisions,
+        [edit]
+    );
+    c.wait_for(|event| event.downcast_ref::<ApprovalReplied>().is_some())
+        .await;
+    let asked_first = c
+        .seen
+        .iter()
+        .position(|event| event.downcast_ref::<ApprovalAsked>().is_some());
+    assert_eq!(asked_first, Some(c.seen.len() - 2), "asked, then replied");
+
+    // A session cancelled through B ends A's requests of that session, and only those.
+    let ask = |session: &str| {
+        a.hub
+            .questions()
+            .submit(session, vec![language()], None, Timeout::Never)
+            .unwrap()
+    };
+    let (first, second, other) = (ask("doomed"), ask("doomed"), ask("spared"));
+    b.hub.caught_up().await.unwrap();
+    assert_eq!(b.hub.cancel_session("doomed"), 2);
+    for pending in [first, second] {
+        let ended = tokio::time::timeout(EVENT_TIMEOUT, pending).await;
+        assert_eq!(ended.expect("cancelled"), Err(AskError::Cancelled));
+    }
+    a.hub.caught_up().await.unwrap();
+    assert_eq!(a.hub.questions().get(other.id()).unwrap().outcome, None);
+}
+
+/// Three handles on one in-process store.
+fn memory_stores() -> [Arc<dyn Store>; 3] {
+    let store = MemoryStore::new();
+    [(); 3].map(|()| Arc::new(store.clone()) as Arc<dyn Store>)
+}
+
+/// Three stores on the test's Redis keys, each with connections of its own.
+async fn redis_stores(redis: &TestRedis) -> [Arc<dyn Store>; 3] {
+    [
+        Arc::new(redis.open().await) as Arc<dyn Store>,
+        Arc::new(redis.open().await),
+        Arc::new(redis.open().await),
+    ]
+}
+
+async fn instances(stores: [Arc<dyn Store>; 3]) -> [Instance; 3] {
+    let [a, b, c] = stores;
+    [instance(a).await, instance(b).await, instance(c).await]
+}
+
+async fn instance(store: Arc<dyn Store>) -> Instance {
+    let bus = roomy_bus();
+    let events = bus.subscribe_all();
+    let hub = RequestHub::shared(
+        bus,
+        QuestionConfig::default(),
+        ApprovalConfig::default(),
+        store,
+    )
+    .await
+    .unwrap();
+    Instance {
+        hub,
+        events,
+        seen: Vec::new(),
+    }
+}
+
+impl Instance {
+    /// Reads events up to and including the first for which `until` holds.
+    async fn wait_for(&mut self, until: impl Fn(&Envelope) -> bool) {
+        let (events, seen) = (&mut self.events, &mut self.seen);
+        let collect = async {
+            while let Some(event) = events.next().await {
+                let event = event.expect("the test bus is roomy enough never to lag");
+                let done = until(&event);
+                seen.push(event);
+                if done {
+                    return;
+                }
+            }
+        };
+        if tokio::time::timeout(EVENT_TIMEOUT, collect).await.is_err() {
+            panic!("the awaited event did not come; saw {:?}", self.seen);
+        }
+    }
+}
+
+fn asked(id: QuestionId) -> impl Fn(&Envelope) -> bool {
+    move |event| question_event(event) == Some(QuestionEvent::Asked(id))
+}
+
+fn ended(id: QuestionId) -> impl Fn(&Envelope) -> bool {
+    move |event| matches!(question_event(event), Some(QuestionEvent::Terminal(ended, _)) if ended == id)
+}
