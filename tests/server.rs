@@ -30,6 +30,42 @@ fn the_default_store_is_an_embedded_sqlite_file() {
 }
 
 #[test]
+fn a_redis_store_is_shared_under_a_prefix_and_logged_without_its_password() {
+    let redis = |url: &str| match settings(&["--store", url]).expect("valid").store {
+        StoreUrl::Redis(location) => location,
+        other => panic!("{url}: {other:?}"),
+    };
+    let check = |url: &str, prefix: &str, shown: &str| {
+        let location = redis(url);
+        assert_eq!(location.prefix(), prefix, "{url}");
+        assert_eq!(location.to_string(), shown, "{url}");
+        assert!(!format!("{location:?}").contains("secret"), "{url}");
+    };
+    check(
+        "redis://127.0.0.1:6379",
+        "askbus",
+        "redis://127.0.0.1:6379 (keys under askbus:)",
+    );
+    check(
+        "redis://10.0.0.5:6379/2?prefix=team-a",
+        "team-a",
+        "redis://10.0.0.5:6379/2 (keys under team-a:)",
+    );
+    check(
+        "redis://user:secret@cache.internal:6380/0?prefix=prod",
+        "prod",
+        "redis://***@cache.internal:6380/0 (keys under prod:)",
+    );
+    check(
+        "redis://:secret@127.0.0.1:6379/1?protocol=resp3&prefix=p",
+        "p",
+        "redis://***@127.0.0.1:6379/1?protocol=resp3 (keys under p:)",
+    );
+    let shown = StoreUrl::Redis(redis("redis://127.0.0.1:6379")).to_string();
+    assert!(shown.contains("shared with every server"), "{shown}");
+}
+
+#[test]
 fn a_non_loopback_address_needs_a_token() {
     for address in ["0.0.0.0:4717", "192.168.1.10:80", "[::]:4717"] {
         let refused = settings(&["--listen", address]).expect_err("refused");
@@ -79,6 +115,18 @@ fn bad_flags_are_refused_with_a_clear_message() {
         );
     };
     check(&["--store", "postgres://localhost"], "use `sqlite:PATH`");
+    check(&["--store", "postgres://localhost"], "redis://HOST:PORT");
+    check(
+        &["--store", "redis://127.0.0.1:6379?prefix="],
+        "the prefix must be",
+    );
+    check(&["--store", "redis://127.0.0.1:notaport"], "bad --store");
+    check(
+        &["--store", "rediss://u:secret@host:6380"],
+        "TLS is not built in",
+    );
+    let tls = settings(&["--store", "rediss://u:secret@host:6380"]).expect_err("refused");
+    assert!(!tls.to_string().contains("secret"), "{tls}");
     check(&["--store", "sqlite:"], "use `sqlite:PATH`");
     check(&["--listen", "localhost:4717"], "IP:PORT");
     check(&["--token", "@session"], "empty");

@@ -3,7 +3,9 @@
 //! Plain `std::process::Command` calls, no dependencies, so building the task runner costs
 //! nothing next to the project itself (matklad/cargo-xtask).
 
+use std::net::{Ipv4Addr, SocketAddr, TcpStream};
 use std::process::{Command, ExitCode};
+use std::time::{Duration, Instant};
 
 const USAGE: &str = "usage: cargo xtask <command>
 
@@ -47,6 +49,8 @@ fn ci() -> Result<(), String> {
     ])?;
     // The browser tests of the web UI (tests/ui.rs) drive Debian's chromium.
     apt_install("/usr/bin/chromium", "chromium")?;
+    // The store and multi-instance tests use the real Redis on 127.0.0.1:6379.
+    ensure_redis()?;
     cargo(&[
         "test",
         "--workspace",
@@ -100,6 +104,38 @@ fn apt_install(binary: &str, package: &str) -> Result<(), String> {
              system's package manager so that {binary} exists, then run this again"
         ))
     }
+}
+
+/// Where the tests expect Redis.
+const REDIS: SocketAddr = SocketAddr::new(std::net::IpAddr::V4(Ipv4Addr::LOCALHOST), 6379);
+
+/// Makes sure a Redis answers on 127.0.0.1:6379: one already running is used as it is;
+/// otherwise Debian's `redis-server` is installed if missing and started in the background,
+/// keeping nothing on disk (the tests clean up their own keys). Says how to get one when
+/// that fails.
+fn ensure_redis() -> Result<(), String> {
+    let listening = || TcpStream::connect_timeout(&REDIS, Duration::from_millis(500)).is_ok();
+    if listening() {
+        return Ok(());
+    }
+    eprintln!("xtask: no Redis on {REDIS}; starting redis-server for the tests");
+    apt_install("/usr/bin/redis-server", "redis-server")?;
+    let started = Command::new("/usr/bin/redis-server")
+        .args(["--daemonize", "yes", "--bind", "127.0.0.1", "--port", "6379"])
+        .args(["--save", "", "--appendonly", "no"])
+        .status()
+        .is_ok_and(|status| status.success());
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while started && Instant::now() < deadline {
+        if listening() {
+            return Ok(());
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    Err(format!(
+        "the tests need Redis on {REDIS} and it could not be started: start one yourself \
+         (`redis-server --daemonize yes`, or `docker run -p 6379:6379 redis`), then run this again"
+    ))
 }
 
 fn cargo(args: &[&str]) -> Result<(), String> {

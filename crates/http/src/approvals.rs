@@ -77,6 +77,7 @@ pub(crate) struct ApprovalStatus {
         (status = 200, description = "Pending approval requests, ascending by id", body = Vec<ApprovalRequest>),
         (status = 401, description = "Missing or unknown token", body = crate::error::ErrorBody),
         (status = 403, description = "The token is scoped to another session", body = crate::error::ErrorBody),
+        (status = 503, description = "The store shared with other servers could not be reached", body = crate::error::ErrorBody),
     ),
     security(("bearer" = []), ())
 )]
@@ -86,6 +87,8 @@ pub(crate) async fn list(
     ApiQuery(query): ApiQuery<ListQuery>,
 ) -> Result<Json<Vec<Arc<ApprovalRequest>>>, ApiError> {
     let session = caller.listed_session(query.session_id.as_deref())?;
+    // With a store shared by several servers: what any of them was asked until now.
+    state.inner.hub.caught_up().await?;
     Ok(Json(state.inner.hub.approvals().list(session)))
 }
 
@@ -99,6 +102,7 @@ pub(crate) async fn list(
     responses(
         (status = 200, description = "The request with its status", body = ApprovalStatus),
         (status = 404, description = "No such request (or not visible to this token)", body = crate::error::ErrorBody),
+        (status = 503, description = "The store shared with other servers could not be reached", body = crate::error::ErrorBody),
     ),
     security(("bearer" = []), ())
 )]
@@ -107,7 +111,7 @@ pub(crate) async fn get(
     caller: Caller,
     SegmentPath(key): SegmentPath,
 ) -> Result<Json<ApprovalStatus>, ApiError> {
-    let snapshot = visible(&state, &caller, &key)?;
+    let snapshot = visible(&state, &caller, &key).await?;
     Ok(Json(ApprovalStatus::from(snapshot)))
 }
 
@@ -122,6 +126,7 @@ pub(crate) async fn get(
         (status = 200, description = "The request with its status; `pending` when the wait ran out", body = ApprovalStatus),
         (status = 400, description = "Malformed timeout", body = crate::error::ErrorBody),
         (status = 404, description = "No such request (or not visible to this token)", body = crate::error::ErrorBody),
+        (status = 503, description = "The store shared with other servers could not be reached", body = crate::error::ErrorBody),
     ),
     security(("bearer" = []), ())
 )]
@@ -132,7 +137,7 @@ pub(crate) async fn wait(
     ApiQuery(query): ApiQuery<WaitQuery>,
 ) -> Result<Json<ApprovalStatus>, ApiError> {
     let limit = query.limit(&state)?;
-    let snapshot = visible(&state, &caller, &key)?;
+    let snapshot = visible(&state, &caller, &key).await?;
     if snapshot.outcome.is_some() {
         return Ok(Json(ApprovalStatus::from(snapshot)));
     }
@@ -173,7 +178,7 @@ pub(crate) async fn reply(
     SegmentPath(key): SegmentPath,
     ApiJson(reply): ApiJson<ApprovalReply>,
 ) -> Result<Json<bool>, ApiError> {
-    let id = visible(&state, &caller, &key)?.request.id;
+    let id = visible(&state, &caller, &key).await?.request.id;
     // 200 only once the decision is durable.
     state.inner.hub.approvals().reply(id, reply)?.await?;
     Ok(Json(true))
@@ -220,13 +225,28 @@ pub(crate) async fn create(
 /// The request `key` names (an `apr_` id or an `approval_key`) if it exists and the caller
 /// may see it; otherwise 404, the same answer whether it does not exist or belongs to
 /// another session.
-fn visible(state: &AppState, caller: &Caller, key: &str) -> Result<ApprovalSnapshot, ApiError> {
-    let approvals = state.inner.hub.approvals();
-    let id = key
-        .parse::<ApprovalId>()
-        .ok()
-        .or_else(|| approvals.id_for_key(key));
-    id.and_then(|id| approvals.get(id))
+async fn visible(
+    state: &AppState,
+    caller: &Caller,
+    key: &str,
+) -> Result<ApprovalSnapshot, ApiError> {
+    let hub = &state.inner.hub;
+    let lookup = || {
+        let approvals = hub.approvals();
+        key.parse::<ApprovalId>()
+            .ok()
+            .or_else(|| approvals.id_for_key(key))
+            .and_then(|id| approvals.get(id))
+    };
+    let found = match lookup() {
+        Some(snapshot) => Some(snapshot),
+        // Perhaps asked through another server sharing the store a moment ago.
+        None => {
+            hub.caught_up().await?;
+            lookup()
+        }
+    };
+    found
         .filter(|snapshot| caller.0.allows(&snapshot.request.session_id))
         .ok_or_else(|| not_found(key))
 }

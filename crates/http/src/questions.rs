@@ -109,6 +109,7 @@ pub(crate) struct Cancelled {
         (status = 200, description = "Pending questions, ascending by id", body = Vec<QuestionRequest>),
         (status = 401, description = "Missing or unknown token", body = crate::error::ErrorBody),
         (status = 403, description = "The token is scoped to another session", body = crate::error::ErrorBody),
+        (status = 503, description = "The store shared with other servers could not be reached", body = crate::error::ErrorBody),
     ),
     security(("bearer" = []), ())
 )]
@@ -118,6 +119,8 @@ pub(crate) async fn list(
     ApiQuery(query): ApiQuery<ListQuery>,
 ) -> Result<Json<Vec<Arc<QuestionRequest>>>, ApiError> {
     let session = caller.listed_session(query.session_id.as_deref())?;
+    // With a store shared by several servers: what any of them was asked until now.
+    state.inner.hub.caught_up().await?;
     Ok(Json(state.inner.hub.questions().list(session)))
 }
 
@@ -132,6 +135,7 @@ pub(crate) async fn list(
         (status = 200, description = "The question with its status", body = QuestionStatus),
         (status = 400, description = "Malformed id", body = crate::error::ErrorBody),
         (status = 404, description = "No such question (or not visible to this token)", body = crate::error::ErrorBody),
+        (status = 503, description = "The store shared with other servers could not be reached", body = crate::error::ErrorBody),
     ),
     security(("bearer" = []), ())
 )]
@@ -140,7 +144,7 @@ pub(crate) async fn get(
     caller: Caller,
     QuestionPath(id): QuestionPath,
 ) -> Result<Json<QuestionStatus>, ApiError> {
-    let snapshot = visible(&state, &caller, id)?;
+    let snapshot = visible(&state, &caller, id).await?;
     Ok(Json(QuestionStatus::from_snapshot(snapshot)))
 }
 
@@ -155,6 +159,7 @@ pub(crate) async fn get(
         (status = 200, description = "The question with its status; `pending` when the wait ran out", body = QuestionStatus),
         (status = 400, description = "Malformed id or timeout", body = crate::error::ErrorBody),
         (status = 404, description = "No such question (or not visible to this token)", body = crate::error::ErrorBody),
+        (status = 503, description = "The store shared with other servers could not be reached", body = crate::error::ErrorBody),
     ),
     security(("bearer" = []), ())
 )]
@@ -165,7 +170,7 @@ pub(crate) async fn wait(
     ApiQuery(query): ApiQuery<WaitQuery>,
 ) -> Result<Json<QuestionStatus>, ApiError> {
     let limit = query.limit(&state)?;
-    let snapshot = visible(&state, &caller, id)?;
+    let snapshot = visible(&state, &caller, id).await?;
     if snapshot.outcome.is_some() {
         return Ok(Json(QuestionStatus::from_snapshot(snapshot)));
     }
@@ -196,6 +201,7 @@ pub(crate) async fn wait(
         (status = 413, description = "Body too large", body = crate::error::ErrorBody),
         (status = 415, description = "Not JSON", body = crate::error::ErrorBody),
         (status = 422, description = "The answers do not fit the questions", body = crate::error::ErrorBody),
+        (status = 503, description = "The answer could not be stored durably", body = crate::error::ErrorBody),
     ),
     security(("bearer" = []), ())
 )]
@@ -205,7 +211,7 @@ pub(crate) async fn reply(
     QuestionPath(id): QuestionPath,
     body: ApiJson<Value>,
 ) -> Result<Json<bool>, ApiError> {
-    visible(&state, &caller, id)?;
+    visible(&state, &caller, id).await?;
     let questions = &state.inner.hub.questions();
     let result = match ReplyForm::parse(body.0).map_err(|error| error.for_question(id))? {
         ReplyForm::Answers(answers) => questions.reply(id, answers),
@@ -231,6 +237,7 @@ pub(crate) async fn reply(
         (status = 200, description = "Rejected", body = bool, content_type = "application/json"),
         (status = 404, description = "No such question", body = crate::error::ErrorBody),
         (status = 409, description = "Already resolved", body = crate::error::ErrorBody),
+        (status = 503, description = "The rejection could not be stored durably", body = crate::error::ErrorBody),
     ),
     security(("bearer" = []), ())
 )]
@@ -240,7 +247,7 @@ pub(crate) async fn reject(
     QuestionPath(id): QuestionPath,
     request: Request,
 ) -> Result<Json<bool>, ApiError> {
-    visible(&state, &caller, id)?;
+    visible(&state, &caller, id).await?;
     let body: RejectBody = optional_json(request, &state).await?.unwrap_or_default();
     state
         .inner
@@ -266,6 +273,7 @@ pub(crate) async fn reject(
         (status = 403, description = "The token is scoped to another session", body = crate::error::ErrorBody),
         (status = 415, description = "Not JSON", body = crate::error::ErrorBody),
         (status = 422, description = "The questions cannot be asked", body = crate::error::ErrorBody),
+        (status = 503, description = "The request could not be stored durably", body = crate::error::ErrorBody),
     ),
     security(("bearer" = []), ())
 )]
@@ -292,16 +300,23 @@ pub(crate) async fn create(
 
 /// The request if it exists and the caller may see it; otherwise 404, the same answer
 /// whether it does not exist or belongs to another session.
-fn visible(
+///
+/// An id this server does not know may have been asked through another server sharing
+/// its store a moment ago: it catches up with the store before answering 404.
+async fn visible(
     state: &AppState,
     caller: &Caller,
     id: QuestionId,
 ) -> Result<QuestionSnapshot, ApiError> {
-    state
-        .inner
-        .hub
-        .questions()
-        .get(id)
+    let hub = &state.inner.hub;
+    let found = match hub.questions().get(id) {
+        Some(snapshot) => Some(snapshot),
+        None => {
+            hub.caught_up().await?;
+            hub.questions().get(id)
+        }
+    };
+    found
         .filter(|snapshot| caller.0.allows(&snapshot.request.session_id))
         .ok_or_else(|| ApiError::question_not_found(id))
 }

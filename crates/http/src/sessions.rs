@@ -74,6 +74,7 @@ pub(crate) struct Resumed {
     responses(
         (status = 200, description = "The interrupt state", body = Interrupt),
         (status = 403, description = "The token is scoped to another session", body = crate::error::ErrorBody),
+        (status = 503, description = "The store shared with other servers could not be reached", body = crate::error::ErrorBody),
     ),
     security(("bearer" = []), ())
 )]
@@ -83,6 +84,8 @@ pub(crate) async fn interrupt(
     SegmentPath(session_id): SegmentPath,
 ) -> Result<Json<Interrupt>, ApiError> {
     caller.act_for(&session_id)?;
+    // With a store shared by several servers, the session may have asked through another.
+    state.inner.hub.caught_up().await?;
     let interrupt = state.inner.hub.interrupt_state(&session_id);
     Ok(Json(Interrupt {
         interrupted: interrupt.is_some(),
@@ -134,6 +137,7 @@ pub(crate) async fn resume(
             })
         })
         .transpose()?;
+    state.inner.hub.caught_up().await?;
     let resumed = state.inner.hub.resume(&session_id, input, checkpoint)?;
     // 200 only once the answer is durable.
     resumed.durable.await?;

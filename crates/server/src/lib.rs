@@ -19,8 +19,11 @@
 //!   pending requests are pending again, answers given stay given, an agent that asks
 //!   again from the same tool call gets the stored outcome, and event cursors resume. An
 //!   answer is acknowledged (HTTP 200) only once it is on disk. `--store memory` keeps
-//!   nothing. Any other `--store` is refused, naming what is supported, rather than
-//!   silently keeping requests somewhere else.
+//!   nothing. `--store redis://HOST:PORT[/DB][?prefix=NAME]` keeps them in Redis, shared
+//!   with every server on the same Redis and prefix: a request asked through one is
+//!   listed, answered and streamed through any other, and resolves once (the losers of a
+//!   race between servers get `409`). Any other `--store` is refused, naming what is
+//!   supported, rather than silently keeping requests somewhere else.
 //! - **Shutdown.** On SIGINT or SIGTERM the server stops accepting, ends every open event
 //!   stream and long poll, and exits 0. Connections that still do not close are dropped
 //!   after a grace period, so shutdown never hangs.
@@ -59,7 +62,7 @@ use askbus_bus::{Bus, BusConfig};
 use askbus_http::{AccessToken, HttpConfig, TokenScope};
 use askbus_mcp::{ElicitationBridge, McpConfig};
 use askbus_question::{ApprovalConfig, QuestionConfig, RequestHub};
-use askbus_store::{SqliteStore, Store};
+use askbus_store::{RedisLocation, RedisStore, SqliteStore, Store, StoreError};
 use axum::http::HeaderValue;
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
@@ -83,7 +86,8 @@ pub struct Cli {
     )]
     pub listen: String,
     /// Where requests, outcomes and events are kept: `sqlite:PATH` (durable, one server
-    /// process per file) or `memory` (nothing survives a restart).
+    /// process per file), `redis://HOST:PORT[/DB][?prefix=NAME]` (shared by every server
+    /// on it) or `memory` (nothing survives a restart).
     #[arg(
         long,
         env = "ASKBUS_STORE",
@@ -167,6 +171,8 @@ pub enum StoreUrl {
     Memory,
     /// `sqlite:PATH`: an embedded durable file.
     Sqlite(std::path::PathBuf),
+    /// `redis://…`: shared with every server on the same Redis keys.
+    Redis(RedisLocation),
 }
 
 impl std::fmt::Display for StoreUrl {
@@ -175,6 +181,7 @@ impl std::fmt::Display for StoreUrl {
         match self {
             Self::Memory => f.write_str("memory, nothing survives a restart"),
             Self::Sqlite(path) => write!(f, "sqlite:{}", path.display()),
+            Self::Redis(location) => write!(f, "{location}, shared with every server on it"),
         }
     }
 }
@@ -211,10 +218,14 @@ pub enum ConfigError {
     TokenRequired(SocketAddr),
     /// A store this build does not have.
     #[error(
-        "unsupported --store {0:?}: use `sqlite:PATH` (durable, the default: sqlite:askbus.db) \
-         or `memory` (nothing survives a restart)"
+        "unsupported --store {0:?}: use `sqlite:PATH` (durable, the default: sqlite:askbus.db), \
+         `redis://HOST:PORT[/DB][?prefix=NAME]` (shared by several servers) or `memory` \
+         (nothing survives a restart)"
     )]
     UnsupportedStore(String),
+    /// A Redis URL that cannot be used.
+    #[error("bad --store: {0}")]
+    BadRedisUrl(String),
     /// A malformed `--token` entry.
     #[error("bad --token entry: {0}")]
     BadToken(&'static str),
@@ -241,6 +252,10 @@ impl Cli {
             .map_err(|_| ConfigError::BadListen(self.listen.clone()))?;
         let store = match self.store.trim() {
             "memory" => StoreUrl::Memory,
+            url if url.starts_with("redis") && url.contains("://") => StoreUrl::Redis(
+                url.parse()
+                    .map_err(|error: StoreError| ConfigError::BadRedisUrl(error.to_string()))?,
+            ),
             url => match url.strip_prefix("sqlite:") {
                 Some(path) if !path.trim().is_empty() => StoreUrl::Sqlite(path.trim().into()),
                 _ => return Err(ConfigError::UnsupportedStore(self.store.clone())),
@@ -335,15 +350,14 @@ fn parse_token(entry: &str) -> Result<AccessToken, ConfigError> {
     })
 }
 
-/// Serves the API on `listener` until `shutdown` is cancelled, then ends open streams and
-/// returns once connections are closed (or after a grace period).
+/// Opens the store, then serves the API on `listener` until `shutdown` is cancelled, then
+/// ends open streams and returns once connections are closed (or after a grace period).
 ///
 /// Connections are served by [`serve_router`], within [`Settings::connections`].
 ///
 /// # Errors
 ///
-/// None once the listener is bound (failed accepts are retried); the `Result` matches
-/// [`run`], which can fail to bind.
+/// The store cannot be opened; none once it is (failed accepts are retried).
 pub async fn serve(
     listener: TcpListener,
     settings: Settings,
@@ -352,6 +366,17 @@ pub async fn serve(
     let hub = open_hub(&settings.store)
         .await
         .map_err(std::io::Error::other)?;
+    serve_hub(listener, hub, settings, shutdown).await;
+    Ok(())
+}
+
+/// Serves `hub` on `listener`; see [`serve`].
+async fn serve_hub(
+    listener: TcpListener,
+    hub: RequestHub,
+    settings: Settings,
+    shutdown: CancellationToken,
+) {
     if settings.demo == Demo::On {
         tokio::spawn(demo::run(hub.clone(), shutdown.clone()));
     }
@@ -364,29 +389,45 @@ pub async fn serve(
     let app = app.merge(askbus_ui::router());
     let app = mcp::mount(app, hub, &settings, shutdown.clone());
     serve_router(listener, app, settings.connections, shutdown).await;
-    Ok(())
 }
 
-/// Binds `settings.listen`, logs the URL, and serves until `shutdown` is cancelled.
+/// Binds `settings.listen`, opens the store, logs the URL once both are ready, and serves
+/// until `shutdown` is cancelled.
 ///
 /// # Errors
 ///
-/// The address cannot be bound, or serving failed.
+/// The address cannot be bound, or the store cannot be opened.
 pub async fn run(settings: Settings, shutdown: CancellationToken) -> std::io::Result<()> {
     let listener = TcpListener::bind(settings.listen).await?;
     let address = listener.local_addr()?;
-    let auth = describe_auth(&settings.http.tokens);
     let store = &settings.store;
+    let hub = open_hub(store).await.map_err(|error| {
+        std::io::Error::other(format!("cannot open the store {store}: {error}"))
+    })?;
+    let auth = describe_auth(&settings.http.tokens);
     tracing::info!("askbus listening on http://{address} ({auth}; store: {store})");
-    serve(listener, settings, shutdown).await
+    serve_hub(listener, hub, settings, shutdown).await;
+    Ok(())
 }
 
 /// The questions and approvals of the server, on a bus, recorded in the configured store
 /// and restored from it.
-async fn open_hub(store: &StoreUrl) -> Result<RequestHub, askbus_store::StoreError> {
+async fn open_hub(store: &StoreUrl) -> Result<RequestHub, StoreError> {
     let store: Arc<dyn Store> = match store {
         StoreUrl::Memory => return Ok(RequestHub::new(Bus::new())),
         StoreUrl::Sqlite(path) => Arc::new(SqliteStore::open(path)?),
+        StoreUrl::Redis(location) => {
+            let store = Arc::new(RedisStore::open_at(location).await?);
+            // Its bus is this server's own: the store's change log brings it every
+            // instance's request events, and its event ids are this server's cursors.
+            return RequestHub::shared(
+                Bus::new(),
+                QuestionConfig::default(),
+                ApprovalConfig::default(),
+                store,
+            )
+            .await;
+        }
     };
     let bus = askbus_store::resume_bus(BusConfig::default(), Arc::clone(&store)).await?;
     let hub = RequestHub::with_store(

@@ -2,22 +2,17 @@
 //! flight, then a restart on the same SQLite file: every acknowledged answer (HTTP 200) is
 //! still there, nothing resolved twice or otherwise, and agents that ask again from the
 //! same tool call get the stored outcome.
-//!
-//! It lives in the server crate, not in the workspace's `tests/`, because it needs the
-//! binary itself (`CARGO_BIN_EXE_askbus`), which cargo builds only for this package's
-//! integration tests.
 
 #![allow(clippy::unwrap_used)]
 
-use std::path::Path;
-use std::process::Stdio;
+mod support;
+
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use serde_json::{Value, json};
-use tokio::io::{AsyncBufReadExt, BufReader};
-use tokio::process::{Child, Command};
+use support::Server;
 
 /// How many questions the agent asks before the crash.
 const QUESTIONS: usize = 300;
@@ -25,68 +20,6 @@ const QUESTIONS: usize = 300;
 const ANSWERED_FIRST: usize = 10;
 /// The kill comes once this many of the racing replies were acknowledged.
 const ACKED_BEFORE_KILL: usize = 10;
-
-/// A running `askbus` process.
-struct Server {
-    child: Child,
-    base: String,
-}
-
-impl Server {
-    /// Starts `askbus` on an ephemeral loopback port with its store in `db`, and waits for
-    /// the line that logs its URL.
-    async fn start(db: &Path) -> Self {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_askbus"))
-            .args(["--listen", "127.0.0.1:0", "--store"])
-            .arg(format!("sqlite:{}", db.display()))
-            .env("RUST_LOG", "info")
-            .env("NO_COLOR", "1")
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .kill_on_drop(true)
-            .spawn()
-            .expect("the askbus binary starts");
-        let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
-        let base = tokio::time::timeout(Duration::from_secs(30), async {
-            while let Some(line) = lines.next_line().await.unwrap() {
-                if let Some(at) = line.find("listening on http://") {
-                    let url = &line[at + "listening on ".len()..];
-                    return url.split_whitespace().next().unwrap().to_owned();
-                }
-            }
-            panic!("askbus exited before it listened");
-        })
-        .await
-        .expect("askbus logs its URL within 30 s");
-        // Keep draining the log so the pipe never fills.
-        tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
-        Self { child, base }
-    }
-
-    /// `GET path`, as JSON.
-    async fn get(&self, http: &reqwest::Client, path: &str) -> Value {
-        let response = http
-            .get(format!("{}{path}", self.base))
-            .send()
-            .await
-            .unwrap();
-        response.json().await.unwrap()
-    }
-
-    /// `POST path` with a JSON body.
-    async fn post(&self, http: &reqwest::Client, path: &str, body: &Value) -> reqwest::Response {
-        post(http, format!("{}{path}", self.base), body)
-            .await
-            .unwrap()
-    }
-
-    /// SIGKILL: no shutdown, no flush, nothing but what is already on disk.
-    async fn kill_9(mut self) {
-        self.child.start_kill().unwrap();
-        self.child.wait().await.unwrap();
-    }
-}
 
 fn question(call: usize) -> Value {
     json!({
@@ -118,16 +51,16 @@ async fn post(
 async fn answer_over_http(server: &Server, http: &reqwest::Client, index: usize, id: &str) -> u16 {
     let body = json!({ "answers": answer(index) });
     let path = format!("/question/{id}/reply");
-    server.post(http, &path, &body).await.status().as_u16()
+    server.post_status(http, &path, &body).await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn acknowledged_answers_survive_kill_9_and_nothing_resolves_twice() {
     let dir = tempfile::tempdir().unwrap();
-    let db = dir.path().join("askbus.db");
+    let store = format!("sqlite:{}", dir.path().join("askbus.db").display());
     let http = reqwest::Client::new();
 
-    let server = Server::start(&db).await;
+    let server = Server::start(&store).await;
     let mut ids = Vec::new();
     for call in 0..QUESTIONS {
         let created = server.post(&http, "/question", &question(call)).await;
@@ -179,7 +112,7 @@ async fn acknowledged_answers_survive_kill_9_and_nothing_resolves_twice() {
         acknowledged.len()
     );
 
-    let server = Server::start(&db).await;
+    let server = Server::start(&store).await;
     let mut still_pending = Vec::new();
     for (index, id) in ids.iter().enumerate() {
         let got = server.get(&http, &format!("/question/{id}")).await;

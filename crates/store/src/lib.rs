@@ -113,7 +113,7 @@ pub use ack::Ack;
 pub use journal::{EventJournal, resume_bus};
 pub use log::{Change, ChangeKind, ChangeLog, LOG_RETENTION, LogPosition};
 pub use memory::MemoryStore;
-pub use redis::RedisStore;
+pub use redis::{RedisLocation, RedisStore};
 pub use sqlite::SqliteStore;
 
 /// The record behind the pending-request registry: requests, outcomes and events.
@@ -295,7 +295,9 @@ pub struct EventRecord {
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
     /// The store URL is not one of `memory`, `sqlite:PATH`, `redis://…`.
-    #[error("unsupported store {0:?}: use `memory`, `sqlite:PATH` or `redis://HOST:PORT[/DB]`")]
+    #[error(
+        "unsupported store {0:?}: use `memory`, `sqlite:PATH` or `redis://HOST:PORT[/DB][?prefix=NAME]`"
+    )]
     UnsupportedUrl(String),
     /// Another process has the SQLite file open.
     #[error("the store {path} is in use by another process (only one server may open it)")]
@@ -342,8 +344,8 @@ pub enum StoreError {
     },
 }
 
-/// Opens the store a URL names: `memory`, `sqlite:PATH` or `redis://HOST:PORT[/DB]`
-/// (Redis keys under the prefix `askbus`).
+/// Opens the store a URL names: `memory`, `sqlite:PATH` or a [`RedisLocation`]
+/// (`redis://HOST:PORT[/DB][?prefix=NAME]`).
 ///
 /// # Errors
 ///
@@ -358,7 +360,7 @@ pub async fn open(url: &str) -> Result<std::sync::Arc<dyn Store>, StoreError> {
     }
     if url.starts_with("redis://") || url.starts_with("rediss://") {
         return Ok(std::sync::Arc::new(
-            RedisStore::open(url, RedisStore::DEFAULT_PREFIX).await?,
+            RedisStore::open_at(&url.parse()?).await?,
         ));
     }
     Err(StoreError::UnsupportedUrl(url.to_owned()))

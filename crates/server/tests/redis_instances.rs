@@ -1,0 +1,280 @@
+//! Several real `askbus` processes on one Redis (127.0.0.1:6379, keys under a prefix of
+//! this test's own): a question asked through one is listed and answered through another,
+//! the asker's long poll resolves, a third server's event stream shows `question.asked`
+//! and `question.replied` once each, in order; replies racing through every server resolve
+//! once (one `200`, the rest `409`); and a server killed with SIGKILL leaves its requests
+//! answerable, and its agent picks the outcome up when it asks again after the restart.
+//!
+//! A missing Redis fails these tests and says how to get one (`cargo xtask ci` starts it).
+
+#![allow(clippy::unwrap_used)]
+
+mod support;
+
+use std::collections::HashMap;
+use std::time::Duration;
+
+use futures_util::StreamExt;
+use serde_json::{Value, json};
+use sse_stream::SseStream;
+use support::Server;
+
+/// The Redis these tests use.
+const REDIS: &str = "redis://127.0.0.1:6379";
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn servers_on_one_redis_share_requests_and_resolve_each_once() {
+    let redis = TestPrefix::new();
+    let http = reqwest::Client::new();
+    let (a, b, c) = (
+        Server::start(&redis.store()).await,
+        Server::start(&redis.store()).await,
+        Server::start(&redis.store()).await,
+    );
+    let mut c_events = events(&http, &c).await;
+
+    let created = a.post(&http, "/question", &question("call-1")).await;
+    assert_eq!(created.status(), 200);
+    let id = created.json::<Value>().await.unwrap()["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    // The asker long-polls A; the human answers through B, which lists the question.
+    let waiting = {
+        let (http, url) = (
+            http.clone(),
+            format!("{}/question/{id}/wait?timeout=30", a.base),
+        );
+        tokio::spawn(async move { http.get(url).send().await.unwrap().json::<Value>().await })
+    };
+    let listed = b.get(&http, "/question").await;
+    assert_eq!(listed[0]["id"], id.as_str(), "{listed}");
+    let reply = json!({"answers": [["eu"]]});
+    let path = format!("/question/{id}/reply");
+    assert_eq!(b.post_status(&http, &path, &reply).await, 200);
+    let outcome = waiting.await.unwrap().unwrap();
+    assert_eq!(outcome["status"], "replied", "{outcome}");
+    assert_eq!(outcome["answers"], json!([["eu"]]));
+    // Whichever server is asked, the answer is given, and final.
+    assert_eq!(
+        c.get(&http, &format!("/question/{id}")).await["status"],
+        "replied"
+    );
+    assert_eq!(a.post_status(&http, &path, &reply).await, 409);
+
+    // C's event stream: asked, then replied, once each.
+    let seen = c_events.until(&id, "question.replied").await;
+    assert_eq!(seen, ["question.asked", "question.replied"]);
+
+    // Replies racing through every server: one is taken.
+    for call in 0..10 {
+        let created = a
+            .post(&http, "/question", &question(&format!("race-{call}")))
+            .await;
+        let id = created.json::<Value>().await.unwrap()["id"]
+            .as_str()
+            .unwrap()
+            .to_owned();
+        let path = format!("/question/{id}/reply");
+        let racing = [&a, &b, &c].map(|server| {
+            let (http, url) = (http.clone(), format!("{}{path}", server.base));
+            tokio::spawn(async move {
+                let reply = json!({"answers": [["us"]]});
+                http.post(url)
+                    .json(&reply)
+                    .send()
+                    .await
+                    .unwrap()
+                    .status()
+                    .as_u16()
+            })
+        });
+        let mut statuses = Vec::new();
+        for status in racing {
+            statuses.push(status.await.unwrap());
+        }
+        statuses.sort_unstable();
+        assert_eq!(statuses, [200, 409, 409], "{id}");
+        assert_eq!(
+            c_events.until(&id, "question.replied").await,
+            ["question.asked", "question.replied"],
+            "{id}"
+        );
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_killed_servers_requests_stay_answerable_and_its_agent_picks_them_up() {
+    let redis = TestPrefix::new();
+    let http = reqwest::Client::new();
+    let b = Server::start(&redis.store()).await;
+    let a = Server::start(&redis.store()).await;
+    let mut ids = HashMap::new();
+    for call in ["call-1", "call-2"] {
+        let created = a.post(&http, "/question", &question(call)).await;
+        let created: Value = created.json().await.unwrap();
+        ids.insert(call, created["id"].as_str().unwrap().to_owned());
+    }
+    a.kill_9().await;
+
+    // Still answerable through B.
+    let listed = b.get(&http, "/question?sessionID=agent").await;
+    assert_eq!(listed.as_array().unwrap().len(), 2, "{listed}");
+    let path = format!("/question/{}/reply", ids["call-1"]);
+    assert_eq!(
+        b.post_status(&http, &path, &json!({"answers": [["eu"]]}))
+            .await,
+        200
+    );
+
+    // The agent asks again from the same tool calls through the restarted server: the
+    // answered one comes back at once, the other when the human answers it.
+    let a = Server::start(&redis.store()).await;
+    let again: Value = a
+        .post(&http, "/question", &question("call-1"))
+        .await
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(
+        again["id"],
+        ids["call-1"].as_str(),
+        "the same request, no second prompt"
+    );
+    let outcome = a
+        .get(
+            &http,
+            &format!("/question/{}/wait?timeout=1", ids["call-1"]),
+        )
+        .await;
+    assert_eq!(outcome["status"], "replied", "{outcome}");
+    assert_eq!(outcome["answers"], json!([["eu"]]));
+
+    let again: Value = a
+        .post(&http, "/question", &question("call-2"))
+        .await
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(again["id"], ids["call-2"].as_str());
+    let waiting = {
+        let url = format!("{}/question/{}/wait?timeout=30", a.base, ids["call-2"]);
+        let http = http.clone();
+        tokio::spawn(async move { http.get(url).send().await.unwrap().json::<Value>().await })
+    };
+    let path = format!("/question/{}/reply", ids["call-2"]);
+    assert_eq!(
+        b.post_status(&http, &path, &json!({"answers": [["us"]]}))
+            .await,
+        200
+    );
+    let outcome = waiting.await.unwrap().unwrap();
+    assert_eq!(outcome["status"], "replied", "{outcome}");
+}
+
+/// A question from the agent's tool call `call`, waiting until answered.
+fn question(call: &str) -> Value {
+    json!({
+        "sessionID": "agent",
+        "questions": [{
+            "question": "Which region?",
+            "header": "Region",
+            "options": [{"label": "eu", "description": "Europe"}, {"label": "us", "description": "America"}],
+        }],
+        "tool": {"messageID": "msg-1", "callID": call},
+        "timeout": null,
+    })
+}
+
+/// A server's `/event` stream, as `(type, request id)` of each event.
+struct Events {
+    stream: futures_util::stream::BoxStream<'static, (String, String)>,
+}
+
+async fn events(http: &reqwest::Client, server: &Server) -> Events {
+    let response = http
+        .get(format!("{}/event", server.base))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 200);
+    let stream = SseStream::from_bytes_stream(response.bytes_stream())
+        .filter_map(|item| async move {
+            let event: Value = serde_json::from_str(&item.expect("well-formed SSE").data?).ok()?;
+            let properties = &event["properties"];
+            // `question.asked` carries the request itself; outcomes name it.
+            let id = properties["requestID"]
+                .as_str()
+                .or(properties["id"].as_str())?;
+            Some((event["type"].as_str()?.to_owned(), id.to_owned()))
+        })
+        .boxed();
+    Events { stream }
+}
+
+impl Events {
+    /// The types of request `id`'s events, up to and including one of type `last`; then
+    /// checks that nothing more about `id` is already waiting.
+    async fn until(&mut self, id: &str, last: &str) -> Vec<String> {
+        let mut seen = Vec::new();
+        tokio::time::timeout(Duration::from_secs(10), async {
+            while let Some((event_type, request)) = self.stream.next().await {
+                if request == id {
+                    seen.push(event_type.clone());
+                    if event_type == last {
+                        return;
+                    }
+                }
+            }
+        })
+        .await
+        .unwrap_or_else(|_| panic!("{id}: no {last} within 10 s; saw {seen:?}"));
+        seen
+    }
+}
+
+/// A key prefix of this test's own on the local Redis, deleted when the test ends.
+struct TestPrefix {
+    prefix: String,
+}
+
+impl TestPrefix {
+    /// Fails the test, saying how to get Redis, when none is listening on 127.0.0.1:6379.
+    fn new() -> Self {
+        let client = redis::Client::open(REDIS).unwrap();
+        if let Err(error) = client.get_connection() {
+            panic!(
+                "this test needs a Redis server on 127.0.0.1:6379 ({error}). Install and start \
+                 it: `apt-get install -y redis-server && redis-server --daemonize yes`; \
+                 `cargo xtask ci` does this itself"
+            );
+        }
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_nanos();
+        Self {
+            prefix: format!("askbus-test:{}-{nanos}", std::process::id()),
+        }
+    }
+
+    /// The `--store` of a server on this prefix.
+    fn store(&self) -> String {
+        format!("{REDIS}/0?prefix={}", self.prefix)
+    }
+}
+
+impl Drop for TestPrefix {
+    fn drop(&mut self) {
+        let Ok(mut connection) = redis::Client::open(REDIS).and_then(|c| c.get_connection()) else {
+            return;
+        };
+        let keys: Vec<String> = redis::cmd("KEYS")
+            .arg(format!("{}:*", self.prefix))
+            .query(&mut connection)
+            .unwrap_or_default();
+        if !keys.is_empty() {
+            let _: redis::RedisResult<()> = redis::cmd("DEL").arg(keys).query(&mut connection);
+        }
+    }
+}

@@ -1,0 +1,86 @@
+//! What the server's process tests share: a real `askbus` process, and JSON over HTTP.
+//!
+//! These tests live in the server crate, not in the workspace's `tests/`, because they
+//! need the binary itself (`CARGO_BIN_EXE_askbus`), which cargo builds only for this
+//! package's integration tests.
+
+use std::process::Stdio;
+use std::time::Duration;
+
+use serde_json::Value;
+use tokio::io::{AsyncBufReadExt, BufReader};
+use tokio::process::{Child, Command};
+
+/// A running `askbus` process.
+pub(crate) struct Server {
+    child: Child,
+    /// `http://127.0.0.1:<port>`.
+    pub(crate) base: String,
+}
+
+impl Server {
+    /// Starts `askbus` on an ephemeral loopback port with `--store store`, and waits for the
+    /// line that logs its URL (logged once the store is open).
+    pub(crate) async fn start(store: &str) -> Self {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_askbus"))
+            .args(["--listen", "127.0.0.1:0", "--store", store])
+            .env("RUST_LOG", "info")
+            .env("NO_COLOR", "1")
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .kill_on_drop(true)
+            .spawn()
+            .expect("the askbus binary starts");
+        let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
+        let base = tokio::time::timeout(Duration::from_secs(30), async {
+            while let Some(line) = lines.next_line().await.unwrap() {
+                if let Some(at) = line.find("listening on http://") {
+                    let url = &line[at + "listening on ".len()..];
+                    return url.split_whitespace().next().unwrap().to_owned();
+                }
+            }
+            panic!("askbus exited before it listened");
+        })
+        .await
+        .expect("askbus logs its URL within 30 s");
+        // Keep draining the log so the pipe never fills.
+        tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
+        Self { child, base }
+    }
+
+    /// `GET path`, as JSON.
+    pub(crate) async fn get(&self, http: &reqwest::Client, path: &str) -> Value {
+        let response = http
+            .get(format!("{}{path}", self.base))
+            .send()
+            .await
+            .unwrap();
+        response.json().await.unwrap()
+    }
+
+    /// `POST path` with a JSON body.
+    pub(crate) async fn post(
+        &self,
+        http: &reqwest::Client,
+        path: &str,
+        body: &Value,
+    ) -> reqwest::Response {
+        http.post(format!("{}{path}", self.base))
+            .json(body)
+            .send()
+            .await
+            .unwrap()
+    }
+
+    /// `POST path` with a JSON body; the response's status.
+    pub(crate) async fn post_status(&self, http: &reqwest::Client, path: &str, body: &Value) -> u16 {
+        self.post(http, path, body).await.status().as_u16()
+    }
+
+    /// SIGKILL: no shutdown, no flush, nothing but what is already stored.
+    pub(crate) async fn kill_9(mut self) {
+        self.child.start_kill().unwrap();
+        self.child.wait().await.unwrap();
+    }
+}
