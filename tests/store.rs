@@ -130,6 +130,24 @@ async fn redis_change_log_keeps_the_contract() {
     check_change_log(&redis.open().await, &redis.open().await).await;
 }
 
+/// A Redis that lost its script cache (restarted, or `SCRIPT FLUSH`) still takes every
+/// write: the store loads its scripts again with each group of writes.
+#[tokio::test]
+async fn redis_store_writes_after_its_scripts_were_flushed() {
+    let redis = TestRedis::new().await;
+    let store = redis.open().await;
+    write(&store, Write::Insert(question("que_1", None))).await;
+    redis.command(redis::cmd("SCRIPT").arg("FLUSH"));
+    assert_eq!(
+        write(&store, Write::Insert(question("que_2", None))).await,
+        Written::Inserted
+    );
+    assert_eq!(
+        write(&store, resolve("que_1", OutcomeState::Replied)).await,
+        Written::Resolved
+    );
+}
+
 #[tokio::test]
 async fn sqlite_store_has_no_change_log() {
     let dir = tempfile::tempdir().unwrap();

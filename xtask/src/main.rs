@@ -121,7 +121,14 @@ fn ensure_redis() -> Result<(), String> {
     eprintln!("xtask: no Redis on {REDIS}; starting redis-server for the tests");
     apt_install("/usr/bin/redis-server", "redis-server")?;
     let started = Command::new("/usr/bin/redis-server")
-        .args(["--daemonize", "yes", "--bind", "127.0.0.1", "--port", "6379"])
+        .args([
+            "--daemonize",
+            "yes",
+            "--bind",
+            "127.0.0.1",
+            "--port",
+            "6379",
+        ])
         .args(["--save", "", "--appendonly", "no"])
         .status()
         .is_ok_and(|status| status.success());

@@ -361,10 +361,7 @@ impl<K: Kind> Registry<K> {
             .chain(&resolved)
             .map(|stored| stored.request.id.as_str())
             .max()
-            .map(|id| {
-                id.parse::<Id<K::IdKind>>()
-                    .map_err(|error| StoreError::Corrupt(format!("request id: {error}")))
-            })
+            .map(parse_id::<K>)
             .transpose()?;
         if let Some(newest) = newest {
             lock_ids(&ids).skip_past(newest.ulid());
@@ -608,8 +605,17 @@ impl<K: Kind> Registry<K> {
     pub(crate) fn apply(&self, change: &ChangeKind) -> Result<(), StoreError> {
         match change {
             ChangeKind::Inserted(record) => {
-                let request = record::request_from::<K>(record)?;
-                let id = K::id(&request);
+                let id = parse_id::<K>(&record.id)?;
+                // A request known here (most often: registered here) needs no reading, and
+                // the reading of one that does is done outside the lock.
+                let known = {
+                    let state = self.inner.lock();
+                    state.pending.contains_key(&id) || state.resolved.contains_key(&id)
+                };
+                let mut unknown = match known {
+                    true => None,
+                    false => Some(record::request_from::<K>(record)?),
+                };
                 let mut state = self.inner.lock();
                 let known_resolved = state.resolved.contains_key(&id);
                 let announce = match state.pending.get_mut(&id) {
@@ -621,6 +627,10 @@ impl<K: Kind> Registry<K> {
                     Some(_) => None,
                     None if known_resolved => None,
                     None => {
+                        let Some(request) = unknown.take() else {
+                            // Known a moment ago, ended since (an orphan): nothing to add.
+                            return Ok(());
+                        };
                         let request = state.insert_recorded(request);
                         if let Some(at) = state.pending.get(&id).and_then(|entry| entry.deadline)
                             && state.deadlines.first() == Some(&(at, id))
@@ -640,9 +650,7 @@ impl<K: Kind> Registry<K> {
             }
             ChangeKind::Resolved { id, outcome, .. } => {
                 let outcome = record::outcome_from::<K>(id, outcome)?;
-                let id = id
-                    .parse::<Id<K::IdKind>>()
-                    .map_err(|error| StoreError::Corrupt(format!("request id: {error}")))?;
+                let id = parse_id::<K>(id)?;
                 let mut state = self.inner.lock();
                 let delivery = self.inner.finish(&mut state, id, outcome);
                 drop(state);
@@ -958,6 +966,12 @@ impl<K: Kind> Drop for Ticket<K> {
             }
         }
     }
+}
+
+/// A request id read from a store.
+fn parse_id<K: Kind>(id: &str) -> Result<Id<K::IdKind>, StoreError> {
+    id.parse()
+        .map_err(|error| StoreError::Corrupt(format!("request id: {error}")))
 }
 
 /// A new id source.

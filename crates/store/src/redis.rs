@@ -3,9 +3,11 @@
 use std::collections::HashMap;
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::Arc;
+use std::sync::{Arc, LazyLock};
 use std::time::Duration;
 
+use futures_util::StreamExt;
+use futures_util::stream::FuturesOrdered;
 use redis::aio::MultiplexedConnection;
 use redis::{AsyncConnectionConfig, RedisResult, Value};
 use tokio::sync::{Mutex, mpsc, oneshot};
@@ -156,6 +158,11 @@ redis.call('XADD', KEYS[4], 'MAXLEN', '~', ARGV[6], change, 'op', 'resolved', 'i
   'kind', ARGV[2], 'state', ARGV[3], 'outcome', ARGV[4], 'resolved_at', ARGV[5])
 return 'resolved'
 ";
+
+/// The scripts, with their SHA1 for `EVALSHA`: a write sends 40 bytes instead of the
+/// script, and Redis looks the compiled script up instead of hashing its text each time.
+static INSERT_SCRIPT: LazyLock<redis::Script> = LazyLock::new(|| redis::Script::new(INSERT));
+static RESOLVE_SCRIPT: LazyLock<redis::Script> = LazyLock::new(|| redis::Script::new(RESOLVE));
 
 /// How much longer than its `BLOCK` a follower's read may take before it is given up
 /// (and its connection dropped): a Redis that answers nothing is a broken connection.
@@ -623,53 +630,105 @@ fn call_field(session_id: &str, call_id: &str) -> String {
     serde_json::json!([session_id, call_id]).to_string()
 }
 
-/// The writer task: one pipeline per group of queued writes; reads between groups.
+/// The writer task: one pipeline per group of queued writes, up to [`MAX_IN_FLIGHT`] of
+/// them sent and not yet answered; reads start after the writes queued before them.
+///
+/// Several groups in flight keep a write from waiting for the previous group's answer
+/// before it is even sent. The order holds because a request on a multiplexed connection
+/// takes its place in the connection's queue when it is first polled (redis-rs sends it
+/// down a channel whose 50 slots this task never fills), and this task polls each group
+/// once as it starts it, before it starts the next: the groups reach Redis, which runs one
+/// connection's commands in order, in queue order. Reads wait their turn the same way and
+/// are awaited here, so nothing else fills the connection's channel.
 async fn run_writer(
-    mut connection: MultiplexedConnection,
+    connection: MultiplexedConnection,
     keys: Arc<Keys>,
     mut queue: mpsc::UnboundedReceiver<Job>,
 ) {
-    let mut group = Vec::new();
-    while let Some(first) = queue.recv().await {
-        let mut next = Some(first);
-        while let Some(job) = next.take() {
-            match job {
-                Job::Write(write, ack) => {
-                    group.push((write, ack));
-                    if group.len() == MAX_GROUP {
-                        send_group(&mut connection, &keys, &mut group).await;
+    let mut in_flight = FuturesOrdered::new();
+    loop {
+        tokio::select! {
+            biased;
+            Some(()) = in_flight.next(), if !in_flight.is_empty() => {}
+            job = queue.recv(), if in_flight.len() < MAX_IN_FLIGHT => {
+                let Some(job) = job else { break };
+                let mut group = Vec::new();
+                let mut next = Some(job);
+                while let Some(job) = next.take() {
+                    match job {
+                        Job::Write(write, ack) => group.push((write, ack)),
+                        Job::Read(query) => {
+                            let writes = std::mem::take(&mut group);
+                            start(&mut in_flight, send_group(connection.clone(), Arc::clone(&keys), writes)).await;
+                            // Queued behind the writes; the writer waits for it, so only
+                            // its own groups are ever in flight (see above).
+                            query(connection.clone()).await;
+                        }
+                    }
+                    if group.len() < MAX_GROUP {
+                        next = queue.try_recv().ok();
                     }
                 }
-                Job::Read(query) => {
-                    send_group(&mut connection, &keys, &mut group).await;
-                    query(connection.clone()).await;
-                }
+                start(&mut in_flight, send_group(connection.clone(), Arc::clone(&keys), group)).await;
             }
-            next = queue.try_recv().ok();
         }
-        send_group(&mut connection, &keys, &mut group).await;
     }
+    while in_flight.next().await.is_some() {}
+}
+
+/// Sends `group` (queues it on the connection, see [`run_writer`]) and keeps it in flight.
+async fn start(
+    in_flight: &mut FuturesOrdered<Pin<Box<dyn Future<Output = ()> + Send>>>,
+    group: impl Future<Output = ()> + Send + 'static,
+) {
+    let mut group: Pin<Box<dyn Future<Output = ()> + Send>> = Box::pin(group);
+    if poll_once(&mut group).await.is_pending() {
+        in_flight.push_back(group);
+    }
+}
+
+/// Polls `future` once, in the calling task.
+async fn poll_once<F: Future + Unpin>(future: &mut F) -> std::task::Poll<F::Output> {
+    std::future::poll_fn(|cx| std::task::Poll::Ready(Pin::new(&mut *future).poll(cx))).await
 }
 
 /// Most writes sent in one pipeline.
 const MAX_GROUP: usize = 1024;
 
+/// Most pipelines sent and not yet answered.
+const MAX_IN_FLIGHT: usize = 4;
+
 /// Sends `group` as one pipeline and completes every ack with its command's result.
 async fn send_group(
-    connection: &mut MultiplexedConnection,
-    keys: &Keys,
-    group: &mut Vec<(Write, AckSender)>,
+    mut connection: MultiplexedConnection,
+    keys: Arc<Keys>,
+    mut group: Vec<(Write, AckSender)>,
 ) {
     if group.is_empty() {
         return;
     }
     let mut pipeline = redis::pipe();
     pipeline.ignore_errors();
+    // Each group loads the scripts it runs first (a lookup when Redis has them): a Redis
+    // that restarted and lost its script cache then never fails an `EVALSHA` with
+    // NOSCRIPT, and no write is ever retried out of order. The load's answer is dropped.
+    let runs = |script: fn(&Write) -> bool| group.iter().any(|(write, _)| script(write));
+    for (script, needed) in [
+        (INSERT, runs(|write| matches!(write, Write::Insert(_)))),
+        (
+            RESOLVE,
+            runs(|write| matches!(write, Write::Resolve { .. })),
+        ),
+    ] {
+        if needed {
+            pipeline.cmd("SCRIPT").arg("LOAD").arg(script).ignore();
+        }
+    }
     for (write, _) in group.iter() {
-        add_write(&mut pipeline, keys, write);
+        add_write(&mut pipeline, &keys, write);
     }
     match pipeline
-        .query_async::<Vec<RedisResult<Value>>>(connection)
+        .query_async::<Vec<RedisResult<Value>>>(&mut connection)
         .await
     {
         Ok(results) if results.len() == group.len() => {
@@ -703,8 +762,8 @@ fn add_write(pipeline: &mut redis::Pipeline, keys: &Keys, write: &Write) {
                 .map(|call_id| call_field(&request.session_id, call_id))
                 .unwrap_or_default();
             let command = pipeline
-                .cmd("EVAL")
-                .arg(INSERT)
+                .cmd("EVALSHA")
+                .arg(INSERT_SCRIPT.get_hash())
                 .arg(5)
                 .arg(keys.request(&request.id))
                 .arg(keys.pending(request.kind))
@@ -733,8 +792,8 @@ fn add_write(pipeline: &mut redis::Pipeline, keys: &Keys, write: &Write) {
         }
         Write::Resolve { kind, id, outcome } => {
             pipeline
-                .cmd("EVAL")
-                .arg(RESOLVE)
+                .cmd("EVALSHA")
+                .arg(RESOLVE_SCRIPT.get_hash())
                 .arg(5)
                 .arg(keys.request(id))
                 .arg(keys.pending(*kind))

@@ -74,7 +74,12 @@ impl Server {
     }
 
     /// `POST path` with a JSON body; the response's status.
-    pub(crate) async fn post_status(&self, http: &reqwest::Client, path: &str, body: &Value) -> u16 {
+    pub(crate) async fn post_status(
+        &self,
+        http: &reqwest::Client,
+        path: &str,
+        body: &Value,
+    ) -> u16 {
         self.post(http, path, body).await.status().as_u16()
     }
 

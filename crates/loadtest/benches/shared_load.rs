@@ -1,0 +1,464 @@
+//! `cargo bench --bench shared_load` (also run by `cargo xtask bench`): two askbus
+//! instances sharing one Redis (127.0.0.1:6379), reported as figures beside the bare
+//! primitive underneath, measured in the same run.
+//!
+//! - **askbus.** Instances A and B are two `RequestHub::shared` hubs, each over a
+//!   `RedisStore` of its own (own connections, writer and change-log follower), as two
+//!   server processes are. [`AGENTS`] agents on A ask (`submit`, then await the answer); the
+//!   human on B answers each question the moment B's bus announces it, and awaits the
+//!   store's verdict as an HTTP handler does before its `200`. A cycle is one question
+//!   asked on A, answered on B and received on A.
+//! - **Baseline.** The same flow with nothing but Redis streams and the same connections:
+//!   each agent `XADD`s its ask to one stream, B's reader (`XREAD BLOCK`) hands it to B,
+//!   which `XADD`s the answer to another stream, and A's reader hands it to the agent. It
+//!   is what two processes pay to pass a message there and back through Redis.
+//!
+//! Reported: cycles per second (target >= 10,000), and the cross-instance reply-to-resolve
+//! latency, from B's reply call to A's future resolving (target p99 < 5 ms), for both.
+//! A cycle whose answer is not the one given fails the run; a missed target is reported.
+//!
+//! Without `--bench` (under `cargo test --all-targets`) a smoke version runs a second of
+//! each and checks the same invariants; its figures mean nothing.
+
+#![allow(clippy::print_stdout, reason = "a benchmark's figures are its output")]
+
+use std::collections::HashMap;
+use std::fmt;
+use std::process::ExitCode;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, bail};
+use askbus_bus::Bus;
+use askbus_loadtest::cpu::{CpuSample, CpuShare};
+use askbus_loadtest::stats::{Latencies, Millis};
+use askbus_question::{
+    ApprovalConfig, QuestionAsked, QuestionConfig, QuestionId, QuestionInfo, QuestionOption,
+    RequestHub, Timeout,
+};
+use askbus_store::RedisStore;
+use futures_util::StreamExt;
+use redis::aio::MultiplexedConnection;
+use tokio::sync::oneshot;
+
+/// The binary's allocator, as in `http_load`.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
+/// Where the bench expects Redis.
+const REDIS: &str = "redis://127.0.0.1:6379";
+/// Agents asking at once on instance A.
+const AGENTS: usize = 64;
+/// Targets from the issue; missing one is reported, not fatal.
+const TARGET_CYCLES_PER_SECOND: f64 = 10_000.0;
+const TARGET_P99: Duration = Duration::from_millis(5);
+
+fn main() -> ExitCode {
+    let full_run = std::env::args().any(|argument| argument == "--bench");
+    let (warm_up, measured) = if full_run {
+        (Duration::from_secs(2), Duration::from_secs(10))
+    } else {
+        (Duration::from_millis(200), Duration::from_secs(1))
+    };
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .expect("a runtime");
+    match runtime.block_on(run(full_run, warm_up, measured)) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(error) => {
+            eprintln!("shared_load: {error:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+async fn run(full_run: bool, warm_up: Duration, measured: Duration) -> anyhow::Result<()> {
+    let client = redis::Client::open(REDIS)?;
+    client.get_multiplexed_async_connection().await.context(
+        "this bench needs Redis on 127.0.0.1:6379: start one (`redis-server --daemonize yes`, \
+         `cargo xtask bench` does) and run it again",
+    )?;
+    let prefix = format!("askbus-bench:{}", std::process::id());
+    println!(
+        "shared_load, {} run: two askbus instances over one Redis, {AGENTS} agents asking on A, \
+         the human answering on B, {} s measured after a {} s warm-up",
+        if full_run {
+            "full"
+        } else {
+            "smoke (figures meaningless)"
+        },
+        measured.as_secs_f64(),
+        warm_up.as_secs_f64()
+    );
+    let baseline = baseline(&client, &prefix, warm_up, measured)
+        .await
+        .context("the baseline")?;
+    let askbus = askbus(&prefix, warm_up, measured).await;
+    let deleted = delete_keys(&client, &prefix).await;
+    let askbus = askbus.context("askbus")?;
+    println!("  baseline (Redis streams, the same flow): {baseline}");
+    println!("  askbus   (RequestHub::shared x 2):       {askbus}");
+    let ratio = askbus.cycles_per_second() / baseline.cycles_per_second();
+    let p99 = askbus.reply_to_resolve.map(|latencies| latencies.p99);
+    println!(
+        "  askbus {:.0} cycles/s (target >= {TARGET_CYCLES_PER_SECOND:.0}: {}), {ratio:.2}x the \
+         baseline; reply-to-resolve p99 {} (target < {}: {})",
+        askbus.cycles_per_second(),
+        verdict(askbus.cycles_per_second() >= TARGET_CYCLES_PER_SECOND),
+        p99.map_or("none".to_owned(), |p99| Millis(p99).to_string()),
+        Millis(TARGET_P99),
+        verdict(p99.is_some_and(|p99| p99 < TARGET_P99)),
+    );
+    deleted.context("deleting the bench's keys")?;
+    let problems: Vec<_> = [&baseline, &askbus]
+        .iter()
+        .flat_map(|figures| figures.problems.iter().cloned())
+        .collect();
+    if !problems.is_empty() {
+        bail!("incorrect behaviour:\n- {}", problems.join("\n- "));
+    }
+    Ok(())
+}
+
+/// What one side of the comparison did.
+struct Figures {
+    /// Cycles completed in the measured window.
+    cycles: usize,
+    /// How long the measured window was.
+    elapsed: Duration,
+    /// From B's answering to A's receiving, per measured cycle.
+    reply_to_resolve: Option<Latencies>,
+    /// From B's answering to B's acknowledging it (the store's verdict, applied on B: when
+    /// an HTTP handler answers `200`); askbus only.
+    acknowledged: Option<Latencies>,
+    /// Processor use during the measured window.
+    cpu: Option<CpuShare>,
+    /// What did not add up.
+    problems: Vec<String>,
+}
+
+impl Figures {
+    fn cycles_per_second(&self) -> f64 {
+        self.cycles as f64 / self.elapsed.as_secs_f64()
+    }
+}
+
+impl fmt::Display for Figures {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{:>6.0} cycles/s ({} cycles); reply-to-resolve {}",
+            self.cycles_per_second(),
+            self.cycles,
+            self.reply_to_resolve
+                .map_or("none".to_owned(), |latencies| latencies.to_string())
+        )?;
+        if let Some(acknowledged) = self.acknowledged {
+            write!(f, "; reply acknowledged on B {acknowledged}")?;
+        }
+        if let Some(cpu) = self.cpu {
+            write!(f, "; {cpu}")?;
+        }
+        Ok(())
+    }
+}
+
+/// When each answer was given, by the question it answers; shared by answerer and agents.
+type Answered<K> = Arc<Mutex<HashMap<K, Instant>>>;
+
+/// The agents' side of a measurement: `cycle(agent, n)` runs one cycle and returns when
+/// the answer was given (for the latency) and whether it was the right one.
+async fn drive<F, Fut>(warm_up: Duration, measured: Duration, cycle: F) -> Figures
+where
+    F: Fn(usize, usize) -> Fut + Clone + Send + 'static,
+    Fut: Future<Output = (Instant, bool)> + Send,
+{
+    let start = Instant::now();
+    let (window_start, window_end) = (start + warm_up, start + warm_up + measured);
+    let agents: Vec<_> = (0..AGENTS)
+        .map(|agent| {
+            let cycle = cycle.clone();
+            tokio::spawn(async move {
+                let (mut latencies, mut cycles, mut wrong) = (Vec::new(), 0, 0);
+                let mut n = 0;
+                while Instant::now() < window_end {
+                    let (answered, right) = cycle(agent, n).await;
+                    let resolved = Instant::now();
+                    n += 1;
+                    wrong += usize::from(!right);
+                    if answered >= window_start && resolved <= window_end {
+                        latencies.push(resolved - answered);
+                        cycles += 1;
+                    }
+                }
+                (latencies, cycles, wrong)
+            })
+        })
+        .collect();
+    tokio::time::sleep_until(window_start.into()).await;
+    let cpu = CpuSample::now();
+    let (mut latencies, mut cycles, mut wrong) = (Vec::new(), 0, 0);
+    for agent in agents {
+        let (agent_latencies, agent_cycles, agent_wrong) = agent.await.expect("the agent ran");
+        latencies.extend(agent_latencies);
+        cycles += agent_cycles;
+        wrong += agent_wrong;
+    }
+    let cpu = cpu
+        .zip(CpuSample::now())
+        .and_then(|(from, to)| from.until(to));
+    let mut problems = Vec::new();
+    if wrong > 0 {
+        problems.push(format!(
+            "{wrong} cycles got an answer that was not the one given"
+        ));
+    }
+    if cycles == 0 {
+        problems.push("no cycle completed in the measured window".to_owned());
+    }
+    Figures {
+        cycles,
+        elapsed: measured,
+        reply_to_resolve: Latencies::of(latencies),
+        acknowledged: None,
+        cpu,
+        problems,
+    }
+}
+
+/// askbus: two shared hubs; agents ask on A, the human answers on B.
+async fn askbus(prefix: &str, warm_up: Duration, measured: Duration) -> anyhow::Result<Figures> {
+    let prefix = format!("{prefix}:askbus");
+    let instance = || async {
+        let store = Arc::new(RedisStore::open(REDIS, &prefix).await?);
+        let config = QuestionConfig::default();
+        RequestHub::shared(Bus::new(), config, ApprovalConfig::default(), store).await
+    };
+    let (a, b) = (
+        instance().await.context("instance A")?,
+        instance().await.context("instance B")?,
+    );
+    let answered: Answered<QuestionId> = Arc::default();
+
+    // The human on B: answers each question with the agent's own label, as it is announced.
+    let mut asked = b.bus().subscribe::<QuestionAsked>();
+    let acknowledged = Arc::new(Mutex::new(Vec::new()));
+    let human = {
+        let (answered, acknowledged) = (Arc::clone(&answered), Arc::clone(&acknowledged));
+        let problems = Arc::new(Mutex::new(Vec::new()));
+        let seen = Arc::clone(&problems);
+        let task = tokio::spawn(async move {
+            while let Some(Ok(QuestionAsked { request })) = asked.next().await {
+                let label = request.questions[0].options[0].label.clone();
+                let given = Instant::now();
+                answered
+                    .lock()
+                    .expect("not poisoned")
+                    .insert(request.id, given);
+                let reply = b.questions().reply(request.id, vec![vec![label]]);
+                let (problems, acknowledged) = (Arc::clone(&problems), Arc::clone(&acknowledged));
+                // Acknowledged as an HTTP handler would wait for it, without holding up
+                // the next answer.
+                tokio::spawn(async move {
+                    let verdict = match reply {
+                        Ok(durable) => durable.await.map_err(|error| error.to_string()),
+                        Err(error) => Err(error.to_string()),
+                    };
+                    match verdict {
+                        Ok(()) => acknowledged
+                            .lock()
+                            .expect("not poisoned")
+                            .push(given.elapsed()),
+                        Err(error) => problems.lock().expect("not poisoned").push(error),
+                    }
+                });
+            }
+        });
+        (task, seen)
+    };
+
+    let figures = drive(warm_up, measured, move |agent, n| {
+        let (a, answered) = (a.clone(), Arc::clone(&answered));
+        async move {
+            let label = format!("agent {agent} question {n}");
+            let pending = a
+                .questions()
+                .submit("bench", question(&label), None, Timeout::Default)
+                .expect("valid questions");
+            let id = pending.id();
+            let right = pending.await.is_ok_and(|answers| answers == [[label]]);
+            let given = answered.lock().expect("not poisoned").remove(&id);
+            (given.unwrap_or_else(Instant::now), right)
+        }
+    })
+    .await;
+    human.0.abort();
+    let mut figures = figures;
+    figures.acknowledged = Latencies::of(std::mem::take(
+        &mut *acknowledged.lock().expect("not poisoned"),
+    ));
+    figures
+        .problems
+        .extend(human.1.lock().expect("not poisoned").drain(..));
+    Ok(figures)
+}
+
+/// The bare primitive: the same messages through two Redis streams.
+async fn baseline(
+    client: &redis::Client,
+    prefix: &str,
+    warm_up: Duration,
+    measured: Duration,
+) -> anyhow::Result<Figures> {
+    let (asks, answers) = (format!("{prefix}:asks"), format!("{prefix}:answers"));
+    // Blocking reads wait as long as they are told: no response timeout of the client's.
+    let blocking = redis::AsyncConnectionConfig::new().set_response_timeout(None);
+    let (a_writer, b_writer) = (
+        client.get_multiplexed_async_connection().await?,
+        client.get_multiplexed_async_connection().await?,
+    );
+    let (a_reader, b_reader) = (
+        client
+            .get_multiplexed_async_connection_with_config(&blocking)
+            .await?,
+        client
+            .get_multiplexed_async_connection_with_config(&blocking)
+            .await?,
+    );
+    let waiting: Arc<Mutex<HashMap<String, oneshot::Sender<String>>>> = Arc::default();
+    let answered: Answered<String> = Arc::default();
+
+    // B reads the asks and answers each with its own label.
+    let human = tokio::spawn(follow(b_reader, asks.clone(), {
+        let (answers, answered) = (answers.clone(), Arc::clone(&answered));
+        move |fields: HashMap<String, String>| {
+            let (mut writer, answers) = (b_writer.clone(), answers.clone());
+            answered
+                .lock()
+                .expect("not poisoned")
+                .insert(fields["ask"].clone(), Instant::now());
+            tokio::spawn(async move {
+                let _: redis::RedisResult<String> = redis::cmd("XADD")
+                    .arg(&answers)
+                    .arg("*")
+                    .arg("ask")
+                    .arg(&fields["ask"])
+                    .arg("label")
+                    .arg(&fields["label"])
+                    .query_async(&mut writer)
+                    .await;
+            });
+        }
+    }));
+    // A reads the answers and hands each to its agent.
+    let mailman = tokio::spawn(follow(a_reader, answers.clone(), {
+        let waiting = Arc::clone(&waiting);
+        move |fields: HashMap<String, String>| {
+            let agent = waiting.lock().expect("not poisoned").remove(&fields["ask"]);
+            if let Some(agent) = agent {
+                let _ = agent.send(fields["label"].clone());
+            }
+        }
+    }));
+
+    let figures = drive(warm_up, measured, move |agent, n| {
+        let (mut writer, asks) = (a_writer.clone(), asks.clone());
+        let (waiting, answered) = (Arc::clone(&waiting), Arc::clone(&answered));
+        async move {
+            let ask = format!("{agent}:{n}");
+            let label = format!("agent {agent} question {n}");
+            let (sender, receiver) = oneshot::channel();
+            waiting
+                .lock()
+                .expect("not poisoned")
+                .insert(ask.clone(), sender);
+            let _: redis::RedisResult<String> = redis::cmd("XADD")
+                .arg(&asks)
+                .arg("*")
+                .arg("ask")
+                .arg(&ask)
+                .arg("label")
+                .arg(&label)
+                .query_async(&mut writer)
+                .await;
+            let right = receiver.await.is_ok_and(|answer| answer == label);
+            let given = answered.lock().expect("not poisoned").remove(&ask);
+            (given.unwrap_or_else(Instant::now), right)
+        }
+    })
+    .await;
+    human.abort();
+    mailman.abort();
+    Ok(figures)
+}
+
+/// Reads `stream` from now on with `XREAD BLOCK`, calling `each` with every entry's fields.
+async fn follow(
+    mut connection: MultiplexedConnection,
+    stream: String,
+    each: impl Fn(HashMap<String, String>),
+) {
+    let mut after = "$".to_owned();
+    loop {
+        type Entries = Vec<(String, HashMap<String, String>)>;
+        let read: redis::RedisResult<Option<Vec<(String, Entries)>>> = redis::cmd("XREAD")
+            .arg("COUNT")
+            .arg(1024)
+            .arg("BLOCK")
+            .arg(1000)
+            .arg("STREAMS")
+            .arg(&stream)
+            .arg(&after)
+            .query_async(&mut connection)
+            .await;
+        let Ok(read) = read else { return };
+        for (id, fields) in read.into_iter().flatten().flat_map(|(_, entries)| entries) {
+            after = id;
+            each(fields);
+        }
+    }
+}
+
+/// One single-choice question whose first option is `label`.
+fn question(label: &str) -> Vec<QuestionInfo> {
+    vec![QuestionInfo::new(
+        "Which database should the service use?",
+        "Database",
+        [
+            QuestionOption::new(label, "the agent's own choice"),
+            QuestionOption::new("Postgres", "a server, scales out"),
+        ],
+    )]
+}
+
+/// Deletes every key under `prefix`, a batch at a time: a full run leaves a few hundred
+/// thousand.
+async fn delete_keys(client: &redis::Client, prefix: &str) -> anyhow::Result<()> {
+    let mut connection = client.get_multiplexed_async_connection().await?;
+    let mut cursor = 0_u64;
+    loop {
+        let (next, keys): (u64, Vec<String>) = redis::cmd("SCAN")
+            .arg(cursor)
+            .arg("MATCH")
+            .arg(format!("{prefix}:*"))
+            .arg("COUNT")
+            .arg(10_000)
+            .query_async(&mut connection)
+            .await?;
+        if !keys.is_empty() {
+            let _: usize = redis::cmd("UNLINK")
+                .arg(keys)
+                .query_async(&mut connection)
+                .await?;
+        }
+        if next == 0 {
+            return Ok(());
+        }
+        cursor = next;
+    }
+}
+
+fn verdict(met: bool) -> &'static str {
+    if met { "met" } else { "MISSED" }
+}
