@@ -125,6 +125,30 @@ async fn a_decision_an_action_does_not_allow_is_refused_naming_it() {
     );
 }
 
+#[tokio::test]
+async fn a_review_config_allowing_no_decision_is_refused_naming_the_action() {
+    let approvals = ApprovalService::new(Bus::new());
+    let actions = || vec![trade(1), Action::new("delete_rows", json!({}))];
+    let undecidable = || vec![only("delete_rows", &[])];
+    let refused = approvals
+        .submit("s1", actions(), undecidable(), Timeout::Never)
+        .unwrap_err();
+    assert_eq!(
+        refused.to_string(),
+        "action 2 (\"delete_rows\"): its review config allows no decision (`allowed_decisions` is empty), so nobody could ever decide it; list at least one, or leave `allowed_decisions` out to allow every decision"
+    );
+    assert_eq!(refused.action_index(), Some(1));
+    assert_eq!(
+        approvals
+            .request_approval("s1", actions(), undecidable(), Timeout::Never)
+            .await,
+        Err(ApprovalError::Invalid(refused)),
+        "refused at once, not left to time out"
+    );
+    assert_eq!(approvals.pending_count(), 0);
+    assert!(approvals.id_for_key("s1_1").is_none(), "no key was used up");
+}
+
 #[tokio::test(start_paused = true)]
 async fn expiry_rejects_every_action_and_is_published() {
     let bus = Bus::new();

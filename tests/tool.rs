@@ -256,13 +256,16 @@ async fn bad_arguments_explain_themselves() {
 mod guard {
     //! The approval guard around a runtime's own tool.
 
-    use std::sync::Mutex;
+    use std::sync::{Arc, Mutex};
     use std::time::Duration;
 
     use askbus::Timeout;
     use askbus::bus::Bus;
-    use askbus::question::{ApprovalReply, ApprovalService, Decision, DecisionType, EditedAction};
-    use askbus::tool::{ApprovalGuard, GuardOutcome, GuardedTool, ToolContext};
+    use askbus::question::{
+        ApprovalReply, ApprovalService, Decision, DecisionType, EditedAction, Outcome,
+    };
+    use askbus::tool::{ApprovalGuard, GuardOutcome, GuardedTool, ToolContext, ToolError};
+    use futures_util::FutureExt;
     use serde_json::{Value, json};
 
     /// Records every run; fails when asked to delete from `audit`.
@@ -455,6 +458,97 @@ mod guard {
         );
         assert_eq!(approvals.pending_count(), 0);
         assert!(runs(&guard).is_empty());
+    }
+
+    /// The one pending request of `s1`, approved once the guarded call has asked.
+    async fn approve_the_pending_call(approvals: &ApprovalService) {
+        tokio::task::yield_now().await;
+        let pending = approvals.list(Some("s1"));
+        assert_eq!(pending.len(), 1, "the call waits for a human");
+        approvals
+            .reply(pending[0].id, ApprovalReply::new([Decision::Approve]))
+            .unwrap();
+    }
+
+    /// The context of the runtime's tool call `call-1` in `s1`.
+    fn call_1() -> ToolContext {
+        ToolContext::new("s1").with_call("msg-1", "call-1")
+    }
+
+    #[tokio::test]
+    async fn a_call_id_repeated_with_other_arguments_does_not_run_on_the_earlier_approval() {
+        let (guard, approvals) = guarded();
+        let first = guard.call(call_1(), json!({"table": "users"}));
+        let (first, ()) = tokio::join!(first, approve_the_pending_call(&approvals));
+        assert!(matches!(first.unwrap().outcome, GuardOutcome::Ran { .. }));
+        let approved = approvals.id_for_key("s1_1").unwrap();
+
+        let error = guard
+            .call(call_1(), json!({"table": "invoices"}))
+            .await
+            .unwrap_err();
+        let ToolError::InvalidArguments { tool, message } = &error;
+        assert_eq!(tool, "delete_rows");
+        assert!(
+            message.contains(&format!(
+                "tool_use_id \"call-1\" already names approval request {approved} of other calls"
+            )),
+            "{message}"
+        );
+        assert_eq!(
+            runs(&guard),
+            [json!({"table": "users"})],
+            "the invoices were never shown to the human, so they were not deleted"
+        );
+        assert_eq!(approvals.pending_count(), 0, "no request was made");
+        assert_eq!(
+            approvals.get(approved).unwrap().outcome,
+            Some(Outcome::Replied(Arc::new(ApprovalReply::new([
+                Decision::Approve
+            ])))),
+            "the earlier request is as it was"
+        );
+    }
+
+    // Paused, so a repeat that waited on the pending review would time out at once and fail.
+    #[tokio::test(start_paused = true)]
+    async fn a_call_id_repeated_with_other_arguments_leaves_the_pending_review_alone() {
+        let (guard, approvals) = guarded();
+        let first = guard.call(call_1(), json!({"table": "users"}));
+        let repeat = async {
+            tokio::task::yield_now().await;
+            let error = guard
+                .call(call_1(), json!({"table": "invoices"}))
+                .await
+                .unwrap_err();
+            assert!(error.to_string().contains("of other calls"), "{error}");
+            assert_eq!(approvals.pending_count(), 1, "the first call still waits");
+            approve_the_pending_call(&approvals).await;
+        };
+        let (first, ()) = tokio::join!(first, repeat);
+        assert_eq!(first.unwrap().text, r#"deleted 3 rows from "users""#);
+        assert_eq!(runs(&guard), [json!({"table": "users"})]);
+    }
+
+    #[tokio::test]
+    async fn a_retry_of_the_same_call_runs_on_its_review_without_asking_again() {
+        let (guard, approvals) = guarded();
+        let first = guard.call(call_1(), json!({"table": "users"}));
+        let (first, ()) = tokio::join!(first, approve_the_pending_call(&approvals));
+        let first = first.unwrap();
+
+        let retry = guard
+            .call(call_1(), json!({"table": "users"}))
+            .now_or_never()
+            .expect("a retry is decided at once: no second review")
+            .unwrap();
+        assert_eq!(retry, first);
+        assert!(
+            approvals.list(Some("s1")).is_empty(),
+            "nothing new to review"
+        );
+        assert!(approvals.id_for_key("s1_2").is_none(), "one request in all");
+        assert_eq!(runs(&guard), vec![json!({"table": "users"}); 2]);
     }
 
     #[tokio::test]

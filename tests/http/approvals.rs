@@ -230,13 +230,24 @@ async fn requests_that_cannot_be_made_are_422() {
                    "review_configs": [{"action_name": "b"}]}),
             "no action of this request",
         ),
+        (
+            json!({"session_id": "s", "action_requests": [{"name": "a", "args": {}}, {"name": "deploy", "args": {}}],
+                   "review_configs": [{"action_name": "deploy", "allowed_decisions": []}]}),
+            "action 2 (\"deploy\"): its review config allows no decision",
+        ),
         (json!({"session_id": "s"}), "action_requests"),
     ] {
         let (status, error) = app.call(post_json("/approval", &body)).await;
         assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{body}");
+        assert_eq!(error["code"], "invalid", "{body}");
         let message = error["message"].as_str().unwrap();
         assert!(message.contains(expected), "{message:?} names {expected:?}");
     }
+    assert_eq!(
+        app.hub.approvals().pending_count(),
+        0,
+        "nothing was created"
+    );
 }
 
 #[tokio::test]

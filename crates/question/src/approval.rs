@@ -353,7 +353,8 @@ impl ApprovalService {
     /// # Errors
     ///
     /// [`ValidationError`] if the request cannot be made: no session, no action, an action
-    /// without a name, or a review config naming no action or repeating one.
+    /// without a name, or a review config naming no action, repeating one, or allowing no
+    /// decision.
     pub fn submit(
         &self,
         session_id: impl Into<Arc<str>>,
@@ -535,7 +536,8 @@ impl std::fmt::Debug for PendingApproval {
 }
 
 /// Checks a new request: a session, at least one action, each named, and review configs
-/// that each name an action's tool, once.
+/// that each name an action's tool, once, and allow at least one decision (a request that
+/// allows none could only time out).
 fn check_request(
     session_id: &str,
     actions: &[Action],
@@ -559,16 +561,16 @@ fn check_request(
         )));
     }
     for (position, config) in review_configs.iter().enumerate() {
-        if !actions
+        let Some(index) = actions
             .iter()
-            .any(|action| action.name == config.action_name)
-        {
+            .position(|action| action.name == config.action_name)
+        else {
             return Err(ValidationError::request(format!(
                 "review config {} names {:?}, which is no action of this request",
                 position + 1,
                 config.action_name
             )));
-        }
+        };
         if review_configs[..position]
             .iter()
             .any(|earlier| earlier.action_name == config.action_name)
@@ -577,6 +579,15 @@ fn check_request(
                 "{:?} has more than one review config",
                 config.action_name
             )));
+        }
+        if config.allowed_decisions.is_empty() {
+            return Err(ValidationError::action(
+                index,
+                format!(
+                    "action {}: its review config allows no decision (`allowed_decisions` is empty), so nobody could ever decide it; list at least one, or leave `allowed_decisions` out to allow every decision",
+                    describe(index, &actions[index])
+                ),
+            ));
         }
     }
     Ok(())

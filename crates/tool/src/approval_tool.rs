@@ -30,7 +30,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use crate::call::decode_encoded_field;
-use crate::review::{Refusal, Runner, refusal_text};
+use crate::review::{Refusal, Runner, refusal_text, submit_review};
 use crate::{ToolContext, ToolDefinition, ToolError, ToolOutput};
 
 /// The tool name the model calls.
@@ -215,28 +215,14 @@ impl ApprovalTool {
                 description: proposed.description,
             })
             .collect();
-        let pending = self
-            .approvals
-            .submit(
-                context.session_id,
-                actions.clone(),
-                review_configs,
-                self.timeout,
-            )
-            .map_err(|invalid| ToolError::invalid(APPROVAL_TOOL_NAME, invalid.to_string()))?;
-        if !same_calls(&pending.request().action_requests, &actions) {
-            // Detached, not dropped: dropping could cancel the earlier request, which is
-            // not this call's to end.
-            let joined = pending.detach();
-            return Err(ToolError::invalid(
-                APPROVAL_TOOL_NAME,
-                format!(
-                    "tool_use_id {:?} already names approval request {} of other calls in this session; give these calls a new tool_use_id, or leave it out",
-                    actions[0].tool_use_id.as_deref().unwrap_or_default(),
-                    joined.id
-                ),
-            ));
-        }
+        let pending = submit_review(
+            &self.approvals,
+            APPROVAL_TOOL_NAME,
+            context.session_id,
+            actions,
+            review_configs,
+            self.timeout,
+        )?;
         Ok(ApprovalCall { pending })
     }
 }
@@ -340,15 +326,6 @@ fn decision_text(action: &Action, decision: &Decision) -> String {
             Runner::Model,
         ),
     }
-}
-
-/// Whether two lists of actions call the same tools with the same arguments, in order.
-fn same_calls(these: &[Action], those: &[Action]) -> bool {
-    these.len() == those.len()
-        && these
-            .iter()
-            .zip(those)
-            .all(|(this, that)| this.name == that.name && this.args == that.args)
 }
 
 /// The review configs of `actions`: one per tool that lists `allowed_decisions`.

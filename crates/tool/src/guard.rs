@@ -2,8 +2,7 @@
 //!
 //! [`ApprovalGuard`] wraps any tool the runtime has (anything implementing [`GuardedTool`]).
 //! Each call is first put to a human as an approval request
-//! ([`ApprovalService::request_approval`]), and the decision says what happens, in exact
-//! words:
+//! ([`ApprovalService::submit`]), and the decision says what happens, in exact words:
 //!
 //! - **approve**: the tool runs with the model's arguments; its result is the result.
 //! - **edit**: the tool runs with the human's arguments, and the result starts with a notice
@@ -16,6 +15,13 @@
 //!
 //! Every non-run outcome tells the model the tool did not run, so it cannot report work as
 //! done that never happened.
+//!
+//! The call's id ([`ToolContext::with_call`]) is the request's `tool_use_id`, so a retried
+//! call (a runtime that replays a turn, a restart) joins the review its id already has
+//! instead of prompting twice, and runs on that decision. It joins **only if it is the same
+//! call** (same arguments): approve runs the arguments the call brings, and a human must
+//! have seen those. An id that repeats with other arguments fails the call with a
+//! [`ToolError`] naming the earlier request, and nothing runs.
 //!
 //! ```
 //! use askbus_bus::Bus;
@@ -55,7 +61,7 @@ use askbus_question::{
 use serde::Serialize;
 use serde_json::Value;
 
-use crate::review::{Refusal, Runner, refusal_text};
+use crate::review::{Refusal, Runner, refusal_text, submit_review};
 use crate::{ToolContext, ToolError, ToolOutput};
 
 /// A tool the runtime can run, as the [`ApprovalGuard`] needs it.
@@ -147,7 +153,9 @@ impl<T: GuardedTool> ApprovalGuard<T> {
     ///
     /// # Errors
     ///
-    /// [`ToolError::InvalidArguments`] when the request cannot be made (an empty session).
+    /// [`ToolError::InvalidArguments`] when the request cannot be made (an empty session),
+    /// or when the context's call id already asked in this session about other arguments
+    /// (the earlier request is left as it was, and nothing runs).
     ///
     /// # Cancel safety
     ///
@@ -165,11 +173,15 @@ impl<T: GuardedTool> ApprovalGuard<T> {
             .iter()
             .map(|allowed| ReviewConfig::new(name, allowed.iter().copied()))
             .collect();
-        let decided = self
-            .approvals
-            .request_approval(context.session_id, vec![action], reviews, self.timeout)
-            .await;
-        let decision = match decided {
+        let pending = submit_review(
+            &self.approvals,
+            name,
+            context.session_id,
+            vec![action],
+            reviews,
+            self.timeout,
+        )?;
+        let decision = match pending.await {
             Ok(mut reply) => reply.decisions.swap_remove(0),
             Err(ApprovalError::Invalid(invalid)) => {
                 return Err(ToolError::invalid(name, invalid.to_string()));

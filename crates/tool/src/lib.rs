@@ -30,7 +30,9 @@
 //!   make and reads back what it may run. Its definition renders like the question tool's.
 //!
 //! Both word a refusal the same way, and every refusal, timeout and cancellation tells the
-//! model that the call must not run.
+//! model that the call must not run. Both let a call id that already asked join that
+//! review, but only a retry of the same calls: a decision is never taken for calls the
+//! human did not see.
 //!
 //! Agent frameworks: with the `rig` feature, `rig::RigQuestionTool` is the question tool as
 //! a `rig-core` 0.44 `Tool`.

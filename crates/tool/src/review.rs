@@ -1,10 +1,25 @@
-//! How a refused tool call reads to the model: one wording for the approval guard and
-//! the approval tool, so a human's "no" is reported the same wherever it came from.
+//! What the approval guard and the approval tool share about a review: how it is requested,
+//! and how a refused call reads to the model.
 //!
-//! The two differ only in who would run the call. The guard runs an approved call itself,
-//! so a refused one "did not run"; with the approval tool the model runs what was approved,
-//! so a refused call is one it must "not run". [`Runner`] picks that clause; the rest of
-//! each sentence is shared.
+//! **Requesting.** [`submit_review`] makes the request. Its first action's `tool_use_id`
+//! joins a request that id already made in the session, so a retried call gets the one
+//! review instead of a second prompt. It joins **only a retry of the same calls** (same
+//! tools, same arguments, in order): a reused id with other calls is refused with a
+//! [`ToolError`] naming the earlier request, because that request's decision was taken on
+//! calls the human saw, not on these. A runtime may repeat a call id and a model may make
+//! one up, so this is checked wherever a review is requested.
+//!
+//! **Refusals.** One wording for both, so a human's "no" is reported the same wherever it
+//! came from. The two differ only in who would run the call. The guard runs an approved
+//! call itself, so a refused one "did not run"; with the approval tool the model runs what
+//! was approved, so a refused call is one it must "not run". [`Runner`] picks that clause;
+//! the rest of each sentence is shared.
+
+use std::sync::Arc;
+
+use askbus_question::{Action, ApprovalService, PendingApproval, ReviewConfig, Timeout};
+
+use crate::ToolError;
 
 /// Who runs a call once a human approved it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -27,6 +42,51 @@ pub(crate) enum Refusal<'a> {
     TimedOut,
     /// The request was cancelled (its session was stopped).
     Cancelled,
+}
+
+/// Requests the review of `actions` in `session_id` for a call of `tool`, as
+/// [`ApprovalService::submit`] does, but joins an earlier request of the same
+/// `tool_use_id` only if it reviews the same calls.
+///
+/// # Errors
+///
+/// [`ToolError::InvalidArguments`] for `tool` when the request cannot be made, or when the
+/// first action's `tool_use_id` names a request of other calls in this session; that
+/// request is left as it was, and no request is made.
+pub(crate) fn submit_review(
+    approvals: &ApprovalService,
+    tool: &str,
+    session_id: Arc<str>,
+    actions: Vec<Action>,
+    review_configs: Vec<ReviewConfig>,
+    timeout: Timeout,
+) -> Result<PendingApproval, ToolError> {
+    let pending = approvals
+        .submit(session_id, actions.clone(), review_configs, timeout)
+        .map_err(|invalid| ToolError::invalid(tool, invalid.to_string()))?;
+    if same_calls(&pending.request().action_requests, &actions) {
+        return Ok(pending);
+    }
+    // Detached, not dropped: dropping could cancel the earlier request, which is not this
+    // call's to end.
+    let joined = pending.detach();
+    Err(ToolError::invalid(
+        tool,
+        format!(
+            "tool_use_id {:?} already names approval request {} of other calls in this session; give these calls a new tool_use_id, or leave it out",
+            actions[0].tool_use_id.as_deref().unwrap_or_default(),
+            joined.id
+        ),
+    ))
+}
+
+/// Whether two lists of actions call the same tools with the same arguments, in order.
+fn same_calls(these: &[Action], those: &[Action]) -> bool {
+    these.len() == those.len()
+        && these
+            .iter()
+            .zip(those)
+            .all(|(this, that)| this.name == that.name && this.args == that.args)
 }
 
 /// The text the model reads about a refused call to `tool`.
