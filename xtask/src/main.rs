@@ -11,8 +11,8 @@ const USAGE: &str = "usage: cargo xtask <command>
 
 commands:
   ci      format check, clippy (warnings denied), every test, docs (warnings denied)
-  bench   the criterion benchmarks (figures land in target/criterion) and the HTTP load
-          tests (wrk, installed with apt-get when missing; figures printed)";
+  bench   the criterion benchmarks (figures land in target/criterion) and the load tests
+          (wrk and redis-server, installed with apt-get when missing; figures printed)";
 
 fn main() -> ExitCode {
     let command = std::env::args().nth(1);
@@ -73,8 +73,10 @@ fn ci() -> Result<(), String> {
 
 /// The benchmarks, with the bare-primitive baselines measured in the same run.
 fn bench() -> Result<(), String> {
-    // The HTTP load tests (crates/loadtest) drive Debian's wrk.
+    // The HTTP load tests (crates/loadtest) drive Debian's wrk; the shared-store one and the
+    // Redis store's tests need Redis.
     apt_install("/usr/bin/wrk", "wrk")?;
+    ensure_redis()?;
     cargo(&["bench", "--workspace", "--locked"])
 }
 
