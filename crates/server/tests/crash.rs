@@ -21,17 +21,9 @@ const ANSWERED_FIRST: usize = 10;
 /// The kill comes once this many of the racing replies were acknowledged.
 const ACKED_BEFORE_KILL: usize = 10;
 
+/// The question of the agent's tool call number `call`.
 fn question(call: usize) -> Value {
-    json!({
-        "sessionID": "agent",
-        "questions": [{
-            "question": "Which region?",
-            "header": "Region",
-            "options": [{"label": "eu", "description": "Europe"}, {"label": "us", "description": "America"}],
-        }],
-        "tool": {"messageID": "msg-1", "callID": format!("call-{call}")},
-        "timeout": null,
-    })
+    support::question(&format!("call-{call}"))
 }
 
 /// The one answer question `index` ever gets: custom text naming it.

@@ -17,7 +17,7 @@ use std::time::Duration;
 use futures_util::StreamExt;
 use serde_json::{Value, json};
 use sse_stream::SseStream;
-use support::Server;
+use support::{Server, question};
 
 /// The Redis these tests use.
 const REDIS: &str = "redis://127.0.0.1:6379";
@@ -170,20 +170,6 @@ async fn a_killed_servers_requests_stay_answerable_and_its_agent_picks_them_up()
     );
     let outcome = waiting.await.unwrap().unwrap();
     assert_eq!(outcome["status"], "replied", "{outcome}");
-}
-
-/// A question from the agent's tool call `call`, waiting until answered.
-fn question(call: &str) -> Value {
-    json!({
-        "sessionID": "agent",
-        "questions": [{
-            "question": "Which region?",
-            "header": "Region",
-            "options": [{"label": "eu", "description": "Europe"}, {"label": "us", "description": "America"}],
-        }],
-        "tool": {"messageID": "msg-1", "callID": call},
-        "timeout": null,
-    })
 }
 
 /// A server's `/event` stream, as `(type, request id)` of each event.

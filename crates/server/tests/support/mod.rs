@@ -7,7 +7,7 @@
 use std::process::Stdio;
 use std::time::Duration;
 
-use serde_json::Value;
+use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::{Child, Command};
 
@@ -88,4 +88,19 @@ impl Server {
         self.child.start_kill().unwrap();
         self.child.wait().await.unwrap();
     }
+}
+
+/// A question in session `agent` from the agent's tool call `call`, waiting until answered:
+/// "Which region?", `eu` or `us` (or any text).
+pub(crate) fn question(call: &str) -> Value {
+    json!({
+        "sessionID": "agent",
+        "questions": [{
+            "question": "Which region?",
+            "header": "Region",
+            "options": [{"label": "eu", "description": "Europe"}, {"label": "us", "description": "America"}],
+        }],
+        "tool": {"messageID": "msg-1", "callID": call},
+        "timeout": null,
+    })
 }
