@@ -63,8 +63,10 @@ use axum::extract::DefaultBodyLimit;
 use axum::http::{HeaderName, HeaderValue, Method, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use tokio_util::sync::CancellationToken;
+use tower::util::MapResponseLayer;
 use tower_http::cors::{AllowOrigin, CorsLayer};
 use tower_http::timeout::TimeoutLayer;
+use tower_http::validate_request::ValidateRequestHeaderLayer;
 use utoipa::OpenApi;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
@@ -200,10 +202,9 @@ fn build(
         .routes(routes!(events::global_event_stream));
     let protected = timed
         .merge(streaming)
-        .route_layer(axum::middleware::from_fn_with_state(
-            state.clone(),
-            auth::authenticate,
-        ));
+        .route_layer(ValidateRequestHeaderLayer::custom(auth::Authenticate::new(
+            &state.inner.config.tokens,
+        )));
     let public = OpenApiRouter::new().routes(routes!(openapi::health));
 
     let (router, mut document) = OpenApiRouter::with_openapi(openapi::ApiDoc::openapi())
@@ -229,7 +230,7 @@ fn build(
             )
         })
         .layer(DefaultBodyLimit::max(body_limit))
-        .layer(axum::middleware::map_response(json_errors))
+        .layer(MapResponseLayer::new(json_errors))
         .with_state(state);
     if let Some(cors) = cors {
         router = router.layer(cors);
@@ -261,7 +262,7 @@ fn cors_layer(origins: &[HeaderValue]) -> Option<CorsLayer> {
 /// The last line of defence: an error response that is not JSON (from a layer such as the
 /// timeout, or from axum itself) is rewritten into the API's error shape, keeping its
 /// status and headers.
-async fn json_errors(response: Response) -> Response {
+fn json_errors(response: Response) -> Response {
     let status = response.status();
     if !(status.is_client_error() || status.is_server_error()) || has_json_body(&response) {
         return response;

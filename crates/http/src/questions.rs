@@ -211,7 +211,7 @@ pub(crate) async fn reply(
     QuestionPath(id): QuestionPath,
     body: ApiJson<Value>,
 ) -> Result<Json<bool>, ApiError> {
-    visible(&state, &caller, id).await?;
+    may_act_on(&state, &caller, id).await?;
     let questions = &state.inner.hub.questions();
     let result = match ReplyForm::parse(body.0).map_err(|error| error.for_question(id))? {
         ReplyForm::Answers(answers) => questions.reply(id, answers),
@@ -247,7 +247,7 @@ pub(crate) async fn reject(
     QuestionPath(id): QuestionPath,
     request: Request,
 ) -> Result<Json<bool>, ApiError> {
-    visible(&state, &caller, id).await?;
+    may_act_on(&state, &caller, id).await?;
     let body: RejectBody = optional_json(request, &state).await?.unwrap_or_default();
     state
         .inner
@@ -296,6 +296,17 @@ pub(crate) async fn create(
     let request = pending.detach();
     recorded.await?;
     Ok(Json(request))
+}
+
+/// `Ok` if the caller may act on the request: 404 otherwise, as [`visible`]. With a token
+/// for every session on a server that shares no store there is nothing to check, since the
+/// action itself answers 404 for an unknown id: the request is then looked up once, not
+/// twice.
+async fn may_act_on(state: &AppState, caller: &Caller, id: QuestionId) -> Result<(), ApiError> {
+    if caller.0.session().is_none() && !state.inner.hub.shares_store() {
+        return Ok(());
+    }
+    visible(state, caller, id).await.map(drop)
 }
 
 /// The request if it exists and the caller may see it; otherwise 404, the same answer

@@ -2,11 +2,13 @@
 //! askbus HTTP API, reported as figures; see the `askbus_loadtest` crate docs for the
 //! policy.
 //!
-//! 1. **Reply throughput.** A bare axum baseline, then askbus with enough pending questions
-//!    for every request the run can make (1.5 times the baseline's rate over the run), each
-//!    loaded by wrk (2 threads, 64 connections, 2 s warm-up, 10 s measured). Reported:
-//!    requests per second, the ratio (target >= 0.6x), p50/p99 (target p99 < 10 ms), and
-//!    what askbus actually did: responses by status and questions answered.
+//! 1. **Reply throughput.** A bare axum baseline, then askbus (a fresh service with enough
+//!    pending questions for every request the run can make: 1.5 times the baseline's rate
+//!    over the run), each loaded by wrk (2 threads, 64 connections, 2 s warm-up, 10 s
+//!    measured), three rounds in alternation: this machine's speed drifts by tens of per
+//!    cent between minutes, and alternating shifts both sides alike. Reported per round and
+//!    as medians: requests per second, the ratio (target >= 0.6x), p50/p99 (target p99 <
+//!    10 ms), and what askbus actually did: responses by status and questions answered.
 //! 2. **SSE fan-out and reconnect.** 1,000 subscribers on `GET /event` while a question is
 //!    asked in process 100 times a second for 25 s. After 10 s the even-numbered half drop
 //!    their connection; 10 s later they reconnect with `Last-Event-ID` while publishing goes
@@ -98,6 +100,8 @@ enum ReplyPlan {
         warm_up: Duration,
         /// Pending questions created per request the baseline's rate predicts.
         surplus: f64,
+        /// How many times the baseline and askbus are each measured, alternately.
+        rounds: usize,
     },
     /// A few replies from a Rust client: exercises the code, measures nothing.
     Smoke {
@@ -138,6 +142,7 @@ impl Plan {
                 },
                 warm_up: Duration::from_secs(2),
                 surplus: 1.5,
+                rounds: 3,
             },
             events: EventPlan {
                 subscribers: 1_000,
@@ -194,8 +199,9 @@ fn run(plan: &Plan) -> anyhow::Result<()> {
             run,
             warm_up,
             surplus,
+            rounds,
         } => {
-            let figures = reply_throughput(&servers, run, warm_up, surplus)?;
+            let figures = reply_throughput(&servers, run, warm_up, surplus, rounds)?;
             println!("{figures}");
             figures.problems
         }
@@ -226,26 +232,40 @@ fn run(plan: &Plan) -> anyhow::Result<()> {
 // Reply throughput
 // ---------------------------------------------------------------------------------------
 
-/// wrk's figures for both servers and what askbus did.
+/// wrk's figures for both servers over every round, and what askbus did.
 struct ReplyFigures {
     /// The run settings.
     run: WrkRun,
     /// The warm-up length.
     warm_up: Duration,
+    /// Each round's figures, in order.
+    rounds: Vec<ReplyRound>,
+    /// What does not add up.
+    problems: Vec<String>,
+}
+
+/// One round: the baseline measured, then askbus, back to back.
+struct ReplyRound {
     /// The bare axum handler.
     baseline: WrkReport,
-    /// askbus.
-    askbus: WrkReport,
-    /// Processor use during the measured runs: baseline, askbus.
-    cpu: [Option<CpuShare>; 2],
+    /// Processor use during the baseline's measured run.
+    baseline_cpu: Option<CpuShare>,
+    /// askbus, on a fresh service with a fresh pool of questions.
+    askbus: AskbusRound,
+}
+
+/// What one askbus measurement found.
+struct AskbusRound {
+    /// wrk's report.
+    report: WrkReport,
+    /// Processor use during the measured run.
+    cpu: Option<CpuShare>,
     /// askbus's responses during the measured run.
     tally: StatusTally,
     /// Questions pending before and after the measured run.
     pending: (usize, usize),
     /// The ids pre-created for the measured run, by what became of them.
     pool: PoolCheck,
-    /// What does not add up.
-    problems: Vec<String>,
 }
 
 /// What became of a set of pre-created questions.
@@ -263,11 +283,14 @@ struct PoolCheck {
     forgotten: usize,
 }
 
+/// Alternates the baseline and askbus `rounds` times, so that a machine whose speed drifts
+/// (a shared host) shifts both alike; the report's verdicts are on the medians.
 fn reply_throughput(
     servers: &Runtime,
     run: WrkRun,
     warm_up: Duration,
     surplus: f64,
+    rounds: usize,
 ) -> anyhow::Result<ReplyFigures> {
     let wrk = wrk::find()?;
     let script = ReplyScript::create(&scratch_directory())?;
@@ -275,30 +298,71 @@ fn reply_throughput(
         duration: warm_up,
         ..run
     };
-
     // The baseline stores nothing, so its ids may repeat: a fixed list, walked round.
     let baseline = servers.block_on(Served::start(baseline::router(), CancellationToken::new()))?;
     let mut generator = IdGenerator::new();
     let fake: Vec<QuestionId> = (0..100_000).map(|_| generator.next_id()).collect();
     let fake = script.write_ids("baseline", &fake, run.threads)?;
     let url = baseline.url("");
-    script.run(&wrk, &fake, warm, &url)?;
-    let cpu = CpuSample::now();
-    let baseline_report = script.run(&wrk, &fake, run, &url)?;
-    let baseline_cpu = cpu
-        .zip(CpuSample::now())
-        .and_then(|(from, to)| from.until(to));
+    let mut figures = ReplyFigures {
+        run,
+        warm_up,
+        rounds: Vec::new(),
+        problems: Vec::new(),
+    };
+    for round in 1..=rounds {
+        script.run(&wrk, &fake, warm, &url)?;
+        let cpu = CpuSample::now();
+        let baseline_report = script.run(&wrk, &fake, run, &url)?;
+        let baseline_cpu = cpu
+            .zip(CpuSample::now())
+            .and_then(|(from, to)| from.until(to));
+        // A distinct pending question for every request askbus can make, assuming it is no
+        // faster than the baseline, with a surplus.
+        let rate = baseline_report.requests_per_second * surplus;
+        let askbus = askbus_round(
+            servers,
+            (&wrk, &script),
+            run,
+            warm,
+            rate,
+            &mut figures.problems,
+        )
+        .with_context(|| format!("round {round}"))?;
+        if baseline_report.socket_errors > 0 {
+            figures.problems.push(format!(
+                "round {round}: wrk saw {} socket errors against the baseline",
+                baseline_report.socket_errors
+            ));
+        }
+        figures.rounds.push(ReplyRound {
+            baseline: baseline_report,
+            baseline_cpu,
+            askbus,
+        });
+    }
     servers.block_on(baseline.stop())?;
+    script.remove()?;
+    Ok(figures)
+}
 
-    // askbus: a distinct pending question for every request the runs can make, assuming
-    // askbus is no faster than the baseline, with a surplus.
-    let rate = baseline_report.requests_per_second;
-    let pool_for = |duration: Duration| (rate * duration.as_secs_f64() * surplus).ceil() as usize;
+/// One askbus measurement: a fresh service with enough questions for `rate` requests per
+/// second over the warm-up and the run, served as the binary serves it, loaded by wrk.
+/// Counts that do not add up are pushed to `problems`.
+fn askbus_round(
+    servers: &Runtime,
+    (wrk, script): (&std::path::Path, &ReplyScript),
+    run: WrkRun,
+    warm: WrkRun,
+    rate: f64,
+    problems: &mut Vec<String>,
+) -> anyhow::Result<AskbusRound> {
+    let pool_for = |duration: Duration| (rate * duration.as_secs_f64()).ceil() as usize;
     let questions = QuestionService::new(Bus::new());
     let shutdown = CancellationToken::new();
     let (warm_ids, measured_ids, askbus) = servers.block_on(async {
         // Inside the runtime: a question with a deadline starts the service's timer task.
-        let warm_ids = create_questions(&questions, pool_for(warm_up));
+        let warm_ids = create_questions(&questions, pool_for(warm.duration));
         let measured_ids = create_questions(&questions, pool_for(run.duration));
         let router =
             askbus_http::router(questions.clone(), HttpConfig::default(), shutdown.clone());
@@ -309,13 +373,13 @@ fn reply_throughput(
     let warm_slices = script.write_ids("askbus-warm-up", &warm_ids, run.threads)?;
     let measured_slices = script.write_ids("askbus", &measured_ids, run.threads)?;
     let url = askbus.url("");
-    script.run(&wrk, &warm_slices, warm, &url)?;
+    script.run(wrk, &warm_slices, warm, &url)?;
 
     let pending_before = questions.pending_count();
     let tally_before = askbus.tally();
     let cpu = CpuSample::now();
-    let askbus_report = script.run(&wrk, &measured_slices, run, &url)?;
-    let askbus_cpu = cpu
+    let report = script.run(wrk, &measured_slices, run, &url)?;
+    let cpu = cpu
         .zip(CpuSample::now())
         .and_then(|(from, to)| from.until(to));
     // wrk stops counting at its deadline; requests still in flight then land on the server.
@@ -324,9 +388,7 @@ fn reply_throughput(
     let pending_after = questions.pending_count();
     let pool = check_pool(&questions, &measured_ids);
     servers.block_on(askbus.stop())?;
-    script.remove()?;
 
-    let mut problems = Vec::new();
     let answered = (pending_before - pending_after) as u64;
     if answered != tally.ok {
         problems.push(format!(
@@ -352,95 +414,126 @@ fn reply_throughput(
             "replies: the question pool does not add up: {pool:?}"
         ));
     }
-    if askbus_report.socket_errors + baseline_report.socket_errors > 0 {
+    if report.socket_errors > 0 {
         problems.push(format!(
-            "replies: wrk saw socket errors (askbus {}, baseline {})",
-            askbus_report.socket_errors, baseline_report.socket_errors
+            "replies: wrk saw {} socket errors against askbus",
+            report.socket_errors
         ));
     }
-    Ok(ReplyFigures {
-        run,
-        warm_up,
-        baseline: baseline_report,
-        askbus: askbus_report,
-        cpu: [baseline_cpu, askbus_cpu],
+    Ok(AskbusRound {
+        report,
+        cpu,
         tally,
         pending: (pending_before, pending_after),
         pool,
-        problems,
     })
 }
 
 impl fmt::Display for ReplyFigures {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let (baseline, askbus) = (&self.baseline, &self.askbus);
         writeln!(
             f,
-            "reply throughput: wrk, {} threads, {} connections, {} s measured after a {} s \
-             warm-up, each request to a distinct question id",
+            "reply throughput: wrk, {} threads, {} connections, {} rounds of the baseline then \
+             askbus, each {} s measured after a {} s warm-up, every askbus request to a \
+             distinct question id",
             self.run.threads,
             self.run.connections,
+            self.rounds.len(),
             self.run.duration.as_secs(),
             self.warm_up.as_secs()
         )?;
-        for (name, report, cpu) in [
-            (
-                "baseline (bare axum POST, same JSON parsed)",
-                baseline,
-                self.cpu[0],
-            ),
-            (
-                "askbus   POST /question/{id}/reply         ",
-                askbus,
-                self.cpu[1],
-            ),
-        ] {
+        for (number, round) in self.rounds.iter().enumerate() {
+            let (baseline, askbus) = (&round.baseline, &round.askbus.report);
             writeln!(
                 f,
-                "  {name}: {:>6.0} req/s  p50 {}  p75 {}  p90 {}  p99 {}  ({} requests, {} \
-                 non-2xx)",
-                report.requests_per_second,
-                Millis(report.p50),
-                Millis(report.p75),
-                Millis(report.p90),
-                Millis(report.p99),
-                report.requests,
-                report.non_success,
+                "  round {}: baseline {:>6.0} req/s p99 {}; askbus {:>6.0} req/s p50 {} p99 {}; \
+                 ratio {:.2}x",
+                number + 1,
+                baseline.requests_per_second,
+                Millis(baseline.p99),
+                askbus.requests_per_second,
+                Millis(askbus.p50),
+                Millis(askbus.p99),
+                askbus.requests_per_second / baseline.requests_per_second,
             )?;
-            if let Some(cpu) = cpu {
-                writeln!(f, "    meanwhile {cpu}")?;
+            for (name, cpu) in [
+                ("baseline", round.baseline_cpu),
+                ("askbus", round.askbus.cpu),
+            ] {
+                if let Some(cpu) = cpu {
+                    writeln!(f, "    while {name} ran: {cpu}")?;
+                }
             }
         }
-        let ratio = askbus.requests_per_second / baseline.requests_per_second;
+        let median_of =
+            |value: &dyn Fn(&ReplyRound) -> f64| median(self.rounds.iter().map(value).collect());
+        let baseline_rate = median_of(&|round| round.baseline.requests_per_second);
+        let askbus_rate = median_of(&|round| round.askbus.report.requests_per_second);
+        let ratio = median_of(&|round| {
+            round.askbus.report.requests_per_second / round.baseline.requests_per_second
+        });
+        let baseline_p99 = median_of(&|round| round.baseline.p99.as_secs_f64());
+        let askbus_p99 =
+            Duration::from_secs_f64(median_of(&|round| round.askbus.report.p99.as_secs_f64()));
         writeln!(
             f,
-            "  ratio askbus/baseline {ratio:.2}x (target >= {TARGET_RATIO}x: {}); askbus p99 {} \
-             (target < {}: {})",
-            verdict(ratio >= TARGET_RATIO),
-            Millis(askbus.p99),
-            Millis(TARGET_REPLY_P99),
-            verdict(askbus.p99 < TARGET_REPLY_P99),
+            "  medians: baseline (bare axum POST, same JSON parsed) {baseline_rate:.0} req/s p99 \
+             {}; askbus POST /question/{{id}}/reply {askbus_rate:.0} req/s p99 {}",
+            Millis(Duration::from_secs_f64(baseline_p99)),
+            Millis(askbus_p99),
         )?;
-        let tally = &self.tally;
+        writeln!(
+            f,
+            "  ratio askbus/baseline {ratio:.2}x (median of the rounds; target >= {TARGET_RATIO}x: \
+             {}); askbus p99 {} (target < {}: {})",
+            verdict(ratio >= TARGET_RATIO),
+            Millis(askbus_p99),
+            Millis(TARGET_REPLY_P99),
+            verdict(askbus_p99 < TARGET_REPLY_P99),
+        )?;
+        let (mut tally, mut pool) = (StatusTally::default(), PoolCheck::default());
+        for round in &self.rounds {
+            tally = tally + round.askbus.tally;
+            pool.size += round.askbus.pool.size;
+            pool.pending += round.askbus.pool.pending;
+            pool.replied_as_sent += round.askbus.pool.replied_as_sent;
+            pool.forgotten += round.askbus.pool.forgotten;
+            pool.resolved_otherwise += round.askbus.pool.resolved_otherwise;
+        }
+        let pending: Vec<String> = self
+            .rounds
+            .iter()
+            .map(|round| format!("{} -> {}", round.askbus.pending.0, round.askbus.pending.1))
+            .collect();
         write!(
             f,
-            "  askbus server side: {} responses ({} x 200, {} x 404, {} x 409, {} other); \
-             pending questions {} -> {}; of the {} pre-created for the measured run: {} \
-             remembered as replied with the sent answers, {} replied and already forgotten \
-             (the service remembers 10,000 resolved), {} still pending, {} resolved otherwise",
+            "  askbus server side, all rounds: {} responses ({} x 200, {} x 404, {} x 409, {} \
+             other); pending questions per round {}; of the {} pre-created for the measured \
+             runs: {} remembered as replied with the sent answers, {} replied and already \
+             forgotten (the service remembers 10,000 resolved), {} still pending, {} resolved \
+             otherwise",
             tally.total(),
             tally.ok,
             tally.not_found,
             tally.conflict,
             tally.other,
-            self.pending.0,
-            self.pending.1,
-            self.pool.size,
-            self.pool.replied_as_sent,
-            self.pool.forgotten,
-            self.pool.pending,
-            self.pool.resolved_otherwise,
+            pending.join(", "),
+            pool.size,
+            pool.replied_as_sent,
+            pool.forgotten,
+            pool.pending,
+            pool.resolved_otherwise,
         )
+    }
+}
+
+/// The median of `values` (the mean of the middle two for an even count); NaN for none.
+fn median(mut values: Vec<f64>) -> f64 {
+    values.sort_by(f64::total_cmp);
+    match values.len() {
+        0 => f64::NAN,
+        n if n % 2 == 1 => values[n / 2],
+        n => (values[n / 2 - 1] + values[n / 2]) / 2.0,
     }
 }
 

@@ -1,7 +1,7 @@
 //! Serving a router on a loopback port, counting its responses by status.
 
 use std::net::{Ipv4Addr, SocketAddr};
-use std::ops::Sub;
+use std::ops::{Add, Sub};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
@@ -147,6 +147,19 @@ impl StatusTally {
     /// Every response counted.
     pub fn total(&self) -> u64 {
         self.ok + self.not_found + self.conflict + self.other
+    }
+}
+
+impl Add for StatusTally {
+    type Output = Self;
+
+    fn add(self, other: Self) -> Self {
+        Self {
+            ok: self.ok + other.ok,
+            not_found: self.not_found + other.not_found,
+            conflict: self.conflict + other.conflict,
+            other: self.other + other.other,
+        }
     }
 }
 

@@ -192,6 +192,11 @@ impl RequestHub {
         })
     }
 
+    /// Whether this hub shares its store with other instances ([`shared`](Self::shared)).
+    pub fn shares_store(&self) -> bool {
+        self.shared.is_some()
+    }
+
     /// Waits until this hub has applied every change its shared store had made when this
     /// was called: a request asked through another instance a moment ago is then known
     /// here. At once for a hub that shares no store.
