@@ -63,6 +63,7 @@ use axum::extract::DefaultBodyLimit;
 use axum::http::{HeaderName, HeaderValue, Method, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use tokio_util::sync::CancellationToken;
+use tower::ServiceBuilder;
 use tower::util::MapResponseLayer;
 use tower_http::cors::{AllowOrigin, CorsLayer};
 use tower_http::timeout::TimeoutLayer;
@@ -176,6 +177,10 @@ fn build(
         }),
     };
 
+    // Every `layer`/`route_layer` call wraps each route in one more boxed service, which a
+    // request pays for with an allocation or two: each group of routes gets one stack.
+    let authenticate =
+        ValidateRequestHeaderLayer::custom(auth::Authenticate::new(&state.inner.config.tokens));
     // Routes that answer at once get a request timeout; streams and long polls must not.
     let timed = OpenApiRouter::new()
         .routes(routes!(questions::list, questions::create))
@@ -190,21 +195,17 @@ fn build(
         .routes(routes!(sessions::resume))
         .routes(routes!(transcript::history))
         .routes(routes!(transcript::step))
-        .layer(TimeoutLayer::with_status_code(
-            StatusCode::REQUEST_TIMEOUT,
-            request_timeout,
+        .route_layer(ServiceBuilder::new().layer(authenticate.clone()).layer(
+            TimeoutLayer::with_status_code(StatusCode::REQUEST_TIMEOUT, request_timeout),
         ));
     let streaming = OpenApiRouter::new()
         .routes(routes!(questions::wait))
         .routes(routes!(approvals::wait))
         .routes(routes!(transcript::stream))
         .routes(routes!(events::event_stream))
-        .routes(routes!(events::global_event_stream));
-    let protected = timed
-        .merge(streaming)
-        .route_layer(ValidateRequestHeaderLayer::custom(auth::Authenticate::new(
-            &state.inner.config.tokens,
-        )));
+        .routes(routes!(events::global_event_stream))
+        .route_layer(authenticate);
+    let protected = timed.merge(streaming);
     let public = OpenApiRouter::new().routes(routes!(openapi::health));
 
     let (router, mut document) = OpenApiRouter::with_openapi(openapi::ApiDoc::openapi())
@@ -229,8 +230,11 @@ fn build(
                 "this route does not accept this method",
             )
         })
-        .layer(DefaultBodyLimit::max(body_limit))
-        .layer(MapResponseLayer::new(json_errors))
+        .layer(
+            ServiceBuilder::new()
+                .layer(MapResponseLayer::new(json_errors))
+                .layer(DefaultBodyLimit::max(body_limit)),
+        )
         .with_state(state);
     if let Some(cors) = cors {
         router = router.layer(cors);

@@ -374,6 +374,7 @@ fn askbus_round(
     let measured_slices = script.write_ids("askbus", &measured_ids, run.threads)?;
     let url = askbus.url("");
     script.run(wrk, &warm_slices, warm, &url)?;
+    wait_for_stragglers();
 
     let pending_before = questions.pending_count();
     let tally_before = askbus.tally();
@@ -382,8 +383,7 @@ fn askbus_round(
     let cpu = cpu
         .zip(CpuSample::now())
         .and_then(|(from, to)| from.until(to));
-    // wrk stops counting at its deadline; requests still in flight then land on the server.
-    std::thread::sleep(Duration::from_millis(300));
+    wait_for_stragglers();
     let tally = askbus.tally() - tally_before;
     let pending_after = questions.pending_count();
     let pool = check_pool(&questions, &measured_ids);
@@ -525,6 +525,12 @@ impl fmt::Display for ReplyFigures {
             pool.resolved_otherwise,
         )
     }
+}
+
+/// Lets the requests wrk still had in flight at its deadline (it stops counting then)
+/// land on the server, before the server's counts are read.
+fn wait_for_stragglers() {
+    std::thread::sleep(Duration::from_millis(300));
 }
 
 /// The median of `values` (the mean of the middle two for an even count); NaN for none.
