@@ -136,7 +136,7 @@ impl<S: Send + Sync> FromRequestParts<S> for Caller {
     type Rejection = ApiError;
 
     async fn from_request_parts(parts: &mut Parts, _state: &S) -> Result<Self, Self::Rejection> {
-        // The middleware always inserts it; its absence means the route was mounted without
+        // `Authenticate` always inserts it; its absence means the route was mounted without
         // it, and refusing is the safe answer.
         parts
             .extensions
