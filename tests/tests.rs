@@ -27,6 +27,8 @@ mod question_model;
 mod question_races;
 // Several hubs over one shared store (in process, and the real Redis) as server instances.
 mod shared;
+// Races between hubs sharing a store, checked by proptest: they agree whatever interleaves.
+mod shared_races;
 // The question tool as a rig-core tool, run through rig's own dispatch.
 mod rig;
 // The server binary's configuration: flags, validation, refusals.
