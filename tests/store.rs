@@ -5,8 +5,8 @@ use std::time::Duration;
 
 use crate::support::TestRedis;
 use askbus_store::{
-    ChangeKind, EventRecord, LogPosition, MemoryStore, OutcomeRecord, OutcomeState, RequestKind,
-    RequestRecord, SqliteStore, Store, StoreError, Write, Written,
+    ChangeKind, EventRecord, LogPosition, MemoryStore, OutcomeRecord, OutcomeState, RedisStore,
+    RequestKind, RequestRecord, SqliteStore, Store, StoreError, Write, Written,
 };
 
 #[tokio::test]
@@ -146,6 +146,90 @@ async fn redis_store_writes_after_its_scripts_were_flushed() {
         write(&store, resolve("que_1", OutcomeState::Replied)).await,
         Written::Resolved
     );
+}
+
+/// A prefix an older askbus wrote is upgraded when opened; one a newer askbus wrote is
+/// refused, and left as it is.
+#[tokio::test]
+async fn redis_store_upgrades_an_older_schema_and_refuses_a_newer_one() {
+    let redis = TestRedis::new().await;
+    let schema = format!("{}:schema", redis.prefix);
+    redis.command(redis::cmd("SET").arg(&schema).arg(1));
+    let store = redis.open().await;
+    assert_eq!(
+        write(&store, Write::Insert(question("que_1", None))).await,
+        Written::Inserted
+    );
+    assert_eq!(redis.get(&schema), "2");
+
+    redis.command(redis::cmd("SET").arg(&schema).arg(3));
+    match RedisStore::open(crate::support::REDIS_URL, &redis.prefix).await {
+        Err(StoreError::NewerSchema { found, supported }) => assert_eq!((found, supported), (3, 2)),
+        other => panic!("a newer schema was not refused: {other:?}"),
+    }
+    assert_eq!(redis.get(&schema), "3");
+}
+
+/// A damaged log entry is a change nobody can apply, read in its place: a reader goes on
+/// past it instead of stopping there for good.
+#[tokio::test]
+async fn redis_change_log_reads_past_a_damaged_entry() {
+    let redis = TestRedis::new().await;
+    let store = redis.open().await;
+    write(&store, Write::Insert(question("que_1", None))).await;
+    let log = format!("{}:log", redis.prefix);
+    redis.command(redis::cmd("INCR").arg(format!("{log}:seq")));
+    redis.command(
+        redis::cmd("XADD")
+            .arg(&log)
+            .arg("0-2")
+            .arg("change")
+            .arg("{not json"),
+    );
+    write(&store, Write::Insert(question("que_2", None))).await;
+    let changes = store
+        .change_log()
+        .unwrap()
+        .read_after(LogPosition::START, 10, Duration::ZERO)
+        .await
+        .unwrap();
+    let positions: Vec<u64> = changes.iter().map(|change| change.position.0).collect();
+    assert_eq!(positions, [1, 2, 3]);
+    assert_eq!(
+        changes[0].kind,
+        ChangeKind::Inserted(question("que_1", None))
+    );
+    assert!(matches!(&changes[1].kind, ChangeKind::Unreadable(why) if why.contains("not json")));
+    assert_eq!(
+        changes[2].kind,
+        ChangeKind::Inserted(question("que_2", None))
+    );
+}
+
+/// Changes sent together (one script call) succeed or fail one by one.
+#[tokio::test]
+async fn redis_store_fails_a_change_alone() {
+    let redis = TestRedis::new().await;
+    let store = redis.open().await;
+    // Damage what questions need, not what approvals need.
+    redis.command(
+        redis::cmd("SET")
+            .arg(format!("{}:pending:question", redis.prefix))
+            .arg("x"),
+    );
+    let approval = RequestRecord {
+        kind: RequestKind::Approval,
+        ..question("apr_1", None)
+    };
+    let (refused, inserted) = tokio::join!(
+        store.write(Write::Insert(question("que_1", None))),
+        store.write(Write::Insert(approval)),
+    );
+    assert!(
+        matches!(refused, Err(StoreError::CommitFailed(_))),
+        "{refused:?}"
+    );
+    assert_eq!(inserted.unwrap(), Written::Inserted);
 }
 
 #[tokio::test]
@@ -449,7 +533,7 @@ async fn check_change_log(writer: &dyn Store, reader: &dyn Store) {
         .await
         .unwrap();
     assert_eq!(rest.len(), 1);
-    assert_eq!(rest[0].kind.request_kind(), RequestKind::Question);
+    assert_eq!(rest[0].kind.request_kind(), Some(RequestKind::Question));
 }
 
 async fn write(store: &(impl Store + ?Sized), write: Write) -> Written {

@@ -194,6 +194,12 @@ impl TestRedis {
         RedisStore::open(REDIS_URL, &self.prefix).await.unwrap()
     }
 
+    /// The value of `key`, as text.
+    pub(crate) fn get(&self, key: &str) -> String {
+        let mut connection = self.client.get_connection().unwrap();
+        redis::cmd("GET").arg(key).query(&mut connection).unwrap()
+    }
+
     /// Runs a command on the test's Redis.
     pub(crate) fn command(&self, command: &redis::Cmd) {
         let mut connection = self.client.get_connection().unwrap();

@@ -124,8 +124,9 @@ impl Followed {
 impl Registries {
     fn apply(&self, change: &ChangeKind) -> Result<(), StoreError> {
         match change.request_kind() {
-            RequestKind::Question => self.questions.apply(change),
-            RequestKind::Approval => self.approvals.apply(change),
+            Some(RequestKind::Question) => self.questions.apply(change),
+            Some(RequestKind::Approval) => self.approvals.apply(change),
+            None => Err(StoreError::Corrupt(format!("{change:?}"))),
         }
     }
 }

@@ -601,9 +601,11 @@ impl<K: Kind> Registry<K> {
     ///
     /// # Errors
     ///
-    /// [`StoreError::Corrupt`] for a change this kind cannot read; nothing is applied.
+    /// [`StoreError::Corrupt`] for a change this kind cannot read (or that the store could
+    /// not read back); nothing is applied.
     pub(crate) fn apply(&self, change: &ChangeKind) -> Result<(), StoreError> {
         match change {
+            ChangeKind::Unreadable(why) => return Err(StoreError::Corrupt(why.clone())),
             ChangeKind::Inserted(record) => {
                 let id = parse_id::<K>(&record.id)?;
                 // A request known here (most often: registered here) needs no reading, and

@@ -208,7 +208,10 @@ pub enum Written {
 }
 
 /// The two kinds of human-input request.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize,
+)]
+#[serde(rename_all = "snake_case")]
 pub enum RequestKind {
     /// A structured question (`que_` ids).
     Question,
@@ -217,7 +220,7 @@ pub enum RequestKind {
 }
 
 /// A request as it was asked; immutable once inserted.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct RequestRecord {
     /// The request's id, with its kind prefix (`que_…`); ascending in creation order.
     pub id: String,
@@ -236,7 +239,8 @@ pub struct RequestRecord {
 }
 
 /// The terminal states of a request.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
 pub enum OutcomeState {
     /// A human answered.
     Replied,
@@ -249,7 +253,7 @@ pub enum OutcomeState {
 }
 
 /// How a request ended.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct OutcomeRecord {
     /// Which terminal state.
     pub state: OutcomeState,

@@ -44,7 +44,11 @@ pub struct Change {
 }
 
 /// What a [`Change`] did.
-#[derive(Debug, Clone, PartialEq, Eq)]
+///
+/// Its serde form (`{"op": "inserted", …}` / `{"op": "resolved", …}`) is how a log that
+/// keeps changes as text (Redis) writes them.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(tag = "op", rename_all = "snake_case")]
 pub enum ChangeKind {
     /// A request was recorded as pending.
     Inserted(RequestRecord),
@@ -57,6 +61,10 @@ pub enum ChangeKind {
         /// How it ended.
         outcome: OutcomeRecord,
     },
+    /// A logged change that cannot be read back (a damaged entry), with why. No reader can
+    /// apply it; each reads on past it.
+    #[serde(skip)]
+    Unreadable(String),
 }
 
 /// A store's log of its changes, which several registries follow to stay in step.
@@ -100,11 +108,12 @@ impl LogPosition {
 }
 
 impl ChangeKind {
-    /// The kind of request that changed.
-    pub fn request_kind(&self) -> RequestKind {
+    /// The kind of request that changed, unless the change is unreadable.
+    pub fn request_kind(&self) -> Option<RequestKind> {
         match self {
-            Self::Inserted(request) => request.kind,
-            Self::Resolved { kind, .. } => *kind,
+            Self::Inserted(request) => Some(request.kind),
+            Self::Resolved { kind, .. } => Some(*kind),
+            Self::Unreadable(_) => None,
         }
     }
 }

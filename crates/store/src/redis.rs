@@ -127,42 +127,89 @@ impl std::fmt::Debug for Job {
 }
 
 /// The schema version this build writes; `{prefix}:schema` holds the stored one.
-const SCHEMA_VERSION: i64 = 1;
+///
+/// - 1: change log entries as hash fields (`op`, `id`, the request's fields).
+/// - 2: each change log entry is one `change` field, the change's JSON. The keys of
+///   requests are as in 1; a version 1 prefix is upgraded by setting its version, because
+///   no reader ever reads an entry older than the log's head when it opened (followers
+///   start at the head, and a reader that falls behind loads the requests again). Servers
+///   of version 1 must be stopped first: their entries are unreadable to version 2.
+const SCHEMA_VERSION: i64 = 2;
 
-/// Records a new request unless its id exists, and logs it as the next change.
-/// KEYS: request hash, pending set, calls hash, change log, change counter. ARGV: id,
-/// calls field ('' for none), log length, then the request hash's field/value pairs.
-const INSERT: &str = r"
-if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
-redis.call('HSET', KEYS[1], unpack(ARGV, 4))
-redis.call('ZADD', KEYS[2], 0, ARGV[1])
-if ARGV[2] ~= '' then redis.call('HSET', KEYS[3], ARGV[2], ARGV[1]) end
-local change = '0-' .. redis.call('INCR', KEYS[5])
-redis.call('XADD', KEYS[4], 'MAXLEN', '~', ARGV[3], change, 'op', 'inserted', 'id', ARGV[1], unpack(ARGV, 4))
-return 1
+/// Sets the schema version unless a newer one is there; answers the version found (or
+/// the one set, on a fresh prefix). KEYS: the schema key. ARGV: this build's version.
+const CLAIM_SCHEMA: &str = r"
+local found = tonumber(redis.call('GET', KEYS[1]) or '0')
+if found < tonumber(ARGV[1]) then
+  redis.call('SET', KEYS[1], ARGV[1])
+  return tonumber(ARGV[1])
+end
+return found
 ";
 
-/// The exactly-once transition: only a pending request of the right kind changes, and
-/// only that change is logged.
-/// KEYS: request hash, pending set, resolved set, change log, change counter. ARGV: id,
-/// kind, state, outcome, resolved_at, log length.
-const RESOLVE: &str = r"
-local found = redis.call('HMGET', KEYS[1], 'kind', 'state')
-if not found[1] or found[1] ~= ARGV[2] then return 'not_found' end
-if found[2] ~= 'pending' then return found[2] end
-redis.call('HSET', KEYS[1], 'state', ARGV[3], 'outcome', ARGV[4], 'resolved_at', ARGV[5])
-redis.call('ZREM', KEYS[2], ARGV[1])
-redis.call('ZADD', KEYS[3], 0, ARGV[1])
-local change = '0-' .. redis.call('INCR', KEYS[5])
-redis.call('XADD', KEYS[4], 'MAXLEN', '~', ARGV[6], change, 'op', 'resolved', 'id', ARGV[1],
-  'kind', ARGV[2], 'state', ARGV[3], 'outcome', ARGV[4], 'resolved_at', ARGV[5])
-return 'resolved'
+/// Applies a run of request changes in order, each atomically, and logs each that took
+/// effect as the next change: one script call per run, so the Lua call's own cost (about
+/// as much as the commands of one change) is paid once per group of writes, not once per
+/// write. A change that fails returns its error in its place; the others go on.
+///
+/// KEYS: the change log, its counter, then three keys per change (insert: request hash,
+/// pending set, calls hash; resolve: request hash, pending set, resolved set).
+/// ARGV: the log's length, then per change:
+/// - insert: `i`, id, calls field (`''` for none), n, n hash field/value items, log entry;
+///   answers 1 (inserted) or 0 (the id exists);
+/// - resolve: `r`, id, kind, state, outcome, resolved_at, log entry; answers `resolved`,
+///   `not_found`, or the state it already has. Only a pending request of the right kind
+///   changes, so exactly one of any number of attempts, from any instance, is `resolved`.
+const APPLY: &str = r"
+local results = {}
+local key, arg = 3, 2
+local function log(entry)
+  local change = '0-' .. redis.call('INCR', KEYS[2])
+  redis.call('XADD', KEYS[1], 'MAXLEN', '~', ARGV[1], change, 'change', entry)
+end
+local function insert(request, pending, calls, id, field, first, last, entry)
+  if redis.call('EXISTS', request) == 1 then return 0 end
+  redis.call('HSET', request, unpack(ARGV, first, last))
+  redis.call('ZADD', pending, 0, id)
+  if field ~= '' then redis.call('HSET', calls, field, id) end
+  log(entry)
+  return 1
+end
+local function resolve(request, pending, resolved, id, kind, state, outcome, at, entry)
+  local found = redis.call('HMGET', request, 'kind', 'state')
+  if not found[1] or found[1] ~= kind then return 'not_found' end
+  if found[2] ~= 'pending' then return found[2] end
+  redis.call('HSET', request, 'state', state, 'outcome', outcome, 'resolved_at', at)
+  redis.call('ZREM', pending, id)
+  redis.call('ZADD', resolved, 0, id)
+  log(entry)
+  return 'resolved'
+end
+while arg <= #ARGV do
+  local ok, result
+  if ARGV[arg] == 'i' then
+    local n = tonumber(ARGV[arg + 3])
+    ok, result = pcall(insert, KEYS[key], KEYS[key + 1], KEYS[key + 2], ARGV[arg + 1],
+      ARGV[arg + 2], arg + 4, arg + 3 + n, ARGV[arg + 4 + n])
+    arg = arg + 5 + n
+  else
+    ok, result = pcall(resolve, KEYS[key], KEYS[key + 1], KEYS[key + 2], ARGV[arg + 1],
+      ARGV[arg + 2], ARGV[arg + 3], ARGV[arg + 4], ARGV[arg + 5], ARGV[arg + 6])
+    arg = arg + 7
+  end
+  if ok then
+    results[#results + 1] = result
+  else
+    results[#results + 1] = { err = tostring(result) }
+  end
+  key = key + 3
+end
+return results
 ";
 
-/// The scripts, with their SHA1 for `EVALSHA`: a write sends 40 bytes instead of the
-/// script, and Redis looks the compiled script up instead of hashing its text each time.
-static INSERT_SCRIPT: LazyLock<redis::Script> = LazyLock::new(|| redis::Script::new(INSERT));
-static RESOLVE_SCRIPT: LazyLock<redis::Script> = LazyLock::new(|| redis::Script::new(RESOLVE));
+/// The script, with its SHA1 for `EVALSHA`: a call sends 40 bytes instead of the script,
+/// and Redis looks the compiled script up instead of hashing its text each time.
+static APPLY_SCRIPT: LazyLock<redis::Script> = LazyLock::new(|| redis::Script::new(APPLY));
 
 /// How much longer than its `BLOCK` a follower's read may take before it is given up
 /// (and its connection dropped): a Redis that answers nothing is a broken connection.
@@ -290,16 +337,12 @@ impl RedisStore {
         let keys = Arc::new(Keys {
             prefix: prefix.to_owned(),
         });
-        // Set only if absent: a fresh prefix gets this version, an existing one keeps its own.
-        let (version,): (i64,) = redis::pipe()
-            .cmd("SET")
-            .arg(keys.schema())
+        // A fresh or older prefix gets this version (see `SCHEMA_VERSION` for the
+        // upgrades); a newer one keeps its own, and this build refuses it.
+        let version: i64 = redis::Script::new(CLAIM_SCHEMA)
+            .key(keys.schema())
             .arg(SCHEMA_VERSION)
-            .arg("NX")
-            .ignore()
-            .cmd("GET")
-            .arg(keys.schema())
-            .query_async(&mut connection)
+            .invoke_async(&mut connection)
             .await?;
         if version > SCHEMA_VERSION {
             return Err(StoreError::NewerSchema {
@@ -516,7 +559,7 @@ impl Follower {
             self.check_rewound = false;
         }
         let block_ms = u64::try_from(wait.as_millis()).unwrap_or(u64::MAX).max(1);
-        type Entries = Vec<(String, HashMap<String, String>)>;
+        type Entries = Vec<(String, Vec<String>)>;
         let reply: Option<Vec<(String, Entries)>> = redis::cmd("XREAD")
             .arg("COUNT")
             .arg(limit)
@@ -549,44 +592,19 @@ async fn logged(
         .await?;
     Ok(LogPosition(count.unwrap_or(0)))
 }
-
-/// A change log entry back as a change.
-fn read_change(id: &str, mut fields: HashMap<String, String>) -> Result<Change, StoreError> {
+/// A change log entry back as a change: its position from the entry id, what changed from
+/// its one `change` field. An entry that cannot be read is a change nobody can apply
+/// ([`ChangeKind::Unreadable`]), not an error: a reader must be able to go past it.
+fn read_change(id: &str, fields: Vec<String>) -> Result<Change, StoreError> {
     let position = id
         .strip_prefix("0-")
         .and_then(|number| number.parse().ok())
         .map(LogPosition)
         .ok_or_else(|| StoreError::Corrupt(format!("{id:?} is not a change log entry id")))?;
-    let op = fields.remove("op");
-    let request_id = fields
-        .remove("id")
-        .ok_or_else(|| StoreError::Corrupt(format!("log entry {id} names no request")))?;
-    let kind = match op.as_deref() {
-        Some("inserted") => ChangeKind::Inserted(read_request(&request_id, fields)?.request),
-        Some("resolved") => {
-            let mut take = |name: &str| {
-                fields
-                    .remove(name)
-                    .ok_or_else(|| StoreError::Corrupt(format!("log entry {id} has no {name}")))
-            };
-            let kind = take("kind")?.parse()?;
-            let state = take("state")?.parse()?;
-            let body = take("outcome")?;
-            let resolved_at = take("resolved_at")?;
-            let resolved_at_ms = resolved_at.parse().map_err(|_| {
-                StoreError::Corrupt(format!("log entry {id}: {resolved_at:?} is not a time"))
-            })?;
-            ChangeKind::Resolved {
-                kind,
-                id: request_id,
-                outcome: OutcomeRecord::new(state, body, resolved_at_ms),
-            }
-        }
-        other => {
-            return Err(StoreError::Corrupt(format!(
-                "log entry {id} has an unknown op {other:?}"
-            )));
-        }
+    let kind = match fields.as_slice() {
+        [name, entry] if name == "change" => serde_json::from_str(entry)
+            .unwrap_or_else(|error| ChangeKind::Unreadable(format!("{error}: {entry}"))),
+        other => ChangeKind::Unreadable(format!("unexpected fields {other:?}")),
     };
     Ok(Change { position, kind })
 }
@@ -698,139 +716,225 @@ const MAX_GROUP: usize = 1024;
 /// Most pipelines sent and not yet answered.
 const MAX_IN_FLIGHT: usize = 4;
 
-/// Sends `group` as one pipeline and completes every ack with its command's result.
+/// Sends `group` as one pipeline and completes every ack with its write's result.
+///
+/// Consecutive request changes go into one call of [`APPLY`], event appends are `XADD`s in
+/// their places, so the pipeline keeps the queue's order. A group that calls the script
+/// loads it first (a lookup when Redis has it): a Redis that restarted and lost its script
+/// cache then never fails an `EVALSHA` with NOSCRIPT, and no write is retried out of order.
 async fn send_group(
     mut connection: MultiplexedConnection,
     keys: Arc<Keys>,
-    mut group: Vec<(Write, AckSender)>,
+    group: Vec<(Write, AckSender)>,
 ) {
     if group.is_empty() {
         return;
     }
-    let mut pipeline = redis::pipe();
-    pipeline.ignore_errors();
-    // Each group loads the scripts it runs first (a lookup when Redis has them): a Redis
-    // that restarted and lost its script cache then never fails an `EVALSHA` with
-    // NOSCRIPT, and no write is ever retried out of order. The load's answer is dropped.
-    let runs = |script: fn(&Write) -> bool| group.iter().any(|(write, _)| script(write));
-    for (script, needed) in [
-        (INSERT, runs(|write| matches!(write, Write::Insert(_)))),
-        (
-            RESOLVE,
-            runs(|write| matches!(write, Write::Resolve { .. })),
-        ),
-    ] {
-        if needed {
-            pipeline.cmd("SCRIPT").arg("LOAD").arg(script).ignore();
+    let mut commands: Vec<Command<'_>> = Vec::new();
+    for (write, _) in &group {
+        match (write, commands.last_mut()) {
+            (Write::Append(event), _) => commands.push(Command::Append(event)),
+            (change, Some(Command::Changes(run))) => run.push(change),
+            (change, _) => commands.push(Command::Changes(vec![change])),
         }
     }
-    for (write, _) in group.iter() {
-        add_write(&mut pipeline, &keys, write);
+    let mut pipeline = redis::pipe();
+    pipeline.ignore_errors();
+    if commands
+        .iter()
+        .any(|command| matches!(command, Command::Changes(_)))
+    {
+        pipeline.cmd("SCRIPT").arg("LOAD").arg(APPLY).ignore();
     }
-    match pipeline
+    for command in &commands {
+        match command {
+            Command::Changes(run) => add_changes(&mut pipeline, &keys, run),
+            Command::Append(event) => add_append(&mut pipeline, &keys, event),
+        }
+    }
+    // How many writes each command of the pipeline answers for.
+    let answers_for: Vec<usize> = commands
+        .iter()
+        .map(|command| match command {
+            Command::Changes(run) => run.len(),
+            Command::Append(_) => 1,
+        })
+        .collect();
+    drop(commands);
+    let replies = match pipeline
         .query_async::<Vec<RedisResult<Value>>>(&mut connection)
         .await
     {
-        Ok(results) if results.len() == group.len() => {
-            for ((write, ack), result) in group.drain(..).zip(results) {
-                let _ = ack.send(written(&write, result));
-            }
-        }
+        Ok(replies) if replies.len() == answers_for.len() => replies,
         Ok(_) => {
-            for (_, ack) in group.drain(..) {
-                let _ = ack.send(Err(StoreError::Corrupt(
+            return fail(group, || {
+                StoreError::Corrupt(
                     "Redis answered a pipeline with the wrong number of replies".into(),
-                )));
-            }
+                )
+            });
         }
         Err(error) => {
             let message = error.to_string();
-            for (_, ack) in group.drain(..) {
-                let _ = ack.send(Err(StoreError::CommitFailed(message.clone())));
+            return fail(group, || StoreError::CommitFailed(message.clone()));
+        }
+    };
+    let mut writes = group.into_iter();
+    for (reply, count) in replies.into_iter().zip(answers_for) {
+        let results: Vec<RedisResult<Value>> = match (count, reply) {
+            (1, Ok(reply)) if !matches!(reply, Value::Array(_)) => vec![Ok(reply)],
+            (_, Ok(Value::Array(results))) if results.len() == count => {
+                results.into_iter().map(Ok).collect()
             }
+            (_, Ok(other)) => (0..count)
+                .map(|_| {
+                    Err(redis::RedisError::from((
+                        redis::ErrorKind::Parse,
+                        "unexpected reply to the changes script",
+                        format!("{other:?}"),
+                    )))
+                })
+                .collect(),
+            (_, Err(error)) => (0..count).map(|_| Err(error.clone())).collect(),
+        };
+        for (result, (write, ack)) in results.into_iter().zip(writes.by_ref()) {
+            let _ = ack.send(written(&write, result));
         }
     }
 }
 
-/// The command for one write.
-fn add_write(pipeline: &mut redis::Pipeline, keys: &Keys, write: &Write) {
-    match write {
-        Write::Insert(request) => {
-            let calls_field = request
-                .call_id
-                .as_deref()
-                .map(|call_id| call_field(&request.session_id, call_id))
-                .unwrap_or_default();
-            let command = pipeline
-                .cmd("EVALSHA")
-                .arg(INSERT_SCRIPT.get_hash())
-                .arg(5)
+/// One command of a group's pipeline.
+enum Command<'a> {
+    /// A run of consecutive request changes: one call of [`APPLY`].
+    Changes(Vec<&'a Write>),
+    /// An event appended to the history.
+    Append(&'a EventRecord),
+}
+
+/// Completes every ack of `group` with the error `error` makes.
+fn fail(group: Vec<(Write, AckSender)>, error: impl Fn() -> StoreError) {
+    for (_, ack) in group {
+        let _ = ack.send(Err(error()));
+    }
+}
+
+/// One call of [`APPLY`] for a run of request changes (inserts and resolves).
+fn add_changes(pipeline: &mut redis::Pipeline, keys: &Keys, changes: &[&Write]) {
+    let command = pipeline
+        .cmd("EVALSHA")
+        .arg(APPLY_SCRIPT.get_hash())
+        .arg(2 + 3 * changes.len())
+        .arg(keys.log())
+        .arg(keys.log_counter());
+    for change in changes {
+        match change {
+            Write::Insert(request) => command
                 .arg(keys.request(&request.id))
                 .arg(keys.pending(request.kind))
-                .arg(keys.calls(request.kind))
-                .arg(keys.log())
-                .arg(keys.log_counter())
-                .arg(&request.id)
-                .arg(calls_field)
-                .arg(LOG_RETENTION)
-                .arg("kind")
-                .arg(request.kind.as_str())
-                .arg("session")
-                .arg(&request.session_id)
-                .arg("created")
-                .arg(request.created_at_ms)
-                .arg("body")
-                .arg(&request.body)
-                .arg("state")
-                .arg("pending");
-            if let Some(call_id) = &request.call_id {
-                command.arg("call").arg(call_id);
-            }
-            if let Some(expires) = request.expires_at_ms {
-                command.arg("expires").arg(expires);
-            }
-        }
-        Write::Resolve { kind, id, outcome } => {
-            pipeline
-                .cmd("EVALSHA")
-                .arg(RESOLVE_SCRIPT.get_hash())
-                .arg(5)
+                .arg(keys.calls(request.kind)),
+            Write::Resolve { kind, id, .. } => command
                 .arg(keys.request(id))
                 .arg(keys.pending(*kind))
-                .arg(keys.resolved(*kind))
-                .arg(keys.log())
-                .arg(keys.log_counter())
-                .arg(id)
-                .arg(kind.as_str())
-                .arg(outcome.state.as_str())
-                .arg(&outcome.body)
-                .arg(outcome.resolved_at_ms)
-                .arg(LOG_RETENTION);
-        }
-        Write::Append(event) => {
-            let command = pipeline
-                .cmd("XADD")
-                .arg(keys.events())
-                .arg("MAXLEN")
-                .arg("~")
-                .arg(RedisStore::EVENT_RETENTION)
-                .arg("*")
-                .arg("id")
-                .arg(&event.id)
-                .arg("type")
-                .arg(&event.event_type)
-                .arg("properties")
-                .arg(&event.properties);
-            if let Some(session) = &event.session_id {
-                command.arg("session").arg(session);
+                .arg(keys.resolved(*kind)),
+            Write::Append(_) => command,
+        };
+    }
+    command.arg(LOG_RETENTION);
+    for change in changes {
+        match change {
+            Write::Insert(request) => {
+                let calls_field = request
+                    .call_id
+                    .as_deref()
+                    .map(|call_id| call_field(&request.session_id, call_id))
+                    .unwrap_or_default();
+                let mut fields: Vec<(&str, String)> = vec![
+                    ("kind", request.kind.as_str().to_owned()),
+                    ("session", request.session_id.clone()),
+                    ("created", request.created_at_ms.to_string()),
+                    ("body", request.body.clone()),
+                    ("state", "pending".to_owned()),
+                ];
+                if let Some(call_id) = &request.call_id {
+                    fields.push(("call", call_id.clone()));
+                }
+                if let Some(expires) = request.expires_at_ms {
+                    fields.push(("expires", expires.to_string()));
+                }
+                command
+                    .arg("i")
+                    .arg(&request.id)
+                    .arg(calls_field)
+                    .arg(2 * fields.len());
+                for (field, value) in fields {
+                    command.arg(field).arg(value);
+                }
+                command.arg(log_entry(&LogEntry::Inserted(request)));
             }
+            Write::Resolve { kind, id, outcome } => {
+                command
+                    .arg("r")
+                    .arg(id)
+                    .arg(kind.as_str())
+                    .arg(outcome.state.as_str())
+                    .arg(&outcome.body)
+                    .arg(outcome.resolved_at_ms)
+                    .arg(log_entry(&LogEntry::Resolved {
+                        kind: *kind,
+                        id,
+                        outcome,
+                    }));
+            }
+            Write::Append(_) => {}
         }
+    }
+}
+
+/// A change as the log stream keeps it: one JSON field, read back as a [`ChangeKind`], so a
+/// follower parses one string per change.
+#[derive(serde::Serialize)]
+#[serde(tag = "op", rename_all = "snake_case")]
+enum LogEntry<'a> {
+    /// See [`ChangeKind::Inserted`].
+    Inserted(&'a RequestRecord),
+    /// See [`ChangeKind::Resolved`].
+    Resolved {
+        kind: RequestKind,
+        id: &'a str,
+        outcome: &'a OutcomeRecord,
+    },
+}
+
+/// The JSON of a log entry; plain data, it always serialises.
+fn log_entry(entry: &LogEntry<'_>) -> String {
+    serde_json::to_string(entry).unwrap_or_default()
+}
+
+/// The `XADD` of an event to the history.
+fn add_append(pipeline: &mut redis::Pipeline, keys: &Keys, event: &EventRecord) {
+    let command = pipeline
+        .cmd("XADD")
+        .arg(keys.events())
+        .arg("MAXLEN")
+        .arg("~")
+        .arg(RedisStore::EVENT_RETENTION)
+        .arg("*")
+        .arg("id")
+        .arg(&event.id)
+        .arg("type")
+        .arg(&event.event_type)
+        .arg("properties")
+        .arg(&event.properties);
+    if let Some(session) = &event.session_id {
+        command.arg("session").arg(session);
     }
 }
 
 /// What a write's reply means.
 fn written(write: &Write, reply: RedisResult<Value>) -> Result<Written, StoreError> {
-    let reply = reply?;
+    let reply = match reply? {
+        Value::ServerError(error) => return Err(StoreError::CommitFailed(format!("{error:?}"))),
+        reply => reply,
+    };
     match write {
         Write::Insert(request) => match redis::from_redis_value::<i64>(reply) {
             Ok(1) => Ok(Written::Inserted),
