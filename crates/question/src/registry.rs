@@ -450,7 +450,7 @@ impl<K: Kind> Registry<K> {
                     if owns {
                         entry.asker = Some(sender);
                     } else {
-                        state.watchers.entry(id).or_default().push(sender);
+                        state.watch(id, sender);
                     }
                     (request, owns)
                 }
@@ -551,7 +551,7 @@ impl<K: Kind> Registry<K> {
         let verdict = store.resolve::<K>(request, &outcome);
         // Registered before the proposal can come back through the log.
         let (applied_sender, applied) = oneshot::channel();
-        state.watchers.entry(id).or_default().push(applied_sender);
+        state.watch(id, applied_sender);
         let registry = self.clone();
         Durable::decided(async move {
             match verdict.await? {
@@ -774,11 +774,18 @@ impl<K: Kind> Registry<K> {
                     .map(|resolved| resolved.outcome.clone());
             }
             let (sender, receiver) = oneshot::channel();
-            state.watchers.entry(id).or_default().push(sender);
+            state.watch(id, sender);
             receiver
         };
         // The sender is only dropped unsent when the registry itself is dropped.
         Some(receiver.await.unwrap_or(Outcome::Cancelled))
+    }
+
+    /// How many waits of [`wait`](Self::wait) a pending request holds (live or not yet
+    /// pruned).
+    #[cfg(test)]
+    pub(crate) fn watcher_count(&self, id: Id<K::IdKind>) -> usize {
+        self.inner.lock().watchers.get(&id).map_or(0, Vec::len)
     }
 
     /// Times out requests whose deadline is at or before `now`, at most [`EXPIRY_BATCH`]
@@ -1021,6 +1028,16 @@ impl<K: Kind> Delivery<K> {
 }
 
 impl<K: Kind> State<K> {
+    /// Adds a waiter for pending request `id`'s outcome. Waits that ended unresolved (a
+    /// long poll that ran out, a client that left, a joining retry dropped) leave closed
+    /// senders behind; dropping them here keeps an often re-polled request's list as long
+    /// as its live waits, not its history of polls.
+    fn watch(&mut self, id: Id<K::IdKind>, sender: OutcomeSender<K>) {
+        let watchers = self.watchers.entry(id).or_default();
+        watchers.retain(|watcher| !watcher.is_closed());
+        watchers.push(sender);
+    }
+
     /// Adds a deadline to the index; returns whether it is the new earliest (the timer
     /// must then wake up to sleep less).
     fn add_deadline(&mut self, at: Instant, id: Id<K::IdKind>) -> bool {

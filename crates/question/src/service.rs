@@ -550,3 +550,43 @@ fn reason_suffix(reason: &Option<String>) -> String {
         .map(|reason| format!(": {reason}"))
         .unwrap_or_default()
 }
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use askbus_bus::Bus;
+
+    use crate::{QuestionInfo, QuestionOption, QuestionService, Timeout};
+
+    /// A server-mode agent re-polls `wait` for as long as the human takes; each poll that
+    /// runs out must not leave its waiter behind, or a question nobody answers grows
+    /// without bound.
+    #[tokio::test(start_paused = true)]
+    async fn long_polls_that_run_out_leave_nothing_behind() {
+        let service = QuestionService::new(Bus::new());
+        let question = QuestionInfo::new("Ship it?", "Ship", [QuestionOption::new("Yes", "")]);
+        let pending = service
+            .submit("session", vec![question], None, Timeout::Never)
+            .expect("a valid question");
+        let id = pending.id();
+        for _ in 0..100 {
+            let poll = tokio::time::timeout(Duration::from_secs(30), service.wait(id)).await;
+            assert!(poll.is_err(), "nobody answered, so every poll runs out");
+        }
+        assert!(service.registry.watcher_count(id) <= 1);
+
+        let waiting = tokio::spawn({
+            let service = service.clone();
+            async move { service.wait(id).await }
+        });
+        tokio::task::yield_now().await;
+        service
+            .reply(id, vec![vec!["Yes".to_owned()]])
+            .expect("pending");
+        let outcome = waiting.await.expect("the wait ends").expect("a known id");
+        assert!(matches!(outcome, crate::Outcome::Replied(_)), "{outcome:?}");
+        assert_eq!(service.registry.watcher_count(id), 0);
+        drop(pending);
+    }
+}
