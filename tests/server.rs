@@ -131,6 +131,13 @@ fn bad_flags_are_refused_with_a_clear_message() {
     check(&["--listen", "localhost:4717"], "IP:PORT");
     check(&["--token", "@session"], "empty");
     check(&["--token", "secret@"], "empty");
-    check(&["--cors-origin", "*"], "not a valid origin");
-    check(&["--cors-origin", "localhost:3000"], "not a valid origin");
+    check(&["--cors-origin", "*"], "is not a browser origin");
+    check(
+        &["--cors-origin", "localhost:3000"],
+        "is not a browser origin",
+    );
+    check(
+        &["--cors-origin", "https://ui.example.com/"],
+        "is not a browser origin",
+    );
 }

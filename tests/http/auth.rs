@@ -198,7 +198,7 @@ async fn a_scoped_token_streams_only_its_session() {
 #[tokio::test]
 async fn cors_allows_listed_origins_only_and_never_credentials() {
     let app = TestApp::with_config(HttpConfig {
-        cors_origins: vec![header::HeaderValue::from_static("http://localhost:5173")],
+        cors_origins: vec!["http://localhost:5173".parse().expect("an origin")],
         ..HttpConfig::default()
     });
     let preflight = |origin: &str| {

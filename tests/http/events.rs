@@ -138,6 +138,8 @@ async fn an_unknown_or_malformed_cursor_gets_resync() {
         "evt_7ZZZZZZZZZZZZZZZZZZZZZZZZZ",
         "garbage",
         "que_01M81X811YCJJ5QZ7DSS847BYK",
+        // Not visible ASCII, so not readable as header text.
+        "évt_01M81X811YCJJ5QZ7DSS847BYK",
     ] {
         let mut frames = app.events("/event", &[("last-event-id", cursor)]).await;
         assert_eq!(frames.next().await.kind(), "server.connected");

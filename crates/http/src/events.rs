@@ -168,8 +168,9 @@ fn open(
     };
     let cursor = headers
         .get("last-event-id")
-        .and_then(|value| value.to_str().ok())
-        .map(str::to_owned)
+        // A header that is not text is still a cursor the client sent: it must end in a
+        // resync, not in a silent live start that skips what the client missed.
+        .map(|value| String::from_utf8_lossy(value.as_bytes()).into_owned())
         .or(query.last_event_id)
         .filter(|text| !text.trim().is_empty());
 

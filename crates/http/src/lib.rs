@@ -45,6 +45,7 @@
 
 mod approvals;
 mod auth;
+mod cors;
 mod error;
 mod events;
 mod extract;
@@ -60,12 +61,11 @@ use std::time::Duration;
 use askbus_question::RequestHub;
 use axum::Router;
 use axum::extract::DefaultBodyLimit;
-use axum::http::{HeaderName, HeaderValue, Method, StatusCode, header};
+use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use tokio_util::sync::CancellationToken;
 use tower::ServiceBuilder;
 use tower::util::MapResponseLayer;
-use tower_http::cors::{AllowOrigin, CorsLayer};
 use tower_http::timeout::TimeoutLayer;
 use tower_http::validate_request::ValidateRequestHeaderLayer;
 use utoipa::OpenApi;
@@ -73,6 +73,7 @@ use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
 pub use auth::{AccessToken, TokenScope, Unauthorized, authorize};
+pub use cors::{CorsOrigin, InvalidOrigin};
 pub use error::{ApiError, ErrorCode};
 
 /// Settings of the HTTP API.
@@ -93,7 +94,7 @@ pub struct HttpConfig {
     /// Accepted bearer tokens; empty: no authentication.
     pub tokens: Vec<AccessToken>,
     /// Origins allowed by CORS, exactly (`https://ui.example.com`); empty: no CORS headers.
-    pub cors_origins: Vec<HeaderValue>,
+    pub cors_origins: Vec<CorsOrigin>,
     /// Largest accepted request body, in bytes. Default: 64 KiB.
     pub body_limit: usize,
     /// Time limit of non-streaming requests. Default: 30 s.
@@ -165,7 +166,7 @@ fn build(
     config: HttpConfig,
     shutdown: CancellationToken,
 ) -> (Router, utoipa::openapi::OpenApi) {
-    let cors = cors_layer(&config.cors_origins);
+    let cors = cors::cors_layer(&config.cors_origins);
     let body_limit = config.body_limit;
     let request_timeout = config.request_timeout;
     let state = AppState {
@@ -240,27 +241,6 @@ fn build(
         router = router.layer(cors);
     }
     (router, document)
-}
-
-/// CORS for exactly `origins`, or none. Never a wildcard and never credentials: the API is
-/// authorised by a bearer header, which needs neither.
-fn cors_layer(origins: &[HeaderValue]) -> Option<CorsLayer> {
-    if origins.is_empty() {
-        return None;
-    }
-    Some(
-        CorsLayer::new()
-            .allow_origin(AllowOrigin::list(origins.iter().cloned()))
-            .allow_methods([Method::GET, Method::POST, Method::OPTIONS])
-            .allow_headers([
-                header::AUTHORIZATION,
-                header::CONTENT_TYPE,
-                HeaderName::from_static("last-event-id"),
-                HeaderName::from_static("x-opencode-directory"),
-                HeaderName::from_static("x-opencode-workspace"),
-            ])
-            .max_age(Duration::from_secs(3600)),
-    )
 }
 
 /// The last line of defence: an error response that is not JSON (from a layer such as the

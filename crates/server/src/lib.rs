@@ -54,16 +54,16 @@ mod demo;
 mod mcp;
 
 use std::net::SocketAddr;
+use std::str::FromStr;
 use std::time::Duration;
 
 use std::sync::Arc;
 
 use askbus_bus::{Bus, BusConfig};
-use askbus_http::{AccessToken, HttpConfig, TokenScope};
+use askbus_http::{AccessToken, CorsOrigin, HttpConfig, InvalidOrigin, TokenScope};
 use askbus_mcp::{ElicitationBridge, McpConfig};
 use askbus_question::{ApprovalConfig, QuestionConfig, RequestHub};
 use askbus_store::{RedisLocation, RedisStore, SqliteStore, Store, StoreError};
-use axum::http::HeaderValue;
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
@@ -230,8 +230,8 @@ pub enum ConfigError {
     #[error("bad --token entry: {0}")]
     BadToken(&'static str),
     /// A malformed `--cors-origin`.
-    #[error("--cors-origin {0:?} is not a valid origin (for example http://localhost:5173)")]
-    BadCorsOrigin(String),
+    #[error("--cors-origin {0}")]
+    BadCorsOrigin(#[from] InvalidOrigin),
     /// A malformed MCP flag.
     #[error("bad MCP flag: {0}")]
     BadMcpFlag(&'static str),
@@ -276,15 +276,7 @@ impl Cli {
             .iter()
             .map(|origin| origin.trim())
             .filter(|origin| !origin.is_empty())
-            .map(|origin| {
-                let valid = (origin.starts_with("http://") || origin.starts_with("https://"))
-                    && origin != "*"
-                    && !origin.ends_with('/');
-                valid
-                    .then(|| HeaderValue::from_str(origin).ok())
-                    .flatten()
-                    .ok_or_else(|| ConfigError::BadCorsOrigin(origin.to_owned()))
-            })
+            .map(CorsOrigin::from_str)
             .collect::<Result<Vec<_>, _>>()?;
         let mcp_session = self.mcp_session.trim();
         if mcp_session.is_empty() {
