@@ -3,6 +3,10 @@
 //! These tests live in the server crate, not in the workspace's `tests/`, because they
 //! need the binary itself (`CARGO_BIN_EXE_askbus`), which cargo builds only for this
 //! package's integration tests.
+//!
+//! Each test binary compiles this module and uses a part of it.
+
+#![allow(dead_code, reason = "each test binary uses a part of this module")]
 
 use std::process::Stdio;
 use std::time::Duration;
@@ -22,8 +26,15 @@ impl Server {
     /// Starts `askbus` on an ephemeral loopback port with `--store store`, and waits for the
     /// line that logs its URL (logged once the store is open).
     pub(crate) async fn start(store: &str) -> Self {
+        Self::start_with(&["--listen", "127.0.0.1:0", "--store", store], &[]).await
+    }
+
+    /// Starts `askbus` with `args` and environment `env`, which must make it listen on
+    /// loopback, and waits for the line that logs its URL.
+    pub(crate) async fn start_with(args: &[&str], env: &[(&str, &str)]) -> Self {
         let mut child = Command::new(env!("CARGO_BIN_EXE_askbus"))
-            .args(["--listen", "127.0.0.1:0", "--store", store])
+            .args(args)
+            .envs(env.iter().copied())
             .env("RUST_LOG", "info")
             .env("NO_COLOR", "1")
             .stdin(Stdio::null())
@@ -81,6 +92,18 @@ impl Server {
         body: &Value,
     ) -> u16 {
         self.post(http, path, body).await.status().as_u16()
+    }
+
+    /// Sends `signal` (`TERM`, `INT`, ...) with kill(1) and waits for the exit.
+    pub(crate) async fn stop_with(mut self, signal: &str) -> std::process::ExitStatus {
+        let pid = self.child.id().expect("still running").to_string();
+        let sent = Command::new("kill")
+            .args([&format!("-{signal}"), &pid])
+            .status()
+            .await
+            .expect("kill(1) runs");
+        assert!(sent.success(), "kill -{signal} {pid}");
+        self.child.wait().await.unwrap()
     }
 
     /// SIGKILL: no shutdown, no flush, nothing but what is already stored.
