@@ -4,6 +4,7 @@
 //! need the binary itself (`CARGO_BIN_EXE_askbus`), which cargo builds only for this
 //! package's integration tests.
 
+use std::path::Path;
 use std::process::Stdio;
 use std::time::Duration;
 
@@ -22,11 +23,20 @@ impl Server {
     /// Starts `askbus` on an ephemeral loopback port with `--store store`, and waits for the
     /// line that logs its URL (logged once the store is open).
     pub(crate) async fn start(store: &str) -> Self {
+        Self::start_in(Path::new("."), &["--store", store]).await
+    }
+
+    /// Starts `askbus --listen 127.0.0.1:0 {args}` in the directory `dir`, and waits for
+    /// the line that logs its URL. Its stdin is a pipe that stays open until it is dropped
+    /// (`askbus mcp` stops when stdin closes).
+    pub(crate) async fn start_in(dir: &Path, args: &[&str]) -> Self {
         let mut child = Command::new(env!("CARGO_BIN_EXE_askbus"))
-            .args(["--listen", "127.0.0.1:0", "--store", store])
+            .args(["--listen", "127.0.0.1:0"])
+            .args(args)
+            .current_dir(dir)
             .env("RUST_LOG", "info")
             .env("NO_COLOR", "1")
-            .stdin(Stdio::null())
+            .stdin(Stdio::piped())
             .stdout(Stdio::null())
             .stderr(Stdio::piped())
             .kill_on_drop(true)
