@@ -33,7 +33,8 @@
 //!   hold no data and need no token; every API call it makes sends the token the human
 //!   entered.
 //! - **MCP.** The MCP server (the `question` and `request_approval` tools) is mounted at
-//!   `/mcp` (Streamable HTTP, behind the same bearer tokens). `askbus mcp` also serves it
+//!   `/mcp` (Streamable HTTP, behind the same bearer tokens; a POST body must arrive
+//!   within the request timeout and the body limit). `askbus mcp` also serves it
 //!   on stdin/stdout, for clients that spawn a process, while still serving the HTTP API
 //!   on `--listen` so a human can answer; it stops when the client closes stdin. Use
 //!   `--listen 127.0.0.1:0` when several clients each spawn one (the URL is logged on
