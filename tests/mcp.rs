@@ -11,6 +11,8 @@
 //! framing over node's own stdin/stdout, connected to `askbus_mcp::serve_io` in this
 //! process: the bytes `askbus mcp` exchanges, without the built binary (cargo builds the
 //! binaries of other packages only for their own tests, so a test here cannot rely on it).
+//! The real `askbus mcp`, spawned by the SDK's `StdioClientTransport`, is driven by the
+//! same scripts from `crates/server/tests/mcp_stdio.rs`.
 //!
 //! Both tools are driven: `question` (answered with `POST /question/{id}/reply`) and
 //! `request_approval` (decided with `POST /approval/{id}/reply`: approve, edit, reject).
@@ -25,7 +27,6 @@
 //! changes).
 
 use std::path::{Path, PathBuf};
-use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use askbus::Bus;
@@ -37,15 +38,12 @@ use futures_util::StreamExt;
 use futures_util::stream::BoxStream;
 use serde_json::{Value, json};
 use sse_stream::SseStream;
-use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncReadExt, BufReader, Lines};
 use tokio::net::TcpListener;
-use tokio::process::{Child, Command};
+use tokio::process::Command;
 use tokio_util::sync::CancellationToken;
 
-use crate::node;
+use crate::node::{STEP_TIMEOUT, Script as Node, Steps};
 
-/// Limit of every wait for node or the server; the scripts give up on their own earlier.
-const STEP_TIMEOUT: Duration = Duration::from_secs(20);
 /// What the scripts are told their own limit is, in milliseconds.
 const NODE_SELF_TIMEOUT_MS: &str = "15000";
 /// The bearer token the server requires and node sends.
@@ -687,21 +685,10 @@ enum Transport {
     Stdio,
 }
 
-/// A running node script and the JSON lines it prints, one per step.
-struct Node {
-    child: Child,
-    /// The stream carrying the steps.
-    steps: Lines<BufReader<Box<dyn AsyncRead + Send + Unpin>>>,
-    /// What node printed besides the steps, for failure messages.
-    noise: Vec<String>,
-    /// The other output stream, read to the end in the background (HTTP only).
-    other: Option<tokio::task::JoinHandle<String>>,
-}
-
 /// A node script before it is spawned.
 struct NodeBuilder {
     command: Command,
-    stdio: bool,
+    steps: Steps,
 }
 
 impl Node {
@@ -709,17 +696,17 @@ impl Node {
     fn legacy(scenario: &str, transport: Transport) -> NodeBuilder {
         let mut command = node_command("legacy.mjs");
         command.arg(scenario);
-        let stdio = match transport {
+        let steps = match transport {
             Transport::Http(url) => {
                 command.args(["http", &url]);
-                false
+                Steps::OnStdout
             }
             Transport::Stdio => {
                 command.arg("stdio");
-                true
+                Steps::OnStderr
             }
         };
-        NodeBuilder { command, stdio }
+        NodeBuilder { command, steps }
     }
 
     /// `tests/mcp/modern.mjs <scenario> <url>` (the 2.x client, protocol 2026-07-28).
@@ -728,7 +715,7 @@ impl Node {
         command.args([scenario, &url]);
         NodeBuilder {
             command,
-            stdio: false,
+            steps: Steps::OnStdout,
         }
     }
 
@@ -737,61 +724,6 @@ impl Node {
         let stdout = self.child.stdout.take().expect("piped stdout");
         let stdin = self.child.stdin.take().expect("piped stdin");
         (stdout, stdin)
-    }
-
-    /// Ends node's stdin (the `cancel` scenario then closes its session).
-    fn close_stdin(&mut self) {
-        drop(self.child.stdin.take());
-    }
-
-    /// The next step, which must be `stage`.
-    async fn stage(&mut self, stage: &str) -> Value {
-        loop {
-            let line = match tokio::time::timeout(STEP_TIMEOUT, self.steps.next_line()).await {
-                Ok(Ok(Some(line))) => line,
-                Ok(Ok(None)) => self.fail(&format!("node ended before `{stage}`")).await,
-                Ok(Err(error)) => self.fail(&format!("read node's output: {error}")).await,
-                Err(_) => {
-                    self.fail(&format!("no `{stage}` within {STEP_TIMEOUT:?}"))
-                        .await
-                }
-            };
-            match serde_json::from_str::<Value>(&line) {
-                Ok(step) if step.get("stage").is_some() => {
-                    if step["stage"] != stage {
-                        self.fail(&format!("expected `{stage}`, got {step}")).await;
-                    }
-                    return step;
-                }
-                _ => self.noise.push(line),
-            }
-        }
-    }
-
-    /// Waits for node to exit successfully.
-    async fn finish(mut self) {
-        match tokio::time::timeout(STEP_TIMEOUT, self.child.wait()).await {
-            Ok(Ok(status)) if status.success() => {}
-            Ok(status) => self.fail(&format!("node exited with {status:?}")).await,
-            Err(_) => self.fail("node did not exit").await,
-        }
-    }
-
-    /// Kills node and fails the test with everything it printed.
-    async fn fail(&mut self, problem: &str) -> ! {
-        let _ = self.child.kill().await;
-        let mut output = std::mem::take(&mut self.noise).join("\n");
-        while let Ok(Ok(Some(line))) =
-            tokio::time::timeout(Duration::from_secs(1), self.steps.next_line()).await
-        {
-            output.push('\n');
-            output.push_str(&line);
-        }
-        if let Some(other) = self.other.take() {
-            output.push('\n');
-            output.push_str(&other.await.unwrap_or_default());
-        }
-        panic!("{problem}; node printed:\n{output}");
     }
 }
 
@@ -807,31 +739,16 @@ impl std::future::IntoFuture for NodeBuilder {
     type IntoFuture = std::pin::Pin<Box<dyn std::future::Future<Output = Node> + Send>>;
 
     /// Installs the pinned packages if needed and spawns node.
-    fn into_future(mut self) -> Self::IntoFuture {
+    fn into_future(self) -> Self::IntoFuture {
         Box::pin(async move {
-            node::check_node();
-            node::npm_ci(&package(), "@modelcontextprotocol/sdk").await;
-            let mut child = self
-                .command
-                .stdin(Stdio::piped())
-                .stdout(Stdio::piped())
-                .stderr(Stdio::piped())
-                .kill_on_drop(true)
-                .spawn()
-                .expect("spawn node");
-            let stderr = child.stderr.take().expect("piped stderr");
-            let (steps, other): (Box<dyn AsyncRead + Send + Unpin>, _) = if self.stdio {
-                (Box::new(stderr), None)
-            } else {
-                let stdout = child.stdout.take().expect("piped stdout");
-                (Box::new(stdout), Some(tokio::spawn(read_all(stderr))))
-            };
-            Node {
-                child,
-                steps: BufReader::new(steps).lines(),
-                noise: Vec::new(),
-                other,
-            }
+            let package = package();
+            Node::spawn(
+                self.command,
+                &package,
+                "@modelcontextprotocol/sdk",
+                self.steps,
+            )
+            .await
         })
     }
 }
@@ -849,11 +766,4 @@ fn node_command(script: &str) -> Command {
         .env("ASKBUS_TOKEN", TOKEN)
         .env("ASKBUS_DRIVE_TIMEOUT_MS", NODE_SELF_TIMEOUT_MS);
     command
-}
-
-/// Everything `reader` yields, lossily decoded.
-async fn read_all(mut reader: impl AsyncRead + Unpin) -> String {
-    let mut bytes = Vec::new();
-    let _ = reader.read_to_end(&mut bytes).await;
-    String::from_utf8_lossy(&bytes).into_owned()
 }

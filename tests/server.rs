@@ -30,6 +30,21 @@ fn the_default_store_is_an_embedded_sqlite_file() {
 }
 
 #[test]
+fn askbus_mcp_keeps_requests_in_memory_unless_told_otherwise() {
+    // Spawned by MCP clients, often several in one directory: not one SQLite file each.
+    let store = |args: &[&str]| settings(args).expect("valid").store;
+    assert_eq!(store(&["mcp"]), StoreUrl::Memory);
+    assert_eq!(
+        store(&["mcp", "--store", "sqlite:agent.db"]),
+        StoreUrl::Sqlite("agent.db".into())
+    );
+    assert_eq!(
+        store(&["--store", "sqlite:agent.db", "mcp"]),
+        StoreUrl::Sqlite("agent.db".into())
+    );
+}
+
+#[test]
 fn a_redis_store_is_shared_under_a_prefix_and_logged_without_its_password() {
     let redis = |url: &str| match settings(&["--store", url]).expect("valid").store {
         StoreUrl::Redis(location) => location,

@@ -1,5 +1,6 @@
 //! The server's accept loop (`askbus_server::serve`) over real TCP: a request header or
-//! body that stalls is cut off, event streams are not, and shutdown never waits on a client.
+//! body that stalls is cut off (`/mcp`'s too), event streams are not, and shutdown never
+//! waits on a client. `/mcp` is behind the API's tokens.
 //!
 //! Each test configures short limits so it proves a timeout by waiting a fraction of a
 //! second; the generous upper bounds only catch a hang.
@@ -12,7 +13,7 @@ use clap::Parser;
 use futures_util::StreamExt;
 use serde_json::Value;
 use sse_stream::SseStream;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
@@ -64,7 +65,7 @@ impl Server {
 }
 
 /// Everything the server sends on `stream` until it closes the connection.
-async fn read_until_closed(stream: &mut TcpStream) -> String {
+async fn read_until_closed(stream: &mut (impl AsyncRead + Unpin)) -> String {
     let mut received = Vec::new();
     let read = tokio::time::timeout(HANG, stream.read_to_end(&mut received))
         .await
@@ -127,6 +128,86 @@ async fn a_stalled_request_body_gets_408() {
     assert!(answer.starts_with("HTTP/1.1 408"), "{answer}");
     let body = answer.split("\r\n\r\n").nth(1).expect("a body");
     assert!(body.contains(r#""code":"request_timeout""#), "{body}");
+    server.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_trickled_mcp_request_body_gets_408() {
+    let request_timeout = Duration::from_millis(300);
+    let server = serve(|settings| settings.http.request_timeout = request_timeout).await;
+
+    let (mut answers, mut requests) = TcpStream::connect(server.address)
+        .await
+        .expect("connect")
+        .into_split();
+    let started = Instant::now();
+    requests
+        .write_all(
+            b"POST /mcp HTTP/1.1\r\nhost: 127.0.0.1\r\ncontent-type: application/json\r\n\
+              accept: application/json, text/event-stream\r\ncontent-length: 100000\r\n\r\n{",
+        )
+        .await
+        .expect("a header and the start of a body");
+    // A byte every 20 ms: never idle for long, never done.
+    let trickle = tokio::spawn(async move {
+        let mut every = tokio::time::interval(Duration::from_millis(20));
+        loop {
+            every.tick().await;
+            if requests.write_all(b" ").await.is_err() {
+                break;
+            }
+        }
+    });
+    let answer = read_until_closed(&mut answers).await;
+    assert!(answer.starts_with("HTTP/1.1 408"), "{answer}");
+    let body = answer.split("\r\n\r\n").nth(1).expect("a body");
+    assert!(body.contains(r#""code":"request_timeout""#), "{body}");
+    assert!(
+        started.elapsed() >= request_timeout,
+        "not before the timeout"
+    );
+    trickle.abort();
+    server.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mcp_needs_the_token_when_the_server_has_one() {
+    const TOKEN: &str = "mcp-connections-test-token-0123456789";
+    let server = serve(|settings| {
+        settings.http.tokens = vec![askbus_http::AccessToken::all_sessions(TOKEN)];
+    })
+    .await;
+    let initialize = serde_json::json!({
+        "jsonrpc": "2.0", "id": 1, "method": "initialize",
+        "params": {"protocolVersion": "2025-06-18", "capabilities": {},
+                   "clientInfo": {"name": "askbus-test", "version": "0"}},
+    });
+    let client = reqwest::Client::new();
+    let post = |token: Option<&str>| {
+        let request = client
+            .post(server.url("/mcp"))
+            .header("accept", "application/json, text/event-stream")
+            .json(&initialize);
+        match token {
+            Some(token) => request.bearer_auth(token),
+            None => request,
+        }
+        .send()
+    };
+
+    for token in [None, Some("not-the-token")] {
+        let refused = post(token).await.expect("answered");
+        assert_eq!(
+            refused.status(),
+            reqwest::StatusCode::UNAUTHORIZED,
+            "{token:?}"
+        );
+        let body: Value = refused.json().await.expect("JSON");
+        assert_eq!(body["code"], "unauthorized", "{body}");
+    }
+    let accepted = post(Some(TOKEN)).await.expect("answered");
+    assert_eq!(accepted.status(), reqwest::StatusCode::OK);
+    drop(accepted);
     server.stop().await;
 }
 

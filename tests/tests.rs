@@ -29,7 +29,7 @@ mod question_races;
 mod shared;
 // Races between hubs sharing a store, checked by proptest: they agree whatever interleaves.
 mod shared_races;
-// The question tool as a rig-core tool, run through rig's own dispatch.
+// The question and approval tools as rig-core tools, run through rig's own dispatch.
 mod rig;
 // The server binary's configuration: flags, validation, refusals.
 mod server;

@@ -4,6 +4,13 @@
 //
 //   node legacy.mjs <scenario> http <url of /mcp>     (ASKBUS_TOKEN: the bearer token)
 //   node legacy.mjs <scenario> stdio                  (MCP on stdin/stdout; steps on stderr)
+//   node legacy.mjs <scenario> spawn <askbus> <arg>…  (the SDK's StdioClientTransport runs
+//                                                      `<askbus> <arg>…`, say `askbus mcp`)
+//
+// With `spawn`, the first step is `listening` (the URL the spawned server logged on its
+// stderr), after which the script waits for a line on stdin (the test subscribes to that
+// server's events meanwhile); the last is `exited`, once the client closed the server's
+// stdin and the server exited: its exit code and signal, and its log.
 //
 // Scenarios:
 //   answer   list the tools, call `question`, print progress notifications and the result
@@ -11,19 +18,21 @@
 //            after the other, printing each call's first progress notification and result
 //   invalid  call `request_approval` with each of INVALID_ARGUMENTS, printing the results
 //   cancel   call ASKBUS_CANCEL_TOOL (`question` or `request_approval`), abort the call at
-//            the first progress notification, close once stdin ends (HTTP only)
+//            the first progress notification, close once stdin ends (HTTP, spawn)
 //   elicit   declare form elicitation, answer the form askbus sends (ASKBUS_ELICIT_ACTION:
 //            accept, decline or cancel), print the result
 
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StdioClientTransport, getDefaultEnvironment } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
 import { ElicitRequestSchema } from '@modelcontextprotocol/sdk/types.js';
+import { createInterface } from 'node:readline';
 
 import { DELETE_USERS, INVALID_ARGUMENTS } from './approvals.mjs';
 import { QUESTIONS } from './questions.mjs';
 
-const [scenario, transportKind, target] = process.argv.slice(2);
+const [scenario, transportKind, target, ...targetArgs] = process.argv.slice(2);
 const selfTimeout = Number(process.env.ASKBUS_DRIVE_TIMEOUT_MS ?? 20000);
 // How the `elicit` scenario answers the form: accept (with answers), decline or cancel.
 const action = process.env.ASKBUS_ELICIT_ACTION ?? 'accept';
@@ -50,10 +59,65 @@ function fail(error) {
 
 setTimeout(() => fail(new Error(`gave up after ${selfTimeout} ms`)), selfTimeout).unref();
 
+// The server `spawn` runs: its log lines, its URL once logged, and its exit.
+let spawned;
+
+// Starts `target targetArgs…` through the SDK's StdioClientTransport, collecting its log.
+function spawnServer() {
+  const transport = new StdioClientTransport({
+    command: target,
+    args: targetArgs,
+    env: { ...getDefaultEnvironment(), NO_COLOR: '1' },
+    stderr: 'pipe',
+  });
+  const log = [];
+  let listening;
+  const url = new Promise((resolve) => {
+    listening = resolve;
+  });
+  const lines = createInterface({ input: transport.stderr });
+  lines.on('line', (line) => {
+    log.push(line);
+    process.stderr.write(`askbus: ${line}\n`);
+    const logged = line.match(/listening on (http:\/\/\S+)/);
+    if (logged) listening({ url: logged[1], line });
+  });
+  const logEnded = new Promise((resolve) => lines.once('close', resolve));
+  spawned = { transport, log, url, logEnded };
+  return transport;
+}
+
+// After the handshake: reports the spawned server's URL, then waits for the test's go-ahead.
+async function reportSpawned() {
+  // The SDK offers no exit status of the process it spawned; it keeps the ChildProcess in
+  // `_process` (SDK 1.32.2, pinned by the lock file).
+  const child = spawned.transport._process;
+  if (!child) throw new Error('the SDK no longer keeps the spawned process in `_process`');
+  spawned.exited = new Promise((resolve) => {
+    child.once('exit', (code, signal) => resolve({ code, signal }));
+  });
+  const gone = spawned.exited.then(({ code, signal }) => {
+    throw new Error(`the server exited (${code ?? signal}) before it logged its URL`);
+  });
+  const { url, line } = await Promise.race([spawned.url, gone]);
+  say({ stage: 'listening', url, line });
+  await new Promise((resolve) => process.stdin.once('data', resolve));
+}
+
+// Closes the client (for `spawn`, that closes the server's stdin) and reports the exit.
+async function disconnect(client) {
+  await client.close();
+  if (!spawned) return;
+  const [{ code, signal }] = await Promise.all([spawned.exited, spawned.logEnded]);
+  say({ stage: 'exited', code, signal, log: spawned.log });
+}
+
 async function connect(capabilities) {
   const client = new Client({ name: 'askbus-mcp-test', version: '0.0.0' }, { capabilities });
   let transport;
-  if (transportKind === 'http') {
+  if (transportKind === 'spawn') {
+    transport = spawnServer();
+  } else if (transportKind === 'http') {
     transport = new StreamableHTTPClientTransport(new URL(target), {
       requestInit: { headers: { Authorization: `Bearer ${process.env.ASKBUS_TOKEN}` } },
     });
@@ -66,6 +130,7 @@ async function connect(capabilities) {
     fail(new Error(`unknown transport ${transportKind}`));
   }
   await client.connect(transport);
+  if (spawned) await reportSpawned();
   return { client, transport };
 }
 
@@ -98,7 +163,7 @@ async function answer() {
   const { client } = await connect({});
   await listTools(client);
   await callReportingProgress(client, 'question', ARGUMENTS.question);
-  await client.close();
+  await disconnect(client);
 }
 
 async function approve() {
@@ -108,7 +173,7 @@ async function approve() {
     const actions = [{ ...DELETE_USERS, tool_use_id: `toolu_${call}` }];
     await callReportingProgress(client, 'request_approval', { actions });
   }
-  await client.close();
+  await disconnect(client);
 }
 
 async function invalid() {
@@ -117,7 +182,7 @@ async function invalid() {
     const result = await callTool(client, 'request_approval', args, {});
     say({ stage: 'result', args, result });
   }
-  await client.close();
+  await disconnect(client);
 }
 
 async function cancel() {
@@ -141,7 +206,7 @@ async function cancel() {
   // stdin), so what cancelled it is the notification, not the session ending.
   process.stdin.resume();
   await new Promise((resolve) => process.stdin.once('end', resolve));
-  await client.close();
+  await disconnect(client);
 }
 
 async function elicit() {
@@ -153,7 +218,7 @@ async function elicit() {
   });
   const result = await callTool(client, 'question', ARGUMENTS.question, {});
   say({ stage: 'result', result });
-  await client.close();
+  await disconnect(client);
 }
 
 const scenarios = { answer, approve, invalid, cancel, elicit };

@@ -33,11 +33,14 @@
 //!   hold no data and need no token; every API call it makes sends the token the human
 //!   entered.
 //! - **MCP.** The MCP server (the `question` and `request_approval` tools) is mounted at
-//!   `/mcp` (Streamable HTTP, behind the same bearer tokens). `askbus mcp` also serves it
+//!   `/mcp` (Streamable HTTP, behind the same bearer tokens; a POST body must arrive
+//!   within the request timeout and the body limit). `askbus mcp` also serves it
 //!   on stdin/stdout, for clients that spawn a process, while still serving the HTTP API
 //!   on `--listen` so a human can answer; it stops when the client closes stdin. Use
 //!   `--listen 127.0.0.1:0` when several clients each spawn one (the URL is logged on
-//!   stderr). `--mcp-elicitation` lets clients that support elicitation show each
+//!   stderr, with the store). Without `--store` it keeps its requests in memory, not in
+//!   `askbus.db`: a SQLite file is one process's at a time, and the directory a client
+//!   spawns it in may hold another one, or be read-only. `--mcp-elicitation` lets clients that support elicitation show each
 //!   question in their own UI as well.
 //!
 //! ```
@@ -87,14 +90,10 @@ pub struct Cli {
     pub listen: String,
     /// Where requests, outcomes and events are kept: `sqlite:PATH` (durable, one server
     /// process per file), `redis://HOST:PORT[/DB][?prefix=NAME]` (shared by every server
-    /// on it) or `memory` (nothing survives a restart).
-    #[arg(
-        long,
-        env = "ASKBUS_STORE",
-        default_value = "sqlite:askbus.db",
-        global = true
-    )]
-    pub store: String,
+    /// on it) or `memory` (nothing survives a restart). Default: `sqlite:askbus.db` for the
+    /// server, `memory` for `askbus mcp`.
+    #[arg(long, env = "ASKBUS_STORE", global = true)]
+    pub store: Option<String>,
     /// Bearer token(s): `TOKEN` for every session or `TOKEN@SESSION_ID` for one session.
     /// Repeat the flag or separate with commas.
     #[arg(
@@ -141,7 +140,8 @@ pub struct Cli {
 #[derive(Debug, Clone, clap::Subcommand)]
 pub enum Command {
     /// Serve MCP on stdin/stdout (for clients that spawn a process), and the HTTP API on
-    /// --listen so a human can answer. Stops when the client closes stdin.
+    /// --listen so a human can answer. Stops when the client closes stdin. Keeps requests
+    /// in memory unless --store says otherwise.
     Mcp,
 }
 
@@ -173,6 +173,39 @@ pub enum StoreUrl {
     Sqlite(std::path::PathBuf),
     /// `redis://…`: shared with every server on the same Redis keys.
     Redis(RedisLocation),
+}
+
+impl StoreUrl {
+    /// The store of a run without `--store`: the server keeps everything in
+    /// `sqlite:askbus.db` in the working directory. `askbus mcp` keeps it in memory: MCP
+    /// clients spawn it, often several in one directory (or in one they cannot write to),
+    /// and a SQLite file is one process's at a time.
+    pub fn default_for(command: Option<&Command>) -> Self {
+        match command {
+            None => Self::Sqlite("askbus.db".into()),
+            Some(Command::Mcp) => Self::Memory,
+        }
+    }
+}
+
+impl std::str::FromStr for StoreUrl {
+    type Err = ConfigError;
+
+    /// Parses a `--store` value: `memory`, `sqlite:PATH` or `redis://…`.
+    fn from_str(url: &str) -> Result<Self, ConfigError> {
+        Ok(match url.trim() {
+            "memory" => Self::Memory,
+            trimmed if trimmed.starts_with("redis") && trimmed.contains("://") => Self::Redis(
+                trimmed
+                    .parse()
+                    .map_err(|error: StoreError| ConfigError::BadRedisUrl(error.to_string()))?,
+            ),
+            trimmed => match trimmed.strip_prefix("sqlite:") {
+                Some(path) if !path.trim().is_empty() => Self::Sqlite(path.trim().into()),
+                _ => return Err(ConfigError::UnsupportedStore(url.to_owned())),
+            },
+        })
+    }
 }
 
 impl std::fmt::Display for StoreUrl {
@@ -218,7 +251,7 @@ pub enum ConfigError {
     TokenRequired(SocketAddr),
     /// A store this build does not have.
     #[error(
-        "unsupported --store {0:?}: use `sqlite:PATH` (durable, the default: sqlite:askbus.db), \
+        "unsupported --store {0:?}: use `sqlite:PATH` (durable, the server's default: sqlite:askbus.db), \
          `redis://HOST:PORT[/DB][?prefix=NAME]` (shared by several servers) or `memory` \
          (nothing survives a restart)"
     )]
@@ -250,16 +283,9 @@ impl Cli {
             .trim()
             .parse()
             .map_err(|_| ConfigError::BadListen(self.listen.clone()))?;
-        let store = match self.store.trim() {
-            "memory" => StoreUrl::Memory,
-            url if url.starts_with("redis") && url.contains("://") => StoreUrl::Redis(
-                url.parse()
-                    .map_err(|error: StoreError| ConfigError::BadRedisUrl(error.to_string()))?,
-            ),
-            url => match url.strip_prefix("sqlite:") {
-                Some(path) if !path.trim().is_empty() => StoreUrl::Sqlite(path.trim().into()),
-                _ => return Err(ConfigError::UnsupportedStore(self.store.clone())),
-            },
+        let store = match &self.store {
+            Some(url) => url.parse()?,
+            None => StoreUrl::default_for(self.command.as_ref()),
         };
         let tokens = self
             .tokens

@@ -11,19 +11,29 @@
 //! header (the token already stops a DNS-rebinding page); without, it accepts loopback
 //! hosts only, as the server then only listens on loopback.
 //!
+//! Limits are the API's too, as far as MCP allows: a POST body must arrive whole within the
+//! API's request timeout ([`HttpConfig::request_timeout`](askbus_http::HttpConfig), 408
+//! otherwise) and within its body limit (413), so a client cannot hold a connection by
+//! sending headers and then trickling a body. What comes back is not timed: a tool call's
+//! answer streams for as long as the human takes, and the `GET` event stream stays open.
+//!
 //! `askbus mcp` serves MCP on stdin/stdout *and* the HTTP API on `--listen`, since the
 //! human answers over HTTP. When the client closes stdin the whole server shuts down: the
 //! client that spawned the process owns it.
 
 use std::sync::Arc;
+use std::time::Duration;
 
-use askbus_http::{AccessToken, TokenScope};
+use askbus_http::{AccessToken, ApiError, ErrorCode, TokenScope};
 use askbus_mcp::{AskbusMcp, HttpOptions, ScopedSession};
 use askbus_question::RequestHub;
 use axum::Router;
+use axum::body::Body;
 use axum::extract::{Request, State};
+use axum::http::Method;
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
+use http_body_util::{BodyExt, LengthLimitError, Limited};
 use tokio_util::sync::CancellationToken;
 
 use crate::Settings;
@@ -35,16 +45,20 @@ pub(crate) fn mount(
     settings: &Settings,
     shutdown: CancellationToken,
 ) -> Router {
-    let tokens: Arc<[AccessToken]> = settings.http.tokens.clone().into();
+    let gate = Arc::new(Gate {
+        tokens: settings.http.tokens.clone().into(),
+        body_timeout: settings.http.request_timeout,
+        body_limit: settings.http.body_limit,
+    });
     let options = HttpOptions {
-        any_host: !tokens.is_empty(),
+        any_host: !gate.tokens.is_empty(),
         body_limit: settings.http.body_limit,
     };
     let server = AskbusMcp::new(hub, settings.mcp.clone());
     let service = askbus_mcp::streamable_http_service(server, options, shutdown);
     let mcp = Router::new()
         .nest_service("/mcp", service)
-        .layer(axum::middleware::from_fn_with_state(tokens, authenticate));
+        .layer(axum::middleware::from_fn_with_state(gate, pass_gate));
     app.merge(mcp)
 }
 
@@ -59,19 +73,57 @@ pub(crate) async fn serve_stdio(hub: RequestHub, settings: &Settings, shutdown: 
     shutdown.cancel();
 }
 
-/// The API's bearer check in front of `/mcp`; a session-scoped token becomes a
-/// [`ScopedSession`] the MCP server reads.
-async fn authenticate(
-    State(tokens): State<Arc<[AccessToken]>>,
-    mut request: Request,
-    next: Next,
-) -> Response {
-    match askbus_http::authorize(&tokens, request.headers()) {
+/// What a request to `/mcp` must pass before the MCP server sees it.
+struct Gate {
+    /// The API's bearer tokens; none: no authentication.
+    tokens: Box<[AccessToken]>,
+    /// How long a POST body may take to arrive: the API's request timeout.
+    body_timeout: Duration,
+    /// Largest POST body, in bytes: the API's body limit.
+    body_limit: usize,
+}
+
+/// The API's bearer check (a session-scoped token becomes a [`ScopedSession`] the MCP
+/// server reads), then a POST's body read whole within [`Gate::body_timeout`].
+async fn pass_gate(State(gate): State<Arc<Gate>>, mut request: Request, next: Next) -> Response {
+    match askbus_http::authorize(&gate.tokens, request.headers()) {
         Ok(TokenScope::AllSessions) => {}
         Ok(TokenScope::Session(session)) => {
             request.extensions_mut().insert(ScopedSession(session));
         }
         Err(refused) => return refused.into_response(),
     }
+    if request.method() == Method::POST {
+        request = match read_body(request, &gate).await {
+            Ok(request) => request,
+            Err(refused) => return refused.into_response(),
+        };
+    }
     next.run(request).await
+}
+
+/// `request` with its body read into memory, or why it was not: it did not arrive within
+/// [`Gate::body_timeout`] (408), it is larger than [`Gate::body_limit`] (413), or the
+/// connection failed (400).
+///
+/// Only the reading is timed, unlike the API's routes, whose whole request is: an MCP
+/// response may be a stream that lasts as long as the human takes to answer.
+async fn read_body(request: Request, gate: &Gate) -> Result<Request, ApiError> {
+    let (parts, body) = request.into_parts();
+    let read = Limited::new(body, gate.body_limit).collect();
+    match tokio::time::timeout(gate.body_timeout, read).await {
+        Ok(Ok(body)) => Ok(Request::from_parts(parts, Body::from(body.to_bytes()))),
+        Ok(Err(error)) if error.is::<LengthLimitError>() => Err(ApiError::new(
+            ErrorCode::PayloadTooLarge,
+            "the request body is larger than the server accepts",
+        )),
+        Ok(Err(_)) => Err(ApiError::new(
+            ErrorCode::BadRequest,
+            "the request body could not be read",
+        )),
+        Err(_) => Err(ApiError::new(
+            ErrorCode::RequestTimeout,
+            "the request body took too long to arrive",
+        )),
+    }
 }

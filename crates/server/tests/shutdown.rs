@@ -6,6 +6,7 @@
 
 mod support;
 
+use std::path::Path;
 use std::time::Duration;
 
 use futures_util::StreamExt;
@@ -47,6 +48,7 @@ async fn sigterm_and_sigint_end_open_streams_and_exit_zero() {
 #[tokio::test]
 async fn every_flag_can_come_from_the_environment() {
     let server = Server::start_with(
+        Path::new("."),
         &[],
         &[
             ("ASKBUS_LISTEN", "127.0.0.1:0"),

@@ -34,8 +34,8 @@
 //! review, but only a retry of the same calls: a decision is never taken for calls the
 //! human did not see.
 //!
-//! Agent frameworks: with the `rig` feature, `rig::RigQuestionTool` is the question tool as
-//! a `rig-core` 0.44 `Tool`.
+//! Agent frameworks: with the `rig` feature, `rig::RigQuestionTool` and
+//! `rig::RigApprovalTool` are the question and approval tools as `rig-core` 0.44 `Tool`s.
 
 mod approval_tool;
 mod call;

@@ -8,6 +8,7 @@
 
 #![allow(dead_code, reason = "each test binary uses a part of this module")]
 
+use std::path::Path;
 use std::process::Stdio;
 use std::time::Duration;
 
@@ -26,18 +27,26 @@ impl Server {
     /// Starts `askbus` on an ephemeral loopback port with `--store store`, and waits for the
     /// line that logs its URL (logged once the store is open).
     pub(crate) async fn start(store: &str) -> Self {
-        Self::start_with(&["--listen", "127.0.0.1:0", "--store", store], &[]).await
+        Self::start_with(
+            Path::new("."),
+            &["--listen", "127.0.0.1:0", "--store", store],
+            &[],
+        )
+        .await
     }
 
-    /// Starts `askbus` with `args` and environment `env`, which must make it listen on
-    /// loopback, and waits for the line that logs its URL.
-    pub(crate) async fn start_with(args: &[&str], env: &[(&str, &str)]) -> Self {
+    /// Starts `askbus {args}` in the directory `dir` with the environment `env` added, and
+    /// waits for the line that logs its URL (`args` and `env` must make it listen on
+    /// loopback). Its stdin is a pipe that stays open until it is dropped (`askbus mcp`
+    /// stops when stdin closes).
+    pub(crate) async fn start_with(dir: &Path, args: &[&str], env: &[(&str, &str)]) -> Self {
         let mut child = Command::new(env!("CARGO_BIN_EXE_askbus"))
             .args(args)
             .envs(env.iter().copied())
+            .current_dir(dir)
             .env("RUST_LOG", "info")
             .env("NO_COLOR", "1")
-            .stdin(Stdio::null())
+            .stdin(Stdio::piped())
             .stdout(Stdio::null())
             .stderr(Stdio::piped())
             .kill_on_drop(true)
