@@ -144,8 +144,49 @@ async function shoot(page, name, { fullPage = true } = {}) {
 const radio = (scope, name) => scope.getByRole('radio', { name });
 const checkbox = (scope, name) => scope.getByRole('checkbox', { name });
 
-/** Whether a page is wider than its viewport (horizontal scrolling). */
-const overflowX = (page) => page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
+/** Waits until `scope` (a card) reads as resolved with a status line containing `text`. */
+const resolvedAs = (scope, text) => scope.locator('.status-line', { hasText: text }).waitFor({ timeout: WAIT });
+
+/** Whether `locator`'s element has the keyboard focus. */
+const hasFocus = (locator) => locator.evaluate((element) => element === document.activeElement);
+
+/** Asserts the page is no wider than its viewport (no horizontal scrolling). */
+async function assertFits(page) {
+  const overflow = await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
+  assert.ok(overflow <= 0, `no horizontal scrolling on a phone (${overflow} px too wide)`);
+}
+
+/** Waits for `page`'s banner to say the event stream is down. */
+const disconnected = (page) =>
+  page.locator('#banner', { hasText: 'Lost the connection to the server' }).waitFor({ timeout: WAIT });
+
+/** Cuts the proxy `page` goes through, and waits for the page to notice. */
+async function cut(page) {
+  await agent.proxy(false);
+  await disconnected(page);
+}
+
+/**
+ * Opens `count` live tabs on `query` and one whose event stream cannot connect (stale),
+ * each showing card `id`; resolves to the tabs, the stale one last.
+ */
+async function tabsWithStale(query, id, count) {
+  const tabs = [];
+  for (let index = 0; index < count; index += 1) tabs.push(await open(URL_OPEN, query));
+  const stale = await open(URL_OPEN, query, { blockEvents: true });
+  await Promise.all(tabs.map(live));
+  for (const page of [...tabs, stale]) await card(page, id).waitFor({ timeout: WAIT });
+  // The tab without a stream says so.
+  await disconnected(stale);
+  return [...tabs, stale];
+}
+
+/** Submits card `late` of a stale tab with `button`: a 409, then the card reads `status`. */
+async function sendLate(late, button, status) {
+  await late.getByRole('button', { name: button }).click();
+  await late.locator('.note', { hasText: 'already resolved elsewhere' }).waitFor({ timeout: WAIT });
+  assert.equal(await late.locator('.status-line').textContent(), status);
+}
 
 const timelineLive = (page) => page.locator('#timeline-status[data-state="live"]').waitFor({ timeout: WAIT });
 
@@ -208,7 +249,7 @@ const scenarios = {
     assert.equal(await page.title(), '(1) askbus');
     await radio(single, /SQLite/).check();
     await single.getByRole('button', { name: 'Submit answer' }).click();
-    await single.locator('.status-line', { hasText: 'You answered' }).waitFor({ timeout: WAIT });
+    await resolvedAs(single, 'You answered');
     assert.equal(await single.locator('dd').textContent(), 'SQLite');
     assert.deepEqual(await agent.outcome('single'), { answers: [['SQLite']] });
     assert.equal(await page.title(), 'askbus');
@@ -251,7 +292,7 @@ const scenarios = {
     await compression.getByRole('textbox').fill('brotli level 5');
     await radio(region, /No preference/).check();
     await form.getByRole('button', { name: 'Submit answers' }).click();
-    await form.locator('.status-line', { hasText: 'You answered' }).waitFor({ timeout: WAIT });
+    await resolvedAs(form, 'You answered');
     assert.deepEqual(
       await form.locator('dd').allTextContents(),
       ['Logs, Traces, Profiles', 'brotli level 5', '[No preference]'],
@@ -271,10 +312,10 @@ const scenarios = {
     await form.waitFor({ timeout: WAIT });
     await form.getByRole('button', { name: 'Decline…' }).click();
     const reason = form.getByLabel('Reason for the agent (optional)');
-    assert.equal(await reason.evaluate((input) => input === document.activeElement), true);
+    assert.equal(await hasFocus(reason), true);
     await reason.fill('Not now, ask me after lunch');
     await form.getByRole('button', { name: 'Decline question' }).click();
-    await form.locator('.status-line', { hasText: 'You declined' }).waitFor({ timeout: WAIT });
+    await resolvedAs(form, 'You declined');
     assert.deepEqual(await agent.outcome('reject'), {
       error: { kind: 'rejected', reason: 'Not now, ask me after lunch' },
     });
@@ -284,21 +325,15 @@ const scenarios = {
   /** Two live tabs: one answers, the other shows it. A third without live updates gets a 409. */
   async two_tabs() {
     const request = await agent.ask('tabs');
-    const first = await open(URL_OPEN, '?session=ui-tabs');
-    const second = await open(URL_OPEN, '?session=ui-tabs');
-    const stale = await open(URL_OPEN, '?session=ui-tabs', { blockEvents: true });
-    await Promise.all([live(first), live(second)]);
-    for (const page of [first, second, stale]) await card(page, request.id).waitFor({ timeout: WAIT });
-    // The tab without a stream says so.
-    await stale.locator('#banner', { hasText: 'Lost the connection to the server' }).waitFor({ timeout: WAIT });
+    const [first, second, stale] = await tabsWithStale('?session=ui-tabs', request.id, 2);
 
     await radio(card(second, request.id), /SQLite/).check(); // half-way through, in tab two
     await radio(card(first, request.id), /Postgres/).check();
     await card(first, request.id).getByRole('button', { name: 'Submit answer' }).click();
-    await card(first, request.id).locator('.status-line', { hasText: 'You answered' }).waitFor({ timeout: WAIT });
+    await resolvedAs(card(first, request.id), 'You answered');
 
     const other = card(second, request.id);
-    await other.locator('.status-line', { hasText: 'Answered elsewhere' }).waitFor({ timeout: WAIT });
+    await resolvedAs(other, 'Answered elsewhere');
     assert.equal(await other.locator('dd').textContent(), 'Postgres');
     assert.equal(await other.locator('form').isHidden(), true, 'no form left to submit');
     await until('the announcement in tab two', async () =>
@@ -307,9 +342,7 @@ const scenarios = {
 
     const late = card(stale, request.id);
     await radio(late, /SQLite/).check();
-    await late.getByRole('button', { name: 'Submit answer' }).click();
-    await late.locator('.note', { hasText: 'already resolved elsewhere' }).waitFor({ timeout: WAIT });
-    assert.equal(await late.locator('.status-line').textContent(), 'Answered elsewhere');
+    await sendLate(late, 'Submit answer', 'Answered elsewhere');
     assert.equal(await late.locator('dd').textContent(), 'Postgres');
     await shoot(stale, 'conflict-409');
     assert.deepEqual(await agent.outcome('tabs'), { answers: [['Postgres']] });
@@ -357,13 +390,13 @@ const scenarios = {
     assert.equal(await again.locator('fieldset').nth(1).getByRole('textbox').inputValue(), 'Friday 18:00');
     assert.equal(await radio(again.locator('fieldset').nth(1), /^Other/).isChecked(), true);
     await again.getByRole('button', { name: 'Submit answers' }).click();
-    await again.locator('.status-line', { hasText: 'You answered' }).waitFor({ timeout: WAIT });
+    await resolvedAs(again, 'You answered');
     assert.deepEqual(await agent.outcome('reload1'), { answers: [['Staging'], ['Friday 18:00']] });
     assert.deepEqual(await agent.outcome('reload2'), { answers: [['Yes']] });
 
     // The agent gives up on the last one: the card says so.
     await agent.cancel('reload3');
-    await card(page, askedMeanwhile.id).locator('.status-line', { hasText: 'Withdrawn' }).waitFor({ timeout: WAIT });
+    await resolvedAs(card(page, askedMeanwhile.id), 'Withdrawn');
     await page.close();
   },
 
@@ -392,8 +425,7 @@ const scenarios = {
 
     const connections = (path) => cursorsSent[path].length;
     const beforeCut = { events: connections('/event'), frames: connections('/session/ui-drop/stream') };
-    await agent.proxy(false);
-    await page.locator('#banner', { hasText: 'Lost the connection to the server' }).waitFor({ timeout: WAIT });
+    await cut(page);
     assert.equal(await page.locator('#connection').getAttribute('data-state'), 'offline');
     await page.locator('#timeline-status[data-state="offline"]').waitFor({ timeout: WAIT });
     await radio(card(page, first.id), /Keep/).check();
@@ -414,7 +446,7 @@ const scenarios = {
     await until('exactly the pending requests after resuming', async () =>
       JSON.stringify(await shownPending(page)) === JSON.stringify(expected),
     );
-    await card(page, second.id).locator('.status-line', { hasText: 'Answered elsewhere' }).waitFor({ timeout: WAIT });
+    await resolvedAs(card(page, second.id), 'Answered elsewhere');
     const resumed = (cursors) => cursors.some((cursor) => typeof cursor === 'string' && cursor.length > 0);
     assert.ok(
       resumed(cursorsSent['/event'].slice(beforeCut.events)),
@@ -433,11 +465,11 @@ const scenarios = {
 
     // The kept answer can now be sent; the new request is declined without a reason.
     await card(page, first.id).getByRole('button', { name: 'Submit answer' }).click();
-    await card(page, first.id).locator('.status-line', { hasText: 'You answered' }).waitFor({ timeout: WAIT });
+    await resolvedAs(card(page, first.id), 'You answered');
     const declined = card(page, third.id);
     await declined.getByRole('button', { name: 'Decline…' }).click();
     await declined.getByRole('button', { name: 'Decline question' }).click();
-    await declined.locator('.status-line', { hasText: 'You declined' }).waitFor({ timeout: WAIT });
+    await resolvedAs(declined, 'You declined');
     await timelineReads(page, [
       `tl-question: Migrations ${migrations} Keep`,
       `tl-question: Cache ${cache} Delete`,
@@ -456,8 +488,7 @@ const scenarios = {
     const request = await agent.ask('phone');
     const form = card(page, request.id);
     await form.waitFor({ timeout: WAIT });
-    const overflow = await overflowX(page);
-    assert.ok(overflow <= 0, `no horizontal scrolling on a phone (${overflow} px too wide)`);
+    await assertFits(page);
     await shoot(page, 'question-phone');
 
     await page.keyboard.press('Tab');
@@ -473,7 +504,7 @@ const scenarios = {
     await page.keyboard.press('Tab'); // Submit
     assert.equal(await page.evaluate(() => document.activeElement.textContent), 'Submit answer');
     await page.keyboard.press('Enter');
-    await form.locator('.status-line', { hasText: 'You answered' }).waitFor({ timeout: WAIT });
+    await resolvedAs(form, 'You answered');
     assert.equal(await page.evaluate(() => document.activeElement.dataset.id), request.id, 'focus stays on the card');
     assert.deepEqual(await agent.outcome('phone'), { answers: [['Tomorrow']] });
     await page.close();
@@ -494,7 +525,7 @@ const scenarios = {
     assert.equal(await page.locator('#pending-count').textContent(), '1');
     await agent.cancel('filter_a');
     await agent.cancel('filter_b');
-    await card(page, b.id).locator('.status-line', { hasText: 'Withdrawn' }).waitFor({ timeout: WAIT });
+    await resolvedAs(card(page, b.id), 'Withdrawn');
     await page.locator('#empty', { hasText: 'in session “ui-filter-b”' }).waitFor({ timeout: WAIT });
     await page.close();
   },
@@ -519,7 +550,7 @@ const scenarios = {
     await form.waitFor({ timeout: WAIT });
     await radio(form, /Approve the plan/).check();
     await form.getByRole('button', { name: 'Submit answer' }).click();
-    await form.locator('.status-line', { hasText: 'You answered' }).waitFor({ timeout: WAIT });
+    await resolvedAs(form, 'You answered');
     assert.deepEqual(await agent.outcome('auth'), { answers: [['Approve the plan']] });
     // The session's timeline, loaded and streamed with the token, shows the answer too.
     await timelineLive(page);
@@ -597,7 +628,7 @@ const scenarios = {
     assert.equal(await editor.getAttribute('aria-invalid'), 'true');
     await send.click();
     assert.match(await review.locator('.card-error').textContent(), /^Check the decision for execute_trade: invalid JSON: /);
-    assert.equal(await editor.evaluate((element) => element === document.activeElement), true);
+    assert.equal(await hasFocus(editor), true);
     await editor.fill('[10]');
     assert.equal(await status.textContent(), 'Not valid: the arguments must be a JSON object { … }');
     await send.click();
@@ -613,7 +644,7 @@ const scenarios = {
     await shoot(page, 'approval-desktop');
 
     await send.click();
-    await review.locator('.status-line', { hasText: 'You sent your decision' }).waitFor({ timeout: WAIT });
+    await resolvedAs(review, 'You sent your decision');
     assert.deepEqual(await review.locator('dd').allTextContents(), [
       'Approved',
       'Approved with edited arguments: {"symbol":"VNM","quantity":10,"side":"buy"}',
@@ -741,7 +772,7 @@ const scenarios = {
       'group done expanded: Analyse VNINDEX prices ˅ Web search Analyse VNINDEX prices ✓ Done [success Web search | error Analyse VNINDEX prices]',
       ...done.slice(3),
     ]);
-    assert.equal(await header.evaluate((element) => element === document.activeElement), true, 'focus stays on the header');
+    assert.equal(await hasFocus(header), true, 'focus stays on the header');
     await shoot(page, 'timeline-desktop');
     await page.keyboard.press('Enter');
     await timelineReads(page, done);
@@ -758,8 +789,7 @@ const scenarios = {
     await timelineReads(page, [...done, 'tl-user: User Thanks!']);
 
     await page.setViewportSize(PHONE);
-    const overflow = await overflowX(page);
-    assert.ok(overflow <= 0, `no horizontal scrolling on a phone (${overflow} px too wide)`);
+    await assertFits(page);
     await page.locator('#timeline-section').scrollIntoViewIfNeeded();
     await shoot(page, 'timeline-phone', { fullPage: false });
     await page.close();
@@ -786,6 +816,8 @@ async function main() {
     ],
     viewport: DESKTOP,
   });
+  // A step that cannot happen fails within the same limit as a wait.
+  context.setDefaultTimeout(WAIT);
   context.on('request', (request) => {
     const url = new URL(request.url());
     if (['http:', 'https:', 'ws:', 'wss:'].includes(url.protocol) && !origins.has(url.origin)) {
