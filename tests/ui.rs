@@ -53,6 +53,8 @@ const BROWSER_TIMEOUT: Duration = Duration::from_secs(120);
 const OUTCOME_TIMEOUT: Duration = Duration::from_secs(10);
 /// The bearer token of the server with authentication on.
 const TOKEN: &str = "ui-test-token-0123456789abcdef";
+/// The timeout of the cases that expire while the page counts down.
+const EXPIRY: Duration = Duration::from_secs(3);
 /// Every scenario of `browser.mjs`, in its order: the run must have done them all.
 const SCENARIOS: &[&str] = &[
     "answer_single",
@@ -65,6 +67,7 @@ const SCENARIOS: &[&str] = &[
     "session_filter",
     "token_prompt",
     "approval_decisions",
+    "expiry",
     "session_timeline",
 ];
 
@@ -104,6 +107,7 @@ struct Case {
     server: Server,
     session: &'static str,
     ask: Ask,
+    timeout: Timeout,
     /// What the agent must receive: answers or decisions, or the error's kind and reason.
     expected: Value,
 }
@@ -152,6 +156,7 @@ fn case(key: &str) -> Option<Case> {
         server: Server::Open,
         session,
         ask: Ask::Questions(questions),
+        timeout: Timeout::Default,
         expected,
     };
     let approval = |session, actions, review_configs, expected| Case {
@@ -161,8 +166,10 @@ fn case(key: &str) -> Option<Case> {
             actions,
             review_configs,
         },
+        timeout: Timeout::Default,
         expected,
     };
+    let timed_out = || json!({"error": {"kind": "timed_out"}});
     Some(match key {
         "single" => open("ui-single", vec![database()], answers(json!([["SQLite"]]))),
         "multi" => open(
@@ -330,6 +337,23 @@ fn case(key: &str) -> Option<Case> {
                 {"type": "reject", "message": "Keep the users table"},
             ]}),
         ),
+        "expiry_approval" => Case {
+            timeout: Timeout::After(EXPIRY),
+            ..approval(
+                "ui-expiry",
+                vec![Action::new("restart_service", json!({"service": "api"})).with_tool_use_id("tc-e1")],
+                vec![],
+                timed_out(),
+            )
+        },
+        "expiry_question" => Case {
+            timeout: Timeout::After(EXPIRY),
+            ..open(
+                "ui-expiry",
+                vec![yes_no("Roll back the last deploy?", "Rollback")],
+                timed_out(),
+            )
+        },
         "timeline_question" => open(
             "ui-timeline",
             vec![
@@ -360,6 +384,7 @@ fn case(key: &str) -> Option<Case> {
         "auth" => Case {
             server: Server::Auth,
             session: "ui-auth",
+            timeout: Timeout::Default,
             ask: Ask::Questions(vec![
                 QuestionInfo::new(
                     "Go ahead with the migration plan?",
@@ -405,7 +430,7 @@ impl Agent {
                     Ask::Questions(questions) => {
                         let pending = hub
                             .questions()
-                            .submit(case.session, questions, None, Timeout::Default)
+                            .submit(case.session, questions, None, case.timeout)
                             .map_err(|error| format!("ask {key}: {error}"))?;
                         let request = serde_json::to_value(pending.request().as_ref());
                         (Pending::Question(pending), request)
@@ -416,7 +441,7 @@ impl Agent {
                     } => {
                         let pending = hub
                             .approvals()
-                            .submit(case.session, actions, review_configs, Timeout::Default)
+                            .submit(case.session, actions, review_configs, case.timeout)
                             .map_err(|error| format!("ask {key}: {error}"))?;
                         let request = serde_json::to_value(pending.request().as_ref());
                         (Pending::Approval(pending), request)
@@ -645,6 +670,7 @@ async fn drive(package: &Path) {
         "approval-desktop",
         "timeline-desktop",
         "timeline-phone",
+        "question-expired",
     ] {
         let file = screenshots.join(format!("{name}.png"));
         assert!(
@@ -670,6 +696,8 @@ async fn drive(package: &Path) {
             "drop1",
             "drop2",
             "drop3",
+            "expiry_approval",
+            "expiry_question",
             "filter_a",
             "filter_b",
             "multi",

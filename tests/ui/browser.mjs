@@ -664,6 +664,62 @@ const scenarios = {
     await page.close();
   },
 
+  /**
+   * A question and an approval nobody answers: the countdown runs out, both cards say they
+   * expired, and the tool call the approval held back gets a red dot.
+   */
+  async expiry() {
+    const session = 'ui-expiry';
+    await agent.step(session, { type: 'tool_use', id: 'tc-e1', name: 'restart_service', input: { service: 'api' } });
+    const page = await open(URL_OPEN, `?session=${session}`);
+    await live(page);
+    await timelineLive(page);
+    const approval = await agent.ask('expiry_approval');
+    const question = await agent.ask('expiry_question');
+    const form = card(page, question.id);
+    await form.waitFor({ timeout: WAIT });
+    const timer = form.locator('.timer');
+    assert.equal(await timer.getAttribute('data-state'), 'urgent');
+    // Every reading of the countdown until the card resolves.
+    await timer.evaluate((element) => {
+      window.readings = [element.textContent];
+      new MutationObserver(() => window.readings.push(element.textContent)).observe(element, {
+        childList: true,
+        characterData: true,
+        subtree: true,
+      });
+    });
+    await resolvedAs(form, 'Expired: nobody answered in time');
+    await resolvedAs(card(page, approval.id), 'Expired: every action was rejected');
+    const readings = (await page.evaluate(() => window.readings)).filter(
+      (reading, index, all) => reading !== all[index - 1],
+    );
+    const seconds = readings.map((reading) => (reading === 'time is up' ? 0 : Number(/^expires in 0:0([1-3])$/.exec(reading)?.[1])));
+    assert.ok(
+      seconds.every((left, index) => left >= 0 && (index === 0 || left < seconds[index - 1])),
+      `the countdown went down (${readings})`,
+    );
+    assert.ok(readings.includes('expires in 0:01'), `it reached the last second (${readings})`);
+    assert.equal(await timer.isHidden(), true);
+    assert.equal(await form.locator('form').isHidden(), true, 'no form left to submit');
+    await until('the announcement', async () => (await page.locator('#announcer').textContent()).endsWith('expired.'));
+    const expiredQuestion = 'tl-question: Expired: nobody answered in time Rollback Roll back the last deploy?';
+    await timelineReads(page, [
+      'group done collapsed: Restart service › [error Restart service | Approval: Restart service / Expired: nobody answered in time]',
+      expiredQuestion,
+    ]);
+    // Opened, the group shows the red dot.
+    await page.locator('#timeline .group-header').click();
+    await timelineReads(page, [
+      'group done expanded: Restart service ˅ Restart service Approval: Restart service Expired: nobody answered in time ✓ Done [error Restart service | Approval: Restart service / Expired: nobody answered in time]',
+      expiredQuestion,
+    ]);
+    await shoot(page, 'question-expired');
+    assert.deepEqual(await agent.outcome('expiry_question'), { error: { kind: 'timed_out' } });
+    assert.deepEqual(await agent.outcome('expiry_approval'), { error: { kind: 'timed_out' } });
+    await page.close();
+  },
+
   /** A session's timeline in seed 004's groups: from history, live, and again after a reload. */
   async session_timeline() {
     const session = 'ui-timeline';

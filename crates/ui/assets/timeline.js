@@ -11,7 +11,9 @@
 // a header naming the latest tool; `group_end` marks it done and collapses it 300 ms later,
 // with the summary as header; clicking the header toggles it, and an expanded done group
 // shows every item and "✓ Done". Tool items carry a dot: amber while running, green on
-// success, red on error (or when rejected). A `tool_result` merges into its `tool_use`.
+// success, red on error, and red when an approval did not let the call run (rejected,
+// answered with a response instead, timed out, withdrawn), whatever result follows.
+// A `tool_result` merges into its `tool_use`.
 // Questions are shown outside groups, tool approvals inside them; a pending one offers a
 // button that takes the human to its card, a resolved one shows its answers or decisions
 // (seed 000's resolved question block).
@@ -87,6 +89,37 @@ function applyFrame(blocks, open, frame) {
   }
 }
 
+/**
+ * `blocks`, with each tool call that a resolved approval did not let run marked failed
+ * (seed 004: rejected or timed out is a red dot). An action names its call by
+ * `tool_use_id`; without one, it is the latest call of that tool before the approval.
+ */
+function withRefusals(blocks) {
+  const refused = new Set();
+  blocks.forEach((block, position) => {
+    if (block.type !== 'request' || !block.resolved || isQuestion(block)) return;
+    const before = blocks.slice(0, position).reverse();
+    block.actionRequests.forEach((action, index) => {
+      if (!refuses(block, index)) return;
+      const call = before.find(
+        (candidate) =>
+          candidate.type === 'tool_use' &&
+          (action.tool_use_id ? candidate.id === action.tool_use_id : candidate.name === action.name),
+      );
+      if (call) refused.add(call);
+    });
+  });
+  return blocks.map((block) => (refused.has(block) ? { ...block, status: 'error' } : block));
+}
+
+/** Whether resolved approval `block` kept its action `index` from running. */
+function refuses(block, index) {
+  if (block.timedOut || block.cancelled) return true;
+  // Fewer decisions than actions: the first stands for the rest (seed behaviour).
+  const decision = block.decisions?.[index] ?? block.decisions?.[0];
+  return decision?.type === 'reject' || decision?.type === 'respond';
+}
+
 /** Groups blocks into items (seed 004's `buildGroups`); the last group stays open. */
 function buildItems(blocks) {
   const items = [];
@@ -149,7 +182,7 @@ export class Timeline {
   }
 
   render() {
-    const items = buildItems(this.blocks);
+    const items = buildItems(withRefusals(this.blocks));
     const focusedKey = document.activeElement?.closest?.('.group')?.dataset.key;
     this.list.replaceChildren(...items.map((item) => h('li', {}, this.item(item))));
     this.empty.hidden = items.length > 0;
