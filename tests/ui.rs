@@ -62,6 +62,7 @@ const SCENARIOS: &[&str] = &[
     "reject",
     "two_tabs",
     "reload_mid_flow",
+    "in_flight_outcome",
     "dropped_connection",
     "phone_keyboard",
     "session_filter",
@@ -169,6 +170,7 @@ fn case(key: &str) -> Option<Case> {
         timeout: Timeout::Default,
         expected,
     };
+    let cancelled = || json!({"error": {"kind": "cancelled"}});
     let timed_out = || json!({"error": {"kind": "timed_out"}});
     Some(match key {
         "single" => open("ui-single", vec![database()], answers(json!([["SQLite"]]))),
@@ -212,6 +214,16 @@ fn case(key: &str) -> Option<Case> {
             json!({"error": {"kind": "rejected", "reason": "Not now, ask me after lunch"}}),
         ),
         "tabs" => open("ui-tabs", vec![database()], answers(json!([["Postgres"]]))),
+        "in_flight" => open(
+            "ui-in-flight",
+            vec![database()],
+            answers(json!([["Postgres"]])),
+        ),
+        "in_flight_marker" => open(
+            "ui-in-flight",
+            vec![yes_no("Open a pull request?", "PR")],
+            cancelled(),
+        ),
         "reload1" => open(
             "ui-reload",
             vec![
@@ -241,7 +253,7 @@ fn case(key: &str) -> Option<Case> {
         "reload3" => open(
             "ui-reload",
             vec![yes_no("Run the full test suite first?", "Tests")],
-            json!({"error": {"kind": "cancelled"}}),
+            cancelled(),
         ),
         "drop1" => open(
             "ui-drop",
@@ -290,12 +302,12 @@ fn case(key: &str) -> Option<Case> {
         "filter_a" => open(
             "ui-filter-a",
             vec![yes_no("Publish the crate?", "Release")],
-            json!({"error": {"kind": "cancelled"}}),
+            cancelled(),
         ),
         "filter_b" => open(
             "ui-filter-b",
             vec![yes_no("Tag the release?", "Release")],
-            json!({"error": {"kind": "cancelled"}}),
+            cancelled(),
         ),
         "approval" => approval(
             "ui-approval",
@@ -700,6 +712,8 @@ async fn drive(package: &Path) {
             "expiry_question",
             "filter_a",
             "filter_b",
+            "in_flight",
+            "in_flight_marker",
             "multi",
             "phone",
             "reject",

@@ -400,6 +400,46 @@ const scenarios = {
     await page.close();
   },
 
+  /**
+   * The page's answer reaches the server, whose event reaches the page while the page's
+   * request is still open, and that request then fails: the card shows the outcome.
+   */
+  async in_flight_outcome() {
+    const page = await open(URL_OPEN, '?session=ui-in-flight');
+    await live(page);
+    const request = await agent.ask('in_flight');
+    const form = card(page, request.id);
+    await form.waitFor({ timeout: WAIT });
+    const replyPath = `/question/${request.id}/reply`;
+    let marker;
+    await page.route(
+      (url) => url.pathname === replyPath,
+      async (route) => {
+        const response = await fetch(`${URL_OPEN}${replyPath}`, {
+          method: 'POST',
+          headers: { 'Content-Type': 'application/json' },
+          body: route.request().postData(),
+        });
+        assert.equal(response.status, 200, await response.text());
+        // The stream is in order: once the next request's card shows, the page has had
+        // the reply's event.
+        marker = await agent.ask('in_flight_marker');
+        await card(page, marker.id).waitFor({ timeout: WAIT });
+        await route.abort('connectionreset');
+      },
+      { times: 1 },
+    );
+    await radio(form, /Postgres/).check();
+    await form.getByRole('button', { name: 'Submit answer' }).click();
+    await resolvedAs(form, 'Answered elsewhere');
+    assert.equal(await form.locator('dd').textContent(), 'Postgres');
+    assert.equal(await form.locator('.card-error').isVisible(), false, 'no stale network complaint');
+    assert.deepEqual(await agent.outcome('in_flight'), { answers: [['Postgres']] });
+    await agent.cancel('in_flight_marker');
+    await resolvedAs(card(page, marker.id), 'Withdrawn');
+    await page.close();
+  },
+
   /** The connection drops: the page says so, then resumes with Last-Event-ID, exactly. */
   async dropped_connection() {
     // The Last-Event-ID each request sent (null: none), by path: the event stream, the

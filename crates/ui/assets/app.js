@@ -131,17 +131,25 @@ function describeError(error, what) {
   }
 }
 
-/** After a failed answer: a 409 or 404 means someone else settled it; show how. */
+/**
+ * After a failed answer: an outcome that arrived while it was in flight stands (the
+ * failure may even be the lost response to this very answer); a 409 or 404 means someone
+ * else settled it; show how.
+ */
 async function afterFailure(request, error, card) {
-  if (!(error instanceof api.ApiError) || ![404, 409].includes(error.status)) return;
+  const deferred = state.deferred.get(request.id);
+  state.deferred.delete(request.id);
+  if (!(error instanceof api.ApiError) || ![404, 409].includes(error.status)) {
+    if (deferred) settle(request.id, deferred);
+    return;
+  }
   const kind = card.kind;
   const noun = kind === 'question' ? 'answer' : 'decision';
   const note =
     error.status === 409
       ? `Your ${noun} was not sent: this ${kind} was already resolved elsewhere.`
       : `Your ${noun} was not sent: this ${kind} no longer exists on the server.`;
-  let outcome = state.deferred.get(request.id);
-  state.deferred.delete(request.id);
+  let outcome = deferred;
   if (!outcome && error.status === 409) {
     try {
       const current = await api.get(`/${kind}/${encodeURIComponent(request.id)}`);
