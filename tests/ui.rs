@@ -64,6 +64,7 @@ const SCENARIOS: &[&str] = &[
     "reload_mid_flow",
     "in_flight_outcome",
     "dropped_connection",
+    "resync",
     "phone_keyboard",
     "session_filter",
     "token_prompt",
@@ -222,6 +223,21 @@ fn case(key: &str) -> Option<Case> {
         "in_flight_marker" => open(
             "ui-in-flight",
             vec![yes_no("Open a pull request?", "PR")],
+            cancelled(),
+        ),
+        "resync1" => open(
+            "ui-resync",
+            vec![yes_no("Squash the commits?", "Squash")],
+            cancelled(),
+        ),
+        "resync2" => open(
+            "ui-resync",
+            vec![yes_no("Bump the version?", "Version")],
+            answers(json!([["Yes"]])),
+        ),
+        "resync3" => open(
+            "ui-resync",
+            vec![yes_no("Update the changelog?", "Changelog")],
             cancelled(),
         ),
         "reload1" => open(
@@ -720,6 +736,9 @@ async fn drive(package: &Path) {
             "reload1",
             "reload2",
             "reload3",
+            "resync1",
+            "resync2",
+            "resync3",
             "single",
             "tabs",
             "timeline_approval",

@@ -188,6 +188,9 @@ async function sendLate(late, button, status) {
   assert.equal(await late.locator('.status-line').textContent(), status);
 }
 
+/** Whether a request for `url` is the page's event stream. */
+const isEventStream = (url) => url.pathname === '/event';
+
 const timelineLive = (page) => page.locator('#timeline-status[data-state="live"]').waitFor({ timeout: WAIT });
 
 /**
@@ -518,6 +521,57 @@ const scenarios = {
     assert.deepEqual(await agent.outcome('drop1'), { answers: [['Keep']] });
     assert.deepEqual(await agent.outcome('drop2'), { answers: [['Delete']] });
     assert.deepEqual(await agent.outcome('drop3'), { error: { kind: 'rejected', reason: null } });
+    await page.close();
+  },
+
+  /**
+   * The page resumes with a cursor the server no longer has: the server says
+   * `server.resync`, and the page's list becomes the server's pending requests.
+   */
+  async resync() {
+    const session = 'ui-resync';
+    const kept = await agent.ask('resync1');
+    const answered = await agent.ask('resync2');
+    const requests = [];
+    const page = await open(URL_PROXY, `?session=${session}`, {
+      watch: (page) => page.on('request', (request) => requests.push(new URL(request.url()).pathname)),
+    });
+    await live(page);
+    for (const request of [kept, answered]) await card(page, request.id).waitFor({ timeout: WAIT });
+
+    // While the page is cut off, the agent asks again and another client answers one.
+    await cut(page);
+    const asked = await agent.ask('resync3');
+    await replyOverHttp(URL_OPEN, answered.id, [['Yes']]);
+
+    // It comes back with a cursor the server does not know (as after the server's history
+    // moved on), so nothing is replayed.
+    const unknownCursor = 'evt_7ZZZZZZZZZZZZZZZZZZZZZZZZZ';
+    let resumedAt = null;
+    await page.route(
+      isEventStream,
+      (route) => {
+        resumedAt = requests.length;
+        return route.continue({ headers: { ...route.request().headers(), 'last-event-id': unknownCursor } });
+      },
+      { times: 1 },
+    );
+    await agent.proxy(true);
+    await live(page);
+    const expected = [kept.id, asked.id];
+    assert.deepEqual(await serverPending(URL_OPEN, session), expected);
+    await until('the list to be the server\'s pending requests', async () =>
+      JSON.stringify(await shownPending(page)) === JSON.stringify(expected),
+    );
+    assert.equal(await card(page, answered.id).count(), 0, 'the request answered meanwhile is gone');
+    assert.ok(
+      requests.slice(resumedAt).includes('/question'),
+      `the resync took a snapshot (requests after the resumed stream: ${requests.slice(resumedAt)})`,
+    );
+    assert.deepEqual(await agent.outcome('resync2'), { answers: [['Yes']] });
+    await agent.cancel('resync1');
+    await agent.cancel('resync3');
+    await resolvedAs(card(page, asked.id), 'Withdrawn');
     await page.close();
   },
 
