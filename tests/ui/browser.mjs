@@ -292,6 +292,11 @@ const scenarios = {
     assert.match(await form.locator('.card-error').textContent(), /2 still need an answer/);
     assert.equal(await compression.evaluate((field) => field.contains(document.activeElement)), true);
     assert.equal(await compression.getAttribute('aria-invalid'), '');
+    // "Other" chosen but left empty: the focus goes to its text box, not to the radio.
+    await radio(compression, /^Other/).check();
+    await form.getByRole('button', { name: 'Submit answers' }).click();
+    assert.equal(await hasFocus(compression.getByRole('textbox')), true, 'focus on the empty Other text');
+    assert.match(await compression.locator('.field-error').textContent(), /^Type your own answer/);
     await compression.getByRole('textbox').fill('brotli level 5');
     await radio(region, /No preference/).check();
     await form.getByRole('button', { name: 'Submit answers' }).click();

@@ -113,7 +113,7 @@ export function questionCard(request, actions) {
           ? `Answer or skip “${request.questions[invalid].question}” first.`
           : `Answer or skip every question first: ${count} still need an answer.`,
       );
-      fields[invalid].focus();
+      results[invalid].fix.focus();
       return;
     }
     const answers = results.map((result) => result.answer);
@@ -193,7 +193,10 @@ export function questionCard(request, actions) {
   return controller;
 }
 
-/** One question as a fieldset; `collect()` gives `{answer}` or `{error}`. */
+/**
+ * One question as a fieldset; `collect()` gives `{answer}`, or `{error, fix}` with the
+ * control that needs the human.
+ */
 function questionField(request, info, index, multi) {
   const base = domId(request.id, 'q', index);
   const name = base;
@@ -292,7 +295,7 @@ function questionField(request, info, index, multi) {
       const checked = inputs.filter((input) => input.checked);
       if (checked.length === 0) {
         setError('Choose an answer, or “No preference” to skip.');
-        return { error: true };
+        return { error: true, fix: inputs[0] };
       }
       if (skipInput.checked) {
         setError('');
@@ -303,8 +306,7 @@ function questionField(request, info, index, multi) {
         const text = otherText.value.trim();
         if (!text) {
           setError('Type your own answer, or choose one of the options.');
-          otherText.focus();
-          return { error: true };
+          return { error: true, fix: otherText };
         }
         answer.push(text);
       }
