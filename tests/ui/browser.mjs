@@ -626,6 +626,9 @@ const scenarios = {
     await agent.cancel('filter_b');
     await resolvedAs(card(page, b.id), 'Withdrawn');
     await page.locator('#empty', { hasText: 'in session “ui-filter-b”' }).waitFor({ timeout: WAIT });
+    // Dismissed, its card hands the focus on past the card the filter hides, to the heading.
+    await card(page, b.id).getByRole('button', { name: /^Dismiss/ }).click();
+    assert.equal(await page.evaluate(() => document.activeElement.id), 'list-title');
     await page.close();
   },
 

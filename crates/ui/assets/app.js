@@ -26,7 +26,7 @@ import { EventStreamClient } from './sse.js';
 
 const byId = (id) => document.getElementById(id);
 const ui = {
-  main: byId('requests'),
+  listTitle: byId('list-title'),
   list: byId('list'),
   empty: byId('empty'),
   loading: byId('loading'),
@@ -327,12 +327,19 @@ function settle(id, outcome) {
 function removeCard(id, moveFocus) {
   const card = state.cards.get(id);
   if (!card) return;
-  const next = card.element.nextElementSibling ?? card.element.previousElementSibling;
+  const next = shownSibling(card.element, 'nextElementSibling') ?? shownSibling(card.element, 'previousElementSibling');
   const hadFocus = card.element.contains(document.activeElement);
   card.element.remove();
   state.cards.delete(id);
-  if (moveFocus || hadFocus) (next ?? ui.main).focus();
+  if (moveFocus || hadFocus) (next ?? ui.listTitle).focus();
   render();
+}
+
+/** The nearest card in `direction` from `element` that the session filter shows, if any. */
+function shownSibling(element, direction) {
+  let sibling = element[direction];
+  while (sibling?.hidden) sibling = sibling[direction];
+  return sibling;
 }
 
 /** Ids sort by their ULID, whatever their kind prefix. */
