@@ -639,6 +639,26 @@ const scenarios = {
     await dialog.waitFor({ timeout: WAIT });
     assert.equal(await page.locator('#connection').getAttribute('data-state'), 'locked');
     await shoot(page, 'token-prompt', { fullPage: false });
+    // Declined, the prompt waits behind the banner; coming back online does not force it.
+    await dialog.getByRole('button', { name: 'Cancel' }).click();
+    await page.locator('#banner', { hasText: 'needs an access token' }).waitFor({ timeout: WAIT });
+    const streamsOpened = await page.evaluate(async () => {
+      const original = window.fetch;
+      let opened = 0;
+      window.fetch = (resource, init) => {
+        if (new URL(resource, location.href).pathname === '/event') opened += 1;
+        return original(resource, init);
+      };
+      window.dispatchEvent(new Event('online'));
+      // A retry would have called fetch before the next task.
+      await new Promise((resolve) => setTimeout(resolve, 0));
+      window.fetch = original;
+      return opened;
+    });
+    assert.equal(streamsOpened, 0, 'no new stream while it waits for a token');
+    assert.equal(await dialog.isVisible(), false, 'the prompt stays closed');
+    await page.locator('#banner').getByRole('button', { name: 'Enter token' }).click();
+    await dialog.waitFor({ timeout: WAIT });
     await dialog.getByLabel('Access token').fill('not-the-token');
     await dialog.getByRole('button', { name: 'Use token' }).click();
     await dialog.locator('#token-error', { hasText: 'did not accept' }).waitFor({ timeout: WAIT });
