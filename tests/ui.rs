@@ -357,7 +357,7 @@ fn case(key: &str) -> Option<Case> {
                 ReviewConfig::new("delete_rows", [DecisionType::Reject, DecisionType::Respond]),
             ],
             json!({"decisions": [
-                {"type": "approve"},
+                {"type": "respond", "message": "Send it after the release notes are out"},
                 {"type": "edit", "edited_action": {
                     "name": "execute_trade",
                     "args": {"symbol": "VNM", "quantity": 10, "side": "buy"},

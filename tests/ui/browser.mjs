@@ -735,7 +735,16 @@ const scenarios = {
     const send = review.getByRole('button', { name: 'Send decisions' });
     await send.click();
     assert.equal(await review.locator('.card-error').textContent(), 'Check the decision for send_email: choose a decision.');
-    await radio(email, 'Approve').check();
+    // A response instead of the call needs its text.
+    await radio(email, 'Respond instead').check();
+    await send.click();
+    assert.equal(
+      await review.locator('.card-error').textContent(),
+      'Check the decision for send_email: write the response for the agent.',
+    );
+    const response = email.getByLabel('Your response (sent to the agent instead of running the tool)');
+    assert.equal(await hasFocus(response), true);
+    await response.fill('Send it after the release notes are out');
     await radio(rows, 'Reject').check();
     await rows.getByLabel('Message to the agent (optional)').fill('Keep the users table');
 
@@ -768,20 +777,20 @@ const scenarios = {
     await send.click();
     await resolvedAs(review, 'You sent your decision');
     assert.deepEqual(await review.locator('dd').allTextContents(), [
-      'Approved',
+      'Responded: Send it after the release notes are out',
       'Approved with edited arguments: {"symbol":"VNM","quantity":10,"side":"buy"}',
       'Rejected: Keep the users table',
     ]);
     const decisions = {
       decisions: [
-        { type: 'approve' },
+        { type: 'respond', message: 'Send it after the release notes are out' },
         { type: 'edit', edited_action: { name: 'execute_trade', args: { symbol: 'VNM', quantity: 10, side: 'buy' } } },
         { type: 'reject', message: 'Keep the users table' },
       ],
     };
     assert.deepEqual(await agent.outcome('approval'), decisions);
     await timelineReads(page, [
-      'group running expanded: Send email ˅ Approval: Send email, Execute trade, Delete rows Approved; Approved with edited arguments: {"symbol":"VNM","quantity":10,"side":"buy"}; Rejected: Keep the users table [Approval: Send email, Execute trade, Delete rows / Approved; Approved with edited arguments: {"symbol":"VNM","quantity":10,"side":"buy"}; Rejected: Keep the users table]',
+      'group running expanded: Send email ˅ Approval: Send email, Execute trade, Delete rows Responded: Send it after the release notes are out; Approved with edited arguments: {"symbol":"VNM","quantity":10,"side":"buy"}; Rejected: Keep the users table [Approval: Send email, Execute trade, Delete rows / Responded: Send it after the release notes are out; Approved with edited arguments: {"symbol":"VNM","quantity":10,"side":"buy"}; Rejected: Keep the users table]',
     ]);
     await page.close();
   },
