@@ -257,7 +257,8 @@ const scenarios = {
     assert.deepEqual(await agent.outcome('single'), { answers: [['SQLite']] });
     assert.equal(await page.title(), 'askbus');
     // The resolved card stays until dismissed.
-    await single.getByRole('button', { name: 'Dismiss' }).click();
+    // Its buttons name the question, so a screen reader's list of buttons tells cards apart.
+    await single.getByRole('button', { name: 'Dismiss: question Database', exact: true }).click();
     assert.equal(await single.count(), 0);
     await page.close();
   },
@@ -318,7 +319,7 @@ const scenarios = {
     const request = await agent.ask('reject');
     const form = card(page, request.id);
     await form.waitFor({ timeout: WAIT });
-    await form.getByRole('button', { name: 'Decline…' }).click();
+    await form.getByRole('button', { name: 'Decline: question API', exact: true }).click();
     const reason = form.getByLabel('Reason for the agent (optional)');
     assert.equal(await hasFocus(reason), true);
     await reason.fill('Not now, ask me after lunch');
@@ -515,7 +516,7 @@ const scenarios = {
     await card(page, first.id).getByRole('button', { name: 'Submit answer' }).click();
     await resolvedAs(card(page, first.id), 'You answered');
     const declined = card(page, third.id);
-    await declined.getByRole('button', { name: 'Decline…' }).click();
+    await declined.getByRole('button', { name: 'Decline: question Notify', exact: true }).click();
     await declined.getByRole('button', { name: 'Decline question' }).click();
     await resolvedAs(declined, 'You declined');
     await timelineReads(page, [
@@ -935,7 +936,7 @@ const scenarios = {
       resolvedQuestion,
       'group running expanded: Publish the report ˅ Publish the report Approval: Publish report Waiting for your decision. Review it [pending Publish the report | Approval: Publish report / Waiting for your decision. Review it]',
     ]);
-    await card(page, approval.id).getByRole('button', { name: 'Approve', exact: true }).click();
+    await card(page, approval.id).getByRole('button', { name: 'Approve: publish_report', exact: true }).click();
     assert.deepEqual(await agent.outcome('timeline_approval'), { decisions: [{ type: 'approve' }] });
     await step({ type: 'tool_result', tool_use_id: 'tc-3', name: 'publish_report' });
     await step({ type: 'text', text: 'VNINDEX rose 2.69% today.', is_final: true });

@@ -18,9 +18,9 @@
 // button that takes the human to its card, a resolved one shows its answers or decisions
 // (seed 000's resolved question block).
 
-import { describeDecision } from './approval.js';
-import { h } from './dom.js';
-import { NO_PREFERENCE } from './question.js';
+import { approvalSubject, describeDecision } from './approval.js';
+import { h, nameFor } from './dom.js';
+import { NO_PREFERENCE, questionSubject } from './question.js';
 
 /** The tool name under which questions appear (seed 000). */
 const QUESTION_TOOL = 'ask_user_question';
@@ -388,7 +388,9 @@ function questionView(block, review) {
   return h(
     'div',
     { class: 'tl-question', dataset: { resolved: String(block.resolved), key: block.key } },
-    block.resolved ? null : pendingView('Waiting for your answer.', 'Answer it', block.key, review),
+    block.resolved
+      ? null
+      : pendingView('Waiting for your answer.', 'Answer it', questionSubject(questions), block.key, review),
     answered ? null : outcomeLine(block),
     h(
       'dl',
@@ -411,19 +413,23 @@ function approvalView(block, review) {
     h('span', { class: 'tl-label' }, `Approval: ${names}`),
     block.resolved
       ? outcomeLine(block) ?? h('p', { class: 'tl-state' }, decided)
-      : pendingView('Waiting for your decision.', 'Review it', block.key, review),
+      : pendingView('Waiting for your decision.', 'Review it', approvalSubject(block.actionRequests), block.key, review),
   );
 }
 
 /** A pending request's line, with the button that takes the human to its card. */
-function pendingView(text, action, key, review) {
-  return h(
-    'p',
-    { class: 'tl-state tl-pending' },
-    text,
-    ' ',
-    h('button', { type: 'button', class: 'link-button', onclick: () => review(key) }, action),
+function pendingView(text, action, subject, key, review) {
+  const button = h(
+    'button',
+    {
+      type: 'button',
+      class: 'link-button',
+      'aria-label': nameFor(action, subject),
+      onclick: () => review(key),
+    },
+    action,
   );
+  return h('p', { class: 'tl-state tl-pending' }, text, ' ', button);
 }
 
 /** How a request ended when it was not answered normally, or `null`. */
