@@ -69,6 +69,7 @@ const SCENARIOS: &[&str] = &[
     "session_filter",
     "token_prompt",
     "approval_decisions",
+    "approval_conflict",
     "expiry",
     "session_timeline",
 ];
@@ -364,6 +365,15 @@ fn case(key: &str) -> Option<Case> {
                 }},
                 {"type": "reject", "message": "Keep the users table"},
             ]}),
+        ),
+        "conflict" => approval(
+            "ui-conflict",
+            vec![
+                Action::new("create_branch", json!({"name": "release-1.3"})),
+                Action::new("open_pull_request", json!({"base": "main", "head": "release-1.3"})),
+            ],
+            vec![],
+            json!({"decisions": [{"type": "approve"}, {"type": "approve"}]}),
         ),
         "expiry_approval" => Case {
             timeout: Timeout::After(EXPIRY),
@@ -721,6 +731,7 @@ async fn drive(package: &Path) {
         [
             "approval",
             "auth",
+            "conflict",
             "drop1",
             "drop2",
             "drop3",

@@ -796,6 +796,25 @@ const scenarios = {
     await page.close();
   },
 
+  /** "Approve all" of two tool calls in one tab; a stale tab's decision then gets a 409. */
+  async approval_conflict() {
+    const request = await agent.ask('conflict');
+    const [page, stale] = await tabsWithStale('?session=ui-conflict', request.id, 1);
+    const review = card(page, request.id);
+    await review.getByRole('button', { name: 'Approve all: create_branch, open_pull_request', exact: true }).click();
+    await resolvedAs(review, 'You sent your decision');
+    const approved = ['Approved', 'Approved'];
+    assert.deepEqual(await review.locator('dd').allTextContents(), approved);
+    assert.deepEqual(await agent.outcome('conflict'), { decisions: [{ type: 'approve' }, { type: 'approve' }] });
+
+    const late = card(stale, request.id);
+    await radio(late.locator('fieldset').nth(0), 'Reject').check();
+    await radio(late.locator('fieldset').nth(1), 'Approve').check();
+    await sendLate(late, 'Send decisions', 'Decided elsewhere');
+    assert.deepEqual(await late.locator('dd').allTextContents(), approved);
+    for (const tab of [page, stale]) await tab.close();
+  },
+
   /**
    * A question and an approval nobody answers: the countdown runs out, both cards say they
    * expired, and the tool call the approval held back gets a red dot.
