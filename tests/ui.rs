@@ -55,6 +55,8 @@ const OUTCOME_TIMEOUT: Duration = Duration::from_secs(10);
 const TOKEN: &str = "ui-test-token-0123456789abcdef";
 /// The timeout of the cases that expire while the page counts down.
 const EXPIRY: Duration = Duration::from_secs(3);
+/// A session id too long for a phone's line, as `browser.mjs` names it too.
+const LONG_SESSION: &str = "ui_phone_approval_session_with_a_long_id_0123456789abcdef0123456789";
 /// Every scenario of `browser.mjs`, in its order: the run must have done them all.
 const SCENARIOS: &[&str] = &[
     "answer_single",
@@ -70,6 +72,7 @@ const SCENARIOS: &[&str] = &[
     "token_prompt",
     "approval_decisions",
     "approval_conflict",
+    "approval_phone_keyboard",
     "expiry",
     "session_timeline",
 ];
@@ -374,6 +377,27 @@ fn case(key: &str) -> Option<Case> {
             ],
             vec![],
             json!({"decisions": [{"type": "approve"}, {"type": "approve"}]}),
+        ),
+        "phone_approval" => approval(
+            LONG_SESSION,
+            vec![
+                Action::new(
+                    "deploy_release",
+                    json!({
+                        "artifact": "https://artifacts.example.com/releases/askbus/1.3.0/askbus-1.3.0-x86_64-unknown-linux-gnu.tar.gz",
+                        "targets": ["eu-west-1", "us-east-1"],
+                    }),
+                )
+                .with_tool_use_id("tc-p1"),
+            ],
+            vec![ReviewConfig::new(
+                "deploy_release",
+                [DecisionType::Approve, DecisionType::Reject],
+            )],
+            json!({"decisions": [{
+                "type": "reject",
+                "message": "Wait for the build sha256:9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08",
+            }]}),
         ),
         "expiry_approval" => Case {
             timeout: Timeout::After(EXPIRY),
@@ -708,6 +732,7 @@ async fn drive(package: &Path) {
         "approval-desktop",
         "timeline-desktop",
         "timeline-phone",
+        "approval-phone",
         "question-expired",
     ] {
         let file = screenshots.join(format!("{name}.png"));
@@ -743,6 +768,7 @@ async fn drive(package: &Path) {
             "in_flight_marker",
             "multi",
             "phone",
+            "phone_approval",
             "reject",
             "reload1",
             "reload2",

@@ -39,6 +39,8 @@ const ONLY = (process.env.ASKBUS_UI_ONLY || '').split(',').filter(Boolean);
 const WAIT = 10_000;
 const DESKTOP = { width: 1280, height: 900 };
 const PHONE = { width: 390, height: 844 };
+/** A session id too long for a phone's line (tests/ui.rs asks its approval under it). */
+const LONG_SESSION = 'ui_phone_approval_session_with_a_long_id_0123456789abcdef0123456789';
 const log = (...parts) => console.error('[ui]', ...parts);
 
 // ---- The agent, over stdio ---------------------------------------------------------------
@@ -152,8 +154,20 @@ const hasFocus = (locator) => locator.evaluate((element) => element === document
 
 /** Asserts the page is no wider than its viewport (no horizontal scrolling). */
 async function assertFits(page) {
-  const overflow = await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
-  assert.ok(overflow <= 0, `no horizontal scrolling on a phone (${overflow} px too wide)`);
+  const { overflow, widest } = await page.evaluate(() => {
+    // The text reaching past the right edge, to say what is too wide.
+    const walker = document.createTreeWalker(document.body, NodeFilter.SHOW_TEXT);
+    const widest = [];
+    for (let text = walker.nextNode(); text; text = walker.nextNode()) {
+      const range = document.createRange();
+      range.selectNodeContents(text);
+      if (range.getBoundingClientRect().right > window.innerWidth) {
+        widest.push(`${text.parentElement.localName}.${text.parentElement.className}: ${text.data.slice(0, 40)}`);
+      }
+    }
+    return { overflow: document.documentElement.scrollWidth - window.innerWidth, widest };
+  });
+  assert.ok(overflow <= 0, `no horizontal scrolling on a phone (${overflow} px too wide: ${widest.join('; ')})`);
 }
 
 /** Waits for `page`'s banner to say the event stream is down. */
@@ -813,6 +827,57 @@ const scenarios = {
     await sendLate(late, 'Send decisions', 'Decided elsewhere');
     assert.deepEqual(await late.locator('dd').allTextContents(), approved);
     for (const tab of [page, stale]) await tab.close();
+  },
+
+  /**
+   * An approval on a phone, with a long session id and long arguments, reached from the
+   * timeline and decided with the keyboard alone; the refused call's dot turns red.
+   */
+  async approval_phone_keyboard() {
+    const step = (body) => agent.step(LONG_SESSION, body);
+    await step({ type: 'tool_use', id: 'tc-p0', name: 'check_health', input: {} });
+    await step({ type: 'tool_use', id: 'tc-p1', name: 'deploy_release', input: {} });
+    const page = await open(URL_OPEN, `?session=${LONG_SESSION}`, { viewport: PHONE });
+    await live(page);
+    await timelineLive(page);
+    const request = await agent.ask('phone_approval');
+    const review = card(page, request.id);
+    await review.waitFor({ timeout: WAIT });
+    // One action: the radio is "Approve", the one-click button names what it approves.
+    assert.equal(await review.getByRole('radio', { name: 'Approve', exact: true }).count(), 1);
+    assert.equal(await review.getByRole('button', { name: 'Approve', exact: true }).count(), 0);
+    assert.equal(await review.getByRole('button', { name: 'Approve: deploy_release', exact: true }).count(), 1);
+    await assertFits(page);
+    await shoot(page, 'approval-phone');
+
+    // The timeline's button leads to the card; a frame arriving meanwhile keeps its focus.
+    const group = (health, deploy, outcome) =>
+      `group running expanded: Deploy release ˅ Check health Deploy release Approval: Deploy release ${outcome} [${health} Check health | ${deploy} Deploy release | Approval: Deploy release / ${outcome}]`;
+    const waiting = 'Waiting for your decision. Review it';
+    await timelineReads(page, [group('pending', 'pending', waiting)]);
+    const reviewIt = page.locator('#timeline').getByRole('button', { name: 'Review it: approval of deploy_release', exact: true });
+    await reviewIt.focus();
+    await step({ type: 'tool_result', tool_use_id: 'tc-p0', name: 'check_health', content: 'healthy' });
+    await timelineReads(page, [group('success', 'pending', waiting)]);
+    assert.equal(await hasFocus(reviewIt), true, 'the focus survives the new frame');
+    await page.keyboard.press('Enter');
+    assert.equal(await hasFocus(radio(review, 'Approve')), true, 'the focus is on the first decision');
+    await page.keyboard.press('ArrowDown');
+    assert.equal(await radio(review, 'Reject').isChecked(), true);
+    await page.keyboard.press('Tab');
+    assert.equal(await hasFocus(review.getByLabel('Message to the agent (optional)')), true);
+    const message = 'Wait for the build sha256:9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08';
+    await page.keyboard.type(message);
+    await page.keyboard.press('Tab');
+    assert.equal(await page.evaluate(() => document.activeElement.textContent), 'Send decision');
+    await page.keyboard.press('Enter');
+    await resolvedAs(review, 'You sent your decision');
+    assert.equal(await page.evaluate(() => document.activeElement.dataset.id), request.id, 'focus stays on the card');
+    assert.deepEqual(await agent.outcome('phone_approval'), { decisions: [{ type: 'reject', message }] });
+    await timelineReads(page, [group('success', 'error', `Rejected: ${message}`)]);
+    assert.equal(await review.locator('dd').textContent(), `Rejected: ${message}`);
+    await assertFits(page);
+    await page.close();
   },
 
   /**

@@ -17,6 +17,9 @@
 // Questions are shown outside groups, tool approvals inside them; a pending one offers a
 // button that takes the human to its card, a resolved one shows its answers or decisions
 // (seed 000's resolved question block).
+//
+// Every frame renders the list again; the control that had the keyboard focus (a group's
+// header, a request's button) gets it back by its `data-focus-key`.
 
 import { approvalSubject, describeDecision } from './approval.js';
 import { h, nameFor } from './dom.js';
@@ -183,10 +186,10 @@ export class Timeline {
 
   render() {
     const items = buildItems(withRefusals(this.blocks));
-    const focusedKey = document.activeElement?.closest?.('.group')?.dataset.key;
+    const focused = this.list.contains(document.activeElement) ? document.activeElement.dataset.focusKey : undefined;
     this.list.replaceChildren(...items.map((item) => h('li', {}, this.item(item))));
     this.empty.hidden = items.length > 0;
-    if (focusedKey) this.list.querySelector(`.group[data-key="${focusedKey}"] .group-header`)?.focus();
+    if (focused) this.list.querySelector(`[data-focus-key="${CSS.escape(focused)}"]`)?.focus();
   }
 
   item(item) {
@@ -221,6 +224,7 @@ export class Timeline {
       {
         type: 'button',
         class: 'group-header',
+        dataset: { focusKey: `group ${group.key}` },
         'aria-expanded': String(expanded),
         'aria-controls': bodyId,
         onclick: () => {
@@ -425,6 +429,7 @@ function pendingView(text, action, subject, key, review) {
       type: 'button',
       class: 'link-button',
       'aria-label': nameFor(action, subject),
+      dataset: { focusKey: `request ${key}` },
       onclick: () => review(key),
     },
     action,
