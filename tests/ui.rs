@@ -7,10 +7,14 @@
 //! `playwright-core` (`npm ci` when `node_modules` is missing or stale) and clicks through
 //! the page as a human would: single and multi-select answers, "Other" text and "No
 //! preference", declining with a reason, two tabs where one answers and the other updates
-//! (and a third that gets a 409), a reload mid-flow, a dropped connection resumed with
-//! `Last-Event-ID` (the event stream and the timeline's), a phone-sized screen used by keyboard alone, the session filter, the
-//! token prompt, an approval of three tool calls (approved, edited through the JSON editor,
-//! rejected with a message; only the decisions each allows offered), and a session's
+//! (and a third that gets a 409), a reload mid-flow, an outcome that arrives while the
+//! page's own answer is in flight and that answer then fails, a dropped connection resumed
+//! with `Last-Event-ID` (the event stream and the timeline's), a resumed connection the
+//! server answers with `server.resync`, a phone-sized screen used by keyboard alone, the
+//! session filter, the token prompt, an approval of three tool calls (answered with a
+//! response, edited through the JSON editor, rejected with a message; only the decisions
+//! each allows offered), "Approve all" in one tab and a 409 in a stale one, an approval on a
+//! phone by keyboard alone, a question and an approval that expire, and a session's
 //! timeline in seed 004's groups, live and after a reload.
 //!
 //! The agent is this process: the script asks for a case on stdout (`ask`, `outcome`,
