@@ -97,6 +97,14 @@ async function open(base, query = '', { viewport = DESKTOP, blockEvents = false,
 }
 
 const card = (page, id) => page.locator(`article.card[data-id="${id}"]`);
+
+/** Has the agent ask case `key` and waits for its card on `page`: `[request, card]`. */
+async function askShown(page, key) {
+  const request = await agent.ask(key);
+  const shown = card(page, request.id);
+  await shown.waitFor({ timeout: WAIT });
+  return [request, shown];
+}
 const live = (page) => page.locator('#connection[data-state="live"]').waitFor({ timeout: WAIT });
 
 async function until(what, check, timeout = WAIT) {
@@ -249,9 +257,7 @@ const scenarios = {
   async answer_single() {
     const page = await open(URL_OPEN, '?session=ui-single');
     await live(page);
-    const request = await agent.ask('single');
-    const single = card(page, request.id);
-    await single.waitFor({ timeout: WAIT });
+    const [, single] = await askShown(page, 'single');
     assert.equal(await single.locator('.chip').textContent(), 'Database');
     assert.equal(
       await single.getByRole('heading', { level: 2 }).textContent(),
@@ -281,9 +287,7 @@ const scenarios = {
   async multi_custom_skip() {
     const page = await open(URL_OPEN, '?session=ui-multi');
     await live(page);
-    const request = await agent.ask('multi');
-    const form = card(page, request.id);
-    await form.waitFor({ timeout: WAIT });
+    const [, form] = await askShown(page, 'multi');
     const [telemetry, compression, region] = [0, 1, 2].map((index) =>
       form.locator('fieldset.question-field').nth(index),
     );
@@ -330,9 +334,7 @@ const scenarios = {
   async reject() {
     const page = await open(URL_OPEN, '?session=ui-reject');
     await live(page);
-    const request = await agent.ask('reject');
-    const form = card(page, request.id);
-    await form.waitFor({ timeout: WAIT });
+    const [, form] = await askShown(page, 'reject');
     await form.getByRole('button', { name: 'Decline: question API', exact: true }).click();
     const reason = form.getByLabel('Reason for the agent (optional)');
     assert.equal(await hasFocus(reason), true);
@@ -430,9 +432,7 @@ const scenarios = {
   async in_flight_outcome() {
     const page = await open(URL_OPEN, '?session=ui-in-flight');
     await live(page);
-    const request = await agent.ask('in_flight');
-    const form = card(page, request.id);
-    await form.waitFor({ timeout: WAIT });
+    const [request, form] = await askShown(page, 'in_flight');
     const replyPath = `/question/${request.id}/reply`;
     let marker;
     await page.route(
@@ -446,8 +446,7 @@ const scenarios = {
         assert.equal(response.status, 200, await response.text());
         // The stream is in order: once the next request's card shows, the page has had
         // the reply's event.
-        marker = await agent.ask('in_flight_marker');
-        await card(page, marker.id).waitFor({ timeout: WAIT });
+        [marker] = await askShown(page, 'in_flight_marker');
         await route.abort('connectionreset');
       },
       { times: 1 },
@@ -599,9 +598,7 @@ const scenarios = {
   async phone_keyboard() {
     const page = await open(URL_OPEN, '?session=ui-phone', { viewport: PHONE });
     await live(page);
-    const request = await agent.ask('phone');
-    const form = card(page, request.id);
-    await form.waitFor({ timeout: WAIT });
+    const [request, form] = await askShown(page, 'phone');
     await assertFits(page);
     await shoot(page, 'question-phone');
 
@@ -682,9 +679,7 @@ const scenarios = {
     await live(page);
     assert.equal(await dialog.isVisible(), false);
 
-    const request = await agent.ask('auth');
-    const form = card(page, request.id);
-    await form.waitFor({ timeout: WAIT });
+    const [, form] = await askShown(page, 'auth');
     await radio(form, /Approve the plan/).check();
     await form.getByRole('button', { name: 'Submit answer' }).click();
     await resolvedAs(form, 'You answered');
@@ -705,9 +700,7 @@ const scenarios = {
   async approval_decisions() {
     const page = await open(URL_OPEN);
     await live(page);
-    const request = await agent.ask('approval');
-    const review = card(page, request.id);
-    await review.waitFor({ timeout: WAIT });
+    const [request, review] = await askShown(page, 'approval');
     assert.equal(await review.locator('.kind').textContent(), 'Approval');
     assert.equal(await review.locator('.key').textContent(), 'ui-approval_1');
     const timer = review.locator('.timer');
@@ -840,9 +833,7 @@ const scenarios = {
     const page = await open(URL_OPEN, `?session=${LONG_SESSION}`, { viewport: PHONE });
     await live(page);
     await timelineLive(page);
-    const request = await agent.ask('phone_approval');
-    const review = card(page, request.id);
-    await review.waitFor({ timeout: WAIT });
+    const [request, review] = await askShown(page, 'phone_approval');
     // One action: the radio is "Approve", the one-click button names what it approves.
     assert.equal(await review.getByRole('radio', { name: 'Approve', exact: true }).count(), 1);
     assert.equal(await review.getByRole('button', { name: 'Approve', exact: true }).count(), 0);
@@ -891,9 +882,7 @@ const scenarios = {
     await live(page);
     await timelineLive(page);
     const approval = await agent.ask('expiry_approval');
-    const question = await agent.ask('expiry_question');
-    const form = card(page, question.id);
-    await form.waitFor({ timeout: WAIT });
+    const [question, form] = await askShown(page, 'expiry_question');
     const timer = form.locator('.timer');
     assert.equal(await timer.getAttribute('data-state'), 'urgent');
     // Every reading of the countdown until the card resolves.
