@@ -7,10 +7,14 @@
 //! `playwright-core` (`npm ci` when `node_modules` is missing or stale) and clicks through
 //! the page as a human would: single and multi-select answers, "Other" text and "No
 //! preference", declining with a reason, two tabs where one answers and the other updates
-//! (and a third that gets a 409), a reload mid-flow, a dropped connection resumed with
-//! `Last-Event-ID` (the event stream and the timeline's), a phone-sized screen used by keyboard alone, the session filter, the
-//! token prompt, an approval of three tool calls (approved, edited through the JSON editor,
-//! rejected with a message; only the decisions each allows offered), and a session's
+//! (and a third that gets a 409), a reload mid-flow, an outcome that arrives while the
+//! page's own answer is in flight and that answer then fails, a dropped connection resumed
+//! with `Last-Event-ID` (the event stream and the timeline's), a resumed connection the
+//! server answers with `server.resync`, a phone-sized screen used by keyboard alone, the
+//! session filter, the token prompt, an approval of three tool calls (answered with a
+//! response, edited through the JSON editor, rejected with a message; only the decisions
+//! each allows offered), "Approve all" in one tab and a 409 in a stale one, an approval on a
+//! phone by keyboard alone, a question and an approval that expire, and a session's
 //! timeline in seed 004's groups, live and after a reload.
 //!
 //! The agent is this process: the script asks for a case on stdout (`ask`, `outcome`,
@@ -53,6 +57,10 @@ const BROWSER_TIMEOUT: Duration = Duration::from_secs(120);
 const OUTCOME_TIMEOUT: Duration = Duration::from_secs(10);
 /// The bearer token of the server with authentication on.
 const TOKEN: &str = "ui-test-token-0123456789abcdef";
+/// The timeout of the cases that expire while the page counts down.
+const EXPIRY: Duration = Duration::from_secs(3);
+/// A session id too long for a phone's line, as `browser.mjs` names it too.
+const LONG_SESSION: &str = "ui_phone_approval_session_with_a_long_id_0123456789abcdef0123456789";
 /// Every scenario of `browser.mjs`, in its order: the run must have done them all.
 const SCENARIOS: &[&str] = &[
     "answer_single",
@@ -60,11 +68,16 @@ const SCENARIOS: &[&str] = &[
     "reject",
     "two_tabs",
     "reload_mid_flow",
+    "in_flight_outcome",
     "dropped_connection",
+    "resync",
     "phone_keyboard",
     "session_filter",
     "token_prompt",
     "approval_decisions",
+    "approval_conflict",
+    "approval_phone_keyboard",
+    "expiry",
     "session_timeline",
 ];
 
@@ -104,6 +117,7 @@ struct Case {
     server: Server,
     session: &'static str,
     ask: Ask,
+    timeout: Timeout,
     /// What the agent must receive: answers or decisions, or the error's kind and reason.
     expected: Value,
 }
@@ -152,6 +166,7 @@ fn case(key: &str) -> Option<Case> {
         server: Server::Open,
         session,
         ask: Ask::Questions(questions),
+        timeout: Timeout::Default,
         expected,
     };
     let approval = |session, actions, review_configs, expected| Case {
@@ -161,8 +176,11 @@ fn case(key: &str) -> Option<Case> {
             actions,
             review_configs,
         },
+        timeout: Timeout::Default,
         expected,
     };
+    let cancelled = || json!({"error": {"kind": "cancelled"}});
+    let timed_out = || json!({"error": {"kind": "timed_out"}});
     Some(match key {
         "single" => open("ui-single", vec![database()], answers(json!([["SQLite"]]))),
         "multi" => open(
@@ -205,6 +223,31 @@ fn case(key: &str) -> Option<Case> {
             json!({"error": {"kind": "rejected", "reason": "Not now, ask me after lunch"}}),
         ),
         "tabs" => open("ui-tabs", vec![database()], answers(json!([["Postgres"]]))),
+        "in_flight" => open(
+            "ui-in-flight",
+            vec![database()],
+            answers(json!([["Postgres"]])),
+        ),
+        "in_flight_marker" => open(
+            "ui-in-flight",
+            vec![yes_no("Open a pull request?", "PR")],
+            cancelled(),
+        ),
+        "resync1" => open(
+            "ui-resync",
+            vec![yes_no("Squash the commits?", "Squash")],
+            cancelled(),
+        ),
+        "resync2" => open(
+            "ui-resync",
+            vec![yes_no("Bump the version?", "Version")],
+            answers(json!([["Yes"]])),
+        ),
+        "resync3" => open(
+            "ui-resync",
+            vec![yes_no("Update the changelog?", "Changelog")],
+            cancelled(),
+        ),
         "reload1" => open(
             "ui-reload",
             vec![
@@ -234,7 +277,7 @@ fn case(key: &str) -> Option<Case> {
         "reload3" => open(
             "ui-reload",
             vec![yes_no("Run the full test suite first?", "Tests")],
-            json!({"error": {"kind": "cancelled"}}),
+            cancelled(),
         ),
         "drop1" => open(
             "ui-drop",
@@ -283,12 +326,12 @@ fn case(key: &str) -> Option<Case> {
         "filter_a" => open(
             "ui-filter-a",
             vec![yes_no("Publish the crate?", "Release")],
-            json!({"error": {"kind": "cancelled"}}),
+            cancelled(),
         ),
         "filter_b" => open(
             "ui-filter-b",
             vec![yes_no("Tag the release?", "Release")],
-            json!({"error": {"kind": "cancelled"}}),
+            cancelled(),
         ),
         "approval" => approval(
             "ui-approval",
@@ -322,7 +365,7 @@ fn case(key: &str) -> Option<Case> {
                 ReviewConfig::new("delete_rows", [DecisionType::Reject, DecisionType::Respond]),
             ],
             json!({"decisions": [
-                {"type": "approve"},
+                {"type": "respond", "message": "Send it after the release notes are out"},
                 {"type": "edit", "edited_action": {
                     "name": "execute_trade",
                     "args": {"symbol": "VNM", "quantity": 10, "side": "buy"},
@@ -330,6 +373,53 @@ fn case(key: &str) -> Option<Case> {
                 {"type": "reject", "message": "Keep the users table"},
             ]}),
         ),
+        "conflict" => approval(
+            "ui-conflict",
+            vec![
+                Action::new("create_branch", json!({"name": "release-1.3"})),
+                Action::new("open_pull_request", json!({"base": "main", "head": "release-1.3"})),
+            ],
+            vec![],
+            json!({"decisions": [{"type": "approve"}, {"type": "approve"}]}),
+        ),
+        "phone_approval" => approval(
+            LONG_SESSION,
+            vec![
+                Action::new(
+                    "deploy_release",
+                    json!({
+                        "artifact": "https://artifacts.example.com/releases/askbus/1.3.0/askbus-1.3.0-x86_64-unknown-linux-gnu.tar.gz",
+                        "targets": ["eu-west-1", "us-east-1"],
+                    }),
+                )
+                .with_tool_use_id("tc-p1"),
+            ],
+            vec![ReviewConfig::new(
+                "deploy_release",
+                [DecisionType::Approve, DecisionType::Reject],
+            )],
+            json!({"decisions": [{
+                "type": "reject",
+                "message": "Wait for the build sha256:9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08",
+            }]}),
+        ),
+        "expiry_approval" => Case {
+            timeout: Timeout::After(EXPIRY),
+            ..approval(
+                "ui-expiry",
+                vec![Action::new("restart_service", json!({"service": "api"})).with_tool_use_id("tc-e1")],
+                vec![],
+                timed_out(),
+            )
+        },
+        "expiry_question" => Case {
+            timeout: Timeout::After(EXPIRY),
+            ..open(
+                "ui-expiry",
+                vec![yes_no("Roll back the last deploy?", "Rollback")],
+                timed_out(),
+            )
+        },
         "timeline_question" => open(
             "ui-timeline",
             vec![
@@ -360,6 +450,7 @@ fn case(key: &str) -> Option<Case> {
         "auth" => Case {
             server: Server::Auth,
             session: "ui-auth",
+            timeout: Timeout::Default,
             ask: Ask::Questions(vec![
                 QuestionInfo::new(
                     "Go ahead with the migration plan?",
@@ -405,7 +496,7 @@ impl Agent {
                     Ask::Questions(questions) => {
                         let pending = hub
                             .questions()
-                            .submit(case.session, questions, None, Timeout::Default)
+                            .submit(case.session, questions, None, case.timeout)
                             .map_err(|error| format!("ask {key}: {error}"))?;
                         let request = serde_json::to_value(pending.request().as_ref());
                         (Pending::Question(pending), request)
@@ -416,7 +507,7 @@ impl Agent {
                     } => {
                         let pending = hub
                             .approvals()
-                            .submit(case.session, actions, review_configs, Timeout::Default)
+                            .submit(case.session, actions, review_configs, case.timeout)
                             .map_err(|error| format!("ask {key}: {error}"))?;
                         let request = serde_json::to_value(pending.request().as_ref());
                         (Pending::Approval(pending), request)
@@ -645,6 +736,8 @@ async fn drive(package: &Path) {
         "approval-desktop",
         "timeline-desktop",
         "timeline-phone",
+        "approval-phone",
+        "question-expired",
     ] {
         let file = screenshots.join(format!("{name}.png"));
         assert!(
@@ -667,17 +760,26 @@ async fn drive(package: &Path) {
         [
             "approval",
             "auth",
+            "conflict",
             "drop1",
             "drop2",
             "drop3",
+            "expiry_approval",
+            "expiry_question",
             "filter_a",
             "filter_b",
+            "in_flight",
+            "in_flight_marker",
             "multi",
             "phone",
+            "phone_approval",
             "reject",
             "reload1",
             "reload2",
             "reload3",
+            "resync1",
+            "resync2",
+            "resync3",
             "single",
             "tabs",
             "timeline_approval",

@@ -39,6 +39,8 @@ const ONLY = (process.env.ASKBUS_UI_ONLY || '').split(',').filter(Boolean);
 const WAIT = 10_000;
 const DESKTOP = { width: 1280, height: 900 };
 const PHONE = { width: 390, height: 844 };
+/** A session id too long for a phone's line (tests/ui.rs asks its approval under it). */
+const LONG_SESSION = 'ui_phone_approval_session_with_a_long_id_0123456789abcdef0123456789';
 const log = (...parts) => console.error('[ui]', ...parts);
 
 // ---- The agent, over stdio ---------------------------------------------------------------
@@ -95,6 +97,14 @@ async function open(base, query = '', { viewport = DESKTOP, blockEvents = false,
 }
 
 const card = (page, id) => page.locator(`article.card[data-id="${id}"]`);
+
+/** Has the agent ask case `key` and waits for its card on `page`: `[request, card]`. */
+async function askShown(page, key) {
+  const request = await agent.ask(key);
+  const shown = card(page, request.id);
+  await shown.waitFor({ timeout: WAIT });
+  return [request, shown];
+}
 const live = (page) => page.locator('#connection[data-state="live"]').waitFor({ timeout: WAIT });
 
 async function until(what, check, timeout = WAIT) {
@@ -144,8 +154,64 @@ async function shoot(page, name, { fullPage = true } = {}) {
 const radio = (scope, name) => scope.getByRole('radio', { name });
 const checkbox = (scope, name) => scope.getByRole('checkbox', { name });
 
-/** Whether a page is wider than its viewport (horizontal scrolling). */
-const overflowX = (page) => page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
+/** Waits until `scope` (a card) reads as resolved with a status line containing `text`. */
+const resolvedAs = (scope, text) => scope.locator('.status-line', { hasText: text }).waitFor({ timeout: WAIT });
+
+/** Whether `locator`'s element has the keyboard focus. */
+const hasFocus = (locator) => locator.evaluate((element) => element === document.activeElement);
+
+/** Asserts the page is no wider than its viewport (no horizontal scrolling). */
+async function assertFits(page) {
+  const { overflow, widest } = await page.evaluate(() => {
+    // The text reaching past the right edge, to say what is too wide.
+    const walker = document.createTreeWalker(document.body, NodeFilter.SHOW_TEXT);
+    const widest = [];
+    for (let text = walker.nextNode(); text; text = walker.nextNode()) {
+      const range = document.createRange();
+      range.selectNodeContents(text);
+      if (range.getBoundingClientRect().right > window.innerWidth) {
+        widest.push(`${text.parentElement.localName}.${text.parentElement.className}: ${text.data.slice(0, 40)}`);
+      }
+    }
+    return { overflow: document.documentElement.scrollWidth - window.innerWidth, widest };
+  });
+  assert.ok(overflow <= 0, `no horizontal scrolling on a phone (${overflow} px too wide: ${widest.join('; ')})`);
+}
+
+/** Waits for `page`'s banner to say the event stream is down. */
+const disconnected = (page) =>
+  page.locator('#banner', { hasText: 'Lost the connection to the server' }).waitFor({ timeout: WAIT });
+
+/** Cuts the proxy `page` goes through, and waits for the page to notice. */
+async function cut(page) {
+  await agent.proxy(false);
+  await disconnected(page);
+}
+
+/**
+ * Opens `count` live tabs on `query` and one whose event stream cannot connect (stale),
+ * each showing card `id`; resolves to the tabs, the stale one last.
+ */
+async function tabsWithStale(query, id, count) {
+  const tabs = [];
+  for (let index = 0; index < count; index += 1) tabs.push(await open(URL_OPEN, query));
+  const stale = await open(URL_OPEN, query, { blockEvents: true });
+  await Promise.all(tabs.map(live));
+  for (const page of [...tabs, stale]) await card(page, id).waitFor({ timeout: WAIT });
+  // The tab without a stream says so.
+  await disconnected(stale);
+  return [...tabs, stale];
+}
+
+/** Submits card `late` of a stale tab with `button`: a 409, then the card reads `status`. */
+async function sendLate(late, button, status) {
+  await late.getByRole('button', { name: button }).click();
+  await late.locator('.note', { hasText: 'already resolved elsewhere' }).waitFor({ timeout: WAIT });
+  assert.equal(await late.locator('.status-line').textContent(), status);
+}
+
+/** Whether a request for `url` is the page's event stream. */
+const isEventStream = (url) => url.pathname === '/event';
 
 const timelineLive = (page) => page.locator('#timeline-status[data-state="live"]').waitFor({ timeout: WAIT });
 
@@ -191,9 +257,7 @@ const scenarios = {
   async answer_single() {
     const page = await open(URL_OPEN, '?session=ui-single');
     await live(page);
-    const request = await agent.ask('single');
-    const single = card(page, request.id);
-    await single.waitFor({ timeout: WAIT });
+    const [, single] = await askShown(page, 'single');
     assert.equal(await single.locator('.chip').textContent(), 'Database');
     assert.equal(
       await single.getByRole('heading', { level: 2 }).textContent(),
@@ -208,12 +272,13 @@ const scenarios = {
     assert.equal(await page.title(), '(1) askbus');
     await radio(single, /SQLite/).check();
     await single.getByRole('button', { name: 'Submit answer' }).click();
-    await single.locator('.status-line', { hasText: 'You answered' }).waitFor({ timeout: WAIT });
+    await resolvedAs(single, 'You answered');
     assert.equal(await single.locator('dd').textContent(), 'SQLite');
     assert.deepEqual(await agent.outcome('single'), { answers: [['SQLite']] });
     assert.equal(await page.title(), 'askbus');
     // The resolved card stays until dismissed.
-    await single.getByRole('button', { name: 'Dismiss' }).click();
+    // Its buttons name the question, so a screen reader's list of buttons tells cards apart.
+    await single.getByRole('button', { name: 'Dismiss: question Database', exact: true }).click();
     assert.equal(await single.count(), 0);
     await page.close();
   },
@@ -222,9 +287,7 @@ const scenarios = {
   async multi_custom_skip() {
     const page = await open(URL_OPEN, '?session=ui-multi');
     await live(page);
-    const request = await agent.ask('multi');
-    const form = card(page, request.id);
-    await form.waitFor({ timeout: WAIT });
+    const [, form] = await askShown(page, 'multi');
     const [telemetry, compression, region] = [0, 1, 2].map((index) =>
       form.locator('fieldset.question-field').nth(index),
     );
@@ -248,10 +311,15 @@ const scenarios = {
     assert.match(await form.locator('.card-error').textContent(), /2 still need an answer/);
     assert.equal(await compression.evaluate((field) => field.contains(document.activeElement)), true);
     assert.equal(await compression.getAttribute('aria-invalid'), '');
+    // "Other" chosen but left empty: the focus goes to its text box, not to the radio.
+    await radio(compression, /^Other/).check();
+    await form.getByRole('button', { name: 'Submit answers' }).click();
+    assert.equal(await hasFocus(compression.getByRole('textbox')), true, 'focus on the empty Other text');
+    assert.match(await compression.locator('.field-error').textContent(), /^Type your own answer/);
     await compression.getByRole('textbox').fill('brotli level 5');
     await radio(region, /No preference/).check();
     await form.getByRole('button', { name: 'Submit answers' }).click();
-    await form.locator('.status-line', { hasText: 'You answered' }).waitFor({ timeout: WAIT });
+    await resolvedAs(form, 'You answered');
     assert.deepEqual(
       await form.locator('dd').allTextContents(),
       ['Logs, Traces, Profiles', 'brotli level 5', '[No preference]'],
@@ -266,15 +334,13 @@ const scenarios = {
   async reject() {
     const page = await open(URL_OPEN, '?session=ui-reject');
     await live(page);
-    const request = await agent.ask('reject');
-    const form = card(page, request.id);
-    await form.waitFor({ timeout: WAIT });
-    await form.getByRole('button', { name: 'Decline…' }).click();
+    const [, form] = await askShown(page, 'reject');
+    await form.getByRole('button', { name: 'Decline: question API', exact: true }).click();
     const reason = form.getByLabel('Reason for the agent (optional)');
-    assert.equal(await reason.evaluate((input) => input === document.activeElement), true);
+    assert.equal(await hasFocus(reason), true);
     await reason.fill('Not now, ask me after lunch');
     await form.getByRole('button', { name: 'Decline question' }).click();
-    await form.locator('.status-line', { hasText: 'You declined' }).waitFor({ timeout: WAIT });
+    await resolvedAs(form, 'You declined');
     assert.deepEqual(await agent.outcome('reject'), {
       error: { kind: 'rejected', reason: 'Not now, ask me after lunch' },
     });
@@ -284,21 +350,15 @@ const scenarios = {
   /** Two live tabs: one answers, the other shows it. A third without live updates gets a 409. */
   async two_tabs() {
     const request = await agent.ask('tabs');
-    const first = await open(URL_OPEN, '?session=ui-tabs');
-    const second = await open(URL_OPEN, '?session=ui-tabs');
-    const stale = await open(URL_OPEN, '?session=ui-tabs', { blockEvents: true });
-    await Promise.all([live(first), live(second)]);
-    for (const page of [first, second, stale]) await card(page, request.id).waitFor({ timeout: WAIT });
-    // The tab without a stream says so.
-    await stale.locator('#banner', { hasText: 'Lost the connection to the server' }).waitFor({ timeout: WAIT });
+    const [first, second, stale] = await tabsWithStale('?session=ui-tabs', request.id, 2);
 
     await radio(card(second, request.id), /SQLite/).check(); // half-way through, in tab two
     await radio(card(first, request.id), /Postgres/).check();
     await card(first, request.id).getByRole('button', { name: 'Submit answer' }).click();
-    await card(first, request.id).locator('.status-line', { hasText: 'You answered' }).waitFor({ timeout: WAIT });
+    await resolvedAs(card(first, request.id), 'You answered');
 
     const other = card(second, request.id);
-    await other.locator('.status-line', { hasText: 'Answered elsewhere' }).waitFor({ timeout: WAIT });
+    await resolvedAs(other, 'Answered elsewhere');
     assert.equal(await other.locator('dd').textContent(), 'Postgres');
     assert.equal(await other.locator('form').isHidden(), true, 'no form left to submit');
     await until('the announcement in tab two', async () =>
@@ -307,9 +367,7 @@ const scenarios = {
 
     const late = card(stale, request.id);
     await radio(late, /SQLite/).check();
-    await late.getByRole('button', { name: 'Submit answer' }).click();
-    await late.locator('.note', { hasText: 'already resolved elsewhere' }).waitFor({ timeout: WAIT });
-    assert.equal(await late.locator('.status-line').textContent(), 'Answered elsewhere');
+    await sendLate(late, 'Submit answer', 'Answered elsewhere');
     assert.equal(await late.locator('dd').textContent(), 'Postgres');
     await shoot(stale, 'conflict-409');
     assert.deepEqual(await agent.outcome('tabs'), { answers: [['Postgres']] });
@@ -357,13 +415,50 @@ const scenarios = {
     assert.equal(await again.locator('fieldset').nth(1).getByRole('textbox').inputValue(), 'Friday 18:00');
     assert.equal(await radio(again.locator('fieldset').nth(1), /^Other/).isChecked(), true);
     await again.getByRole('button', { name: 'Submit answers' }).click();
-    await again.locator('.status-line', { hasText: 'You answered' }).waitFor({ timeout: WAIT });
+    await resolvedAs(again, 'You answered');
     assert.deepEqual(await agent.outcome('reload1'), { answers: [['Staging'], ['Friday 18:00']] });
     assert.deepEqual(await agent.outcome('reload2'), { answers: [['Yes']] });
 
     // The agent gives up on the last one: the card says so.
     await agent.cancel('reload3');
-    await card(page, askedMeanwhile.id).locator('.status-line', { hasText: 'Withdrawn' }).waitFor({ timeout: WAIT });
+    await resolvedAs(card(page, askedMeanwhile.id), 'Withdrawn');
+    await page.close();
+  },
+
+  /**
+   * The page's answer reaches the server, whose event reaches the page while the page's
+   * request is still open, and that request then fails: the card shows the outcome.
+   */
+  async in_flight_outcome() {
+    const page = await open(URL_OPEN, '?session=ui-in-flight');
+    await live(page);
+    const [request, form] = await askShown(page, 'in_flight');
+    const replyPath = `/question/${request.id}/reply`;
+    let marker;
+    await page.route(
+      (url) => url.pathname === replyPath,
+      async (route) => {
+        const response = await fetch(`${URL_OPEN}${replyPath}`, {
+          method: 'POST',
+          headers: { 'Content-Type': 'application/json' },
+          body: route.request().postData(),
+        });
+        assert.equal(response.status, 200, await response.text());
+        // The stream is in order: once the next request's card shows, the page has had
+        // the reply's event.
+        [marker] = await askShown(page, 'in_flight_marker');
+        await route.abort('connectionreset');
+      },
+      { times: 1 },
+    );
+    await radio(form, /Postgres/).check();
+    await form.getByRole('button', { name: 'Submit answer' }).click();
+    await resolvedAs(form, 'Answered elsewhere');
+    assert.equal(await form.locator('dd').textContent(), 'Postgres');
+    assert.equal(await form.locator('.card-error').isVisible(), false, 'no stale network complaint');
+    assert.deepEqual(await agent.outcome('in_flight'), { answers: [['Postgres']] });
+    await agent.cancel('in_flight_marker');
+    await resolvedAs(card(page, marker.id), 'Withdrawn');
     await page.close();
   },
 
@@ -392,8 +487,7 @@ const scenarios = {
 
     const connections = (path) => cursorsSent[path].length;
     const beforeCut = { events: connections('/event'), frames: connections('/session/ui-drop/stream') };
-    await agent.proxy(false);
-    await page.locator('#banner', { hasText: 'Lost the connection to the server' }).waitFor({ timeout: WAIT });
+    await cut(page);
     assert.equal(await page.locator('#connection').getAttribute('data-state'), 'offline');
     await page.locator('#timeline-status[data-state="offline"]').waitFor({ timeout: WAIT });
     await radio(card(page, first.id), /Keep/).check();
@@ -414,7 +508,7 @@ const scenarios = {
     await until('exactly the pending requests after resuming', async () =>
       JSON.stringify(await shownPending(page)) === JSON.stringify(expected),
     );
-    await card(page, second.id).locator('.status-line', { hasText: 'Answered elsewhere' }).waitFor({ timeout: WAIT });
+    await resolvedAs(card(page, second.id), 'Answered elsewhere');
     const resumed = (cursors) => cursors.some((cursor) => typeof cursor === 'string' && cursor.length > 0);
     assert.ok(
       resumed(cursorsSent['/event'].slice(beforeCut.events)),
@@ -433,11 +527,11 @@ const scenarios = {
 
     // The kept answer can now be sent; the new request is declined without a reason.
     await card(page, first.id).getByRole('button', { name: 'Submit answer' }).click();
-    await card(page, first.id).locator('.status-line', { hasText: 'You answered' }).waitFor({ timeout: WAIT });
+    await resolvedAs(card(page, first.id), 'You answered');
     const declined = card(page, third.id);
-    await declined.getByRole('button', { name: 'Decline…' }).click();
+    await declined.getByRole('button', { name: 'Decline: question Notify', exact: true }).click();
     await declined.getByRole('button', { name: 'Decline question' }).click();
-    await declined.locator('.status-line', { hasText: 'You declined' }).waitFor({ timeout: WAIT });
+    await resolvedAs(declined, 'You declined');
     await timelineReads(page, [
       `tl-question: Migrations ${migrations} Keep`,
       `tl-question: Cache ${cache} Delete`,
@@ -449,15 +543,63 @@ const scenarios = {
     await page.close();
   },
 
+  /**
+   * The page resumes with a cursor the server no longer has: the server says
+   * `server.resync`, and the page's list becomes the server's pending requests.
+   */
+  async resync() {
+    const session = 'ui-resync';
+    const kept = await agent.ask('resync1');
+    const answered = await agent.ask('resync2');
+    const requests = [];
+    const page = await open(URL_PROXY, `?session=${session}`, {
+      watch: (page) => page.on('request', (request) => requests.push(new URL(request.url()).pathname)),
+    });
+    await live(page);
+    for (const request of [kept, answered]) await card(page, request.id).waitFor({ timeout: WAIT });
+
+    // While the page is cut off, the agent asks again and another client answers one.
+    await cut(page);
+    const asked = await agent.ask('resync3');
+    await replyOverHttp(URL_OPEN, answered.id, [['Yes']]);
+
+    // It comes back with a cursor the server does not know (as after the server's history
+    // moved on), so nothing is replayed.
+    const unknownCursor = 'evt_7ZZZZZZZZZZZZZZZZZZZZZZZZZ';
+    let resumedAt = null;
+    await page.route(
+      isEventStream,
+      (route) => {
+        resumedAt = requests.length;
+        return route.continue({ headers: { ...route.request().headers(), 'last-event-id': unknownCursor } });
+      },
+      { times: 1 },
+    );
+    await agent.proxy(true);
+    await live(page);
+    const expected = [kept.id, asked.id];
+    assert.deepEqual(await serverPending(URL_OPEN, session), expected);
+    await until('the list to be the server\'s pending requests', async () =>
+      JSON.stringify(await shownPending(page)) === JSON.stringify(expected),
+    );
+    assert.equal(await card(page, answered.id).count(), 0, 'the request answered meanwhile is gone');
+    assert.ok(
+      requests.slice(resumedAt).includes('/question'),
+      `the resync took a snapshot (requests after the resumed stream: ${requests.slice(resumedAt)})`,
+    );
+    assert.deepEqual(await agent.outcome('resync2'), { answers: [['Yes']] });
+    await agent.cancel('resync1');
+    await agent.cancel('resync3');
+    await resolvedAs(card(page, asked.id), 'Withdrawn');
+    await page.close();
+  },
+
   /** A phone-sized screen, answered with the keyboard alone. */
   async phone_keyboard() {
     const page = await open(URL_OPEN, '?session=ui-phone', { viewport: PHONE });
     await live(page);
-    const request = await agent.ask('phone');
-    const form = card(page, request.id);
-    await form.waitFor({ timeout: WAIT });
-    const overflow = await overflowX(page);
-    assert.ok(overflow <= 0, `no horizontal scrolling on a phone (${overflow} px too wide)`);
+    const [request, form] = await askShown(page, 'phone');
+    await assertFits(page);
     await shoot(page, 'question-phone');
 
     await page.keyboard.press('Tab');
@@ -473,7 +615,7 @@ const scenarios = {
     await page.keyboard.press('Tab'); // Submit
     assert.equal(await page.evaluate(() => document.activeElement.textContent), 'Submit answer');
     await page.keyboard.press('Enter');
-    await form.locator('.status-line', { hasText: 'You answered' }).waitFor({ timeout: WAIT });
+    await resolvedAs(form, 'You answered');
     assert.equal(await page.evaluate(() => document.activeElement.dataset.id), request.id, 'focus stays on the card');
     assert.deepEqual(await agent.outcome('phone'), { answers: [['Tomorrow']] });
     await page.close();
@@ -494,8 +636,11 @@ const scenarios = {
     assert.equal(await page.locator('#pending-count').textContent(), '1');
     await agent.cancel('filter_a');
     await agent.cancel('filter_b');
-    await card(page, b.id).locator('.status-line', { hasText: 'Withdrawn' }).waitFor({ timeout: WAIT });
+    await resolvedAs(card(page, b.id), 'Withdrawn');
     await page.locator('#empty', { hasText: 'in session “ui-filter-b”' }).waitFor({ timeout: WAIT });
+    // Dismissed, its card hands the focus on past the card the filter hides, to the heading.
+    await card(page, b.id).getByRole('button', { name: /^Dismiss/ }).click();
+    assert.equal(await page.evaluate(() => document.activeElement.id), 'list-title');
     await page.close();
   },
 
@@ -506,6 +651,26 @@ const scenarios = {
     await dialog.waitFor({ timeout: WAIT });
     assert.equal(await page.locator('#connection').getAttribute('data-state'), 'locked');
     await shoot(page, 'token-prompt', { fullPage: false });
+    // Declined, the prompt waits behind the banner; coming back online does not force it.
+    await dialog.getByRole('button', { name: 'Cancel' }).click();
+    await page.locator('#banner', { hasText: 'needs an access token' }).waitFor({ timeout: WAIT });
+    const streamsOpened = await page.evaluate(async () => {
+      const original = window.fetch;
+      let opened = 0;
+      window.fetch = (resource, init) => {
+        if (new URL(resource, location.href).pathname === '/event') opened += 1;
+        return original(resource, init);
+      };
+      window.dispatchEvent(new Event('online'));
+      // A retry would have called fetch before the next task.
+      await new Promise((resolve) => setTimeout(resolve, 0));
+      window.fetch = original;
+      return opened;
+    });
+    assert.equal(streamsOpened, 0, 'no new stream while it waits for a token');
+    assert.equal(await dialog.isVisible(), false, 'the prompt stays closed');
+    await page.locator('#banner').getByRole('button', { name: 'Enter token' }).click();
+    await dialog.waitFor({ timeout: WAIT });
     await dialog.getByLabel('Access token').fill('not-the-token');
     await dialog.getByRole('button', { name: 'Use token' }).click();
     await dialog.locator('#token-error', { hasText: 'did not accept' }).waitFor({ timeout: WAIT });
@@ -514,12 +679,10 @@ const scenarios = {
     await live(page);
     assert.equal(await dialog.isVisible(), false);
 
-    const request = await agent.ask('auth');
-    const form = card(page, request.id);
-    await form.waitFor({ timeout: WAIT });
+    const [, form] = await askShown(page, 'auth');
     await radio(form, /Approve the plan/).check();
     await form.getByRole('button', { name: 'Submit answer' }).click();
-    await form.locator('.status-line', { hasText: 'You answered' }).waitFor({ timeout: WAIT });
+    await resolvedAs(form, 'You answered');
     assert.deepEqual(await agent.outcome('auth'), { answers: [['Approve the plan']] });
     // The session's timeline, loaded and streamed with the token, shows the answer too.
     await timelineLive(page);
@@ -537,9 +700,7 @@ const scenarios = {
   async approval_decisions() {
     const page = await open(URL_OPEN);
     await live(page);
-    const request = await agent.ask('approval');
-    const review = card(page, request.id);
-    await review.waitFor({ timeout: WAIT });
+    const [request, review] = await askShown(page, 'approval');
     assert.equal(await review.locator('.kind').textContent(), 'Approval');
     assert.equal(await review.locator('.key').textContent(), 'ui-approval_1');
     const timer = review.locator('.timer');
@@ -582,7 +743,16 @@ const scenarios = {
     const send = review.getByRole('button', { name: 'Send decisions' });
     await send.click();
     assert.equal(await review.locator('.card-error').textContent(), 'Check the decision for send_email: choose a decision.');
-    await radio(email, 'Approve').check();
+    // A response instead of the call needs its text.
+    await radio(email, 'Respond instead').check();
+    await send.click();
+    assert.equal(
+      await review.locator('.card-error').textContent(),
+      'Check the decision for send_email: write the response for the agent.',
+    );
+    const response = email.getByLabel('Your response (sent to the agent instead of running the tool)');
+    assert.equal(await hasFocus(response), true);
+    await response.fill('Send it after the release notes are out');
     await radio(rows, 'Reject').check();
     await rows.getByLabel('Message to the agent (optional)').fill('Keep the users table');
 
@@ -597,7 +767,7 @@ const scenarios = {
     assert.equal(await editor.getAttribute('aria-invalid'), 'true');
     await send.click();
     assert.match(await review.locator('.card-error').textContent(), /^Check the decision for execute_trade: invalid JSON: /);
-    assert.equal(await editor.evaluate((element) => element === document.activeElement), true);
+    assert.equal(await hasFocus(editor), true);
     await editor.fill('[10]');
     assert.equal(await status.textContent(), 'Not valid: the arguments must be a JSON object { … }');
     await send.click();
@@ -613,23 +783,146 @@ const scenarios = {
     await shoot(page, 'approval-desktop');
 
     await send.click();
-    await review.locator('.status-line', { hasText: 'You sent your decision' }).waitFor({ timeout: WAIT });
+    await resolvedAs(review, 'You sent your decision');
     assert.deepEqual(await review.locator('dd').allTextContents(), [
-      'Approved',
+      'Responded: Send it after the release notes are out',
       'Approved with edited arguments: {"symbol":"VNM","quantity":10,"side":"buy"}',
       'Rejected: Keep the users table',
     ]);
     const decisions = {
       decisions: [
-        { type: 'approve' },
+        { type: 'respond', message: 'Send it after the release notes are out' },
         { type: 'edit', edited_action: { name: 'execute_trade', args: { symbol: 'VNM', quantity: 10, side: 'buy' } } },
         { type: 'reject', message: 'Keep the users table' },
       ],
     };
     assert.deepEqual(await agent.outcome('approval'), decisions);
     await timelineReads(page, [
-      'group running expanded: Send email ˅ Approval: Send email, Execute trade, Delete rows Approved; Approved with edited arguments: {"symbol":"VNM","quantity":10,"side":"buy"}; Rejected: Keep the users table [Approval: Send email, Execute trade, Delete rows / Approved; Approved with edited arguments: {"symbol":"VNM","quantity":10,"side":"buy"}; Rejected: Keep the users table]',
+      'group running expanded: Send email ˅ Approval: Send email, Execute trade, Delete rows Responded: Send it after the release notes are out; Approved with edited arguments: {"symbol":"VNM","quantity":10,"side":"buy"}; Rejected: Keep the users table [Approval: Send email, Execute trade, Delete rows / Responded: Send it after the release notes are out; Approved with edited arguments: {"symbol":"VNM","quantity":10,"side":"buy"}; Rejected: Keep the users table]',
     ]);
+    await page.close();
+  },
+
+  /** "Approve all" of two tool calls in one tab; a stale tab's decision then gets a 409. */
+  async approval_conflict() {
+    const request = await agent.ask('conflict');
+    const [page, stale] = await tabsWithStale('?session=ui-conflict', request.id, 1);
+    const review = card(page, request.id);
+    await review.getByRole('button', { name: 'Approve all: create_branch, open_pull_request', exact: true }).click();
+    await resolvedAs(review, 'You sent your decision');
+    const approved = ['Approved', 'Approved'];
+    assert.deepEqual(await review.locator('dd').allTextContents(), approved);
+    assert.deepEqual(await agent.outcome('conflict'), { decisions: [{ type: 'approve' }, { type: 'approve' }] });
+
+    const late = card(stale, request.id);
+    await radio(late.locator('fieldset').nth(0), 'Reject').check();
+    await radio(late.locator('fieldset').nth(1), 'Approve').check();
+    await sendLate(late, 'Send decisions', 'Decided elsewhere');
+    assert.deepEqual(await late.locator('dd').allTextContents(), approved);
+    for (const tab of [page, stale]) await tab.close();
+  },
+
+  /**
+   * An approval on a phone, with a long session id and long arguments, reached from the
+   * timeline and decided with the keyboard alone; the refused call's dot turns red.
+   */
+  async approval_phone_keyboard() {
+    const step = (body) => agent.step(LONG_SESSION, body);
+    await step({ type: 'tool_use', id: 'tc-p0', name: 'check_health', input: {} });
+    await step({ type: 'tool_use', id: 'tc-p1', name: 'deploy_release', input: {} });
+    const page = await open(URL_OPEN, `?session=${LONG_SESSION}`, { viewport: PHONE });
+    await live(page);
+    await timelineLive(page);
+    const [request, review] = await askShown(page, 'phone_approval');
+    // One action: the radio is "Approve", the one-click button names what it approves.
+    assert.equal(await review.getByRole('radio', { name: 'Approve', exact: true }).count(), 1);
+    assert.equal(await review.getByRole('button', { name: 'Approve', exact: true }).count(), 0);
+    assert.equal(await review.getByRole('button', { name: 'Approve: deploy_release', exact: true }).count(), 1);
+    await assertFits(page);
+    await shoot(page, 'approval-phone');
+
+    // The timeline's button leads to the card; a frame arriving meanwhile keeps its focus.
+    const group = (health, deploy, outcome) =>
+      `group running expanded: Deploy release ˅ Check health Deploy release Approval: Deploy release ${outcome} [${health} Check health | ${deploy} Deploy release | Approval: Deploy release / ${outcome}]`;
+    const waiting = 'Waiting for your decision. Review it';
+    await timelineReads(page, [group('pending', 'pending', waiting)]);
+    const reviewIt = page.locator('#timeline').getByRole('button', { name: 'Review it: approval of deploy_release', exact: true });
+    await reviewIt.focus();
+    await step({ type: 'tool_result', tool_use_id: 'tc-p0', name: 'check_health', content: 'healthy' });
+    await timelineReads(page, [group('success', 'pending', waiting)]);
+    assert.equal(await hasFocus(reviewIt), true, 'the focus survives the new frame');
+    await page.keyboard.press('Enter');
+    assert.equal(await hasFocus(radio(review, 'Approve')), true, 'the focus is on the first decision');
+    await page.keyboard.press('ArrowDown');
+    assert.equal(await radio(review, 'Reject').isChecked(), true);
+    await page.keyboard.press('Tab');
+    assert.equal(await hasFocus(review.getByLabel('Message to the agent (optional)')), true);
+    const message = 'Wait for the build sha256:9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08';
+    await page.keyboard.type(message);
+    await page.keyboard.press('Tab');
+    assert.equal(await page.evaluate(() => document.activeElement.textContent), 'Send decision');
+    await page.keyboard.press('Enter');
+    await resolvedAs(review, 'You sent your decision');
+    assert.equal(await page.evaluate(() => document.activeElement.dataset.id), request.id, 'focus stays on the card');
+    assert.deepEqual(await agent.outcome('phone_approval'), { decisions: [{ type: 'reject', message }] });
+    await timelineReads(page, [group('success', 'error', `Rejected: ${message}`)]);
+    assert.equal(await review.locator('dd').textContent(), `Rejected: ${message}`);
+    await assertFits(page);
+    await page.close();
+  },
+
+  /**
+   * A question and an approval nobody answers: the countdown runs out, both cards say they
+   * expired, and the tool call the approval held back gets a red dot.
+   */
+  async expiry() {
+    const session = 'ui-expiry';
+    await agent.step(session, { type: 'tool_use', id: 'tc-e1', name: 'restart_service', input: { service: 'api' } });
+    const page = await open(URL_OPEN, `?session=${session}`);
+    await live(page);
+    await timelineLive(page);
+    const approval = await agent.ask('expiry_approval');
+    const [question, form] = await askShown(page, 'expiry_question');
+    const timer = form.locator('.timer');
+    assert.equal(await timer.getAttribute('data-state'), 'urgent');
+    // Every reading of the countdown until the card resolves.
+    await timer.evaluate((element) => {
+      window.readings = [element.textContent];
+      new MutationObserver(() => window.readings.push(element.textContent)).observe(element, {
+        childList: true,
+        characterData: true,
+        subtree: true,
+      });
+    });
+    await resolvedAs(form, 'Expired: nobody answered in time');
+    await resolvedAs(card(page, approval.id), 'Expired: every action was rejected');
+    const readings = (await page.evaluate(() => window.readings)).filter(
+      (reading, index, all) => reading !== all[index - 1],
+    );
+    const seconds = readings.map((reading) => (reading === 'time is up' ? 0 : Number(/^expires in 0:0([1-3])$/.exec(reading)?.[1])));
+    assert.ok(
+      seconds.every((left, index) => left >= 0 && (index === 0 || left < seconds[index - 1])),
+      `the countdown went down (${readings})`,
+    );
+    // The page ticks once a second, so its last reading is the last second or "time is up".
+    assert.ok(seconds.at(-1) <= 1, `it ran down to its last second (${readings})`);
+    assert.equal(await timer.isHidden(), true);
+    assert.equal(await form.locator('form').isHidden(), true, 'no form left to submit');
+    await until('the announcement', async () => (await page.locator('#announcer').textContent()).endsWith('expired.'));
+    const expiredQuestion = 'tl-question: Expired: nobody answered in time Rollback Roll back the last deploy?';
+    await timelineReads(page, [
+      'group done collapsed: Restart service › [error Restart service | Approval: Restart service / Expired: nobody answered in time]',
+      expiredQuestion,
+    ]);
+    // Opened, the group shows the red dot.
+    await page.locator('#timeline .group-header').click();
+    await timelineReads(page, [
+      'group done expanded: Restart service ˅ Restart service Approval: Restart service Expired: nobody answered in time ✓ Done [error Restart service | Approval: Restart service / Expired: nobody answered in time]',
+      expiredQuestion,
+    ]);
+    await shoot(page, 'question-expired');
+    assert.deepEqual(await agent.outcome('expiry_question'), { error: { kind: 'timed_out' } });
+    assert.deepEqual(await agent.outcome('expiry_approval'), { error: { kind: 'timed_out' } });
     await page.close();
   },
 
@@ -717,7 +1010,7 @@ const scenarios = {
       resolvedQuestion,
       'group running expanded: Publish the report ˅ Publish the report Approval: Publish report Waiting for your decision. Review it [pending Publish the report | Approval: Publish report / Waiting for your decision. Review it]',
     ]);
-    await card(page, approval.id).getByRole('button', { name: 'Approve', exact: true }).click();
+    await card(page, approval.id).getByRole('button', { name: 'Approve: publish_report', exact: true }).click();
     assert.deepEqual(await agent.outcome('timeline_approval'), { decisions: [{ type: 'approve' }] });
     await step({ type: 'tool_result', tool_use_id: 'tc-3', name: 'publish_report' });
     await step({ type: 'text', text: 'VNINDEX rose 2.69% today.', is_final: true });
@@ -741,7 +1034,7 @@ const scenarios = {
       'group done expanded: Analyse VNINDEX prices ˅ Web search Analyse VNINDEX prices ✓ Done [success Web search | error Analyse VNINDEX prices]',
       ...done.slice(3),
     ]);
-    assert.equal(await header.evaluate((element) => element === document.activeElement), true, 'focus stays on the header');
+    assert.equal(await hasFocus(header), true, 'focus stays on the header');
     await shoot(page, 'timeline-desktop');
     await page.keyboard.press('Enter');
     await timelineReads(page, done);
@@ -758,8 +1051,7 @@ const scenarios = {
     await timelineReads(page, [...done, 'tl-user: User Thanks!']);
 
     await page.setViewportSize(PHONE);
-    const overflow = await overflowX(page);
-    assert.ok(overflow <= 0, `no horizontal scrolling on a phone (${overflow} px too wide)`);
+    await assertFits(page);
     await page.locator('#timeline-section').scrollIntoViewIfNeeded();
     await shoot(page, 'timeline-phone', { fullPage: false });
     await page.close();
@@ -786,6 +1078,8 @@ async function main() {
     ],
     viewport: DESKTOP,
   });
+  // A step that cannot happen fails within the same limit as a wait.
+  context.setDefaultTimeout(WAIT);
   context.on('request', (request) => {
     const url = new URL(request.url());
     if (['http:', 'https:', 'ws:', 'wss:'].includes(url.protocol) && !origins.has(url.origin)) {

@@ -26,7 +26,7 @@ import { EventStreamClient } from './sse.js';
 
 const byId = (id) => document.getElementById(id);
 const ui = {
-  main: byId('requests'),
+  listTitle: byId('list-title'),
   list: byId('list'),
   empty: byId('empty'),
   loading: byId('loading'),
@@ -131,17 +131,25 @@ function describeError(error, what) {
   }
 }
 
-/** After a failed answer: a 409 or 404 means someone else settled it; show how. */
+/**
+ * After a failed answer: an outcome that arrived while it was in flight stands (the
+ * failure may even be the lost response to this very answer); a 409 or 404 means someone
+ * else settled it; show how.
+ */
 async function afterFailure(request, error, card) {
-  if (!(error instanceof api.ApiError) || ![404, 409].includes(error.status)) return;
+  const deferred = state.deferred.get(request.id);
+  state.deferred.delete(request.id);
+  if (!(error instanceof api.ApiError) || ![404, 409].includes(error.status)) {
+    if (deferred) settle(request.id, deferred);
+    return;
+  }
   const kind = card.kind;
   const noun = kind === 'question' ? 'answer' : 'decision';
   const note =
     error.status === 409
       ? `Your ${noun} was not sent: this ${kind} was already resolved elsewhere.`
       : `Your ${noun} was not sent: this ${kind} no longer exists on the server.`;
-  let outcome = state.deferred.get(request.id);
-  state.deferred.delete(request.id);
+  let outcome = deferred;
   if (!outcome && error.status === 409) {
     try {
       const current = await api.get(`/${kind}/${encodeURIComponent(request.id)}`);
@@ -319,12 +327,19 @@ function settle(id, outcome) {
 function removeCard(id, moveFocus) {
   const card = state.cards.get(id);
   if (!card) return;
-  const next = card.element.nextElementSibling ?? card.element.previousElementSibling;
+  const next = shownSibling(card.element, 'nextElementSibling') ?? shownSibling(card.element, 'previousElementSibling');
   const hadFocus = card.element.contains(document.activeElement);
   card.element.remove();
   state.cards.delete(id);
-  if (moveFocus || hadFocus) (next ?? ui.main).focus();
+  if (moveFocus || hadFocus) (next ?? ui.listTitle).focus();
   render();
+}
+
+/** The nearest card in `direction` from `element` that the session filter shows, if any. */
+function shownSibling(element, direction) {
+  let sibling = element[direction];
+  while (sibling?.hidden) sibling = sibling[direction];
+  return sibling;
 }
 
 /** Ids sort by their ULID, whatever their kind prefix. */

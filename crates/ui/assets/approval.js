@@ -6,7 +6,7 @@
 // "respond" a required one. Decisions are sent together, one per action in order, as
 // `POST /approval/{id}/reply {"decisions": [...]}`.
 
-import { countdown, domId, h, prettyJson, sessionLink } from './dom.js';
+import { countdown, dismissButton, domId, h, nameFor, prettyJson, sessionLink } from './dom.js';
 
 /** What an action no review config names may get: every decision, as the server allows. */
 const DEFAULT_ALLOWED = ['approve', 'edit', 'reject', 'respond'];
@@ -52,9 +52,14 @@ export function approvalCard(request, actions) {
     actionReview(request, action, index, allowedDecisions(action, request.review_configs)),
   );
   const everyApprovable = editors.every((editor) => editor.allowed.includes('approve'));
-  const submit = h('button', { type: 'submit', class: 'primary' }, actionList.length > 1 ? 'Send decisions' : 'Send decision');
+  const names = actionList.map((action) => action.name).join(', ');
+  const subject = approvalSubject(actionList);
+  const submitText = actionList.length > 1 ? 'Send decisions' : 'Send decision';
+  const submit = h('button', { type: 'submit', class: 'primary', 'aria-label': nameFor(submitText, subject) }, submitText);
+  // Named after the calls it approves: on a one-action card, the radio is "Approve".
+  const approveText = actionList.length > 1 ? 'Approve all' : 'Approve';
   const approveAll = everyApprovable
-    ? h('button', { type: 'button', class: 'secondary' }, actionList.length > 1 ? 'Approve all' : 'Approve')
+    ? h('button', { type: 'button', class: 'secondary', 'aria-label': nameFor(approveText, names) }, approveText)
     : null;
   const form = h(
     'form',
@@ -157,7 +162,7 @@ export function approvalCard(request, actions) {
       timer.element.hidden = true;
       element.classList.add('resolved');
       element.dataset.status = outcome.status;
-      resolution.replaceChildren(...resolutionView(request, outcome, () => actions.dismiss(id)));
+      resolution.replaceChildren(...resolutionView(request, outcome, subject, () => actions.dismiss(id)));
       resolution.hidden = false;
       actions.changed?.();
     },
@@ -191,7 +196,11 @@ function actionReview(request, action, index, allowed) {
   });
   editor.value = original;
   const editorStatus = h('p', { class: 'json-status', id: statusId, 'aria-live': 'polite' }, 'Valid JSON');
-  const reset = h('button', { type: 'button', class: 'secondary small' }, 'Reset');
+  const reset = h(
+    'button',
+    { type: 'button', class: 'secondary small', 'aria-label': nameFor('Reset', `arguments of ${action.name}`) },
+    'Reset',
+  );
   const editPanel = h(
     'div',
     { class: 'panel edit-panel', hidden: true },
@@ -304,7 +313,12 @@ function actionReview(request, action, index, allowed) {
   };
 }
 
-function resolutionView(request, outcome, dismiss) {
+/** What an approval card is about, for the accessible names of its buttons. */
+export function approvalSubject(actions) {
+  return `approval of ${actions.map((action) => action.name).join(', ')}`;
+}
+
+function resolutionView(request, outcome, subject, dismiss) {
   const status = {
     replied: outcome.here ? 'You sent your decision' : 'Decided elsewhere',
     timed_out: 'Expired: every action was rejected',
@@ -325,7 +339,7 @@ function resolutionView(request, outcome, dismiss) {
     );
   }
   if (outcome.note) parts.push(h('p', { class: 'note' }, outcome.note));
-  parts.push(h('button', { type: 'button', class: 'secondary small', onclick: dismiss }, 'Dismiss'));
+  parts.push(dismissButton(subject, dismiss));
   return parts;
 }
 

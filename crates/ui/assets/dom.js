@@ -23,6 +23,25 @@ export function h(tag, props = {}, ...children) {
   return element;
 }
 
+/**
+ * The accessible name of a button every card has: its visible `text`, then what it is
+ * about (`Dismiss` + `question Database` -> `Dismiss: question Database`), so a screen
+ * reader's list of buttons tells the cards apart. It starts with the visible text, so a
+ * speech user can still say what they see.
+ */
+export function nameFor(text, subject) {
+  return `${text}: ${subject}`;
+}
+
+/** The "Dismiss" button of a resolved card about `subject`. */
+export function dismissButton(subject, dismiss) {
+  return h(
+    'button',
+    { type: 'button', class: 'secondary small', 'aria-label': nameFor('Dismiss', subject), onclick: dismiss },
+    'Dismiss',
+  );
+}
+
 /** A DOM id derived from `parts`, safe for `id`/`for`/`aria-*` references. */
 export function domId(...parts) {
   return parts.join('-').replace(/[^A-Za-z0-9_-]/g, '_');

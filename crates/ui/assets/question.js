@@ -6,7 +6,7 @@
 // a request are answered together with one submit; "Decline" rejects the request with an
 // optional reason. A draft survives a reload (sessionStorage, per request id).
 
-import { countdown, domId, h, sessionLink } from './dom.js';
+import { countdown, dismissButton, domId, h, nameFor, sessionLink } from './dom.js';
 
 export const NO_PREFERENCE = '[No preference]';
 const OTHER = '\u0000other';
@@ -30,8 +30,14 @@ export function questionCard(request, actions) {
   let resolved = false;
 
   const fields = request.questions.map((info, index) => questionField(request, info, index, multi));
-  const submit = h('button', { type: 'submit', class: 'primary' }, multi ? 'Submit answers' : 'Submit answer');
-  const declineToggle = h('button', { type: 'button', class: 'secondary' }, 'Decline…');
+  const subject = questionSubject(request.questions);
+  const submitText = multi ? 'Submit answers' : 'Submit answer';
+  const submit = h('button', { type: 'submit', class: 'primary', 'aria-label': nameFor(submitText, subject) }, submitText);
+  const declineToggle = h(
+    'button',
+    { type: 'button', class: 'secondary', 'aria-label': nameFor('Decline', subject) },
+    'Decline…',
+  );
   const reasonId = domId(id, 'reason');
   const reason = h('input', { id: reasonId, type: 'text', maxlength: 500, autocomplete: 'off' });
   const declineConfirm = h('button', { type: 'button', class: 'danger' }, 'Decline question');
@@ -113,7 +119,7 @@ export function questionCard(request, actions) {
           ? `Answer or skip “${request.questions[invalid].question}” first.`
           : `Answer or skip every question first: ${count} still need an answer.`,
       );
-      fields[invalid].focus();
+      results[invalid].fix.focus();
       return;
     }
     const answers = results.map((result) => result.answer);
@@ -182,7 +188,7 @@ export function questionCard(request, actions) {
       timer.element.hidden = true;
       element.classList.add('resolved');
       element.dataset.status = outcome.status;
-      resolution.replaceChildren(...resolutionView(request, outcome, () => actions.dismiss(id)));
+      resolution.replaceChildren(...resolutionView(request, outcome, subject, () => actions.dismiss(id)));
       resolution.hidden = false;
       actions.changed?.();
     },
@@ -193,7 +199,19 @@ export function questionCard(request, actions) {
   return controller;
 }
 
-/** One question as a fieldset; `collect()` gives `{answer}` or `{error}`. */
+/**
+ * What a question card is about, for the accessible names of its buttons: `question
+ * Database`, or `questions Telemetry, Region` (headers, else the question texts).
+ */
+export function questionSubject(questions) {
+  const names = questions.map((info) => info.header || info.question).join(', ');
+  return `${questions.length > 1 ? 'questions' : 'question'} ${names}`;
+}
+
+/**
+ * One question as a fieldset; `collect()` gives `{answer}`, or `{error, fix}` with the
+ * control that needs the human.
+ */
 function questionField(request, info, index, multi) {
   const base = domId(request.id, 'q', index);
   const name = base;
@@ -292,7 +310,7 @@ function questionField(request, info, index, multi) {
       const checked = inputs.filter((input) => input.checked);
       if (checked.length === 0) {
         setError('Choose an answer, or “No preference” to skip.');
-        return { error: true };
+        return { error: true, fix: inputs[0] };
       }
       if (skipInput.checked) {
         setError('');
@@ -303,8 +321,7 @@ function questionField(request, info, index, multi) {
         const text = otherText.value.trim();
         if (!text) {
           setError('Type your own answer, or choose one of the options.');
-          otherText.focus();
-          return { error: true };
+          return { error: true, fix: otherText };
         }
         answer.push(text);
       }
@@ -326,7 +343,7 @@ function questionField(request, info, index, multi) {
 }
 
 /** The resolved block: what happened, and the questions with their answers. */
-function resolutionView(request, outcome, dismiss) {
+function resolutionView(request, outcome, subject, dismiss) {
   const status = {
     replied: outcome.here ? 'You answered' : 'Answered elsewhere',
     rejected: outcome.here ? 'You declined this question' : 'Declined elsewhere',
@@ -351,7 +368,7 @@ function resolutionView(request, outcome, dismiss) {
     );
   }
   if (outcome.note) parts.push(h('p', { class: 'note' }, outcome.note));
-  parts.push(h('button', { type: 'button', class: 'secondary small', onclick: dismiss }, 'Dismiss'));
+  parts.push(dismissButton(subject, dismiss));
   return parts;
 }
 

@@ -129,15 +129,18 @@ export class EventStreamClient {
     this.wake?.();
   }
 
-  /** Reconnect now instead of waiting out the backoff. */
+  /**
+   * Reconnect now instead of waiting out the backoff. A stream stopped by `unauthorized`
+   * stays stopped: only `resume()` (a token was entered) starts it again.
+   */
   retryNow() {
-    this.paused = false;
-    this.wake?.();
+    if (!this.paused) this.wake?.();
   }
 
   /** Resume after `unauthorized` (a token was entered). */
   resume() {
-    this.retryNow();
+    this.paused = false;
+    this.wake?.();
   }
 
   /** Drop the connection and the cursor: the next connection starts fresh. */

@@ -11,14 +11,19 @@
 // a header naming the latest tool; `group_end` marks it done and collapses it 300 ms later,
 // with the summary as header; clicking the header toggles it, and an expanded done group
 // shows every item and "✓ Done". Tool items carry a dot: amber while running, green on
-// success, red on error (or when rejected). A `tool_result` merges into its `tool_use`.
+// success, red on error, and red when an approval did not let the call run (rejected,
+// answered with a response instead, timed out, withdrawn), whatever result follows.
+// A `tool_result` merges into its `tool_use`.
 // Questions are shown outside groups, tool approvals inside them; a pending one offers a
 // button that takes the human to its card, a resolved one shows its answers or decisions
 // (seed 000's resolved question block).
+//
+// Every frame renders the list again; the control that had the keyboard focus (a group's
+// header, a request's button) gets it back by its `data-focus-key`.
 
-import { describeDecision } from './approval.js';
-import { h } from './dom.js';
-import { NO_PREFERENCE } from './question.js';
+import { approvalSubject, describeDecision } from './approval.js';
+import { h, nameFor } from './dom.js';
+import { NO_PREFERENCE, questionSubject } from './question.js';
 
 /** The tool name under which questions appear (seed 000). */
 const QUESTION_TOOL = 'ask_user_question';
@@ -87,6 +92,37 @@ function applyFrame(blocks, open, frame) {
   }
 }
 
+/**
+ * `blocks`, with each tool call that a resolved approval did not let run marked failed
+ * (seed 004: rejected or timed out is a red dot). An action names its call by
+ * `tool_use_id`; without one, it is the latest call of that tool before the approval.
+ */
+function withRefusals(blocks) {
+  const refused = new Set();
+  blocks.forEach((block, position) => {
+    if (block.type !== 'request' || !block.resolved || isQuestion(block)) return;
+    const before = blocks.slice(0, position).reverse();
+    block.actionRequests.forEach((action, index) => {
+      if (!refuses(block, index)) return;
+      const call = before.find(
+        (candidate) =>
+          candidate.type === 'tool_use' &&
+          (action.tool_use_id ? candidate.id === action.tool_use_id : candidate.name === action.name),
+      );
+      if (call) refused.add(call);
+    });
+  });
+  return blocks.map((block) => (refused.has(block) ? { ...block, status: 'error' } : block));
+}
+
+/** Whether resolved approval `block` kept its action `index` from running. */
+function refuses(block, index) {
+  if (block.timedOut || block.cancelled) return true;
+  // Fewer decisions than actions: the first stands for the rest (seed behaviour).
+  const decision = block.decisions?.[index] ?? block.decisions?.[0];
+  return decision?.type === 'reject' || decision?.type === 'respond';
+}
+
 /** Groups blocks into items (seed 004's `buildGroups`); the last group stays open. */
 function buildItems(blocks) {
   const items = [];
@@ -149,11 +185,11 @@ export class Timeline {
   }
 
   render() {
-    const items = buildItems(this.blocks);
-    const focusedKey = document.activeElement?.closest?.('.group')?.dataset.key;
+    const items = buildItems(withRefusals(this.blocks));
+    const focused = this.list.contains(document.activeElement) ? document.activeElement.dataset.focusKey : undefined;
     this.list.replaceChildren(...items.map((item) => h('li', {}, this.item(item))));
     this.empty.hidden = items.length > 0;
-    if (focusedKey) this.list.querySelector(`.group[data-key="${focusedKey}"] .group-header`)?.focus();
+    if (focused) this.list.querySelector(`[data-focus-key="${CSS.escape(focused)}"]`)?.focus();
   }
 
   item(item) {
@@ -188,6 +224,7 @@ export class Timeline {
       {
         type: 'button',
         class: 'group-header',
+        dataset: { focusKey: `group ${group.key}` },
         'aria-expanded': String(expanded),
         'aria-controls': bodyId,
         onclick: () => {
@@ -355,7 +392,9 @@ function questionView(block, review) {
   return h(
     'div',
     { class: 'tl-question', dataset: { resolved: String(block.resolved), key: block.key } },
-    block.resolved ? null : pendingView('Waiting for your answer.', 'Answer it', block.key, review),
+    block.resolved
+      ? null
+      : pendingView('Waiting for your answer.', 'Answer it', questionSubject(questions), block.key, review),
     answered ? null : outcomeLine(block),
     h(
       'dl',
@@ -378,19 +417,24 @@ function approvalView(block, review) {
     h('span', { class: 'tl-label' }, `Approval: ${names}`),
     block.resolved
       ? outcomeLine(block) ?? h('p', { class: 'tl-state' }, decided)
-      : pendingView('Waiting for your decision.', 'Review it', block.key, review),
+      : pendingView('Waiting for your decision.', 'Review it', approvalSubject(block.actionRequests), block.key, review),
   );
 }
 
 /** A pending request's line, with the button that takes the human to its card. */
-function pendingView(text, action, key, review) {
-  return h(
-    'p',
-    { class: 'tl-state tl-pending' },
-    text,
-    ' ',
-    h('button', { type: 'button', class: 'link-button', onclick: () => review(key) }, action),
+function pendingView(text, action, subject, key, review) {
+  const button = h(
+    'button',
+    {
+      type: 'button',
+      class: 'link-button',
+      'aria-label': nameFor(action, subject),
+      dataset: { focusKey: `request ${key}` },
+      onclick: () => review(key),
+    },
+    action,
   );
+  return h('p', { class: 'tl-state tl-pending' }, text, ' ', button);
 }
 
 /** How a request ended when it was not answered normally, or `null`. */
