@@ -58,7 +58,7 @@ const OUTCOME_TIMEOUT: Duration = Duration::from_secs(10);
 /// The bearer token of the server with authentication on.
 const TOKEN: &str = "ui-test-token-0123456789abcdef";
 /// The timeout of the cases that expire while the page counts down.
-const EXPIRY: Duration = Duration::from_secs(3);
+const EXPIRY: Duration = Duration::from_secs(5);
 /// A session id too long for a phone's line, as `browser.mjs` names it too.
 const LONG_SESSION: &str = "ui_phone_approval_session_with_a_long_id_0123456789abcdef0123456789";
 /// Every scenario of `browser.mjs`, in its order: the run must have done them all.
