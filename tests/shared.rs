@@ -99,12 +99,13 @@ async fn redis_approvals_and_session_cancels_cross_instances() {
 #[tokio::test(flavor = "current_thread")]
 async fn a_follower_that_fell_behind_the_log_resyncs() {
     let [a, b, _c] = instances(memory_stores()).await;
-    let mine = a
+    let mut mine = a
         .hub
         .questions()
         .submit("s", vec![language()], None, Timeout::Never)
         .unwrap();
     let id = mine.id();
+    mine.recorded().await.unwrap();
     a.hub.caught_up().await.unwrap();
     b.hub.caught_up().await.unwrap();
     // Without an `.await`, so no follower runs on this one thread: B answers, then more
@@ -207,15 +208,17 @@ async fn check_answered_elsewhere(stores: [Arc<dyn Store>; 3]) {
 async fn check_concurrent_replies(stores: [Arc<dyn Store>; 3]) {
     const QUESTIONS: usize = 20;
     let instances = instances(stores).await;
-    let asking: Vec<_> = (0..QUESTIONS)
-        .map(|_| {
-            instances[0]
-                .hub
-                .questions()
-                .submit("race", vec![language()], None, Timeout::Never)
-                .unwrap()
-        })
-        .collect();
+    let mut asking = Vec::new();
+    for _ in 0..QUESTIONS {
+        let mut pending = instances[0]
+            .hub
+            .questions()
+            .submit("race", vec![language()], None, Timeout::Never)
+            .unwrap();
+        // In the store, so every instance's catching up below covers it.
+        pending.recorded().await.unwrap();
+        asking.push(pending);
+    }
     for instance in &instances {
         instance.hub.caught_up().await.unwrap();
     }
@@ -320,20 +323,22 @@ async fn check_restart<F: Future<Output = Arc<dyn Store>>>(store: impl Fn() -> F
     let b = instance(store().await).await;
     let answered_while_down = {
         let a = instance(store().await).await;
-        let ask = |call: &str| {
+        let ask = async |call: &str| {
             let tool = ToolRef {
                 message_id: "m".into(),
                 call_id: call.into(),
             };
-            a.hub
+            let mut asked = a
+                .hub
                 .questions()
                 .submit("agent", vec![language()], Some(tool), Timeout::Never)
-                .unwrap()
-                .detach()
-                .id
+                .unwrap();
+            // In the store, so B's catching up below covers it.
+            asked.recorded().await.unwrap();
+            asked.detach().id
         };
-        let first = ask("call-1");
-        let second = ask("call-2");
+        let first = ask("call-1").await;
+        let second = ask("call-2").await;
         b.hub.caught_up().await.unwrap();
         (first, second)
     };
@@ -382,12 +387,14 @@ async fn check_restart<F: Future<Output = Arc<dyn Store>>>(store: impl Fn() -> F
 async fn check_approvals_and_cancel(stores: [Arc<dyn Store>; 3]) {
     let [a, b, mut c] = instances(stores).await;
     let delete = Action::new("delete_rows", json!({"table": "users"}));
-    let reviewing = a
+    let mut reviewing = a
         .hub
         .approvals()
         .submit("ops", vec![delete], vec![], Timeout::Never)
         .unwrap();
     let id = reviewing.id();
+    // `caught_up` covers what the store has: A's insert must be there first.
+    reviewing.recorded().await.unwrap();
     b.hub.caught_up().await.unwrap();
     let edit = Decision::Edit {
         edited_action: EditedAction {
@@ -415,13 +422,16 @@ async fn check_approvals_and_cancel(stores: [Arc<dyn Store>; 3]) {
     assert_eq!(asked_first, Some(c.seen.len() - 2), "asked, then replied");
 
     // A session cancelled through B ends A's requests of that session, and only those.
-    let ask = |session: &str| {
+    let mut asking = ["doomed", "doomed", "spared"].map(|session| {
         a.hub
             .questions()
             .submit(session, vec![language()], None, Timeout::Never)
             .unwrap()
-    };
-    let (first, second, other) = (ask("doomed"), ask("doomed"), ask("spared"));
+    });
+    for pending in &mut asking {
+        pending.recorded().await.unwrap();
+    }
+    let [first, second, other] = asking;
     b.hub.caught_up().await.unwrap();
     assert_eq!(b.hub.cancel_session("doomed"), 2);
     for pending in [first, second] {

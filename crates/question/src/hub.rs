@@ -198,8 +198,9 @@ impl RequestHub {
     }
 
     /// Waits until this hub has applied every change its shared store had made when this
-    /// was called: a request asked through another instance a moment ago is then known
-    /// here. At once for a hub that shares no store.
+    /// was called: a request asked through another instance is then known here if its
+    /// insert was in the store by then (its `recorded()` completed; over HTTP, its
+    /// `POST /question` was answered). At once for a hub that shares no store.
     ///
     /// # Errors
     ///
