@@ -35,7 +35,7 @@ use anyhow::{Context, bail};
 use askbus_bus::{Bus, IdGenerator};
 use askbus_http::HttpConfig;
 use askbus_loadtest::cpu::{CpuSample, CpuShare};
-use askbus_loadtest::stats::{Latencies, Millis};
+use askbus_loadtest::stats::{Latencies, Millis, median};
 use askbus_loadtest::wrk::{ReplyScript, WrkReport, WrkRun};
 use askbus_loadtest::{Served, StatusTally, baseline, sse, wrk};
 use askbus_question::{
@@ -534,15 +534,6 @@ fn wait_for_stragglers() {
 }
 
 /// The median of `values` (the mean of the middle two for an even count); NaN for none.
-fn median(mut values: Vec<f64>) -> f64 {
-    values.sort_by(f64::total_cmp);
-    match values.len() {
-        0 => f64::NAN,
-        n if n % 2 == 1 => values[n / 2],
-        n => (values[n / 2 - 1] + values[n / 2]) / 2.0,
-    }
-}
-
 /// The smoke version's counts.
 struct ReplySmoke {
     /// Replies sent to each server.

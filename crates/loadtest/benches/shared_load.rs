@@ -26,6 +26,10 @@
 //! the target load; a closed loop also hides the waits of the cycles it never starts.
 //! A cycle whose answer is not the one given fails the run; a missed target is reported.
 //!
+//! The baseline and askbus are measured in three rounds, alternately (this machine's speed
+//! drifts between minutes, and the tail latency with it); the verdicts are on the medians
+//! of the rounds.
+//!
 //! Without `--bench` (under `cargo test --all-targets`) a smoke version runs a second of
 //! each, paced at 500 a second, and checks the same invariants; its figures mean
 //! nothing.
@@ -41,7 +45,7 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, bail};
 use askbus_bus::Bus;
 use askbus_loadtest::cpu::{CpuSample, CpuShare};
-use askbus_loadtest::stats::{Latencies, Millis};
+use askbus_loadtest::stats::{Latencies, Millis, median};
 use askbus_question::{
     ApprovalConfig, QuestionAsked, QuestionConfig, QuestionId, QuestionInfo, QuestionOption,
     RequestHub, Timeout,
@@ -83,19 +87,20 @@ struct Measured {
 
 fn main() -> ExitCode {
     let full_run = std::env::args().any(|argument| argument == "--bench");
-    let (warm_up, measured, pace) = if full_run {
-        (
-            Duration::from_secs(2),
-            Duration::from_secs(10),
-            TARGET_CYCLES_PER_SECOND,
-        )
+    let loads = if full_run {
+        Loads {
+            warm_up: Duration::from_secs(2),
+            measured: Duration::from_secs(10),
+            pace: TARGET_CYCLES_PER_SECOND,
+            rounds: 3,
+        }
     } else {
-        (Duration::from_millis(200), Duration::from_secs(1), 500)
-    };
-    let loads = Loads {
-        warm_up,
-        measured,
-        pace,
+        Loads {
+            warm_up: Duration::from_millis(200),
+            measured: Duration::from_secs(1),
+            pace: 500,
+            rounds: 1,
+        }
     };
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -119,6 +124,9 @@ struct Loads {
     measured: Duration,
     /// Questions a second of the paced load.
     pace: u32,
+    /// How many times the baseline and askbus are each measured, alternately: this
+    /// machine's speed drifts between minutes, and alternating shifts both sides alike.
+    rounds: usize,
 }
 
 async fn run(full_run: bool, loads: Loads) -> anyhow::Result<()> {
@@ -131,7 +139,7 @@ async fn run(full_run: bool, loads: Loads) -> anyhow::Result<()> {
     println!(
         "shared_load, {} run: two askbus instances over one Redis, the agents asking on A, the \
          human answering on B; saturated ({AGENTS} agents), then paced ({} questions a second), \
-         each {} s measured after a {} s warm-up",
+         each {} s measured after a {} s warm-up, {} round(s) of the baseline then askbus",
         if full_run {
             "full"
         } else {
@@ -139,37 +147,58 @@ async fn run(full_run: bool, loads: Loads) -> anyhow::Result<()> {
         },
         loads.pace,
         loads.measured.as_secs_f64(),
-        loads.warm_up.as_secs_f64()
+        loads.warm_up.as_secs_f64(),
+        loads.rounds
     );
-    let baseline = baseline(&client, &prefix, loads)
-        .await
-        .context("the baseline")?;
-    let askbus = askbus(&prefix, loads).await;
-    let deleted = delete_keys(&client, &prefix).await;
-    let askbus = askbus.context("askbus")?;
-    for (name, side) in [
-        ("baseline (Redis streams, the same flow)", &baseline),
-        ("askbus (RequestHub::shared x 2)", &askbus),
-    ] {
-        println!("  {name}");
-        println!("    saturated: {}", side.saturated);
-        println!("    paced:     {}", side.paced);
+    let mut rounds = Vec::new();
+    for round in 1..=loads.rounds {
+        let baseline = baseline(&client, &prefix, loads)
+            .await
+            .context("the baseline")?;
+        let askbus = askbus(&prefix, loads).await;
+        delete_keys(&client, &prefix)
+            .await
+            .context("deleting the bench's keys")?;
+        let askbus = askbus.context("askbus")?;
+        println!("  round {round}");
+        for (name, side) in [
+            ("baseline (Redis streams, the same flow)", &baseline),
+            ("askbus (RequestHub::shared x 2)", &askbus),
+        ] {
+            println!("    {name}");
+            println!("      saturated: {}", side.saturated);
+            println!("      paced:     {}", side.paced);
+        }
+        rounds.push([baseline, askbus]);
     }
-    let rate = askbus.saturated.cycles_per_second();
-    let p99 = askbus.paced.reply_to_resolve.map(|latencies| latencies.p99);
+    let median_of =
+        |value: &dyn Fn(&[Measured; 2]) -> f64| median(rounds.iter().map(value).collect());
+    let rate = median_of(&|[_, askbus]| askbus.saturated.cycles_per_second());
+    let ratio = median_of(&|[baseline, askbus]| {
+        askbus.saturated.cycles_per_second() / baseline.saturated.cycles_per_second()
+    });
+    let p99 = |figures: &Figures| {
+        figures
+            .reply_to_resolve
+            .map_or(f64::NAN, |latencies| latencies.p99.as_secs_f64())
+    };
+    let baseline_p99 = Duration::from_secs_f64(median_of(&|[baseline, _]| p99(&baseline.paced)));
+    let askbus_p99 = Duration::try_from_secs_f64(median_of(&|[_, askbus]| p99(&askbus.paced))).ok();
     println!(
-        "  askbus {rate:.0} cycles/s saturated (target >= {TARGET_CYCLES_PER_SECOND}: {}), \
-         {:.2}x the baseline; reply-to-resolve p99 {} at {} questions a second (target < {}: {})",
+        "  medians of {} rounds: askbus {rate:.0} cycles/s saturated (target >= \
+         {TARGET_CYCLES_PER_SECOND}: {}), {ratio:.2}x the baseline; reply-to-resolve p99 {} at \
+         {} questions a second (target < {}: {}; the baseline's {})",
+        rounds.len(),
         verdict(rate >= f64::from(TARGET_CYCLES_PER_SECOND)),
-        rate / baseline.saturated.cycles_per_second(),
-        p99.map_or("none".to_owned(), |p99| Millis(p99).to_string()),
+        askbus_p99.map_or("none".to_owned(), |p99| Millis(p99).to_string()),
         loads.pace,
         Millis(TARGET_P99),
-        verdict(p99.is_some_and(|p99| p99 < TARGET_P99)),
+        verdict(askbus_p99.is_some_and(|p99| p99 < TARGET_P99)),
+        Millis(baseline_p99),
     );
-    deleted.context("deleting the bench's keys")?;
-    let problems: Vec<_> = [&baseline, &askbus]
+    let problems: Vec<_> = rounds
         .iter()
+        .flatten()
         .flat_map(|side| [&side.saturated, &side.paced])
         .flat_map(|figures| figures.problems.iter().cloned())
         .collect();

@@ -52,6 +52,16 @@ pub fn percentile(sorted: &[Duration], fraction: f64) -> Option<Duration> {
     sorted.get(rank.clamp(1, sorted.len()) - 1).copied()
 }
 
+/// The median of `values` (the mean of the middle two for an even count), NaN for none.
+pub fn median(mut values: Vec<f64>) -> f64 {
+    values.sort_by(f64::total_cmp);
+    match values.len() {
+        0 => f64::NAN,
+        n if n % 2 == 1 => values[n / 2],
+        n => (values[n / 2 - 1] + values[n / 2]) / 2.0,
+    }
+}
+
 /// A duration shown in milliseconds with two decimals: `1.25 ms`.
 #[derive(Debug, Clone, Copy)]
 pub struct Millis(pub Duration);
