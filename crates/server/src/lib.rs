@@ -188,7 +188,7 @@ impl StoreUrl {
     }
 }
 
-impl std::str::FromStr for StoreUrl {
+impl FromStr for StoreUrl {
     type Err = ConfigError;
 
     /// Parses a `--store` value: `memory`, `sqlite:PATH` or `redis://…`.
