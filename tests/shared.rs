@@ -15,12 +15,12 @@ use askbus::question::{
     DurableError, EditedAction, Outcome, OutcomeKind, QuestionConfig, QuestionId, ReplyError,
     RequestHub, Timeout, ToolRef,
 };
-use askbus_store::{MemoryStore, SqliteStore, Store, StoreError};
+use askbus_store::{MemoryStore, RedisStore, SqliteStore, Store, StoreError};
 use futures_util::StreamExt;
 use serde_json::json;
 
 use crate::support::{
-    QuestionEvent, TestRedis, answers, language, outcomes_in_stream, question_event,
+    PrivateRedis, QuestionEvent, TestRedis, answers, language, outcomes_in_stream, question_event,
     ready_envelopes, roomy_bus,
 };
 
@@ -125,6 +125,60 @@ async fn a_follower_that_fell_behind_the_log_resyncs() {
     assert_eq!(answered.expect("A resynced").unwrap(), answers(&[&["Go"]]));
     a.hub.caught_up().await.unwrap();
     assert_eq!(a.hub.questions().list(Some("flood")).len(), flood);
+}
+
+/// Redis crashes and comes back (with what it acknowledged, from its append-only file):
+/// while it is down a reply fails with the reason, then the same reply goes through, the
+/// asker on the other instance gets it, and both buses tell it once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn redis_requests_stay_answerable_across_a_redis_restart() {
+    let mut redis = PrivateRedis::start().await;
+    let open =
+        || async { Arc::new(RedisStore::open(&redis.url(), "t").await.unwrap()) as Arc<dyn Store> };
+    let (mut a, mut b) = (instance(open().await).await, instance(open().await).await);
+    let mut asking = a
+        .hub
+        .questions()
+        .submit("s1", vec![language()], None, Timeout::Never)
+        .unwrap();
+    let id = asking.id();
+    asking.recorded().await.unwrap();
+    b.wait_for(asked(id)).await;
+
+    redis.kill();
+    let refused = b.hub.questions().reply(id, answers(&[&["Go"]])).unwrap();
+    let refused = tokio::time::timeout(EVENT_TIMEOUT, refused)
+        .await
+        .expect("a reply while Redis is down fails, it does not hang");
+    assert!(
+        matches!(refused, Err(DurableError::Store(StoreError::Redis(_)))),
+        "{refused:?}"
+    );
+    redis.restart().await;
+    let mut attempts = 0;
+    loop {
+        attempts += 1;
+        let reply = b.hub.questions().reply(id, answers(&[&["Go"]])).unwrap();
+        match reply.await {
+            Ok(()) => break,
+            // Redis not reconnected yet.
+            Err(DurableError::Store(_)) if attempts < 100 => {
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+            Err(error) => panic!("the reply after Redis came back failed: {error}"),
+        }
+    }
+    let answered = tokio::time::timeout(EVENT_TIMEOUT, asking).await;
+    assert_eq!(
+        answered.expect("A's ask resolved").unwrap(),
+        answers(&[&["Go"]])
+    );
+    for instance in [&mut a, &mut b] {
+        instance.wait_for(ended(id)).await;
+        // Each event once: `outcomes_in_stream` checks.
+        let outcomes = outcomes_in_stream(&instance.seen);
+        assert_eq!(outcomes.get(&id), Some(&Some(OutcomeKind::Replied)));
+    }
 }
 
 #[tokio::test]

@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use crate::support::TestRedis;
+use crate::support::{PrivateRedis, TestRedis};
 use askbus_store::{
     ChangeKind, EventRecord, LogPosition, MemoryStore, OutcomeRecord, OutcomeState, RedisStore,
     RequestKind, RequestRecord, SqliteStore, Store, StoreError, Write, Written,
@@ -142,6 +142,47 @@ async fn redis_store_writes_after_its_scripts_were_flushed() {
         write(&store, Write::Insert(question("que_2", None))).await,
         Written::Inserted
     );
+    assert_eq!(
+        write(&store, resolve("que_1", OutcomeState::Replied)).await,
+        Written::Resolved
+    );
+}
+
+/// A Redis that went away fails writes and reads at once, with the reason, instead of
+/// holding them; once it is back, the store reconnects by itself and writes again, and
+/// what Redis acknowledged before it went away (kept in its append-only file) is there.
+#[tokio::test]
+async fn redis_store_writes_again_once_a_restarted_redis_is_back() {
+    let mut redis = PrivateRedis::start().await;
+    let store = RedisStore::open(&redis.url(), "t").await.unwrap();
+    write(&store, Write::Insert(question("que_1", None))).await;
+
+    redis.kill();
+    let refused = tokio::time::timeout(
+        Duration::from_secs(5),
+        store.write(Write::Insert(question("que_2", None))),
+    )
+    .await
+    .expect("a write to a Redis that is gone fails, it does not hang");
+    assert!(matches!(refused, Err(StoreError::Redis(_))), "{refused:?}");
+    let unread = tokio::time::timeout(Duration::from_secs(5), store.get("que_1"))
+        .await
+        .expect("a read of a Redis that is gone fails, it does not hang");
+    assert!(matches!(unread, Err(StoreError::Redis(_))), "{unread:?}");
+
+    redis.restart().await;
+    // The first attempts may fall in the pause between reconnection attempts.
+    let mut inserted = store.write(Write::Insert(question("que_3", None))).await;
+    for _ in 0..100 {
+        if inserted.is_ok() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        inserted = store.write(Write::Insert(question("que_3", None))).await;
+    }
+    assert_eq!(inserted.unwrap(), Written::Inserted);
+    let loaded = store.requests(RequestKind::Question, 10).await.unwrap();
+    assert_eq!(ids(&loaded.pending), ["que_1", "que_3"]);
     assert_eq!(
         write(&store, resolve("que_1", OutcomeState::Replied)).await,
         Written::Resolved

@@ -222,3 +222,94 @@ impl Drop for TestRedis {
         }
     }
 }
+
+/// A `redis-server` of one test's own, on a free loopback port, which the test may kill and
+/// start again (the shared one on 6379 must keep running for the other tests). It keeps an
+/// append-only file with `appendfsync always` in a temporary directory, so what it
+/// acknowledged survives a kill, as a Redis set up for durability does.
+pub(crate) struct PrivateRedis {
+    /// Its port on 127.0.0.1.
+    port: u16,
+    /// Its data directory.
+    dir: tempfile::TempDir,
+    /// The running server, if it runs.
+    process: Option<std::process::Child>,
+}
+
+impl PrivateRedis {
+    /// Starts one; fails the test, saying how to get it, without a `redis-server` binary.
+    pub(crate) async fn start() -> Self {
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .and_then(|listener| listener.local_addr())
+            .unwrap()
+            .port();
+        let mut redis = Self {
+            port,
+            dir: tempfile::tempdir().unwrap(),
+            process: None,
+        };
+        redis.restart().await;
+        redis
+    }
+
+    /// Its URL.
+    pub(crate) fn url(&self) -> String {
+        format!("redis://127.0.0.1:{}", self.port)
+    }
+
+    /// Kills it with SIGKILL, as a crash would.
+    pub(crate) fn kill(&mut self) {
+        if let Some(mut process) = self.process.take() {
+            process.kill().unwrap();
+            process.wait().unwrap();
+        }
+    }
+
+    /// Starts it (again), on the same port and data, and waits until it answers.
+    pub(crate) async fn restart(&mut self) {
+        self.kill();
+        let process = std::process::Command::new("redis-server")
+            .args(["--port", &self.port.to_string(), "--bind", "127.0.0.1"])
+            .arg("--dir")
+            .arg(self.dir.path())
+            .args([
+                "--appendonly",
+                "yes",
+                "--appendfsync",
+                "always",
+                "--save",
+                "",
+            ])
+            .stdout(std::process::Stdio::null())
+            .spawn()
+            .unwrap_or_else(|error| {
+                panic!(
+                    "this test starts a redis-server of its own ({error}): install it with \
+                     `apt-get install -y redis-server`; `cargo xtask ci` does"
+                )
+            });
+        self.process = Some(process);
+        let client = redis::Client::open(self.url()).unwrap();
+        for _ in 0..200 {
+            if let Ok(mut connection) = client.get_multiplexed_async_connection().await
+                && redis::cmd("PING")
+                    .query_async::<String>(&mut connection)
+                    .await
+                    .is_ok()
+            {
+                return;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(25)).await;
+        }
+        panic!(
+            "the test's redis-server on port {} did not start",
+            self.port
+        );
+    }
+}
+
+impl Drop for PrivateRedis {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}

@@ -49,7 +49,8 @@ fn ci() -> Result<(), String> {
     ])?;
     // The browser tests of the web UI (tests/ui.rs) drive Debian's chromium.
     apt_install("/usr/bin/chromium", "chromium")?;
-    // The store and multi-instance tests use the real Redis on 127.0.0.1:6379.
+    // The store and multi-instance tests use the real Redis on 127.0.0.1:6379, and start
+    // redis-servers of their own to restart.
     ensure_redis()?;
     cargo(&[
         "test",
@@ -111,17 +112,17 @@ fn apt_install(binary: &str, package: &str) -> Result<(), String> {
 /// Where the tests expect Redis.
 const REDIS: SocketAddr = SocketAddr::new(std::net::IpAddr::V4(Ipv4Addr::LOCALHOST), 6379);
 
-/// Makes sure a Redis answers on 127.0.0.1:6379: one already running is used as it is;
-/// otherwise Debian's `redis-server` is installed if missing and started in the background,
-/// keeping nothing on disk (the tests clean up their own keys). Says how to get one when
-/// that fails.
+/// Makes sure Debian's `redis-server` is installed (the tests that restart Redis start
+/// their own, on other ports) and a Redis answers on 127.0.0.1:6379: one already running is
+/// used as it is; otherwise one is started in the background, keeping nothing on disk (the
+/// tests clean up their own keys). Says how to get one when that fails.
 fn ensure_redis() -> Result<(), String> {
+    apt_install("/usr/bin/redis-server", "redis-server")?;
     let listening = || TcpStream::connect_timeout(&REDIS, Duration::from_millis(500)).is_ok();
     if listening() {
         return Ok(());
     }
     eprintln!("xtask: no Redis on {REDIS}; starting redis-server for the tests");
-    apt_install("/usr/bin/redis-server", "redis-server")?;
     let started = Command::new("/usr/bin/redis-server")
         .args([
             "--daemonize",

@@ -24,7 +24,8 @@
 //! Latency at saturation is reported too. It is mostly queueing (64 agents taking turns at
 //! whatever the pair's pace is) and says how the pair degrades, not how fast it answers at
 //! the target load; a closed loop also hides the waits of the cycles it never starts.
-//! A cycle whose answer is not the one given fails the run; a missed target is reported.
+//! A cycle whose answer is not the one given, or that gets none within [`CYCLE_LIMIT`],
+//! fails the run; a missed target is reported.
 //!
 //! The baseline and askbus are measured in three rounds, alternately (this machine's speed
 //! drifts between minutes, and the tail latency with it); the verdicts are on the medians
@@ -67,6 +68,9 @@ const AGENTS: usize = 64;
 /// measured at the throughput target's pace.
 const TARGET_CYCLES_PER_SECOND: u32 = 10_000;
 const TARGET_P99: Duration = Duration::from_millis(5);
+/// How long a cycle may take before it counts as lost (its answer never came): the run
+/// reports it and goes on instead of waiting forever.
+const CYCLE_LIMIT: Duration = Duration::from_secs(10);
 
 /// How the agents load the pair.
 #[derive(Debug, Clone, Copy)]
@@ -267,12 +271,15 @@ where
         start + loads.warm_up,
         start + loads.warm_up + loads.measured,
     );
-    // Each run cycle: when it started, when its answer was given and received, whether right.
-    type Run = (Instant, Instant, Instant, bool);
+    // Each run cycle: when it started, when it ended, and (unless it was given up on) when
+    // its answer was given and whether it was right.
+    type Run = (Instant, Instant, Option<(Instant, bool)>);
     let timed = move |cycle: F, agent, n| async move {
         let started = Instant::now();
-        let (answered, right) = cycle(agent, n).await;
-        (started, answered, Instant::now(), right)
+        let answer = tokio::time::timeout(CYCLE_LIMIT, cycle(agent, n))
+            .await
+            .ok();
+        (started, Instant::now(), answer)
     };
     let mut tasks: Vec<tokio::task::JoinHandle<Vec<Run>>> = Vec::new();
     let mut cpu = None;
@@ -316,9 +323,13 @@ where
             }
         }
     }
-    let (mut latencies, mut cycles, mut wrong) = (Vec::new(), 0, 0);
+    let (mut latencies, mut cycles, mut wrong, mut lost) = (Vec::new(), 0, 0, 0);
     for task in tasks {
-        for (started, answered, resolved, right) in task.await.expect("the cycle ran") {
+        for (started, resolved, answer) in task.await.expect("the cycle ran") {
+            let Some((answered, right)) = answer else {
+                lost += 1;
+                continue;
+            };
             wrong += usize::from(!right);
             if (window_start..window_end).contains(&started) {
                 latencies.push(resolved.saturating_duration_since(answered));
@@ -333,6 +344,11 @@ where
     if wrong > 0 {
         problems.push(format!(
             "{load:?}: {wrong} cycles got an answer that was not the one given"
+        ));
+    }
+    if lost > 0 {
+        problems.push(format!(
+            "{load:?}: {lost} cycles got no answer within {CYCLE_LIMIT:?}"
         ));
     }
     if cycles == 0 {
@@ -525,13 +541,15 @@ async fn baseline(client: &redis::Client, prefix: &str, loads: Loads) -> anyhow:
     Ok(measured)
 }
 
-/// Reads `stream` from now on with `XREAD BLOCK`, calling `each` with every entry's fields.
+/// Reads `stream` from its start with `XREAD BLOCK`, calling `each` with every entry's
+/// fields. From the start, not from `$`: the stream is new (each round deletes its keys), and
+/// an entry added before the first read is issued would be missed from `$`.
 async fn follow(
     mut connection: MultiplexedConnection,
     stream: String,
     each: impl Fn(HashMap<String, String>),
 ) {
-    let mut after = "$".to_owned();
+    let mut after = "0-0".to_owned();
     loop {
         type Entries = Vec<(String, HashMap<String, String>)>;
         let read: redis::RedisResult<Option<Vec<(String, Entries)>>> = redis::cmd("XREAD")

@@ -110,12 +110,41 @@ struct Keys {
 enum Job {
     /// A write and the ack to complete once Redis executed it.
     Write(Write, AckSender),
-    /// A query, run after the writes queued before it; it sends its own result.
-    Read(Box<dyn FnOnce(MultiplexedConnection) -> ReadFuture + Send>),
+    /// A query, run after the writes queued before it (or told why it cannot be); it
+    /// sends its own result.
+    Read(Box<dyn FnOnce(Result<MultiplexedConnection, StoreError>) -> Sending + Send>),
 }
 
-/// A running query of a [`Job::Read`].
-type ReadFuture = Pin<Box<dyn Future<Output = ()> + Send>>;
+/// Something the writer task sent on its connection (a group of writes, a query), running
+/// until its answer is in; it tells whether the connection survived it.
+type Sending = Pin<Box<dyn Future<Output = Link> + Send>>;
+
+/// What became of the writer's connection, as a command's answer shows it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Link {
+    /// Usable (the command may still have failed, for a reason of its own).
+    Intact,
+    /// Broken (Redis restarted or went away): the writer opens another.
+    Lost,
+}
+
+impl Link {
+    /// What `result` says of the connection it came over.
+    fn after<T>(result: &Result<T, StoreError>) -> Self {
+        match result {
+            Err(StoreError::Redis(error)) => Self::after_error(error),
+            _ => Self::Intact,
+        }
+    }
+
+    fn after_error(error: &redis::RedisError) -> Self {
+        if error.is_unrecoverable_error() {
+            Self::Lost
+        } else {
+            Self::Intact
+        }
+    }
+}
 
 impl std::fmt::Debug for Job {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -351,7 +380,10 @@ impl RedisStore {
             });
         }
         let (jobs, queue) = mpsc::unbounded_channel();
-        tokio::spawn(run_writer(connection, Arc::clone(&keys), queue));
+        tokio::spawn(run_writer(
+            Writer::new(client.clone(), connection, Arc::clone(&keys)),
+            queue,
+        ));
         Ok(Self {
             jobs,
             keys,
@@ -373,8 +405,14 @@ impl RedisStore {
         let keys = Arc::clone(&self.keys);
         let job = Job::Read(Box::new(move |connection| {
             Box::pin(async move {
+                let result = match connection {
+                    Ok(connection) => query(connection, keys).await,
+                    Err(error) => Err(error),
+                };
+                let link = Link::after(&result);
                 // A reader that stopped waiting is not an error.
-                let _ = sender.send(query(connection, keys).await);
+                let _ = sender.send(result);
+                link
             })
         }));
         let queued = self.jobs.send(job).is_ok();
@@ -658,17 +696,14 @@ fn call_field(session_id: &str, call_id: &str) -> String {
 /// once as it starts it, before it starts the next: the groups reach Redis, which runs one
 /// connection's commands in order, in queue order. Reads wait their turn the same way and
 /// are awaited here, so nothing else fills the connection's channel.
-async fn run_writer(
-    connection: MultiplexedConnection,
-    keys: Arc<Keys>,
-    mut queue: mpsc::UnboundedReceiver<Job>,
-) {
-    let mut in_flight = FuturesOrdered::new();
+async fn run_writer(mut writer: Writer, mut queue: mpsc::UnboundedReceiver<Job>) {
     loop {
         tokio::select! {
             biased;
-            Some(()) = in_flight.next(), if !in_flight.is_empty() => {}
-            job = queue.recv(), if in_flight.len() < MAX_IN_FLIGHT => {
+            Some(link) = writer.in_flight.next(), if !writer.in_flight.is_empty() => {
+                writer.note(link);
+            }
+            job = queue.recv(), if writer.in_flight.len() < MAX_IN_FLIGHT => {
                 let Some(job) = job else { break };
                 let mut group = Vec::new();
                 let mut next = Some(job);
@@ -676,34 +711,120 @@ async fn run_writer(
                     match job {
                         Job::Write(write, ack) => group.push((write, ack)),
                         Job::Read(query) => {
-                            let writes = std::mem::take(&mut group);
-                            start(&mut in_flight, send_group(connection.clone(), Arc::clone(&keys), writes)).await;
+                            writer.start(std::mem::take(&mut group)).await;
                             // Queued behind the writes; the writer waits for it, so only
                             // its own groups are ever in flight (see above).
-                            query(connection.clone()).await;
+                            let connection = writer.connection().await.map_err(StoreError::from);
+                            let link = query(connection).await;
+                            writer.note(link);
                         }
                     }
                     if group.len() < MAX_GROUP {
                         next = queue.try_recv().ok();
                     }
                 }
-                start(&mut in_flight, send_group(connection.clone(), Arc::clone(&keys), group)).await;
+                writer.start(group).await;
             }
         }
     }
-    while in_flight.next().await.is_some() {}
+    while writer.in_flight.next().await.is_some() {}
 }
 
-/// Sends `group` (queues it on the connection, see [`run_writer`]) and keeps it in flight.
-async fn start(
-    in_flight: &mut FuturesOrdered<Pin<Box<dyn Future<Output = ()> + Send>>>,
-    group: impl Future<Output = ()> + Send + 'static,
-) {
-    let mut group: Pin<Box<dyn Future<Output = ()> + Send>> = Box::pin(group);
-    if poll_once(&mut group).await.is_pending() {
-        in_flight.push_back(group);
+/// The writer task's state: its connection, replaced when it breaks, and what it sent on it.
+///
+/// A connection that broke (Redis restarted, the network failed) fails the writes sent on
+/// it, and the next write opens a new one, once the groups still in flight on the old one
+/// have their answers, so nothing sent before the break can reach Redis after what is sent
+/// after it. While Redis cannot be reached, writes and reads fail at once with the reason
+/// (an HTTP client hears `503`), and a new connection is tried at most every
+/// [`RECONNECT_PAUSE`]. A restarted Redis may have lost its script cache; every group loads
+/// the script it calls (see [`send_group`]).
+struct Writer {
+    /// Opens new connections.
+    client: redis::Client,
+    /// Key names.
+    keys: Arc<Keys>,
+    /// The connection writes go on; `None` once it broke, until a new one is open.
+    connection: Option<MultiplexedConnection>,
+    /// Why the last attempt to open a connection failed, and when the next may be made.
+    unreachable: Option<(redis::RedisError, tokio::time::Instant)>,
+    /// Groups sent and not yet answered, in the order they were sent.
+    in_flight: FuturesOrdered<Sending>,
+}
+
+impl Writer {
+    fn new(client: redis::Client, connection: MultiplexedConnection, keys: Arc<Keys>) -> Self {
+        Self {
+            client,
+            keys,
+            connection: Some(connection),
+            unreachable: None,
+            in_flight: FuturesOrdered::new(),
+        }
+    }
+
+    /// Takes note of what an answer said of the connection.
+    fn note(&mut self, link: Link) {
+        if link == Link::Lost && self.connection.take().is_some() {
+            tracing::warn!("the connection to Redis broke; the next write opens another");
+        }
+    }
+
+    /// The connection to send on: the current one, or a new one if it broke (and Redis
+    /// can be reached).
+    async fn connection(&mut self) -> Result<MultiplexedConnection, redis::RedisError> {
+        if let Some(connection) = &self.connection {
+            return Ok(connection.clone());
+        }
+        if let Some((error, retry_at)) = &self.unreachable
+            && tokio::time::Instant::now() < *retry_at
+        {
+            return Err(error.clone());
+        }
+        // What the old connection still carries is answered (most likely: failed) first.
+        while let Some(link) = self.in_flight.next().await {
+            self.note(link);
+        }
+        match self.client.get_multiplexed_async_connection().await {
+            Ok(connection) => {
+                if self.unreachable.take().is_some() {
+                    tracing::info!("Redis can be reached again");
+                }
+                self.connection = Some(connection.clone());
+                Ok(connection)
+            }
+            Err(error) => {
+                tracing::warn!(
+                    "cannot reach Redis to write ({error}); writes fail until it can be"
+                );
+                let retry_at = tokio::time::Instant::now() + RECONNECT_PAUSE;
+                self.unreachable = Some((error.clone(), retry_at));
+                Err(error)
+            }
+        }
+    }
+
+    /// Sends `group` (queues it on the connection, see [`run_writer`]) and keeps it in
+    /// flight, or fails its writes if there is no connection to send it on.
+    async fn start(&mut self, group: Vec<(Write, AckSender)>) {
+        if group.is_empty() {
+            return;
+        }
+        let connection = match self.connection().await {
+            Ok(connection) => connection,
+            Err(error) => return fail(group, || StoreError::Redis(error.clone())),
+        };
+        let mut group: Sending = Box::pin(send_group(connection, Arc::clone(&self.keys), group));
+        match poll_once(&mut group).await {
+            std::task::Poll::Ready(link) => self.note(link),
+            std::task::Poll::Pending => self.in_flight.push_back(group),
+        }
     }
 }
+
+/// How long after a failed attempt to reach Redis the writer tries again (writes meanwhile
+/// fail at once).
+const RECONNECT_PAUSE: Duration = Duration::from_millis(250);
 
 /// Polls `future` once, in the calling task.
 async fn poll_once<F: Future + Unpin>(future: &mut F) -> std::task::Poll<F::Output> {
@@ -716,7 +837,8 @@ const MAX_GROUP: usize = 1024;
 /// Most pipelines sent and not yet answered.
 const MAX_IN_FLIGHT: usize = 4;
 
-/// Sends `group` as one pipeline and completes every ack with its write's result.
+/// Sends `group` as one pipeline and completes every ack with its write's result; answers
+/// whether the connection survived.
 ///
 /// Consecutive request changes go into one call of [`APPLY`], event appends are `XADD`s in
 /// their places, so the pipeline keeps the queue's order. A group that calls the script
@@ -726,9 +848,9 @@ async fn send_group(
     mut connection: MultiplexedConnection,
     keys: Arc<Keys>,
     group: Vec<(Write, AckSender)>,
-) {
+) -> Link {
     if group.is_empty() {
-        return;
+        return Link::Intact;
     }
     let mut commands: Vec<Command<'_>> = Vec::new();
     for (write, _) in &group {
@@ -767,15 +889,16 @@ async fn send_group(
     {
         Ok(replies) if replies.len() == answers_for.len() => replies,
         Ok(_) => {
-            return fail(group, || {
+            fail(group, || {
                 StoreError::Corrupt(
                     "Redis answered a pipeline with the wrong number of replies".into(),
                 )
             });
+            return Link::Intact;
         }
         Err(error) => {
-            let message = error.to_string();
-            return fail(group, || StoreError::CommitFailed(message.clone()));
+            fail(group, || StoreError::Redis(error.clone()));
+            return Link::after_error(&error);
         }
     };
     let mut writes = group.into_iter();
@@ -800,6 +923,7 @@ async fn send_group(
             let _ = ack.send(written(&write, result));
         }
     }
+    Link::Intact
 }
 
 /// One command of a group's pipeline.
