@@ -1,12 +1,14 @@
 //! The storage backends against one contract: memory, SQLite (restart = reopen the file)
 //! and Redis (the real server on 127.0.0.1:6379; a missing Redis fails the test).
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use crate::support::{PrivateRedis, TestRedis};
 use askbus_store::{
     ChangeKind, EventRecord, LogPosition, MemoryStore, OutcomeRecord, OutcomeState, RedisStore,
-    RequestKind, RequestRecord, SqliteStore, Store, StoreError, Write, Written,
+    RequestKind, RequestRecord, SWEEP_INTERVAL, SqliteStore, Store, StoreError, Write, Written,
+    keep_resolved_for,
 };
 
 #[tokio::test]
@@ -24,6 +26,63 @@ async fn sqlite_store_keeps_the_contract() {
 async fn redis_store_keeps_the_contract() {
     let redis = TestRedis::new().await;
     check_contract(&redis.open().await).await;
+}
+
+#[tokio::test]
+async fn memory_store_forgets_old_resolved_requests() {
+    check_forget(&MemoryStore::new()).await;
+}
+
+#[tokio::test]
+async fn sqlite_store_forgets_old_resolved_requests() {
+    let dir = tempfile::tempdir().unwrap();
+    check_forget(&SqliteStore::open(dir.path().join("askbus.db")).unwrap()).await;
+}
+
+#[tokio::test]
+async fn redis_store_forgets_old_resolved_requests() {
+    let redis = TestRedis::new().await;
+    check_forget(&redis.open().await).await;
+}
+
+/// The sweeper deletes what is due one interval after it starts and at each interval, and
+/// ends once its store is dropped.
+#[tokio::test(start_paused = true)]
+async fn keep_resolved_for_sweeps_each_interval_until_the_store_is_gone() {
+    const DAY: Duration = Duration::from_secs(24 * 3600);
+    let now_ms = || {
+        u64::try_from(
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .unwrap()
+                .as_millis(),
+        )
+        .unwrap()
+    };
+    let resolved_days_ago = |id: &str, days: u64| Write::Resolve {
+        kind: RequestKind::Question,
+        id: id.into(),
+        outcome: OutcomeRecord::new(OutcomeState::Replied, "[]", now_ms() - days * 86_400_000),
+    };
+    let store: Arc<dyn Store> = Arc::new(MemoryStore::new());
+    for id in ["que_1", "que_2"] {
+        write(&*store, Write::Insert(question(id, None))).await;
+    }
+    write(&*store, resolved_days_ago("que_1", 3)).await;
+    write(&*store, resolved_days_ago("que_2", 0)).await;
+
+    let sweeper = tokio::spawn(keep_resolved_for(Arc::downgrade(&store), DAY));
+    tokio::time::sleep(SWEEP_INTERVAL - Duration::from_secs(1)).await;
+    assert!(store.get("que_1").await.unwrap().is_some(), "not swept yet");
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    assert_eq!(store.get("que_1").await.unwrap(), None);
+    assert!(store.get("que_2").await.unwrap().is_some());
+
+    drop(store);
+    tokio::time::timeout(2 * SWEEP_INTERVAL, sweeper)
+        .await
+        .expect("the sweeper ends with its store")
+        .unwrap();
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
@@ -201,14 +260,38 @@ async fn redis_store_upgrades_an_older_schema_and_refuses_a_newer_one() {
         write(&store, Write::Insert(question("que_1", None))).await,
         Written::Inserted
     );
-    assert_eq!(redis.get(&schema), "2");
+    assert_eq!(redis.get(&schema), "3");
 
-    redis.command(redis::cmd("SET").arg(&schema).arg(3));
+    redis.command(redis::cmd("SET").arg(&schema).arg(4));
     match RedisStore::open(crate::support::REDIS_URL, &redis.prefix).await {
-        Err(StoreError::NewerSchema { found, supported }) => assert_eq!((found, supported), (3, 2)),
+        Err(StoreError::NewerSchema { found, supported }) => assert_eq!((found, supported), (4, 3)),
         other => panic!("a newer schema was not refused: {other:?}"),
     }
-    assert_eq!(redis.get(&schema), "3");
+    assert_eq!(redis.get(&schema), "4");
+}
+
+/// Requests resolved under schema version 2 (which did not index resolution times) can be
+/// forgotten once a version 3 store has opened the prefix.
+#[tokio::test]
+async fn redis_store_upgrade_lets_earlier_resolutions_be_forgotten() {
+    let redis = TestRedis::new().await;
+    let store = redis.open().await;
+    write(&store, Write::Insert(question("que_1", None))).await;
+    write(&store, Write::Insert(question("que_2", None))).await;
+    write(&store, resolve("que_1", OutcomeState::Replied)).await;
+    drop(store);
+    // As version 2 left it: no resolution times.
+    redis.command(redis::cmd("DEL").arg(format!("{}:resolved_at", redis.prefix)));
+    redis.command(
+        redis::cmd("SET")
+            .arg(format!("{}:schema", redis.prefix))
+            .arg(2),
+    );
+
+    let store = redis.open().await;
+    assert_eq!(store.forget_resolved(u64::MAX, 10).await.unwrap(), 1);
+    assert_eq!(store.get("que_1").await.unwrap(), None);
+    assert!(store.get("que_2").await.unwrap().is_some());
 }
 
 /// A damaged log entry is a change nobody can apply, read in its place: a reader goes on
@@ -461,6 +544,98 @@ async fn check_contract(store: &dyn Store) {
 
 /// Many concurrent resolutions of one request through `handles`: exactly one wins, and
 /// the stored outcome is the winner's.
+/// `forget_resolved` deletes resolved requests by the time they were resolved, the longest
+/// resolved first and no more than asked, with their tool-call entries unless the call
+/// asked again; pending requests stay whatever their age.
+async fn check_forget(store: &dyn Store) {
+    let resolved_at = |id: &str, at_ms: u64| Write::Resolve {
+        kind: RequestKind::Question,
+        id: id.into(),
+        outcome: OutcomeRecord::new(OutcomeState::Replied, "[]", at_ms),
+    };
+    let approval = RequestRecord {
+        kind: RequestKind::Approval,
+        ..question("apr_1", Some("call-a"))
+    };
+    for request in [
+        question("que_1", Some("call-1")),
+        question("que_2", None),
+        question("que_3", Some("call-3")),
+        question("que_4", None),
+        approval,
+    ] {
+        write(store, Write::Insert(request)).await;
+    }
+    // Resolved in another order than asked: que_3 first, then que_1, then que_2.
+    write(store, resolved_at("que_3", 1_000)).await;
+    write(store, resolved_at("que_1", 2_000)).await;
+    write(store, resolved_at("que_2", 3_000)).await;
+    write(
+        store,
+        Write::Resolve {
+            kind: RequestKind::Approval,
+            id: "apr_1".into(),
+            outcome: OutcomeRecord::new(OutcomeState::Rejected, "{}", 1_500),
+        },
+    )
+    .await;
+    // The same tool call asked again; its newer request is pending.
+    write(store, Write::Insert(question("que_5", Some("call-1")))).await;
+
+    assert_eq!(store.forget_resolved(2_500, 2).await.unwrap(), 2);
+    assert_eq!(store.get("que_3").await.unwrap(), None);
+    assert_eq!(store.get("apr_1").await.unwrap(), None);
+    assert!(
+        store.get("que_1").await.unwrap().is_some(),
+        "past the limit"
+    );
+    assert_eq!(
+        store
+            .find_by_call(RequestKind::Question, "s", "call-3")
+            .await
+            .unwrap(),
+        None
+    );
+    assert_eq!(
+        store
+            .find_by_call(RequestKind::Approval, "s", "call-a")
+            .await
+            .unwrap(),
+        None
+    );
+
+    assert_eq!(store.forget_resolved(2_500, 10).await.unwrap(), 1);
+    assert_eq!(store.get("que_1").await.unwrap(), None);
+    let again = store
+        .find_by_call(RequestKind::Question, "s", "call-1")
+        .await
+        .unwrap();
+    assert_eq!(
+        again.unwrap().request.id,
+        "que_5",
+        "the newer ask keeps its entry"
+    );
+    assert_eq!(store.forget_resolved(2_500, 10).await.unwrap(), 0);
+
+    assert_eq!(store.forget_resolved(u64::MAX, 10).await.unwrap(), 1);
+    let loaded = store.requests(RequestKind::Question, 10).await.unwrap();
+    assert_eq!(ids(&loaded.pending), ["que_4", "que_5"]);
+    assert!(loaded.resolved.is_empty(), "{:?}", loaded.resolved);
+    assert!(
+        store
+            .requests(RequestKind::Approval, 10)
+            .await
+            .unwrap()
+            .resolved
+            .is_empty()
+    );
+    // A forgotten request is unknown to a late resolution.
+    assert_eq!(
+        write(store, resolve("que_1", OutcomeState::Rejected)).await,
+        Written::NotFound
+    );
+}
+
 async fn check_exactly_once<S: Store + Clone>(handles: &[S]) {
     const ATTEMPTS: usize = 24;
     for round in 0..4 {

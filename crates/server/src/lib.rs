@@ -94,6 +94,16 @@ pub struct Cli {
     /// server, `memory` for `askbus mcp`.
     #[arg(long, env = "ASKBUS_STORE", global = true)]
     pub store: Option<String>,
+    /// Days a resolved request stays in the store (for reading its outcome, and for an
+    /// agent that asks again from the same tool call) before it is deleted; 0 keeps them
+    /// for good. Pending requests are never deleted.
+    #[arg(
+        long,
+        env = "ASKBUS_KEEP_RESOLVED_DAYS",
+        default_value_t = 30,
+        global = true
+    )]
+    pub keep_resolved_days: u32,
     /// Bearer token(s): `TOKEN` for every session or `TOKEN@SESSION_ID` for one session.
     /// Repeat the flag or separate with commas.
     #[arg(
@@ -152,6 +162,8 @@ pub struct Settings {
     pub listen: SocketAddr,
     /// Where requests, outcomes and events are kept.
     pub store: StoreUrl,
+    /// How long the store keeps resolved requests; `None`: for good.
+    pub keep_resolved: Option<Duration>,
     /// The HTTP API's settings (tokens, CORS, limits).
     pub http: HttpConfig,
     /// Whether to run the demo agent.
@@ -327,9 +339,11 @@ impl Cli {
         let directory = std::env::current_dir()
             .map(|path| path.display().to_string())
             .unwrap_or_default();
+        const DAY: Duration = Duration::from_secs(24 * 3600);
         Ok(Settings {
             listen,
             store,
+            keep_resolved: (self.keep_resolved_days > 0).then(|| DAY * self.keep_resolved_days),
             http: HttpConfig {
                 tokens,
                 cors_origins,
@@ -381,7 +395,7 @@ pub async fn serve(
     settings: Settings,
     shutdown: CancellationToken,
 ) -> std::io::Result<()> {
-    let hub = open_hub(&settings.store)
+    let hub = open_hub(&settings.store, settings.keep_resolved)
         .await
         .map_err(std::io::Error::other)?;
     serve_hub(listener, hub, settings, shutdown).await;
@@ -419,9 +433,11 @@ pub async fn run(settings: Settings, shutdown: CancellationToken) -> std::io::Re
     let listener = TcpListener::bind(settings.listen).await?;
     let address = listener.local_addr()?;
     let store = &settings.store;
-    let hub = open_hub(store).await.map_err(|error| {
-        std::io::Error::other(format!("cannot open the store {store}: {error}"))
-    })?;
+    let hub = open_hub(store, settings.keep_resolved)
+        .await
+        .map_err(|error| {
+            std::io::Error::other(format!("cannot open the store {store}: {error}"))
+        })?;
     let auth = describe_auth(&settings.http.tokens);
     tracing::info!("askbus listening on http://{address} ({auth}; store: {store})");
     serve_hub(listener, hub, settings, shutdown).await;
@@ -429,24 +445,38 @@ pub async fn run(settings: Settings, shutdown: CancellationToken) -> std::io::Re
 }
 
 /// The questions and approvals of the server, on a bus, recorded in the configured store
-/// and restored from it.
-async fn open_hub(store: &StoreUrl) -> Result<RequestHub, StoreError> {
+/// and restored from it; requests resolved longer than `keep_resolved` ago are deleted
+/// before it is read, and then every [`SWEEP_INTERVAL`](askbus_store::SWEEP_INTERVAL).
+async fn open_hub(
+    store: &StoreUrl,
+    keep_resolved: Option<Duration>,
+) -> Result<RequestHub, StoreError> {
     let store: Arc<dyn Store> = match store {
         StoreUrl::Memory => return Ok(RequestHub::new(Bus::new())),
         StoreUrl::Sqlite(path) => Arc::new(SqliteStore::open(path)?),
-        StoreUrl::Redis(location) => {
-            let store = Arc::new(RedisStore::open_at(location).await?);
-            // Its bus is this server's own: the store's change log brings it every
-            // instance's request events, and its event ids are this server's cursors.
-            return RequestHub::shared(
-                Bus::new(),
-                QuestionConfig::default(),
-                ApprovalConfig::default(),
-                store,
-            )
-            .await;
-        }
+        StoreUrl::Redis(location) => Arc::new(RedisStore::open_at(location).await?),
     };
+    if let Some(keep) = keep_resolved {
+        let forgotten = askbus_store::forget_resolved_older_than(&*store, keep).await?;
+        if forgotten > 0 {
+            tracing::info!("deleted {forgotten} request(s) resolved more than {keep:?} ago");
+        }
+        tokio::spawn(askbus_store::keep_resolved_for(
+            Arc::downgrade(&store),
+            keep,
+        ));
+    }
+    if store.change_log().is_some() {
+        // Redis. Its bus is this server's own: the store's change log brings it every
+        // instance's request events, and its event ids are this server's cursors.
+        return RequestHub::shared(
+            Bus::new(),
+            QuestionConfig::default(),
+            ApprovalConfig::default(),
+            store,
+        )
+        .await;
+    }
     let bus = askbus_store::resume_bus(BusConfig::default(), Arc::clone(&store)).await?;
     let hub = RequestHub::with_store(
         bus,

@@ -38,6 +38,10 @@
 //!   each insert and each *winning* resolution is appended to it in the same atomic step
 //!   that makes it, and registries follow it in order ([`Store::change_log`]; see the
 //!   `log` module docs for how a reader starts without a gap).
+//! - **Resolved requests are kept for a time, pending ones for good.** A resolved request
+//!   stays (for [`Store::get`], the idempotent ask, reloading) until
+//!   [`Store::forget_resolved`] deletes it; [`forget_resolved_older_than`] and
+//!   [`keep_resolved_for`] do that by age (the server keeps them 30 days by default). Pending requests are never deleted.
 //! - **Versioned schema.** Each backend records its schema version (SQLite
 //!   `PRAGMA user_version`, Redis `{prefix}:schema`) and migrates forward on open; a store
 //!   written by a newer askbus is refused, never guessed at.
@@ -103,6 +107,7 @@ mod journal;
 mod log;
 mod memory;
 mod redis;
+mod retention;
 mod sqlite;
 
 use std::future::Future;
@@ -114,6 +119,7 @@ pub use journal::{EventJournal, resume_bus};
 pub use log::{Change, ChangeKind, ChangeLog, LOG_RETENTION, LogPosition};
 pub use memory::MemoryStore;
 pub use redis::{RedisLocation, RedisStore};
+pub use retention::{SWEEP_BATCH, SWEEP_INTERVAL, forget_resolved_older_than, keep_resolved_for};
 pub use sqlite::SqliteStore;
 
 /// The record behind the pending-request registry: requests, outcomes and events.
@@ -163,6 +169,17 @@ pub trait Store: Send + Sync + 'static {
     ///
     /// [`StoreError`] if the backend cannot be read.
     fn recent_events(&self, limit: usize) -> BoxFuture<'_, Vec<EventRecord>>;
+
+    /// Deletes up to `limit` requests (of either kind) resolved before `resolved_before_ms`
+    /// (milliseconds since the Unix epoch), the longest resolved first, with their entries
+    /// of the tool-call index; answers how many it deleted. Pending requests are never
+    /// deleted. A caller with more to delete calls again while the answer is `limit`, so no
+    /// one call holds the store up for long; [`forget_resolved_older_than`] does that.
+    ///
+    /// # Errors
+    ///
+    /// [`StoreError`] if the backend cannot be written.
+    fn forget_resolved(&self, resolved_before_ms: u64, limit: usize) -> BoxFuture<'_, usize>;
 
     /// The log of this store's changes, if several registries can share the store by
     /// following it; `None` (the default) for a store only one registry uses (SQLite).
@@ -382,6 +399,9 @@ impl OutcomeRecord {
 }
 
 impl RequestKind {
+    /// Both kinds.
+    pub const ALL: [Self; 2] = [Self::Question, Self::Approval];
+
     /// The stored name: `question` or `approval`.
     pub fn as_str(self) -> &'static str {
         match self {

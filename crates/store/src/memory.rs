@@ -196,6 +196,33 @@ impl Store for MemoryStore {
         Box::pin(std::future::ready(Ok(events)))
     }
 
+    fn forget_resolved(&self, resolved_before_ms: u64, limit: usize) -> BoxFuture<'_, usize> {
+        let mut state = self.lock();
+        let mut due: Vec<(u64, String)> = state
+            .requests
+            .values()
+            .filter_map(|stored| {
+                let resolved_at = stored.outcome.as_ref()?.resolved_at_ms;
+                (resolved_at < resolved_before_ms).then(|| (resolved_at, stored.request.id.clone()))
+            })
+            .collect();
+        due.sort_unstable();
+        due.truncate(limit);
+        for (_, id) in &due {
+            let Some(stored) = state.requests.remove(id) else {
+                continue;
+            };
+            if let Some(call_id) = stored.request.call_id {
+                let key = (stored.request.kind, stored.request.session_id, call_id);
+                // Only if the call has not asked again since.
+                if state.calls.get(&key) == Some(id) {
+                    state.calls.remove(&key);
+                }
+            }
+        }
+        Box::pin(std::future::ready(Ok(due.len())))
+    }
+
     fn change_log(&self) -> Option<&dyn ChangeLog> {
         Some(self)
     }

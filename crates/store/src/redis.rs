@@ -33,7 +33,9 @@ use crate::{
 ///
 /// Keys, all under the prefix: `schema` (the schema version), `req:{id}` (a hash per
 /// request), `pending:{kind}` and `resolved:{kind}` (sorted sets of ids, ordered by id),
-/// `calls:{kind}` (a hash from `[session, call_id]` to the newest request id), `log` (the
+/// `calls:{kind}` (a hash from `[session, call_id]` to the newest request id), `resolved_at`
+/// (a sorted set of the resolved ids of both kinds, by the time they were resolved, for
+/// [`Store::forget_resolved`]), `log` (the
 /// change log, a stream trimmed to about [`LOG_RETENTION`] entries, whose entry ids are
 /// `0-<n>` for the `n`th change), `log:seq` (the number of the last change) and `events` (the event
 /// history, a stream trimmed to about [`RedisStore::EVENT_RETENTION`] entries). Durability
@@ -163,7 +165,10 @@ impl std::fmt::Debug for Job {
 ///   no reader ever reads an entry older than the log's head when it opened (followers
 ///   start at the head, and a reader that falls behind loads the requests again). Servers
 ///   of version 1 must be stopped first: their entries are unreadable to version 2.
-const SCHEMA_VERSION: i64 = 2;
+/// - 3: every resolved request is also in `resolved_at`, by the time it was resolved, for
+///   [`Store::forget_resolved`]; the upgrade adds the requests resolved before it. Servers
+///   of version 2 should be stopped first: the requests they resolve are never forgotten.
+const SCHEMA_VERSION: i64 = 3;
 
 /// Sets the schema version unless a newer one is there; answers the version found (or
 /// the one set, on a fresh prefix). KEYS: the schema key. ARGV: this build's version.
@@ -181,8 +186,9 @@ return found
 /// as much as the commands of one change) is paid once per group of writes, not once per
 /// write. A change that fails returns its error in its place; the others go on.
 ///
-/// KEYS: the change log, its counter, then three keys per change (insert: request hash,
-/// pending set, calls hash; resolve: request hash, pending set, resolved set).
+/// KEYS: the change log, its counter, the `resolved_at` set, then three keys per change
+/// (insert: request hash, pending set, calls hash; resolve: request hash, pending set,
+/// resolved set).
 /// ARGV: the log's length, then per change:
 /// - insert: `i`, id, calls field (`''` for none), n, n hash field/value items, log entry;
 ///   answers 1 (inserted) or 0 (the id exists);
@@ -191,7 +197,7 @@ return found
 ///   changes, so exactly one of any number of attempts, from any instance, is `resolved`.
 const APPLY: &str = r"
 local results = {}
-local key, arg = 3, 2
+local key, arg = 4, 2
 local function log(entry)
   local change = '0-' .. redis.call('INCR', KEYS[2])
   redis.call('XADD', KEYS[1], 'MAXLEN', '~', ARGV[1], change, 'change', entry)
@@ -211,6 +217,7 @@ local function resolve(request, pending, resolved, id, kind, state, outcome, at,
   redis.call('HSET', request, 'state', state, 'outcome', outcome, 'resolved_at', at)
   redis.call('ZREM', pending, id)
   redis.call('ZADD', resolved, 0, id)
+  redis.call('ZADD', KEYS[3], at, id)
   log(entry)
   return 'resolved'
 end
@@ -366,6 +373,15 @@ impl RedisStore {
         let keys = Arc::new(Keys {
             prefix: prefix.to_owned(),
         });
+        // The upgrade to version 3 is done before the version says so, so that an upgrade
+        // cut short is done again by the next opener (it is idempotent).
+        let stored: Option<i64> = redis::cmd("GET")
+            .arg(keys.schema())
+            .query_async(&mut connection)
+            .await?;
+        if stored.is_some_and(|version| version < 3) {
+            add_resolved_times(&mut connection, &keys).await?;
+        }
         // A fresh or older prefix gets this version (see `SCHEMA_VERSION` for the
         // upgrades); a newer one keeps its own, and this build refuses it.
         let version: i64 = redis::Script::new(CLAIM_SCHEMA)
@@ -530,6 +546,12 @@ impl Store for RedisStore {
         })
     }
 
+    fn forget_resolved(&self, resolved_before_ms: u64, limit: usize) -> BoxFuture<'_, usize> {
+        self.read(move |mut connection, keys| async move {
+            forget_resolved(&mut connection, &keys, resolved_before_ms, limit).await
+        })
+    }
+
     fn change_log(&self) -> Option<&dyn ChangeLog> {
         Some(self)
     }
@@ -619,6 +641,127 @@ impl Follower {
     }
 }
 
+/// The upgrade to schema version 3: puts every resolved request in `resolved_at`, by the
+/// time it was resolved, a batch at a time.
+async fn add_resolved_times(
+    connection: &mut MultiplexedConnection,
+    keys: &Keys,
+) -> Result<(), StoreError> {
+    const BATCH: isize = 1000;
+    for kind in RequestKind::ALL {
+        let mut start = 0;
+        loop {
+            let ids: Vec<String> = redis::cmd("ZRANGE")
+                .arg(keys.resolved(kind))
+                .arg(start)
+                .arg(start + BATCH - 1)
+                .query_async(&mut *connection)
+                .await?;
+            if ids.is_empty() {
+                break;
+            }
+            let mut reads = redis::pipe();
+            for id in &ids {
+                reads.cmd("HGET").arg(keys.request(id)).arg("resolved_at");
+            }
+            let times: Vec<Option<u64>> = reads.query_async(&mut *connection).await?;
+            let mut adds = redis::pipe();
+            for (id, time) in ids.iter().zip(times) {
+                if let Some(time) = time {
+                    adds.cmd("ZADD")
+                        .arg(keys.resolved_at())
+                        .arg(time)
+                        .arg(id)
+                        .ignore();
+                }
+            }
+            adds.query_async::<()>(&mut *connection).await?;
+            start += BATCH;
+        }
+    }
+    Ok(())
+}
+
+/// Deletes up to `limit` of the requests resolved before `before_ms`, the longest resolved
+/// first (see [`Store::forget_resolved`]): the ids come from `resolved_at`, each request's
+/// kind and tool call from its hash, and one script deletes them all.
+async fn forget_resolved(
+    connection: &mut MultiplexedConnection,
+    keys: &Keys,
+    before_ms: u64,
+    limit: usize,
+) -> Result<usize, StoreError> {
+    let ids: Vec<String> = redis::cmd("ZRANGE")
+        .arg(keys.resolved_at())
+        .arg("-inf")
+        .arg(format!("({before_ms}"))
+        .arg("BYSCORE")
+        .arg("LIMIT")
+        .arg(0)
+        .arg(limit)
+        .query_async(&mut *connection)
+        .await?;
+    if ids.is_empty() {
+        return Ok(0);
+    }
+    let mut reads = redis::pipe();
+    for id in &ids {
+        reads
+            .cmd("HMGET")
+            .arg(keys.request(id))
+            .arg("kind")
+            .arg("session")
+            .arg("call");
+    }
+    let found: Vec<(Option<String>, Option<String>, Option<String>)> =
+        reads.query_async(&mut *connection).await?;
+    let mut script = FORGET_SCRIPT.key(keys.resolved_at());
+    for (id, (kind, session, call)) in ids.iter().zip(found) {
+        // A request whose hash is gone is only taken out of `resolved_at`.
+        let kind = kind
+            .and_then(|kind| kind.parse().ok())
+            .unwrap_or(RequestKind::Question);
+        let field = session
+            .zip(call)
+            .map(|(session, call)| call_field(&session, &call))
+            .unwrap_or_default();
+        script
+            .key(keys.request(id))
+            .key(keys.resolved(kind))
+            .key(keys.calls(kind))
+            .arg(id)
+            .arg(field);
+    }
+    Ok(script.invoke_async(&mut *connection).await?)
+}
+
+/// Deletes resolved requests: the hash, its place in the resolved set, its tool call's
+/// entry (unless the call has asked again since), and its place in `resolved_at`; answers
+/// how many it took out of `resolved_at` (a sweep running beside another finds some gone).
+/// A request still pending is left alone.
+///
+/// KEYS: `resolved_at`, then per request its hash, resolved set and calls hash. ARGV: per
+/// request its id and calls field (`''` for none).
+const FORGET: &str = r"
+local forgotten = 0
+for i = 1, #ARGV, 2 do
+  local id, field = ARGV[i], ARGV[i + 1]
+  local key = 2 + 3 * (i - 1) / 2
+  if redis.call('HGET', KEYS[key], 'state') ~= 'pending' then
+    redis.call('DEL', KEYS[key])
+    redis.call('ZREM', KEYS[key + 1], id)
+    if field ~= '' and redis.call('HGET', KEYS[key + 2], field) == id then
+      redis.call('HDEL', KEYS[key + 2], field)
+    end
+  end
+  forgotten = forgotten + redis.call('ZREM', KEYS[1], id)
+end
+return forgotten
+";
+
+/// [`FORGET`], sent by its SHA1 (and loaded when Redis does not have it).
+static FORGET_SCRIPT: LazyLock<redis::Script> = LazyLock::new(|| redis::Script::new(FORGET));
+
 /// The number of the last change logged (the change counter), `START` before any.
 async fn logged(
     connection: &mut MultiplexedConnection,
@@ -662,6 +805,10 @@ impl Keys {
 
     fn resolved(&self, kind: RequestKind) -> String {
         format!("{}:resolved:{}", self.prefix, kind.as_str())
+    }
+
+    fn resolved_at(&self) -> String {
+        format!("{}:resolved_at", self.prefix)
     }
 
     fn calls(&self, kind: RequestKind) -> String {
@@ -946,9 +1093,10 @@ fn add_changes(pipeline: &mut redis::Pipeline, keys: &Keys, changes: &[&Write]) 
     let command = pipeline
         .cmd("EVALSHA")
         .arg(APPLY_SCRIPT.get_hash())
-        .arg(2 + 3 * changes.len())
+        .arg(3 + 3 * changes.len())
         .arg(keys.log())
-        .arg(keys.log_counter());
+        .arg(keys.log_counter())
+        .arg(keys.resolved_at());
     for change in changes {
         match change {
             Write::Insert(request) => command

@@ -66,7 +66,8 @@ enum Job {
 
 /// The schema, one entry per version: entry `n` migrates version `n` to `n + 1`
 /// (`PRAGMA user_version` holds the version). Never edit an entry; append a new one.
-const MIGRATIONS: &[&str] = &["
+const MIGRATIONS: &[&str] = &[
+    "
     CREATE TABLE requests (
         id             TEXT PRIMARY KEY NOT NULL,
         kind           TEXT NOT NULL,
@@ -89,7 +90,11 @@ const MIGRATIONS: &[&str] = &["
         session_id  TEXT,
         properties  TEXT NOT NULL
     ) WITHOUT ROWID;
-"];
+",
+    "
+    CREATE INDEX requests_resolved_at ON requests (resolved_at_ms) WHERE state <> 'pending';
+",
+];
 
 /// The columns [`read_request`] expects, in order.
 const REQUEST_COLUMNS: &str = "id, kind, session_id, call_id, created_at_ms, expires_at_ms, \
@@ -137,7 +142,8 @@ impl SqliteStore {
         })
     }
 
-    /// Runs `query` on the writer thread after every write queued before it.
+    /// Runs `query` on the writer thread after every write queued before it (it may write
+    /// too: it has the connection to itself).
     fn read<T: Send + 'static>(
         &self,
         query: impl FnOnce(&Connection) -> Result<T, StoreError> + Send + 'static,
@@ -219,6 +225,21 @@ impl Store for SqliteStore {
                 params![id],
             )?;
             Ok(found.into_iter().next())
+        })
+    }
+
+    fn forget_resolved(&self, resolved_before_ms: u64, limit: usize) -> BoxFuture<'_, usize> {
+        self.read(move |connection| {
+            // The tool-call index is an index of the table: its entries go with the rows.
+            let deleted = connection
+                .prepare_cached(
+                    "DELETE FROM requests WHERE id IN (
+                         SELECT id FROM requests
+                         WHERE state <> 'pending' AND resolved_at_ms < ?1
+                         ORDER BY resolved_at_ms LIMIT ?2)",
+                )?
+                .execute(params![to_sql_ms(resolved_before_ms), to_sql_count(limit)])?;
+            Ok(deleted)
         })
     }
 

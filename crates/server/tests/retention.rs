@@ -1,0 +1,96 @@
+//! How long the real `askbus` binary keeps resolved requests (`--keep-resolved-days`): a
+//! request resolved longer ago than that is gone after a restart, together with the
+//! idempotent re-ask of its tool call; a recent one, and every pending one, stay.
+
+#![allow(clippy::unwrap_used)]
+
+mod support;
+
+use serde_json::{Value, json};
+use support::Server;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_restart_deletes_requests_resolved_longer_ago_than_kept() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("askbus.db");
+    let store = format!("sqlite:{}", path.display());
+    let http = reqwest::Client::new();
+
+    let server = Server::start(&store).await;
+    let mut ids = Vec::new();
+    for call in ["old", "recent", "pending"] {
+        let created: Value = server
+            .post(&http, "/question", &support::question(call))
+            .await
+            .json()
+            .await
+            .unwrap();
+        ids.push(created["id"].as_str().unwrap().to_owned());
+    }
+    for id in &ids[..2] {
+        let reply = format!("/question/{id}/reply");
+        let answered = json!({ "answers": [["eu"]] });
+        assert_eq!(server.post_status(&http, &reply, &answered).await, 200);
+    }
+    assert!(server.stop_with("TERM").await.success());
+    // The first answer was given 31 days ago.
+    let month_ago = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis()
+        - 31 * 24 * 3600 * 1000;
+    let backdated = rusqlite::Connection::open(&path)
+        .unwrap()
+        .execute(
+            "UPDATE requests SET resolved_at_ms = ?1 WHERE id = ?2",
+            rusqlite::params![i64::try_from(month_ago).unwrap(), ids[0]],
+        )
+        .unwrap();
+    assert_eq!(backdated, 1);
+
+    let status = |server: &Server, id: &str| {
+        let request = http.get(format!("{}/question/{id}", server.base));
+        async move { request.send().await.unwrap().status().as_u16() }
+    };
+    // Kept for good: everything is still there.
+    let keeping = Server::start_with(
+        dir.path(),
+        &[
+            "--listen",
+            "127.0.0.1:0",
+            "--store",
+            &store,
+            "--keep-resolved-days",
+            "0",
+        ],
+        &[],
+    )
+    .await;
+    for id in &ids {
+        assert_eq!(status(&keeping, id).await, 200, "{id}");
+    }
+    assert!(keeping.stop_with("TERM").await.success());
+
+    // The default, 30 days: the month-old answer is gone, the rest stays.
+    let server = Server::start(&store).await;
+    assert_eq!(status(&server, &ids[0]).await, 404);
+    assert_eq!(status(&server, &ids[1]).await, 200);
+    let pending = server.get(&http, &format!("/question/{}", ids[2])).await;
+    assert_eq!(pending["status"], "pending");
+    // Its tool call asks again: a new question, not the forgotten answer.
+    let reasked: Value = server
+        .post(&http, "/question", &support::question("old"))
+        .await
+        .json()
+        .await
+        .unwrap();
+    assert_ne!(reasked["id"], ids[0].as_str());
+    let recent_again: Value = server
+        .post(&http, "/question", &support::question("recent"))
+        .await
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(recent_again["id"], ids[1].as_str());
+    server.kill_9().await;
+}

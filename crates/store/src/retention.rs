@@ -1,0 +1,98 @@
+//! How long resolved requests are kept: a sweep that deletes those resolved too long ago.
+//!
+//! Every request ever asked would otherwise stay in the store for good: about a kilobyte
+//! each, on disk for SQLite and in memory for Redis, where that adds up to gigabytes over
+//! months of a busy deployment. A resolved request is still read for a while (an agent
+//! re-asking from the same tool call after a restart, a client reading the outcome, the
+//! registry reloading its newest outcomes), so it is kept for a period the operator
+//! chooses, then deleted by [`forget_resolved_older_than`], which [`keep_resolved_for`]
+//! runs on a schedule. Pending requests are never deleted: someone may still answer them.
+//!
+//! Each instance sharing a store sweeps it; deleting is idempotent, so sweeps that overlap
+//! only repeat each other's work.
+
+use std::sync::Weak;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use crate::{Store, StoreError};
+
+/// How often [`keep_resolved_for`] sweeps.
+pub const SWEEP_INTERVAL: Duration = Duration::from_secs(600);
+
+/// Most requests one [`Store::forget_resolved`] call of a sweep deletes; a sweep calls
+/// again until fewer were left, so writes queued meanwhile wait for one batch at most.
+pub const SWEEP_BATCH: usize = 1000;
+
+/// Deletes every request `store` resolved more than `keep` ago, [`SWEEP_BATCH`] at a time;
+/// answers how many.
+///
+/// # Errors
+///
+/// [`StoreError`] if the store cannot be written; the batches before it stay deleted.
+pub async fn forget_resolved_older_than(
+    store: &dyn Store,
+    keep: Duration,
+) -> Result<usize, StoreError> {
+    let before = now_ms().saturating_sub(u64::try_from(keep.as_millis()).unwrap_or(u64::MAX));
+    let mut forgotten = 0;
+    loop {
+        let deleted = store.forget_resolved(before, SWEEP_BATCH).await?;
+        forgotten += deleted;
+        if deleted < SWEEP_BATCH {
+            return Ok(forgotten);
+        }
+    }
+}
+
+/// Runs [`forget_resolved_older_than`] every [`SWEEP_INTERVAL`], the first one interval
+/// from now, until the store is dropped. A sweep that fails (the store is down) is logged
+/// and made again at the next one.
+///
+/// Run it beside a store that should not grow without bound, as the server does, after a
+/// first sweep of its own before the store is loaded:
+///
+/// ```
+/// use std::sync::Arc;
+/// use std::time::Duration;
+///
+/// use askbus_store::{MemoryStore, Store, forget_resolved_older_than, keep_resolved_for};
+///
+/// # #[tokio::main(flavor = "current_thread")] async fn main() {
+/// let store: Arc<dyn Store> = Arc::new(MemoryStore::new());
+/// let thirty_days = Duration::from_secs(30 * 24 * 3600);
+/// forget_resolved_older_than(&*store, thirty_days).await.unwrap();
+/// tokio::spawn(keep_resolved_for(Arc::downgrade(&store), thirty_days));
+/// # }
+/// ```
+pub async fn keep_resolved_for(store: Weak<dyn Store>, keep: Duration) {
+    let mut sweeps =
+        tokio::time::interval_at(tokio::time::Instant::now() + SWEEP_INTERVAL, SWEEP_INTERVAL);
+    sweeps.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        sweeps.tick().await;
+        let Some(store) = store.upgrade() else {
+            return;
+        };
+        match forget_resolved_older_than(&*store, keep).await {
+            Ok(0) => {}
+            Ok(forgotten) => {
+                tracing::info!("deleted {forgotten} requests resolved more than {keep:?} ago");
+            }
+            Err(error) => {
+                tracing::warn!(
+                    "could not delete old resolved requests ({error}); trying again in \
+                     {SWEEP_INTERVAL:?}"
+                );
+            }
+        }
+    }
+}
+
+/// Milliseconds since the Unix epoch, as outcomes record their time.
+fn now_ms() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |elapsed| {
+            u64::try_from(elapsed.as_millis()).unwrap_or(u64::MAX)
+        })
+}
