@@ -77,6 +77,12 @@ async fn keep_resolved_for_sweeps_each_interval_until_the_store_is_gone() {
     tokio::time::sleep(Duration::from_secs(2)).await;
     assert_eq!(store.get("que_1").await.unwrap(), None);
     assert!(store.get("que_2").await.unwrap().is_some());
+    // Resolved long ago but recorded since: the next sweep takes it.
+    write(&*store, Write::Insert(question("que_3", None))).await;
+    write(&*store, resolved_days_ago("que_3", 2)).await;
+    tokio::time::sleep(SWEEP_INTERVAL).await;
+    assert_eq!(store.get("que_3").await.unwrap(), None);
+    assert!(store.get("que_2").await.unwrap().is_some());
 
     drop(store);
     tokio::time::timeout(2 * SWEEP_INTERVAL, sweeper)
@@ -248,6 +254,32 @@ async fn redis_store_writes_again_once_a_restarted_redis_is_back() {
     );
 }
 
+/// Redis restarts while the store is idle: the store learns its connection broke only when
+/// it next uses it, and the first write and read after that still succeed (they never
+/// left this process on the broken connection, so they go again on a new one).
+#[tokio::test]
+async fn redis_store_first_write_after_an_idle_restart_succeeds() {
+    let mut redis = PrivateRedis::start().await;
+    let store = RedisStore::open(&redis.url(), "t").await.unwrap();
+    write(&store, Write::Insert(question("que_1", None))).await;
+    redis.restart().await;
+    // redis-rs notices the closed socket in its own time.
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    assert_eq!(
+        store
+            .write(Write::Insert(question("que_2", None)))
+            .await
+            .unwrap(),
+        Written::Inserted
+    );
+    // Again, once the store may reconnect again (a quarter of a second after it last did).
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    redis.restart().await;
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let found = store.get("que_1").await.unwrap();
+    assert_eq!(found.unwrap().request, question("que_1", None));
+}
+
 /// A prefix an older askbus wrote is upgraded when opened; one a newer askbus wrote is
 /// refused, and left as it is.
 #[tokio::test]
@@ -280,8 +312,15 @@ async fn redis_store_upgrade_lets_earlier_resolutions_be_forgotten() {
     write(&store, Write::Insert(question("que_2", None))).await;
     write(&store, resolve("que_1", OutcomeState::Replied)).await;
     drop(store);
-    // As version 2 left it: no resolution times.
+    // As version 2 left it: no resolution times; and a resolved id whose request was
+    // deleted by hand.
     redis.command(redis::cmd("DEL").arg(format!("{}:resolved_at", redis.prefix)));
+    redis.command(
+        redis::cmd("ZADD")
+            .arg(format!("{}:resolved:question", redis.prefix))
+            .arg(0)
+            .arg("que_0"),
+    );
     redis.command(
         redis::cmd("SET")
             .arg(format!("{}:schema", redis.prefix))
@@ -542,8 +581,6 @@ async fn check_contract(store: &dyn Store) {
     assert!(store.recent_events(0).await.unwrap().is_empty());
 }
 
-/// Many concurrent resolutions of one request through `handles`: exactly one wins, and
-/// the stored outcome is the winner's.
 /// `forget_resolved` deletes resolved requests by the time they were resolved, the longest
 /// resolved first and no more than asked, with their tool-call entries unless the call
 /// asked again; pending requests stay whatever their age.
@@ -636,6 +673,8 @@ async fn check_forget(store: &dyn Store) {
     );
 }
 
+/// Many concurrent resolutions of one request through `handles`: exactly one wins, and
+/// the stored outcome is the winner's.
 async fn check_exactly_once<S: Store + Clone>(handles: &[S]) {
     const ATTEMPTS: usize = 24;
     for round in 0..4 {

@@ -3,7 +3,7 @@
 use std::collections::HashMap;
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::{Arc, LazyLock};
+use std::sync::{Arc, LazyLock, PoisonError};
 use std::time::Duration;
 
 use futures_util::StreamExt;
@@ -112,10 +112,14 @@ struct Keys {
 enum Job {
     /// A write and the ack to complete once Redis executed it.
     Write(Write, AckSender),
-    /// A query, run after the writes queued before it (or told why it cannot be); it
-    /// sends its own result.
-    Read(Box<dyn FnOnce(Result<MultiplexedConnection, StoreError>) -> Sending + Send>),
+    /// A query, run after the writes queued before it.
+    Read(ReadJob),
 }
+
+/// A query of a [`Job::Read`]: run on a connection (or told why there is none), it sends
+/// its result to the reader, unless the connection broke on an [`Attempt::First`]: then it
+/// is run again.
+type ReadJob = Box<dyn FnMut(Result<MultiplexedConnection, StoreError>, Attempt) -> Sending + Send>;
 
 /// Something the writer task sent on its connection (a group of writes, a query), running
 /// until its answer is in; it tells whether the connection survived it.
@@ -408,10 +412,11 @@ impl RedisStore {
         })
     }
 
-    /// Runs `query` on the writer task after every write queued before it.
+    /// Runs `query` on the writer task after every write queued before it (twice if the
+    /// connection broke under the first run: see [`Writer`]).
     fn read<T, F>(
         &self,
-        query: impl FnOnce(MultiplexedConnection, Arc<Keys>) -> F + Send + 'static,
+        query: impl Fn(MultiplexedConnection, Arc<Keys>) -> F + Send + Sync + 'static,
     ) -> BoxFuture<'static, T>
     where
         T: Send + 'static,
@@ -419,15 +424,25 @@ impl RedisStore {
     {
         let (sender, receiver) = oneshot::channel();
         let keys = Arc::clone(&self.keys);
-        let job = Job::Read(Box::new(move |connection| {
+        let query = Arc::new(query);
+        let sender = Arc::new(std::sync::Mutex::new(Some(sender)));
+        let job = Job::Read(Box::new(move |connection, attempt| {
+            let (query, keys, sender) =
+                (Arc::clone(&query), Arc::clone(&keys), Arc::clone(&sender));
             Box::pin(async move {
                 let result = match connection {
                     Ok(connection) => query(connection, keys).await,
                     Err(error) => Err(error),
                 };
                 let link = Link::after(&result);
+                if link == Link::Lost && attempt == Attempt::First {
+                    return link;
+                }
+                let sender = sender.lock().unwrap_or_else(PoisonError::into_inner).take();
                 // A reader that stopped waiting is not an error.
-                let _ = sender.send(result);
+                if let Some(sender) = sender {
+                    let _ = sender.send(result);
+                }
                 link
             })
         }));
@@ -489,27 +504,33 @@ impl Store for RedisStore {
         call_id: &'a str,
     ) -> BoxFuture<'a, Option<StoredRequest>> {
         let field = call_field(session_id, call_id);
-        self.read(move |mut connection, keys| async move {
-            let id: Option<String> = redis::cmd("HGET")
-                .arg(keys.calls(kind))
-                .arg(field)
-                .query_async(&mut connection)
-                .await?;
-            let Some(id) = id else { return Ok(None) };
-            Ok(fetch_requests(&mut connection, &keys, &[id])
-                .await?
-                .into_iter()
-                .next())
+        self.read(move |mut connection, keys| {
+            let field = field.clone();
+            async move {
+                let id: Option<String> = redis::cmd("HGET")
+                    .arg(keys.calls(kind))
+                    .arg(field)
+                    .query_async(&mut connection)
+                    .await?;
+                let Some(id) = id else { return Ok(None) };
+                Ok(fetch_requests(&mut connection, &keys, &[id])
+                    .await?
+                    .into_iter()
+                    .next())
+            }
         })
     }
 
     fn get<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Option<StoredRequest>> {
         let id = id.to_owned();
-        self.read(move |mut connection, keys| async move {
-            Ok(fetch_requests(&mut connection, &keys, &[id])
-                .await?
-                .into_iter()
-                .next())
+        self.read(move |mut connection, keys| {
+            let id = id.clone();
+            async move {
+                Ok(fetch_requests(&mut connection, &keys, &[id])
+                    .await?
+                    .into_iter()
+                    .next())
+            }
         })
     }
 
@@ -666,17 +687,19 @@ async fn add_resolved_times(
             }
             let times: Vec<Option<u64>> = reads.query_async(&mut *connection).await?;
             let mut adds = redis::pipe();
+            let mut gone = 0;
             for (id, time) in ids.iter().zip(times) {
-                if let Some(time) = time {
-                    adds.cmd("ZADD")
-                        .arg(keys.resolved_at())
-                        .arg(time)
-                        .arg(id)
-                        .ignore();
-                }
+                match time {
+                    Some(time) => adds.zadd(keys.resolved_at(), id, time).ignore(),
+                    // Its request was deleted by hand (or evicted): nothing to keep.
+                    None => {
+                        gone += 1;
+                        adds.zrem(keys.resolved(kind), id).ignore()
+                    }
+                };
             }
             adds.query_async::<()>(&mut *connection).await?;
-            start += BATCH;
+            start += BATCH - gone;
         }
     }
     Ok(())
@@ -698,7 +721,7 @@ async fn forget_resolved(
         .arg("BYSCORE")
         .arg("LIMIT")
         .arg(0)
-        .arg(limit)
+        .arg(i64::try_from(limit).unwrap_or(i64::MAX))
         .query_async(&mut *connection)
         .await?;
     if ids.is_empty() {
@@ -861,9 +884,7 @@ async fn run_writer(mut writer: Writer, mut queue: mpsc::UnboundedReceiver<Job>)
                             writer.start(std::mem::take(&mut group)).await;
                             // Queued behind the writes; the writer waits for it, so only
                             // its own groups are ever in flight (see above).
-                            let connection = writer.connection().await.map_err(StoreError::from);
-                            let link = query(connection).await;
-                            writer.note(link);
+                            writer.run(query).await;
                         }
                     }
                     if group.len() < MAX_GROUP {
@@ -879,13 +900,19 @@ async fn run_writer(mut writer: Writer, mut queue: mpsc::UnboundedReceiver<Job>)
 
 /// The writer task's state: its connection, replaced when it breaks, and what it sent on it.
 ///
-/// A connection that broke (Redis restarted, the network failed) fails the writes sent on
-/// it, and the next write opens a new one, once the groups still in flight on the old one
-/// have their answers, so nothing sent before the break can reach Redis after what is sent
-/// after it. While Redis cannot be reached, writes and reads fail at once with the reason
-/// (an HTTP client hears `503`), and a new connection is tried at most every
-/// [`RECONNECT_PAUSE`]. A restarted Redis may have lost its script cache; every group loads
-/// the script it calls (see [`send_group`]).
+/// A connection that broke (Redis restarted, or closed it) fails the writes that were on
+/// their way over it, and the next write opens a new one, once the groups still in flight
+/// on the old one have their answers, so nothing sent before the break can reach Redis
+/// after what is sent after it. A group the broken connection refused outright (it learns
+/// it is broken only when used: Redis restarted while this store was idle) never left this
+/// process, so it is sent again, once, on the new connection; a read is run again, once
+/// (reads change nothing, and a sweep only repeats itself). While Redis cannot be reached,
+/// writes and reads fail with the reason, without waiting: a new connection is tried at
+/// most every [`MIN_RECONNECT_PAUSE`], the pause doubling up to [`MAX_RECONNECT_PAUSE`]
+/// while attempts fail, and an attempt waits at most redis-rs's connection timeout (1 s).
+/// A connection that stops answering without closing is not replaced (its commands time
+/// out one by one); TCP notices it in the end. A restarted Redis may have lost its script
+/// cache; every group loads the script it calls (see [`pipeline_for`]).
 struct Writer {
     /// Opens new connections.
     client: redis::Client,
@@ -893,10 +920,29 @@ struct Writer {
     keys: Arc<Keys>,
     /// The connection writes go on; `None` once it broke, until a new one is open.
     connection: Option<MultiplexedConnection>,
-    /// Why the last attempt to open a connection failed, and when the next may be made.
-    unreachable: Option<(redis::RedisError, tokio::time::Instant)>,
+    /// When a new connection may be tried, and why the last attempt failed.
+    reconnect: Reconnect,
     /// Groups sent and not yet answered, in the order they were sent.
     in_flight: FuturesOrdered<Sending>,
+}
+
+/// The pacing of the [`Writer`]'s attempts to open a connection.
+struct Reconnect {
+    /// No attempt before this.
+    not_before: tokio::time::Instant,
+    /// The wait after the next attempt.
+    pause: Duration,
+    /// Why the last attempt failed; `None` if it succeeded.
+    failure: Option<redis::RedisError>,
+}
+
+/// Whether a group or read refused by a broken connection may be tried again.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Attempt {
+    /// The first: a broken connection is replaced and it is tried again.
+    First,
+    /// The last: whatever happens is its answer.
+    Last,
 }
 
 impl Writer {
@@ -905,7 +951,11 @@ impl Writer {
             client,
             keys,
             connection: Some(connection),
-            unreachable: None,
+            reconnect: Reconnect {
+                not_before: tokio::time::Instant::now(),
+                pause: MIN_RECONNECT_PAUSE,
+                failure: None,
+            },
             in_flight: FuturesOrdered::new(),
         }
     }
@@ -923,20 +973,27 @@ impl Writer {
         if let Some(connection) = &self.connection {
             return Ok(connection.clone());
         }
-        if let Some((error, retry_at)) = &self.unreachable
-            && tokio::time::Instant::now() < *retry_at
-        {
-            return Err(error.clone());
+        let now = tokio::time::Instant::now();
+        if now < self.reconnect.not_before {
+            return Err(self.reconnect.failure.clone().unwrap_or_else(|| {
+                std::io::Error::new(
+                    std::io::ErrorKind::BrokenPipe,
+                    "the connection to Redis broke; reconnecting",
+                )
+                .into()
+            }));
         }
         // What the old connection still carries is answered (most likely: failed) first.
         while let Some(link) = self.in_flight.next().await {
             self.note(link);
         }
+        self.reconnect.not_before = now + self.reconnect.pause;
         match self.client.get_multiplexed_async_connection().await {
             Ok(connection) => {
-                if self.unreachable.take().is_some() {
+                if self.reconnect.failure.take().is_some() {
                     tracing::info!("Redis can be reached again");
                 }
+                self.reconnect.pause = MIN_RECONNECT_PAUSE;
                 self.connection = Some(connection.clone());
                 Ok(connection)
             }
@@ -944,8 +1001,8 @@ impl Writer {
                 tracing::warn!(
                     "cannot reach Redis to write ({error}); writes fail until it can be"
                 );
-                let retry_at = tokio::time::Instant::now() + RECONNECT_PAUSE;
-                self.unreachable = Some((error.clone(), retry_at));
+                self.reconnect.pause = (self.reconnect.pause * 2).min(MAX_RECONNECT_PAUSE);
+                self.reconnect.failure = Some(error.clone());
                 Err(error)
             }
         }
@@ -957,21 +1014,59 @@ impl Writer {
         if group.is_empty() {
             return;
         }
-        let connection = match self.connection().await {
-            Ok(connection) => connection,
-            Err(error) => return fail(group, || StoreError::Redis(error.clone())),
-        };
-        let mut group: Sending = Box::pin(send_group(connection, Arc::clone(&self.keys), group));
-        match poll_once(&mut group).await {
-            std::task::Poll::Ready(link) => self.note(link),
-            std::task::Poll::Pending => self.in_flight.push_back(group),
+        let (pipeline, answers_for) = pipeline_for(&self.keys, &group);
+        let pipeline = Arc::new(pipeline);
+        let mut attempt = Attempt::First;
+        loop {
+            let mut connection = match self.connection().await {
+                Ok(connection) => connection,
+                Err(error) => return fail(group, || StoreError::Redis(error.clone())),
+            };
+            let sending = Arc::clone(&pipeline);
+            let mut replies = Box::pin(async move {
+                sending
+                    .query_async::<Vec<RedisResult<Value>>>(&mut connection)
+                    .await
+            });
+            match poll_once(&mut replies).await {
+                // Refused before it was sent: the connection had broken meanwhile.
+                std::task::Poll::Ready(Err(error))
+                    if attempt == Attempt::First && Link::after_error(&error) == Link::Lost =>
+                {
+                    self.note(Link::Lost);
+                    attempt = Attempt::Last;
+                }
+                std::task::Poll::Ready(replies) => {
+                    let link = complete(group, &answers_for, replies);
+                    return self.note(link);
+                }
+                std::task::Poll::Pending => {
+                    return self.in_flight.push_back(Box::pin(async move {
+                        complete(group, &answers_for, replies.await)
+                    }));
+                }
+            }
+        }
+    }
+
+    /// Runs a read on the connection, and once more on a new one if the connection broke.
+    async fn run(&mut self, mut query: ReadJob) {
+        let connection = self.connection().await.map_err(StoreError::from);
+        let link = query(connection, Attempt::First).await;
+        self.note(link);
+        if link == Link::Lost {
+            let connection = self.connection().await.map_err(StoreError::from);
+            let link = query(connection, Attempt::Last).await;
+            self.note(link);
         }
     }
 }
 
-/// How long after a failed attempt to reach Redis the writer tries again (writes meanwhile
-/// fail at once).
-const RECONNECT_PAUSE: Duration = Duration::from_millis(250);
+/// The pause after the first attempt to reach Redis again, and after any that succeeds.
+const MIN_RECONNECT_PAUSE: Duration = Duration::from_millis(250);
+
+/// The longest pause between attempts to reach Redis again.
+const MAX_RECONNECT_PAUSE: Duration = Duration::from_secs(5);
 
 /// Polls `future` once, in the calling task.
 async fn poll_once<F: Future + Unpin>(future: &mut F) -> std::task::Poll<F::Output> {
@@ -984,23 +1079,16 @@ const MAX_GROUP: usize = 1024;
 /// Most pipelines sent and not yet answered.
 const MAX_IN_FLIGHT: usize = 4;
 
-/// Sends `group` as one pipeline and completes every ack with its write's result; answers
-/// whether the connection survived.
+/// The pipeline that applies `group`, and how many of the group's writes each of its
+/// commands answers for.
 ///
 /// Consecutive request changes go into one call of [`APPLY`], event appends are `XADD`s in
 /// their places, so the pipeline keeps the queue's order. A group that calls the script
 /// loads it first (a lookup when Redis has it): a Redis that restarted and lost its script
 /// cache then never fails an `EVALSHA` with NOSCRIPT, and no write is retried out of order.
-async fn send_group(
-    mut connection: MultiplexedConnection,
-    keys: Arc<Keys>,
-    group: Vec<(Write, AckSender)>,
-) -> Link {
-    if group.is_empty() {
-        return Link::Intact;
-    }
+fn pipeline_for(keys: &Keys, group: &[(Write, AckSender)]) -> (redis::Pipeline, Vec<usize>) {
     let mut commands: Vec<Command<'_>> = Vec::new();
-    for (write, _) in &group {
+    for (write, _) in group {
         match (write, commands.last_mut()) {
             (Write::Append(event), _) => commands.push(Command::Append(event)),
             (change, Some(Command::Changes(run))) => run.push(change),
@@ -1017,23 +1105,29 @@ async fn send_group(
     }
     for command in &commands {
         match command {
-            Command::Changes(run) => add_changes(&mut pipeline, &keys, run),
-            Command::Append(event) => add_append(&mut pipeline, &keys, event),
+            Command::Changes(run) => add_changes(&mut pipeline, keys, run),
+            Command::Append(event) => add_append(&mut pipeline, keys, event),
         }
     }
-    // How many writes each command of the pipeline answers for.
-    let answers_for: Vec<usize> = commands
+    let answers_for = commands
         .iter()
         .map(|command| match command {
             Command::Changes(run) => run.len(),
             Command::Append(_) => 1,
         })
         .collect();
-    drop(commands);
-    let replies = match pipeline
-        .query_async::<Vec<RedisResult<Value>>>(&mut connection)
-        .await
-    {
+    (pipeline, answers_for)
+}
+
+/// Completes every ack of `group` with its write's result from `replies`, the answer to
+/// the group's pipeline (`answers_for` from [`pipeline_for`]); answers whether the
+/// connection survived.
+fn complete(
+    group: Vec<(Write, AckSender)>,
+    answers_for: &[usize],
+    replies: RedisResult<Vec<RedisResult<Value>>>,
+) -> Link {
+    let replies = match replies {
         Ok(replies) if replies.len() == answers_for.len() => replies,
         Ok(_) => {
             fail(group, || {
@@ -1049,7 +1143,7 @@ async fn send_group(
         }
     };
     let mut writes = group.into_iter();
-    for (reply, count) in replies.into_iter().zip(answers_for) {
+    for (reply, &count) in replies.into_iter().zip(answers_for) {
         let results: Vec<RedisResult<Value>> = match (count, reply) {
             (1, Ok(reply)) if !matches!(reply, Value::Array(_)) => vec![Ok(reply)],
             (_, Ok(Value::Array(results))) if results.len() == count => {
