@@ -181,6 +181,74 @@ async fn redis_requests_stay_answerable_across_a_redis_restart() {
     }
 }
 
+/// While Redis is down, nobody could see a new question: asking fails at once (it does not
+/// wait for an answer that cannot come), a request whose registration failed is withdrawn
+/// (an HTTP create answers 503 and lists nothing), and once Redis is back asking works.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn redis_asking_while_redis_is_down_fails_and_leaves_nothing_behind() {
+    let mut redis = PrivateRedis::start().await;
+    let open =
+        || async { Arc::new(RedisStore::open(&redis.url(), "t").await.unwrap()) as Arc<dyn Store> };
+    let (a, mut b) = (instance(open().await).await, instance(open().await).await);
+
+    redis.kill();
+    let asking = a
+        .hub
+        .questions()
+        .ask("s1", vec![language()], None, Timeout::Never);
+    let unseen = tokio::time::timeout(EVENT_TIMEOUT, asking)
+        .await
+        .expect("an ask nobody can see fails, it does not wait for good");
+    assert!(
+        matches!(unseen, Err(AskError::NotRecorded(_))),
+        "{unseen:?}"
+    );
+    // As the HTTP create does: register, then await the record.
+    let mut submitted = a
+        .hub
+        .questions()
+        .submit("s1", vec![language()], None, Timeout::Never)
+        .unwrap();
+    let recorded = tokio::time::timeout(EVENT_TIMEOUT, submitted.recorded())
+        .await
+        .expect("the record fails, it does not hang");
+    assert!(
+        matches!(recorded, Err(DurableError::Store(StoreError::Redis(_)))),
+        "{recorded:?}"
+    );
+    drop(submitted.detach());
+    assert!(a.hub.questions().list(None).is_empty());
+
+    redis.restart().await;
+    let mut attempts = 0;
+    let asking = loop {
+        attempts += 1;
+        let mut asking = a
+            .hub
+            .questions()
+            .submit("s1", vec![language()], None, Timeout::Never)
+            .unwrap();
+        match asking.recorded().await {
+            Ok(()) => break asking,
+            // Redis not reconnected yet.
+            Err(_) if attempts < 100 => tokio::time::sleep(Duration::from_millis(50)).await,
+            Err(error) => panic!("asking after Redis came back failed: {error}"),
+        }
+    };
+    let id = asking.id();
+    b.wait_for(asked(id)).await;
+    b.hub
+        .questions()
+        .reply(id, answers(&[&["Go"]]))
+        .unwrap()
+        .await
+        .unwrap();
+    let answered = tokio::time::timeout(EVENT_TIMEOUT, asking).await;
+    assert_eq!(answered.expect("answered").unwrap(), answers(&[&["Go"]]));
+    assert_eq!(a.hub.questions().list(None).len(), 0);
+    assert_eq!(b.hub.questions().list(None).len(), 0);
+}
+
 #[tokio::test]
 async fn a_store_only_one_process_may_use_cannot_be_shared() {
     let dir = tempfile::tempdir().unwrap();

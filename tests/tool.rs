@@ -235,7 +235,9 @@ async fn bad_arguments_explain_themselves() {
             .call(ToolContext::new("s"), args.clone())
             .await
             .unwrap_err();
-        let ToolError::InvalidArguments { message, .. } = &error;
+        let ToolError::InvalidArguments { message, .. } = &error else {
+            panic!("not an argument error: {error}");
+        };
         assert!(
             message.contains(expected),
             "{args}: {message:?} lacks {expected:?}"
@@ -487,7 +489,9 @@ mod guard {
             .call(call_1(), json!({"table": "invoices"}))
             .await
             .unwrap_err();
-        let ToolError::InvalidArguments { tool, message } = &error;
+        let ToolError::InvalidArguments { tool, message } = &error else {
+            panic!("not an argument error: {error}");
+        };
         assert_eq!(tool, "delete_rows");
         assert!(
             message.contains(&format!(
@@ -792,7 +796,9 @@ mod approval_tool {
         let error = tool
             .submit(ToolContext::new("s1"), with_id("invoices"))
             .unwrap_err();
-        let ToolError::InvalidArguments { message, .. } = &error;
+        let ToolError::InvalidArguments { message, .. } = &error else {
+            panic!("not an argument error: {error}");
+        };
         assert!(
             message.contains(&format!(
                 "tool_use_id \"t1\" already names approval request {} of other calls",
@@ -912,7 +918,9 @@ mod approval_tool {
                 .call(ToolContext::new("s1"), args.clone())
                 .await
                 .unwrap_err();
-            let ToolError::InvalidArguments { tool, message } = &error;
+            let ToolError::InvalidArguments { tool, message } = &error else {
+                panic!("not an argument error: {error}");
+            };
             assert_eq!(tool, "request_approval");
             assert!(
                 message.contains(expected),

@@ -605,6 +605,9 @@ fn question_outcome_json(outcome: Result<Vec<Vec<String>>, AskError>) -> Value {
         Err(AskError::Invalid(error)) => {
             json!({"error": {"kind": "invalid", "reason": error.to_string()}})
         }
+        Err(AskError::NotRecorded(why)) => {
+            json!({"error": {"kind": "not_recorded", "reason": why}})
+        }
     }
 }
 
@@ -616,6 +619,9 @@ fn approval_outcome_json(outcome: Result<ApprovalReply, ApprovalError>) -> Value
         Err(ApprovalError::Cancelled) => json!({"error": {"kind": "cancelled"}}),
         Err(ApprovalError::Invalid(error)) => {
             json!({"error": {"kind": "invalid", "reason": error.to_string()}})
+        }
+        Err(ApprovalError::NotRecorded(why)) => {
+            json!({"error": {"kind": "not_recorded", "reason": why}})
         }
     }
 }

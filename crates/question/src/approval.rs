@@ -83,6 +83,10 @@ pub enum ApprovalError {
     /// The request was cancelled (its session was cancelled): none may run.
     #[error("the approval request was cancelled")]
     Cancelled,
+    /// The store could not record the request (it is down), so no reviewer could see it;
+    /// it was withdrawn. None may run; asking again later may work.
+    #[error("the approval request could not be recorded, so nobody saw it: {0}")]
+    NotRecorded(String),
 }
 
 /// Why a reply or cancel was refused.
@@ -327,8 +331,10 @@ impl ApprovalService {
     ///
     /// # Errors
     ///
-    /// [`ApprovalError::Invalid`] at once if the request cannot be made; otherwise
-    /// [`ApprovalError::TimedOut`] (every action rejected) or [`ApprovalError::Cancelled`].
+    /// [`ApprovalError::Invalid`] at once if the request cannot be made;
+    /// [`ApprovalError::NotRecorded`] if the service's store could not record it (nobody
+    /// could see it); otherwise [`ApprovalError::TimedOut`] (every action rejected) or
+    /// [`ApprovalError::Cancelled`].
     ///
     /// # Cancel safety
     ///
@@ -520,9 +526,10 @@ impl Future for PendingApproval {
     fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         let outcome = std::task::ready!(self.ticket.poll_outcome(cx));
         Poll::Ready(match outcome {
-            Outcome::Replied(reply) => Ok(Arc::unwrap_or_clone(reply)),
-            Outcome::TimedOut | Outcome::Rejected { .. } => Err(ApprovalError::TimedOut),
-            Outcome::Cancelled => Err(ApprovalError::Cancelled),
+            Ok(Outcome::Replied(reply)) => Ok(Arc::unwrap_or_clone(reply)),
+            Ok(Outcome::TimedOut | Outcome::Rejected { .. }) => Err(ApprovalError::TimedOut),
+            Ok(Outcome::Cancelled) => Err(ApprovalError::Cancelled),
+            Err(unrecorded) => Err(ApprovalError::NotRecorded(unrecorded.to_string())),
         })
     }
 }

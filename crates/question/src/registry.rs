@@ -197,8 +197,9 @@ pub(crate) struct Ticket<K: Kind> {
     /// Whether this ticket is the request's asker, whose drop cancels it; a ticket that
     /// joined a request asked before (by the same tool call) only watches it.
     owns: bool,
-    /// The store's acknowledgement of the registration, until someone asks for it.
-    recorded: Option<askbus_store::Ack>,
+    /// The store's acknowledgement of the registration, until it came or someone asked
+    /// for it.
+    recorded: Option<Durable>,
 }
 
 /// A tool call in a session: `(session_id, call_id)`.
@@ -496,7 +497,7 @@ impl<K: Kind> Registry<K> {
             .inner
             .recorder
             .as_ref()
-            .map(|(recorder, _)| recorder.insert::<K>(&request));
+            .map(|(recorder, _)| Durable::waiting(Some(recorder.insert::<K>(&request))));
         if announced {
             K::publish_asked(&self.inner.bus, &request);
         }
@@ -589,6 +590,35 @@ impl<K: Kind> Registry<K> {
                 K::request_id(id)
             );
             delivery.send().in_background();
+        }
+    }
+
+    /// Ends request `id` as cancelled because the store did not record it (its insert
+    /// failed: the store is down): over a shared store nobody else can see it, so nobody
+    /// could answer it, and its asker is told instead of waiting for good. In case the
+    /// insert took effect after all (its answer lost on the way), the cancellation is also
+    /// proposed to a shared store, so the other instances end it too.
+    fn withdraw(&self, id: Id<K::IdKind>) {
+        let mut state = self.inner.lock();
+        let Some(request) = state
+            .pending
+            .get(&id)
+            .map(|entry| Arc::clone(&entry.request))
+        else {
+            return;
+        };
+        let delivery = self.inner.finish(&mut state, id, Outcome::Cancelled);
+        drop(state);
+        tracing::warn!(
+            "{} could not be recorded in the store; cancelled",
+            K::request_id(id)
+        );
+        if let Some(delivery) = delivery {
+            delivery.send().in_background();
+        }
+        if let Some(store) = self.inner.deciding_store() {
+            // Most likely refused too (the store is down), or "not found": both are fine.
+            drop(store.resolve::<K>(&request, &Outcome::Cancelled));
         }
     }
 
@@ -943,9 +973,20 @@ impl<K: Kind> Ticket<K> {
     }
 
     /// Completes once the registration is durable in the store (at once without a store,
-    /// or for a ticket that joined an earlier request). Only the first call waits.
+    /// or for a ticket that joined an earlier request). Only the first call waits. If the
+    /// store failed to record it, the request is withdrawn (see [`Registry::withdraw`]).
     pub(crate) fn recorded(&mut self) -> Durable {
-        Durable::waiting(self.recorded.take())
+        let Some(recorded) = self.recorded.take() else {
+            return Durable::done();
+        };
+        let (registry, id) = (self.registry.clone(), K::id(&self.request));
+        Durable::decided(async move {
+            let result = recorded.await;
+            if result.is_err() {
+                registry.withdraw(id);
+            }
+            result
+        })
     }
 
     /// Leaves the request pending without an in-process asker.
@@ -954,12 +995,29 @@ impl<K: Kind> Ticket<K> {
         Arc::clone(&self.request)
     }
 
-    /// Polls for the outcome; once it is taken, dropping the ticket cancels nothing.
-    pub(crate) fn poll_outcome(&mut self, cx: &mut Context<'_>) -> Poll<Outcome<K::Reply>> {
-        let received = std::task::ready!(Pin::new(&mut self.outcome).poll(cx));
-        self.settled = true;
-        // The sender is only dropped unsent when the registry itself is gone.
-        Poll::Ready(received.unwrap_or(Outcome::Cancelled))
+    /// Polls for the outcome; once it is taken, dropping the ticket cancels nothing. Fails
+    /// if the store could not record the request, which is then withdrawn (see
+    /// [`Registry::withdraw`]), unless an outcome came first.
+    pub(crate) fn poll_outcome(
+        &mut self,
+        cx: &mut Context<'_>,
+    ) -> Poll<Result<Outcome<K::Reply>, DurableError>> {
+        if let Poll::Ready(received) = Pin::new(&mut self.outcome).poll(cx) {
+            self.settled = true;
+            // The sender is only dropped unsent when the registry itself is gone.
+            return Poll::Ready(Ok(received.unwrap_or(Outcome::Cancelled)));
+        }
+        if let Some(recorded) = &mut self.recorded
+            && let Poll::Ready(result) = Pin::new(recorded).poll(cx)
+        {
+            self.recorded = None;
+            if let Err(error) = result {
+                self.settled = true;
+                self.registry.withdraw(K::id(&self.request));
+                return Poll::Ready(Err(error));
+            }
+        }
+        Poll::Pending
     }
 }
 

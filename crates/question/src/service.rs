@@ -103,6 +103,10 @@ pub enum AskError {
     /// The question was cancelled (its session was cancelled, or the service shut down).
     #[error("the question was cancelled")]
     Cancelled,
+    /// The store could not record the question (it is down), so nobody could see it; it
+    /// was withdrawn. Asking again later may work.
+    #[error("the question could not be recorded, so nobody saw it: {0}")]
+    NotRecorded(String),
 }
 
 /// Why a reply, reject or cancel was refused.
@@ -292,9 +296,10 @@ impl QuestionService {
     ///
     /// # Errors
     ///
-    /// [`AskError::Invalid`] at once if the questions cannot be asked; otherwise the
-    /// non-answer outcome: [`AskError::Rejected`], [`AskError::TimedOut`],
-    /// [`AskError::Cancelled`].
+    /// [`AskError::Invalid`] at once if the questions cannot be asked;
+    /// [`AskError::NotRecorded`] if the service's store could not record them (nobody
+    /// could see them); otherwise the non-answer outcome: [`AskError::Rejected`],
+    /// [`AskError::TimedOut`], [`AskError::Cancelled`].
     ///
     /// # Cancel safety
     ///
@@ -495,10 +500,11 @@ impl Future for PendingQuestion {
     fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         let outcome = std::task::ready!(self.ticket.poll_outcome(cx));
         Poll::Ready(match outcome {
-            Outcome::Replied(answers) => Ok(answers.to_vec()),
-            Outcome::Rejected { reason } => Err(AskError::Rejected { reason }),
-            Outcome::TimedOut => Err(AskError::TimedOut),
-            Outcome::Cancelled => Err(AskError::Cancelled),
+            Ok(Outcome::Replied(answers)) => Ok(answers.to_vec()),
+            Ok(Outcome::Rejected { reason }) => Err(AskError::Rejected { reason }),
+            Ok(Outcome::TimedOut) => Err(AskError::TimedOut),
+            Ok(Outcome::Cancelled) => Err(AskError::Cancelled),
+            Err(unrecorded) => Err(AskError::NotRecorded(unrecorded.to_string())),
         })
     }
 }

@@ -249,6 +249,9 @@ impl Future for ApprovalCall {
             }
             Err(ApprovalError::TimedOut) => ApprovalToolOutcome::TimedOut,
             Err(ApprovalError::Cancelled) => ApprovalToolOutcome::Cancelled,
+            Err(ApprovalError::NotRecorded(why)) => {
+                return Poll::Ready(Err(ToolError::unavailable(APPROVAL_TOOL_NAME, why)));
+            }
         };
         let text = outcome.text_for_model(&self.pending.request().action_requests);
         Poll::Ready(Ok(ToolOutput { text, outcome }))

@@ -30,7 +30,8 @@ pub struct ToolOutput<Outcome = crate::ToolOutcome> {
     pub outcome: Outcome,
 }
 
-/// A call the tool could not make; the message is written for the model to correct itself.
+/// A call the tool could not make; the message is written for the model (to correct its
+/// arguments, or to try again later).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ToolError {
     /// The arguments do not match the tool's schema or its rules.
@@ -39,6 +40,15 @@ pub enum ToolError {
         /// The tool that was called.
         tool: String,
         /// What was wrong, and what the tool expects instead.
+        message: String,
+    },
+    /// The request could not reach a human: the store that shows it to them is down. Nothing
+    /// was asked (and a guarded tool did not run); the same call may work later.
+    #[error("the `{tool}` tool could not reach a human, try again later: {message}")]
+    Unavailable {
+        /// The tool that was called.
+        tool: String,
+        /// Why.
         message: String,
     },
 }
@@ -67,6 +77,13 @@ impl ToolError {
     /// Invalid arguments for `tool`, explained by `message`.
     pub(crate) fn invalid(tool: &str, message: impl Into<String>) -> Self {
         Self::InvalidArguments {
+            tool: tool.to_owned(),
+            message: message.into(),
+        }
+    }
+
+    pub(crate) fn unavailable(tool: &str, message: impl Into<String>) -> Self {
+        Self::Unavailable {
             tool: tool.to_owned(),
             message: message.into(),
         }

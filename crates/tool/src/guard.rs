@@ -188,6 +188,7 @@ impl<T: GuardedTool> ApprovalGuard<T> {
             }
             Err(ApprovalError::TimedOut) => return Ok(self.refused(GuardOutcome::TimedOut)),
             Err(ApprovalError::Cancelled) => return Ok(self.refused(GuardOutcome::Cancelled)),
+            Err(ApprovalError::NotRecorded(why)) => return Err(ToolError::unavailable(name, why)),
         };
         Ok(match decision {
             Decision::Approve => self.run(args, false).await,

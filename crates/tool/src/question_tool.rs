@@ -242,6 +242,9 @@ impl Future for QuestionCall {
             Err(AskError::Rejected { reason }) => ToolOutcome::Rejected { reason },
             Err(AskError::TimedOut) => ToolOutcome::TimedOut,
             Err(AskError::Cancelled) => ToolOutcome::Cancelled,
+            Err(AskError::NotRecorded(why)) => {
+                return Poll::Ready(Err(ToolError::unavailable(QUESTION_TOOL_NAME, why)));
+            }
         };
         Poll::Ready(Ok(outcome.into_output()))
     }
