@@ -280,6 +280,46 @@ async fn redis_store_first_write_after_an_idle_restart_succeeds() {
     assert_eq!(found.unwrap().request, question("que_1", None));
 }
 
+/// The pause between attempts to reach Redis grows while it stays down, and starts over
+/// once it is back: a Redis that restarts again soon after is reconnected to as quickly as
+/// the first time, not after the grown pause.
+#[tokio::test]
+async fn redis_store_reconnects_quickly_again_after_a_long_outage() {
+    let mut redis = PrivateRedis::start().await;
+    let store = RedisStore::open(&redis.url(), "t").await.unwrap();
+    let insert = |n: usize| store.write(Write::Insert(question(&format!("que_{n}"), None)));
+    // Writes until one succeeds; answers how long that took.
+    let written_within = |first: usize| async move {
+        let started = std::time::Instant::now();
+        for n in first.. {
+            if insert(n).await.is_ok() {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        started.elapsed()
+    };
+    redis.kill();
+    // Failed attempts for 3 s: the pause grows past 2 s.
+    let outage = std::time::Instant::now();
+    let mut n = 0;
+    while outage.elapsed() < Duration::from_secs(3) {
+        assert!(insert(n).await.is_err());
+        n += 1;
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    redis.restart().await;
+    written_within(1_000).await;
+
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    redis.restart().await;
+    let again = written_within(2_000).await;
+    assert!(
+        again < Duration::from_secs(1),
+        "reconnected only after {again:?}"
+    );
+}
+
 /// A prefix an older askbus wrote is upgraded when opened; one a newer askbus wrote is
 /// refused, and left as it is.
 #[tokio::test]

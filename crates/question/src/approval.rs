@@ -84,7 +84,8 @@ pub enum ApprovalError {
     #[error("the approval request was cancelled")]
     Cancelled,
     /// The store could not record the request (it is down), so no reviewer could see it;
-    /// it was withdrawn. None may run; asking again later may work.
+    /// it was withdrawn. None may run; asking again later may work. (A future that joined
+    /// the request, by its tool call, sees it cancelled.)
     #[error("the approval request could not be recorded, so nobody saw it: {0}")]
     NotRecorded(String),
 }

@@ -42,10 +42,12 @@ use crate::registry::{Kind, Outcome, OutcomeKind};
 ///
 /// # Errors
 ///
-/// [`DurableError::Store`] when the store could not record the change. With a store only
-/// this process writes, the change has still happened in this process (the asker may
-/// already have the answer); it will not survive a restart. With a store several
-/// instances share, nothing changed anywhere.
+/// [`DurableError::Store`] when the store could not record the change. A registration
+/// that could not be recorded is withdrawn: the request is cancelled (see
+/// `AskError::NotRecorded`). An outcome that could not be recorded has still happened in
+/// this process, with a store only this process writes (the asker may already have the
+/// answer), but will not survive a restart; with a store several instances share, nothing
+/// changed anywhere.
 ///
 /// [`DurableError::AlreadyResolved`] when, with a shared store, another instance resolved
 /// the request first: this answer was not taken.

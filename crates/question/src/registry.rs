@@ -566,10 +566,15 @@ impl<K: Kind> Registry<K> {
                     request: K::request_id(id),
                     outcome: record::outcome_kind(state),
                 }),
-                Written::NotFound => {
-                    registry.end_orphan(id, outcome);
-                    Ok(())
-                }
+                Written::NotFound => match registry.end_orphan(id, outcome) {
+                    Ended::Now => Ok(()),
+                    // Withdrawn meanwhile (its insert failed), or ended otherwise: this
+                    // outcome was not taken.
+                    Ended::Before(outcome) => Err(DurableError::AlreadyResolved {
+                        request: K::request_id(id),
+                        outcome,
+                    }),
+                },
                 other @ (Written::Inserted | Written::Appended) => Err(StoreError::Corrupt(
                     format!("the store answered a resolution with {other:?}"),
                 )
@@ -579,33 +584,37 @@ impl<K: Kind> Registry<K> {
     }
 
     /// Ends a request the shared store does not know (see the module docs): nothing but
-    /// this registry can.
-    fn end_orphan(&self, id: Id<K::IdKind>, outcome: Outcome<K::Reply>) {
+    /// this registry can. Says whether it ended it now, or how it had ended before.
+    fn end_orphan(&self, id: Id<K::IdKind>, outcome: Outcome<K::Reply>) -> Ended {
         let mut state = self.inner.lock();
-        let delivery = self.inner.finish(&mut state, id, outcome);
+        let Some(delivery) = self.inner.finish(&mut state, id, outcome) else {
+            return Ended::Before(state.outcome_kind(id));
+        };
         drop(state);
-        if let Some(delivery) = delivery {
-            tracing::warn!(
-                "{} is unknown to the shared store; ended here, where it was asked",
-                K::request_id(id)
-            );
-            delivery.send().in_background();
-        }
+        tracing::warn!(
+            "{} is unknown to the shared store; ended here, where it was asked",
+            K::request_id(id)
+        );
+        delivery.send().in_background();
+        Ended::Now
     }
 
     /// Ends request `id` as cancelled because the store did not record it (its insert
-    /// failed: the store is down): over a shared store nobody else can see it, so nobody
-    /// could answer it, and its asker is told instead of waiting for good. In case the
-    /// insert took effect after all (its answer lost on the way), the cancellation is also
-    /// proposed to a shared store, so the other instances end it too.
-    fn withdraw(&self, id: Id<K::IdKind>) {
+    /// failed: the store is down), unless it has ended already; says which. Its asker is
+    /// told instead of waiting for good: over a shared store nobody else can see the
+    /// request, so nobody could answer it; over a store that records (SQLite) it was
+    /// announced, but an answer to it could not be recorded either, so its `cancelled`
+    /// event follows. In case the insert took effect after all (its answer lost on the
+    /// way), the cancellation is also proposed to a shared store, for a while, so the
+    /// other instances end it too.
+    fn withdraw(&self, id: Id<K::IdKind>) -> Ended {
         let mut state = self.inner.lock();
         let Some(request) = state
             .pending
             .get(&id)
             .map(|entry| Arc::clone(&entry.request))
         else {
-            return;
+            return Ended::Before(state.outcome_kind(id));
         };
         let delivery = self.inner.finish(&mut state, id, Outcome::Cancelled);
         drop(state);
@@ -616,10 +625,26 @@ impl<K: Kind> Registry<K> {
         if let Some(delivery) = delivery {
             delivery.send().in_background();
         }
-        if let Some(store) = self.inner.deciding_store() {
-            // Most likely refused too (the store is down), or "not found": both are fine.
-            drop(store.resolve::<K>(&request, &Outcome::Cancelled));
+        if let Some(store) = self.inner.deciding_store()
+            && let Ok(runtime) = tokio::runtime::Handle::try_current()
+        {
+            let store = Arc::clone(&store.store);
+            runtime.spawn(async move {
+                let recorder = Recorder { store };
+                for _ in 0..WITHDRAW_ATTEMPTS {
+                    // Taken, refused as already ended, or "not found": all final.
+                    if recorder
+                        .resolve::<K>(&request, &Outcome::Cancelled)
+                        .await
+                        .is_ok()
+                    {
+                        return;
+                    }
+                    tokio::time::sleep(EXPIRY_RETRY).await;
+                }
+            });
         }
+        Ended::Now
     }
 
     /// Applies one change of the shared store's change log: a request inserted (by any
@@ -974,19 +999,31 @@ impl<K: Kind> Ticket<K> {
 
     /// Completes once the registration is durable in the store (at once without a store,
     /// or for a ticket that joined an earlier request). Only the first call waits. If the
-    /// store failed to record it, the request is withdrawn (see [`Registry::withdraw`]).
+    /// store failed to record it, the request is withdrawn (see [`Registry::withdraw`]),
+    /// even if the returned future is dropped unawaited (an HTTP client that went away).
     pub(crate) fn recorded(&mut self) -> Durable {
         let Some(recorded) = self.recorded.take() else {
             return Durable::done();
         };
         let (registry, id) = (self.registry.clone(), K::id(&self.request));
-        Durable::decided(async move {
+        let watched = async move {
             let result = recorded.await;
             if result.is_err() {
                 registry.withdraw(id);
             }
             result
-        })
+        };
+        match tokio::runtime::Handle::try_current() {
+            Ok(runtime) => {
+                let watching = runtime.spawn(watched);
+                Durable::decided(async move {
+                    watching
+                        .await
+                        .unwrap_or_else(|_| Err(StoreError::Closed.into()))
+                })
+            }
+            Err(_) => Durable::decided(watched),
+        }
     }
 
     /// Leaves the request pending without an in-process asker.
@@ -1011,11 +1048,14 @@ impl<K: Kind> Ticket<K> {
             && let Poll::Ready(result) = Pin::new(recorded).poll(cx)
         {
             self.recorded = None;
-            if let Err(error) = result {
+            if let Err(error) = result
+                && let Ended::Now = self.registry.withdraw(K::id(&self.request))
+            {
                 self.settled = true;
-                self.registry.withdraw(K::id(&self.request));
                 return Poll::Ready(Err(error));
             }
+            // Ended otherwise meanwhile: its outcome is on its way (the receiver is
+            // polled above, so its arrival wakes this task).
         }
         Poll::Pending
     }
@@ -1057,6 +1097,18 @@ const EXPIRY_BATCH: usize = 1024;
 /// How long after a failed attempt (the shared store unreachable) an expiry is tried again.
 const EXPIRY_RETRY: std::time::Duration = std::time::Duration::from_secs(1);
 
+/// How many times (one [`EXPIRY_RETRY`] apart) the cancellation of a withdrawn request is
+/// proposed to a shared store that cannot be reached.
+const WITHDRAW_ATTEMPTS: usize = 300;
+
+/// Whether a request was ended by the call that says so, or before it.
+enum Ended {
+    /// By this call.
+    Now,
+    /// Before, with this outcome.
+    Before(OutcomeKind),
+}
+
 /// How long a resolution the shared store took waits for this registry to apply it, so that
 /// this instance's next read sees it. The change is durable either way; only a follower
 /// that fell behind makes the wait run out.
@@ -1086,6 +1138,14 @@ impl<K: Kind> Delivery<K> {
 }
 
 impl<K: Kind> State<K> {
+    /// How request `id` ended, if this registry remembers; a request it does not (any
+    /// more) counts as cancelled.
+    fn outcome_kind(&self, id: Id<K::IdKind>) -> OutcomeKind {
+        self.resolved
+            .get(&id)
+            .map_or(OutcomeKind::Cancelled, |resolved| resolved.outcome.kind())
+    }
+
     /// Adds a waiter for pending request `id`'s outcome. Waits that ended unresolved (a
     /// long poll that ran out, a client that left, a joining retry dropped) leave closed
     /// senders behind; dropping them here keeps an often re-polled request's list as long

@@ -104,7 +104,8 @@ pub enum AskError {
     #[error("the question was cancelled")]
     Cancelled,
     /// The store could not record the question (it is down), so nobody could see it; it
-    /// was withdrawn. Asking again later may work.
+    /// was withdrawn. Asking again later may work. (A future that joined the question, by
+    /// its tool call, sees it cancelled.)
     #[error("the question could not be recorded, so nobody saw it: {0}")]
     NotRecorded(String),
 }

@@ -987,13 +987,15 @@ impl Writer {
         while let Some(link) = self.in_flight.next().await {
             self.note(link);
         }
-        self.reconnect.not_before = now + self.reconnect.pause;
-        match self.client.get_multiplexed_async_connection().await {
+        let attempt = self.client.get_multiplexed_async_connection().await;
+        let now = tokio::time::Instant::now();
+        match attempt {
             Ok(connection) => {
                 if self.reconnect.failure.take().is_some() {
                     tracing::info!("Redis can be reached again");
                 }
                 self.reconnect.pause = MIN_RECONNECT_PAUSE;
+                self.reconnect.not_before = now + MIN_RECONNECT_PAUSE;
                 self.connection = Some(connection.clone());
                 Ok(connection)
             }
@@ -1001,6 +1003,7 @@ impl Writer {
                 tracing::warn!(
                     "cannot reach Redis to write ({error}); writes fail until it can be"
                 );
+                self.reconnect.not_before = now + self.reconnect.pause;
                 self.reconnect.pause = (self.reconnect.pause * 2).min(MAX_RECONNECT_PAUSE);
                 self.reconnect.failure = Some(error.clone());
                 Err(error)
@@ -1029,7 +1032,11 @@ impl Writer {
                     .await
             });
             match poll_once(&mut replies).await {
-                // Refused before it was sent: the connection had broken meanwhile.
+                // Refused before it was sent: the connection had broken meanwhile (redis-rs
+                // fails the first poll only when its driver task is gone; a reply and a
+                // break between a send and the first poll of its answer cannot both come
+                // while this task is being polled, short of this thread being preempted
+                // that long).
                 std::task::Poll::Ready(Err(error))
                     if attempt == Attempt::First && Link::after_error(&error) == Link::Lost =>
                 {

@@ -155,7 +155,8 @@ impl<T: GuardedTool> ApprovalGuard<T> {
     ///
     /// [`ToolError::InvalidArguments`] when the request cannot be made (an empty session),
     /// or when the context's call id already asked in this session about other arguments
-    /// (the earlier request is left as it was, and nothing runs).
+    /// (the earlier request is left as it was, and nothing runs); [`ToolError::Unavailable`]
+    /// if the store could not record the request (nobody saw it, and nothing runs).
     ///
     /// # Cancel safety
     ///

@@ -179,7 +179,8 @@ impl QuestionTool {
     ///
     /// # Errors
     ///
-    /// [`ToolError::InvalidArguments`] with a message the model can act on.
+    /// [`ToolError::InvalidArguments`] with a message the model can act on;
+    /// [`ToolError::Unavailable`] if the store could not record the request (nobody saw it).
     ///
     /// # Cancel safety
     ///
