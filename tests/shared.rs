@@ -218,6 +218,20 @@ async fn redis_asking_while_redis_is_down_fails_and_leaves_nothing_behind() {
     );
     drop(submitted.detach());
     assert!(a.hub.questions().list(None).is_empty());
+    // An HTTP client that went away: the record's future dropped unawaited.
+    let mut abandoned = a
+        .hub
+        .questions()
+        .submit("s1", vec![language()], None, Timeout::Never)
+        .unwrap();
+    drop(abandoned.recorded());
+    drop(abandoned.detach());
+    let mut polls = 0;
+    while !a.hub.questions().list(None).is_empty() {
+        polls += 1;
+        assert!(polls < 200, "the abandoned request was not withdrawn");
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
 
     redis.restart().await;
     let mut attempts = 0;
