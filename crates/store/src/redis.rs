@@ -33,12 +33,12 @@ use crate::{
 ///
 /// Keys, all under the prefix: `schema` (the schema version), `req:{id}` (a hash per
 /// request), `pending:{kind}` and `resolved:{kind}` (sorted sets of ids, ordered by id),
-/// `calls:{kind}` (a hash from `[session, call_id]` to the newest request id), `resolved_at`
-/// (a sorted set of the resolved ids of both kinds, by the time they were resolved, for
-/// [`Store::forget_resolved`]), `log` (the
-/// change log, a stream trimmed to about [`LOG_RETENTION`] entries, whose entry ids are
-/// `0-<n>` for the `n`th change), `log:seq` (the number of the last change) and `events` (the event
-/// history, a stream trimmed to about [`RedisStore::EVENT_RETENTION`] entries). Durability
+/// `calls:{kind}` (a hash from `[session, call_id]` to the newest request id),
+/// `resolved_at` (a sorted set of the resolved ids of both kinds, by the time they were
+/// resolved, for [`Store::forget_resolved`]), `log` (the change log, a stream trimmed to
+/// about [`LOG_RETENTION`] entries, whose entry ids are `0-<n>` for the `n`th change),
+/// `log:seq` (the number of the last change) and `events` (the event history, a stream
+/// trimmed to about [`RedisStore::EVENT_RETENTION`] entries). Durability
 /// is Redis's own: enable `appendonly` with `appendfsync always` (or `everysec`) for writes
 /// to survive a Redis restart.
 ///
