@@ -50,19 +50,14 @@ async fn redis_store_forgets_old_resolved_requests() {
 #[tokio::test(start_paused = true)]
 async fn keep_resolved_for_sweeps_each_interval_until_the_store_is_gone() {
     const DAY: Duration = Duration::from_secs(24 * 3600);
-    let now_ms = || {
-        u64::try_from(
-            std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .unwrap()
-                .as_millis(),
-        )
-        .unwrap()
-    };
     let resolved_days_ago = |id: &str, days: u64| Write::Resolve {
         kind: RequestKind::Question,
         id: id.into(),
-        outcome: OutcomeRecord::new(OutcomeState::Replied, "[]", now_ms() - days * 86_400_000),
+        outcome: OutcomeRecord::new(
+            OutcomeState::Replied,
+            "[]",
+            askbus_store::now_ms() - days * 86_400_000,
+        ),
     };
     let store: Arc<dyn Store> = Arc::new(MemoryStore::new());
     for id in ["que_1", "que_2"] {

@@ -23,10 +23,10 @@ use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
-use std::time::{SystemTime, UNIX_EPOCH};
 
 use askbus_store::{
     Ack, OutcomeRecord, OutcomeState, RequestRecord, Store, StoreError, StoredRequest, Written,
+    now_ms,
 };
 use serde::Serialize;
 use serde::de::DeserializeOwned;
@@ -263,15 +263,6 @@ pub(crate) fn outcome_kind(state: OutcomeState) -> OutcomeKind {
         OutcomeState::TimedOut => OutcomeKind::TimedOut,
         OutcomeState::Cancelled => OutcomeKind::Cancelled,
     }
-}
-
-/// Milliseconds since the Unix epoch, now.
-pub(crate) fn now_ms() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |elapsed| {
-            u64::try_from(elapsed.as_millis()).unwrap_or(u64::MAX)
-        })
 }
 
 /// Wire JSON of a value the registry owns; those are plain data and always serialise.

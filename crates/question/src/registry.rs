@@ -1196,7 +1196,7 @@ impl<K: Kind> State<K> {
         let deadline = K::expires_at(&request).map(|at| {
             let now = Instant::now();
             now.checked_add(std::time::Duration::from_millis(
-                at.saturating_sub(record::now_ms()),
+                at.saturating_sub(askbus_store::now_ms()),
             ))
             .unwrap_or(now)
         });

@@ -34,11 +34,7 @@ async fn a_restart_deletes_requests_resolved_longer_ago_than_kept() {
     }
     assert!(server.stop_with("TERM").await.success());
     // The first answer was given 31 days ago.
-    let month_ago = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .as_millis()
-        - 31 * 24 * 3600 * 1000;
+    let month_ago = askbus_store::now_ms() - 31 * 24 * 3600 * 1000;
     let backdated = rusqlite::Connection::open(&path)
         .unwrap()
         .execute(

@@ -188,6 +188,16 @@ pub trait Store: Send + Sync + 'static {
     }
 }
 
+/// Milliseconds since the Unix epoch, now: the unit of every time a store records
+/// (`created_at_ms`, `resolved_at_ms`, ...).
+pub fn now_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |elapsed| {
+            u64::try_from(elapsed.as_millis()).unwrap_or(u64::MAX)
+        })
+}
+
 /// The future a [`Store`] read returns.
 pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = Result<T, StoreError>> + Send + 'a>>;
 

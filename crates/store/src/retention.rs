@@ -12,9 +12,9 @@
 //! only repeat each other's work.
 
 use std::sync::Weak;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 
-use crate::{Store, StoreError};
+use crate::{Store, StoreError, now_ms};
 
 /// How often [`keep_resolved_for`] sweeps.
 pub const SWEEP_INTERVAL: Duration = Duration::from_secs(600);
@@ -86,13 +86,4 @@ pub async fn keep_resolved_for(store: Weak<dyn Store>, keep: Duration) {
             }
         }
     }
-}
-
-/// Milliseconds since the Unix epoch, as outcomes record their time.
-fn now_ms() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |elapsed| {
-            u64::try_from(elapsed.as_millis()).unwrap_or(u64::MAX)
-        })
 }
