@@ -38,7 +38,8 @@ use crate::registry::{Kind, Outcome, OutcomeKind};
 /// service's store; at once when the service has no store.
 ///
 /// Await it before telling a human their answer is in: a crash after that point cannot lose
-/// it. Dropping it does not undo or delay the change, it only stops waiting.
+/// it. Dropping it does not undo or delay the change, it only stops waiting; what the
+/// registry does once the store answered still happens.
 ///
 /// # Errors
 ///
@@ -114,19 +115,10 @@ impl Durable {
         }
     }
 
-    /// Lets the change complete without anyone waiting for it. A shared store's verdict is
-    /// still acted on (see [`Registry`](crate::registry) on orphaned requests), in a task
-    /// of its own when there is a runtime; a plain write needs nobody.
+    /// Lets the change complete without anyone waiting for it: the same as dropping it
+    /// (see its `Drop`), said where that is the intent.
     pub(crate) fn in_background(self) {
-        if let DurableState::Decided(verdict) = self.state
-            && let Ok(runtime) = tokio::runtime::Handle::try_current()
-        {
-            runtime.spawn(async move {
-                if let Err(error) = verdict.await {
-                    tracing::debug!("an outcome nobody waited for was not taken: {error}");
-                }
-            });
-        }
+        drop(self);
     }
 }
 
@@ -159,6 +151,24 @@ impl Future for Durable {
         };
         self.state = DurableState::Done;
         Poll::Ready(result)
+    }
+}
+
+impl Drop for Durable {
+    /// A verdict nobody waits for any more is still acted on (the registry's work after
+    /// it: ending an orphan, withdrawing a request the store did not record), in a task of
+    /// its own when there is a runtime; a plain write needs nobody.
+    fn drop(&mut self) {
+        if let DurableState::Decided(verdict) =
+            std::mem::replace(&mut self.state, DurableState::Done)
+            && let Ok(runtime) = tokio::runtime::Handle::try_current()
+        {
+            runtime.spawn(async move {
+                if let Err(error) = verdict.await {
+                    tracing::debug!("a change nobody waited for did not take: {error}");
+                }
+            });
+        }
     }
 }
 

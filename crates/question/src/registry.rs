@@ -1006,13 +1006,13 @@ impl<K: Kind> Ticket<K> {
             return Durable::done();
         };
         let (registry, id) = (self.registry.clone(), K::id(&self.request));
-        Durable::decided(FinishedIfDropped(Some(Box::pin(async move {
+        Durable::decided(async move {
             let result = recorded.await;
             if result.is_err() {
                 registry.withdraw(id);
             }
             result
-        }))))
+        })
     }
 
     /// Leaves the request pending without an in-process asker.
@@ -1060,40 +1060,6 @@ impl<K: Kind> Drop for Ticket<K> {
             {
                 cancelled.in_background();
             }
-        }
-    }
-}
-
-/// A future that, dropped before it completed, is completed in a task of its own (when
-/// there is a runtime): for work that must happen whether or not anyone waits for it,
-/// without a task when someone does.
-struct FinishedIfDropped(Option<DurableWork>);
-
-/// The work of a [`FinishedIfDropped`].
-type DurableWork = Pin<Box<dyn Future<Output = Result<(), DurableError>> + Send>>;
-
-impl Future for FinishedIfDropped {
-    type Output = Result<(), DurableError>;
-
-    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        let Some(work) = self.0.as_mut() else {
-            return Poll::Pending;
-        };
-        let output = std::task::ready!(work.as_mut().poll(cx));
-        self.0 = None;
-        Poll::Ready(output)
-    }
-}
-
-impl Drop for FinishedIfDropped {
-    fn drop(&mut self) {
-        if let Some(work) = self.0.take()
-            && let Ok(runtime) = tokio::runtime::Handle::try_current()
-        {
-            runtime.spawn(async move {
-                // Done for its effects; nobody waits for the output.
-                let _ = work.await;
-            });
         }
     }
 }
