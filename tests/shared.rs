@@ -15,13 +15,13 @@ use askbus::question::{
     DurableError, EditedAction, Outcome, OutcomeKind, QuestionConfig, QuestionId, ReplyError,
     RequestHub, Timeout, ToolRef,
 };
-use askbus_store::{MemoryStore, RedisStore, SqliteStore, Store, StoreError};
+use askbus_store::{MemoryStore, SqliteStore, Store, StoreError};
 use futures_util::StreamExt;
 use serde_json::json;
 
 use crate::support::{
     PrivateRedis, QuestionEvent, TestRedis, answers, language, outcomes_in_stream, question_event,
-    ready_envelopes, roomy_bus,
+    ready_envelopes, roomy_bus, until_ok,
 };
 
 /// How long a check waits for an event another instance must cause, before failing.
@@ -133,9 +133,10 @@ async fn a_follower_that_fell_behind_the_log_resyncs() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn redis_requests_stay_answerable_across_a_redis_restart() {
     let mut redis = PrivateRedis::start().await;
-    let open =
-        || async { Arc::new(RedisStore::open(&redis.url(), "t").await.unwrap()) as Arc<dyn Store> };
-    let (mut a, mut b) = (instance(open().await).await, instance(open().await).await);
+    let (mut a, mut b) = (
+        instance(Arc::new(redis.open().await)).await,
+        instance(Arc::new(redis.open().await)).await,
+    );
     let mut asking = a
         .hub
         .questions()
@@ -155,19 +156,7 @@ async fn redis_requests_stay_answerable_across_a_redis_restart() {
         "{refused:?}"
     );
     redis.restart().await;
-    let mut attempts = 0;
-    loop {
-        attempts += 1;
-        let reply = b.hub.questions().reply(id, answers(&[&["Go"]])).unwrap();
-        match reply.await {
-            Ok(()) => break,
-            // Redis not reconnected yet.
-            Err(DurableError::Store(_)) if attempts < 100 => {
-                tokio::time::sleep(Duration::from_millis(50)).await;
-            }
-            Err(error) => panic!("the reply after Redis came back failed: {error}"),
-        }
-    }
+    until_ok(|| b.hub.questions().reply(id, answers(&[&["Go"]])).unwrap()).await;
     let answered = tokio::time::timeout(EVENT_TIMEOUT, asking).await;
     assert_eq!(
         answered.expect("A's ask resolved").unwrap(),
@@ -187,9 +176,10 @@ async fn redis_requests_stay_answerable_across_a_redis_restart() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn redis_asking_while_redis_is_down_fails_and_leaves_nothing_behind() {
     let mut redis = PrivateRedis::start().await;
-    let open =
-        || async { Arc::new(RedisStore::open(&redis.url(), "t").await.unwrap()) as Arc<dyn Store> };
-    let (a, mut b) = (instance(open().await).await, instance(open().await).await);
+    let (a, mut b) = (
+        instance(Arc::new(redis.open().await)).await,
+        instance(Arc::new(redis.open().await)).await,
+    );
 
     redis.kill();
     let asking = a
@@ -234,21 +224,15 @@ async fn redis_asking_while_redis_is_down_fails_and_leaves_nothing_behind() {
     }
 
     redis.restart().await;
-    let mut attempts = 0;
-    let asking = loop {
-        attempts += 1;
+    let asking = until_ok(|| {
         let mut asking = a
             .hub
             .questions()
             .submit("s1", vec![language()], None, Timeout::Never)
             .unwrap();
-        match asking.recorded().await {
-            Ok(()) => break asking,
-            // Redis not reconnected yet.
-            Err(_) if attempts < 100 => tokio::time::sleep(Duration::from_millis(50)).await,
-            Err(error) => panic!("asking after Redis came back failed: {error}"),
-        }
-    };
+        async move { asking.recorded().await.map(|()| asking) }
+    })
+    .await;
     let id = asking.id();
     b.wait_for(asked(id)).await;
     b.hub

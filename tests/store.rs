@@ -4,7 +4,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::support::{PrivateRedis, TestRedis};
+use crate::support::{PrivateRedis, TestRedis, until_ok};
 use askbus_store::{
     ChangeKind, EventRecord, LogPosition, MemoryStore, OutcomeRecord, OutcomeState, RedisStore,
     RequestKind, RequestRecord, SWEEP_INTERVAL, SqliteStore, Store, StoreError, Write, Written,
@@ -214,7 +214,7 @@ async fn redis_store_writes_after_its_scripts_were_flushed() {
 #[tokio::test]
 async fn redis_store_writes_again_once_a_restarted_redis_is_back() {
     let mut redis = PrivateRedis::start().await;
-    let store = RedisStore::open(&redis.url(), "t").await.unwrap();
+    let store = redis.open().await;
     write(&store, Write::Insert(question("que_1", None))).await;
 
     redis.kill();
@@ -232,15 +232,8 @@ async fn redis_store_writes_again_once_a_restarted_redis_is_back() {
 
     redis.restart().await;
     // The first attempts may fall in the pause between reconnection attempts.
-    let mut inserted = store.write(Write::Insert(question("que_3", None))).await;
-    for _ in 0..100 {
-        if inserted.is_ok() {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-        inserted = store.write(Write::Insert(question("que_3", None))).await;
-    }
-    assert_eq!(inserted.unwrap(), Written::Inserted);
+    let inserted = until_ok(|| store.write(Write::Insert(question("que_3", None)))).await;
+    assert_eq!(inserted, Written::Inserted);
     let loaded = store.requests(RequestKind::Question, 10).await.unwrap();
     assert_eq!(ids(&loaded.pending), ["que_1", "que_3"]);
     assert_eq!(
@@ -255,7 +248,7 @@ async fn redis_store_writes_again_once_a_restarted_redis_is_back() {
 #[tokio::test]
 async fn redis_store_first_write_after_an_idle_restart_succeeds() {
     let mut redis = PrivateRedis::start().await;
-    let store = RedisStore::open(&redis.url(), "t").await.unwrap();
+    let store = redis.open().await;
     write(&store, Write::Insert(question("que_1", None))).await;
     redis.restart().await;
     // redis-rs notices the closed socket in its own time.
@@ -281,17 +274,16 @@ async fn redis_store_first_write_after_an_idle_restart_succeeds() {
 #[tokio::test]
 async fn redis_store_reconnects_quickly_again_after_a_long_outage() {
     let mut redis = PrivateRedis::start().await;
-    let store = RedisStore::open(&redis.url(), "t").await.unwrap();
+    let store = redis.open().await;
     let insert = |n: usize| store.write(Write::Insert(question(&format!("que_{n}"), None)));
     // Writes until one succeeds; answers how long that took.
-    let written_within = |first: usize| async move {
+    let written_within = |mut n: usize| async move {
         let started = std::time::Instant::now();
-        for n in first.. {
-            if insert(n).await.is_ok() {
-                break;
-            }
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
+        until_ok(|| {
+            n += 1;
+            insert(n)
+        })
+        .await;
         started.elapsed()
     };
     redis.kill();

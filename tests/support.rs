@@ -223,6 +223,22 @@ impl Drop for TestRedis {
     }
 }
 
+/// Runs `attempt` until it succeeds, 25 ms apart, for up to 5 s (what waits on a store to
+/// reconnect); answers the success, or fails the test with the last error.
+pub(crate) async fn until_ok<T, E: std::fmt::Debug, F: Future<Output = Result<T, E>>>(
+    mut attempt: impl FnMut() -> F,
+) -> T {
+    let mut last = None;
+    for _ in 0..200 {
+        match attempt().await {
+            Ok(done) => return done,
+            Err(error) => last = Some(error),
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(25)).await;
+    }
+    panic!("still failing after 5 s: {last:?}");
+}
+
 /// A `redis-server` of one test's own, on a free loopback port, which the test may kill and
 /// start again (the shared one on 6379 must keep running for the other tests). It keeps an
 /// append-only file with `appendfsync always` in a temporary directory, so what it
@@ -255,6 +271,11 @@ impl PrivateRedis {
     /// Its URL.
     pub(crate) fn url(&self) -> String {
         format!("redis://127.0.0.1:{}", self.port)
+    }
+
+    /// A store on it, with connections of its own: another instance.
+    pub(crate) async fn open(&self) -> RedisStore {
+        RedisStore::open(&self.url(), "t").await.unwrap()
     }
 
     /// Kills it with SIGKILL, as a crash would.

@@ -55,10 +55,7 @@ async fn acknowledged_answers_survive_kill_9_and_nothing_resolves_twice() {
     let server = Server::start(&store).await;
     let mut ids = Vec::new();
     for call in 0..QUESTIONS {
-        let created = server.post(&http, "/question", &question(call)).await;
-        assert_eq!(created.status(), 200);
-        let created: Value = created.json().await.unwrap();
-        ids.push(created["id"].as_str().unwrap().to_owned());
+        ids.push(server.ask(&http, &question(call)).await);
     }
     for (index, id) in ids.iter().enumerate().take(ANSWERED_FIRST) {
         assert_eq!(answer_over_http(&server, &http, index, id).await, 200);
@@ -129,13 +126,8 @@ async fn acknowledged_answers_survive_kill_9_and_nothing_resolves_twice() {
     assert_eq!(again.status(), 409);
 
     // The agent re-asks from the same tool calls: the same requests, no second prompt.
-    let reasked: Value = server
-        .post(&http, "/question", &question(0))
-        .await
-        .json()
-        .await
-        .unwrap();
-    assert_eq!(reasked["id"], ids[0]);
+    let reasked = server.ask(&http, &question(0)).await;
+    assert_eq!(reasked, ids[0]);
     let outcome = server
         .get(&http, &format!("/question/{}/wait?timeout=5", ids[0]))
         .await;
@@ -146,13 +138,8 @@ async fn acknowledged_answers_survive_kill_9_and_nothing_resolves_twice() {
     let listed = server.get(&http, "/question").await;
     assert_eq!(listed.as_array().unwrap().len(), still_pending.len());
     for (index, id) in still_pending {
-        let reasked = server.post(&http, "/question", &question(index)).await;
-        let reasked: Value = reasked.json().await.unwrap();
-        assert_eq!(
-            reasked["id"],
-            id.as_str(),
-            "a pending request is joined, not repeated"
-        );
+        let reasked = server.ask(&http, &question(index)).await;
+        assert_eq!(reasked, *id, "a pending request is joined, not repeated");
         assert_eq!(answer_over_http(&server, &http, index, id).await, 200);
     }
     server.kill_9().await;

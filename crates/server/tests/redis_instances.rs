@@ -33,12 +33,7 @@ async fn servers_on_one_redis_share_requests_and_resolve_each_once() {
     );
     let mut c_events = events(&http, &c).await;
 
-    let created = a.post(&http, "/question", &question("call-1")).await;
-    assert_eq!(created.status(), 200);
-    let id = created.json::<Value>().await.unwrap()["id"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let id = a.ask(&http, &question("call-1")).await;
     // The asker long-polls A; the human answers through B, which lists the question.
     let waiting = {
         let (http, url) = (
@@ -68,13 +63,7 @@ async fn servers_on_one_redis_share_requests_and_resolve_each_once() {
 
     // Replies racing through every server: one is taken.
     for call in 0..10 {
-        let created = a
-            .post(&http, "/question", &question(&format!("race-{call}")))
-            .await;
-        let id = created.json::<Value>().await.unwrap()["id"]
-            .as_str()
-            .unwrap()
-            .to_owned();
+        let id = a.ask(&http, &question(&format!("race-{call}"))).await;
         let path = format!("/question/{id}/reply");
         let racing = [&a, &b, &c].map(|server| {
             let (http, url) = (http.clone(), format!("{}{path}", server.base));
@@ -111,9 +100,7 @@ async fn a_killed_servers_requests_stay_answerable_and_its_agent_picks_them_up()
     let a = Server::start(&redis.store()).await;
     let mut ids = HashMap::new();
     for call in ["call-1", "call-2"] {
-        let created = a.post(&http, "/question", &question(call)).await;
-        let created: Value = created.json().await.unwrap();
-        ids.insert(call, created["id"].as_str().unwrap().to_owned());
+        ids.insert(call, a.ask(&http, &question(call)).await);
     }
     a.kill_9().await;
 
@@ -130,17 +117,8 @@ async fn a_killed_servers_requests_stay_answerable_and_its_agent_picks_them_up()
     // The agent asks again from the same tool calls through the restarted server: the
     // answered one comes back at once, the other when the human answers it.
     let a = Server::start(&redis.store()).await;
-    let again: Value = a
-        .post(&http, "/question", &question("call-1"))
-        .await
-        .json()
-        .await
-        .unwrap();
-    assert_eq!(
-        again["id"],
-        ids["call-1"].as_str(),
-        "the same request, no second prompt"
-    );
+    let again = a.ask(&http, &question("call-1")).await;
+    assert_eq!(again, ids["call-1"], "the same request, no second prompt");
     let outcome = a
         .get(
             &http,

@@ -6,7 +6,7 @@
 
 mod support;
 
-use serde_json::{Value, json};
+use serde_json::json;
 use support::Server;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -19,13 +19,7 @@ async fn a_restart_deletes_requests_resolved_longer_ago_than_kept() {
     let server = Server::start(&store).await;
     let mut ids = Vec::new();
     for call in ["old", "recent", "pending"] {
-        let created: Value = server
-            .post(&http, "/question", &support::question(call))
-            .await
-            .json()
-            .await
-            .unwrap();
-        ids.push(created["id"].as_str().unwrap().to_owned());
+        ids.push(server.ask(&http, &support::question(call)).await);
     }
     for id in &ids[..2] {
         let reply = format!("/question/{id}/reply");
@@ -74,19 +68,9 @@ async fn a_restart_deletes_requests_resolved_longer_ago_than_kept() {
     let pending = server.get(&http, &format!("/question/{}", ids[2])).await;
     assert_eq!(pending["status"], "pending");
     // Its tool call asks again: a new question, not the forgotten answer.
-    let reasked: Value = server
-        .post(&http, "/question", &support::question("old"))
-        .await
-        .json()
-        .await
-        .unwrap();
-    assert_ne!(reasked["id"], ids[0].as_str());
-    let recent_again: Value = server
-        .post(&http, "/question", &support::question("recent"))
-        .await
-        .json()
-        .await
-        .unwrap();
-    assert_eq!(recent_again["id"], ids[1].as_str());
+    let reasked = server.ask(&http, &support::question("old")).await;
+    assert_ne!(reasked, ids[0]);
+    let recent_again = server.ask(&http, &support::question("recent")).await;
+    assert_eq!(recent_again, ids[1]);
     server.kill_9().await;
 }

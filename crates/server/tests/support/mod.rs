@@ -103,6 +103,15 @@ impl Server {
         self.post(http, path, body).await.status().as_u16()
     }
 
+    /// `POST /question` with `body`, which must succeed; the id of the request created (or
+    /// joined).
+    pub(crate) async fn ask(&self, http: &reqwest::Client, body: &Value) -> String {
+        let created = self.post(http, "/question", body).await;
+        assert_eq!(created.status(), 200);
+        let created: Value = created.json().await.unwrap();
+        created["id"].as_str().unwrap().to_owned()
+    }
+
     /// Sends `signal` (`TERM`, `INT`, ...) with kill(1) and waits for the exit.
     pub(crate) async fn stop_with(mut self, signal: &str) -> std::process::ExitStatus {
         let pid = self.child.id().expect("still running").to_string();
