@@ -457,14 +457,7 @@ async fn open_hub(
         StoreUrl::Redis(location) => Arc::new(RedisStore::open_at(location).await?),
     };
     if let Some(keep) = keep_resolved {
-        // Housekeeping: a failure leaves old requests for the next sweep, nothing worse.
-        match askbus_store::forget_resolved_older_than(&*store, keep).await {
-            Ok(0) => {}
-            Ok(forgotten) => {
-                tracing::info!("deleted {forgotten} request(s) resolved more than {keep:?} ago");
-            }
-            Err(error) => tracing::warn!("could not delete old resolved requests: {error}"),
-        }
+        askbus_store::sweep(&*store, keep).await;
         tokio::spawn(askbus_store::keep_resolved_for(
             Arc::downgrade(&store),
             keep,

@@ -40,8 +40,9 @@
 //!   `log` module docs for how a reader starts without a gap).
 //! - **Resolved requests are kept for a time, pending ones for good.** A resolved request
 //!   stays (for [`Store::get`], the idempotent ask, reloading) until
-//!   [`Store::forget_resolved`] deletes it; [`forget_resolved_older_than`] and
-//!   [`keep_resolved_for`] do that by age (the server keeps them 30 days by default). Pending requests are never deleted.
+//!   [`Store::forget_resolved`] deletes it; [`forget_resolved_older_than`], [`sweep`] and
+//!   [`keep_resolved_for`] do that by age (the server keeps them 30 days by default).
+//!   Pending requests are never deleted.
 //! - **Versioned schema.** Each backend records its schema version (SQLite
 //!   `PRAGMA user_version`, Redis `{prefix}:schema`) and migrates forward on open; a store
 //!   written by a newer askbus is refused, never guessed at.
@@ -119,7 +120,9 @@ pub use journal::{EventJournal, resume_bus};
 pub use log::{Change, ChangeKind, ChangeLog, LOG_RETENTION, LogPosition};
 pub use memory::MemoryStore;
 pub use redis::{RedisLocation, RedisStore};
-pub use retention::{SWEEP_BATCH, SWEEP_INTERVAL, forget_resolved_older_than, keep_resolved_for};
+pub use retention::{
+    SWEEP_BATCH, SWEEP_INTERVAL, forget_resolved_older_than, keep_resolved_for, sweep,
+};
 pub use sqlite::SqliteStore;
 
 /// The record behind the pending-request registry: requests, outcomes and events.

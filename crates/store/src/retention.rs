@@ -45,8 +45,8 @@ pub async fn forget_resolved_older_than(
 }
 
 /// Runs [`forget_resolved_older_than`] every [`SWEEP_INTERVAL`], the first one interval
-/// from now, until the store is dropped. A sweep that fails (the store is down) is logged
-/// and made again at the next one.
+/// from now, until the store is dropped ([`sweep`]s: one that fails, the store being
+/// down, is made again at the next).
 ///
 /// Run it beside a store that should not grow without bound, as the server does, after a
 /// first sweep of its own before the store is loaded:
@@ -55,12 +55,12 @@ pub async fn forget_resolved_older_than(
 /// use std::sync::Arc;
 /// use std::time::Duration;
 ///
-/// use askbus_store::{MemoryStore, Store, forget_resolved_older_than, keep_resolved_for};
+/// use askbus_store::{MemoryStore, Store, keep_resolved_for, sweep};
 ///
 /// # #[tokio::main(flavor = "current_thread")] async fn main() {
 /// let store: Arc<dyn Store> = Arc::new(MemoryStore::new());
 /// let thirty_days = Duration::from_secs(30 * 24 * 3600);
-/// forget_resolved_older_than(&*store, thirty_days).await.unwrap();
+/// sweep(&*store, thirty_days).await;
 /// tokio::spawn(keep_resolved_for(Arc::downgrade(&store), thirty_days));
 /// # }
 /// ```
@@ -73,17 +73,18 @@ pub async fn keep_resolved_for(store: Weak<dyn Store>, keep: Duration) {
         let Some(store) = store.upgrade() else {
             return;
         };
-        match forget_resolved_older_than(&*store, keep).await {
-            Ok(0) => {}
-            Ok(forgotten) => {
-                tracing::info!("deleted {forgotten} requests resolved more than {keep:?} ago");
-            }
-            Err(error) => {
-                tracing::warn!(
-                    "could not delete old resolved requests ({error}); trying again in \
-                     {SWEEP_INTERVAL:?}"
-                );
-            }
+        sweep(&*store, keep).await;
+    }
+}
+
+/// One sweep of [`forget_resolved_older_than`], housekeeping: what it deleted is logged,
+/// and a failure too (it leaves old requests for the next sweep, nothing worse).
+pub async fn sweep(store: &dyn Store, keep: Duration) {
+    match forget_resolved_older_than(store, keep).await {
+        Ok(0) => {}
+        Ok(forgotten) => {
+            tracing::info!("deleted {forgotten} request(s) resolved more than {keep:?} ago");
         }
+        Err(error) => tracing::warn!("could not delete old resolved requests: {error}"),
     }
 }
