@@ -77,10 +77,18 @@ async fn a_decision_per_action_and_fewer_are_filled_with_the_first() {
             args: json!({"symbol": "VNM", "quantity": 10}),
         },
     };
+    // An edit replaces one call: it never stands for the others.
+    for lone_edit in [vec![edit.clone()], vec![edit.clone(), edit.clone()]] {
+        let refused = approvals
+            .reply(pending.id(), ApprovalReply::new(lone_edit))
+            .map(drop)
+            .unwrap_err();
+        assert!(refused.to_string().contains("one action only"), "{refused}");
+    }
     approvals
-        .reply(pending.id(), ApprovalReply::new([edit.clone()]))
+        .reply(pending.id(), ApprovalReply::new([Decision::Approve]))
         .unwrap();
-    assert_eq!(pending.await.unwrap().decisions, vec![edit; 3]);
+    assert_eq!(pending.await.unwrap().decisions, vec![Decision::Approve; 3]);
 }
 
 #[tokio::test]

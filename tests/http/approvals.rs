@@ -260,3 +260,108 @@ async fn cancelling_the_session_cancels_its_approvals_too() {
     assert_eq!(body["cancelled"], 2);
     assert_eq!(approval.await, Err(ApprovalError::Cancelled));
 }
+
+#[tokio::test]
+async fn a_reused_tool_use_id_joins_only_a_request_of_the_same_calls() {
+    let app = TestApp::new();
+    let create = |args: Value| {
+        json!({"session_id": "agent", "action_requests": [
+            {"name": "delete_db", "args": args, "tool_use_id": "toolu_1"}
+        ]})
+    };
+    let (status, staging) = app
+        .call(post_json(
+            "/approval",
+            &create(json!({"db": "staging", "dry_run": false})),
+        ))
+        .await;
+    assert_eq!(status, StatusCode::OK);
+    let id = staging["id"].as_str().unwrap().to_owned();
+    let (status, _) = app
+        .call(post_json(
+            &format!("/approval/{id}/reply"),
+            &json!({"decisions": [{"type": "approve"}]}),
+        ))
+        .await;
+    assert_eq!(status, StatusCode::OK);
+
+    // The same call again, its arguments' keys in another order: the one approval.
+    let (status, again) = app
+        .call(post_json(
+            "/approval",
+            &create(json!({"dry_run": false, "db": "staging"})),
+        ))
+        .await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(again["id"], id.as_str());
+
+    // The same call id for other arguments: refused, and nothing is approved for them.
+    let (status, error) = app
+        .call(post_json(
+            "/approval",
+            &create(json!({"db": "production", "dry_run": false})),
+        ))
+        .await;
+    assert_eq!(status, StatusCode::CONFLICT, "{error}");
+    assert_eq!(error["code"], "call_id_reused");
+    let message = error["message"].as_str().unwrap();
+    assert!(
+        message.contains("\"toolu_1\"") && message.contains(&id),
+        "{message:?} names the call id and the earlier request"
+    );
+    // Other review configs change what the human could decide: not the same request.
+    let mut narrower = create(json!({"db": "staging", "dry_run": false}));
+    narrower["review_configs"] =
+        json!([{"action_name": "delete_db", "allowed_decisions": ["reject"]}]);
+    let (status, error) = app.call(post_json("/approval", &narrower)).await;
+    assert_eq!(status, StatusCode::CONFLICT, "{error}");
+    assert_eq!(
+        app.hub.approvals().pending_count(),
+        0,
+        "nothing was created"
+    );
+}
+
+#[tokio::test]
+async fn a_lone_edit_never_stands_for_another_action() {
+    let app = TestApp::new();
+    let actions = vec![
+        Action::new("delete_rows", json!({"table": "tmp"})),
+        Action::new("send_email", json!({"to": "boss@example.com"})),
+    ];
+    let pending = app
+        .hub
+        .approvals()
+        .submit("s1", actions, Vec::new(), Timeout::Never)
+        .expect("a valid request");
+    let uri = format!("/approval/{}/reply", pending.id());
+    let edit = json!({"type": "edit", "edited_action": {"name": "delete_rows", "args": {"table": "users"}}});
+    let (status, error) = app
+        .call(post_json(&uri, &json!({"decisions": [edit]})))
+        .await;
+    assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{error}");
+    let message = error["message"].as_str().unwrap();
+    assert!(
+        message.contains("one action only") && message.contains("send_email"),
+        "{message:?}"
+    );
+    assert_eq!(
+        app.hub.approvals().pending_count(),
+        1,
+        "nothing was decided"
+    );
+
+    // One decision per action, the edit among them, is what the human means.
+    let (status, _) = app
+        .call(post_json(
+            &uri,
+            &json!({"decisions": [edit, {"type": "approve"}]}),
+        ))
+        .await;
+    assert_eq!(status, StatusCode::OK);
+    let decisions = pending.await.expect("decided").decisions;
+    assert!(
+        matches!(&decisions[0], Decision::Edit { edited_action } if edited_action.args == json!({"table": "users"}))
+    );
+    assert_eq!(decisions[1], Decision::Approve);
+}

@@ -196,6 +196,53 @@ async fn server_mode_create_then_wait_for_the_reply() {
     assert_eq!(waited["answers"], json!([["Yes"]]));
 }
 
+#[tokio::test]
+async fn a_reused_call_id_joins_only_a_question_of_the_same_content() {
+    let app = TestApp::new();
+    let ask = |question: &str| {
+        json!({
+            "sessionID": "agent",
+            "questions": [{"question": question, "header": "Go",
+                           "options": [{"label": "Yes", "description": ""}]}],
+            "tool": {"messageID": "msg_1", "callID": "call_1"},
+        })
+    };
+    let (_, first) = app
+        .call(post_json("/question", &ask("Deploy to staging?")))
+        .await;
+    let id = first["id"].as_str().unwrap().to_owned();
+    let (status, _) = app
+        .call(post_json(
+            &format!("/question/{id}/reply"),
+            &json!({"answers": [["Yes"]]}),
+        ))
+        .await;
+    assert_eq!(status, StatusCode::OK);
+
+    let (status, again) = app
+        .call(post_json("/question", &ask("Deploy to staging?")))
+        .await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(
+        again["id"],
+        id.as_str(),
+        "a retry joins the answered question"
+    );
+
+    let (status, error) = app
+        .call(post_json("/question", &ask("Deploy to production?")))
+        .await;
+    assert_eq!(status, StatusCode::CONFLICT, "{error}");
+    assert_eq!(error["code"], "call_id_reused");
+    let message = error["message"].as_str().unwrap();
+    assert!(
+        message.contains("\"call_1\"") && message.contains(&id),
+        "{message:?}"
+    );
+    let (_, listed) = app.call(get("/question")).await;
+    assert_eq!(listed, json!([]), "nothing was asked");
+}
+
 #[tokio::test(start_paused = true)]
 async fn wait_answers_pending_when_the_time_runs_out() {
     let app = TestApp::new();

@@ -167,7 +167,7 @@ pub(crate) async fn wait(
         (status = 404, description = "No such request (or not visible to this token)", body = crate::error::ErrorBody),
         (status = 409, description = "Already decided, timed out or cancelled", body = crate::error::ErrorBody),
         (status = 415, description = "Not JSON", body = crate::error::ErrorBody),
-        (status = 422, description = "A decision the action does not allow, or too many decisions", body = crate::error::ErrorBody),
+        (status = 422, description = "A decision the action does not allow, too many decisions, or a lone `edit` for several actions", body = crate::error::ErrorBody),
         (status = 503, description = "The decision could not be stored durably", body = crate::error::ErrorBody),
     ),
     security(("bearer" = []), ())
@@ -186,6 +186,12 @@ pub(crate) async fn reply(
 
 /// Ask for a review (server mode): create the request and return it at once, with its `id`
 /// and `approval_key`.
+///
+/// When the first action has a `tool_use_id` that already asked in this session, the
+/// request that call made is returned (pending or resolved: `wait` tells) instead of asking
+/// twice, but only if it reviews the same calls with the same arguments and review
+/// configs; anything else under that id is refused with `409` `call_id_reused`, so a
+/// decision is never handed to calls the human did not see.
 #[utoipa::path(
     post,
     path = "/approval",
@@ -197,6 +203,7 @@ pub(crate) async fn reply(
         (status = 400, description = "Malformed JSON", body = crate::error::ErrorBody),
         (status = 403, description = "The token is scoped to another session", body = crate::error::ErrorBody),
         (status = 415, description = "Not JSON", body = crate::error::ErrorBody),
+        (status = 409, description = "The first action's `tool_use_id` already asked about other calls in this session (`call_id_reused`)", body = crate::error::ErrorBody),
         (status = 422, description = "The request cannot be made", body = crate::error::ErrorBody),
         (status = 503, description = "The request could not be stored durably", body = crate::error::ErrorBody),
     ),

@@ -29,6 +29,10 @@ pub enum ErrorCode {
     RequestTimeout,
     /// 409: the request already has its outcome.
     AlreadyResolved,
+    /// 409: the tool call id (`tool.callID`, `tool_use_id`) of a new request already asked
+    /// something else in its session; the message names the call and the earlier request.
+    /// A request joins the earlier one only when it asks exactly the same.
+    CallIdReused,
     /// 413: the body is larger than the server accepts.
     PayloadTooLarge,
     /// 415: the body is not `application/json`.
@@ -85,7 +89,7 @@ impl ErrorCode {
             Self::NotFound => StatusCode::NOT_FOUND,
             Self::MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
             Self::RequestTimeout => StatusCode::REQUEST_TIMEOUT,
-            Self::AlreadyResolved => StatusCode::CONFLICT,
+            Self::AlreadyResolved | Self::CallIdReused => StatusCode::CONFLICT,
             Self::PayloadTooLarge => StatusCode::PAYLOAD_TOO_LARGE,
             Self::UnsupportedMediaType => StatusCode::UNSUPPORTED_MEDIA_TYPE,
             Self::Invalid => StatusCode::UNPROCESSABLE_ENTITY,
@@ -219,8 +223,12 @@ impl From<askbus_store::StoreError> for ApiError {
 }
 
 impl From<ValidationError> for ApiError {
+    /// 422, or 409 for a tool call id that already asked something else.
     fn from(error: ValidationError) -> Self {
-        Self::invalid(error.to_string())
+        match error.conflicting_request() {
+            Some(_) => Self::new(ErrorCode::CallIdReused, error.to_string()),
+            None => Self::invalid(error.to_string()),
+        }
     }
 }
 

@@ -261,6 +261,11 @@ pub(crate) async fn reject(
 }
 
 /// Ask a question (server mode): create it and return it at once.
+///
+/// With `tool.callID`, asking again from the same tool call returns the request that call
+/// made (pending or resolved: `wait` tells) instead of asking twice, but only if it asks the
+/// same questions; other questions under that call id are refused with `409`
+/// `call_id_reused`.
 #[utoipa::path(
     post,
     path = "/question",
@@ -272,6 +277,7 @@ pub(crate) async fn reject(
         (status = 400, description = "Malformed JSON", body = crate::error::ErrorBody),
         (status = 403, description = "The token is scoped to another session", body = crate::error::ErrorBody),
         (status = 415, description = "Not JSON", body = crate::error::ErrorBody),
+        (status = 409, description = "`tool.callID` already asked other questions in this session (`call_id_reused`)", body = crate::error::ErrorBody),
         (status = 422, description = "The questions cannot be asked", body = crate::error::ErrorBody),
         (status = 503, description = "The request could not be stored durably", body = crate::error::ErrorBody),
     ),

@@ -179,6 +179,15 @@ impl Kind for ApprovalRegistryKind {
             .and_then(|action| action.tool_use_id.as_deref())
     }
 
+    type Content = (Vec<Action>, Vec<ReviewConfig>);
+
+    /// The same calls (names, arguments, call ids, descriptions) in the same order, under
+    /// the same review configs: a decision allowed by other configs, or taken on other
+    /// arguments, is not one the human took on these.
+    fn asks(request: &ApprovalRequest, (actions, review_configs): &Self::Content) -> bool {
+        request.action_requests == *actions && request.review_configs == *review_configs
+    }
+
     fn expires_at(request: &ApprovalRequest) -> Option<u64> {
         request.expires_at
     }
@@ -357,11 +366,19 @@ impl ApprovalService {
     /// `approval.asked` is published) before this returns, so its id and key can be handed
     /// out first.
     ///
+    /// **One request per tool call.** When the first action's `tool_use_id` already asked
+    /// in this session, and that request is pending or still remembered, nothing new is
+    /// asked: the future joins that request, but only if it reviews the same calls (the
+    /// same actions with the same arguments, under the same review configs), since its
+    /// decision was taken on what the human saw.
+    ///
     /// # Errors
     ///
     /// [`ValidationError`] if the request cannot be made: no session, no action, an action
-    /// without a name, or a review config naming no action, repeating one, or allowing no
-    /// decision.
+    /// without a name, a review config naming no action, repeating one, or allowing no
+    /// decision, or a `tool_use_id` that already asked about other calls in this session
+    /// ([`conflicting_request`](ValidationError::conflicting_request) names that request,
+    /// which is left as it was).
     pub fn submit(
         &self,
         session_id: impl Into<Arc<str>>,
@@ -377,8 +394,9 @@ impl ApprovalService {
             .and_then(|action| action.tool_use_id.clone())
             .map(|call_id| (Arc::clone(&session_id), call_id));
         let ticket = self.registry.register(
-            call,
-            |id, keys| {
+            call.clone(),
+            (actions, review_configs),
+            |id, keys, (actions, review_configs)| {
                 let created_at = id.timestamp_ms();
                 ApprovalRequest {
                     id,
@@ -392,19 +410,30 @@ impl ApprovalService {
             },
             deadline.at,
         );
-        Ok(PendingApproval { ticket })
+        match ticket {
+            Ok(ticket) => Ok(PendingApproval { ticket }),
+            Err(earlier) => Err(ValidationError::call_reused(
+                RequestId::Approval(earlier),
+                format!(
+                    "tool_use_id {:?} already names approval request {earlier} of other calls in this session; give these calls a new tool_use_id, or leave it out",
+                    call.map(|(_, call_id)| call_id).unwrap_or_default()
+                ),
+            )),
+        }
     }
 
     /// Answers a pending request.
     ///
-    /// Fewer decisions than actions: the first decision fills the rest. The stored and
-    /// published reply always holds one decision per action.
+    /// Fewer decisions than actions: the first decision fills the rest, unless it is an
+    /// `edit` (an edit replaces one call, never several). The stored and published reply
+    /// always holds one decision per action.
     ///
     /// # Errors
     ///
     /// [`ApprovalReplyError::NotFound`], [`ApprovalReplyError::AlreadyResolved`], or
     /// [`ApprovalReplyError::Invalid`] (naming the action) for no decision, more decisions
-    /// than actions, or a decision the action's review config does not allow.
+    /// than actions, a lone `edit` for several actions, or a decision the action's review
+    /// config does not allow.
     pub fn reply(
         &self,
         id: ApprovalId,
@@ -615,17 +644,21 @@ fn complete_reply(
         )));
     };
     if reply.decisions.len() > actions.len() {
-        let listed: Vec<String> = actions
-            .iter()
-            .enumerate()
-            .map(|(index, action)| describe(index, action))
-            .collect();
         return Err(ValidationError::request(format!(
             "decision {} has no action: got {} decisions for {} actions ({})",
             actions.len() + 1,
             reply.decisions.len(),
             actions.len(),
-            listed.join(", ")
+            describe_all(actions)
+        )));
+    }
+    if reply.decisions.len() < actions.len() && matches!(first, Decision::Edit { .. }) {
+        // An edit replaces one call with another; copied over the others, it would put
+        // that call in place of tools the human never edited.
+        return Err(ValidationError::request(format!(
+            "an `edit` decision stands for one action only: give a decision for each of the {} actions ({})",
+            actions.len(),
+            describe_all(actions)
         )));
     }
     reply.decisions.resize(actions.len(), first);
@@ -656,6 +689,16 @@ fn complete_reply(
         }
     }
     Ok(reply)
+}
+
+/// `1 ("read"), 2 ("execute_trade")`: every action, as [`describe`] names one.
+fn describe_all(actions: &[Action]) -> String {
+    let described: Vec<String> = actions
+        .iter()
+        .enumerate()
+        .map(|(index, action)| describe(index, action))
+        .collect();
+    described.join(", ")
 }
 
 /// `2 ("execute_trade")`: an action by one-based position and name.

@@ -142,8 +142,15 @@ pub(crate) trait Kind: Send + Sync + Sized + 'static {
     /// The session the request belongs to.
     fn session_id(request: &Self::Request) -> &str;
     /// The tool call that asked, if any: a second ask of the same call in the same session
-    /// joins the first request instead of asking again.
+    /// joins the first request instead of asking again, if it asks the same.
     fn call_id(request: &Self::Request) -> Option<&str>;
+    /// What an ask of this kind asks the human (the questions; the calls to review), from
+    /// which [`register`](Registry::register) builds the request.
+    type Content;
+    /// Whether `request` asked the human exactly `content`, so that a second ask of the
+    /// same tool call may take its outcome. Compared as data (JSON arguments as values,
+    /// so the order of object keys does not matter).
+    fn asks(request: &Self::Request, content: &Self::Content) -> bool;
     /// When the request times out, milliseconds since the Unix epoch.
     fn expires_at(request: &Self::Request) -> Option<u64>;
     /// Adds `request`, read back from a store, to `index`.
@@ -425,16 +432,22 @@ impl<K: Kind> Registry<K> {
     /// When `call` names a tool call that already asked in this session and whose request
     /// is pending or remembered, nothing is registered: the ticket joins that request (it
     /// becomes the asker if the request has none, as after a restart; otherwise it only
-    /// watches), or carries its outcome at once.
+    /// watches), or carries its outcome at once. It joins **only if that request
+    /// [`asks`](Kind::asks) `content`** (the same questions, the same calls with the same
+    /// arguments): its outcome was decided by a human who saw that content, never this.
+    /// Otherwise nothing changes and the earlier request's id is the error. This is the one
+    /// place the rule is kept, so every way in (the services, HTTP, MCP, the tools, the
+    /// guard) passes it.
     ///
-    /// `build` runs under the registry lock, so it must be cheap and must not call back into
-    /// the registry.
+    /// `build` runs under the registry lock, so it must be cheap and must not call back
+    /// into the registry.
     pub(crate) fn register(
         &self,
         call: Option<CallKey>,
-        build: impl FnOnce(Id<K::IdKind>, &mut K::Index) -> K::Request,
+        content: K::Content,
+        build: impl FnOnce(Id<K::IdKind>, &mut K::Index, K::Content) -> K::Request,
         deadline: Option<Instant>,
-    ) -> Ticket<K> {
+    ) -> Result<Ticket<K>, Id<K::IdKind>> {
         if deadline.is_some() {
             self.ensure_timer_driver();
         }
@@ -443,6 +456,20 @@ impl<K: Kind> Registry<K> {
         let state = &mut *guard;
         let earlier = call.as_ref().and_then(|key| state.calls.get(key)).copied();
         if let Some(id) = earlier {
+            let asked = state.pending.get(&id).map_or_else(
+                // `calls` covers exactly the pending and remembered requests.
+                || {
+                    &state
+                        .resolved
+                        .get(&id)
+                        .expect("a called request is known")
+                        .request
+                },
+                |entry| &entry.request,
+            );
+            if !K::asks(asked, &content) {
+                return Err(id);
+            }
             let (request, owns) = match state.pending.get_mut(&id) {
                 Some(entry) => {
                     // A detached asker's receiver is gone: the joiner takes its place.
@@ -464,17 +491,17 @@ impl<K: Kind> Registry<K> {
                 }
             };
             drop(guard);
-            return Ticket {
+            return Ok(Ticket {
                 request,
                 outcome: receiver,
                 registry: self.clone(),
                 settled: false,
                 owns,
                 recorded: None,
-            };
+            });
         }
         let id = lock_ids(&self.inner.ids).next_id();
-        let request = Arc::new(build(id, &mut state.index));
+        let request = Arc::new(build(id, &mut state.index, content));
         if let Some(at) = deadline
             && state.add_deadline(at, id)
         {
@@ -502,14 +529,14 @@ impl<K: Kind> Registry<K> {
             K::publish_asked(&self.inner.bus, &request);
         }
         drop(guard);
-        Ticket {
+        Ok(Ticket {
             request,
             outcome: receiver,
             registry: self.clone(),
             settled: false,
             owns: true,
             recorded,
-        }
+        })
     }
 
     /// Resolves a pending request with the outcome `decide` returns for it.

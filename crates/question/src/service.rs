@@ -175,6 +175,13 @@ impl Kind for QuestionRegistryKind {
         request.tool.as_ref().map(|tool| tool.call_id.as_str())
     }
 
+    type Content = Vec<QuestionInfo>;
+
+    /// The same questions, options and flags, in the same order.
+    fn asks(request: &QuestionRequest, questions: &Vec<QuestionInfo>) -> bool {
+        request.questions == *questions
+    }
+
     fn expires_at(request: &QuestionRequest) -> Option<u64> {
         request.expires_at
     }
@@ -324,11 +331,15 @@ impl QuestionService {
     /// session, and that request is pending or still remembered, nothing new is asked: the
     /// future joins that request (an agent that re-asks after a restart, or retries a tool
     /// call, gets the one answer instead of a second prompt). The joining future cancels
-    /// the request on drop only if the request had no live asker.
+    /// the request on drop only if the request had no live asker. It joins only a request
+    /// of the same questions: the answer was given to what the human saw.
     ///
     /// # Errors
     ///
-    /// [`ValidationError`] if the questions cannot be asked.
+    /// [`ValidationError`] if the questions cannot be asked, or if `tool`'s call already
+    /// asked other questions in this session
+    /// ([`conflicting_request`](ValidationError::conflicting_request) names that request,
+    /// which is left as it was).
     pub fn submit(
         &self,
         session_id: impl Into<Arc<str>>,
@@ -343,8 +354,9 @@ impl QuestionService {
             .as_ref()
             .map(|tool| (Arc::clone(&session_id), tool.call_id.clone()));
         let ticket = self.registry.register(
-            call,
-            |id, ()| {
+            call.clone(),
+            questions,
+            |id, (), questions| {
                 let created_at = id.timestamp_ms();
                 QuestionRequest {
                     id,
@@ -357,7 +369,16 @@ impl QuestionService {
             },
             deadline.at,
         );
-        Ok(PendingQuestion { ticket })
+        match ticket {
+            Ok(ticket) => Ok(PendingQuestion { ticket }),
+            Err(earlier) => Err(ValidationError::call_reused(
+                RequestId::Question(earlier),
+                format!(
+                    "tool call {:?} already asked question request {earlier} in this session, about other questions; give this ask a call id of its own, or leave it out",
+                    call.map(|(_, call_id)| call_id).unwrap_or_default()
+                ),
+            )),
+        }
     }
 
     /// Answers a pending request, one answer per question.

@@ -8,6 +8,7 @@ use std::collections::{BTreeMap, HashSet};
 
 use std::fmt;
 
+use crate::interrupt::RequestId;
 use crate::model::{Answer, NO_PREFERENCE, QuestionInfo, QuestionOption};
 
 /// Longest header, in characters, that a UI chip is expected to show.
@@ -21,6 +22,9 @@ pub struct ValidationError {
     question_index: Option<usize>,
     /// Zero-based position of the approval action concerned, if one is.
     action_index: Option<usize>,
+    /// The earlier request of the same tool call, when this one was refused for asking
+    /// something else under its call id.
+    conflicting_request: Option<RequestId>,
     /// The full human-readable explanation.
     message: String,
 }
@@ -36,10 +40,19 @@ impl ValidationError {
         self.action_index
     }
 
+    /// The request this one's tool call already made, when this one was refused because
+    /// it asks something else under the same call id (see
+    /// [`QuestionService::submit`](crate::QuestionService::submit)). A client should give
+    /// the new request a call id of its own; HTTP answers `409`.
+    pub fn conflicting_request(&self) -> Option<RequestId> {
+        self.conflicting_request
+    }
+
     pub(crate) fn request(message: impl Into<String>) -> Self {
         Self {
             question_index: None,
             action_index: None,
+            conflicting_request: None,
             message: message.into(),
         }
     }
@@ -47,17 +60,28 @@ impl ValidationError {
     /// An error about action `index`; `message` names it.
     pub(crate) fn action(index: usize, message: String) -> Self {
         Self {
-            question_index: None,
             action_index: Some(index),
-            message,
+            ..Self::request(message)
+        }
+    }
+
+    /// A request refused because its tool call already asked `earlier`, about other
+    /// content; `message` names the call.
+    pub(crate) fn call_reused(earlier: RequestId, message: String) -> Self {
+        Self {
+            conflicting_request: Some(earlier),
+            ..Self::request(message)
         }
     }
 
     fn question(index: usize, info: &QuestionInfo, problem: impl fmt::Display) -> Self {
         Self {
             question_index: Some(index),
-            action_index: None,
-            message: format!("question {} ({:?}): {problem}", index + 1, info.question),
+            ..Self::request(format!(
+                "question {} ({:?}): {problem}",
+                index + 1,
+                info.question
+            ))
         }
     }
 }
@@ -80,8 +104,10 @@ pub(crate) fn check_questions(
         if info.question.trim().is_empty() {
             return Err(ValidationError {
                 question_index: Some(index),
-                action_index: None,
-                message: format!("question {}: the question text is empty", index + 1),
+                ..ValidationError::request(format!(
+                    "question {}: the question text is empty",
+                    index + 1
+                ))
             });
         }
         let header_chars = info.header.chars().count();

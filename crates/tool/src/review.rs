@@ -3,11 +3,9 @@
 //!
 //! **Requesting.** [`submit_review`] makes the request. Its first action's `tool_use_id`
 //! joins a request that id already made in the session, so a retried call gets the one
-//! review instead of a second prompt. It joins **only a retry of the same calls** (same
-//! tools, same arguments, in order): a reused id with other calls is refused with a
-//! [`ToolError`] naming the earlier request, because that request's decision was taken on
-//! calls the human saw, not on these. A runtime may repeat a call id and a model may make
-//! one up, so this is checked wherever a review is requested.
+//! review instead of a second prompt; the approval service joins **only a retry of the
+//! same calls** and refuses a reused id with other calls (the rule is kept there, for
+//! every way in), which becomes a [`ToolError`] naming the earlier request.
 //!
 //! **Refusals.** One wording for both, so a human's "no" is reported the same wherever it
 //! came from. The two differ only in who would run the call. The guard runs an approved
@@ -45,8 +43,7 @@ pub(crate) enum Refusal<'a> {
 }
 
 /// Requests the review of `actions` in `session_id` for a call of `tool`, as
-/// [`ApprovalService::submit`] does, but joins an earlier request of the same
-/// `tool_use_id` only if it reviews the same calls.
+/// [`ApprovalService::submit`] does.
 ///
 /// # Errors
 ///
@@ -61,32 +58,9 @@ pub(crate) fn submit_review(
     review_configs: Vec<ReviewConfig>,
     timeout: Timeout,
 ) -> Result<PendingApproval, ToolError> {
-    let pending = approvals
-        .submit(session_id, actions.clone(), review_configs, timeout)
-        .map_err(|invalid| ToolError::invalid(tool, invalid.to_string()))?;
-    if same_calls(&pending.request().action_requests, &actions) {
-        return Ok(pending);
-    }
-    // Detached, not dropped: dropping could cancel the earlier request, which is not this
-    // call's to end.
-    let joined = pending.detach();
-    Err(ToolError::invalid(
-        tool,
-        format!(
-            "tool_use_id {:?} already names approval request {} of other calls in this session; give these calls a new tool_use_id, or leave it out",
-            actions[0].tool_use_id.as_deref().unwrap_or_default(),
-            joined.id
-        ),
-    ))
-}
-
-/// Whether two lists of actions call the same tools with the same arguments, in order.
-fn same_calls(these: &[Action], those: &[Action]) -> bool {
-    these.len() == those.len()
-        && these
-            .iter()
-            .zip(those)
-            .all(|(this, that)| this.name == that.name && this.args == that.args)
+    approvals
+        .submit(session_id, actions, review_configs, timeout)
+        .map_err(|invalid| ToolError::invalid(tool, invalid.to_string()))
 }
 
 /// The text the model reads about a refused call to `tool`.
