@@ -144,7 +144,7 @@ async fn a_trickled_mcp_request_body_gets_408() {
     requests
         .write_all(
             b"POST /mcp HTTP/1.1\r\nhost: 127.0.0.1\r\ncontent-type: application/json\r\n\
-              accept: application/json, text/event-stream\r\ncontent-length: 100000\r\n\r\n{",
+              accept: application/json, text/event-stream\r\ncontent-length: 60000\r\n\r\n{",
         )
         .await
         .expect("a header and the start of a body");

@@ -1,17 +1,28 @@
-//! Extractors whose every rejection is an [`ApiError`].
+//! Extractors whose every rejection is an [`ApiError`], and the one way a request body is
+//! read.
 //!
 //! axum's own extractors answer bad input with plain-text bodies; these wrap them so that a
 //! client always gets the JSON error shape, whatever it got wrong.
+//!
+//! **Memory per request is bounded by the body limit, however the body is framed.** Every
+//! body is read by [`read_body`], which copies each frame into one buffer of its own and
+//! drops the frame before reading the next. Collecting the frames instead (axum's `Bytes`
+//! extractor, `http_body_util::Collected`) keeps each one alive, and each is a slice of the
+//! connection's read buffer: a body dripped one byte per TCP segment then pinned a whole
+//! buffer (8 KiB or more) per byte, half a gigabyte for one 64 KiB body. A body whose
+//! `Content-Length` is over the limit is refused before any of it is read.
 
 use std::time::Duration;
 
 use askbus_question::{QuestionId, Timeout};
-use axum::extract::rejection::{JsonRejection, QueryRejection};
+use axum::body::{Body, Bytes, HttpBody};
+use axum::extract::rejection::QueryRejection;
 use axum::extract::{FromRequest, FromRequestParts, Path, Query, Request};
-use axum::http::StatusCode;
 use axum::http::request::Parts;
+use futures_util::StreamExt;
 use serde::de::DeserializeOwned;
 
+use crate::AppState;
 use crate::error::{ApiError, ErrorCode};
 
 /// A JSON body; rejections become 400, 413, 415 or 422 [`ApiError`]s.
@@ -26,15 +37,74 @@ pub(crate) struct QuestionPath(pub(crate) QuestionId);
 /// A plain path segment (`/session/{id}`).
 pub(crate) struct SegmentPath(pub(crate) String);
 
-impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for ApiJson<T> {
+impl<T: DeserializeOwned> FromRequest<AppState> for ApiJson<T> {
     type Rejection = ApiError;
 
-    async fn from_request(request: Request, state: &S) -> Result<Self, Self::Rejection> {
-        match axum::Json::<T>::from_request(request, state).await {
-            Ok(axum::Json(value)) => Ok(Self(value)),
-            Err(rejection) => Err(json_rejection(&rejection)),
+    async fn from_request(request: Request, state: &AppState) -> Result<Self, Self::Rejection> {
+        if !crate::questions::is_json(request.headers()) {
+            return Err(not_json());
         }
+        let body = read_body(request.into_body(), state.inner.config.body_limit).await?;
+        parse_json(&body).map(Self)
     }
+}
+
+/// Reads `body` whole, up to `limit` bytes, holding no more than one copy of what arrived.
+///
+/// Each frame is copied into the one buffer and dropped before the next is read (see the
+/// module docs for why), and a `Content-Length` over `limit` is refused before anything is
+/// read, so a client cannot make a request cost more than `limit` bytes of body, however
+/// it frames or paces it.
+///
+/// # Errors
+///
+/// 413 `payload_too_large` for a body over `limit` (announced or as it arrives); 400
+/// `bad_request` if the connection failed before the body was complete.
+pub async fn read_body(body: Body, limit: usize) -> Result<Bytes, ApiError> {
+    let announced = usize::try_from(body.size_hint().lower()).unwrap_or(usize::MAX);
+    if announced > limit {
+        return Err(too_large());
+    }
+    // A `Content-Length` is exact: one allocation, which the limit bounds.
+    let mut buffer = Vec::with_capacity(announced);
+    let mut frames = body.into_data_stream();
+    while let Some(frame) = frames.next().await {
+        let data =
+            frame.map_err(|_| ApiError::bad_request("the request body could not be read"))?;
+        if data.len() > limit - buffer.len() {
+            return Err(too_large());
+        }
+        buffer.extend_from_slice(&data);
+    }
+    Ok(Bytes::from(buffer))
+}
+
+/// `body` as JSON of type `T`: 400 for malformed JSON, 422 for JSON of another shape
+/// (serde's explanation names the field and position, never a Rust type).
+pub(crate) fn parse_json<T: DeserializeOwned>(body: &[u8]) -> Result<T, ApiError> {
+    serde_json::from_slice(body).map_err(|error| {
+        if error.is_data() {
+            ApiError::invalid(format!("unexpected JSON: {error}"))
+        } else {
+            ApiError::bad_request(format!("malformed JSON: {error}"))
+        }
+    })
+}
+
+/// 415: the body is not JSON.
+pub(crate) fn not_json() -> ApiError {
+    ApiError::new(
+        ErrorCode::UnsupportedMediaType,
+        "expected a body with `Content-Type: application/json`",
+    )
+}
+
+/// 413: the body is over the limit.
+fn too_large() -> ApiError {
+    ApiError::new(
+        ErrorCode::PayloadTooLarge,
+        "the request body is larger than the server accepts",
+    )
 }
 
 impl<S: Send + Sync, T: DeserializeOwned> FromRequestParts<S> for ApiQuery<T> {
@@ -87,27 +157,5 @@ pub(crate) fn timeout_from_seconds(seconds: Option<f64>) -> Result<Timeout, ApiE
         Some(seconds) => Duration::try_from_secs_f64(seconds)
             .map(Timeout::After)
             .map_err(|_| ApiError::invalid("`timeout` must be a non-negative number of seconds")),
-    }
-}
-
-/// Maps axum's JSON rejection to the API's error, keeping serde's explanation (which names
-/// the field and position, not a Rust type) for malformed or mistyped bodies.
-pub(crate) fn json_rejection(rejection: &JsonRejection) -> ApiError {
-    match rejection {
-        JsonRejection::MissingJsonContentType(_) => ApiError::new(
-            ErrorCode::UnsupportedMediaType,
-            "expected a body with `Content-Type: application/json`",
-        ),
-        JsonRejection::JsonSyntaxError(_) => {
-            ApiError::bad_request(format!("malformed JSON: {}", rejection.body_text()))
-        }
-        JsonRejection::JsonDataError(_) => {
-            ApiError::invalid(format!("unexpected JSON: {}", rejection.body_text()))
-        }
-        _ if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE => ApiError::new(
-            ErrorCode::PayloadTooLarge,
-            "the request body is larger than the server accepts",
-        ),
-        _ => ApiError::bad_request("the request body could not be read"),
     }
 }

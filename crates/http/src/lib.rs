@@ -60,7 +60,6 @@ use std::time::Duration;
 
 use askbus_question::RequestHub;
 use axum::Router;
-use axum::extract::DefaultBodyLimit;
 use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use tokio_util::sync::CancellationToken;
@@ -75,6 +74,7 @@ use utoipa_axum::routes;
 pub use auth::{AccessToken, TokenScope, Unauthorized, authorize};
 pub use cors::{CorsOrigin, InvalidOrigin};
 pub use error::{ApiError, ErrorCode};
+pub use extract::read_body;
 
 /// Settings of the HTTP API.
 ///
@@ -167,7 +167,6 @@ fn build(
     shutdown: CancellationToken,
 ) -> (Router, utoipa::openapi::OpenApi) {
     let cors = cors::cors_layer(&config.cors_origins);
-    let body_limit = config.body_limit;
     let request_timeout = config.request_timeout;
     let state = AppState {
         inner: Arc::new(Inner {
@@ -231,11 +230,7 @@ fn build(
                 "this route does not accept this method",
             )
         })
-        .layer(
-            ServiceBuilder::new()
-                .layer(MapResponseLayer::new(json_errors))
-                .layer(DefaultBodyLimit::max(body_limit)),
-        )
+        .layer(MapResponseLayer::new(json_errors))
         .with_state(state);
     if let Some(cors) = cors {
         router = router.layer(cors);

@@ -7,16 +7,17 @@ use askbus_question::{
     Answer, Answers, Outcome, QuestionId, QuestionInfo, QuestionRequest, QuestionSnapshot, ToolRef,
 };
 use axum::Json;
-use axum::body::Bytes;
-use axum::extract::{FromRequest, Request, State};
+use axum::extract::{Request, State};
 use axum::http::{HeaderMap, header};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::AppState;
 use crate::auth::Caller;
-use crate::error::{ApiError, ErrorCode};
-use crate::extract::{ApiJson, ApiQuery, QuestionPath, timeout_from_seconds};
+use crate::error::ApiError;
+use crate::extract::{
+    ApiJson, ApiQuery, QuestionPath, not_json, parse_json, read_body, timeout_from_seconds,
+};
 use crate::long_poll::{WaitQuery, long_poll};
 
 /// `GET /question` query.
@@ -382,34 +383,14 @@ async fn optional_json<T: serde::de::DeserializeOwned>(
     state: &AppState,
 ) -> Result<Option<T>, ApiError> {
     let is_json = is_json(request.headers());
-    let bytes = Bytes::from_request(request, state)
-        .await
-        .map_err(|rejection| {
-            ApiError::new(
-                ErrorCode::from_status(rejection.status()),
-                if rejection.status() == axum::http::StatusCode::PAYLOAD_TOO_LARGE {
-                    "the request body is larger than the server accepts"
-                } else {
-                    "the request body could not be read"
-                },
-            )
-        })?;
+    let bytes = read_body(request.into_body(), state.inner.config.body_limit).await?;
     if bytes.trim_ascii().is_empty() {
         return Ok(None);
     }
     if !is_json {
-        return Err(ApiError::new(
-            ErrorCode::UnsupportedMediaType,
-            "expected a body with `Content-Type: application/json`",
-        ));
+        return Err(not_json());
     }
-    serde_json::from_slice(&bytes).map(Some).map_err(|error| {
-        if error.is_data() {
-            ApiError::invalid(format!("unexpected JSON: {error}"))
-        } else {
-            ApiError::bad_request(format!("malformed JSON: {error}"))
-        }
-    })
+    parse_json(&bytes).map(Some)
 }
 
 /// Whether the `Content-Type` is JSON (`application/json` or `application/*+json`).

@@ -33,7 +33,6 @@ use axum::extract::{Request, State};
 use axum::http::Method;
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
-use http_body_util::{BodyExt, LengthLimitError, Limited};
 use tokio_util::sync::CancellationToken;
 
 use crate::Settings;
@@ -102,7 +101,8 @@ async fn pass_gate(State(gate): State<Arc<Gate>>, mut request: Request, next: Ne
     next.run(request).await
 }
 
-/// `request` with its body read into memory, or why it was not: it did not arrive within
+/// `request` with its body read into memory by [`askbus_http::read_body`] (so a dripped
+/// body costs no more than the limit), or why it was not: it did not arrive within
 /// [`Gate::body_timeout`] (408), it is larger than [`Gate::body_limit`] (413), or the
 /// connection failed (400).
 ///
@@ -110,17 +110,9 @@ async fn pass_gate(State(gate): State<Arc<Gate>>, mut request: Request, next: Ne
 /// response may be a stream that lasts as long as the human takes to answer.
 async fn read_body(request: Request, gate: &Gate) -> Result<Request, ApiError> {
     let (parts, body) = request.into_parts();
-    let read = Limited::new(body, gate.body_limit).collect();
+    let read = askbus_http::read_body(body, gate.body_limit);
     match tokio::time::timeout(gate.body_timeout, read).await {
-        Ok(Ok(body)) => Ok(Request::from_parts(parts, Body::from(body.to_bytes()))),
-        Ok(Err(error)) if error.is::<LengthLimitError>() => Err(ApiError::new(
-            ErrorCode::PayloadTooLarge,
-            "the request body is larger than the server accepts",
-        )),
-        Ok(Err(_)) => Err(ApiError::new(
-            ErrorCode::BadRequest,
-            "the request body could not be read",
-        )),
+        Ok(body) => Ok(Request::from_parts(parts, Body::from(body?))),
         Err(_) => Err(ApiError::new(
             ErrorCode::RequestTimeout,
             "the request body took too long to arrive",

@@ -106,3 +106,101 @@ async fn one_edit_is_never_copied_over_other_actions() {
     let status = server.get(&http, &format!("/approval/{id}")).await;
     assert_eq!(status["status"], "pending", "nothing was decided: {status}");
 }
+
+/// A line of `/proc/{pid}/status` in bytes (`VmRSS`: resident now; `VmHWM`: the peak).
+fn resident_bytes(pid: u32, field: &str) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    let line = status
+        .lines()
+        .find(|line| line.starts_with(field))
+        .unwrap_or_else(|| panic!("{field} in /proc/{pid}/status"));
+    let kib: u64 = line
+        .split_whitespace()
+        .nth(1)
+        .and_then(|value| value.parse().ok())
+        .unwrap();
+    kib * 1024
+}
+
+/// Sends a reply whose body announces `length` bytes and then arrives one byte per TCP
+/// segment, `dripped` of them, on a blocking socket, then gives up; answers what the
+/// server answered once the connection ended.
+fn drip(address: &str, path: &str, length: usize, dripped: usize) -> std::io::Result<String> {
+    use std::io::{Read, Write};
+    let mut socket = std::net::TcpStream::connect(address)?;
+    socket.set_nodelay(true)?;
+    write!(
+        socket,
+        "POST {path} HTTP/1.1\r\nHost: {address}\r\nContent-Type: application/json\r\nContent-Length: {length}\r\n\r\n"
+    )?;
+    for _ in 0..dripped {
+        socket.write_all(b" ")?;
+        std::thread::sleep(std::time::Duration::from_micros(100));
+    }
+    socket.shutdown(std::net::Shutdown::Write)?;
+    let mut answer = String::new();
+    socket.read_to_string(&mut answer)?;
+    Ok(answer)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_dripped_body_costs_no_more_memory_than_the_body_limit() {
+    const CONNECTIONS: usize = 10;
+    const DRIPPED: usize = 4_000;
+    let (server, _dir) = server().await;
+    let http = reqwest::Client::new();
+    let id = server.ask(&http, &support::question("call-drip")).await;
+    let path = format!("/question/{id}/reply");
+    let before = resident_bytes(server.pid(), "VmRSS:");
+    let address = server.address().to_owned();
+    let drippers: Vec<_> = (0..CONNECTIONS)
+        .map(|_| {
+            let (address, path) = (address.clone(), path.clone());
+            std::thread::spawn(move || drip(&address, &path, 60_000, DRIPPED))
+        })
+        .collect();
+    for dripper in drippers {
+        // The body ends short of its length: the server answers once the client gives up.
+        dripper.join().unwrap().unwrap();
+    }
+    let grown = resident_bytes(server.pid(), "VmHWM:").saturating_sub(before);
+    eprintln!(
+        "{CONNECTIONS} connections dripping {DRIPPED} bytes each: peak RSS {} KiB above {} KiB",
+        grown / 1024,
+        before / 1024
+    );
+    // Each connection may hold its body (60 kB) and a read buffer; one pinned 8 KiB buffer
+    // per byte would be 32 MB per connection.
+    assert!(
+        grown < 16 * 1024 * 1024,
+        "peak RSS grew by {grown} bytes for {CONNECTIONS} dripping connections"
+    );
+    // The question is untouched, and the server answers.
+    assert_eq!(
+        server.get(&http, &format!("/question/{id}")).await["status"],
+        "pending"
+    );
+}
+
+#[tokio::test]
+async fn a_content_length_over_the_limit_is_refused_at_once() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let (server, _dir) = server().await;
+    let mut socket = tokio::net::TcpStream::connect(server.address())
+        .await
+        .unwrap();
+    let head = format!(
+        "POST /question HTTP/1.1\r\nHost: {}\r\nContent-Type: application/json\r\nContent-Length: 10000000\r\n\r\n{{",
+        server.address()
+    );
+    socket.write_all(head.as_bytes()).await.unwrap();
+    let mut answer = vec![0; 4096];
+    // Nothing more is sent: the answer must not wait for the body (or the request timeout).
+    let read = tokio::time::timeout(std::time::Duration::from_secs(5), socket.read(&mut answer))
+        .await
+        .expect("answered before the body arrived")
+        .unwrap();
+    let answer = String::from_utf8_lossy(&answer[..read]);
+    assert!(answer.starts_with("HTTP/1.1 413"), "{answer}");
+    assert!(answer.contains(r#""code":"payload_too_large""#), "{answer}");
+}

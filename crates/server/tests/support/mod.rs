@@ -69,6 +69,16 @@ impl Server {
         Self { child, base }
     }
 
+    /// The process id.
+    pub(crate) fn pid(&self) -> u32 {
+        self.child.id().expect("still running")
+    }
+
+    /// `host:port` of the server.
+    pub(crate) fn address(&self) -> &str {
+        self.base.trim_start_matches("http://")
+    }
+
     /// `GET path`, as JSON.
     pub(crate) async fn get(&self, http: &reqwest::Client, path: &str) -> Value {
         let response = http
