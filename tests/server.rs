@@ -93,8 +93,55 @@ fn a_non_loopback_address_needs_a_token() {
         assert!(settings(&["--listen", address]).is_ok(), "{address}");
     }
     let settings =
-        settings(&["--listen", "0.0.0.0:4717", "--token", "a-long-secret"]).expect("valid");
+        settings(&["--listen", "192.168.1.10:4717", "--token", "a-long-secret"]).expect("valid");
     assert_eq!(settings.http.tokens.len(), 1);
+}
+
+#[test]
+fn every_address_needs_the_names_it_is_reached_under() {
+    let token = ["--token", "a-long-secret"];
+    for address in ["0.0.0.0:4717", "[::]:4717"] {
+        let refused = settings(&["--listen", address, token[0], token[1]]).expect_err("refused");
+        assert!(
+            matches!(refused, ConfigError::AllowedHostRequired(_)),
+            "{refused}"
+        );
+        assert!(refused.to_string().contains("--allowed-host"), "{refused}");
+        let named = settings(&[
+            "--listen",
+            address,
+            token[0],
+            token[1],
+            "--allowed-host",
+            "askbus.internal, Askbus.Example.com:8443",
+        ])
+        .expect("valid");
+        let names: Vec<String> = named
+            .http
+            .allowed_hosts
+            .iter()
+            .map(ToString::to_string)
+            .collect();
+        assert_eq!(names, ["askbus.internal", "askbus.example.com:8443"]);
+    }
+    // Any host at all: only the token keeps a rebinding page out.
+    let any = ["--allowed-host", "*"];
+    assert!(matches!(
+        settings(&any).expect_err("refused"),
+        ConfigError::AnyHostWithoutToken
+    ));
+    assert!(settings(&[any[0], any[1], token[0], token[1]]).is_ok());
+    for bad in [
+        "https://askbus.example.com",
+        "user@askbus",
+        "askbus:notaport",
+    ] {
+        let refused = settings(&["--allowed-host", bad]).expect_err(bad);
+        assert!(
+            matches!(refused, ConfigError::BadAllowedHost(_)),
+            "{bad}: {refused}"
+        );
+    }
 }
 
 #[test]

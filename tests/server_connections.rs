@@ -34,6 +34,8 @@ async fn serve(configure: impl FnOnce(&mut Settings)) -> Server {
         .expect("flags")
         .settings()
         .expect("valid");
+    // The raw requests of these tests name the host `askbus`.
+    settings.http.allowed_hosts = vec!["askbus".parse().expect("a host name")];
     configure(&mut settings);
     let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
     let address = listener.local_addr().expect("address");
@@ -143,7 +145,7 @@ async fn a_trickled_mcp_request_body_gets_408() {
     let started = Instant::now();
     requests
         .write_all(
-            b"POST /mcp HTTP/1.1\r\nhost: 127.0.0.1\r\ncontent-type: application/json\r\n\
+            b"POST /mcp HTTP/1.1\r\nhost: askbus\r\ncontent-type: application/json\r\n\
               accept: application/json, text/event-stream\r\ncontent-length: 60000\r\n\r\n{",
         )
         .await

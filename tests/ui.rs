@@ -631,18 +631,23 @@ async fn drive(package: &Path) {
     let shutdown = CancellationToken::new();
     let open = RequestHub::new(Bus::new());
     let auth = RequestHub::new(Bus::new());
-    let open_address = serve(open.clone(), HttpConfig::default(), &shutdown).await;
-    let auth_config = HttpConfig {
-        tokens: vec![AccessToken::all_sessions(TOKEN)],
-        ..HttpConfig::default()
-    };
-    let auth_address = serve(auth.clone(), auth_config, &shutdown).await;
     let (proxy_up, proxy_watch) = watch::channel(true);
     let proxy_listener = TcpListener::bind("127.0.0.1:0")
         .await
         .expect("bind the proxy");
     let proxy_address = proxy_listener.local_addr().expect("the proxy's address");
+    // The page behind the proxy names the proxy's address as its host.
+    let open_config = HttpConfig {
+        allowed_hosts: vec![proxy_address.to_string().parse().expect("a host")],
+        ..HttpConfig::default()
+    };
+    let open_address = serve(open.clone(), open_config, &shutdown).await;
     tokio::spawn(proxy(proxy_listener, open_address, proxy_watch));
+    let auth_config = HttpConfig {
+        tokens: vec![AccessToken::all_sessions(TOKEN)],
+        ..HttpConfig::default()
+    };
+    let auth_address = serve(auth.clone(), auth_config, &shutdown).await;
 
     let screenshots = screenshot_dir();
     // Old failure screenshots would mislead: start from an empty directory.
@@ -799,13 +804,16 @@ async fn drive(package: &Path) {
     shutdown.cancel();
 }
 
-/// Serves the API and the UI for `hub` on a fresh loopback port.
+/// Serves the API and the UI for `hub` on a fresh loopback port, behind the site guard, as
+/// the server does.
 async fn serve(hub: RequestHub, config: HttpConfig, shutdown: &CancellationToken) -> SocketAddr {
-    let app = askbus_http::router(hub, config, shutdown.clone()).merge(askbus_ui::router());
     let listener = TcpListener::bind("127.0.0.1:0")
         .await
         .expect("bind 127.0.0.1:0");
     let address = listener.local_addr().expect("the bound address");
+    let guard = askbus_http::SiteGuard::new(address, &config);
+    let app = askbus_http::router(hub, config, shutdown.clone()).merge(askbus_ui::router());
+    let app = askbus_http::guarded(app, guard);
     tokio::spawn(
         axum::serve(listener, app)
             .with_graceful_shutdown(shutdown.clone().cancelled_owned())

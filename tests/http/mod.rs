@@ -15,6 +15,8 @@ mod events;
 mod openapi;
 // Question, session and health routes on the happy path.
 mod routes;
+// The site guard: foreign Hosts, cross-site requests, non-JSON bodies.
+mod site;
 // Session interrupt state and resume (seed 002).
 mod sessions;
 // The seeds' stream and history per session, and steps posted by agents.

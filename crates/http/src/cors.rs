@@ -50,6 +50,13 @@ impl FromStr for CorsOrigin {
     }
 }
 
+impl CorsOrigin {
+    /// The origin as a header value, as browsers send it in `Origin`.
+    pub(crate) fn header_value(&self) -> &HeaderValue {
+        &self.0
+    }
+}
+
 impl fmt::Display for CorsOrigin {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         // Only visible ASCII gets past `from_str`.

@@ -37,6 +37,15 @@ pub enum ErrorCode {
     PayloadTooLarge,
     /// 415: the body is not `application/json`.
     UnsupportedMediaType,
+    /// 406: the client does not accept any type the route answers with (`/mcp` wants
+    /// `Accept: application/json, text/event-stream`).
+    NotAcceptable,
+    /// 414: the request target is longer than the server reads.
+    UriTooLong,
+    /// 421: the `Host` names a server this is not (see `--allowed-host`).
+    MisdirectedRequest,
+    /// 431: the request's header is larger than the server reads.
+    HeaderTooLarge,
     /// 422: well-formed JSON that does not fit (wrong shape, answers that do not fit the
     /// questions, questions that cannot be asked).
     Invalid,
@@ -92,6 +101,10 @@ impl ErrorCode {
             Self::AlreadyResolved | Self::CallIdReused => StatusCode::CONFLICT,
             Self::PayloadTooLarge => StatusCode::PAYLOAD_TOO_LARGE,
             Self::UnsupportedMediaType => StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            Self::NotAcceptable => StatusCode::NOT_ACCEPTABLE,
+            Self::UriTooLong => StatusCode::URI_TOO_LONG,
+            Self::MisdirectedRequest => StatusCode::MISDIRECTED_REQUEST,
+            Self::HeaderTooLarge => StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE,
             Self::Invalid => StatusCode::UNPROCESSABLE_ENTITY,
             Self::Internal => StatusCode::INTERNAL_SERVER_ERROR,
             Self::StoreUnavailable => StatusCode::SERVICE_UNAVAILABLE,
@@ -110,6 +123,10 @@ impl ErrorCode {
             StatusCode::CONFLICT => Self::AlreadyResolved,
             StatusCode::PAYLOAD_TOO_LARGE => Self::PayloadTooLarge,
             StatusCode::UNSUPPORTED_MEDIA_TYPE => Self::UnsupportedMediaType,
+            StatusCode::NOT_ACCEPTABLE => Self::NotAcceptable,
+            StatusCode::URI_TOO_LONG => Self::UriTooLong,
+            StatusCode::MISDIRECTED_REQUEST => Self::MisdirectedRequest,
+            StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE => Self::HeaderTooLarge,
             StatusCode::UNPROCESSABLE_ENTITY => Self::Invalid,
             StatusCode::SERVICE_UNAVAILABLE => Self::StoreUnavailable,
             status if status.is_client_error() => Self::BadRequest,
@@ -232,8 +249,10 @@ impl From<ValidationError> for ApiError {
     }
 }
 
-impl IntoResponse for ApiError {
-    fn into_response(self) -> Response {
+impl ApiError {
+    /// The JSON body of this error, for a writer that answers outside the router (the
+    /// connection's own answers to a request it cannot parse).
+    pub fn to_json(&self) -> Vec<u8> {
         let body = ErrorBody {
             code: self.code,
             message: &self.message,
@@ -241,8 +260,14 @@ impl IntoResponse for ApiError {
             request_id: self.request_id,
         };
         // Serialising a struct of strings cannot fail; the fallback keeps the answer JSON.
-        let json = serde_json::to_vec(&body)
-            .unwrap_or_else(|_| br#"{"code":"internal","message":"internal error"}"#.to_vec());
+        serde_json::to_vec(&body)
+            .unwrap_or_else(|_| br#"{"code":"internal","message":"internal error"}"#.to_vec())
+    }
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        let json = self.to_json();
         let mut response = (self.code.status(), json).into_response();
         response.headers_mut().insert(
             header::CONTENT_TYPE,

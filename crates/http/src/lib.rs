@@ -53,6 +53,7 @@ mod long_poll;
 mod openapi;
 mod questions;
 mod sessions;
+mod site;
 mod transcript;
 
 use std::sync::Arc;
@@ -64,7 +65,6 @@ use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use tokio_util::sync::CancellationToken;
 use tower::ServiceBuilder;
-use tower::util::MapResponseLayer;
 use tower_http::timeout::TimeoutLayer;
 use tower_http::validate_request::ValidateRequestHeaderLayer;
 use utoipa::OpenApi;
@@ -75,6 +75,7 @@ pub use auth::{AccessToken, TokenScope, Unauthorized, authorize};
 pub use cors::{CorsOrigin, InvalidOrigin};
 pub use error::{ApiError, ErrorCode};
 pub use extract::read_body;
+pub use site::{AllowedHost, InvalidHost, SiteGuard, guarded};
 
 /// Settings of the HTTP API.
 ///
@@ -94,7 +95,11 @@ pub struct HttpConfig {
     /// Accepted bearer tokens; empty: no authentication.
     pub tokens: Vec<AccessToken>,
     /// Origins allowed by CORS, exactly (`https://ui.example.com`); empty: no CORS headers.
+    /// Their pages may also change state through a [`SiteGuard`].
     pub cors_origins: Vec<CorsOrigin>,
+    /// Host names a [`SiteGuard`] accepts beside the listen address and the loopback
+    /// names. Default: none.
+    pub allowed_hosts: Vec<AllowedHost>,
     /// Largest accepted request body, in bytes. Default: 64 KiB.
     pub body_limit: usize,
     /// Time limit of non-streaming requests. Default: 30 s.
@@ -112,6 +117,7 @@ impl Default for HttpConfig {
         Self {
             tokens: Vec::new(),
             cors_origins: Vec::new(),
+            allowed_hosts: Vec::new(),
             body_limit: 64 * 1024,
             request_timeout: Duration::from_secs(30),
             heartbeat_interval: Duration::from_secs(10),
@@ -213,6 +219,7 @@ fn build(
         .merge(public)
         .split_for_parts();
     document.info.version = env!("CARGO_PKG_VERSION").to_owned();
+    openapi::add_site_guard_responses(&mut document);
     let served = Arc::new(document.clone());
 
     let mut router = router
@@ -230,7 +237,7 @@ fn build(
                 "this route does not accept this method",
             )
         })
-        .layer(MapResponseLayer::new(json_errors))
+        .layer(axum::middleware::map_response(json_errors))
         .with_state(state);
     if let Some(cors) = cors {
         router = router.layer(cors);
@@ -239,28 +246,42 @@ fn build(
 }
 
 /// The last line of defence: an error response that is not JSON (from a layer such as the
-/// timeout, or from axum itself) is rewritten into the API's error shape, keeping its
-/// status and headers.
-fn json_errors(response: Response) -> Response {
+/// timeout, from axum itself, or from the MCP endpoint) is rewritten into the API's error
+/// shape, keeping its status and headers, and for a client error its words when it had a
+/// short plain-text body (a server error's body may hold internals and is never passed on).
+pub(crate) async fn json_errors(response: Response) -> Response {
     let status = response.status();
     if !(status.is_client_error() || status.is_server_error()) || has_json_body(&response) {
         return response;
     }
     let code = ErrorCode::from_status(status);
-    let message = match code {
-        ErrorCode::RequestTimeout => "the request took too long",
-        ErrorCode::PayloadTooLarge => "the request body is larger than the server accepts",
-        ErrorCode::NotFound => "no such route",
-        ErrorCode::MethodNotAllowed => "this route does not accept this method",
-        ErrorCode::Internal => "internal error",
-        _ => "the request could not be handled",
-    };
-    let (mut parts, _) = response.into_parts();
+    let (mut parts, body) = response.into_parts();
+    let said = read_body(body, MAX_PLAIN_ERROR)
+        .await
+        .ok()
+        .filter(|_| status.is_client_error())
+        .and_then(|bytes| String::from_utf8(bytes.to_vec()).ok())
+        .map(|text| text.trim().to_owned())
+        .filter(|text| !text.is_empty() && !text.chars().any(char::is_control));
+    let message = said.unwrap_or_else(|| {
+        match code {
+            ErrorCode::RequestTimeout => "the request took too long",
+            ErrorCode::PayloadTooLarge => "the request body is larger than the server accepts",
+            ErrorCode::NotFound => "no such route",
+            ErrorCode::MethodNotAllowed => "this route does not accept this method",
+            ErrorCode::Internal => "internal error",
+            _ => "the request could not be handled",
+        }
+        .to_owned()
+    });
     let (fresh, body) = ApiError::new(code, message).into_response().into_parts();
     parts.headers.remove(header::CONTENT_LENGTH);
     parts.headers.extend(fresh.headers);
     Response::from_parts(parts, body)
 }
+
+/// Longest plain-text error body [`json_errors`] keeps as the message.
+const MAX_PLAIN_ERROR: usize = 512;
 
 fn has_json_body(response: &Response) -> bool {
     questions::is_json(response.headers())

@@ -16,7 +16,7 @@ use utoipa::{Modify, OpenApi, ToSchema};
 #[openapi(
     info(
         title = "askbus",
-        description = "Let AI agents stop and ask a human, and get the answer back. Question routes and the event stream are wire-compatible with OpenCode's server.",
+        description = "Let AI agents stop and ask a human, and get the answer back. Question routes and the event stream are wire-compatible with OpenCode's server.\n\nThe askbus server puts one guard in front of every route: a `Host` it does not answer for is `421`; a browser request from another site (an `Origin` other than the server's own or a `--cors-origin`, or `Sec-Fetch-Site: cross-site`) is `403`, except a top-level navigation that reads; a request that changes something with a body that is not JSON is `415`. Every error is `{\"code\", \"message\"}` JSON.",
         license(name = "MIT OR Apache-2.0"),
     ),
     modifiers(&BearerAuth),
@@ -29,6 +29,43 @@ use utoipa::{Modify, OpenApi, ToSchema};
     )
 )]
 pub(crate) struct ApiDoc;
+
+/// Adds to every operation of `document` the answer of the server's site guard
+/// ([`SiteGuard`](crate::SiteGuard)), which stands in front of every route: `421` for a
+/// `Host` the server does not answer for.
+pub(crate) fn add_site_guard_responses(document: &mut utoipa::openapi::OpenApi) {
+    use utoipa::openapi::{ContentBuilder, Ref, ResponseBuilder};
+    let misdirected = ResponseBuilder::new()
+        .description(
+            "The `Host` names a server this is not (DNS rebinding is refused): use the \
+             listen address, a loopback name, or a name given with `--allowed-host`",
+        )
+        .content(
+            "application/json",
+            ContentBuilder::new()
+                .schema(Some(Ref::from_schema_name("ErrorBody")))
+                .build(),
+        )
+        .build();
+    for item in document.paths.paths.values_mut() {
+        for operation in [
+            &mut item.get,
+            &mut item.post,
+            &mut item.put,
+            &mut item.delete,
+            &mut item.patch,
+        ]
+        .into_iter()
+        .flatten()
+        {
+            operation
+                .responses
+                .responses
+                .entry("421".to_owned())
+                .or_insert_with(|| misdirected.clone().into());
+        }
+    }
+}
 
 /// Adds the bearer security scheme.
 struct BearerAuth;

@@ -18,6 +18,9 @@
 //!   to close after its current response (idle ones close now), and the router's streams
 //!   and long polls end on the same token. Connections still open after
 //!   [`ConnectionLimits::shutdown_grace`] are dropped, so shutdown never hangs on a client.
+//! - **Every answer is JSON.** hyper's own answers to a request it cannot parse (400,
+//!   414, 431) are given the API's `{code, message}` body on their way out
+//!   (`parse_errors.rs`).
 //! - **No delay.** `TCP_NODELAY` is set on every connection: an event frame or a short
 //!   answer leaves at once instead of waiting for the previous packet's acknowledgement.
 //!
@@ -44,6 +47,8 @@ use hyper_util::service::TowerToHyperService;
 use tokio::net::TcpListener;
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
+
+use crate::parse_errors::JsonParseErrors;
 
 /// Time limits of a connection, enforced by the accept loop ([`serve_router`]).
 ///
@@ -111,8 +116,10 @@ pub async fn serve_router(
         if let Err(error) = stream.set_nodelay(true) {
             tracing::debug!("cannot set TCP_NODELAY: {error}");
         }
-        let connection =
-            builder.serve_connection(TokioIo::new(stream), TowerToHyperService::new(app.clone()));
+        let connection = builder.serve_connection(
+            TokioIo::new(JsonParseErrors::new(stream)),
+            TowerToHyperService::new(app.clone()),
+        );
         let connection = graceful.watch(connection);
         connections.spawn(async move {
             if let Err(error) = connection.await {

@@ -10,6 +10,13 @@
 //! - **No token, no network.** The server refuses to listen on an address that is not
 //!   loopback unless at least one token is configured: a question server reachable from
 //!   the network without authentication lets anyone answer for the human.
+//! - **No foreign host, no cross-site change.** Every route sits behind
+//!   [`askbus_http::SiteGuard`]: a `Host` other than the listen address, a loopback name
+//!   or an `--allowed-host` is refused (421), so a DNS-rebinding page cannot reach the
+//!   server; a browser request from another site (other than a configured
+//!   `--cors-origin`) may not change anything, nor read; a body that changes something is
+//!   JSON. Listening on every address (0.0.0.0) needs `--allowed-host`, since askbus cannot
+//!   know the names it is reached under; `--allowed-host '*'` needs a token.
 //! - **Tokens.** `--token` (env `ASKBUS_TOKEN`) may be repeated or comma-separated. Each
 //!   entry is `TOKEN` (every session) or `TOKEN@SESSION_ID` (that session only: it can
 //!   neither list, see, answer nor stream another session's requests). A token cannot
@@ -55,6 +62,7 @@
 mod accept;
 mod demo;
 mod mcp;
+mod parse_errors;
 
 use std::net::SocketAddr;
 use std::str::FromStr;
@@ -63,7 +71,10 @@ use std::time::Duration;
 use std::sync::Arc;
 
 use askbus_bus::{Bus, BusConfig};
-use askbus_http::{AccessToken, CorsOrigin, HttpConfig, InvalidOrigin, TokenScope};
+use askbus_http::{
+    AccessToken, AllowedHost, CorsOrigin, HttpConfig, InvalidHost, InvalidOrigin, SiteGuard,
+    TokenScope,
+};
 use askbus_mcp::{ElicitationBridge, McpConfig};
 use askbus_question::{ApprovalConfig, QuestionConfig, RequestHub};
 use askbus_store::{RedisLocation, RedisStore, SqliteStore, Store, StoreError};
@@ -114,6 +125,17 @@ pub struct Cli {
         global = true
     )]
     pub tokens: Vec<String>,
+    /// Host name the server answers for beside its listen address and the loopback names
+    /// (`NAME` on any port, `NAME:PORT`, or `*` for any host, which needs a --token):
+    /// requests naming any other `Host` are refused (421), which stops DNS rebinding.
+    /// Required when listening on 0.0.0.0 or [::]. Repeat the flag or separate with commas.
+    #[arg(
+        long = "allowed-host",
+        env = "ASKBUS_ALLOWED_HOSTS",
+        value_delimiter = ',',
+        global = true
+    )]
+    pub allowed_hosts: Vec<String>,
     /// Origin allowed to call the API from a browser (exact, e.g. http://localhost:5173).
     /// Repeat the flag or separate with commas.
     #[arg(
@@ -277,6 +299,22 @@ pub enum ConfigError {
     /// A malformed `--cors-origin`.
     #[error("--cors-origin {0}")]
     BadCorsOrigin(#[from] InvalidOrigin),
+    /// A malformed `--allowed-host`.
+    #[error("--allowed-host {0}")]
+    BadAllowedHost(#[from] InvalidHost),
+    /// `--allowed-host '*'` without a token.
+    #[error(
+        "--allowed-host '*' accepts requests for any host, so only a token can stop a \
+         DNS-rebinding page from using the server: pass --token too, or name the hosts"
+    )]
+    AnyHostWithoutToken,
+    /// Listening on every address without saying under which names it is reached.
+    #[error(
+        "listening on {0} answers for names askbus cannot know: pass --allowed-host with \
+         the names clients use to reach it (for example --allowed-host askbus.internal), \
+         or --allowed-host '*' to accept any"
+    )]
+    AllowedHostRequired(SocketAddr),
     /// A malformed MCP flag.
     #[error("bad MCP flag: {0}")]
     BadMcpFlag(&'static str),
@@ -308,6 +346,19 @@ impl Cli {
             .collect::<Result<Vec<_>, _>>()?;
         if tokens.is_empty() && !listen.ip().is_loopback() {
             return Err(ConfigError::TokenRequired(listen));
+        }
+        let allowed_hosts = self
+            .allowed_hosts
+            .iter()
+            .map(|host| host.trim())
+            .filter(|host| !host.is_empty())
+            .map(AllowedHost::from_str)
+            .collect::<Result<Vec<_>, _>>()?;
+        if allowed_hosts.contains(&AllowedHost::Any) && tokens.is_empty() {
+            return Err(ConfigError::AnyHostWithoutToken);
+        }
+        if listen.ip().is_unspecified() && allowed_hosts.is_empty() {
+            return Err(ConfigError::AllowedHostRequired(listen));
         }
         let cors_origins = self
             .cors_origins
@@ -347,6 +398,7 @@ impl Cli {
             http: HttpConfig {
                 tokens,
                 cors_origins,
+                allowed_hosts,
                 directory,
                 ..HttpConfig::default()
             },
@@ -420,6 +472,9 @@ async fn serve_hub(
     // The web UI at `/`: public pages whose API calls carry the human's token.
     let app = app.merge(askbus_ui::router());
     let app = mcp::mount(app, hub, &settings, shutdown.clone());
+    // One guard in front of every route: the Host, and the site of a browser's request.
+    let listen = listener.local_addr().unwrap_or(settings.listen);
+    let app = askbus_http::guarded(app, SiteGuard::new(listen, &settings.http));
     serve_router(listener, app, settings.connections, shutdown).await;
 }
 

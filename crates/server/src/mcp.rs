@@ -7,9 +7,9 @@
 //!
 //! Auth is the API's: when tokens are configured, `/mcp` needs the same bearer token
 //! (checked by [`askbus_http::authorize`]), and a session-scoped token confines the MCP
-//! client to its session ([`ScopedSession`]). With tokens, the endpoint accepts any `Host`
-//! header (the token already stops a DNS-rebinding page); without, it accepts loopback
-//! hosts only, as the server then only listens on loopback.
+//! client to its session ([`ScopedSession`]). The `Host` and the site of a browser's
+//! request are checked by the server's [`SiteGuard`](askbus_http::SiteGuard), in front of
+//! every route, `/mcp` included.
 //!
 //! Limits are the API's too, as far as MCP allows: a POST body must arrive whole within the
 //! API's request timeout ([`HttpConfig::request_timeout`](askbus_http::HttpConfig), 408
@@ -50,7 +50,8 @@ pub(crate) fn mount(
         body_limit: settings.http.body_limit,
     });
     let options = HttpOptions {
-        any_host: !gate.tokens.is_empty(),
+        // The server's site guard, in front of every route, checked the Host already.
+        any_host: true,
         body_limit: settings.http.body_limit,
     };
     let server = AskbusMcp::new(hub, settings.mcp.clone());

@@ -204,3 +204,57 @@ async fn a_content_length_over_the_limit_is_refused_at_once() {
     assert!(answer.starts_with("HTTP/1.1 413"), "{answer}");
     assert!(answer.contains(r#""code":"payload_too_large""#), "{answer}");
 }
+
+/// Sends `request` raw and reads the answer until the server closes or 5 s pass.
+async fn raw(server: &Server, request: &[u8]) -> String {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut socket = tokio::net::TcpStream::connect(server.address())
+        .await
+        .unwrap();
+    // The server may answer (and close) before all of an oversized request is sent.
+    let _ = socket.write_all(request).await;
+    let mut answer = Vec::new();
+    let _ = tokio::time::timeout(
+        std::time::Duration::from_secs(5),
+        socket.read_to_end(&mut answer),
+    )
+    .await;
+    String::from_utf8_lossy(&answer).into_owned()
+}
+
+#[tokio::test]
+async fn every_error_is_json_even_the_connections_own() {
+    let (server, _dir) = server().await;
+    let host = format!("Host: {}\r\n", server.address());
+    let long_target = format!("GET /{} HTTP/1.1\r\n{host}\r\n", "a".repeat(70_000));
+    let big_header = format!(
+        "GET /health HTTP/1.1\r\n{host}X-Big: {}\r\n\r\n",
+        "a".repeat(500_000)
+    );
+    let many_fields: String = (0..200).map(|n| format!("X-{n}: a\r\n")).collect();
+    let many_fields = format!("GET /health HTTP/1.1\r\n{host}{many_fields}\r\n");
+    let bad_method = format!("G@T /health HTTP/1.1\r\n{host}\r\n");
+    let mcp_without_accept = format!(
+        "POST /mcp HTTP/1.1\r\n{host}Content-Type: application/json\r\nContent-Length: 2\r\nConnection: close\r\n\r\n{{}}"
+    );
+    let foreign_host =
+        "GET /question HTTP/1.1\r\nHost: attacker.example\r\nConnection: close\r\n\r\n".to_owned();
+    for (request, status, code) in [
+        (long_target, 414, "uri_too_long"),
+        (big_header, 431, "header_too_large"),
+        (many_fields, 431, "header_too_large"),
+        (bad_method, 400, "bad_request"),
+        (mcp_without_accept, 406, "not_acceptable"),
+        (foreign_host, 421, "misdirected_request"),
+    ] {
+        let answer = raw(&server, request.as_bytes()).await;
+        let (head, body) = answer
+            .split_once("\r\n\r\n")
+            .unwrap_or_else(|| panic!("{answer:?}"));
+        assert!(head.starts_with(&format!("HTTP/1.1 {status} ")), "{head}");
+        assert!(head.contains("content-type: application/json"), "{head}");
+        let body: Value = serde_json::from_str(body).unwrap_or_else(|_| panic!("{answer}"));
+        assert_eq!(body["code"], code, "{body}");
+        assert!(!body["message"].as_str().unwrap().is_empty());
+    }
+}

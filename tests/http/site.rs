@@ -1,0 +1,229 @@
+//! The site guard in front of everything the server serves: the `Host` a request names,
+//! and the site a browser's request comes from.
+
+use askbus_http::{AllowedHost, CorsOrigin, HttpConfig, SiteGuard, guarded};
+use axum::body::Body;
+use axum::http::{Request, StatusCode};
+use serde_json::json;
+
+use super::TestApp;
+
+/// A guarded API of a server listening on 127.0.0.1:4717 with `config`.
+fn guarded_app(config: HttpConfig) -> TestApp {
+    let mut app = TestApp::with_config(config.clone());
+    let listen = "127.0.0.1:4717".parse().unwrap();
+    app.router = guarded(app.router, SiteGuard::new(listen, &config));
+    app
+}
+
+/// `method path` with `headers` and an optional JSON body; its status and error code.
+async fn check(
+    app: &TestApp,
+    method: &str,
+    path: &str,
+    headers: &[(&str, &str)],
+    body: Option<&str>,
+) -> (StatusCode, String) {
+    let mut request = Request::builder().method(method).uri(path);
+    for (name, value) in headers {
+        request = request.header(*name, *value);
+    }
+    let request = match body {
+        Some(body) => request
+            .header("content-length", body.len())
+            .body(Body::from(body.to_owned())),
+        None => request.body(Body::empty()),
+    }
+    .unwrap();
+    let (status, json) = app.call(request).await;
+    (status, json["code"].as_str().unwrap_or_default().to_owned())
+}
+
+#[tokio::test]
+async fn no_route_answers_for_a_foreign_host() {
+    let config = HttpConfig {
+        allowed_hosts: vec![
+            "askbus.internal".parse().unwrap(),
+            "ui.example.com:8443".parse().unwrap(),
+        ],
+        ..HttpConfig::default()
+    };
+    let app = guarded_app(config);
+    for (host, allowed) in [
+        ("127.0.0.1:4717", true),
+        ("localhost:4717", true),
+        ("LocalHost.:4717", true),
+        ("[::1]:4717", true),
+        ("askbus.internal", true),
+        ("askbus.internal:9999", true),
+        ("ui.example.com:8443", true),
+        ("attacker.example:4717", false),
+        ("localhost:4718", false),
+        ("localhost", false),
+        ("127.0.0.1.attacker.example:4717", false),
+        ("ui.example.com", false),
+        ("[::2]:4717", false),
+        ("bad host", false),
+    ] {
+        for path in ["/question", "/health", "/openapi.json", "/no-such-route"] {
+            let (status, code) = check(&app, "GET", path, &[("host", host)], None).await;
+            if allowed {
+                assert_ne!(status, StatusCode::MISDIRECTED_REQUEST, "{host} {path}");
+            } else {
+                assert_eq!(status, StatusCode::MISDIRECTED_REQUEST, "{host} {path}");
+                assert_eq!(code, "misdirected_request");
+            }
+        }
+    }
+    // An absolute-form target names its host too.
+    let (status, _) = check(
+        &app,
+        "GET",
+        "http://attacker.example:4717/question",
+        &[],
+        None,
+    )
+    .await;
+    assert_eq!(status, StatusCode::MISDIRECTED_REQUEST);
+    // Not a browser: no Host, no check.
+    let (status, _) = check(&app, "GET", "/question", &[], None).await;
+    assert_eq!(status, StatusCode::OK);
+}
+
+#[tokio::test]
+async fn any_host_is_allowed_only_when_configured() {
+    let app = guarded_app(HttpConfig {
+        allowed_hosts: vec![AllowedHost::Any],
+        ..HttpConfig::default()
+    });
+    let (status, _) = check(
+        &app,
+        "GET",
+        "/question",
+        &[("host", "anything.example")],
+        None,
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK);
+}
+
+#[tokio::test]
+async fn no_cross_site_request_changes_anything() {
+    let config = HttpConfig {
+        cors_origins: vec!["http://localhost:5173".parse::<CorsOrigin>().unwrap()],
+        ..HttpConfig::default()
+    };
+    let app = guarded_app(config);
+    app.ask("demo");
+    let host = ("host", "127.0.0.1:4717");
+    let cancel = "/session/demo/cancel";
+    let json_type = ("content-type", "application/json");
+    for (headers, body, expected) in [
+        // A page of another origin: its fetch, its form, its bodiless no-cors POST.
+        (
+            vec![host, ("origin", "http://attacker.example")],
+            None,
+            StatusCode::FORBIDDEN,
+        ),
+        (
+            vec![
+                host,
+                ("origin", "null"),
+                ("content-type", "application/x-www-form-urlencoded"),
+            ],
+            Some("a=b"),
+            StatusCode::FORBIDDEN,
+        ),
+        (
+            vec![host, ("sec-fetch-site", "cross-site")],
+            None,
+            StatusCode::FORBIDDEN,
+        ),
+        (
+            vec![host, ("origin", "http://localhost:4718")],
+            None,
+            StatusCode::FORBIDDEN,
+        ),
+        // Bodies a browser may send anywhere are not JSON.
+        (
+            vec![host, ("content-type", "text/plain")],
+            Some("{}"),
+            StatusCode::UNSUPPORTED_MEDIA_TYPE,
+        ),
+        (vec![host], Some("{}"), StatusCode::UNSUPPORTED_MEDIA_TYPE),
+        (
+            vec![host, ("content-type", "multipart/form-data; boundary=x")],
+            Some("--x--"),
+            StatusCode::UNSUPPORTED_MEDIA_TYPE,
+        ),
+    ] {
+        let (status, _) = check(&app, "POST", cancel, &headers, body).await;
+        assert_eq!(status, expected, "{headers:?} {body:?}");
+    }
+    assert_eq!(app.questions.pending_count(), 1, "nothing was cancelled");
+    // The server's own page, and a configured UI origin, may.
+    for headers in [
+        vec![
+            host,
+            ("origin", "http://127.0.0.1:4717"),
+            ("sec-fetch-site", "same-origin"),
+        ],
+        vec![
+            host,
+            ("origin", "http://localhost:5173"),
+            ("sec-fetch-site", "cross-site"),
+        ],
+        vec![host, json_type],
+        vec![host],
+    ] {
+        let (status, _) = check(&app, "POST", cancel, &headers, None).await;
+        assert_eq!(status, StatusCode::OK, "{headers:?}");
+    }
+    let (status, _) = check(
+        &app,
+        "POST",
+        cancel,
+        &[host, json_type, ("origin", "http://127.0.0.1:4717")],
+        Some(&json!({}).to_string()),
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK);
+}
+
+#[tokio::test]
+async fn another_site_may_open_the_ui_but_not_read_the_api() {
+    let app = guarded_app(HttpConfig::default());
+    let host = ("host", "127.0.0.1:4717");
+    let cross_site = ("sec-fetch-site", "cross-site");
+    // A stream an attacker's page opens would hold a connection for nothing.
+    for mode in ["cors", "no-cors"] {
+        let (status, _) = check(
+            &app,
+            "GET",
+            "/question",
+            &[host, cross_site, ("sec-fetch-mode", mode)],
+            None,
+        )
+        .await;
+        assert_eq!(status, StatusCode::FORBIDDEN, "{mode}");
+    }
+    let (status, _) = check(
+        &app,
+        "GET",
+        "/question",
+        &[host, ("origin", "http://attacker.example")],
+        None,
+    )
+    .await;
+    assert_eq!(status, StatusCode::FORBIDDEN);
+    // A link to the server, followed: a top-level navigation is not refused.
+    let (status, _) = check(
+        &app,
+        "GET",
+        "/health",
+        &[host, cross_site, ("sec-fetch-mode", "navigate")],
+        None,
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK);
+}
