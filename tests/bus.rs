@@ -442,3 +442,25 @@ fn a_never_read_subscriber_does_not_block_the_publisher() {
     assert_eq!(items[0].as_ref().err(), Some(&Lagged(EVENTS - 8)));
     assert_eq!(ids_of(&items[1..]).last(), Some(&last));
 }
+
+#[test]
+fn only_the_canonical_form_of_an_id_parses() {
+    let canonical = "evt_01JZ6Q3V8R5M2K7D4T9WXYZABC";
+    let id: EventId = canonical.parse().expect("canonical");
+    assert_eq!(id.to_string(), canonical);
+    for alias in [
+        // Bits above 128 would be dropped: each of these decodes to the id above.
+        "evt_81JZ6Q3V8R5M2K7D4T9WXYZABC",
+        "evt_G1JZ6Q3V8R5M2K7D4T9WXYZABC",
+        // Lower case, and Crockford's aliases of 0 and 1.
+        "evt_01jz6q3v8r5m2k7d4t9wxyzabc",
+        "evt_O1JZ6Q3V8R5M2K7D4T9WXYZABC",
+        "evt_0IJZ6Q3V8R5M2K7D4T9WXYZABC",
+        // Not ULIDs at all.
+        "evt_01JZ6Q3V8R5M2K7D4T9WXYZAB",
+        "evt_01JZ6Q3V8R5M2K7D4T9WXYZABCD",
+        "que_01JZ6Q3V8R5M2K7D4T9WXYZABC",
+    ] {
+        assert!(alias.parse::<EventId>().is_err(), "{alias} names no id");
+    }
+}

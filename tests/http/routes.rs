@@ -5,7 +5,7 @@ use std::time::Duration;
 use askbus::question::Timeout;
 use axum::body::Body;
 use axum::http::{Request, StatusCode};
-use serde_json::json;
+use serde_json::{Value, json};
 
 use super::{TestApp, get, language, post_json, targets};
 
@@ -309,4 +309,46 @@ async fn cancel_session_cancels_its_pending_requests() {
     assert_eq!(body["status"], "cancelled");
     let (_, body) = app.call(get(&format!("/question/{other}"))).await;
     assert_eq!(body["status"], "pending");
+}
+
+#[tokio::test]
+async fn a_timeout_is_the_default_when_absent_never_when_null_and_at_most_a_year() {
+    let app = TestApp::new();
+    let ask = |timeout: Option<Value>| {
+        let mut body = json!({"sessionID": "s1", "questions": [
+            {"question": "Proceed?", "header": "Go", "options": [{"label": "Yes", "description": ""}]}
+        ]});
+        if let Some(timeout) = timeout {
+            body["timeout"] = timeout;
+        }
+        post_json("/question", &body)
+    };
+    let (status, default) = app.call(ask(None)).await;
+    assert_eq!(status, StatusCode::OK);
+    let lasts = |created: &Value| {
+        created["expiresAt"].as_u64().unwrap() - created["createdAt"].as_u64().unwrap()
+    };
+    assert_eq!(lasts(&default), 600_000, "the server's default");
+    let (status, never) = app.call(ask(Some(Value::Null))).await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(never.get("expiresAt"), None, "null waits for good: {never}");
+    let (status, year) = app.call(ask(Some(json!(31_536_000)))).await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(lasts(&year), 31_536_000_000);
+    assert!(
+        year["expiresAt"].as_u64().unwrap() < 1 << 53,
+        "JavaScript reads it exactly"
+    );
+    for (timeout, says) in [
+        (json!(31_536_001), "at most one year"),
+        (json!(1.7e19), "at most one year"),
+        (json!(1e300), "at most one year"),
+        (json!(-1), "at least 0"),
+    ] {
+        let (status, error) = app.call(ask(Some(timeout.clone()))).await;
+        assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{timeout}");
+        let message = error["message"].as_str().unwrap();
+        assert!(message.contains(says), "{timeout}: {message}");
+    }
+    assert_eq!(app.questions.pending_count(), 3);
 }

@@ -193,10 +193,19 @@ impl<K: IdKind> fmt::Debug for Id<K> {
 impl<K: IdKind> FromStr for Id<K> {
     type Err = ParseIdError;
 
+    /// Parses the canonical form only, the one [`Display`](fmt::Display) writes: the
+    /// prefix and 26 upper-case Crockford base-32 characters, the first at most `7`. A
+    /// ULID decoder also reads lower case, and drops the two bits above 128 that a first
+    /// character over `7` would carry, so `que_8…`, `que_G…` and `que_0…` (upper or lower
+    /// case) would all name one request; only `que_0…` does.
     fn from_str(input: &str) -> Result<Self, Self::Err> {
         input
             .strip_prefix(K::PREFIX)
-            .and_then(|text| Ulid::from_string(text).ok())
+            .and_then(|text| {
+                let ulid = Ulid::from_string(text).ok()?;
+                let mut canonical = [0; ulid::ULID_LEN];
+                (ulid.array_to_str(&mut canonical) == text).then_some(ulid)
+            })
             .map(Self::from_ulid)
             .ok_or_else(|| ParseIdError {
                 input: input.chars().take(64).collect(),

@@ -19,7 +19,7 @@ use serde::{Deserialize, Serialize};
 use crate::AppState;
 use crate::auth::Caller;
 use crate::error::{ApiError, ErrorCode};
-use crate::extract::{ApiJson, ApiQuery, SegmentPath, timeout_from_seconds};
+use crate::extract::{ApiJson, ApiQuery, RequestTimeout, SegmentPath};
 use crate::long_poll::{WaitQuery, long_poll};
 use crate::questions::RequestState;
 
@@ -42,10 +42,11 @@ pub(crate) struct CreateApproval {
     /// What may be decided per tool; a tool without one allows every decision.
     #[serde(default)]
     review_configs: Vec<ReviewConfig>,
-    /// Seconds before the request times out (every action rejected); absent or `null`:
-    /// the server default (300 s).
+    /// Seconds before the request times out (every action rejected), at most one year
+    /// (31,536,000); absent: the server's default (300 s); `null`: never.
     #[serde(default)]
-    timeout: Option<f64>,
+    #[schema(value_type = Option<f64>)]
+    timeout: RequestTimeout,
 }
 
 /// A request with where it stands: the `ApprovalRequest` fields plus `status`, and the
@@ -215,7 +216,7 @@ pub(crate) async fn create(
     ApiJson(body): ApiJson<CreateApproval>,
 ) -> Result<Json<Arc<ApprovalRequest>>, ApiError> {
     caller.act_for(&body.session_id)?;
-    let timeout = timeout_from_seconds(body.timeout)?;
+    let timeout = body.timeout.timeout()?;
     let mut pending = state.inner.hub.approvals().submit(
         body.session_id,
         body.action_requests,

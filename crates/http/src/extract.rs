@@ -145,17 +145,47 @@ impl<S: Send + Sync> FromRequestParts<S> for SegmentPath {
     }
 }
 
-/// A request's `timeout` in seconds as a [`Timeout`]: absent or `null` is the server's
-/// default.
-///
-/// # Errors
-///
-/// 422 for a negative or non-finite number.
-pub(crate) fn timeout_from_seconds(seconds: Option<f64>) -> Result<Timeout, ApiError> {
-    match seconds {
-        None => Ok(Timeout::Default),
-        Some(seconds) => Duration::try_from_secs_f64(seconds)
-            .map(Timeout::After)
-            .map_err(|_| ApiError::invalid("`timeout` must be a non-negative number of seconds")),
+/// A request's `timeout` as sent: absent (the server's default), `null` (never), or a
+/// number of seconds. A field of this type needs `#[serde(default)]`, so that an absent
+/// field is [`RequestTimeout::Default`].
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub(crate) enum RequestTimeout {
+    /// The field is absent: the server's default for the kind of request.
+    #[default]
+    Default,
+    /// `null`: wait for a human for good.
+    Never,
+    /// A number of seconds.
+    Seconds(f64),
+}
+
+impl<'de> serde::Deserialize<'de> for RequestTimeout {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        Ok(match Option::<f64>::deserialize(deserializer)? {
+            None => Self::Never,
+            Some(seconds) => Self::Seconds(seconds),
+        })
+    }
+}
+
+impl RequestTimeout {
+    /// The [`Timeout`] asked for. A number too large for a `Duration` becomes the longest
+    /// one, which the services refuse as longer than
+    /// [`MAX_TIMEOUT`](askbus_question::MAX_TIMEOUT) (one rule, kept there).
+    ///
+    /// # Errors
+    ///
+    /// 422 for a negative or non-finite number.
+    pub(crate) fn timeout(self) -> Result<Timeout, ApiError> {
+        match self {
+            Self::Default => Ok(Timeout::Default),
+            Self::Never => Ok(Timeout::Never),
+            Self::Seconds(seconds) if seconds.is_finite() && seconds >= 0.0 => Ok(Timeout::After(
+                Duration::try_from_secs_f64(seconds).unwrap_or(Duration::MAX),
+            )),
+            Self::Seconds(_) => Err(ApiError::invalid(
+                "`timeout` must be a number of seconds, at least 0 and at most one year, or null (never)",
+            )),
+        }
     }
 }

@@ -16,7 +16,7 @@ use crate::AppState;
 use crate::auth::Caller;
 use crate::error::ApiError;
 use crate::extract::{
-    ApiJson, ApiQuery, QuestionPath, not_json, parse_json, read_body, timeout_from_seconds,
+    ApiJson, ApiQuery, QuestionPath, RequestTimeout, not_json, parse_json, read_body,
 };
 use crate::long_poll::{WaitQuery, long_poll};
 
@@ -44,9 +44,11 @@ pub(crate) struct CreateQuestion {
     /// The tool call that asked, if any.
     #[serde(default)]
     tool: Option<ToolRef>,
-    /// Seconds before the question times out; absent or `null`: the server default.
+    /// Seconds before the question times out, at most one year (31,536,000); absent: the
+    /// server's default (600 s); `null`: never.
     #[serde(default)]
-    timeout: Option<f64>,
+    #[schema(value_type = Option<f64>)]
+    timeout: RequestTimeout,
 }
 
 /// `POST /question/{id}/reject` body.
@@ -290,7 +292,7 @@ pub(crate) async fn create(
     ApiJson(body): ApiJson<CreateQuestion>,
 ) -> Result<Json<Arc<QuestionRequest>>, ApiError> {
     caller.act_for(&body.session_id)?;
-    let timeout = timeout_from_seconds(body.timeout)?;
+    let timeout = body.timeout.timeout()?;
     let mut pending =
         state
             .inner

@@ -376,7 +376,8 @@ impl ApprovalService {
     ///
     /// [`ValidationError`] if the request cannot be made: no session, no action, an action
     /// without a name, a review config naming no action, repeating one, or allowing no
-    /// decision, or a `tool_use_id` that already asked about other calls in this session
+    /// decision, a timeout longer than [`MAX_TIMEOUT`](crate::MAX_TIMEOUT), or a
+    /// `tool_use_id` that already asked about other calls in this session
     /// ([`conflicting_request`](ValidationError::conflicting_request) names that request,
     /// which is left as it was).
     pub fn submit(
@@ -388,7 +389,7 @@ impl ApprovalService {
     ) -> Result<PendingApproval, ValidationError> {
         let session_id = session_id.into();
         check_request(&session_id, &actions, &review_configs)?;
-        let deadline = Deadline::after(timeout, self.config.default_timeout);
+        let deadline = Deadline::after(timeout, self.config.default_timeout)?;
         let call = actions
             .first()
             .and_then(|action| action.tool_use_id.clone())

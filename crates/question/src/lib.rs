@@ -76,7 +76,7 @@ pub use model::{
 pub use record::{Durable, DurableError};
 pub use registry::{Outcome, OutcomeKind, Snapshot};
 pub use service::{
-    AskError, PendingQuestion, QuestionConfig, QuestionOutcome, QuestionService, QuestionSnapshot,
-    ReplyError, Timeout,
+    AskError, MAX_TIMEOUT, PendingQuestion, QuestionConfig, QuestionOutcome, QuestionService,
+    QuestionSnapshot, ReplyError, Timeout,
 };
 pub use validate::{MAX_HEADER_CHARS, ValidationError};

@@ -73,6 +73,11 @@ pub struct QuestionConfig {
     pub retain_resolved: usize,
 }
 
+/// The longest [`Timeout::After`] a request may have: one year. Longer waits are
+/// [`Timeout::Never`]; a bound keeps every `expires_at` a time any client can read (a
+/// JavaScript number holds milliseconds exactly only up to 2^53).
+pub const MAX_TIMEOUT: Duration = Duration::from_secs(365 * 24 * 3600);
+
 /// How long a request may wait for a human.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Timeout {
@@ -81,7 +86,7 @@ pub enum Timeout {
     Default,
     /// Wait forever.
     Never,
-    /// Time out after this long.
+    /// Time out after this long: at most [`MAX_TIMEOUT`].
     After(Duration),
 }
 
@@ -336,7 +341,8 @@ impl QuestionService {
     ///
     /// # Errors
     ///
-    /// [`ValidationError`] if the questions cannot be asked, or if `tool`'s call already
+    /// [`ValidationError`] if the questions cannot be asked (or `timeout` is longer than
+    /// [`MAX_TIMEOUT`]), or if `tool`'s call already
     /// asked other questions in this session
     /// ([`conflicting_request`](ValidationError::conflicting_request) names that request,
     /// which is left as it was).
@@ -349,7 +355,7 @@ impl QuestionService {
     ) -> Result<PendingQuestion, ValidationError> {
         let session_id = session_id.into();
         validate::check_questions(&session_id, &questions)?;
-        let deadline = Deadline::after(timeout, self.config.default_timeout);
+        let deadline = Deadline::after(timeout, self.config.default_timeout)?;
         let call = tool
             .as_ref()
             .map(|tool| (Arc::clone(&session_id), tool.call_id.clone()));
@@ -551,10 +557,23 @@ pub(crate) struct Deadline {
 impl Deadline {
     /// The deadline of a request made now with `timeout`, where `Timeout::Default` means
     /// `default`.
-    pub(crate) fn after(timeout: Timeout, default: Option<Duration>) -> Self {
+    ///
+    /// # Errors
+    ///
+    /// [`ValidationError`] for a [`Timeout::After`] longer than [`MAX_TIMEOUT`].
+    pub(crate) fn after(
+        timeout: Timeout,
+        default: Option<Duration>,
+    ) -> Result<Self, ValidationError> {
         let timeout = match timeout {
             Timeout::Default => default,
             Timeout::Never => None,
+            Timeout::After(duration) if duration > MAX_TIMEOUT => {
+                return Err(ValidationError::request(format!(
+                    "a timeout is at most one year ({} s); wait forever instead (no timeout)",
+                    MAX_TIMEOUT.as_secs()
+                )));
+            }
             Timeout::After(duration) => Some(duration),
         };
         // A timeout too long to represent is, in practice, no timeout.
@@ -562,7 +581,7 @@ impl Deadline {
         let in_ms = at
             .and(timeout)
             .map(|duration| u64::try_from(duration.as_millis()).unwrap_or(u64::MAX));
-        Self { at, in_ms }
+        Ok(Self { at, in_ms })
     }
 
     /// The wall-clock expiry (milliseconds since the epoch) of a request created at

@@ -258,3 +258,32 @@ async fn every_error_is_json_even_the_connections_own() {
         assert!(!body["message"].as_str().unwrap().is_empty());
     }
 }
+
+#[tokio::test]
+async fn ids_have_one_spelling_and_timeouts_a_bound() {
+    let (server, _dir) = server().await;
+    let http = reqwest::Client::new();
+    let id = server.ask(&http, &support::question("call-alias")).await;
+    let ulid = id.trim_start_matches("que_");
+    assert!(ulid.starts_with('0'), "{id}");
+    for alias in [
+        format!("que_8{}", &ulid[1..]),
+        format!("que_G{}", &ulid[1..]),
+        format!("que_{}", ulid.to_lowercase()),
+    ] {
+        let answer = http
+            .get(format!("{}/question/{alias}", server.base))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(answer.status(), 400, "{alias} names no question");
+    }
+    let mut forever = support::question("call-forever");
+    for (timeout, status) in [(json!(1.7e19), 422), (json!(1e300), 422), (json!(-1), 422)] {
+        forever["timeout"] = timeout.clone();
+        let answer = server.post(&http, "/question", &forever).await;
+        assert_eq!(answer.status(), status, "{timeout}");
+        let error: Value = answer.json().await.unwrap();
+        assert_eq!(error["code"], "invalid");
+    }
+}
