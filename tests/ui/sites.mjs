@@ -13,11 +13,14 @@
 //     to any site without asking (a bodyless no-cors POST, a text/plain one, a form POST,
 //     an EventSource, a fetch): none may change anything, or read;
 //   - own page: the web UI's origin, http://127.0.0.1:PORT, still lists the pending
-//     requests and answers the question (same-origin).
+//     requests and answers the question (same-origin);
+//   - payloads: with the CSP bypassed (so escaping alone must hold), the web UI shows the
+//     pending requests and the timeline of session ASKBUS_PAYLOAD_SESSION, whose every
+//     field the agent filled with markup: all of it shows as text, and nothing runs.
 //
 // stdout carries one JSON object per line with a `stage`; the last is {"stage": "done"}.
 // Environment: ASKBUS_URL (http://127.0.0.1:PORT), ASKBUS_QUESTION, ASKBUS_APPROVAL (ids),
-// ASKBUS_UI_CHROMIUM.
+// ASKBUS_PAYLOAD_SESSION, ASKBUS_PAYLOAD (the markup it holds), ASKBUS_UI_CHROMIUM.
 
 import assert from 'node:assert/strict';
 import { createServer } from 'node:http';
@@ -34,6 +37,8 @@ const env = (name) => {
 const ASKBUS = new URL(env('ASKBUS_URL'));
 const QUESTION = env('ASKBUS_QUESTION');
 const APPROVAL = env('ASKBUS_APPROVAL');
+const PAYLOAD_SESSION = env('ASKBUS_PAYLOAD_SESSION');
+const PAYLOAD = env('ASKBUS_PAYLOAD');
 const CHROMIUM = process.env.ASKBUS_UI_CHROMIUM || '/usr/bin/chromium';
 const stage = (name, data = {}) => console.log(JSON.stringify({ stage: name, ...data }));
 
@@ -146,8 +151,8 @@ async function main() {
     // The server's own page still works: it lists the pending requests and may answer.
     const own = await context.newPage();
     await own.goto(`${ASKBUS.origin}/`);
-    const listed = await own.evaluate(async () => (await (await fetch('/question')).json()).length);
-    assert.equal(listed, 1);
+    const listed = await own.evaluate(async () => (await (await fetch('/question')).json()).map((request) => request.id));
+    assert.ok(listed.includes(QUESTION), JSON.stringify(listed));
     const answered = await own.evaluate(async (id) => (await fetch(`/question/${id}/reply`, {
       method: 'POST',
       headers: { 'content-type': 'application/json' },
@@ -158,6 +163,38 @@ async function main() {
   } finally {
     await context.close();
     attacker.close();
+  }
+
+  // Markup in every field, with the CSP out of the way: escaping alone must hold.
+  const bypassing = await chromium.launchPersistentContext(await mkdtemp(join(tmpdir(), 'askbus-payload-chromium-')), {
+    executablePath: CHROMIUM,
+    headless: true,
+    bypassCSP: true,
+    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking',
+      '--disable-component-update', '--disable-sync', '--no-first-run'],
+  });
+  bypassing.setDefaultTimeout(10_000);
+  try {
+    const page = await bypassing.newPage();
+    const dialogs = [];
+    page.on('dialog', (dialog) => { dialogs.push(dialog.message()); dialog.dismiss(); });
+    await page.goto(`${ASKBUS.origin}/?session=${encodeURIComponent(PAYLOAD_SESSION)}`);
+    // The timeline's last step, and the approval card, are on screen.
+    await page.getByText('payload-end', { exact: false }).first().waitFor();
+    await page.waitForTimeout(500);
+    const seen = await page.evaluate(() => ({
+      pwned: window.__pwned ?? null,
+      injected: document.querySelectorAll('[data-pwn], svg[onload], img[onerror]').length,
+      text: document.body.innerText,
+    }));
+    assert.equal(seen.pwned, null, 'a payload ran');
+    assert.equal(seen.injected, 0, 'a payload became markup');
+    assert.deepEqual(dialogs, [], 'a payload opened a dialog');
+    const shown = seen.text.split(PAYLOAD).length - 1;
+    assert.ok(shown >= 5, `the payload shows as text (${shown} times)`);
+    stage('payloads', { shown });
+  } finally {
+    await bypassing.close();
   }
   stage('done');
 }

@@ -287,3 +287,129 @@ async fn ids_have_one_spelling_and_timeouts_a_bound() {
         assert_eq!(error["code"], "invalid");
     }
 }
+
+#[tokio::test]
+async fn oversized_deep_and_invalid_bodies_are_refused_at_once() {
+    let (server, _dir) = server().await;
+    let http = reqwest::Client::new();
+    let id = server.ask(&http, &support::question("call-bodies")).await;
+    let path = format!("{}/question/{id}/reply", server.base);
+    // As deep as the body limit allows (a deeper one is too large: 413, below).
+    let deep = format!("{}{}", "[".repeat(30_000), "]".repeat(30_000));
+    let mut invalid_utf8 = br#"{"answers": [[""#.to_vec();
+    invalid_utf8.extend_from_slice(&[0xff, 0xfe]);
+    invalid_utf8.extend_from_slice(br#""]]}"#);
+    for (body, statuses) in [
+        (deep.into_bytes(), &[400][..]),
+        (invalid_utf8, &[400]),
+        (br#"{"answers": [[1e999]]}"#.to_vec(), &[400, 422]),
+    ] {
+        let started = std::time::Instant::now();
+        let answer = http
+            .post(&path)
+            .header("content-type", "application/json")
+            .body(body)
+            .send()
+            .await
+            .unwrap();
+        let status = answer.status().as_u16();
+        assert!(statuses.contains(&status), "{status}");
+        let error: Value = answer.json().await.unwrap();
+        assert!(error["code"].is_string(), "{error}");
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(5),
+            "at once"
+        );
+    }
+    // 10 MB in chunks, without a length: refused once the limit is passed, while the
+    // client is still sending (a length over the limit is refused before: see above).
+    let (mut answers, mut requests) = tokio::net::TcpStream::connect(server.address())
+        .await
+        .unwrap()
+        .into_split();
+    let head = format!(
+        "POST /question/{id}/reply HTTP/1.1\r\nHost: {}\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n",
+        server.address()
+    );
+    let sender = tokio::spawn(async move {
+        use tokio::io::AsyncWriteExt;
+        requests.write_all(head.as_bytes()).await?;
+        let chunk = format!("10000\r\n{}\r\n", " ".repeat(0x10000));
+        for _ in 0..160 {
+            requests.write_all(chunk.as_bytes()).await?;
+        }
+        std::io::Result::Ok(())
+    });
+    let mut answer = vec![0; 4096];
+    let read = tokio::time::timeout(
+        std::time::Duration::from_secs(5),
+        tokio::io::AsyncReadExt::read(&mut answers, &mut answer),
+    )
+    .await
+    .expect("answered at once")
+    .unwrap();
+    let answer = String::from_utf8_lossy(&answer[..read]);
+    assert!(answer.starts_with("HTTP/1.1 413"), "{answer}");
+    assert!(answer.contains(r#""code":"payload_too_large""#), "{answer}");
+    sender.abort();
+    assert_eq!(
+        server.get(&http, &format!("/question/{id}")).await["status"],
+        "pending"
+    );
+}
+
+#[tokio::test]
+async fn a_header_sent_slowly_is_cut_off() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let (server, _dir) = server().await;
+    let mut socket = tokio::net::TcpStream::connect(server.address())
+        .await
+        .unwrap();
+    let started = std::time::Instant::now();
+    socket
+        .write_all(format!("GET /health HTTP/1.1\r\nHost: {}\r\n", server.address()).as_bytes())
+        .await
+        .unwrap();
+    // Never the blank line: the server closes the connection after its header timeout
+    // (10 s) without an answer.
+    let mut answer = Vec::new();
+    let read = tokio::time::timeout(
+        std::time::Duration::from_secs(20),
+        socket.read_to_end(&mut answer),
+    )
+    .await
+    .expect("closed within 20 s");
+    assert!(read.is_ok_and(|read| read == 0), "{answer:?}");
+    assert!(started.elapsed() >= std::time::Duration::from_secs(9));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn thousands_of_long_polls_all_wake() {
+    const POLLS: usize = 2_000;
+    let (server, _dir) = server().await;
+    let http = reqwest::Client::builder()
+        .pool_max_idle_per_host(0)
+        .build()
+        .unwrap();
+    let id = server.ask(&http, &support::question("call-polls")).await;
+    let wait = format!("{}/question/{id}/wait?timeout=60", server.base);
+    let polls: Vec<_> = (0..POLLS)
+        .map(|_| {
+            let (http, wait) = (http.clone(), wait.clone());
+            tokio::spawn(async move { http.get(wait).send().await?.json::<Value>().await })
+        })
+        .collect();
+    // Every poll is waiting once the server holds them all: give them time to connect.
+    tokio::time::sleep(std::time::Duration::from_secs(2)).await;
+    let answer = json!({"answers": [["eu"]]});
+    assert_eq!(
+        server
+            .post_status(&http, &format!("/question/{id}/reply"), &answer)
+            .await,
+        200
+    );
+    for poll in polls {
+        let status = poll.await.unwrap().unwrap();
+        assert_eq!(status["status"], "replied", "{status}");
+    }
+}
