@@ -24,10 +24,7 @@
 
 import assert from 'node:assert/strict';
 import { createServer } from 'node:http';
-import { mkdtemp } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { chromium } from 'playwright-core';
+import { launch } from './chromium.mjs';
 
 const env = (name) => {
   const value = process.env[name];
@@ -39,7 +36,6 @@ const QUESTION = env('ASKBUS_QUESTION');
 const APPROVAL = env('ASKBUS_APPROVAL');
 const PAYLOAD_SESSION = env('ASKBUS_PAYLOAD_SESSION');
 const PAYLOAD = env('ASKBUS_PAYLOAD');
-const CHROMIUM = process.env.ASKBUS_UI_CHROMIUM || '/usr/bin/chromium';
 const stage = (name, data = {}) => console.log(JSON.stringify({ stage: name, ...data }));
 
 // The attacker's own server: a page that fires every request a browser sends anywhere.
@@ -84,18 +80,8 @@ async function main() {
   const attackerOrigin = `http://attacker.example:${attacker.address().port}`;
   const rebindOrigin = `http://rebind.example:${ASKBUS.port}`;
 
-  const profile = await mkdtemp(join(tmpdir(), 'askbus-sites-chromium-'));
-  const context = await chromium.launchPersistentContext(profile, {
-    executablePath: CHROMIUM,
-    headless: true,
+  const context = await launch({
     args: [
-      '--headless',
-      '--no-sandbox',
-      '--disable-gpu',
-      '--disable-background-networking',
-      '--disable-component-update',
-      '--disable-sync',
-      '--no-first-run',
       '--host-resolver-rules=MAP attacker.example 127.0.0.1, MAP rebind.example 127.0.0.1',
       // Chromium's own Local Network Access checks stop a public page's requests to
       // loopback before they leave; other browsers have no such checks, so they are off
@@ -166,13 +152,7 @@ async function main() {
   }
 
   // Markup in every field, with the CSP out of the way: escaping alone must hold.
-  const bypassing = await chromium.launchPersistentContext(await mkdtemp(join(tmpdir(), 'askbus-payload-chromium-')), {
-    executablePath: CHROMIUM,
-    headless: true,
-    bypassCSP: true,
-    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking',
-      '--disable-component-update', '--disable-sync', '--no-first-run'],
-  });
+  const bypassing = await launch({ bypassCSP: true });
   bypassing.setDefaultTimeout(10_000);
   try {
     const page = await bypassing.newPage();
