@@ -608,6 +608,9 @@ fn question_outcome_json(outcome: Result<Vec<Vec<String>>, AskError>) -> Value {
         Err(AskError::NotRecorded(why)) => {
             json!({"error": {"kind": "not_recorded", "reason": why}})
         }
+        Err(AskError::OverQuota(exceeded)) => {
+            json!({"error": {"kind": "over_quota", "reason": exceeded.to_string()}})
+        }
     }
 }
 
@@ -622,6 +625,9 @@ fn approval_outcome_json(outcome: Result<ApprovalReply, ApprovalError>) -> Value
         }
         Err(ApprovalError::NotRecorded(why)) => {
             json!({"error": {"kind": "not_recorded", "reason": why}})
+        }
+        Err(ApprovalError::OverQuota(exceeded)) => {
+            json!({"error": {"kind": "over_quota", "reason": exceeded.to_string()}})
         }
     }
 }
