@@ -71,6 +71,7 @@ const SCENARIOS: &[&str] = &[
     "in_flight_outcome",
     "dropped_connection",
     "resync",
+    "streams_busy",
     "phone_keyboard",
     "session_filter",
     "token_prompt",
