@@ -45,7 +45,7 @@ use axum::extract::{Request, State};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use http_body::{Frame, SizeHint};
-use tokio::sync::{OwnedSemaphorePermit, Semaphore, TryAcquireError};
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 use crate::AppState;
 use crate::auth::Caller;
@@ -255,11 +255,8 @@ fn take_for(state: &AppState, token: Option<usize>) -> Result<StreamSlot, ApiErr
     })
 }
 
-/// A free permit of `semaphore`, if any.
+/// A free permit of `semaphore`, if any (nothing closes these semaphores, so the only
+/// failure is that none is free).
 fn take(semaphore: &Arc<Semaphore>) -> Option<OwnedSemaphorePermit> {
-    match Arc::clone(semaphore).try_acquire_owned() {
-        Ok(permit) => Some(permit),
-        // Closed never happens: nothing closes these semaphores.
-        Err(TryAcquireError::NoPermits | TryAcquireError::Closed) => None,
-    }
+    Arc::clone(semaphore).try_acquire_owned().ok()
 }

@@ -10,38 +10,35 @@
 //! defaults (1,000 per session, 100,000 in total, and a per-account limit), each create
 //! charged to an account as the server charges its token. The ratio of the two is the
 //! cost of the quotas on the path every create takes.
+//!
+//! Each is measured in three rounds, alternately (`quotas_off/1`, `quotas_on/1`,
+//! `quotas_off/2`, ...): this machine's speed drifts between minutes, and alternating
+//! shifts both sides alike. Compare the medians of the rounds.
 
 use std::hint::black_box;
 
 use askbus_bus::Bus;
-use askbus_question::{
-    PendingLimits, QuestionInfo, QuestionOption, QuestionService, RequestHub, Timeout,
-};
-use criterion::{Criterion, criterion_group, criterion_main};
+use askbus_question::{PendingLimits, PendingQuestion, QuestionService, RequestHub, Timeout};
+use criterion::{BenchmarkId, Criterion, criterion_group, criterion_main};
+
+mod support;
+
+use support::database_question;
 
 const SESSIONS: usize = 100;
 const PENDING_PER_SESSION: usize = 100;
-
-fn question() -> Vec<QuestionInfo> {
-    vec![QuestionInfo::new(
-        "Which database should the service use?",
-        "Database",
-        [
-            QuestionOption::new("SQLite", "embedded, zero setup"),
-            QuestionOption::new("Postgres", "a server, scales out"),
-        ],
-    )]
-}
+/// Measured rounds of each side, alternately.
+const ROUNDS: usize = 3;
 
 /// The questions of `hub`, with the background requests pending (kept by the caller).
-fn with_background(hub: &RequestHub) -> (QuestionService, Vec<askbus_question::PendingQuestion>) {
+fn with_background(hub: &RequestHub) -> (QuestionService, Vec<PendingQuestion>) {
     let questions = hub.questions().clone();
     let background = (0..SESSIONS * PENDING_PER_SESSION)
         .map(|index| {
             questions
                 .submit(
                     format!("session-{}", index % SESSIONS),
-                    question(),
+                    database_question(),
                     None,
                     Timeout::Default,
                 )
@@ -61,7 +58,7 @@ fn create_cycle(c: &mut Criterion) {
     let sessions: Vec<String> = (0..SESSIONS)
         .map(|index| format!("session-{index}"))
         .collect();
-    let payload = question();
+    let payload = database_question();
 
     let off = RequestHub::new(Bus::new());
     let on = RequestHub::new(Bus::new())
@@ -74,9 +71,11 @@ fn create_cycle(c: &mut Criterion) {
     let (on_questions, _on_background) = with_background(&on);
 
     let mut group = c.benchmark_group("create_cycle");
-    for (name, questions) in [("quotas_off", &off_questions), ("quotas_on", &on_questions)] {
+    let sides = [("quotas_off", &off_questions), ("quotas_on", &on_questions)];
+    for (round, (name, questions)) in (1..=ROUNDS).flat_map(|round| sides.map(|side| (round, side)))
+    {
         let mut next = 0;
-        group.bench_function(name, |b| {
+        group.bench_function(BenchmarkId::new(name, round), |b| {
             b.iter(|| {
                 next = (next + 1) % SESSIONS;
                 let pending = questions

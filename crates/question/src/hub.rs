@@ -218,14 +218,17 @@ impl RequestHub {
     /// ```
     #[must_use]
     pub fn with_pending_limits(self, limits: PendingLimits) -> Self {
-        match self.questions.registry().quota() {
-            Some(quota) => quota.set_limits(limits),
-            None => {
-                let quota = Quota::new(limits);
-                self.questions.registry().install_quota(&quota);
-                self.approvals.registry().install_quota(&quota);
+        let quota = match self.questions.registry().quota() {
+            Some(quota) => {
+                quota.set_limits(limits);
+                Arc::clone(quota)
             }
-        }
+            None => Quota::new(limits),
+        };
+        // Both, even when the questions had a quota: their approvals may not (a second hub
+        // made from the same questions).
+        self.questions.registry().install_quota(&quota);
+        self.approvals.registry().install_quota(&quota);
         self
     }
 
