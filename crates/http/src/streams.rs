@@ -6,34 +6,7 @@
 //! that opens enough of them exhausts the process's file descriptors, and then nothing,
 //! `/health` included, is answered. So each takes a slot, and the slots are counted.
 //!
-//! Policy, in exact words:
-//!
-//! - **A held response takes a slot before its handler runs** and gives it back when its
-//!   body is dropped: when it ends, or when its client goes away (at the latest when the
-//!   next heartbeat cannot be written).
-//! - **With every slot taken** ([`HttpConfig::event_streams`](crate::HttpConfig)), a new
-//!   one is refused with 503 `too_many_streams` and `Retry-After` ([`STREAM_RETRY_AFTER`]);
-//!   streams already open go on.
-//! - **With tokens configured, one token holds at most
-//!   [`HttpConfig::max_event_streams_per_token`](crate::HttpConfig) slots**: beyond, 429
-//!   `quota` with `Retry-After`, naming the token by its position (`token 2`), so one
-//!   client cannot take every slot from the others.
-//! - **Nothing else takes a slot.** Replies, lists, creates and `/health` never wait for
-//!   one, so they answer with every slot taken.
-//!
-//! The slots are a handle ([`StreamSlots`]): a server that holds other streams (the MCP
-//! endpoint's) gives them the same handle, so one cap covers them all.
-//!
-//! ```
-//! use askbus_http::StreamSlots;
-//!
-//! let slots = StreamSlots::new(2);
-//! let first = slots.try_take().expect("a free slot");
-//! let _second = slots.try_take().expect("a free slot");
-//! assert!(slots.try_take().is_err(), "every slot is taken");
-//! drop(first);
-//! assert_eq!(slots.available(), 1);
-//! ```
+//! The policy, in exact words, is on [`StreamSlots`].
 
 use std::pin::Pin;
 use std::sync::Arc;
@@ -56,7 +29,26 @@ use crate::error::{ApiError, ErrorCode};
 /// back when its next heartbeat cannot be written, so by then those slots are free.
 pub const STREAM_RETRY_AFTER: Duration = Duration::from_secs(10);
 
-/// A count of slots for held responses; clones share the same slots.
+/// A count of slots for held responses: event streams and long polls; clones share the
+/// same slots.
+///
+/// Policy, in exact words:
+///
+/// - **A held response takes a slot before its handler runs** and gives it back when its
+///   body is dropped: when it ends, or when its client goes away (an event stream notices
+///   at its next heartbeat at the latest; a long poll ends within its wait anyway).
+/// - **With every slot taken** ([`HttpConfig::event_streams`](crate::HttpConfig)), a new
+///   one is refused with 503 `too_many_streams` and `Retry-After` ([`STREAM_RETRY_AFTER`]);
+///   streams already open go on.
+/// - **With tokens configured, one token holds at most
+///   [`HttpConfig::max_event_streams_per_token`](crate::HttpConfig) slots**: beyond, 429
+///   `quota` with `Retry-After`, naming the token by its position (`token 2`), so one
+///   client cannot take every slot from the others.
+/// - **Nothing else takes a slot.** Replies, lists, creates and `/health` never wait for
+///   one, so they answer with every slot taken.
+///
+/// The slots are a handle: a server that holds other streams (the MCP endpoint's) gives
+/// them the same handle ([`try_take`](Self::try_take)), so one cap covers them all.
 ///
 /// # Examples
 ///
@@ -65,6 +57,13 @@ pub const STREAM_RETRY_AFTER: Duration = Duration::from_secs(10);
 ///
 /// let config = HttpConfig { event_streams: StreamSlots::new(5_000), ..HttpConfig::default() };
 /// assert_eq!(config.event_streams.limit(), 5_000);
+///
+/// let slots = StreamSlots::new(2);
+/// let first = slots.try_take().expect("a free slot");
+/// let _second = slots.try_take().expect("a free slot");
+/// assert!(slots.try_take().is_err(), "every slot is taken");
+/// drop(first);
+/// assert_eq!(slots.available(), 1);
 /// ```
 #[derive(Clone)]
 pub struct StreamSlots {

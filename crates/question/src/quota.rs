@@ -8,61 +8,63 @@
 //! kept where every request passes, the registry's `register`, so every way in (the
 //! services, HTTP, MCP, the tools, the guard) is refused alike.
 //!
-//! Policy, in exact words:
-//!
-//! - **A new request is refused** ([`SubmitError::OverQuota`](crate::SubmitError::OverQuota))
-//!   when its session already has `per_session` pending requests, its account
-//!   `per_account`, or the hub `total`. A refused request changes nothing: no id is taken,
-//!   no event is published, nothing is written to the store.
-//! - **A request that joins an earlier one** by its tool call is not new: it is never
-//!   refused for quota and counts nothing.
-//! - **A slot frees when the request ends**, whatever its outcome (replied, rejected,
-//!   timed out, cancelled, withdrawn).
-//! - **Requests that exist already count but are never refused**: those restored from the
-//!   store at start, and those another instance sharing the store asked. Over a shared store
-//!   the counts are what this instance knows: every instance follows every request, so each
-//!   counts them all, but two instances may admit a request each at the same moment, so
-//!   the total over the store can pass a limit by as many requests as were made at once.
-//! - **Accounts are the caller's names** for who asks (the server: one per bearer token).
-//!   A handle from [`RequestHub::for_account`](crate::RequestHub::for_account) charges its
-//!   new requests to its account too. A request read from the store has no account.
-//!
-//! Without limits (the library's default) nothing is counted: an embedder's own agents
-//! are trusted code, and pay nothing for caps they do not need.
-//!
-//! ```
-//! use askbus_bus::Bus;
-//! use askbus_question::{PendingLimits, QuotaExceeded, RequestHub, SubmitError, Timeout};
-//! use askbus_question::{QuestionInfo, QuestionOption};
-//!
-//! # #[tokio::main(flavor = "current_thread")] async fn main() {
-//! let question = || vec![QuestionInfo::new("Ship?", "Ship", [QuestionOption::new("Yes", "")])];
-//! let limits = PendingLimits { per_session: 1, ..PendingLimits::default() };
-//! let hub = RequestHub::new(Bus::new()).with_pending_limits(limits);
-//! let first = hub.questions().submit("s1", question(), None, Timeout::Never).unwrap();
-//!
-//! let refused = hub.questions().submit("s1", question(), None, Timeout::Never).unwrap_err();
-//! assert!(matches!(refused, SubmitError::OverQuota(QuotaExceeded::Session { .. })));
-//! // Another session has room; and once the first request ends, so has s1.
-//! assert!(hub.questions().submit("s2", question(), None, Timeout::Never).is_ok());
-//! drop(first);
-//! assert!(hub.questions().submit("s1", question(), None, Timeout::Never).is_ok());
-//! # }
-//! ```
+//! The policy, in exact words, is on [`PendingLimits`]. The counts live in one [`Quota`]
+//! the hub's two registries share (as they share their id source), taken under a registry
+//! lock only (registry → quota), so a check and the insert it allows are one step: racing
+//! creates cannot pass a limit between them.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
-/// How many requests may be pending at once; see the [module docs](self).
+/// How many requests may be pending at once, questions and approvals together.
+///
+/// Given to [`RequestHub::with_pending_limits`](crate::RequestHub::with_pending_limits).
+/// Without limits (the library's default) nothing is counted: an embedder's own agents are
+/// trusted code, and pay nothing for caps they do not need.
+///
+/// Policy, in exact words:
+///
+/// - **A new request is refused** ([`SubmitError::OverQuota`](crate::SubmitError::OverQuota))
+///   when its session already has `per_session` pending requests, its account
+///   `per_account`, or the hub `total`. A refused request changes nothing: no id is taken,
+///   no event is published, nothing is written to the store.
+/// - **A request that joins an earlier one** by its tool call is not new: it is never
+///   refused for quota and counts nothing.
+/// - **A slot frees when the request ends**, whatever its outcome (replied, rejected,
+///   timed out, cancelled, withdrawn).
+/// - **Requests that exist already count but are never refused**: those restored from the
+///   store at start, and those another instance sharing the store asked. Over a shared store
+///   the counts are what this instance knows: every instance follows every request, so each
+///   counts them all, but two instances may admit a request each at the same moment, so
+///   the total over the store can pass a limit by as many requests as were made at once.
+/// - **Accounts are the caller's names** for who asks (the server: one per bearer token).
+///   A handle from [`RequestHub::for_account`](crate::RequestHub::for_account) charges its
+///   new requests to its account too. A request read from the store has no account.
 ///
 /// # Examples
 ///
 /// ```
-/// use askbus_question::PendingLimits;
+/// use askbus_bus::Bus;
+/// use askbus_question::{PendingLimits, QuotaExceeded, RequestHub, SubmitError, Timeout};
+/// use askbus_question::{QuestionInfo, QuestionOption};
 ///
-/// let limits = PendingLimits::default();
-/// assert_eq!((limits.per_session, limits.total), (1_000, 100_000));
-/// assert_eq!(limits.per_account, usize::MAX);
+/// # #[tokio::main(flavor = "current_thread")] async fn main() {
+/// let question = || vec![QuestionInfo::new("Ship?", "Ship", [QuestionOption::new("Yes", "")])];
+/// let defaults = PendingLimits::default();
+/// assert_eq!((defaults.per_session, defaults.total), (1_000, 100_000));
+/// assert_eq!(defaults.per_account, usize::MAX);
+///
+/// let limits = PendingLimits { per_session: 1, ..defaults };
+/// let hub = RequestHub::new(Bus::new()).with_pending_limits(limits);
+/// let first = hub.questions().submit("s1", question(), None, Timeout::Never).unwrap();
+///
+/// let refused = hub.questions().submit("s1", question(), None, Timeout::Never).unwrap_err();
+/// assert!(matches!(refused, SubmitError::OverQuota(QuotaExceeded::Session { .. })));
+/// // Another session has room; and once the first request ends, so has s1.
+/// assert!(hub.questions().submit("s2", question(), None, Timeout::Never).is_ok());
+/// drop(first);
+/// assert!(hub.questions().submit("s1", question(), None, Timeout::Never).is_ok());
+/// # }
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct PendingLimits {
