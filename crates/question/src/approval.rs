@@ -60,8 +60,9 @@ pub struct ApprovalService {
     registry: Registry<ApprovalRegistryKind>,
     /// Defaults applied to every request.
     config: ApprovalConfig,
-    /// The account new requests are charged to ([`for_account`](Self::for_account)).
-    account: Option<Arc<str>>,
+    /// The account new requests are charged to
+    /// ([`RequestHub::for_account`](crate::RequestHub::for_account)).
+    pub(crate) account: Option<Arc<str>>,
 }
 
 /// Settings of an [`ApprovalService`].
@@ -308,16 +309,6 @@ impl ApprovalService {
             registry: Registry::new(bus, config.retain_resolved, ids),
             config,
             account: None,
-        }
-    }
-
-    /// Another handle on the same approvals whose new requests are charged to `account`
-    /// too, as [`QuestionService::for_account`](crate::QuestionService::for_account) does.
-    #[must_use]
-    pub fn for_account(&self, account: impl Into<Arc<str>>) -> Self {
-        Self {
-            account: Some(account.into()),
-            ..self.clone()
         }
     }
 

@@ -236,15 +236,15 @@ impl RequestHub {
     /// `account` too, so that they count against its
     /// [`per_account`](PendingLimits::per_account) limit. `account` names who asks (the
     /// server: `token 2`, by the token's position in its configuration) and is named in the
-    /// error.
+    /// error. Its [`questions`](Self::questions) and [`approvals`](Self::approvals) charge
+    /// the account too (hand them to a tool, say).
     #[must_use]
     pub fn for_account(&self, account: impl Into<Arc<str>>) -> Self {
         let account = account.into();
-        Self {
-            questions: self.questions.for_account(Arc::clone(&account)),
-            approvals: self.approvals.for_account(account),
-            shared: self.shared.clone(),
-        }
+        let mut charged = self.clone();
+        charged.questions.account = Some(Arc::clone(&account));
+        charged.approvals.account = Some(account);
+        charged
     }
 
     /// Whether this hub shares its store with other instances ([`shared`](Self::shared)).

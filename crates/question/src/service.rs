@@ -61,8 +61,9 @@ pub struct QuestionService {
     registry: Registry<QuestionRegistryKind>,
     /// Defaults applied to every request.
     config: QuestionConfig,
-    /// The account new requests are charged to ([`for_account`](Self::for_account)).
-    account: Option<Arc<str>>,
+    /// The account new requests are charged to
+    /// ([`RequestHub::for_account`](crate::RequestHub::for_account)).
+    pub(crate) account: Option<Arc<str>>,
 }
 
 /// Settings of a [`QuestionService`].
@@ -278,18 +279,6 @@ impl QuestionService {
             registry: Registry::new(bus, config.retain_resolved, ids),
             config,
             account: None,
-        }
-    }
-
-    /// Another handle on the same questions whose new requests are charged to `account`
-    /// too, so they count against its [`per_account`](crate::PendingLimits::per_account)
-    /// limit; `account` names it in the error ("token 2"). See
-    /// [`RequestHub::for_account`](crate::RequestHub::for_account).
-    #[must_use]
-    pub fn for_account(&self, account: impl Into<Arc<str>>) -> Self {
-        Self {
-            account: Some(account.into()),
-            ..self.clone()
         }
     }
 
