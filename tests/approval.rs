@@ -6,7 +6,7 @@ use askbus::bus::Bus;
 use askbus::question::{
     Action, ApprovalError, ApprovalReply, ApprovalReplyError, ApprovalService, ApprovalTimedOut,
     Decision, DecisionType, EditedAction, OutcomeKind, RequestHub, RequestId, ReviewConfig,
-    confirmation_phrase,
+    SubmitError, confirmation_phrase,
 };
 use askbus::{QuestionInfo, Timeout};
 use futures_util::StreamExt;
@@ -138,9 +138,11 @@ async fn a_review_config_allowing_no_decision_is_refused_naming_the_action() {
     let approvals = ApprovalService::new(Bus::new());
     let actions = || vec![trade(1), Action::new("delete_rows", json!({}))];
     let undecidable = || vec![only("delete_rows", &[])];
-    let refused = approvals
-        .submit("s1", actions(), undecidable(), Timeout::Never)
-        .unwrap_err();
+    let Err(SubmitError::Invalid(refused)) =
+        approvals.submit("s1", actions(), undecidable(), Timeout::Never)
+    else {
+        panic!("an undecidable review config is invalid");
+    };
     assert_eq!(
         refused.to_string(),
         "action 2 (\"delete_rows\"): its review config allows no decision (`allowed_decisions` is empty), so nobody could ever decide it; list at least one, or leave `allowed_decisions` out to allow every decision"

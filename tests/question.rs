@@ -10,7 +10,7 @@ use askbus::bus::Bus;
 use askbus::question::{
     AskError, MAX_HEADER_CHARS, NO_PREFERENCE, Outcome, OutcomeKind, PendingQuestion,
     QuestionConfig, QuestionId, QuestionInfo, QuestionOption, QuestionRequest, QuestionService,
-    ReplyError, Timeout, ToolRef,
+    ReplyError, SubmitError, Timeout, ToolRef,
 };
 use serde_json::{Value, json};
 use tokio::time::{Instant, advance};
@@ -70,7 +70,7 @@ fn check_ask(session_id: &str, questions: Vec<QuestionInfo>, expected: Expect<'_
         (Ok(pending), Expect::Ok) => {
             assert_eq!(service.list(None)[0].id, pending.id());
         }
-        (Err(error), Expect::Invalid(index, fragments)) => {
+        (Err(SubmitError::Invalid(error)), Expect::Invalid(index, fragments)) => {
             let message = error.to_string();
             for fragment in fragments {
                 assert!(message.contains(fragment), "{message:?} lacks {fragment:?}");
@@ -80,6 +80,7 @@ fn check_ask(session_id: &str, questions: Vec<QuestionInfo>, expected: Expect<'_
             assert!(events(&mut subscription).is_empty(), "nothing published");
         }
         (Ok(_), Expect::Invalid(..)) => panic!("accepted questions that should be refused"),
+        (Err(SubmitError::OverQuota(exceeded)), _) => panic!("no limits, yet: {exceeded}"),
         (Err(error), Expect::Ok) => panic!("refused valid questions: {error}"),
     }
 }

@@ -203,3 +203,66 @@ fn bad_flags_are_refused_with_a_clear_message() {
         "is not a browser origin",
     );
 }
+
+#[test]
+fn quotas_default_to_the_issues_figures_and_to_the_open_files_limit() {
+    let defaults = settings(&[]).expect("valid");
+    assert_eq!(
+        (defaults.pending.per_session, defaults.pending.total),
+        (1_000, 100_000)
+    );
+    // One token or none: nobody to share with, so no per-token limit of its own.
+    assert_eq!(defaults.pending.per_account, usize::MAX);
+    assert_eq!(defaults.http.max_event_streams_per_token, usize::MAX);
+    let files = rlimit::Resource::NOFILE.get().expect("a Unix limit").0;
+    assert_eq!(
+        defaults.http.event_streams.limit(),
+        askbus_server::event_streams_for(files)
+    );
+
+    // Two tokens: each may hold half.
+    let shared = settings(&["--token", "one,two", "--max-event-streams", "101"]).expect("valid");
+    assert_eq!(shared.pending.per_account, 50_000);
+    assert_eq!(shared.http.event_streams.limit(), 101);
+    assert_eq!(shared.http.max_event_streams_per_token, 51);
+}
+
+#[test]
+fn quota_flags_set_the_limits_and_refuse_zero_by_name() {
+    let set = settings(&[
+        "--token",
+        "one,two",
+        "--max-pending-per-session",
+        "5",
+        "--max-pending",
+        "50",
+        "--max-pending-per-token",
+        "20",
+        "--max-event-streams",
+        "30",
+        "--max-event-streams-per-token",
+        "3",
+    ])
+    .expect("valid");
+    assert_eq!(
+        (
+            set.pending.per_session,
+            set.pending.total,
+            set.pending.per_account
+        ),
+        (5, 50, 20)
+    );
+    assert_eq!(set.http.event_streams.limit(), 30);
+    assert_eq!(set.http.max_event_streams_per_token, 3);
+
+    for flag in [
+        "--max-pending-per-session",
+        "--max-pending",
+        "--max-pending-per-token",
+        "--max-event-streams",
+        "--max-event-streams-per-token",
+    ] {
+        let refused = settings(&[flag, "0"]).expect_err("zero refuses everything");
+        assert_eq!(refused.to_string(), format!("{flag} must be at least 1"));
+    }
+}

@@ -25,6 +25,8 @@ mod question;
 mod question_model;
 // Races between resolutions of one question on a multi-thread runtime.
 mod question_races;
+// Caps on pending requests: per session, per account, in total; joins; races.
+mod quota;
 // Several hubs over one shared store (in process, and the real Redis) as server instances.
 mod shared;
 // Races between hubs sharing a store, checked by proptest: they agree whatever interleaves.

@@ -255,6 +255,40 @@ async fn bad_arguments_explain_themselves() {
     );
 }
 
+#[tokio::test]
+async fn over_quota_the_question_tool_asks_nothing_and_says_why() {
+    let limits = askbus::question::PendingLimits {
+        per_session: 1,
+        ..Default::default()
+    };
+    let hub = askbus::question::RequestHub::new(Bus::new()).with_pending_limits(limits);
+    let tool = QuestionTool::new(hub.questions().clone());
+    let first = tool
+        .submit(ToolContext::new("session-1"), two_questions())
+        .unwrap();
+    let error = tool
+        .call(ToolContext::new("session-1"), two_questions())
+        .await
+        .unwrap_err();
+    let ToolError::OverQuota {
+        tool: name,
+        message,
+    } = &error
+    else {
+        panic!("not a quota error: {error}");
+    };
+    assert_eq!(name, "question");
+    assert!(message.contains("\"session-1\""), "{message}");
+    assert!(
+        error.to_string().starts_with(
+            "the `question` tool asked nothing, too many requests already wait for a human: "
+        ),
+        "{error}"
+    );
+    assert_eq!(hub.questions().pending_count(), 1, "nothing was asked");
+    drop(first);
+}
+
 mod guard {
     //! The approval guard around a runtime's own tool.
 
@@ -319,6 +353,32 @@ mod guard {
 
     fn runs(guard: &ApprovalGuard<DeleteRows>) -> Vec<Value> {
         guard.tool().runs.lock().unwrap().clone()
+    }
+
+    #[tokio::test]
+    async fn over_quota_nothing_is_asked_and_nothing_runs() {
+        let limits = askbus::question::PendingLimits {
+            total: 1,
+            ..Default::default()
+        };
+        let hub = askbus::question::RequestHub::new(Bus::new()).with_pending_limits(limits);
+        let approvals = hub.approvals().clone();
+        let guard = ApprovalGuard::new(DeleteRows::default(), approvals.clone());
+        // The first call waits for a human (and holds the one slot); the second ends at once.
+        let waiting = guard.call(ToolContext::new("s1"), json!({"table": "tmp"}));
+        let refused = guard.call(ToolContext::new("s2"), json!({"table": "users"}));
+        let (ended, still_waiting) =
+            futures_util::future::select(Box::pin(waiting), Box::pin(refused))
+                .await
+                .factor_first();
+        let error = ended.unwrap_err();
+        assert!(
+            matches!(&error, ToolError::OverQuota { tool, .. } if tool == "delete_rows"),
+            "{error}"
+        );
+        assert_eq!(approvals.pending_count(), 1, "only the first call waits");
+        assert!(runs(&guard).is_empty(), "nothing ran");
+        drop(still_waiting);
     }
 
     #[tokio::test]

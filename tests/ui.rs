@@ -71,6 +71,7 @@ const SCENARIOS: &[&str] = &[
     "in_flight_outcome",
     "dropped_connection",
     "resync",
+    "streams_busy",
     "phone_keyboard",
     "session_filter",
     "token_prompt",
@@ -608,6 +609,9 @@ fn question_outcome_json(outcome: Result<Vec<Vec<String>>, AskError>) -> Value {
         Err(AskError::NotRecorded(why)) => {
             json!({"error": {"kind": "not_recorded", "reason": why}})
         }
+        Err(AskError::OverQuota(exceeded)) => {
+            json!({"error": {"kind": "over_quota", "reason": exceeded.to_string()}})
+        }
     }
 }
 
@@ -622,6 +626,9 @@ fn approval_outcome_json(outcome: Result<ApprovalReply, ApprovalError>) -> Value
         }
         Err(ApprovalError::NotRecorded(why)) => {
             json!({"error": {"kind": "not_recorded", "reason": why}})
+        }
+        Err(ApprovalError::OverQuota(exceeded)) => {
+            json!({"error": {"kind": "over_quota", "reason": exceeded.to_string()}})
         }
     }
 }

@@ -13,6 +13,8 @@ mod errors;
 mod events;
 // The OpenAPI document, as an insta snapshot.
 mod openapi;
+// Quotas: 429 for creates past a pending limit, 503 and 429 for streams past their slots.
+mod quotas;
 // Question, session and health routes on the happy path.
 mod routes;
 // The site guard: foreign Hosts, cross-site requests, non-JSON bodies.
@@ -59,7 +61,11 @@ impl TestApp {
     }
 
     pub(crate) fn with_bus(bus: Bus, config: HttpConfig) -> Self {
-        let hub = RequestHub::new(bus);
+        Self::with_hub(RequestHub::new(bus), config)
+    }
+
+    /// A router over `hub` (built with limits, say).
+    pub(crate) fn with_hub(hub: RequestHub, config: HttpConfig) -> Self {
         let questions = hub.questions().clone();
         let shutdown = CancellationToken::new();
         let router = askbus_http::router(hub.clone(), config, shutdown.clone());

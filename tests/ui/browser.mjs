@@ -84,7 +84,7 @@ async function open(base, query = '', { viewport = DESKTOP, blockEvents = false,
   const page = await context.newPage();
   await page.setViewportSize(viewport);
   page.on('pageerror', (error) => pageErrors.push(`${page.url()}: ${error.stack || error}`));
-  watch?.(page);
+  await watch?.(page);
   if (blockEvents) {
     // A tab whose event stream cannot connect (the rest of the API works).
     await page.route(/\/event(\?|$)/, (route) => route.abort('connectionreset'));
@@ -591,6 +591,38 @@ const scenarios = {
     await agent.cancel('resync1');
     await agent.cancel('resync3');
     await resolvedAs(card(page, asked.id), 'Withdrawn');
+    await page.close();
+  },
+
+  /**
+   * The server refuses the event stream (every stream slot taken): the page says so, that
+   * answers still go through, and waits as long as the server asked before trying again;
+   * "Retry now" does not wait.
+   */
+  async streams_busy() {
+    const refused = {
+      status: 503,
+      headers: { 'retry-after': '60' },
+      contentType: 'application/json',
+      body: JSON.stringify({
+        code: 'too_many_streams',
+        message: 'the server already holds 1000 open event streams and long polls, its limit; try again later',
+      }),
+    };
+    const page = await open(URL_OPEN, '?session=ui-busy', {
+      watch: (page) => page.route(isEventStream, (route) => route.fulfill(refused), { times: 1 }),
+    });
+    const banner = page.locator('#banner-text');
+    await until('the banner to say the server is busy', async () =>
+      /The server is busy/.test(await banner.textContent()),
+    );
+    const text = await banner.textContent();
+    assert.match(text, /answers can still be sent/);
+    const seconds = Number(/Reconnecting in (\d+) s/.exec(text)?.[1]);
+    assert.ok(seconds > 30, `it waits as long as the server asked (60 s), not its own backoff: ${text}`);
+    await page.getByRole('button', { name: 'Retry now' }).click();
+    await live(page);
+    assert.equal(await page.locator('#banner').isHidden(), true);
     await page.close();
   },
 

@@ -16,5 +16,5 @@ pub use askbus_tool as tool;
 pub use askbus_bus::{Bus, Envelope, Event, EventId};
 pub use askbus_question::{
     Answer, AskError, QuestionId, QuestionInfo, QuestionOption, QuestionRequest, QuestionService,
-    ReplyError, Timeout, ToolRef,
+    ReplyError, SubmitError, Timeout, ToolRef,
 };

@@ -127,7 +127,8 @@ pub(crate) async fn get(
         (status = 200, description = "The request with its status; `pending` when the wait ran out", body = ApprovalStatus),
         (status = 400, description = "Malformed timeout", body = crate::error::ErrorBody),
         (status = 404, description = "No such request (or not visible to this token)", body = crate::error::ErrorBody),
-        (status = 503, description = "The store shared with other servers could not be reached", body = crate::error::ErrorBody),
+        (status = 429, description = "This token holds as many open streams and long polls as it may (`quota`)", body = crate::error::ErrorBody, headers(("Retry-After" = u64, description = "Seconds to wait before trying again"))),
+        (status = 503, description = "The store shared with other servers could not be reached, or every stream slot of the server is taken (`too_many_streams`)", body = crate::error::ErrorBody, headers(("Retry-After" = u64, description = "Seconds to wait before trying again"))),
     ),
     security(("bearer" = []), ())
 )]
@@ -206,6 +207,7 @@ pub(crate) async fn reply(
         (status = 415, description = "Not JSON", body = crate::error::ErrorBody),
         (status = 409, description = "The first action's `tool_use_id` already asked about other calls in this session (`call_id_reused`)", body = crate::error::ErrorBody),
         (status = 422, description = "The request cannot be made", body = crate::error::ErrorBody),
+        (status = 429, description = "Too many requests are pending in the session, for the token or on the server (`quota`)", body = crate::error::ErrorBody, headers(("Retry-After" = u64, description = "Seconds to wait before trying again"))),
         (status = 503, description = "The request could not be stored durably", body = crate::error::ErrorBody),
     ),
     security(("bearer" = []), ())
@@ -217,7 +219,7 @@ pub(crate) async fn create(
 ) -> Result<Json<Arc<ApprovalRequest>>, ApiError> {
     caller.act_for(&body.session_id)?;
     let timeout = body.timeout.timeout()?;
-    let mut pending = state.inner.hub.approvals().submit(
+    let mut pending = state.asking_hub(&caller).approvals().submit(
         body.session_id,
         body.action_requests,
         body.review_configs,

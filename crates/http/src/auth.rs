@@ -43,9 +43,11 @@ pub enum TokenScope {
 }
 
 /// Who is calling, as established by [`Authenticate`]: the scope of their token
-/// ([`TokenScope::AllSessions`] when the server has no tokens).
+/// ([`TokenScope::AllSessions`] when the server has no tokens), and the token's position in
+/// [`HttpConfig::tokens`](crate::HttpConfig::tokens) (`None` without tokens), which is how
+/// its quotas are found and named.
 #[derive(Debug, Clone)]
-pub(crate) struct Caller(pub(crate) TokenScope);
+pub(crate) struct Caller(pub(crate) TokenScope, pub(crate) Option<usize>);
 
 impl AccessToken {
     /// A token with access to every session.
@@ -167,9 +169,15 @@ impl<B> ValidateRequest<B> for Authenticate {
     type ResponseBody = Body;
 
     fn validate(&mut self, request: &mut Request<B>) -> Result<(), Response> {
-        let scope = authorize(&self.tokens, request.headers())
-            .map_err(|refused| refused.into_response())?;
-        request.extensions_mut().insert(Caller(scope));
+        let caller = if self.tokens.is_empty() {
+            Caller(TokenScope::AllSessions, None)
+        } else {
+            let (position, token) = bearer(request.headers())
+                .and_then(|candidate| find_token(&self.tokens, candidate))
+                .ok_or_else(|| Unauthorized.into_response())?;
+            Caller(token.scope.clone(), Some(position))
+        };
+        request.extensions_mut().insert(caller);
         Ok(())
     }
 }
@@ -187,7 +195,7 @@ pub fn authorize(tokens: &[AccessToken], headers: &HeaderMap) -> Result<TokenSco
     }
     bearer(headers)
         .and_then(|candidate| find_token(tokens, candidate))
-        .map(|token| token.scope.clone())
+        .map(|(_, token)| token.scope.clone())
         .ok_or(Unauthorized)
 }
 
@@ -218,14 +226,15 @@ fn bearer(headers: &HeaderMap) -> Option<&[u8]> {
         .then(|| value[7..].trim_ascii())
 }
 
-/// The configured token equal to `candidate`, found in constant time over all tokens.
-fn find_token<'a>(tokens: &'a [AccessToken], candidate: &[u8]) -> Option<&'a AccessToken> {
+/// The configured token equal to `candidate`, with its position, found in constant time
+/// over all tokens.
+fn find_token<'a>(tokens: &'a [AccessToken], candidate: &[u8]) -> Option<(usize, &'a AccessToken)> {
     let mut found = None;
-    for token in tokens {
+    for (position, token) in tokens.iter().enumerate() {
         // No early exit: every token is compared, so the time does not depend on which one
         // (if any) matched.
         if bool::from(secret_eq(token.secret.as_bytes(), candidate)) {
-            found = Some(token);
+            found = Some((position, token));
         }
     }
     found

@@ -95,6 +95,8 @@ pub(crate) fn cors_layer(origins: &[CorsOrigin]) -> Option<CorsLayer> {
                 HeaderName::from_static("x-opencode-directory"),
                 HeaderName::from_static("x-opencode-workspace"),
             ])
+            // So a browser client refused for a quota can read how long to wait.
+            .expose_headers([header::RETRY_AFTER])
             .max_age(Duration::from_secs(3600)),
     )
 }

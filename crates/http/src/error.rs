@@ -6,7 +6,11 @@
 //! the client: they name what was wrong with the request, never a Rust type, a file or a
 //! backtrace.
 
-use askbus_question::{DurableError, QuestionId, ReplyError, ValidationError};
+use std::time::Duration;
+
+use askbus_question::{
+    DurableError, QuestionId, QuotaExceeded, ReplyError, SubmitError, ValidationError,
+};
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use serde::Serialize;
@@ -49,10 +53,17 @@ pub enum ErrorCode {
     /// 422: well-formed JSON that does not fit (wrong shape, answers that do not fit the
     /// questions, questions that cannot be asked).
     Invalid,
+    /// 429: a quota is used up: too many requests are pending (in the session, for the
+    /// token or on the server), or the token holds too many open streams. The message
+    /// names the limit; `Retry-After` says when trying again is worth it.
+    Quota,
     /// 500: a bug; the message does not say more.
     Internal,
     /// 503: the store could not record the change, so it would not survive a restart.
     StoreUnavailable,
+    /// 503: the server holds as many open event streams and long polls as it allows;
+    /// `Retry-After` says when trying again is worth it. Other routes still answer.
+    TooManyStreams,
 }
 
 /// An error answer of the HTTP API.
@@ -69,6 +80,9 @@ pub struct ApiError {
     tag: Option<&'static str>,
     /// The question the error is about, on question routes.
     request_id: Option<QuestionId>,
+    /// How long the client should wait before trying again (`Retry-After`), if saying so
+    /// helps it.
+    retry_after: Option<Duration>,
 }
 
 /// The JSON body of an error.
@@ -106,8 +120,9 @@ impl ErrorCode {
             Self::MisdirectedRequest => StatusCode::MISDIRECTED_REQUEST,
             Self::HeaderTooLarge => StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE,
             Self::Invalid => StatusCode::UNPROCESSABLE_ENTITY,
+            Self::Quota => StatusCode::TOO_MANY_REQUESTS,
             Self::Internal => StatusCode::INTERNAL_SERVER_ERROR,
-            Self::StoreUnavailable => StatusCode::SERVICE_UNAVAILABLE,
+            Self::StoreUnavailable | Self::TooManyStreams => StatusCode::SERVICE_UNAVAILABLE,
         }
     }
 
@@ -128,6 +143,7 @@ impl ErrorCode {
             StatusCode::MISDIRECTED_REQUEST => Self::MisdirectedRequest,
             StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE => Self::HeaderTooLarge,
             StatusCode::UNPROCESSABLE_ENTITY => Self::Invalid,
+            StatusCode::TOO_MANY_REQUESTS => Self::Quota,
             StatusCode::SERVICE_UNAVAILABLE => Self::StoreUnavailable,
             status if status.is_client_error() => Self::BadRequest,
             _ => Self::Internal,
@@ -143,7 +159,16 @@ impl ApiError {
             message: message.into(),
             tag: None,
             request_id: None,
+            retry_after: None,
         }
+    }
+
+    /// The same error, telling the client to wait `delay` before trying again (a
+    /// `Retry-After` header, in whole seconds, at least one).
+    #[must_use]
+    pub fn with_retry_after(mut self, delay: Duration) -> Self {
+        self.retry_after = Some(delay);
+        self
     }
 
     /// 400 `bad_request`.
@@ -239,6 +264,29 @@ impl From<askbus_store::StoreError> for ApiError {
     }
 }
 
+/// How long a client refused for a pending-request quota is told to wait. A slot frees
+/// when a human answers (or a request times out), which the server cannot foresee; 30 s is
+/// about the time a human takes to read and answer a request, so a client waiting that long
+/// often finds room, and one that keeps trying no faster does not flood the server.
+pub(crate) const QUOTA_RETRY_AFTER: Duration = Duration::from_secs(30);
+
+impl From<SubmitError> for ApiError {
+    /// 422 or 409 for a request that cannot be made, 429 for one past a quota.
+    fn from(error: SubmitError) -> Self {
+        match error {
+            SubmitError::Invalid(invalid) => Self::from(invalid),
+            SubmitError::OverQuota(exceeded) => Self::from(exceeded),
+        }
+    }
+}
+
+impl From<QuotaExceeded> for ApiError {
+    /// 429 `quota`, naming the limit, with `Retry-After`.
+    fn from(exceeded: QuotaExceeded) -> Self {
+        Self::new(ErrorCode::Quota, exceeded.to_string()).with_retry_after(QUOTA_RETRY_AFTER)
+    }
+}
+
 impl From<ValidationError> for ApiError {
     /// 422, or 409 for a tool call id that already asked something else.
     fn from(error: ValidationError) -> Self {
@@ -269,10 +317,17 @@ impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
         let json = self.to_json();
         let mut response = (self.code.status(), json).into_response();
-        response.headers_mut().insert(
+        let headers = response.headers_mut();
+        headers.insert(
             header::CONTENT_TYPE,
             HeaderValue::from_static("application/json"),
         );
+        if let Some(delay) = self.retry_after {
+            headers.insert(
+                header::RETRY_AFTER,
+                HeaderValue::from(delay.as_secs().max(1)),
+            );
+        }
         response
     }
 }

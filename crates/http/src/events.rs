@@ -108,6 +108,8 @@ struct EventStream {
         (status = 200, description = "Server-Sent Events: every frame is `data: {\"id\",\"type\",\"properties\"}` with an `id:` line", content_type = "text/event-stream", body = String),
         (status = 401, description = "Missing or unknown token", body = crate::error::ErrorBody),
         (status = 403, description = "The token is scoped to another session", body = crate::error::ErrorBody),
+        (status = 429, description = "This token holds as many open streams and long polls as it may (`quota`)", body = crate::error::ErrorBody, headers(("Retry-After" = u64, description = "Seconds to wait before trying again"))),
+        (status = 503, description = "Every stream slot of the server is taken (`too_many_streams`)", body = crate::error::ErrorBody, headers(("Retry-After" = u64, description = "Seconds to wait before trying again"))),
     ),
     security(("bearer" = []), ())
 )]
@@ -131,6 +133,8 @@ pub(crate) async fn event_stream(
         (status = 200, description = "As `/event`, each frame wrapped as `{\"directory\", \"payload\": {...}}`", content_type = "text/event-stream", body = String),
         (status = 401, description = "Missing or unknown token", body = crate::error::ErrorBody),
         (status = 403, description = "The token is scoped to another session", body = crate::error::ErrorBody),
+        (status = 429, description = "This token holds as many open streams and long polls as it may (`quota`)", body = crate::error::ErrorBody, headers(("Retry-After" = u64, description = "Seconds to wait before trying again"))),
+        (status = 503, description = "Every stream slot of the server is taken (`too_many_streams`)", body = crate::error::ErrorBody, headers(("Retry-After" = u64, description = "Seconds to wait before trying again"))),
     ),
     security(("bearer" = []), ())
 )]

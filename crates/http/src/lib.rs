@@ -26,6 +26,12 @@
 //!   Non-streaming routes time out ([`HttpConfig::request_timeout`], 408); the event
 //!   streams do not, and `/wait` is bounded by its own cap ([`HttpConfig::max_wait`]).
 //!   CORS allows only the listed origins, never a wildcard, never credentials.
+//! - **Quotas.** Event streams and long polls each hold a slot ([`StreamSlots`]): past
+//!   [`HttpConfig::event_streams`], 503 `too_many_streams`; past a token's
+//!   [`HttpConfig::max_event_streams_per_token`], 429 `quota` (see the `streams` module).
+//!   Creates past the hub's [`PendingLimits`](askbus_question::PendingLimits) answer 429
+//!   `quota`; with tokens, a create is charged to its token's account, named by its
+//!   position (`token 2`), for the limits' `per_account`. Both carry `Retry-After`.
 //! - **Streams end on shutdown.** Cancelling the [`CancellationToken`] given to [`router`]
 //!   ends every open event stream and long poll at once, so a graceful shutdown never
 //!   waits on a client.
@@ -54,6 +60,7 @@ mod openapi;
 mod questions;
 mod sessions;
 mod site;
+mod streams;
 mod transcript;
 
 use std::sync::Arc;
@@ -76,6 +83,7 @@ pub use cors::{CorsOrigin, InvalidOrigin};
 pub use error::{ApiError, ErrorCode};
 pub use extract::read_body;
 pub use site::{AllowedHost, InvalidHost, SiteGuard, guarded};
+pub use streams::{STREAM_RETRY_AFTER, StreamSlot, StreamSlots};
 
 /// Settings of the HTTP API.
 ///
@@ -110,6 +118,12 @@ pub struct HttpConfig {
     pub max_wait: Duration,
     /// The `directory` reported by `GET /global/event`. Default: empty.
     pub directory: String,
+    /// The slots of event streams and long polls (503 when all are taken). A handle: give
+    /// the same to whatever else holds streams, for one cap. Default: 1,000 slots.
+    pub event_streams: StreamSlots,
+    /// How many of those slots one token may hold (429 beyond); only with tokens, and only
+    /// if below the number of slots. Default: `usize::MAX` (no limit of its own).
+    pub max_event_streams_per_token: usize,
 }
 
 impl Default for HttpConfig {
@@ -123,6 +137,8 @@ impl Default for HttpConfig {
             heartbeat_interval: Duration::from_secs(10),
             max_wait: Duration::from_secs(120),
             directory: String::new(),
+            event_streams: StreamSlots::default(),
+            max_event_streams_per_token: usize::MAX,
         }
     }
 }
@@ -144,6 +160,25 @@ struct Inner {
     shutdown: CancellationToken,
     /// Every session's seed-protocol transcript, folded from the hub's bus.
     transcripts: askbus_protocol::Transcripts,
+    /// Each token's own stream slots, if tokens have a limit of their own.
+    token_slots: streams::TokenSlots,
+}
+
+impl AppState {
+    /// The hub through which `caller` makes new requests: charged to its token's account
+    /// when tokens are configured, for the hub's per-account limit.
+    pub(crate) fn asking_hub(&self, caller: &auth::Caller) -> RequestHub {
+        match caller.1 {
+            Some(position) => self.inner.hub.for_account(account_name(position)),
+            None => self.inner.hub.clone(),
+        }
+    }
+}
+
+/// How the token at `position` of [`HttpConfig::tokens`] is named in quota errors and
+/// accounts: never by its secret.
+pub(crate) fn account_name(position: usize) -> String {
+    format!("token {}", position + 1)
 }
 
 /// The HTTP API over the questions and approvals of `hub`, configured by `config`; open
@@ -174,12 +209,18 @@ fn build(
 ) -> (Router, utoipa::openapi::OpenApi) {
     let cors = cors::cors_layer(&config.cors_origins);
     let request_timeout = config.request_timeout;
+    let token_slots = streams::TokenSlots::new(
+        config.tokens.len(),
+        config.max_event_streams_per_token,
+        &config.event_streams,
+    );
     let state = AppState {
         inner: Arc::new(Inner {
             transcripts: askbus_protocol::Transcripts::new(hub.bus()),
             hub,
             config,
             shutdown,
+            token_slots,
         }),
     };
 
@@ -204,13 +245,16 @@ fn build(
         .route_layer(ServiceBuilder::new().layer(authenticate.clone()).layer(
             TimeoutLayer::with_status_code(StatusCode::REQUEST_TIMEOUT, request_timeout),
         ));
+    // Held open for as long as the client likes: each takes a slot (see `streams`).
     let streaming = OpenApiRouter::new()
         .routes(routes!(questions::wait))
         .routes(routes!(approvals::wait))
         .routes(routes!(transcript::stream))
         .routes(routes!(events::event_stream))
         .routes(routes!(events::global_event_stream))
-        .route_layer(authenticate);
+        .route_layer(ServiceBuilder::new().layer(authenticate).layer(
+            axum::middleware::from_fn_with_state(state.clone(), streams::hold_slot),
+        ));
     let protected = timed.merge(streaming);
     let public = OpenApiRouter::new().routes(routes!(openapi::health));
 

@@ -162,7 +162,8 @@ pub(crate) async fn get(
         (status = 200, description = "The question with its status; `pending` when the wait ran out", body = QuestionStatus),
         (status = 400, description = "Malformed id or timeout", body = crate::error::ErrorBody),
         (status = 404, description = "No such question (or not visible to this token)", body = crate::error::ErrorBody),
-        (status = 503, description = "The store shared with other servers could not be reached", body = crate::error::ErrorBody),
+        (status = 429, description = "This token holds as many open streams and long polls as it may (`quota`)", body = crate::error::ErrorBody, headers(("Retry-After" = u64, description = "Seconds to wait before trying again"))),
+        (status = 503, description = "The store shared with other servers could not be reached, or every stream slot of the server is taken (`too_many_streams`)", body = crate::error::ErrorBody, headers(("Retry-After" = u64, description = "Seconds to wait before trying again"))),
     ),
     security(("bearer" = []), ())
 )]
@@ -282,6 +283,7 @@ pub(crate) async fn reject(
         (status = 415, description = "Not JSON", body = crate::error::ErrorBody),
         (status = 409, description = "`tool.callID` already asked other questions in this session (`call_id_reused`)", body = crate::error::ErrorBody),
         (status = 422, description = "The questions cannot be asked", body = crate::error::ErrorBody),
+        (status = 429, description = "Too many requests are pending in the session, for the token or on the server (`quota`)", body = crate::error::ErrorBody, headers(("Retry-After" = u64, description = "Seconds to wait before trying again"))),
         (status = 503, description = "The request could not be stored durably", body = crate::error::ErrorBody),
     ),
     security(("bearer" = []), ())
@@ -293,12 +295,12 @@ pub(crate) async fn create(
 ) -> Result<Json<Arc<QuestionRequest>>, ApiError> {
     caller.act_for(&body.session_id)?;
     let timeout = body.timeout.timeout()?;
-    let mut pending =
-        state
-            .inner
-            .hub
-            .questions()
-            .submit(body.session_id, body.questions, body.tool, timeout)?;
+    let mut pending = state.asking_hub(&caller).questions().submit(
+        body.session_id,
+        body.questions,
+        body.tool,
+        timeout,
+    )?;
     let recorded = pending.recorded();
     // Nobody awaits it in this process: the asker collects the outcome over HTTP. Detached
     // first, so a client that goes away while the store writes does not cancel it.

@@ -94,6 +94,8 @@ pub(crate) async fn history(
         (status = 200, description = "Server-Sent Events: `data:` is one frame, `id:` its cursor", content_type = "text/event-stream", body = String),
         (status = 400, description = "Malformed cursor", body = crate::error::ErrorBody),
         (status = 403, description = "The token is scoped to another session", body = crate::error::ErrorBody),
+        (status = 429, description = "This token holds as many open streams and long polls as it may (`quota`)", body = crate::error::ErrorBody, headers(("Retry-After" = u64, description = "Seconds to wait before trying again"))),
+        (status = 503, description = "Every stream slot of the server is taken (`too_many_streams`)", body = crate::error::ErrorBody, headers(("Retry-After" = u64, description = "Seconds to wait before trying again"))),
     ),
     security(("bearer" = []), ())
 )]

@@ -831,4 +831,27 @@ mod tests {
         assert_eq!(hub.questions().pending_count(), 0);
         assert_eq!(hub.approvals().pending_count(), 0);
     }
+
+    #[tokio::test]
+    async fn past_a_pending_limit_a_call_is_an_error_result_that_asks_nothing() {
+        let limits = askbus_question::PendingLimits {
+            per_session: 1,
+            ..askbus_question::PendingLimits::default()
+        };
+        let hub = RequestHub::new(Bus::new()).with_pending_limits(limits);
+        let server = AskbusMcp::new(hub.clone(), McpConfig::default());
+        let delete = json!({"actions": [{"name": "delete_rows", "args": {}}]});
+        let Ok(held) = server.start(Offered::Approval, "s1".into(), delete.clone()) else {
+            panic!("the first call fits");
+        };
+        let result = refused(&server, Offered::Approval, delete);
+        assert_eq!(result["isError"], true, "{result}");
+        let text = result["content"][0]["text"].as_str().unwrap_or_default();
+        assert!(
+            text.starts_with("the `request_approval` tool asked nothing, too many requests already wait for a human: session \"s1\""),
+            "{text:?}"
+        );
+        assert_eq!(hub.approvals().pending_count(), 1);
+        drop(held);
+    }
 }

@@ -15,25 +15,18 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use askbus_bus::{Bus, BusConfig};
-use askbus_question::{QuestionConfig, QuestionInfo, QuestionOption, QuestionService, Timeout};
+use askbus_question::{QuestionConfig, QuestionService, Timeout};
 use askbus_store::{MemoryStore, SqliteStore, Store};
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
+
+mod support;
+
+use support::database_question;
 
 /// Agents asking at once.
 const AGENTS: usize = 64;
 /// Cycles per measured iteration.
 const CYCLES: usize = 2048;
-
-fn question() -> Vec<QuestionInfo> {
-    vec![QuestionInfo::new(
-        "Which database should the service use?",
-        "Database",
-        [
-            QuestionOption::new("SQLite", "embedded, zero setup"),
-            QuestionOption::new("Postgres", "a server, scales out"),
-        ],
-    )]
-}
 
 /// Runs `CYCLES` durable cycles over `AGENTS` concurrent agents; returns the elapsed time.
 async fn cycles(questions: &QuestionService) -> Duration {
@@ -44,7 +37,7 @@ async fn cycles(questions: &QuestionService) -> Duration {
             tokio::spawn(async move {
                 for _ in 0..CYCLES / AGENTS {
                     let mut pending = questions
-                        .submit("bench", question(), None, Timeout::Default)
+                        .submit("bench", database_question(), None, Timeout::Default)
                         .expect("valid questions");
                     pending.recorded().await.expect("the question is durable");
                     questions

@@ -19,12 +19,13 @@ use crate::approval_model::{
     ApprovalReply, ApprovalRequest, ApprovalTimedOut, Decision, ReviewConfig,
 };
 use crate::interrupt::RequestId;
+use crate::quota::{Charge, QuotaExceeded};
 use crate::record::Durable;
 use crate::registry::{
-    self, Kind, Outcome, OutcomeKind, Registry, ResolveError, SharedIds, Snapshot, StoreRole,
-    Ticket,
+    self, Kind, Outcome, OutcomeKind, Refused, Registry, ResolveError, SharedIds, Snapshot,
+    StoreRole, Ticket,
 };
-use crate::service::{Deadline, Timeout};
+use crate::service::{Deadline, SubmitError, Timeout};
 use crate::validate::ValidationError;
 
 /// Asks humans to approve tool calls and hands their decisions back to the asking task.
@@ -59,6 +60,9 @@ pub struct ApprovalService {
     registry: Registry<ApprovalRegistryKind>,
     /// Defaults applied to every request.
     config: ApprovalConfig,
+    /// The account new requests are charged to
+    /// ([`RequestHub::for_account`](crate::RequestHub::for_account)).
+    pub(crate) account: Option<Arc<str>>,
 }
 
 /// Settings of an [`ApprovalService`].
@@ -77,6 +81,10 @@ pub enum ApprovalError {
     /// The request cannot be made as given.
     #[error("invalid approval request: {0}")]
     Invalid(#[from] ValidationError),
+    /// The request was not made: too many requests are pending. None may run; asking
+    /// again once some have ended may work.
+    #[error("the approval request was not made: {0}")]
+    OverQuota(QuotaExceeded),
     /// Nobody decided in time: every action counts as rejected, none may run.
     #[error("the approval request timed out; every action is rejected")]
     TimedOut,
@@ -265,6 +273,15 @@ impl ApprovalKeys {
     }
 }
 
+impl From<SubmitError> for ApprovalError {
+    fn from(error: SubmitError) -> Self {
+        match error {
+            SubmitError::Invalid(invalid) => Self::Invalid(invalid),
+            SubmitError::OverQuota(exceeded) => Self::OverQuota(exceeded),
+        }
+    }
+}
+
 impl Default for ApprovalConfig {
     fn default() -> Self {
         Self {
@@ -291,6 +308,7 @@ impl ApprovalService {
         Self {
             registry: Registry::new(bus, config.retain_resolved, ids),
             config,
+            account: None,
         }
     }
 
@@ -320,6 +338,7 @@ impl ApprovalService {
         Ok(Self {
             registry: Registry::restore(bus, config.retain_resolved, ids, store, role).await?,
             config,
+            account: None,
         })
     }
 
@@ -342,6 +361,7 @@ impl ApprovalService {
     /// # Errors
     ///
     /// [`ApprovalError::Invalid`] at once if the request cannot be made;
+    /// [`ApprovalError::OverQuota`] at once if too many requests are pending;
     /// [`ApprovalError::NotRecorded`] if the service's store could not record it (nobody
     /// could see it); otherwise [`ApprovalError::TimedOut`] (every action rejected) or
     /// [`ApprovalError::Cancelled`].
@@ -370,23 +390,25 @@ impl ApprovalService {
     /// in this session, and that request is pending or still remembered, nothing new is
     /// asked: the future joins that request, but only if it reviews the same calls (the
     /// same actions with the same arguments, under the same review configs), since its
-    /// decision was taken on what the human saw.
+    /// decision was taken on what the human saw. Joining is never refused for quota: it
+    /// adds no request.
     ///
     /// # Errors
     ///
-    /// [`ValidationError`] if the request cannot be made: no session, no action, an action
-    /// without a name, a review config naming no action, repeating one, or allowing no
-    /// decision, a timeout longer than [`MAX_TIMEOUT`](crate::MAX_TIMEOUT), or a
+    /// [`SubmitError::Invalid`] if the request cannot be made: no session, no action, an
+    /// action without a name, a review config naming no action, repeating one, or allowing
+    /// no decision, a timeout longer than [`MAX_TIMEOUT`](crate::MAX_TIMEOUT), or a
     /// `tool_use_id` that already asked about other calls in this session
     /// ([`conflicting_request`](ValidationError::conflicting_request) names that request,
-    /// which is left as it was).
+    /// which is left as it was); [`SubmitError::OverQuota`] if a
+    /// [limit](crate::PendingLimits) of pending requests is reached (nothing was asked).
     pub fn submit(
         &self,
         session_id: impl Into<Arc<str>>,
         actions: Vec<Action>,
         review_configs: Vec<ReviewConfig>,
         timeout: Timeout,
-    ) -> Result<PendingApproval, ValidationError> {
+    ) -> Result<PendingApproval, SubmitError> {
         let session_id = session_id.into();
         check_request(&session_id, &actions, &review_configs)?;
         let deadline = Deadline::after(timeout, self.config.default_timeout)?;
@@ -394,8 +416,13 @@ impl ApprovalService {
             .first()
             .and_then(|action| action.tool_use_id.clone())
             .map(|call_id| (Arc::clone(&session_id), call_id));
+        let charge = Charge {
+            session: Arc::clone(&session_id),
+            account: self.account.clone(),
+        };
         let ticket = self.registry.register(
             call.clone(),
+            charge,
             (actions, review_configs),
             |id, keys, (actions, review_configs)| {
                 let created_at = id.timestamp_ms();
@@ -413,13 +440,15 @@ impl ApprovalService {
         );
         match ticket {
             Ok(ticket) => Ok(PendingApproval { ticket }),
-            Err(earlier) => Err(ValidationError::call_reused(
+            Err(Refused::CallReused(earlier)) => Err(ValidationError::call_reused(
                 RequestId::Approval(earlier),
                 format!(
                     "tool_use_id {:?} already names approval request {earlier} of other calls in this session; give these calls a new tool_use_id, or leave it out",
                     call.map(|(_, call_id)| call_id).unwrap_or_default()
                 ),
-            )),
+            )
+            .into()),
+            Err(Refused::OverQuota(exceeded)) => Err(exceeded.into()),
         }
     }
 

@@ -13,10 +13,10 @@ use crate::follow::{self, Followed};
 use crate::interrupt::{
     InterruptState, PendingRequest, RequestId, ResumeError, ResumeInput, confirmation_phrase,
 };
+use crate::quota::{PendingLimits, Quota};
 use crate::record::Durable;
 use crate::registry::StoreRole;
-use crate::service::{QuestionConfig, QuestionService, Timeout};
-use crate::validate::ValidationError;
+use crate::service::{QuestionConfig, QuestionService, SubmitError, Timeout};
 
 /// The questions and approvals of one system, on one bus.
 ///
@@ -192,6 +192,61 @@ impl RequestHub {
         })
     }
 
+    /// This hub with `limits` on how many requests may be pending, questions and approvals
+    /// together, per session, per account and in total; see [`PendingLimits`] for the rules.
+    /// Requests pending already count from now on. Calling it again replaces the limits.
+    ///
+    /// The limits hold for every handle on this hub's requests, clones made before
+    /// included. Without this call nothing is limited (nor counted).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use askbus_bus::Bus;
+    /// use askbus_question::{Action, PendingLimits, RequestHub, SubmitError, Timeout};
+    /// use serde_json::json;
+    ///
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() {
+    /// let limits = PendingLimits { total: 1, ..PendingLimits::default() };
+    /// let hub = RequestHub::new(Bus::new()).with_pending_limits(limits);
+    /// let delete = || vec![Action::new("delete_rows", json!({"table": "users"}))];
+    /// let _pending = hub.approvals().submit("s1", delete(), vec![], Timeout::Never).unwrap();
+    ///
+    /// let refused = hub.approvals().submit("s2", delete(), vec![], Timeout::Never);
+    /// assert!(matches!(refused, Err(SubmitError::OverQuota(_))));
+    /// # }
+    /// ```
+    #[must_use]
+    pub fn with_pending_limits(self, limits: PendingLimits) -> Self {
+        let quota = match self.questions.registry().quota() {
+            Some(quota) => {
+                quota.set_limits(limits);
+                Arc::clone(quota)
+            }
+            None => Quota::new(limits),
+        };
+        // Both, even when the questions had a quota: their approvals may not (a second hub
+        // made from the same questions).
+        self.questions.registry().install_quota(&quota);
+        self.approvals.registry().install_quota(&quota);
+        self
+    }
+
+    /// Another handle on the same requests whose new ones (of either kind) are charged to
+    /// `account` too, so that they count against its
+    /// [`per_account`](PendingLimits::per_account) limit. `account` names who asks (the
+    /// server: `token 2`, by the token's position in its configuration) and is named in the
+    /// error. Its [`questions`](Self::questions) and [`approvals`](Self::approvals) charge
+    /// the account too (hand them to a tool, say).
+    #[must_use]
+    pub fn for_account(&self, account: impl Into<Arc<str>>) -> Self {
+        let account = account.into();
+        let mut charged = self.clone();
+        charged.questions.account = Some(Arc::clone(&account));
+        charged.approvals.account = Some(account);
+        charged
+    }
+
     /// Whether this hub shares its store with other instances ([`shared`](Self::shared)).
     pub fn shares_store(&self) -> bool {
         self.shared.is_some()
@@ -346,13 +401,14 @@ impl RequestHub {
     ///
     /// # Errors
     ///
-    /// [`ValidationError`] for an empty session id.
+    /// [`SubmitError::Invalid`] for an empty session id; [`SubmitError::OverQuota`] if too
+    /// many requests are pending.
     pub fn request_confirmation(
         &self,
         session_id: impl Into<Arc<str>>,
         text: &str,
         timeout: Timeout,
-    ) -> Result<Option<PendingApproval>, ValidationError> {
+    ) -> Result<Option<PendingApproval>, SubmitError> {
         if confirmation_phrase(text).is_none() {
             return Ok(None);
         }

@@ -19,6 +19,9 @@
 //! - **No lock is held across an `.await`.** The registry lock covers map insert/remove and
 //!   the (non-blocking) event publish only.
 //! - **Ids are not secrets.** They are ascending ULIDs; authorise with something else.
+//! - **Bounded when asked to be.** With [`PendingLimits`]
+//!   ([`RequestHub::with_pending_limits`]) a new request past a limit, per session, per
+//!   account or in total, is refused ([`SubmitError::OverQuota`]) and changes nothing.
 //!
 //! Answers are validated against their questions (one per question; one selection unless
 //! `multiple`; offered labels only unless `custom`); an empty answer, or
@@ -48,6 +51,7 @@ mod follow;
 mod hub;
 mod interrupt;
 mod model;
+mod quota;
 mod record;
 mod registry;
 mod service;
@@ -73,10 +77,11 @@ pub use model::{
     QuestionKind, QuestionOption, QuestionRejected, QuestionReplied, QuestionRequest,
     QuestionTimedOut, ToolRef, is_skipped,
 };
+pub use quota::{PendingLimits, QuotaExceeded};
 pub use record::{Durable, DurableError};
 pub use registry::{Outcome, OutcomeKind, Snapshot};
 pub use service::{
     AskError, MAX_TIMEOUT, PendingQuestion, QuestionConfig, QuestionOutcome, QuestionService,
-    QuestionSnapshot, ReplyError, Timeout,
+    QuestionSnapshot, ReplyError, SubmitError, Timeout,
 };
 pub use validate::{MAX_HEADER_CHARS, ValidationError};

@@ -38,7 +38,7 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::convert::Infallible;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError, Weak};
 use std::task::{Context, Poll};
 
 use askbus_bus::{Bus, Id, IdGenerator, IdKind};
@@ -49,6 +49,7 @@ use tokio::sync::{Notify, oneshot};
 use tokio::time::Instant;
 
 use crate::interrupt::RequestId;
+use crate::quota::{Charge, Quota, QuotaExceeded};
 use crate::record::{self, Durable, DurableError, Recorder};
 
 /// The single terminal outcome of a request.
@@ -174,6 +175,15 @@ pub(crate) enum ResolveError<E> {
     Refused(E),
 }
 
+/// Why [`Registry::register`] made no request.
+#[derive(Debug)]
+pub(crate) enum Refused<Id> {
+    /// The tool call already asked this request, about other content.
+    CallReused(Id),
+    /// A limit of the registry's quota would be passed.
+    OverQuota(QuotaExceeded),
+}
+
 /// How a registry uses the store it records in.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum StoreRole {
@@ -233,6 +243,9 @@ struct Inner<K: Kind> {
     /// of one hub, so ids of both kinds are one order ("oldest" across kinds is exact);
     /// taken only under this registry's lock (registry → ids, never the other way).
     ids: SharedIds,
+    /// The pending-request caps, once installed; shared by the registries of one hub and,
+    /// like `ids`, taken only under this registry's lock (registry → quota).
+    quota: OnceLock<Arc<Quota>>,
 }
 
 /// An id source shared by registries.
@@ -266,6 +279,8 @@ struct Pending<K: Kind> {
     /// Whether its `asked` event was published. Only a request registered here over a
     /// shared store waits for that (until its insert comes back through the change log).
     announced: bool,
+    /// The account its slot of the quota was charged to, if any (see [`Quota`]).
+    account: Option<Arc<str>>,
 }
 
 /// A request that reached its outcome, remembered for late readers.
@@ -318,6 +333,24 @@ impl<K: Kind> Registry<K> {
         &self.inner.ids
     }
 
+    /// The quota that caps this registry's new requests, once installed.
+    pub(crate) fn quota(&self) -> Option<&Arc<Quota>> {
+        self.inner.quota.get()
+    }
+
+    /// Makes `quota` cap this registry's new requests from now on, counting every request
+    /// already pending. A registry has one quota for good: a second is ignored.
+    pub(crate) fn install_quota(&self, quota: &Arc<Quota>) {
+        let state = self.inner.lock();
+        // Under the lock, so no request is registered or ended between the count and the
+        // installation.
+        if self.inner.quota.set(Arc::clone(quota)).is_ok() {
+            for entry in state.pending.values() {
+                quota.count(K::session_id(&entry.request));
+            }
+        }
+    }
+
     fn with_parts(
         bus: Bus,
         retain_resolved: usize,
@@ -340,6 +373,7 @@ impl<K: Kind> Registry<K> {
                 retain_resolved,
                 recorder,
                 ids,
+                quota: OnceLock::new(),
             }),
         }
     }
@@ -435,19 +469,25 @@ impl<K: Kind> Registry<K> {
     /// watches), or carries its outcome at once. It joins **only if that request
     /// [`asks`](Kind::asks) `content`** (the same questions, the same calls with the same
     /// arguments): its outcome was decided by a human who saw that content, never this.
-    /// Otherwise nothing changes and the earlier request's id is the error. This is the one
-    /// place the rule is kept, so every way in (the services, HTTP, MCP, the tools, the
-    /// guard) passes it.
+    /// Otherwise nothing changes and the earlier request's id is the error
+    /// ([`Refused::CallReused`]). This is the one place the rule is kept, so every way in
+    /// (the services, HTTP, MCP, the tools, the guard) passes it.
+    ///
+    /// A new request (not a join) takes a slot of the quota, if one is installed, charged
+    /// to `charge`; when a limit would be passed nothing changes and the limit is the error
+    /// ([`Refused::OverQuota`]). Checked here for the same reason, before the request gets
+    /// an id, so a refusal leaves no trace.
     ///
     /// `build` runs under the registry lock, so it must be cheap and must not call back
     /// into the registry.
     pub(crate) fn register(
         &self,
         call: Option<CallKey>,
+        charge: Charge,
         content: K::Content,
         build: impl FnOnce(Id<K::IdKind>, &mut K::Index, K::Content) -> K::Request,
         deadline: Option<Instant>,
-    ) -> Result<Ticket<K>, Id<K::IdKind>> {
+    ) -> Result<Ticket<K>, Refused<Id<K::IdKind>>> {
         if deadline.is_some() {
             self.ensure_timer_driver();
         }
@@ -468,7 +508,7 @@ impl<K: Kind> Registry<K> {
                 |entry| &entry.request,
             );
             if !K::asks(asked, &content) {
-                return Err(id);
+                return Err(Refused::CallReused(id));
             }
             let (request, owns) = match state.pending.get_mut(&id) {
                 Some(entry) => {
@@ -500,6 +540,9 @@ impl<K: Kind> Registry<K> {
                 recorded: None,
             });
         }
+        if let Some(quota) = self.inner.quota.get() {
+            quota.admit(&charge).map_err(Refused::OverQuota)?;
+        }
         let id = lock_ids(&self.inner.ids).next_id();
         let request = Arc::new(build(id, &mut state.index, content));
         if let Some(at) = deadline
@@ -516,6 +559,7 @@ impl<K: Kind> Registry<K> {
                 asker: Some(sender),
                 deadline,
                 announced,
+                account: charge.account,
             },
         );
         state.index_call(&request);
@@ -716,6 +760,10 @@ impl<K: Kind> Registry<K> {
                             return Ok(());
                         };
                         let request = state.insert_recorded(request);
+                        // Another instance's request: it exists, so it counts, unrefused.
+                        if let Some(quota) = self.inner.quota.get() {
+                            quota.count(K::session_id(&request));
+                        }
                         if let Some(at) = state.pending.get(&id).and_then(|entry| entry.deadline)
                             && state.deadlines.first() == Some(&(at, id))
                         {
@@ -973,6 +1021,9 @@ impl<K: Kind> Inner<K> {
         outcome: Outcome<K::Reply>,
     ) -> Option<Delivery<K>> {
         let entry = state.pending.remove(&id)?;
+        if let Some(quota) = self.quota.get() {
+            quota.release(K::session_id(&entry.request), entry.account.as_ref());
+        }
         if let Some(at) = entry.deadline {
             state.deadlines.remove(&(at, id));
         }
@@ -1206,6 +1257,7 @@ impl<K: Kind> State<K> {
                 asker: None,
                 deadline,
                 announced: true,
+                account: None,
             },
         );
         request

@@ -16,10 +16,11 @@ use crate::model::{
     Answer, Answers, QuestionAsked, QuestionCancelled, QuestionId, QuestionInfo, QuestionKind,
     QuestionRejected, QuestionReplied, QuestionRequest, QuestionTimedOut, ToolRef,
 };
+use crate::quota::{Charge, QuotaExceeded};
 use crate::record::Durable;
 use crate::registry::{
-    self, Kind, Outcome, OutcomeKind, Registry, ResolveError, SharedIds, Snapshot, StoreRole,
-    Ticket,
+    self, Kind, Outcome, OutcomeKind, Refused, Registry, ResolveError, SharedIds, Snapshot,
+    StoreRole, Ticket,
 };
 use crate::validate::{self, ValidationError};
 
@@ -60,6 +61,9 @@ pub struct QuestionService {
     registry: Registry<QuestionRegistryKind>,
     /// Defaults applied to every request.
     config: QuestionConfig,
+    /// The account new requests are charged to
+    /// ([`RequestHub::for_account`](crate::RequestHub::for_account)).
+    pub(crate) account: Option<Arc<str>>,
 }
 
 /// Settings of a [`QuestionService`].
@@ -90,12 +94,29 @@ pub enum Timeout {
     After(Duration),
 }
 
+/// Why a request was not made (`submit` of either service).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum SubmitError {
+    /// The request cannot be made as given (HTTP: 422), or its tool call already asked
+    /// something else ([`ValidationError::conflicting_request`]; HTTP: 409).
+    #[error(transparent)]
+    Invalid(#[from] ValidationError),
+    /// Too many requests are pending (HTTP: 429); the same request may be made once some
+    /// have ended. See [`PendingLimits`](crate::PendingLimits).
+    #[error(transparent)]
+    OverQuota(#[from] QuotaExceeded),
+}
+
 /// Why `ask` did not return answers.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum AskError {
     /// The questions cannot be asked as given.
     #[error("invalid question: {0}")]
     Invalid(#[from] ValidationError),
+    /// The question was not asked: too many requests are pending. Asking again once some
+    /// have ended may work.
+    #[error("the question was not asked: {0}")]
+    OverQuota(QuotaExceeded),
     /// The human declined to answer.
     #[error("the human rejected the question{}", reason_suffix(.reason))]
     Rejected {
@@ -227,6 +248,15 @@ impl Kind for QuestionRegistryKind {
     }
 }
 
+impl From<SubmitError> for AskError {
+    fn from(error: SubmitError) -> Self {
+        match error {
+            SubmitError::Invalid(invalid) => Self::Invalid(invalid),
+            SubmitError::OverQuota(exceeded) => Self::OverQuota(exceeded),
+        }
+    }
+}
+
 impl Default for QuestionConfig {
     fn default() -> Self {
         Self {
@@ -253,6 +283,7 @@ impl QuestionService {
         Self {
             registry: Registry::new(bus, config.retain_resolved, ids),
             config,
+            account: None,
         }
     }
 
@@ -289,6 +320,7 @@ impl QuestionService {
         Ok(Self {
             registry: Registry::restore(bus, config.retain_resolved, ids, store, role).await?,
             config,
+            account: None,
         })
     }
 
@@ -310,6 +342,7 @@ impl QuestionService {
     /// # Errors
     ///
     /// [`AskError::Invalid`] at once if the questions cannot be asked;
+    /// [`AskError::OverQuota`] at once if too many requests are pending;
     /// [`AskError::NotRecorded`] if the service's store could not record them (nobody
     /// could see them); otherwise the non-answer outcome: [`AskError::Rejected`],
     /// [`AskError::TimedOut`], [`AskError::Cancelled`].
@@ -337,30 +370,37 @@ impl QuestionService {
     /// future joins that request (an agent that re-asks after a restart, or retries a tool
     /// call, gets the one answer instead of a second prompt). The joining future cancels
     /// the request on drop only if the request had no live asker. It joins only a request
-    /// of the same questions: the answer was given to what the human saw.
+    /// of the same questions: the answer was given to what the human saw. Joining is never
+    /// refused for quota: it adds no request.
     ///
     /// # Errors
     ///
-    /// [`ValidationError`] if the questions cannot be asked (or `timeout` is longer than
-    /// [`MAX_TIMEOUT`]), or if `tool`'s call already
-    /// asked other questions in this session
+    /// [`SubmitError::Invalid`] if the questions cannot be asked (or `timeout` is longer
+    /// than [`MAX_TIMEOUT`]), or if `tool`'s call already asked other questions in this
+    /// session
     /// ([`conflicting_request`](ValidationError::conflicting_request) names that request,
-    /// which is left as it was).
+    /// which is left as it was); [`SubmitError::OverQuota`] if a
+    /// [limit](crate::PendingLimits) of pending requests is reached (nothing was asked).
     pub fn submit(
         &self,
         session_id: impl Into<Arc<str>>,
         questions: Vec<QuestionInfo>,
         tool: Option<ToolRef>,
         timeout: Timeout,
-    ) -> Result<PendingQuestion, ValidationError> {
+    ) -> Result<PendingQuestion, SubmitError> {
         let session_id = session_id.into();
         validate::check_questions(&session_id, &questions)?;
         let deadline = Deadline::after(timeout, self.config.default_timeout)?;
         let call = tool
             .as_ref()
             .map(|tool| (Arc::clone(&session_id), tool.call_id.clone()));
+        let charge = Charge {
+            session: Arc::clone(&session_id),
+            account: self.account.clone(),
+        };
         let ticket = self.registry.register(
             call.clone(),
+            charge,
             questions,
             |id, (), questions| {
                 let created_at = id.timestamp_ms();
@@ -377,13 +417,15 @@ impl QuestionService {
         );
         match ticket {
             Ok(ticket) => Ok(PendingQuestion { ticket }),
-            Err(earlier) => Err(ValidationError::call_reused(
+            Err(Refused::CallReused(earlier)) => Err(ValidationError::call_reused(
                 RequestId::Question(earlier),
                 format!(
                     "tool call {:?} already asked question request {earlier} in this session, about other questions; give this ask a call id of its own, or leave it out",
                     call.map(|(_, call_id)| call_id).unwrap_or_default()
                 ),
-            )),
+            )
+            .into()),
+            Err(Refused::OverQuota(exceeded)) => Err(exceeded.into()),
         }
     }
 

@@ -31,6 +31,16 @@
 //!   listed, answered and streamed through any other, and resolves once (the losers of a
 //!   race between servers get `409`). Any other `--store` is refused, naming what is
 //!   supported, rather than silently keeping requests somewhere else.
+//! - **Quotas.** What a client can make the server hold is bounded by flags. Pending
+//!   requests, questions and approvals together: `--max-pending-per-session` (1,000) and
+//!   `--max-pending` (100,000); beyond, a create is refused with 429 `quota` and
+//!   `Retry-After`, naming the limit. Event streams and long polls (and MCP's GET
+//!   stream): `--max-event-streams`, by default derived from the open-files limit, which
+//!   the binary raises to its hard limit at start-up ([`event_streams_for`]); beyond, 503
+//!   `too_many_streams` with `Retry-After`, while `/health`, replies and open streams go on.
+//!   With two or more tokens, each token may hold half of either by default
+//!   (`--max-pending-per-token`, `--max-event-streams-per-token`; 429 `quota` beyond), so
+//!   one client cannot take them all from the others. The limits are logged at start-up.
 //! - **Shutdown.** On SIGINT or SIGTERM the server stops accepting, ends every open event
 //!   stream and long poll, and exits 0. Connections that still do not close are dropped
 //!   after a grace period, so shutdown never hangs.
@@ -73,10 +83,10 @@ use std::sync::Arc;
 use askbus_bus::{Bus, BusConfig};
 use askbus_http::{
     AccessToken, AllowedHost, CorsOrigin, HttpConfig, InvalidHost, InvalidOrigin, SiteGuard,
-    TokenScope,
+    StreamSlots, TokenScope,
 };
 use askbus_mcp::{ElicitationBridge, McpConfig};
-use askbus_question::{ApprovalConfig, QuestionConfig, RequestHub};
+use askbus_question::{ApprovalConfig, PendingLimits, QuestionConfig, RequestHub};
 use askbus_store::{RedisLocation, RedisStore, SqliteStore, Store, StoreError};
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
@@ -163,6 +173,37 @@ pub struct Cli {
         global = true
     )]
     pub mcp_progress_secs: f64,
+    /// Most pending requests (questions and approvals) of one session; a create beyond is
+    /// refused with 429.
+    #[arg(
+        long,
+        env = "ASKBUS_MAX_PENDING_PER_SESSION",
+        default_value_t = 1_000,
+        global = true
+    )]
+    pub max_pending_per_session: usize,
+    /// Most pending requests (questions and approvals) of the whole server; a create
+    /// beyond is refused with 429.
+    #[arg(
+        long,
+        env = "ASKBUS_MAX_PENDING",
+        default_value_t = 100_000,
+        global = true
+    )]
+    pub max_pending: usize,
+    /// Most pending requests created with one token (429 beyond). Default: half of
+    /// --max-pending with two or more tokens, else no limit of its own.
+    #[arg(long, env = "ASKBUS_MAX_PENDING_PER_TOKEN", global = true)]
+    pub max_pending_per_token: Option<usize>,
+    /// Most event streams and long polls open at once, MCP's stream included (503
+    /// beyond). Default: from the open-files limit, leaving a quarter (at least 256) for
+    /// everything else, at most 50,000.
+    #[arg(long, env = "ASKBUS_MAX_EVENT_STREAMS", global = true)]
+    pub max_event_streams: Option<usize>,
+    /// Most event streams and long polls one token holds at once (429 beyond). Default:
+    /// half of --max-event-streams with two or more tokens, else no limit of its own.
+    #[arg(long, env = "ASKBUS_MAX_EVENT_STREAMS_PER_TOKEN", global = true)]
+    pub max_event_streams_per_token: Option<usize>,
     /// What to run; without one, the HTTP server.
     #[command(subcommand)]
     pub command: Option<Command>,
@@ -196,6 +237,9 @@ pub struct Settings {
     pub mcp: McpConfig,
     /// Whether MCP is also served on stdin/stdout.
     pub mcp_stdio: McpStdio,
+    /// How many requests may be pending (per session, per token, in total). The stream
+    /// slots are in [`HttpConfig::event_streams`].
+    pub pending: PendingLimits,
 }
 
 /// Where the server keeps requests, outcomes and events.
@@ -318,6 +362,9 @@ pub enum ConfigError {
     /// A malformed MCP flag.
     #[error("bad MCP flag: {0}")]
     BadMcpFlag(&'static str),
+    /// A limit of zero: the flag named would refuse everything.
+    #[error("{0} must be at least 1")]
+    ZeroLimit(&'static str),
 }
 
 impl Cli {
@@ -326,7 +373,12 @@ impl Cli {
     /// # Errors
     ///
     /// A [`ConfigError`] naming the flag to change: an unparsable address, a non-loopback
-    /// address without a token, an unsupported store, a malformed token or origin.
+    /// address without a token, an unsupported store, a malformed token or origin, a limit
+    /// of zero.
+    ///
+    /// The default of `--max-event-streams` comes from the open-files limit in force when
+    /// this is called ([`event_streams_for`]); the binary raises it first
+    /// ([`raise_open_files_limit`]).
     pub fn settings(&self) -> Result<Settings, ConfigError> {
         let listen: SocketAddr = self
             .listen
@@ -387,6 +439,7 @@ impl Cli {
             progress_interval,
             ..McpConfig::default()
         };
+        let (pending, event_streams, max_event_streams_per_token) = self.limits(tokens.len())?;
         let directory = std::env::current_dir()
             .map(|path| path.display().to_string())
             .unwrap_or_default();
@@ -400,6 +453,8 @@ impl Cli {
                 cors_origins,
                 allowed_hosts,
                 directory,
+                event_streams,
+                max_event_streams_per_token,
                 ..HttpConfig::default()
             },
             demo: if self.demo { Demo::On } else { Demo::Off },
@@ -409,7 +464,99 @@ impl Cli {
                 Some(Command::Mcp) => McpStdio::On,
                 None => McpStdio::Off,
             },
+            pending,
         })
+    }
+
+    /// The quota flags, with their defaults filled in for `tokens` tokens.
+    fn limits(&self, tokens: usize) -> Result<(PendingLimits, StreamSlots, usize), ConfigError> {
+        let at_least_one = |value: usize, flag: &'static str| match value {
+            0 => Err(ConfigError::ZeroLimit(flag)),
+            value => Ok(value),
+        };
+        // With two tokens or more, by default no one token may take more than half, so the
+        // others always keep the rest. With one (or none) there is nobody to share with.
+        let per_token = |asked: Option<usize>, of_server: usize, flag| match asked {
+            Some(asked) => at_least_one(asked, flag),
+            None if tokens >= 2 => Ok(of_server.div_ceil(2)),
+            None => Ok(usize::MAX),
+        };
+        let total = at_least_one(self.max_pending, "--max-pending")?;
+        let pending = PendingLimits {
+            per_session: at_least_one(self.max_pending_per_session, "--max-pending-per-session")?,
+            per_account: per_token(self.max_pending_per_token, total, "--max-pending-per-token")?,
+            total,
+        };
+        let streams = match self.max_event_streams {
+            Some(asked) => at_least_one(asked, "--max-event-streams")?,
+            None => open_files_limit().map_or(StreamSlots::default().limit(), event_streams_for),
+        };
+        let streams_per_token = per_token(
+            self.max_event_streams_per_token,
+            streams,
+            "--max-event-streams-per-token",
+        )?;
+        Ok((pending, StreamSlots::new(streams), streams_per_token))
+    }
+}
+
+/// The default of `--max-event-streams` for a process that may have `open_files` files
+/// open: each stream holds a connection, so one file descriptor. A quarter of the limit,
+/// and at least 256, is left for everything else (replies, `/health`, the store's files and
+/// connections, the listener); and at most 50,000 streams, about 1 GB of their state
+/// (some 20 KB each).
+///
+/// # Examples
+///
+/// ```
+/// use askbus_server::event_streams_for;
+///
+/// assert_eq!(event_streams_for(1_024), 768);
+/// assert_eq!(event_streams_for(20_000), 15_000);
+/// assert_eq!(event_streams_for(1_048_576), 50_000);
+/// assert_eq!(event_streams_for(100), 1);
+/// ```
+pub fn event_streams_for(open_files: u64) -> usize {
+    const MOST: u64 = 50_000;
+    let reserved = (open_files / 4).max(256);
+    let streams = open_files.saturating_sub(reserved).clamp(1, MOST);
+    usize::try_from(streams).unwrap_or(1)
+}
+
+/// The open-files limits of this process before and after
+/// [`raise_open_files_limit`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct OpenFiles {
+    /// The soft limit found at start-up.
+    pub before: u64,
+    /// The soft limit in force now.
+    pub now: u64,
+}
+
+/// Raises this process's soft limit of open files to its hard limit, so the server can
+/// hold as many connections as the system lets it; `None` on a platform without such a
+/// limit.
+///
+/// # Errors
+///
+/// The system's error if the limits cannot be read or raised; they are left as they were.
+pub fn raise_open_files_limit() -> std::io::Result<Option<OpenFiles>> {
+    let Some(before) = open_files_limit() else {
+        return Ok(None);
+    };
+    let now = rlimit::increase_nofile_limit(u64::MAX)?;
+    Ok(Some(OpenFiles { before, now }))
+}
+
+/// The soft limit of open files in force, if the platform has one.
+fn open_files_limit() -> Option<u64> {
+    #[cfg(unix)]
+    {
+        rlimit::Resource::NOFILE.get().ok().map(|(soft, _)| soft)
+    }
+    #[cfg(not(unix))]
+    {
+        None
     }
 }
 
@@ -449,7 +596,8 @@ pub async fn serve(
 ) -> std::io::Result<()> {
     let hub = open_hub(&settings.store, settings.keep_resolved)
         .await
-        .map_err(std::io::Error::other)?;
+        .map_err(std::io::Error::other)?
+        .with_pending_limits(settings.pending);
     serve_hub(listener, hub, settings, shutdown).await;
     Ok(())
 }
@@ -490,10 +638,10 @@ pub async fn run(settings: Settings, shutdown: CancellationToken) -> std::io::Re
     let store = &settings.store;
     let hub = open_hub(store, settings.keep_resolved)
         .await
-        .map_err(|error| {
-            std::io::Error::other(format!("cannot open the store {store}: {error}"))
-        })?;
+        .map_err(|error| std::io::Error::other(format!("cannot open the store {store}: {error}")))?
+        .with_pending_limits(settings.pending);
     let auth = describe_auth(&settings.http.tokens);
+    tracing::info!("limits: {}", describe_limits(&settings));
     tracing::info!("askbus listening on http://{address} ({auth}; store: {store})");
     serve_hub(listener, hub, settings, shutdown).await;
     Ok(())
@@ -542,6 +690,24 @@ async fn open_hub(
         tracing::info!("{restored} pending request(s) restored from the store");
     }
     Ok(hub)
+}
+
+/// The quotas in force, for the start-up log.
+fn describe_limits(settings: &Settings) -> String {
+    let per_token = |limit: usize| match limit {
+        usize::MAX => String::new(),
+        limit => format!(", {limit} per token"),
+    };
+    let pending = settings.pending;
+    let http = &settings.http;
+    format!(
+        "{} pending requests per session, {} in total{}; {} event streams and long polls{}",
+        pending.per_session,
+        pending.total,
+        per_token(pending.per_account),
+        http.event_streams.limit(),
+        per_token(http.max_event_streams_per_token),
+    )
 }
 
 fn describe_auth(tokens: &[AccessToken]) -> String {

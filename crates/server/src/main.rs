@@ -37,6 +37,17 @@ fn main() -> ExitCode {
 }
 
 fn run(cli: &Cli) -> anyhow::Result<()> {
+    // First: the default number of event streams is derived from the limit in force.
+    match askbus_server::raise_open_files_limit() {
+        Ok(Some(files)) if files.now > files.before => tracing::info!(
+            "open files: soft limit raised from {} to {} (the hard limit)",
+            files.before,
+            files.now
+        ),
+        Ok(Some(files)) => tracing::info!("open files: limit {}", files.now),
+        Ok(None) => {}
+        Err(error) => tracing::warn!("open files: cannot raise the limit: {error}"),
+    }
     let settings = cli.settings()?;
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()

@@ -16,6 +16,9 @@
 //! otherwise) and within its body limit (413), so a client cannot hold a connection by
 //! sending headers and then trickling a body. What comes back is not timed: a tool call's
 //! answer streams for as long as the human takes, and the `GET` event stream stays open.
+//! That stream takes a slot of the API's ([`HttpConfig::event_streams`](askbus_http::HttpConfig),
+//! 503 when none is free), so it counts against the same cap as `/event`. A tool call held
+//! open is a pending request, capped by the hub's pending limits instead.
 //!
 //! `askbus mcp` serves MCP on stdin/stdout *and* the HTTP API on `--listen`, since the
 //! human answers over HTTP. When the client closes stdin the whole server shuts down: the
@@ -24,7 +27,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use askbus_http::{AccessToken, ApiError, ErrorCode, TokenScope};
+use askbus_http::{AccessToken, ApiError, ErrorCode, StreamSlots, TokenScope};
 use askbus_mcp::{AskbusMcp, HttpOptions, ScopedSession};
 use askbus_question::RequestHub;
 use axum::Router;
@@ -48,6 +51,7 @@ pub(crate) fn mount(
         tokens: settings.http.tokens.clone().into(),
         body_timeout: settings.http.request_timeout,
         body_limit: settings.http.body_limit,
+        streams: settings.http.event_streams.clone(),
     });
     let options = HttpOptions {
         // The server's site guard, in front of every route, checked the Host already.
@@ -81,10 +85,13 @@ struct Gate {
     body_timeout: Duration,
     /// Largest POST body, in bytes: the API's body limit.
     body_limit: usize,
+    /// The API's stream slots, one of which a `GET` stream holds.
+    streams: StreamSlots,
 }
 
 /// The API's bearer check (a session-scoped token becomes a [`ScopedSession`] the MCP
-/// server reads), then a POST's body read whole within [`Gate::body_timeout`].
+/// server reads), then a POST's body read whole within [`Gate::body_timeout`], or a slot
+/// for a GET's stream.
 async fn pass_gate(State(gate): State<Arc<Gate>>, mut request: Request, next: Next) -> Response {
     match askbus_http::authorize(&gate.tokens, request.headers()) {
         Ok(TokenScope::AllSessions) => {}
@@ -97,6 +104,12 @@ async fn pass_gate(State(gate): State<Arc<Gate>>, mut request: Request, next: Ne
         request = match read_body(request, &gate).await {
             Ok(request) => request,
             Err(refused) => return refused.into_response(),
+        };
+    }
+    if request.method() == Method::GET {
+        return match gate.streams.try_take() {
+            Ok(slot) => slot.hold(next.run(request).await),
+            Err(refused) => refused.into_response(),
         };
     }
     next.run(request).await

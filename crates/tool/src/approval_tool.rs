@@ -180,7 +180,8 @@ impl ApprovalTool {
     /// # Errors
     ///
     /// [`ToolError::InvalidArguments`] with a message the model can act on;
-    /// [`ToolError::Unavailable`] if the store could not record the request (nobody saw it).
+    /// [`ToolError::Unavailable`] if the store could not record the request (nobody saw it);
+    /// [`ToolError::OverQuota`] if too many requests are pending (nothing was asked).
     ///
     /// # Cancel safety
     ///
@@ -203,7 +204,8 @@ impl ApprovalTool {
     /// # Errors
     ///
     /// [`ToolError::InvalidArguments`] with a message the model can act on, also for a
-    /// `tool_use_id` that names a request of other calls; no request is made then.
+    /// `tool_use_id` that names a request of other calls, or [`ToolError::OverQuota`] if
+    /// too many requests are pending; no request is made then.
     pub fn submit(&self, context: ToolContext, args: Value) -> Result<ApprovalCall, ToolError> {
         let proposed = parse_args(args)?.actions;
         let review_configs = review_configs(&proposed)?;
@@ -252,6 +254,9 @@ impl Future for ApprovalCall {
             Err(ApprovalError::Cancelled) => ApprovalToolOutcome::Cancelled,
             Err(ApprovalError::NotRecorded(why)) => {
                 return Poll::Ready(Err(ToolError::unavailable(APPROVAL_TOOL_NAME, why)));
+            }
+            Err(ApprovalError::OverQuota(exceeded)) => {
+                return Poll::Ready(Err(ToolError::over_quota(APPROVAL_TOOL_NAME, &exceeded)));
             }
         };
         let text = outcome.text_for_model(&self.pending.request().action_requests);

@@ -4,7 +4,7 @@
 
 use std::sync::Arc;
 
-use askbus_question::ToolRef;
+use askbus_question::{QuotaExceeded, SubmitError, ToolRef};
 use serde::Serialize;
 use serde_json::Value;
 
@@ -51,6 +51,18 @@ pub enum ToolError {
         /// Why.
         message: String,
     },
+    /// Too many requests already wait for a human (a limit of the server, of the session
+    /// or of the caller). Nothing was asked (and a guarded tool did not run); the same call
+    /// may work once some of them are answered.
+    #[error(
+        "the `{tool}` tool asked nothing, too many requests already wait for a human: {message}"
+    )]
+    OverQuota {
+        /// The tool that was called.
+        tool: String,
+        /// Which limit, and what to do.
+        message: String,
+    },
 }
 
 impl ToolContext {
@@ -86,6 +98,22 @@ impl ToolError {
         Self::Unavailable {
             tool: tool.to_owned(),
             message: message.into(),
+        }
+    }
+
+    /// A request to `tool` that passed a limit of pending requests.
+    pub(crate) fn over_quota(tool: &str, exceeded: &QuotaExceeded) -> Self {
+        Self::OverQuota {
+            tool: tool.to_owned(),
+            message: exceeded.to_string(),
+        }
+    }
+
+    /// Why `submit` made no request for `tool`.
+    pub(crate) fn not_submitted(tool: &str, refused: SubmitError) -> Self {
+        match refused {
+            SubmitError::Invalid(invalid) => Self::invalid(tool, invalid.to_string()),
+            SubmitError::OverQuota(exceeded) => Self::over_quota(tool, &exceeded),
         }
     }
 }

@@ -156,7 +156,9 @@ impl<T: GuardedTool> ApprovalGuard<T> {
     /// [`ToolError::InvalidArguments`] when the request cannot be made (an empty session),
     /// or when the context's call id already asked in this session about other arguments
     /// (the earlier request is left as it was, and nothing runs); [`ToolError::Unavailable`]
-    /// if the store could not record the request (nobody saw it, and nothing runs).
+    /// if the store could not record the request (nobody saw it, and nothing runs);
+    /// [`ToolError::OverQuota`] if too many requests are pending (nothing asked, nothing
+    /// runs).
     ///
     /// # Cancel safety
     ///
@@ -190,6 +192,9 @@ impl<T: GuardedTool> ApprovalGuard<T> {
             Err(ApprovalError::TimedOut) => return Ok(self.refused(GuardOutcome::TimedOut)),
             Err(ApprovalError::Cancelled) => return Ok(self.refused(GuardOutcome::Cancelled)),
             Err(ApprovalError::NotRecorded(why)) => return Err(ToolError::unavailable(name, why)),
+            Err(ApprovalError::OverQuota(exceeded)) => {
+                return Err(ToolError::over_quota(name, &exceeded));
+            }
         };
         Ok(match decision {
             Decision::Approve => self.run(args, false).await,

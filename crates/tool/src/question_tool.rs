@@ -180,7 +180,8 @@ impl QuestionTool {
     /// # Errors
     ///
     /// [`ToolError::InvalidArguments`] with a message the model can act on;
-    /// [`ToolError::Unavailable`] if the store could not record the request (nobody saw it).
+    /// [`ToolError::Unavailable`] if the store could not record the request (nobody saw it);
+    /// [`ToolError::OverQuota`] if too many requests are pending (nothing was asked).
     ///
     /// # Cancel safety
     ///
@@ -196,8 +197,8 @@ impl QuestionTool {
     ///
     /// # Errors
     ///
-    /// [`ToolError::InvalidArguments`] with a message the model can act on; nothing is
-    /// asked then.
+    /// [`ToolError::InvalidArguments`] with a message the model can act on, or
+    /// [`ToolError::OverQuota`] if too many requests are pending; nothing is asked then.
     pub fn submit(&self, context: ToolContext, args: Value) -> Result<QuestionCall, ToolError> {
         let args = parse_args(args)?;
         let questions: Vec<QuestionInfo> = args
@@ -214,7 +215,7 @@ impl QuestionTool {
         let pending = self
             .questions
             .submit(context.session_id, questions, context.tool, self.timeout)
-            .map_err(|invalid| ToolError::invalid(QUESTION_TOOL_NAME, invalid.to_string()))?;
+            .map_err(|refused| ToolError::not_submitted(QUESTION_TOOL_NAME, refused))?;
         Ok(QuestionCall { pending })
     }
 }
@@ -245,6 +246,9 @@ impl Future for QuestionCall {
             Err(AskError::Cancelled) => ToolOutcome::Cancelled,
             Err(AskError::NotRecorded(why)) => {
                 return Poll::Ready(Err(ToolError::unavailable(QUESTION_TOOL_NAME, why)));
+            }
+            Err(AskError::OverQuota(exceeded)) => {
+                return Poll::Ready(Err(ToolError::over_quota(QUESTION_TOOL_NAME, &exceeded)));
             }
         };
         Poll::Ready(Ok(outcome.into_output()))

@@ -49,7 +49,8 @@ pub(crate) enum Refusal<'a> {
 ///
 /// [`ToolError::InvalidArguments`] for `tool` when the request cannot be made, or when the
 /// first action's `tool_use_id` names a request of other calls in this session; that
-/// request is left as it was, and no request is made.
+/// request is left as it was, and no request is made. [`ToolError::OverQuota`] when too
+/// many requests are pending.
 pub(crate) fn submit_review(
     approvals: &ApprovalService,
     tool: &str,
@@ -60,7 +61,7 @@ pub(crate) fn submit_review(
 ) -> Result<PendingApproval, ToolError> {
     approvals
         .submit(session_id, actions, review_configs, timeout)
-        .map_err(|invalid| ToolError::invalid(tool, invalid.to_string()))
+        .map_err(|refused| ToolError::not_submitted(tool, refused))
 }
 
 /// The text the model reads about a refused call to `tool`.

@@ -200,7 +200,11 @@ impl<T: AskbusTool> Tool for RigTool<T> {
             .tool
             .call(askbus_context, args)
             .await
-            .map_err(|invalid| ToolExecutionError::invalid_args(invalid.to_string()))?;
+            .map_err(|error| match error {
+                // Retryable: the same call may work once some requests are answered.
+                ToolError::OverQuota { .. } => ToolExecutionError::rate_limited(error.to_string()),
+                _ => ToolExecutionError::invalid_args(error.to_string()),
+            })?;
         context.insert_result(output.outcome).map_err(|error| {
             ToolExecutionError::other(format!(
                 "cannot record the outcome of `{}`: {error}",

@@ -68,6 +68,8 @@ const state = {
   /** What the banner is about: null, 'network' or 'token'; and when the next retry is. */
   banner: null,
   retryAt: 0,
+  /** Whether the stream is down because the server refused it for a quota (it is up). */
+  busy: false,
   /** Requests this tab is resolving now, and outcomes that arrived meanwhile. */
   submitting: new Set(),
   deferred: new Map(),
@@ -412,9 +414,16 @@ function updateBanner() {
     ui.bannerButton.hidden = false;
   } else if (state.banner === 'network') {
     const seconds = Math.max(0, Math.ceil((state.retryAt - Date.now()) / 1000));
-    const where = navigator.onLine ? 'Lost the connection to the server.' : 'You are offline.';
+    const where = state.busy
+      ? 'The server is busy: it holds as many open streams as it allows.'
+      : navigator.onLine
+        ? 'Lost the connection to the server.'
+        : 'You are offline.';
     const when = seconds > 0 ? `Reconnecting in ${seconds} s…` : 'Reconnecting…';
-    ui.bannerText.textContent = `${where} ${when} The list may be out of date and answers cannot be sent until it is back.`;
+    const meanwhile = state.busy
+      ? 'The list may be out of date until then; answers can still be sent.'
+      : 'The list may be out of date and answers cannot be sent until it is back.';
+    ui.bannerText.textContent = `${where} ${when} ${meanwhile}`;
     ui.bannerButton.textContent = 'Retry now';
     ui.bannerButton.hidden = false;
   }
@@ -517,6 +526,7 @@ const stream = new EventStreamClient({
       if (!state.banner) setConnection('connecting', 'Connecting…');
     } else if (status === 'reconnecting') {
       state.retryAt = detail.retryAt;
+      state.busy = Boolean(detail.error?.busy);
       setConnection('offline', 'Disconnected');
       if (state.banner !== 'network') {
         showBanner('network');

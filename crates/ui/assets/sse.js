@@ -17,7 +17,9 @@
 //   jitter), reset once a connection has stayed up for a while;
 // - a stream that has said nothing for longer than `silenceMs` (the server sends a
 //   heartbeat every 10 s) is taken for dead and reopened;
-// - a 401 stops it until `resume()` (the app asks the human for a token first).
+// - a 401 stops it until `resume()` (the app asks the human for a token first);
+// - a server that refuses the stream for a quota (503 `too_many_streams`, 429 `quota`)
+//   is not asked again before its `Retry-After`: the error carries `busy` and its message.
 
 /**
  * A push parser: feed it text chunks, it calls `onFrame({id, event, data})` for each
@@ -78,6 +80,22 @@ export function createParser(onFrame) {
 
 const BACKOFF_MS = [500, 1000, 2000, 4000, 8000, 15000];
 
+/**
+ * The error for a stream the server refused for a quota: its message, `busy`, and how long
+ * the server asked us to wait (`Retry-After`, seconds; 0 when it did not say).
+ */
+async function refusal(response) {
+  let message = `the event stream answered ${response.status}`;
+  try {
+    message = (await response.json()).message || message;
+  } catch {
+    // Not JSON: keep the status.
+  }
+  const seconds = Number(response.headers.get('Retry-After'));
+  const retryAfterMs = Number.isFinite(seconds) && seconds > 0 ? seconds * 1000 : 0;
+  return Object.assign(new Error(message), { busy: true, retryAfterMs });
+}
+
 /** A connection that stayed up at least this long resets the backoff. */
 const STABLE_MS = 5000;
 
@@ -89,7 +107,8 @@ export class EventStreamClient {
    * id})` for `server.connected`; `onResync(properties)` for `server.resync` (both
    * optional: only `/event` sends them); `onEvent(event)` for every other frame's parsed
    * JSON (heartbeats included); `onStatus(status, detail)` with `connecting`, `live` (the
-   * server answered 200), `reconnecting` ({delayMs, retryAt, error}) or `unauthorized`.
+   * server answered 200), `reconnecting` ({delayMs, retryAt, error}; `error.busy` when the
+   * server refused for a quota) or `unauthorized`.
    */
   constructor({
     url,
@@ -168,7 +187,7 @@ export class EventStreamClient {
       if (Date.now() - opened >= STABLE_MS) this.attempt = 0;
       const base = BACKOFF_MS[Math.min(this.attempt, BACKOFF_MS.length - 1)];
       this.attempt += 1;
-      const delayMs = Math.round(base * (1 + Math.random() * 0.2));
+      const delayMs = Math.max(Math.round(base * (1 + Math.random() * 0.2)), error?.retryAfterMs ?? 0);
       this.onStatus('reconnecting', { delayMs, retryAt: Date.now() + delayMs, error });
       await this.sleep(delayMs);
     }
@@ -203,6 +222,7 @@ export class EventStreamClient {
       watch();
       const response = await fetch(this.url(), { headers, signal: controller.signal, cache: 'no-store' });
       if (response.status === 401) throw Object.assign(new Error('unauthorized'), { unauthorized: true });
+      if (response.status === 503 || response.status === 429) throw await refusal(response);
       if (!response.ok || !response.body) throw new Error(`the event stream answered ${response.status}`);
       this.onStatus('live', {});
       const parse = createParser((frame) => this.frame(frame, resuming));

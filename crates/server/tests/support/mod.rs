@@ -40,9 +40,34 @@ impl Server {
     /// loopback). Its stdin is a pipe that stays open until it is dropped (`askbus mcp`
     /// stops when stdin closes).
     pub(crate) async fn start_with(dir: &Path, args: &[&str], env: &[(&str, &str)]) -> Self {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_askbus"))
-            .args(args)
-            .envs(env.iter().copied())
+        let mut command = Command::new(env!("CARGO_BIN_EXE_askbus"));
+        command.args(args).envs(env.iter().copied());
+        Self::spawn(command, dir).await
+    }
+
+    /// As [`start_with`](Self::start_with), in a process whose open-files limits are
+    /// `soft` and `hard` (set by the shell that execs it), as on a machine configured so.
+    pub(crate) async fn start_with_open_files(
+        dir: &Path,
+        args: &[&str],
+        soft: u64,
+        hard: u64,
+    ) -> Self {
+        let mut command = Command::new("sh");
+        command
+            .arg("-c")
+            .arg(format!(
+                "ulimit -S -n {soft} && ulimit -H -n {hard} && exec \"$0\" \"$@\""
+            ))
+            .arg(env!("CARGO_BIN_EXE_askbus"))
+            .args(args);
+        Self::spawn(command, dir).await
+    }
+
+    /// Spawns `command` (an `askbus` process) in `dir` and waits for the line that logs its
+    /// URL.
+    async fn spawn(mut command: Command, dir: &Path) -> Self {
+        let mut child = command
             .current_dir(dir)
             .env("RUST_LOG", "info")
             .env("NO_COLOR", "1")
