@@ -13,6 +13,8 @@ mod errors;
 mod events;
 // The OpenAPI document, as an insta snapshot.
 mod openapi;
+// What a human needs under a flood: paged lists, counts per session, rejecting a session.
+mod pending;
 // Question, session and health routes on the happy path.
 mod routes;
 // Session interrupt state and resume (seed 002).
@@ -27,7 +29,7 @@ use askbus::question::{QuestionInfo, QuestionOption, QuestionService, RequestHub
 use askbus_http::HttpConfig;
 use axum::Router;
 use axum::body::Body;
-use axum::http::{Request, StatusCode, header};
+use axum::http::{HeaderMap, Request, StatusCode, header};
 use futures_util::StreamExt;
 use http_body_util::BodyExt;
 use serde_json::Value;
@@ -57,7 +59,11 @@ impl TestApp {
     }
 
     pub(crate) fn with_bus(bus: Bus, config: HttpConfig) -> Self {
-        let hub = RequestHub::new(bus);
+        Self::with_hub(RequestHub::new(bus), config)
+    }
+
+    /// A router over `hub` (one with a store, say).
+    pub(crate) fn with_hub(hub: RequestHub, config: HttpConfig) -> Self {
         let questions = hub.questions().clone();
         let shutdown = CancellationToken::new();
         let router = askbus_http::router(hub.clone(), config, shutdown.clone());
@@ -81,6 +87,15 @@ impl TestApp {
 
     /// Sends `request`, returns the status and the body parsed as JSON.
     pub(crate) async fn call(&self, request: Request<Body>) -> (StatusCode, Value) {
+        let (status, _, body) = self.call_with_headers(request).await;
+        (status, body)
+    }
+
+    /// Sends `request`, returns the status, the headers and the body parsed as JSON.
+    pub(crate) async fn call_with_headers(
+        &self,
+        request: Request<Body>,
+    ) -> (StatusCode, HeaderMap, Value) {
         let response = self
             .router
             .clone()
@@ -88,6 +103,7 @@ impl TestApp {
             .await
             .expect("the router is infallible");
         let status = response.status();
+        let headers = response.headers().clone();
         let content_type = response
             .headers()
             .get(header::CONTENT_TYPE)
@@ -104,7 +120,7 @@ impl TestApp {
                 String::from_utf8_lossy(&bytes)
             )
         });
-        (status, json)
+        (status, headers, json)
     }
 
     /// Opens an event stream at `uri` (with `headers`), returns its frames.

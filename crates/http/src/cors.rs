@@ -88,6 +88,8 @@ pub(crate) fn cors_layer(origins: &[CorsOrigin]) -> Option<CorsLayer> {
                 HeaderName::from_static("x-opencode-directory"),
                 HeaderName::from_static("x-opencode-workspace"),
             ])
+            // A paged list says where the next page starts in these (see `paging`).
+            .expose_headers([header::LINK, crate::paging::NEXT_CURSOR])
             .max_age(Duration::from_secs(3600)),
     )
 }

@@ -51,6 +51,7 @@ mod events;
 mod extract;
 mod long_poll;
 mod openapi;
+mod paging;
 mod questions;
 mod sessions;
 mod transcript;
@@ -194,6 +195,8 @@ fn build(
         .routes(routes!(approvals::reply))
         .routes(routes!(sessions::interrupt))
         .routes(routes!(sessions::resume))
+        .routes(routes!(sessions::pending))
+        .routes(routes!(sessions::reject))
         .routes(routes!(transcript::history))
         .routes(routes!(transcript::step))
         .route_layer(ServiceBuilder::new().layer(authenticate.clone()).layer(
