@@ -26,6 +26,9 @@
 //!   Non-streaming routes time out ([`HttpConfig::request_timeout`], 408); the event
 //!   streams do not, and `/wait` is bounded by its own cap ([`HttpConfig::max_wait`]).
 //!   CORS allows only the listed origins, never a wildcard, never credentials.
+//! - **Lists are whole unless paged.** `GET /question` and `GET /approval` answer every
+//!   pending request, as OpenCode's clients expect; with `limit` (at most 1,000) one page
+//!   after the cursor `after`, the next page named in `Link` and `x-next-cursor`.
 //! - **Streams end on shutdown.** Cancelling the [`CancellationToken`] given to [`router`]
 //!   ends every open event stream and long poll at once, so a graceful shutdown never
 //!   waits on a client.

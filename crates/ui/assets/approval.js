@@ -6,19 +6,7 @@
 // "respond" a required one. Decisions are sent together, one per action in order, as
 // `POST /approval/{id}/reply {"decisions": [...]}`.
 
-import {
-  countdown,
-  dismissButton,
-  domId,
-  h,
-  jsonText,
-  nameFor,
-  oneLine,
-  prettyJson,
-  sessionLink,
-  setText,
-  visibleString,
-} from './dom.js';
+import { countdown, dismissButton, domId, h, jsonText, nameFor, oneLine, prettyJson, sessionLink, setText, visibleString } from './dom.js';
 
 /** What an action no review config names may get: every decision, as the server allows. */
 const DEFAULT_ALLOWED = ['approve', 'edit', 'reject', 'respond'];
