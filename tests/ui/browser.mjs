@@ -1269,6 +1269,7 @@ const scenarios = {
     await page.getByRole('combobox', { name: /^Session/ }).selectOption(runaway);
     await page.locator('#pending-count', { hasText: /^510$/ }).waitFor({ timeout: WAIT });
     await until('the session\'s window', async () => (await shownPending(page)).length === 50);
+    await timelineLive(page);
     const rejecting = await page.evaluate(() => performance.now());
     await page.getByRole('button', { name: 'Reject all pending in this session…' }).click();
     await page.getByRole('button', { name: 'Reject all 510', exact: true }).click();

@@ -18,8 +18,8 @@
 // button that takes the human to its card, a resolved one shows its answers or decisions
 // (seed 000's resolved question block).
 //
-// The frames that arrive together (one read of the stream) render the list once, not once
-// per frame, so a flooded session costs one render per read; the control that had the
+// The frames that arrive together render the list once, in a task of its own, not once per
+// frame, so a flooded session costs one render per burst; the control that had the
 // keyboard focus (a group's header, a request's button) gets it back by its
 // `data-focus-key`.
 
@@ -186,12 +186,13 @@ export class Timeline {
 
   apply(frame) {
     if (!applyFrame(this.blocks, this.open, frame) || this.renderQueued) return;
-    // After the rest of this read of the stream: frames read together render once.
+    // In a task of its own, after every frame the stream has already delivered: a burst of
+    // frames renders once, and no task both reads a burst and renders it.
     this.renderQueued = true;
-    queueMicrotask(() => {
+    setTimeout(() => {
       this.renderQueued = false;
       this.render();
-    });
+    }, 0);
   }
 
   render() {
