@@ -1276,6 +1276,7 @@ const scenarios = {
     await page.locator('#empty', { hasText: `Nothing is waiting for you in session “${runaway}”.` }).waitFor({ timeout: WAIT });
     assert.equal(await page.locator('article.card').count(), 0);
     const rejectedLongest = await longestTask(page, rejecting);
+    log('DEBUG', JSON.stringify(await page.evaluate(() => window.dbg)), JSON.stringify(await page.evaluate(() => window.floodProbe.longTasks)), rejecting);
     floodFigures.longest_task_ms_reject_all_510 = Math.round(rejectedLongest);
     assert.ok(rejectedLongest <= LONGEST_TASK_MS, `a ${rejectedLongest} ms main-thread task while 510 requests were rejected`);
     assert.deepEqual(await serverPending(URL_FLOOD, runaway), []);

@@ -18,8 +18,9 @@
 //
 // Work per event is O(1) amortised, so no flood locks the human out: cards are indexed by
 // id, a new card finds its place by binary search over the listed ids, the counts are a
-// map per session whose one changed `<option>` is rewritten, and nothing re-sorts or
-// re-serialises every session or every card. The window holds one page (`PAGE` pending
+// map per session, the events of one read of the stream render once (each session whose
+// count changed rewrites its one `<option>`), and nothing re-sorts or re-serialises every
+// session or every card. The window holds one page (`PAGE` pending
 // cards) until the human asks for more; a request beyond it is only counted. A window whose
 // cards were all resolved loads the next page by itself.
 //
@@ -105,6 +106,9 @@ const state = {
   /** The session filter's options by session, and their sessions in option order. */
   options: new Map(),
   sessions: [],
+  /** Sessions whose count changed since the last render, and whether a render is queued. */
+  recounted: new Set(),
+  renderQueued: false,
   /** Whether the server has approval routes: 'unknown', 'yes' or 'no' (404). */
   approvals: 'unknown',
   /** Events held while a snapshot or a page is in flight; `null` when none is. */
@@ -467,7 +471,7 @@ function applyEvent(event) {
     default:
       return;
   }
-  render();
+  renderSoon();
 }
 
 /** A request's outcome event: one fewer pending in its session, and its card settles. */
@@ -485,7 +489,7 @@ function count(event, kind, session, delta) {
   state.total = Math.max(0, state.total + counts[kind] - before);
   if (counts.question + counts.approval === 0) state.counts.delete(session);
   else state.counts.set(session, counts);
-  updateOption(session);
+  state.recounted.add(session);
 }
 
 /**
@@ -585,7 +589,25 @@ function show(element, text) {
   if (element.textContent !== text) element.textContent = text;
 }
 
+/**
+ * Renders once after the events being applied: the events of one read of the stream (a
+ * burst of a flood) cost one render, not one each.
+ */
+function renderSoon() {
+  if (state.renderQueued) return;
+  state.renderQueued = true;
+  queueMicrotask(() => {
+    state.renderQueued = false;
+    render();
+  });
+}
+
 function render() {
+  if (state.recounted.size > 0) {
+    for (const session of state.recounted) updateOption(session);
+    state.recounted.clear();
+    setAllText();
+  }
   const total = viewTotal();
   const shown = state.pending.size;
   show(ui.count, String(total));
@@ -622,10 +644,12 @@ function rebuildFilter() {
   for (const session of state.sessions) setOptionText(session);
   ui.filter.replaceChildren(h('option', { value: '' }), ...state.options.values());
   ui.filter.value = state.session;
+  state.recounted.clear();
   setAllText();
 }
 
-/** Rewrites the one option of `session` after its count changed: adds or drops it. */
+/** Rewrites the one option of `session` after its count changed: adds or drops it (then
+ * `setAllText`). */
 function updateOption(session) {
   const listed = state.options.has(session);
   if (sessionCount(session) === 0 && session !== state.session) {
@@ -645,7 +669,6 @@ function updateOption(session) {
   } else {
     setOptionText(session);
   }
-  setAllText();
 }
 
 function setOptionText(session) {
