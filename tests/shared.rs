@@ -13,7 +13,7 @@ use askbus::bus::{Envelope, Subscription};
 use askbus::question::{
     Action, ApprovalAsked, ApprovalConfig, ApprovalReplied, ApprovalReply, AskError, Decision,
     DurableError, EditedAction, Outcome, OutcomeKind, QuestionConfig, QuestionId, ReplyError,
-    RequestHub, Timeout, ToolRef,
+    RequestHub, SessionPending, SessionRejected, Timeout, ToolRef,
 };
 use askbus_store::{MemoryStore, SqliteStore, Store, StoreError};
 use futures_util::StreamExt;
@@ -92,6 +92,17 @@ async fn memory_approvals_and_session_cancels_cross_instances() {
 async fn redis_approvals_and_session_cancels_cross_instances() {
     let redis = TestRedis::new().await;
     check_approvals_and_cancel(redis_stores(&redis).await).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn memory_a_session_is_counted_and_rejected_across_instances() {
+    check_reject_session(memory_stores()).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn redis_a_session_is_counted_and_rejected_across_instances() {
+    let redis = TestRedis::new().await;
+    check_reject_session(redis_stores(&redis).await).await;
 }
 
 /// A follower that fell out of the change log's retention loads the requests again: it
@@ -560,6 +571,74 @@ async fn check_approvals_and_cancel(stores: [Arc<dyn Store>; 3]) {
     }
     a.hub.caught_up().await.unwrap();
     assert_eq!(a.hub.questions().get(other.id()).unwrap().outcome, None);
+}
+
+/// A session flooded through A is counted and paged on B, and refused through B: A's
+/// askers get the rejections, and only that session's requests end.
+async fn check_reject_session(stores: [Arc<dyn Store>; 3]) {
+    let [a, b, _c] = instances(stores).await;
+    let ask = |session| {
+        a.hub
+            .questions()
+            .submit(session, vec![language()], None, Timeout::Never)
+            .unwrap()
+    };
+    let (mut question, mut other) = (ask("runaway"), ask("calm"));
+    let drop_table = Action::new("drop_table", json!({"table": "users"}));
+    let mut approval = a
+        .hub
+        .approvals()
+        .submit("runaway", vec![drop_table], vec![], Timeout::Never)
+        .unwrap();
+    for recorded in [question.recorded(), other.recorded(), approval.recorded()] {
+        recorded.await.unwrap();
+    }
+    b.hub.caught_up().await.unwrap();
+    let counts = |questions, approvals| SessionPending {
+        session_id: "runaway".into(),
+        questions,
+        approvals,
+    };
+    let calm = SessionPending {
+        session_id: "calm".into(),
+        questions: 1,
+        approvals: 0,
+    };
+    assert_eq!(
+        b.hub.pending_sessions().sessions,
+        [calm.clone(), counts(1, 1)]
+    );
+    let paged = b.hub.questions().page(Some("runaway"), None, 10);
+    assert_eq!(paged.len(), 1);
+    assert_eq!(paged[0].id, question.id());
+
+    let rejected = b.hub.reject_session("runaway", Some("stop")).await.unwrap();
+    assert_eq!(
+        rejected,
+        SessionRejected {
+            questions: 1,
+            approvals: 1,
+            cancelled: 0
+        }
+    );
+    let ended = tokio::time::timeout(EVENT_TIMEOUT, question).await;
+    assert_eq!(
+        ended.expect("rejected"),
+        Err(AskError::Rejected {
+            reason: Some("stop".into())
+        })
+    );
+    let decided = tokio::time::timeout(EVENT_TIMEOUT, approval).await;
+    assert_eq!(
+        decided.expect("decided").unwrap().decisions,
+        [Decision::Reject {
+            message: Some("stop".into())
+        }]
+    );
+    a.hub.caught_up().await.unwrap();
+    assert_eq!(a.hub.questions().get(other.id()).unwrap().outcome, None);
+    assert_eq!(a.hub.pending_sessions().sessions, [calm]);
+    drop(other.detach());
 }
 
 /// Three handles on one in-process store.

@@ -14,11 +14,19 @@
 //! session filter, the token prompt, an approval of three tool calls (answered with a
 //! response, edited through the JSON editor, rejected with a message; only the decisions
 //! each allows offered), "Approve all" in one tab and a 409 in a stale one, an approval on a
-//! phone by keyboard alone, a question and an approval that expire, and a session's
-//! timeline in seed 004's groups, live and after a reload.
+//! phone by keyboard alone, a question and an approval that expire, a session's timeline
+//! in seed 004's groups, live and after a reload, "Reject all pending in this session"
+//! (cancelled once, then confirmed; an approval that may not be rejected is cancelled),
+//! and bidi overrides and control characters in every field shown as marked code points.
+//!
+//! The flood: a fourth server whose agent asks 1,000, 2,000 and 10,000 requests (over
+//! `FLOOD_SESSIONS` sessions, so per-session quotas allow it) before a page loads; the
+//! first card must be on screen within 1 s of navigation, read a page at a time, and 200
+//! more arriving live, then 510 rejected at once, must not run a main-thread task over
+//! 200 ms (a `longtask` observer). The figures are printed (`ui: flood figures`).
 //!
 //! The agent is this process: the script asks for a case on stdout (`ask`, `outcome`,
-//! `cancel`, `step`, `proxy`) and gets the answer on stdin, so every step waits for an
+//! `cancel`, `step`, `proxy`, `flood`) and gets the answer on stdin, so every step waits for an
 //! event, never for a timer. A case is a question or an approval request; the agent's side
 //! (the answers or decisions it received) is checked here against what each case expects,
 //! the page's side by the script. `step` posts an agent step to `POST /session/{id}/step`
@@ -51,7 +59,7 @@ use crate::node;
 
 /// Where the test expects Debian's chromium.
 const CHROMIUM: &str = "/usr/bin/chromium";
-/// Limit of the whole browser run (it takes about 20 s).
+/// Limit of the whole browser run (it takes about 30 s).
 const BROWSER_TIMEOUT: Duration = Duration::from_secs(120);
 /// Limit of the agent's wait for one outcome the page has already shown.
 const OUTCOME_TIMEOUT: Duration = Duration::from_secs(10);
@@ -59,6 +67,8 @@ const OUTCOME_TIMEOUT: Duration = Duration::from_secs(10);
 const TOKEN: &str = "ui-test-token-0123456789abcdef";
 /// The timeout of the cases that expire while the page counts down.
 const EXPIRY: Duration = Duration::from_secs(5);
+/// A session id with a right-to-left override, as `browser.mjs` names it too.
+const HIDDEN_SESSION: &str = "ui-hidden\u{202e}txt.exe";
 /// A session id too long for a phone's line, as `browser.mjs` names it too.
 const LONG_SESSION: &str = "ui_phone_approval_session_with_a_long_id_0123456789abcdef0123456789";
 /// Every scenario of `browser.mjs`, in its order: the run must have done them all.
@@ -80,7 +90,15 @@ const SCENARIOS: &[&str] = &[
     "approval_phone_keyboard",
     "expiry",
     "session_timeline",
+    "reject_all",
+    "hidden_characters",
+    "flood",
 ];
+/** Sessions a flood is spread over, so that no session holds more than a per-session
+ * quota would allow (10,200 requests: 510 a session). */
+const FLOOD_SESSIONS: usize = 20;
+/** One flood request in this many is an approval; the others are questions. */
+const FLOOD_APPROVAL_EVERY: usize = 7;
 
 #[test]
 fn the_web_ui_answers_questions_in_chromium() {
@@ -448,6 +466,66 @@ fn case(key: &str) -> Option<Case> {
             )],
             json!({"decisions": [{"type": "approve"}]}),
         ),
+        "reject_all_q1" => open(
+            "ui-reject-all",
+            vec![yes_no("Drop the staging database?", "Drop")],
+            json!({"error": {"kind": "rejected", "reason": "Stop, the agent is looping"}}),
+        ),
+        "reject_all_q2" => open(
+            "ui-reject-all",
+            vec![yes_no("Drop the backup database?", "Drop")],
+            json!({"error": {"kind": "rejected", "reason": "Stop, the agent is looping"}}),
+        ),
+        "reject_all_approval" => approval(
+            "ui-reject-all",
+            vec![Action::new("drop_table", json!({"table": "users"}))],
+            vec![ReviewConfig::new(
+                "drop_table",
+                [DecisionType::Approve, DecisionType::Reject],
+            )],
+            json!({"decisions": [{"type": "reject", "message": "Stop, the agent is looping"}]}),
+        ),
+        // Its review config does not allow `reject`: the request is cancelled instead.
+        "reject_all_locked" => approval(
+            "ui-reject-all",
+            vec![Action::new("restart_service", json!({"service": "db"}))],
+            vec![ReviewConfig::new(
+                "restart_service",
+                [DecisionType::Approve, DecisionType::Edit],
+            )],
+            cancelled(),
+        ),
+        "reject_all_other" => open(
+            "ui-reject-all-other",
+            vec![yes_no("Keep this one?", "Keep")],
+            cancelled(),
+        ),
+        // Bidi overrides and controls in every field the agent writes: the page must show
+        // them, not let them reorder the text (`report\u{202e}xcod.exe` reads `reportexe.docx`).
+        "hidden_approval" => approval(
+            HIDDEN_SESSION,
+            vec![
+                Action::new("open\u{202e}fdp.exe", json!({"file": "report\u{202e}xcod.exe"}))
+                    .with_description("Open report\u{202e}xcod.exe\u{0007} for the user"),
+            ],
+            vec![],
+            json!({"decisions": [{"type": "edit", "edited_action": {
+                "name": "open\u{202e}fdp.exe",
+                "args": {"file": "report\u{202e}xcod.exe"},
+            }}]}),
+        ),
+        "hidden_question" => open(
+            HIDDEN_SESSION,
+            vec![
+                QuestionInfo::new(
+                    "Rename report\u{202e}xcod.exe?",
+                    "Re\u{2067}name",
+                    [option("Yes\u{200f}\u{202d}", "rename it"), option("No", "")],
+                )
+                .options_only(),
+            ],
+            answers(json!([["Yes\u{200f}\u{202d}"]])),
+        ),
         "auth" => Case {
             server: Server::Auth,
             session: "ui-auth",
@@ -473,6 +551,9 @@ fn case(key: &str) -> Option<Case> {
 struct Agent {
     open: RequestHub,
     auth: RequestHub,
+    /// The server of the flood, and how many requests it was asked so far.
+    flood: RequestHub,
+    flooded: usize,
     pending: HashMap<String, (Pending, Value)>,
     /// Keys whose outcome was checked (or which were cancelled), for the final tally.
     settled: Vec<String>,
@@ -572,6 +653,15 @@ impl Agent {
                 }
                 Ok(json!(true))
             }
+            Some("flood") => {
+                let count = request["count"]
+                    .as_u64()
+                    .ok_or("`flood` needs a numeric `count`")?;
+                for _ in 0..count {
+                    self.flood_one()?;
+                }
+                Ok(json!({ "total": self.flooded }))
+            }
             Some("proxy") => {
                 let up = request["up"]
                     .as_bool()
@@ -581,6 +671,42 @@ impl Agent {
             }
             other => Err(format!("unknown op {other:?}")),
         }
+    }
+}
+
+impl Agent {
+    /// One more request of a runaway agent on the flood server, left pending (detached):
+    /// a question, or every `FLOOD_APPROVAL_EVERY`th an approval, in one of
+    /// `FLOOD_SESSIONS` sessions in turn.
+    fn flood_one(&mut self) -> Result<(), String> {
+        let n = self.flooded;
+        let session = format!("ui-flood-{:02}", n % FLOOD_SESSIONS);
+        if n.is_multiple_of(FLOOD_APPROVAL_EVERY) {
+            let action = Action::new("delete_rows", json!({"table": format!("t{n}")}));
+            let pending = self
+                .flood
+                .approvals()
+                .submit(session, vec![action], vec![], Timeout::Never)
+                .map_err(|error| format!("flood approval {n}: {error}"))?;
+            drop(pending.detach());
+        } else {
+            let question = QuestionInfo::new(
+                format!("Flood question {n}: go on?"),
+                "Flood",
+                [
+                    QuestionOption::new("Yes", "go on"),
+                    QuestionOption::new("No", "stop"),
+                ],
+            );
+            let pending = self
+                .flood
+                .questions()
+                .submit(session, vec![question], None, Timeout::Never)
+                .map_err(|error| format!("flood question {n}: {error}"))?;
+            drop(pending.detach());
+        }
+        self.flooded += 1;
+        Ok(())
     }
 }
 
@@ -638,6 +764,8 @@ async fn drive(package: &Path) {
     let shutdown = CancellationToken::new();
     let open = RequestHub::new(Bus::new());
     let auth = RequestHub::new(Bus::new());
+    let flood = RequestHub::new(Bus::new());
+    let flood_address = serve(flood.clone(), HttpConfig::default(), &shutdown).await;
     let (proxy_up, proxy_watch) = watch::channel(true);
     let proxy_listener = TcpListener::bind("127.0.0.1:0")
         .await
@@ -667,6 +795,7 @@ async fn drive(package: &Path) {
         .env("ASKBUS_UI_URL", format!("http://{open_address}"))
         .env("ASKBUS_UI_PROXY_URL", format!("http://{proxy_address}"))
         .env("ASKBUS_UI_AUTH_URL", format!("http://{auth_address}"))
+        .env("ASKBUS_UI_FLOOD_URL", format!("http://{flood_address}"))
         .env("ASKBUS_UI_TOKEN", TOKEN)
         .env("ASKBUS_UI_CHROMIUM", CHROMIUM)
         .env("ASKBUS_UI_SCREENSHOTS", &screenshots)
@@ -694,6 +823,8 @@ async fn drive(package: &Path) {
     let mut agent = Agent {
         open: open.clone(),
         auth: auth.clone(),
+        flood: flood.clone(),
+        flooded: 0,
         pending: HashMap::new(),
         settled: Vec::new(),
         proxy_up,
@@ -743,6 +874,12 @@ async fn drive(package: &Path) {
     };
 
     assert_eq!(done["scenarios"], json!(SCENARIOS), "every scenario ran");
+    // The flood figures, for the record (the script asserted the limits).
+    eprintln!("ui: flood figures: {}", done["flood"]);
+    assert_eq!(
+        agent.flooded, 10_200,
+        "the flood: 10,000 before the page loaded, 200 live"
+    );
     let shots = done["screenshots"].as_array().expect("the screenshot list");
     for name in [
         "questions-desktop",
@@ -756,6 +893,9 @@ async fn drive(package: &Path) {
         "timeline-phone",
         "approval-phone",
         "question-expired",
+        "reject-all-confirm",
+        "hidden-characters",
+        "flood-desktop",
     ] {
         let file = screenshots.join(format!("{name}.png"));
         assert!(
@@ -786,12 +926,19 @@ async fn drive(package: &Path) {
             "expiry_question",
             "filter_a",
             "filter_b",
+            "hidden_approval",
+            "hidden_question",
             "in_flight",
             "in_flight_marker",
             "multi",
             "phone",
             "phone_approval",
             "reject",
+            "reject_all_approval",
+            "reject_all_locked",
+            "reject_all_other",
+            "reject_all_q1",
+            "reject_all_q2",
             "reload1",
             "reload2",
             "reload3",

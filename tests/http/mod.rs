@@ -13,6 +13,8 @@ mod errors;
 mod events;
 // The OpenAPI document, as an insta snapshot.
 mod openapi;
+// What a human needs under a flood: paged lists, counts per session, rejecting a session.
+mod pending;
 // Quotas: 429 for creates past a pending limit, 503 and 429 for streams past their slots.
 mod quotas;
 // Question, session and health routes on the happy path.
@@ -31,7 +33,7 @@ use askbus::question::{QuestionInfo, QuestionOption, QuestionService, RequestHub
 use askbus_http::HttpConfig;
 use axum::Router;
 use axum::body::Body;
-use axum::http::{Request, StatusCode, header};
+use axum::http::{HeaderMap, Request, StatusCode, header};
 use futures_util::StreamExt;
 use http_body_util::BodyExt;
 use serde_json::Value;
@@ -64,7 +66,7 @@ impl TestApp {
         Self::with_hub(RequestHub::new(bus), config)
     }
 
-    /// A router over `hub` (built with limits, say).
+    /// A router over `hub` (one with a store, or with limits, say).
     pub(crate) fn with_hub(hub: RequestHub, config: HttpConfig) -> Self {
         let questions = hub.questions().clone();
         let shutdown = CancellationToken::new();
@@ -89,6 +91,15 @@ impl TestApp {
 
     /// Sends `request`, returns the status and the body parsed as JSON.
     pub(crate) async fn call(&self, request: Request<Body>) -> (StatusCode, Value) {
+        let (status, _, body) = self.call_with_headers(request).await;
+        (status, body)
+    }
+
+    /// Sends `request`, returns the status, the headers and the body parsed as JSON.
+    pub(crate) async fn call_with_headers(
+        &self,
+        request: Request<Body>,
+    ) -> (StatusCode, HeaderMap, Value) {
         let response = self
             .router
             .clone()
@@ -96,6 +107,7 @@ impl TestApp {
             .await
             .expect("the router is infallible");
         let status = response.status();
+        let headers = response.headers().clone();
         let content_type = response
             .headers()
             .get(header::CONTENT_TYPE)
@@ -112,7 +124,7 @@ impl TestApp {
                 String::from_utf8_lossy(&bytes)
             )
         });
-        (status, json)
+        (status, headers, json)
     }
 
     /// Opens an event stream at `uri` (with `headers`), returns its frames.

@@ -227,3 +227,16 @@ async fn another_site_may_open_the_ui_but_not_read_the_api() {
     .await;
     assert_eq!(status, StatusCode::OK);
 }
+
+#[tokio::test]
+async fn a_header_larger_than_the_server_reads_is_431() {
+    let app = guarded_app(HttpConfig::default());
+    let host = ("host", "127.0.0.1:4717");
+    let big = "a".repeat(askbus_http::MAX_HEADER_BYTES);
+    let (status, code) = check(&app, "GET", "/health", &[host, ("x-big", &big)], None).await;
+    assert_eq!(status, StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE);
+    assert_eq!(code, "header_too_large");
+    let fits = "a".repeat(askbus_http::MAX_HEADER_BYTES / 2);
+    let (status, _) = check(&app, "GET", "/health", &[host, ("x-big", &fits)], None).await;
+    assert_eq!(status, StatusCode::OK);
+}

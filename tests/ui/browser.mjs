@@ -9,12 +9,15 @@
 //           {"rpc": n, "op": "step", "session": "s", "step": {...}}
 //                                                           -> the agent posts a step
 //           {"rpc": n, "op": "proxy", "up": false}         -> cut / restore the proxy
+//           {"rpc": n, "op": "flood", "count": 1000}       -> the agent floods the flood
+//                                                              server with that many more
 //           {"done": {...}}                                -> the last line
 //   stdin:  {"rpc": n, "ok": {...}} or {"rpc": n, "error": "..."}
 // The Rust side holds the expected outcomes; this side checks what the page shows.
 //
 // Environment: ASKBUS_UI_URL (no auth), ASKBUS_UI_PROXY_URL (the same server through a
-// proxy the test can cut), ASKBUS_UI_AUTH_URL + ASKBUS_UI_TOKEN (auth on), ASKBUS_UI_CHROMIUM,
+// proxy the test can cut), ASKBUS_UI_AUTH_URL + ASKBUS_UI_TOKEN (auth on),
+// ASKBUS_UI_FLOOD_URL (a server of its own for the flood), ASKBUS_UI_CHROMIUM,
 // ASKBUS_UI_SCREENSHOTS (a directory), ASKBUS_UI_ONLY (comma-separated scenario names).
 
 import assert from 'node:assert/strict';
@@ -32,6 +35,7 @@ const env = (name) => {
 const URL_OPEN = env('ASKBUS_UI_URL');
 const URL_PROXY = env('ASKBUS_UI_PROXY_URL');
 const URL_AUTH = env('ASKBUS_UI_AUTH_URL');
+const URL_FLOOD = env('ASKBUS_UI_FLOOD_URL');
 const TOKEN = env('ASKBUS_UI_TOKEN');
 const SCREENSHOTS = env('ASKBUS_UI_SCREENSHOTS');
 const CHROMIUM = process.env.ASKBUS_UI_CHROMIUM || '/usr/bin/chromium';
@@ -41,6 +45,12 @@ const DESKTOP = { width: 1280, height: 900 };
 const PHONE = { width: 390, height: 844 };
 /** A session id too long for a phone's line (tests/ui.rs asks its approval under it). */
 const LONG_SESSION = 'ui_phone_approval_session_with_a_long_id_0123456789abcdef0123456789';
+/** A session id with a right-to-left override (tests/ui.rs asks under it too). */
+const HIDDEN_SESSION = 'ui-hidden\u202etxt.exe';
+/** The longest main-thread task the page may run while a flood arrives. */
+const LONGEST_TASK_MS = 200;
+/** How soon after navigation the first card of a flood must be on screen. */
+const FIRST_CARD_MS = 1000;
 const log = (...parts) => console.error('[ui]', ...parts);
 
 // ---- The agent, over stdio ---------------------------------------------------------------
@@ -69,22 +79,28 @@ const agent = {
   /** Posts `step` to `POST /session/{session}/step`, as an agent in another process. */
   step: (session, step) => rpc('step', { session, step }),
   proxy: (up) => rpc('proxy', { up }),
+  /** The agent asks `count` more requests on the flood server; resolves to `{total}`. */
+  flood: (count) => rpc('flood', { count }),
 };
 
 // ---- Browser helpers ----------------------------------------------------------------------
 
-const origins = new Set([URL_OPEN, URL_PROXY, URL_AUTH].map((url) => new URL(url).origin));
+const origins = new Set([URL_OPEN, URL_PROXY, URL_AUTH, URL_FLOOD].map((url) => new URL(url).origin));
 const external = [];
 const pageErrors = [];
 const screenshots = [];
 let context;
 
-/** A new tab on `base` + `query`; `watch(page)` is called before it loads. */
-async function open(base, query = '', { viewport = DESKTOP, blockEvents = false, watch } = {}) {
+/**
+ * A new tab on `base` + `query`; `watch(page)` is called before it loads, and `init` runs
+ * in the page before its own scripts.
+ */
+async function open(base, query = '', { viewport = DESKTOP, blockEvents = false, watch, init } = {}) {
   const page = await context.newPage();
   await page.setViewportSize(viewport);
   page.on('pageerror', (error) => pageErrors.push(`${page.url()}: ${error.stack || error}`));
   await watch?.(page);
+  if (init) await page.addInitScript(init);
   if (blockEvents) {
     // A tab whose event stream cannot connect (the rest of the API works).
     await page.route(/\/event(\?|$)/, (route) => route.abort('connectionreset'));
@@ -249,6 +265,39 @@ async function timelineReads(page, expected) {
     assert.deepEqual(seen, expected, error.message);
   }
 }
+
+/**
+ * Runs in a flooded page before its scripts: records when the first card is on screen
+ * (`performance.now()`, from navigation start, in the frame that shows it) and every
+ * main-thread task over 50 ms (`longtask`).
+ */
+function floodProbe() {
+  window.floodProbe = { firstCard: null, longTasks: [] };
+  new PerformanceObserver((list) => {
+    for (const task of list.getEntries()) {
+      window.floodProbe.longTasks.push({ start: task.startTime, duration: task.duration });
+    }
+  }).observe({ type: 'longtask', buffered: true });
+  const cards = new MutationObserver(() => {
+    if (!document.querySelector('article.card')) return;
+    cards.disconnect();
+    requestAnimationFrame(() => {
+      window.floodProbe.firstCard = performance.now();
+    });
+  });
+  cards.observe(document, { childList: true, subtree: true });
+}
+
+/** The longest task `page`'s probe saw that ended after `since` (ms from navigation). */
+const longestTask = (page, since = 0) =>
+  page.evaluate(
+    (since) =>
+      Math.max(0, ...window.floodProbe.longTasks.filter((task) => task.start + task.duration > since).map((task) => task.duration)),
+    since,
+  );
+
+/** The flood's figures, reported on the `done` line. */
+const floodFigures = {};
 
 // ---- Scenarios -----------------------------------------------------------------------------
 
@@ -1090,6 +1139,183 @@ const scenarios = {
     await shoot(page, 'timeline-phone', { fullPage: false });
     await page.close();
   },
+
+  /**
+   * A runaway session: "Reject all pending in this session" asks first, then refuses its
+   * questions and approvals in one call; the agent is told no, another session is spared.
+   */
+  async reject_all() {
+    const session = 'ui-reject-all';
+    const asked = [];
+    for (const key of ['reject_all_q1', 'reject_all_q2', 'reject_all_approval', 'reject_all_locked']) {
+      asked.push(await agent.ask(key));
+    }
+    const other = await agent.ask('reject_all_other');
+    const page = await open(URL_OPEN, `?session=${session}`);
+    await live(page);
+    for (const request of asked) await card(page, request.id).waitFor({ timeout: WAIT });
+    assert.equal(await page.locator('#pending-count').textContent(), '4');
+    // The human had started on the first question: its card stays, marked, when rejected.
+    await radio(card(page, asked[0].id), /Yes/).check();
+
+    const rejectAll = page.getByRole('button', { name: 'Reject all pending in this session…' });
+    await rejectAll.click();
+    const panel = page.getByRole('group', { name: /^Reject all 4 pending requests of session “ui-reject-all”\?/ });
+    await panel.waitFor({ timeout: WAIT });
+    assert.equal(await rejectAll.getAttribute('aria-expanded'), 'true');
+    const reason = panel.getByLabel('Reason for the agent (optional)');
+    assert.equal(await hasFocus(reason), true);
+    // One click is not enough: cancelled, nothing was rejected.
+    await reason.press('Escape');
+    assert.equal(await panel.isHidden(), true);
+    assert.equal(await hasFocus(rejectAll), true);
+    assert.deepEqual(await serverPending(URL_OPEN, session), [asked[0].id, asked[1].id]);
+
+    await rejectAll.click();
+    await reason.fill('Stop, the agent is looping');
+    await shoot(page, 'reject-all-confirm', { fullPage: false });
+    await panel.getByRole('button', { name: 'Reject all 4', exact: true }).click();
+    await until('the rejected cards to leave the list', async () => (await page.locator('article.card').count()) === 1);
+    await resolvedAs(card(page, asked[0].id), 'You declined this question');
+    await page.locator('#empty', { hasText: `Nothing is waiting for you in session “${session}”.` }).waitFor({ timeout: WAIT });
+    assert.equal(await page.locator('#pending-count').textContent(), '0');
+    assert.equal(await rejectAll.isHidden(), true, 'nothing left to reject');
+    await until('the announcement', async () =>
+      (await page.locator('#announcer').textContent()) ===
+      `Rejected 3 pending requests of session ${session}. 1 approval that may not be rejected was cancelled.`,
+    );
+    for (const key of ['reject_all_q1', 'reject_all_q2', 'reject_all_approval', 'reject_all_locked']) {
+      await agent.outcome(key);
+    }
+    assert.deepEqual(await serverPending(URL_OPEN, 'ui-reject-all-other'), [other.id], 'another session is spared');
+    await agent.cancel('reject_all_other');
+    await page.close();
+  },
+
+  /**
+   * Bidi overrides and controls from the agent (session id, action name, arguments,
+   * question, labels) are shown as marked code points, never obeyed: nothing reorders.
+   * The JSON editor keeps them as escapes and sends the very same arguments back.
+   */
+  async hidden_characters() {
+    const page = await open(URL_OPEN, `?session=${encodeURIComponent(HIDDEN_SESSION)}`);
+    await live(page);
+    const [, review] = await askShown(page, 'hidden_approval');
+    const [, form] = await askShown(page, 'hidden_question');
+    const text = await page.evaluate(() => document.body.innerText);
+    const hidden = /[\u0000-\u0008\u000b-\u001f\u007f-\u009f\u061c\u200b\u200e\u200f\u2028-\u202e\u2060\u2066-\u2069\ufeff]/.exec(text);
+    assert.equal(hidden, null, `no hidden character reaches the screen: ${JSON.stringify(text.slice(hidden?.index - 40, hidden?.index + 40))}`);
+
+    assert.equal(await review.locator('a.session').textContent(), 'ui-hidden⟨U+202E⟩txt.exe');
+    assert.equal(await review.getByRole('heading', { level: 2 }).textContent(), 'Allow open⟨U+202E⟩fdp.exe?');
+    assert.equal(await review.locator('.action-name').textContent(), 'open⟨U+202E⟩fdp.exe');
+    assert.equal(
+      await review.locator('.action-name .hidden-char').getAttribute('title'),
+      'U+202E RIGHT-TO-LEFT OVERRIDE',
+    );
+    assert.equal(
+      await review.locator('.action-description').textContent(),
+      'Open report⟨U+202E⟩xcod.exe⟨U+0007⟩ for the user',
+    );
+    const args = '{\n  "file": "report\\u202excod.exe"\n}';
+    assert.equal(await review.locator('pre.json').textContent(), args);
+    assert.equal(await form.getByRole('heading', { level: 2 }).textContent(), 'Rename report⟨U+202E⟩xcod.exe?');
+    assert.equal(await form.locator('.chip').textContent(), 'Re⟨U+2067⟩name');
+    assert.equal(await form.locator('.option-label').first().textContent(), 'Yes⟨U+200F⟩⟨U+202D⟩');
+    assert.equal(await page.locator('#session-filter option:checked').textContent(), 'ui-hidden⟨U+202E⟩txt.exe (2)');
+    assert.equal(await page.locator('#timeline-session').textContent(), 'ui-hidden⟨U+202E⟩txt.exe');
+    await shoot(page, 'hidden-characters');
+
+    // The editor starts from the escaped JSON; unchanged, it sends the arguments as they were.
+    await radio(review, 'Edit arguments').check();
+    assert.equal(await review.getByLabel(/^New arguments for open/).inputValue(), args);
+    await review.getByRole('button', { name: /^Send decision/ }).click();
+    await resolvedAs(review, 'You sent your decision');
+    assert.deepEqual(await agent.outcome('hidden_approval'), {
+      decisions: [{ type: 'edit', edited_action: { name: 'open\u202efdp.exe', args: { file: 'report\u202excod.exe' } } }],
+    });
+    await radio(form, /^Yes/).check();
+    await form.getByRole('button', { name: 'Submit answer' }).click();
+    await resolvedAs(form, 'You answered');
+    assert.deepEqual(await agent.outcome('hidden_question'), { answers: [['Yes\u200f\u202d']] });
+    await page.close();
+  },
+
+  /**
+   * A runaway agent asked 1,000, then 2,000, then 10,000 requests before the page loads:
+   * the first card is on screen within a second every time, read a page at a time; then
+   * 200 more arrive live without a main-thread task over 200 ms.
+   */
+  async flood() {
+    const lists = [];
+    const watch = (page) =>
+      page.on('request', (request) => {
+        const url = new URL(request.url());
+        if (url.pathname === '/question' || url.pathname === '/approval') lists.push(url);
+      });
+    let flooded = 0;
+    const load = async (total) => {
+      flooded = (await agent.flood(total - flooded)).total;
+      assert.equal(flooded, total);
+      const page = await open(URL_FLOOD, '', { watch, init: floodProbe });
+      await page.locator('article.card').first().waitFor({ timeout: WAIT });
+      const firstCard = await until('the first card time', () => page.evaluate(() => window.floodProbe.firstCard));
+      await page.locator('#pending-count', { hasText: new RegExp(`^${total}$`) }).waitFor({ timeout: WAIT });
+      floodFigures[`first_card_ms_${total}`] = Math.round(firstCard);
+      floodFigures[`longest_task_ms_loading_${total}`] = Math.round(await longestTask(page));
+      assert.ok(firstCard < FIRST_CARD_MS, `the first of ${total} cards showed after ${firstCard} ms`);
+      return page;
+    };
+    for (const total of [1000, 2000]) await (await load(total)).close();
+    const page = await load(10000);
+    assert.equal(await page.locator('article.card').count(), 50, 'one page of cards, not ten thousand');
+    assert.ok(lists.length > 0 && lists.every((url) => url.searchParams.get('limit') === '50'), 'every list was read a page at a time');
+    assert.equal(await page.locator('#session-filter option').first().textContent(), 'All sessions (10000)');
+    assert.equal(await page.locator('#session-filter option').count(), 21);
+    assert.equal(await page.locator('#session-filter option[value="ui-flood-07"]').textContent(), 'ui-flood-07 (500)');
+
+    const since = await page.evaluate(() => performance.now());
+    await agent.flood(200);
+    await page.locator('#pending-count', { hasText: /^10200$/ }).waitFor({ timeout: WAIT });
+    assert.equal(await page.locator('#session-filter option[value="ui-flood-07"]').textContent(), 'ui-flood-07 (510)');
+    const longest = await longestTask(page, since);
+    floodFigures.longest_task_ms_200_live = Math.round(longest);
+    assert.ok(longest <= LONGEST_TASK_MS, `a ${longest} ms main-thread task while 200 requests arrived`);
+    assert.equal(await page.locator('article.card').count(), 50, 'the live ones are counted, not rendered');
+
+    // "Show more": the next page, the focus on its first card.
+    const more = page.getByRole('button', { name: 'Show 50 more (10150 not shown)' });
+    await more.scrollIntoViewIfNeeded();
+    await shoot(page, 'flood-desktop', { fullPage: false });
+    await more.click();
+    await until('the second page', async () => (await page.locator('article.card').count()) === 100);
+    assert.equal(
+      await page.evaluate(() => document.activeElement.dataset.id),
+      await page.locator('article.card').nth(50).getAttribute('data-id'),
+    );
+    await page.getByRole('button', { name: 'Show 50 more (10100 not shown)' }).waitFor({ timeout: WAIT });
+
+    // The human picks the runaway session and refuses everything it has pending: its 510
+    // outcomes arrive live, and the page keeps up.
+    const runaway = 'ui-flood-03';
+    await page.getByRole('combobox', { name: /^Session/ }).selectOption(runaway);
+    await page.locator('#pending-count', { hasText: /^510$/ }).waitFor({ timeout: WAIT });
+    await until('the session\'s window', async () => (await shownPending(page)).length === 50);
+    await timelineLive(page);
+    const rejecting = await page.evaluate(() => performance.now());
+    await page.getByRole('button', { name: 'Reject all pending in this session…' }).click();
+    await page.getByRole('button', { name: 'Reject all 510', exact: true }).click();
+    await page.locator('#empty', { hasText: `Nothing is waiting for you in session “${runaway}”.` }).waitFor({ timeout: WAIT });
+    assert.equal(await page.locator('article.card').count(), 0);
+    const rejectedLongest = await longestTask(page, rejecting);
+    log('DEBUG', JSON.stringify(await page.evaluate(() => window.dbg)), JSON.stringify(await page.evaluate(() => window.floodProbe.longTasks)), rejecting);
+    floodFigures.longest_task_ms_reject_all_510 = Math.round(rejectedLongest);
+    assert.ok(rejectedLongest <= LONGEST_TASK_MS, `a ${rejectedLongest} ms main-thread task while 510 requests were rejected`);
+    assert.deepEqual(await serverPending(URL_FLOOD, runaway), []);
+    assert.equal(await page.locator('#session-filter option').first().textContent(), 'All sessions (9690)');
+    log(`flood figures: ${JSON.stringify(floodFigures)}`);
+    await page.close();
+  },
 };
 
 // ---- Main -------------------------------------------------------------------------------------
@@ -1144,7 +1370,7 @@ async function main() {
     await context.close();
     await rm(profile, { recursive: true, force: true });
   }
-  process.stdout.write(`${JSON.stringify({ done: { scenarios: ran, screenshots } })}\n`);
+  process.stdout.write(`${JSON.stringify({ done: { scenarios: ran, screenshots, flood: floodFigures } })}\n`);
 }
 
 main().then(

@@ -10,7 +10,7 @@ use std::sync::Arc;
 
 use askbus_question::{
     Action, ApprovalId, ApprovalReply, ApprovalReplyError, ApprovalRequest, ApprovalSnapshot,
-    Decision, Outcome, ReviewConfig,
+    Decision, Outcome, RequestId, ReviewConfig,
 };
 use axum::Json;
 use axum::extract::State;
@@ -21,6 +21,7 @@ use crate::auth::Caller;
 use crate::error::{ApiError, ErrorCode};
 use crate::extract::{ApiJson, ApiQuery, RequestTimeout, SegmentPath};
 use crate::long_poll::{WaitQuery, long_poll};
+use crate::paging::{PageQuery, Paged};
 use crate::questions::RequestState;
 
 /// `GET /approval` query.
@@ -67,15 +68,19 @@ pub(crate) struct ApprovalStatus {
     user_edit_content: Option<String>,
 }
 
-/// List pending approval requests, ascending by id.
+/// List pending approval requests, ascending by id: all of them, or one page with `limit`.
 #[utoipa::path(
     get,
     path = "/approval",
     operation_id = "approval.list",
     tag = "approval",
-    params(ListQuery),
+    params(ListQuery, PageQuery),
     responses(
-        (status = 200, description = "Pending approval requests, ascending by id", body = Vec<ApprovalRequest>),
+        (status = 200, description = "Pending approval requests, ascending by id", body = Vec<ApprovalRequest>, headers(
+            ("link" = String, description = "With `limit`, when more follow: `<URL of the next page>; rel=\"next\"`"),
+            ("x-next-cursor" = String, description = "With `limit`, when more follow: the `after` of the next page"),
+        )),
+        (status = 400, description = "Malformed `limit` or `after`", body = crate::error::ErrorBody),
         (status = 401, description = "Missing or unknown token", body = crate::error::ErrorBody),
         (status = 403, description = "The token is scoped to another session", body = crate::error::ErrorBody),
         (status = 503, description = "The store shared with other servers could not be reached", body = crate::error::ErrorBody),
@@ -86,11 +91,23 @@ pub(crate) async fn list(
     State(state): State<AppState>,
     caller: Caller,
     ApiQuery(query): ApiQuery<ListQuery>,
-) -> Result<Json<Vec<Arc<ApprovalRequest>>>, ApiError> {
+    ApiQuery(paging): ApiQuery<PageQuery>,
+) -> Result<Paged<ApprovalRequest>, ApiError> {
     let session = caller.listed_session(query.session_id.as_deref())?;
+    let page = paging.page()?;
     // With a store shared by several servers: what any of them was asked until now.
     state.inner.hub.caught_up().await?;
-    Ok(Json(state.inner.hub.approvals().list(session)))
+    let approvals = state
+        .inner
+        .hub
+        .approvals()
+        .page(session, page.after(), page.read());
+    Ok(page.answer(
+        approvals,
+        |request| RequestId::Approval(request.id),
+        "/approval",
+        session.map(|session| ("session_id", session)),
+    ))
 }
 
 /// Get one approval request, pending or resolved, by id or `approval_key`.

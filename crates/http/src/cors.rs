@@ -95,8 +95,13 @@ pub(crate) fn cors_layer(origins: &[CorsOrigin]) -> Option<CorsLayer> {
                 HeaderName::from_static("x-opencode-directory"),
                 HeaderName::from_static("x-opencode-workspace"),
             ])
-            // So a browser client refused for a quota can read how long to wait.
-            .expose_headers([header::RETRY_AFTER])
+            // So a browser client refused for a quota can read how long to wait, and a
+            // paged list says where the next page starts (see `paging`).
+            .expose_headers([
+                header::RETRY_AFTER,
+                header::LINK,
+                crate::paging::NEXT_CURSOR,
+            ])
             .max_age(Duration::from_secs(3600)),
     )
 }

@@ -32,6 +32,9 @@
 //!   Creates past the hub's [`PendingLimits`](askbus_question::PendingLimits) answer 429
 //!   `quota`; with tokens, a create is charged to its token's account, named by its
 //!   position (`token 2`), for the limits' `per_account`. Both carry `Retry-After`.
+//! - **Lists are whole unless paged.** `GET /question` and `GET /approval` answer every
+//!   pending request, as OpenCode's clients expect; with `limit` (at most 1,000) one page
+//!   after the cursor `after`, the next page named in `Link` and `x-next-cursor`.
 //! - **Streams end on shutdown.** Cancelling the [`CancellationToken`] given to [`router`]
 //!   ends every open event stream and long poll at once, so a graceful shutdown never
 //!   waits on a client.
@@ -57,6 +60,7 @@ mod events;
 mod extract;
 mod long_poll;
 mod openapi;
+mod paging;
 mod questions;
 mod sessions;
 mod site;
@@ -82,7 +86,7 @@ pub use auth::{AccessToken, TokenScope, Unauthorized, authorize};
 pub use cors::{CorsOrigin, InvalidOrigin};
 pub use error::{ApiError, ErrorCode};
 pub use extract::read_body;
-pub use site::{AllowedHost, InvalidHost, SiteGuard, guarded};
+pub use site::{AllowedHost, InvalidHost, MAX_HEADER_BYTES, SiteGuard, guarded};
 pub use streams::{STREAM_RETRY_AFTER, StreamSlot, StreamSlots};
 
 /// Settings of the HTTP API.
@@ -240,6 +244,8 @@ fn build(
         .routes(routes!(approvals::reply))
         .routes(routes!(sessions::interrupt))
         .routes(routes!(sessions::resume))
+        .routes(routes!(sessions::pending))
+        .routes(routes!(sessions::reject))
         .routes(routes!(transcript::history))
         .routes(routes!(transcript::step))
         .route_layer(ServiceBuilder::new().layer(authenticate.clone()).layer(

@@ -4,7 +4,8 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use askbus_question::{
-    Answer, Answers, Outcome, QuestionId, QuestionInfo, QuestionRequest, QuestionSnapshot, ToolRef,
+    Answer, Answers, Outcome, QuestionId, QuestionInfo, QuestionRequest, QuestionSnapshot,
+    RequestId, ToolRef,
 };
 use axum::Json;
 use axum::extract::{Request, State};
@@ -19,6 +20,7 @@ use crate::extract::{
     ApiJson, ApiQuery, QuestionPath, RequestTimeout, not_json, parse_json, read_body,
 };
 use crate::long_poll::{WaitQuery, long_poll};
+use crate::paging::{PageQuery, Paged};
 
 /// `GET /question` query.
 #[derive(Debug, Deserialize, utoipa::IntoParams)]
@@ -56,7 +58,7 @@ pub(crate) struct CreateQuestion {
 pub(crate) struct RejectBody {
     /// Why the human declined.
     #[serde(default)]
-    reason: Option<String>,
+    pub(crate) reason: Option<String>,
 }
 
 /// A request with its state: the `QuestionRequest` fields plus `status`, and `answers` or
@@ -101,15 +103,19 @@ pub(crate) struct Cancelled {
     cancelled: usize,
 }
 
-/// List pending questions, ascending by id.
+/// List pending questions, ascending by id: all of them, or one page with `limit`.
 #[utoipa::path(
     get,
     path = "/question",
     operation_id = "question.list",
     tag = "question",
-    params(ListQuery),
+    params(ListQuery, PageQuery),
     responses(
-        (status = 200, description = "Pending questions, ascending by id", body = Vec<QuestionRequest>),
+        (status = 200, description = "Pending questions, ascending by id", body = Vec<QuestionRequest>, headers(
+            ("link" = String, description = "With `limit`, when more follow: `<URL of the next page>; rel=\"next\"`"),
+            ("x-next-cursor" = String, description = "With `limit`, when more follow: the `after` of the next page"),
+        )),
+        (status = 400, description = "Malformed `limit` or `after`", body = crate::error::ErrorBody),
         (status = 401, description = "Missing or unknown token", body = crate::error::ErrorBody),
         (status = 403, description = "The token is scoped to another session", body = crate::error::ErrorBody),
         (status = 503, description = "The store shared with other servers could not be reached", body = crate::error::ErrorBody),
@@ -120,11 +126,23 @@ pub(crate) async fn list(
     State(state): State<AppState>,
     caller: Caller,
     ApiQuery(query): ApiQuery<ListQuery>,
-) -> Result<Json<Vec<Arc<QuestionRequest>>>, ApiError> {
+    ApiQuery(paging): ApiQuery<PageQuery>,
+) -> Result<Paged<QuestionRequest>, ApiError> {
     let session = caller.listed_session(query.session_id.as_deref())?;
+    let page = paging.page()?;
     // With a store shared by several servers: what any of them was asked until now.
     state.inner.hub.caught_up().await?;
-    Ok(Json(state.inner.hub.questions().list(session)))
+    let questions = state
+        .inner
+        .hub
+        .questions()
+        .page(session, page.after(), page.read());
+    Ok(page.answer(
+        questions,
+        |request| RequestId::Question(request.id),
+        "/question",
+        session.map(|session| ("sessionID", session)),
+    ))
 }
 
 /// Get one question, pending or resolved, with its status.
@@ -382,7 +400,7 @@ impl ReplyForm {
 }
 
 /// An optional JSON body: empty means `None`; anything else must be JSON.
-async fn optional_json<T: serde::de::DeserializeOwned>(
+pub(crate) async fn optional_json<T: serde::de::DeserializeOwned>(
     request: Request,
     state: &AppState,
 ) -> Result<Option<T>, ApiError> {

@@ -1,5 +1,6 @@
 //! Session routes of seed 002: "is this session waiting for a human, and on what?", and the
-//! answer that resumes it.
+//! answer that resumes it; and the routes a human needs when an agent floods them: how many
+//! requests each session has waiting, and one refusal of everything a session has waiting.
 //!
 //! `GET /session/{id}/interrupt` describes the session's **oldest** pending request, question
 //! or approval, as the seed's `InterruptState` (`reason`, form `fields`, `timestamp`,
@@ -7,12 +8,20 @@
 //! answers it with the seed's `{"input": {...}}`. A request is consumed once: a second resume
 //! of the same checkpoint, or one after expiry, is a 409. A session-scoped token may only
 //! read and resume its own session (403 otherwise, as for cancel).
+//!
+//! `GET /session/pending` counts the pending requests of each session (`O(sessions)`,
+//! however many are pending; a scoped token sees its own session only), with the event id
+//! each kind's counts stand at, so a UI keeps them exact from the event stream.
+//! `POST /session/{id}/reject` refuses everything the session has pending, so nothing of it
+//! runs: questions are rejected, approval requests answered with a `reject` per action, or
+//! cancelled when an action's review config does not allow `reject`. It answers `200` with
+//! the counts only once the store has every change.
 
 use askbus_question::{
-    ApprovalReply, Decision, InterruptState, RequestId, ResumeError, ResumeInput,
+    ApprovalReply, Decision, InterruptState, PendingSessions, RequestId, ResumeError, ResumeInput,
 };
 use axum::Json;
-use axum::extract::State;
+use axum::extract::{Request, State};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -20,6 +29,7 @@ use crate::AppState;
 use crate::auth::Caller;
 use crate::error::{ApiError, ErrorCode};
 use crate::extract::{ApiJson, SegmentPath};
+use crate::questions::{RejectBody, optional_json};
 
 /// `GET /session/{id}/interrupt` answer: `{"interrupted": false}` or
 /// `{"interrupted": true, "state": {...}}`.
@@ -62,6 +72,92 @@ pub(crate) struct Resumed {
     /// The request that was answered.
     #[schema(value_type = String)]
     checkpoint_id: RequestId,
+}
+
+/// `POST /session/{id}/reject` answer.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+pub(crate) struct SessionRejected {
+    /// How many requests were rejected: `questions` + `approvals`.
+    rejected: usize,
+    /// Questions rejected.
+    questions: usize,
+    /// Approval requests answered with a `reject` decision for every action.
+    approvals: usize,
+    /// Approval requests cancelled instead, because an action's review config does not
+    /// allow `reject` (none of their actions runs either).
+    cancelled: usize,
+}
+
+/// How many requests each session has pending.
+#[utoipa::path(
+    get,
+    path = "/session/pending",
+    operation_id = "session.pending",
+    tag = "session",
+    responses(
+        (status = 200, description = "The sessions with pending requests, ascending by session id, with the event id each kind's counts stand at: apply the request events after it (`+1` per `*.asked`, `-1` per outcome) to keep them exact", body = PendingSessions),
+        (status = 401, description = "Missing or unknown token", body = crate::error::ErrorBody),
+        (status = 503, description = "The store shared with other servers could not be reached", body = crate::error::ErrorBody),
+    ),
+    security(("bearer" = []), ())
+)]
+pub(crate) async fn pending(
+    State(state): State<AppState>,
+    caller: Caller,
+) -> Result<Json<PendingSessions>, ApiError> {
+    // With a store shared by several servers: what any of them was asked until now.
+    state.inner.hub.caught_up().await?;
+    let mut pending = state.inner.hub.pending_sessions();
+    if let Some(own) = caller.0.session() {
+        pending
+            .sessions
+            .retain(|session| session.session_id == *own);
+    }
+    Ok(Json(pending))
+}
+
+/// Refuse everything the session has pending: reject its questions, reject every action of
+/// its approval requests (cancel those whose review config does not allow `reject`).
+#[utoipa::path(
+    post,
+    path = "/session/{id}/reject",
+    operation_id = "session.reject",
+    tag = "session",
+    params(("id" = String, Path, description = "Session id")),
+    request_body(content = Option<RejectBody>, description = "Optional: `{\"reason\": \"...\"}`, the questions' reason and the rejections' message"),
+    responses(
+        (status = 200, description = "What was refused (zeros when nothing was pending)", body = SessionRejected),
+        (status = 400, description = "Malformed JSON", body = crate::error::ErrorBody),
+        (status = 401, description = "Missing or unknown token", body = crate::error::ErrorBody),
+        (status = 403, description = "The token is scoped to another session", body = crate::error::ErrorBody),
+        (status = 415, description = "A body that is not JSON", body = crate::error::ErrorBody),
+        (status = 422, description = "A body that is not `{\"reason\": \"...\"}`", body = crate::error::ErrorBody),
+        (status = 503, description = "A change could not be stored durably", body = crate::error::ErrorBody),
+    ),
+    security(("bearer" = []), ())
+)]
+pub(crate) async fn reject(
+    State(state): State<AppState>,
+    caller: Caller,
+    SegmentPath(session_id): SegmentPath,
+    request: Request,
+) -> Result<Json<SessionRejected>, ApiError> {
+    caller.act_for(&session_id)?;
+    let body: RejectBody = optional_json(request, &state).await?.unwrap_or_default();
+    // With a store shared by several servers: what any of them was asked until now.
+    state.inner.hub.caught_up().await?;
+    // 200 only once every change is durable.
+    let rejected = state
+        .inner
+        .hub
+        .reject_session(&session_id, body.reason.as_deref())
+        .await?;
+    Ok(Json(SessionRejected {
+        rejected: rejected.questions + rejected.approvals,
+        questions: rejected.questions,
+        approvals: rejected.approvals,
+        cancelled: rejected.cancelled,
+    }))
 }
 
 /// What the session waits for, if anything.

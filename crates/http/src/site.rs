@@ -11,6 +11,7 @@
 //!
 //! Policy, in exact words:
 //!
+//! - **No header larger than [`MAX_HEADER_BYTES`].** It is `431 header_too_large`.
 //! - **No route acts for a foreign `Host`.** A request's `Host` (and the authority of an
 //!   absolute-form target) must name the listen address, a loopback name (`localhost`,
 //!   `127.0.0.1`, `[::1]`) with the listen port, or a configured [`AllowedHost`]; anything
@@ -58,6 +59,11 @@ use tower_http::validate_request::{ValidateRequest, ValidateRequestHeaderLayer};
 use crate::error::{ApiError, ErrorCode};
 use crate::extract::not_json;
 use crate::{HttpConfig, questions};
+
+/// The largest request header a route sees, in bytes (names, values and their line
+/// breaks). hyper's own limit (about 400 KiB) holds only as far as the header arrives in
+/// pieces: one that arrives whole can pass it.
+pub const MAX_HEADER_BYTES: usize = 64 * 1024;
 
 /// A name the server answers for beside its listen address and the loopback names
 /// (`--allowed-host`): `NAME` (any port), `NAME:PORT`, or `*` (any host at all, for a
@@ -155,6 +161,19 @@ impl SiteGuard {
     /// `Ok`, or the answer that refuses `request`; see the module docs.
     fn check<B>(&self, request: &Request<B>) -> Result<(), ApiError> {
         let headers = request.headers();
+        let header_bytes: usize = headers
+            .iter()
+            .map(|(name, value)| name.as_str().len() + value.len() + 4)
+            .sum();
+        if header_bytes > MAX_HEADER_BYTES {
+            return Err(ApiError::new(
+                ErrorCode::HeaderTooLarge,
+                format!(
+                    "the request header is larger than the server reads ({} KiB)",
+                    MAX_HEADER_BYTES / 1024
+                ),
+            ));
+        }
         let host = headers.get(header::HOST);
         for named in host
             .map(HeaderValue::as_bytes)

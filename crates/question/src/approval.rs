@@ -16,7 +16,7 @@ use askbus_store::{RequestKind, Store, StoreError};
 
 use crate::approval_model::{
     Action, ApprovalAsked, ApprovalCancelled, ApprovalId, ApprovalKind, ApprovalReplied,
-    ApprovalReply, ApprovalRequest, ApprovalTimedOut, Decision, ReviewConfig,
+    ApprovalReply, ApprovalRequest, ApprovalTimedOut, Decision, DecisionType, ReviewConfig,
 };
 use crate::interrupt::RequestId;
 use crate::quota::{Charge, QuotaExceeded};
@@ -490,7 +490,47 @@ impl ApprovalService {
 
     /// Pending requests in ascending id (creation) order, all or one session's.
     pub fn list(&self, session_id: Option<&str>) -> Vec<Arc<ApprovalRequest>> {
-        self.registry.list(session_id)
+        self.registry.page(session_id, None, usize::MAX)
+    }
+
+    /// One page of [`list`](Self::list): at most `limit` pending requests, all or one
+    /// session's, with ids above `after` (the last id of the previous page; in a
+    /// [`RequestHub`](crate::RequestHub) a question id is a cursor here too), as
+    /// [`QuestionService::page`](crate::QuestionService::page) pages questions. Costs
+    /// `O(log n + limit)`.
+    pub fn page(
+        &self,
+        session_id: Option<&str>,
+        after: Option<RequestId>,
+        limit: usize,
+    ) -> Vec<Arc<ApprovalRequest>> {
+        self.registry.page(session_id, after, limit)
+    }
+
+    /// Refuses every pending request of `session_id`, so that none of its actions runs: a
+    /// request whose every action allows `reject` is answered with a `reject` per action
+    /// (`reason` as its message), any other one is cancelled (its review config does not
+    /// let a reply refuse it all). Returns each outcome's kind with its [`Durable`].
+    pub(crate) fn reject_session(
+        &self,
+        session_id: &str,
+        reason: Option<&str>,
+    ) -> Vec<(OutcomeKind, Durable)> {
+        self.registry.resolve_session(session_id, |request| {
+            let rejectable = (0..request.action_requests.len()).all(|index| {
+                request
+                    .allowed_decisions(index)
+                    .contains(&DecisionType::Reject)
+            });
+            if !rejectable {
+                return Outcome::Cancelled;
+            }
+            let reject = Decision::Reject {
+                message: reason.map(str::to_owned),
+            };
+            let decisions = vec![reject; request.action_requests.len()];
+            Outcome::Replied(Arc::new(ApprovalReply::new(decisions)))
+        })
     }
 
     /// How many requests are pending.

@@ -1,9 +1,11 @@
 //! One handle on both kinds of request: what an HTTP server or a runtime holds.
 
+use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use askbus_bus::Bus;
+use askbus_bus::{Bus, EventId};
 use askbus_store::{LogPosition, Store, StoreError};
+use serde::Serialize;
 use serde_json::json;
 use tokio::sync::watch;
 
@@ -14,8 +16,8 @@ use crate::interrupt::{
     InterruptState, PendingRequest, RequestId, ResumeError, ResumeInput, confirmation_phrase,
 };
 use crate::quota::{PendingLimits, Quota};
-use crate::record::Durable;
-use crate::registry::StoreRole;
+use crate::record::{Durable, DurableError};
+use crate::registry::{OutcomeKind, StoreRole};
 use crate::service::{QuestionConfig, QuestionService, SubmitError, Timeout};
 
 /// The questions and approvals of one system, on one bus.
@@ -72,6 +74,52 @@ pub struct Resumed {
     pub request: RequestId,
     /// Completes once the answer is durable in the store.
     pub durable: Durable,
+}
+
+/// How many requests of each kind a session has waiting for a human.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct SessionPending {
+    /// The session.
+    #[cfg_attr(feature = "openapi", schema(value_type = String))]
+    pub session_id: Arc<str>,
+    /// Its pending questions.
+    pub questions: usize,
+    /// Its pending approval requests.
+    pub approvals: usize,
+}
+
+/// Every session with pending requests, and where in the event stream the counts stand
+/// (what `RequestHub::pending_sessions` answers).
+///
+/// The counts are of requests announced on the bus, read under each registry's lock with
+/// the bus's newest event id: every event of that kind up to that id is reflected in them,
+/// none after it. So a client holding these counts applies exactly the request events
+/// after the kind's id (`+1` per `asked`, `-1` per outcome) and stays exact.
+#[derive(Debug, Clone, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct PendingSessions {
+    /// The sessions with pending requests, ascending by session id.
+    pub sessions: Vec<SessionPending>,
+    /// The newest event id when the questions were counted.
+    #[cfg_attr(feature = "openapi", schema(value_type = String, example = "evt_01JZ6Q3V8R5M2K7D4T9WXYZABC"))]
+    pub questions_as_of: EventId,
+    /// The newest event id when the approval requests were counted.
+    #[cfg_attr(feature = "openapi", schema(value_type = String, example = "evt_01JZ6Q3V8R5M2K7D4T9WXYZABC"))]
+    pub approvals_as_of: EventId,
+}
+
+/// What [`RequestHub::reject_session`] refused. Nothing of it runs: every question was
+/// rejected, every approval request answered with a `reject` per action or cancelled.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SessionRejected {
+    /// Questions rejected (their askers get `AskError::Rejected`).
+    pub questions: usize,
+    /// Approval requests answered with a `reject` decision for every action.
+    pub approvals: usize,
+    /// Approval requests cancelled instead, because the review config of one of their
+    /// actions does not allow `reject` (their askers get `ApprovalError::Cancelled`).
+    pub cancelled: usize,
 }
 
 /// The action name of approvals made by [`RequestHub::request_confirmation`].
@@ -295,6 +343,89 @@ impl RequestHub {
         self.questions.cancel_session(session_id) + self.approvals.cancel_session(session_id)
     }
 
+    /// Refuses everything a session has pending, so that the human can stop a runaway
+    /// agent in one step: every pending question is rejected with `reason` (as
+    /// [`QuestionService::reject`]), every pending approval request is answered with a
+    /// `reject` decision for each action (`reason` as its message). An approval request
+    /// with an action whose review config does not allow `reject` cannot be answered that
+    /// way; it is cancelled instead, which runs nothing either. Completes once every change
+    /// is durable in the store, and counts what was refused.
+    ///
+    /// Over a shared store, call [`caught_up`](Self::caught_up) first to include what was
+    /// asked through other instances; a request another instance resolved meanwhile is not
+    /// counted.
+    ///
+    /// # Errors
+    ///
+    /// [`DurableError::Store`] if the store could not record a change (the other changes
+    /// still complete; see [`Durable`]).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use askbus_bus::Bus;
+    /// use askbus_question::{Action, AskError, QuestionInfo, QuestionOption, RequestHub, Timeout};
+    /// use serde_json::json;
+    ///
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() {
+    /// let hub = RequestHub::new(Bus::new());
+    /// let info = QuestionInfo::new("Continue?", "Continue", [QuestionOption::new("Yes", "")]);
+    /// let question = hub.questions().submit("runaway", vec![info], None, Timeout::Never).unwrap();
+    /// let drop_table = Action::new("drop_table", json!({"table": "users"}));
+    /// let approval = hub.approvals().submit("runaway", vec![drop_table], vec![], Timeout::Never).unwrap();
+    ///
+    /// let rejected = hub.reject_session("runaway", Some("stop")).await.unwrap();
+    /// assert_eq!((rejected.questions, rejected.approvals, rejected.cancelled), (1, 1, 0));
+    /// assert_eq!(question.await, Err(AskError::Rejected { reason: Some("stop".into()) }));
+    /// assert!(!approval.await.unwrap().decisions[0].runs());
+    /// # }
+    /// ```
+    pub async fn reject_session(
+        &self,
+        session_id: &str,
+        reason: Option<&str>,
+    ) -> Result<SessionRejected, DurableError> {
+        let questions = self.questions.reject_session(session_id, reason);
+        let approvals = self.approvals.reject_session(session_id, reason);
+        let mut rejected = SessionRejected::default();
+        for (kind, durable) in questions.into_iter().chain(approvals) {
+            match durable.await {
+                Ok(()) => {}
+                // Another instance resolved it first: not refused here.
+                Err(DurableError::AlreadyResolved { .. }) => continue,
+                Err(error @ DurableError::Store(_)) => return Err(error),
+            }
+            let count = match kind {
+                OutcomeKind::Rejected => &mut rejected.questions,
+                OutcomeKind::Replied => &mut rejected.approvals,
+                OutcomeKind::Cancelled | OutcomeKind::TimedOut => &mut rejected.cancelled,
+            };
+            *count += 1;
+        }
+        Ok(rejected)
+    }
+
+    /// Every session with pending requests and how many of each kind, ascending by
+    /// session id, with where in the event stream the counts stand (see
+    /// [`PendingSessions`]). Costs `O(sessions)`, however many requests are pending.
+    pub fn pending_sessions(&self) -> PendingSessions {
+        let (questions, questions_as_of) = self.questions.registry().session_counts();
+        let (approvals, approvals_as_of) = self.approvals.registry().session_counts();
+        let mut sessions: BTreeMap<Arc<str>, SessionPending> = BTreeMap::new();
+        for (session_id, count) in questions {
+            session_entry(&mut sessions, session_id).questions = count;
+        }
+        for (session_id, count) in approvals {
+            session_entry(&mut sessions, session_id).approvals = count;
+        }
+        let sessions = sessions.into_values().collect();
+        PendingSessions {
+            sessions,
+            questions_as_of,
+            approvals_as_of,
+        }
+    }
+
     /// Whether the hub knows the session: some request of it, of either kind, is pending
     /// or still remembered as resolved. A session that never asked, or whose requests
     /// were all forgotten, is unknown.
@@ -436,6 +567,20 @@ impl RequestHub {
                 .is_some_and(|snapshot| &*snapshot.request.session_id == session_id),
         }
     }
+}
+
+/// The counts of `session_id` in `sessions`, zero until set.
+fn session_entry(
+    sessions: &mut BTreeMap<Arc<str>, SessionPending>,
+    session_id: Arc<str>,
+) -> &mut SessionPending {
+    sessions
+        .entry(Arc::clone(&session_id))
+        .or_insert(SessionPending {
+            session_id,
+            questions: 0,
+            approvals: 0,
+        })
 }
 
 impl From<QuestionService> for RequestHub {

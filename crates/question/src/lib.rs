@@ -55,6 +55,7 @@ mod quota;
 mod record;
 mod registry;
 mod service;
+mod session_index;
 mod validate;
 
 pub use approval::{
@@ -66,7 +67,9 @@ pub use approval_model::{
     ApprovalReply, ApprovalRequest, ApprovalTimedOut, Decision, DecisionType, EditedAction,
     ReviewConfig,
 };
-pub use hub::{CONFIRMATION_ACTION, RequestHub, Resumed};
+pub use hub::{
+    CONFIRMATION_ACTION, PendingSessions, RequestHub, Resumed, SessionPending, SessionRejected,
+};
 pub use interrupt::{
     CONFIRMATION_PHRASES, InputField, InputFieldType, InterruptState, PendingRequest, RequestId,
     ResumeError, ResumeInput, confirmation_phrase,

@@ -36,12 +36,13 @@
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::convert::Infallible;
+use std::ops::Bound;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError, Weak};
 use std::task::{Context, Poll};
 
-use askbus_bus::{Bus, Id, IdGenerator, IdKind};
+use askbus_bus::{Bus, EventId, Id, IdGenerator, IdKind};
 use askbus_store::{ChangeKind, Loaded, RequestKind, Store, StoreError, Written};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
@@ -51,6 +52,7 @@ use tokio::time::Instant;
 use crate::interrupt::RequestId;
 use crate::quota::{Charge, Quota, QuotaExceeded};
 use crate::record::{self, Durable, DurableError, Recorder};
+use crate::session_index::SessionIndex;
 
 /// The single terminal outcome of a request.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -266,6 +268,8 @@ struct State<K: Kind> {
     index: K::Index,
     /// The pending or remembered request of each tool call that asked one.
     calls: HashMap<CallKey, Id<K::IdKind>>,
+    /// The pending requests by session, in step with `pending`.
+    sessions: SessionIndex<Id<K::IdKind>>,
 }
 
 /// A request waiting for its outcome.
@@ -367,6 +371,7 @@ impl<K: Kind> Registry<K> {
                     watchers: HashMap::new(),
                     index: K::Index::default(),
                     calls: HashMap::new(),
+                    sessions: SessionIndex::default(),
                 }),
                 timer_wakeup: Arc::new(Notify::new()),
                 timer_started: AtomicBool::new(false),
@@ -552,6 +557,9 @@ impl<K: Kind> Registry<K> {
         }
         // Over a shared store the `asked` event waits for the insert's change (see `apply`).
         let announced = self.inner.deciding_store().is_none();
+        state
+            .sessions
+            .insert(K::session_id(&request), id, announced);
         state.pending.insert(
             id,
             Pending {
@@ -750,7 +758,9 @@ impl<K: Kind> Registry<K> {
                     // Registered here: its insert came back.
                     Some(entry) if !entry.announced => {
                         entry.announced = true;
-                        Some(Arc::clone(&entry.request))
+                        let request = Arc::clone(&entry.request);
+                        state.sessions.announce(K::session_id(&request));
+                        Some(request)
                     }
                     Some(_) => None,
                     None if known_resolved => None,
@@ -796,50 +806,65 @@ impl<K: Kind> Registry<K> {
 
     /// Cancels every pending request of `session_id`; returns how many there were.
     pub(crate) fn cancel_session(&self, session_id: &str) -> usize {
+        let cancelled = self.resolve_session(session_id, |_| Outcome::Cancelled);
+        let count = cancelled.len();
+        // Cancelling is not acknowledged to anyone: nothing waits for the record.
+        cancelled
+            .into_iter()
+            .for_each(|(_, durable)| durable.in_background());
+        count
+    }
+
+    /// Resolves every pending request of `session_id` with the outcome `decide` gives it,
+    /// all under one lock acquisition (as [`resolve`](Self::resolve) each: over a shared
+    /// store, proposed). Returns each outcome's kind with what completes once it is durable
+    /// (or fails, over a shared store, if another outcome won).
+    ///
+    /// `decide` runs under the registry lock; it must not call back into the registry.
+    pub(crate) fn resolve_session(
+        &self,
+        session_id: &str,
+        mut decide: impl FnMut(&K::Request) -> Outcome<K::Reply>,
+    ) -> Vec<(OutcomeKind, Durable)> {
         let mut state = self.inner.lock();
-        let ids: Vec<_> = state
-            .pending
-            .iter()
-            .filter(|(_, entry)| K::session_id(&entry.request) == session_id)
-            .map(|(&id, _)| id)
+        let requests: Vec<_> = state
+            .sessions
+            .ids(session_id, Bound::Unbounded)
+            .filter_map(|id| state.pending.get(&id))
+            .map(|entry| Arc::clone(&entry.request))
             .collect();
-        if let Some(store) = self.inner.deciding_store() {
-            let requests: Vec<_> = ids
-                .iter()
-                .filter_map(|id| {
-                    state
-                        .pending
-                        .get(id)
-                        .map(|entry| Arc::clone(&entry.request))
-                })
-                .collect();
-            let proposals: Vec<_> = requests
-                .iter()
-                .map(|request| self.propose(store, &mut state, request, Outcome::Cancelled))
-                .collect();
-            drop(state);
-            proposals.into_iter().for_each(Durable::in_background);
-            return ids.len();
+        let mut resolved = Vec::with_capacity(requests.len());
+        let mut deliveries = Vec::new();
+        for request in requests {
+            let outcome = decide(&request);
+            let kind = outcome.kind();
+            match self.inner.deciding_store() {
+                Some(store) => {
+                    resolved.push((kind, self.propose(store, &mut state, &request, outcome)));
+                }
+                None => deliveries.extend(
+                    self.inner
+                        .finish(&mut state, K::id(&request), outcome)
+                        .map(|delivery| (kind, delivery)),
+                ),
+            }
         }
-        let deliveries: Vec<_> = ids
-            .iter()
-            .filter_map(|&id| self.inner.finish(&mut state, id, Outcome::Cancelled))
-            .collect();
         drop(state);
-        for delivery in deliveries {
-            // Cancelling is not acknowledged to anyone: nothing waits for the record.
-            drop(delivery.send());
-        }
-        ids.len()
+        resolved.extend(
+            deliveries
+                .into_iter()
+                .map(|(kind, delivery)| (kind, delivery.send())),
+        );
+        resolved
     }
 
     /// The oldest pending request of `session_id`.
     pub(crate) fn oldest_pending(&self, session_id: &str) -> Option<Arc<K::Request>> {
         let state = self.inner.lock();
+        let id = state.sessions.ids(session_id, Bound::Unbounded).next()?;
         state
             .pending
-            .values()
-            .find(|entry| K::session_id(&entry.request) == session_id)
+            .get(&id)
             .map(|entry| Arc::clone(&entry.request))
     }
 
@@ -859,17 +884,56 @@ impl<K: Kind> Registry<K> {
         read(&self.inner.lock().index)
     }
 
-    /// Pending requests in ascending id order, optionally of one session only.
-    pub(crate) fn list(&self, session_id: Option<&str>) -> Vec<Arc<K::Request>> {
+    /// At most `limit` pending requests in ascending id order, optionally of one session
+    /// only, with ids above `after` if given (any request id: the ids of a hub's kinds are
+    /// one order). Costs `O(log n + limit)`.
+    pub(crate) fn page(
+        &self,
+        session_id: Option<&str>,
+        after: Option<RequestId>,
+        limit: usize,
+    ) -> Vec<Arc<K::Request>> {
+        let after = after.map_or(Bound::Unbounded, |id| {
+            Bound::Excluded(Id::from_ulid(match id {
+                RequestId::Question(id) => id.ulid(),
+                RequestId::Approval(id) => id.ulid(),
+            }))
+        });
         let state = self.inner.lock();
-        state
-            .pending
-            .values()
-            .filter(|entry| {
-                session_id.is_none_or(|session| K::session_id(&entry.request) == session)
-            })
+        let entries: Box<dyn Iterator<Item = &Pending<K>>> = match session_id {
+            None => Box::new(
+                state
+                    .pending
+                    .range((after, Bound::Unbounded))
+                    .map(|(_, entry)| entry),
+            ),
+            Some(session) => Box::new(
+                state
+                    .sessions
+                    .ids(session, after)
+                    .filter_map(|id| state.pending.get(&id)),
+            ),
+        };
+        entries
+            .take(limit)
             .map(|entry| Arc::clone(&entry.request))
             .collect()
+    }
+
+    /// Every session with announced pending requests (see
+    /// [`SessionIndex`](crate::session_index)) and how many, ascending by session id, with
+    /// the bus's head at that moment: every event of this registry up to it is reflected in
+    /// the counts, none after it. Costs `O(sessions)`.
+    pub(crate) fn session_counts(&self) -> (Vec<(Arc<str>, usize)>, EventId) {
+        let state = self.inner.lock();
+        // Under the registry lock, under which this registry publishes (registry -> bus).
+        let head = self.inner.bus.head();
+        let counts = state
+            .sessions
+            .announced()
+            .map(|(session, count)| (Arc::clone(session), count))
+            .collect();
+        (counts, head)
     }
 
     /// How many requests are pending.
@@ -1024,6 +1088,9 @@ impl<K: Kind> Inner<K> {
         if let Some(quota) = self.quota.get() {
             quota.release(K::session_id(&entry.request), entry.account.as_ref());
         }
+        state
+            .sessions
+            .remove(K::session_id(&entry.request), id, entry.announced);
         if let Some(at) = entry.deadline {
             state.deadlines.remove(&(at, id));
         }
@@ -1249,6 +1316,7 @@ impl<K: Kind> State<K> {
         }
         K::remember(&mut self.index, &request);
         self.index_call(&request);
+        self.sessions.insert(K::session_id(&request), id, true);
         let request = Arc::new(request);
         self.pending.insert(
             id,

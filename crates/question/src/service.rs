@@ -489,7 +489,55 @@ impl QuestionService {
 
     /// Pending requests in ascending id (creation) order, all or one session's.
     pub fn list(&self, session_id: Option<&str>) -> Vec<Arc<QuestionRequest>> {
-        self.registry.list(session_id)
+        self.registry.page(session_id, None, usize::MAX)
+    }
+
+    /// One page of [`list`](Self::list): at most `limit` pending requests, all or one
+    /// session's, with ids above `after` (the last id of the previous page). Ids ascend
+    /// in creation order, so a page read after another continues it, whatever was asked
+    /// or answered in between. In a [`RequestHub`](crate::RequestHub) both kinds draw
+    /// their ids from one order, so an approval id is a cursor here too.
+    ///
+    /// Costs `O(log n + limit)` for `n` pending requests, with or without a session.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use askbus_bus::Bus;
+    /// use askbus_question::{QuestionInfo, QuestionOption, QuestionService, RequestId, Timeout};
+    ///
+    /// let questions = QuestionService::new(Bus::new());
+    /// let ask = || {
+    ///     let info = QuestionInfo::new("Deploy now?", "Deploy", [QuestionOption::new("Yes", "")]);
+    ///     questions.submit("s1", vec![info], None, Timeout::Never).unwrap().detach()
+    /// };
+    /// let (first, second, third) = (ask(), ask(), ask());
+    /// let page = questions.page(Some("s1"), None, 2);
+    /// assert_eq!([page[0].id, page[1].id], [first.id, second.id]);
+    /// let next = questions.page(Some("s1"), Some(RequestId::Question(page[1].id)), 2);
+    /// assert_eq!(next.len(), 1);
+    /// assert_eq!(next[0].id, third.id);
+    /// ```
+    pub fn page(
+        &self,
+        session_id: Option<&str>,
+        after: Option<RequestId>,
+        limit: usize,
+    ) -> Vec<Arc<QuestionRequest>> {
+        self.registry.page(session_id, after, limit)
+    }
+
+    /// Rejects every pending request of `session_id` with `reason`; returns each
+    /// rejection's [`Durable`] (see [`RequestHub::reject_session`](crate::RequestHub::reject_session)).
+    pub(crate) fn reject_session(
+        &self,
+        session_id: &str,
+        reason: Option<&str>,
+    ) -> Vec<(OutcomeKind, Durable)> {
+        self.registry
+            .resolve_session(session_id, |_| Outcome::Rejected {
+                reason: reason.map(str::to_owned),
+            })
     }
 
     /// How many requests are pending.

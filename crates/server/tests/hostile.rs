@@ -573,3 +573,99 @@ async fn a_flood_of_event_streams_is_refused_before_the_files_run_out() {
         }
     }
 }
+
+/// A runaway agent floods one session: the human reads it a page at a time (the next page
+/// named in `Link` and `x-next-cursor`), sees every session's count, and refuses all of it
+/// with one call, which the agent's long poll hears; another session is spared. Before,
+/// lists had no pages, no counts, and a flood was refused one request at a time.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_flooding_session_is_paged_counted_and_refused_in_one_call() {
+    let (server, _dir) = server().await;
+    let http = reqwest::Client::new();
+    let question = |session: &str, n: usize| {
+        json!({"sessionID": session, "questions": [{"question": format!("Step {n}?"),
+               "header": "Step", "options": [{"label": "Go", "description": ""}]}]})
+    };
+    let calm = server.ask(&http, &question("calm", 0)).await;
+    let asks = futures_util::future::join_all((0..240).map(|n| {
+        let (server, http, body) = (&server, &http, question("runaway", n));
+        async move { server.ask(http, &body).await }
+    }));
+    let mut asked = asks.await;
+    asked.sort();
+    let approval = json!({"session_id": "runaway",
+                          "action_requests": [{"name": "drop_table", "args": {"table": "users"}}]});
+    for _ in 0..10 {
+        assert_eq!(server.post_status(&http, "/approval", &approval).await, 200);
+    }
+
+    // A page at a time, each naming the next, together every request once, in id order.
+    let mut paged = Vec::new();
+    let mut next = Some("/question?sessionID=runaway&limit=100".to_owned());
+    while let Some(path) = next.take() {
+        let response = http
+            .get(format!("{}{path}", server.base))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(response.status(), 200);
+        let cursor = response
+            .headers()
+            .get("x-next-cursor")
+            .map(|cursor| cursor.to_str().unwrap().to_owned());
+        let link = response
+            .headers()
+            .get("link")
+            .map(|link| link.to_str().unwrap().to_owned());
+        let page: Vec<Value> = response.json().await.unwrap();
+        assert!(page.len() <= 100);
+        paged.extend(
+            page.iter()
+                .map(|request| request["id"].as_str().unwrap().to_owned()),
+        );
+        if let (Some(cursor), Some(link)) = (cursor, link) {
+            assert_eq!(paged.last(), Some(&cursor));
+            next = Some(
+                link.trim_start_matches('<')
+                    .trim_end_matches(">; rel=\"next\"")
+                    .to_owned(),
+            );
+        }
+    }
+    assert_eq!(paged, asked);
+    let counts = server.get(&http, "/session/pending").await;
+    assert_eq!(
+        counts["sessions"],
+        json!([
+            {"session_id": "calm", "questions": 1, "approvals": 0},
+            {"session_id": "runaway", "questions": 240, "approvals": 10},
+        ])
+    );
+
+    let waiting = {
+        let url = format!("{}/question/{}/wait?timeout=30", server.base, asked[7]);
+        let http = http.clone();
+        tokio::spawn(async move { http.get(url).send().await.unwrap().json::<Value>().await })
+    };
+    let refused = server
+        .post(
+            &http,
+            "/session/runaway/reject",
+            &json!({"reason": "runaway agent"}),
+        )
+        .await;
+    assert_eq!(refused.status(), 200);
+    assert_eq!(
+        refused.json::<Value>().await.unwrap(),
+        json!({"rejected": 250, "questions": 240, "approvals": 10, "cancelled": 0})
+    );
+    let heard = waiting.await.unwrap().unwrap();
+    assert_eq!(
+        (heard["status"].as_str(), heard["reason"].as_str()),
+        (Some("rejected"), Some("runaway agent"))
+    );
+    let left = server.get(&http, "/question").await;
+    assert_eq!(left.as_array().unwrap().len(), 1);
+    assert_eq!(left[0]["id"], calm);
+    assert_eq!(server.get(&http, "/approval").await, json!([]));
+}

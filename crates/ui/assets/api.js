@@ -79,6 +79,20 @@ export function noteServerDate(response) {
  * JSON answer. Throws `ApiError` or `NetworkError`.
  */
 export async function call(method, path, body) {
+  return (await exchange(method, path, body)).json;
+}
+
+/**
+ * One page of a paged list (`GET /question?limit=…`): `{items, next}`, `next` being the
+ * next page's cursor (the server's `x-next-cursor`), or `null` on the last page.
+ */
+export async function getPage(path) {
+  const { json, headers } = await exchange('GET', path);
+  return { items: Array.isArray(json) ? json : [], next: headers.get('x-next-cursor') };
+}
+
+/** `call`, resolving to the parsed answer and the response's headers. */
+async function exchange(method, path, body) {
   const headers = { Accept: 'application/json', ...authHeaders() };
   if (body !== undefined) headers['Content-Type'] = 'application/json';
   let response;
@@ -115,7 +129,7 @@ export async function call(method, path, body) {
     if (response.status === 401) unauthorizedHandler(error);
     throw error;
   }
-  return json;
+  return { json, headers: response.headers };
 }
 
 export const get = (path) => call('GET', path);

@@ -1,33 +1,57 @@
-// The askbus UI: pending questions and approvals, live.
+// The askbus UI: pending questions and approvals, live, however many an agent asks.
 //
-// State policy, in exact words: the list is the server's pending requests, from a snapshot
-// (`GET /question`, `GET /approval`) plus the event stream after it. A fresh stream (first
-// load, reload, or the server could not resume) takes a new snapshot, and the events that
-// arrive meanwhile are held and applied on top of it in order, so nothing between the
-// stream's start and the snapshot is lost or applied twice (asked adds a request once;
-// an outcome resolves it once). A stream that resumes with `Last-Event-ID` needs no
-// snapshot: the server replays exactly what was missed; `server.resync` takes one. While
-// the stream is down the list is refreshed from the snapshot routes when they answer, and a
-// banner says the list may be out of date.
+// State policy, in exact words: the list is a window on the server's pending requests of
+// the chosen session (or of all), ascending by id. It holds every pending request up to
+// its end (`frontier`; `null`: it holds them all), from a snapshot (one page of
+// `GET /question` and `GET /approval`, and the counts of `GET /session/pending`) plus the
+// event stream after it. A fresh stream (first load, reload, or the server could not
+// resume) takes a new snapshot, and the events that arrive meanwhile are held and applied
+// on top of it in order, so nothing between the stream's start and the snapshot is lost
+// or applied twice: asked adds a request once (if it falls in the window), an outcome
+// resolves it once, and the counts take only the events after the id they stand at
+// (`questions_as_of`, `approvals_as_of`), so every event counts once whenever it arrives.
+// "Show more" reads the page after the window's end the same way, with the events that
+// arrive meanwhile held. A stream that resumes with `Last-Event-ID` needs no snapshot: the
+// server replays exactly what was missed; `server.resync` takes one. While the stream is
+// down the list is refreshed from the snapshot routes when they answer, and a banner says
+// the list may be out of date.
+//
+// Work per event is O(1) amortised, so no flood locks the human out: cards are indexed by
+// id, a new card finds its place by binary search over the listed ids, the counts are a
+// map per session, the events of one read of the stream render once (each session whose
+// count changed rewrites its one `<option>`), and nothing re-sorts or re-serialises every
+// session or every card. The window holds one page (`PAGE` pending
+// cards) until the human asks for more; a request beyond it is only counted. A window whose
+// cards were all resolved loads the next page by itself.
 //
 // A request resolved elsewhere stays on screen, marked with its outcome, until dismissed,
-// so a human half-way through a form sees what happened instead of a vanishing card.
+// so a human half-way through a form sees what happened instead of a vanishing card. An
+// outcome that arrives while this tab's own answer is in flight is applied when that call
+// ends, whether it succeeded or failed. "Reject all pending in this session" (confirmed in
+// a second step) refuses everything the chosen session has pending with one call; the
+// cards it ends leave the list, except those the human had started on, which stay marked.
 //
-// Choosing a session (the filter, a card's session link, or `?session=` in the URL) also
-// shows that session's timeline below the list (`session.js`): what the agent did around
-// its requests, live.
+// Choosing a session (the filter, a card's session link, or `?session=` in the URL) loads
+// that session's window and shows its timeline below the list (`session.js`): what the
+// agent did around its requests, live.
 
 import * as api from './api.js';
 import { approvalCard } from './approval.js';
-import { h } from './dom.js';
+import { h, setText, visibleString } from './dom.js';
 import { pruneDrafts, questionCard } from './question.js';
 import { SessionTimeline } from './session.js';
 import { EventStreamClient } from './sse.js';
+
+/** Pending cards per page of the list. */
+const PAGE = 50;
+/** The largest page the server answers (`limit`). */
+const MAX_PAGE = 1000;
 
 const byId = (id) => document.getElementById(id);
 const ui = {
   listTitle: byId('list-title'),
   list: byId('list'),
+  more: byId('show-more'),
   empty: byId('empty'),
   loading: byId('loading'),
   count: byId('pending-count'),
@@ -45,21 +69,56 @@ const ui = {
   tokenError: byId('token-error'),
   tokenCancel: byId('token-cancel'),
   timelineTitle: byId('timeline-title'),
+  rejectOpen: byId('reject-all'),
+  rejectPanel: byId('reject-all-panel'),
+  rejectText: byId('reject-all-text'),
+  rejectReason: byId('reject-all-reason'),
+  rejectError: byId('reject-all-error'),
+  rejectConfirm: byId('reject-all-confirm'),
+  rejectCancel: byId('reject-all-cancel'),
 };
 
 const state = {
-  /** Request id -> card controller, pending and resolved-but-not-dismissed. */
+  /** Request id -> card controller: the window's cards, and resolved ones not dismissed. */
   cards: new Map(),
+  /** The ids of the listed cards, in list (id) order. */
+  order: [],
+  /** The ids of the listed cards still pending. */
+  pending: new Set(),
   /** The session filter ('' for all), mirrored in `?session=`. */
   session: new URLSearchParams(location.search).get('session') ?? '',
+  /** Where the window ends: every pending request of the view up to this id is listed.
+   * `null`: every pending request of the view is listed. */
+  frontier: null,
+  /** How many pending cards the window may hold; "Show more" adds a page. */
+  room: PAGE,
+  /** Whether "Show more" is loading a page, and whether the last one failed (then the
+   * window does not load its next page by itself until the next snapshot). */
+  paging: false,
+  pageFailed: false,
+  /** Whether "Reject all" is in flight. */
+  rejecting: false,
+  /** Pending requests per session (`{question, approval}`), and in all. */
+  counts: new Map(),
+  total: 0,
+  /** The event id each kind's counts stand at: only later events change them. */
+  countedUpTo: { question: '', approval: '' },
+  /** The session filter's options by session, and their sessions in option order. */
+  options: new Map(),
+  sessions: [],
+  /** Sessions whose count changed since the last render, and whether a render is queued. */
+  recounted: new Set(),
+  renderQueued: false,
   /** Whether the server has approval routes: 'unknown', 'yes' or 'no' (404). */
   approvals: 'unknown',
-  /** Events held while a snapshot is in flight; `null` when none is. */
+  /** Events held while a snapshot or a page is in flight; `null` when none is. */
   buffer: null,
-  /** Bumped by each snapshot, so a late one never overwrites a newer one. */
+  /** Bumped by each snapshot, so a late one (or a late page) never overwrites a newer one. */
   generation: 0,
   /** Whether a snapshot has been shown. */
   loaded: false,
+  /** The view ('' or a session) of the last snapshot shown; `null` before the first. */
+  listed: null,
   /** Whether the stream is open. */
   live: false,
   /** Whether a standalone refresh (stream down) is in flight, and when the last ran. */
@@ -73,8 +132,8 @@ const state = {
   /** Requests this tab is resolving now, and outcomes that arrived meanwhile. */
   submitting: new Set(),
   deferred: new Map(),
-  /** The session options last rendered, to rebuild the select only when they change. */
-  filterSignature: '',
+  /** Requests this tab's "Reject all" ended, until their outcome arrives. */
+  rejectedHere: new Set(),
 };
 
 // ---- Talking to the server -------------------------------------------------------------
@@ -105,13 +164,16 @@ const actions = {
   describe: describeError,
   dismiss: (id) => removeCard(id, true),
   failed: afterFailure,
-  /** A card changed how it reads (resolved here): recount. */
-  changed: () => render(),
+  /** Card `id` resolved (here or elsewhere): it no longer counts as pending in the window. */
+  changed: (id) => {
+    state.pending.delete(id);
+    render();
+  },
 };
 
-/** A failure of an answer, decline or decision, as a sentence for the human. */
+/** A failure of an answer, decline, decision or rejection, as a sentence for the human. */
 function describeError(error, what) {
-  const noun = { answer: 'answer', reply: 'reply', decision: 'decision' }[what] ?? 'reply';
+  const noun = { answer: 'answer', reply: 'reply', decision: 'decision', reject: 'rejection' }[what] ?? 'reply';
   if (error instanceof api.NetworkError) {
     return `Could not reach the server, so your ${noun} was not sent. It is kept here: check the connection and try again.`;
   }
@@ -170,32 +232,83 @@ async function afterFailure(request, error, card) {
   render();
 }
 
+// ---- Loading the window ------------------------------------------------------------------
+
+/** Ids order by their ULID, whatever their kind prefix (both kinds share one order). */
+function orderKey(id) {
+  return String(id).slice(String(id).indexOf('_') + 1);
+}
+
+/** Where `key` goes in `list`, ascending by `keyOf`: the index of its first larger entry. */
+function insertionPoint(list, key, keyOf) {
+  let low = 0;
+  let high = list.length;
+  while (low < high) {
+    const middle = (low + high) >>> 1;
+    if (keyOf(list[middle]) <= key) low = middle + 1;
+    else high = middle;
+  }
+  return low;
+}
+
+/** One page of a list, `{items, next}`; approvals are none on a server without them. */
+async function listPage(kind, query) {
+  if (kind === 'approval' && state.approvals === 'no') return { items: [], next: null };
+  try {
+    const page = await api.getPage(`/${kind}?${query}`);
+    if (kind === 'approval') state.approvals = 'yes';
+    return page;
+  } catch (error) {
+    // A server without approval routes (they arrived later than questions).
+    if (kind === 'approval' && error instanceof api.ApiError && error.status === 404) {
+      state.approvals = 'no';
+      return { items: [], next: null };
+    }
+    throw error;
+  }
+}
+
+/**
+ * The view's next `limit` pending requests after id `after` (from the start if none), both
+ * kinds merged in id order: `{items: [{kind, request}], frontier}`, `frontier` being the
+ * last id the page covers, or `null` when nothing of the view comes after it. Either kind's
+ * id is a cursor for both lists (they share one order).
+ */
+async function fetchPage(after, limit) {
+  const query = new URLSearchParams({ limit: String(limit) });
+  if (state.session) query.set('sessionID', state.session);
+  if (after) query.set('after', after);
+  const [questions, approvals] = await Promise.all([listPage('question', query), listPage('approval', query)]);
+  const items = [
+    ...questions.items.map((request) => ({ kind: 'question', request })),
+    ...approvals.items.map((request) => ({ kind: 'approval', request })),
+  ].sort((a, b) => (orderKey(a.request.id) < orderKey(b.request.id) ? -1 : 1));
+  // A list whose page ended with more to come: the merged page cannot reach past its end.
+  let frontier = null;
+  for (const page of [questions, approvals]) {
+    if (page.next && (frontier === null || orderKey(page.next) < orderKey(frontier))) frontier = page.next;
+  }
+  let covered = frontier === null ? items : items.filter((item) => orderKey(item.request.id) <= orderKey(frontier));
+  if (covered.length > limit) {
+    covered = covered.slice(0, limit);
+    frontier = covered[limit - 1].request.id;
+  }
+  return { items: covered, frontier };
+}
+
+/** What a snapshot shows: the window's first pages, and every session's counts. */
 async function fetchSnapshot() {
-  const approvals =
-    state.approvals === 'no'
-      ? Promise.resolve([])
-      : api.get('/approval').then(
-          (list) => {
-            state.approvals = 'yes';
-            return Array.isArray(list) ? list : [];
-          },
-          (error) => {
-            // A server without approval routes (they arrived later than questions).
-            if (error instanceof api.ApiError && error.status === 404) {
-              state.approvals = 'no';
-              return [];
-            }
-            throw error;
-          },
-        );
-  const [questions, approvalList] = await Promise.all([api.get('/question'), approvals]);
-  return { questions: Array.isArray(questions) ? questions : [], approvals: approvalList };
+  const limit = Math.min(MAX_PAGE, Math.max(PAGE, state.room));
+  const [page, counts] = await Promise.all([fetchPage(null, limit), api.get('/session/pending')]);
+  return { page, counts };
 }
 
 /** A snapshot for a fresh stream: events arriving meanwhile are held, then applied. */
 async function resnapshot() {
   const generation = ++state.generation;
   state.buffer = [];
+  // A page in flight belongs to the list this snapshot replaces.
+  state.paging = false;
   try {
     const snapshot = await fetchSnapshot();
     if (generation !== state.generation) return;
@@ -228,24 +341,79 @@ async function refreshWhileDisconnected() {
   }
 }
 
+/**
+ * "Show more": the next page after the window's end joins the window, the events that
+ * arrive meanwhile held and applied after it. `focus`: move the keyboard focus to its
+ * first card.
+ */
+async function showMore({ focus }) {
+  if (state.paging || state.buffer || state.frontier === null) return;
+  const generation = state.generation;
+  const from = state.frontier;
+  state.paging = true;
+  state.buffer = [];
+  render();
+  let page = null;
+  try {
+    page = await fetchPage(from, PAGE);
+  } catch (error) {
+    if (generation !== state.generation) return;
+    say(
+      error instanceof api.NetworkError
+        ? 'Could not reach the server to load more requests.'
+        : `Could not load more requests: ${error.message}`,
+    );
+  }
+  if (generation !== state.generation) return;
+  state.pageFailed = !page;
+  if (page) {
+    state.room = Math.max(state.room, state.pending.size + PAGE);
+    state.frontier = page.frontier;
+    for (const { kind, request } of page.items) add(kind, request, { inWindow: true });
+  }
+  const held = state.buffer;
+  state.buffer = null;
+  state.paging = false;
+  for (const event of held) applyEvent(event);
+  render();
+  if (page && focus) {
+    const first = state.order.find((id) => orderKey(id) > orderKey(from) && state.pending.has(id));
+    state.cards.get(first)?.element.focus();
+    say(`Showing ${state.pending.size} of ${viewTotal()} pending requests.`);
+  }
+}
+
 // ---- State ----------------------------------------------------------------------------
 
-function applySnapshot({ questions, approvals }) {
-  const pending = new Set([...questions, ...approvals].map((request) => request.id));
+function applySnapshot({ page, counts }) {
+  applyCounts(counts);
+  state.frontier = page.frontier;
+  state.pageFailed = false;
+  const listed = new Set(page.items.map((item) => item.request.id));
   let gone = 0;
-  for (const [id, card] of state.cards) {
-    if (card.resolved || pending.has(id) || state.submitting.has(id)) continue;
-    gone += 1;
-    if (card.touched()) card.resolve({ status: 'gone' });
-    else removeCard(id, false);
+  for (const [id, card] of [...state.cards]) {
+    if (state.session && card.element.dataset.session !== state.session) {
+      removeCard(id, false);
+    } else if (card.resolved || listed.has(id) || state.submitting.has(id)) {
+      continue;
+    } else if (covers(id)) {
+      gone += 1;
+      if (card.touched()) card.resolve({ status: 'gone' });
+      else removeCard(id, false);
+    } else if (!card.touched()) {
+      // Past the window's new end: counted, no longer listed.
+      removeCard(id, false);
+    }
   }
-  const first = !state.loaded;
-  for (const request of questions) add('question', request, !first);
-  for (const request of approvals) add('approval', request, !first);
-  pruneDrafts(pending);
+  // The first snapshot of a view is announced as a whole, a later one card by card.
+  const first = state.listed !== state.session;
+  for (const { kind, request } of page.items) add(kind, request, { announce: !first, inWindow: true });
+  // Drafts of requests the window covers but no longer lists were answered elsewhere.
+  if (!state.session) pruneDrafts((id) => !listed.has(id) && covers(id));
   state.loaded = true;
+  state.listed = state.session;
   if (first) {
-    const count = pending.size;
+    const count = viewTotal();
     say(count === 0 ? 'No pending requests.' : `${count} pending ${count === 1 ? 'request' : 'requests'}.`);
   } else if (gone > 0) {
     say(`${gone} ${gone === 1 ? 'request was' : 'requests were'} resolved while this page was not connected.`);
@@ -253,53 +421,98 @@ function applySnapshot({ questions, approvals }) {
   render();
 }
 
+/** Whether the window covers request `id`: listed if pending, unless resolved meanwhile. */
+function covers(id) {
+  return state.frontier === null || orderKey(id) <= orderKey(state.frontier);
+}
+
+/** Takes the counts of `GET /session/pending` as they stand, and rebuilds the filter. */
+function applyCounts({ sessions, questions_as_of: questionsAsOf, approvals_as_of: approvalsAsOf }) {
+  state.counts = new Map();
+  state.total = 0;
+  for (const session of sessions ?? []) {
+    state.counts.set(session.session_id, { question: session.questions, approval: session.approvals });
+    state.total += session.questions + session.approvals;
+  }
+  state.countedUpTo = { question: questionsAsOf ?? '', approval: approvalsAsOf ?? '' };
+  rebuildFilter();
+}
+
 function applyEvent(event) {
   const properties = event?.properties ?? {};
   switch (event?.type) {
     case 'question.asked':
-      add('question', properties, true);
+      count(event, 'question', properties.sessionID, 1);
+      add('question', properties, { announce: true });
       break;
     case 'question.replied':
-      settle(properties.requestID, { status: 'replied', answers: properties.answers });
+      ended(event, 'question', properties.sessionID, properties.requestID, { status: 'replied', answers: properties.answers });
       break;
     case 'question.rejected':
-      settle(properties.requestID, { status: 'rejected', reason: properties.reason });
+      ended(event, 'question', properties.sessionID, properties.requestID, { status: 'rejected', reason: properties.reason });
       break;
     case 'question.timed_out':
-      settle(properties.requestID, { status: 'timed_out' });
+      ended(event, 'question', properties.sessionID, properties.requestID, { status: 'timed_out' });
       break;
     case 'question.cancelled':
-      settle(properties.requestID, { status: 'cancelled' });
+      ended(event, 'question', properties.sessionID, properties.requestID, { status: 'cancelled' });
       break;
     case 'approval.asked':
-      add('approval', properties, true);
+      count(event, 'approval', properties.session_id, 1);
+      add('approval', properties, { announce: true });
       break;
     case 'approval.replied':
-      settle(properties.request_id, { status: 'replied', decisions: properties.decisions });
+      ended(event, 'approval', properties.session_id, properties.request_id, { status: 'replied', decisions: properties.decisions });
       break;
     case 'approval.timed_out':
-      settle(properties.request_id, { status: 'timed_out', decisions: properties.decisions });
+      ended(event, 'approval', properties.session_id, properties.request_id, { status: 'timed_out', decisions: properties.decisions });
       break;
     case 'approval.cancelled':
-      settle(properties.request_id, { status: 'cancelled' });
+      ended(event, 'approval', properties.session_id, properties.request_id, { status: 'cancelled' });
       break;
     default:
       return;
   }
-  render();
+  renderSoon();
 }
 
-function add(kind, request, announce) {
-  if (!request?.id || state.cards.has(request.id)) return;
+/** A request's outcome event: one fewer pending in its session, and its card settles. */
+function ended(event, kind, session, id, outcome) {
+  count(event, kind, session, -1);
+  settle(id, outcome);
+}
+
+/** Applies `delta` to `session`'s count of `kind`, unless the counts include `event`. */
+function count(event, kind, session, delta) {
+  if (typeof session !== 'string' || !(String(event.id) > state.countedUpTo[kind])) return;
+  const counts = state.counts.get(session) ?? { question: 0, approval: 0 };
+  const before = counts[kind];
+  counts[kind] = Math.max(0, before + delta);
+  state.total = Math.max(0, state.total + counts[kind] - before);
+  if (counts.question + counts.approval === 0) state.counts.delete(session);
+  else state.counts.set(session, counts);
+  state.recounted.add(session);
+}
+
+/**
+ * Lists request `request` of `kind` if it belongs to the window (`inWindow`: it does, it
+ * came with a page); `announce`: tell screen-reader users.
+ */
+function add(kind, request, { announce = false, inWindow = false }) {
+  const id = request?.id;
+  if (!id || state.cards.has(id)) return;
+  const session = kind === 'question' ? request.sessionID : request.session_id;
+  if (state.session && session !== state.session) return;
+  if (!inWindow && !fits(id)) return;
   const card = kind === 'question' ? questionCard(request, actions) : approvalCard(request, actions);
-  state.cards.set(request.id, card);
+  state.cards.set(id, card);
+  state.pending.add(id);
   card.tick(api.serverNow());
-  const key = orderKey(request.id);
-  const after = [...ui.list.children].find((element) => orderKey(element.dataset.id) > key);
-  ui.list.insertBefore(card.element, after ?? null);
-  filterCard(card);
+  const at = insertionPoint(state.order, orderKey(id), orderKey);
+  const next = state.order[at];
+  state.order.splice(at, 0, id);
+  ui.list.insertBefore(card.element, next === undefined ? null : state.cards.get(next).element);
   if (announce) {
-    const session = kind === 'question' ? request.sessionID : request.session_id;
     const what =
       kind === 'question'
         ? request.questions?.[0]?.question ?? ''
@@ -308,12 +521,31 @@ function add(kind, request, announce) {
   }
 }
 
+/**
+ * Whether a request asked now joins the window. While the window holds every pending
+ * request it takes new ones until it is full; from then on it ends at its last card, and
+ * a request after that is only counted until "Show more" reaches it.
+ */
+function fits(id) {
+  if (state.frontier === null) {
+    if (state.pending.size < state.room) return true;
+    state.frontier = state.order.at(-1);
+  }
+  return covers(id);
+}
+
 function settle(id, outcome) {
   const card = id && state.cards.get(id);
   if (!card || card.resolved) return;
   if (state.submitting.has(id)) {
     // This tab's own call is in flight; its answer decides how the card reads.
     state.deferred.set(id, outcome);
+    return;
+  }
+  if (state.rejectedHere.delete(id)) {
+    // Ended by this tab's "Reject all": the human knows. A card they had started on stays.
+    if (card.touched()) card.resolve({ ...outcome, here: true });
+    else removeCard(id, false);
     return;
   }
   card.resolve(outcome);
@@ -329,66 +561,195 @@ function settle(id, outcome) {
 function removeCard(id, moveFocus) {
   const card = state.cards.get(id);
   if (!card) return;
-  const next = shownSibling(card.element, 'nextElementSibling') ?? shownSibling(card.element, 'previousElementSibling');
+  const next = card.element.nextElementSibling ?? card.element.previousElementSibling;
   const hadFocus = card.element.contains(document.activeElement);
   card.element.remove();
   state.cards.delete(id);
+  state.pending.delete(id);
+  state.rejectedHere.delete(id);
+  const at = insertionPoint(state.order, orderKey(id), orderKey) - 1;
+  if (state.order[at] === id) state.order.splice(at, 1);
   if (moveFocus || hadFocus) (next ?? ui.listTitle).focus();
   render();
 }
 
-/** The nearest card in `direction` from `element` that the session filter shows, if any. */
-function shownSibling(element, direction) {
-  let sibling = element[direction];
-  while (sibling?.hidden) sibling = sibling[direction];
-  return sibling;
-}
-
-/** Ids sort by their ULID, whatever their kind prefix. */
-function orderKey(id) {
-  return String(id).slice(String(id).indexOf('_') + 1);
-}
-
 // ---- Rendering ----------------------------------------------------------------------
 
-function filterCard(card) {
-  card.element.hidden = Boolean(state.session) && card.element.dataset.session !== state.session;
+/** How many requests `session` has pending. */
+function sessionCount(session) {
+  const counts = state.counts.get(session);
+  return counts ? counts.question + counts.approval : 0;
+}
+
+/** How many requests the view (one session, or all) has pending. */
+function viewTotal() {
+  return state.session ? sessionCount(state.session) : state.total;
+}
+
+/** Sets `element`'s text, if it changed (a flood sets the same text often). */
+function show(element, text) {
+  if (element.textContent !== text) element.textContent = text;
+}
+
+/**
+ * Renders once after the events being applied: the events of one read of the stream (a
+ * burst of a flood) cost one render, not one each.
+ */
+function renderSoon() {
+  if (state.renderQueued) return;
+  state.renderQueued = true;
+  queueMicrotask(() => {
+    state.renderQueued = false;
+    render();
+  });
 }
 
 function render() {
-  const pending = [...state.cards.values()].filter((card) => !card.resolved);
-  const shown = pending.filter((card) => !card.element.hidden);
-  ui.count.textContent = String(shown.length);
+  if (state.recounted.size > 0) {
+    for (const session of state.recounted) updateOption(session);
+    state.recounted.clear();
+    setAllText();
+  }
+  const total = viewTotal();
+  const shown = state.pending.size;
+  show(ui.count, String(total));
   ui.loading.hidden = state.loaded;
-  ui.empty.hidden = !state.loaded || shown.length > 0;
-  ui.empty.textContent = state.session
-    ? `Nothing is waiting for you in session “${state.session}”.`
-    : 'Nothing is waiting for you. When an agent asks a question or wants approval, it appears here.';
-  document.title = shown.length > 0 ? `(${shown.length}) askbus` : 'askbus';
-  renderFilter(pending);
+  ui.empty.hidden = !state.loaded || total > 0 || shown > 0;
+  if (!ui.empty.hidden) {
+    setText(
+      ui.empty,
+      state.session
+        ? `Nothing is waiting for you in session “${state.session}”.`
+        : 'Nothing is waiting for you. When an agent asks a question or wants approval, it appears here.',
+    );
+  }
+  const title = total > 0 ? `(${total}) askbus` : 'askbus';
+  if (document.title !== title) document.title = title;
+  const more = Math.max(0, total - shown);
+  ui.more.hidden = !state.loaded || state.frontier === null || more === 0;
+  ui.more.disabled = state.paging;
+  show(ui.more, state.paging ? 'Loading more…' : `Show ${Math.min(PAGE, more)} more (${more} not shown)`);
+  ui.rejectOpen.hidden = !state.loaded || !state.session || total === 0;
+  if (ui.rejectOpen.hidden && !state.rejecting) closeRejectAll();
+  // A window whose cards were all resolved goes on with the next page by itself.
+  if (state.live && !ui.more.hidden && shown === 0 && !state.rejecting && !state.pageFailed) {
+    showMore({ focus: false });
+  }
 }
 
-function renderFilter(pending) {
-  const counts = new Map();
-  for (const card of pending) {
-    const session = card.element.dataset.session;
-    counts.set(session, (counts.get(session) ?? 0) + 1);
-  }
-  if (state.session && !counts.has(state.session)) counts.set(state.session, 0);
-  const sessions = [...counts.keys()].sort();
-  const signature = JSON.stringify([
-    state.session,
-    pending.length,
-    sessions.map((session) => [session, counts.get(session)]),
-  ]);
-  if (signature === state.filterSignature) return;
-  state.filterSignature = signature;
-  ui.filter.replaceChildren(
-    h('option', { value: '' }, `All sessions (${pending.length})`),
-    ...sessions.map((session) => h('option', { value: session }, `${session} (${counts.get(session)})`)),
-  );
+/** The session filter, rebuilt from the counts (after a snapshot). */
+function rebuildFilter() {
+  state.sessions = [...state.counts.keys()];
+  if (state.session && !state.counts.has(state.session)) state.sessions.push(state.session);
+  state.sessions.sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
+  state.options = new Map(state.sessions.map((session) => [session, h('option', { value: session })]));
+  for (const session of state.sessions) setOptionText(session);
+  ui.filter.replaceChildren(h('option', { value: '' }), ...state.options.values());
   ui.filter.value = state.session;
+  state.recounted.clear();
+  setAllText();
 }
+
+/** Rewrites the one option of `session` after its count changed: adds or drops it (then
+ * `setAllText`). */
+function updateOption(session) {
+  const listed = state.options.has(session);
+  if (sessionCount(session) === 0 && session !== state.session) {
+    if (listed) {
+      state.options.get(session).remove();
+      state.options.delete(session);
+      state.sessions.splice(insertionPoint(state.sessions, session, (name) => name) - 1, 1);
+    }
+  } else if (!listed) {
+    const at = insertionPoint(state.sessions, session, (name) => name);
+    const option = h('option', { value: session });
+    const next = state.options.get(state.sessions[at]);
+    state.sessions.splice(at, 0, session);
+    state.options.set(session, option);
+    ui.filter.insertBefore(option, next ?? null);
+    setOptionText(session);
+  } else {
+    setOptionText(session);
+  }
+}
+
+function setOptionText(session) {
+  // An option takes no markup: hidden characters are marked in its text.
+  show(state.options.get(session), `${visibleString(session)} (${sessionCount(session)})`);
+}
+
+function setAllText() {
+  show(ui.filter.options[0], `All sessions (${state.total})`);
+}
+
+// ---- Reject all pending in a session -----------------------------------------------------
+
+function openRejectAll() {
+  const total = sessionCount(state.session);
+  setText(
+    ui.rejectText,
+    `Reject all ${total} pending ${total === 1 ? 'request' : 'requests'} of session “${state.session}”? ` +
+      'Its questions are declined and its tool calls rejected (an approval that does not allow ' +
+      'rejecting is cancelled): nothing of it runs. This cannot be undone.',
+  );
+  show(ui.rejectConfirm, `Reject all ${total}`);
+  ui.rejectError.hidden = true;
+  ui.rejectReason.value = '';
+  ui.rejectPanel.hidden = false;
+  ui.rejectOpen.setAttribute('aria-expanded', 'true');
+  ui.rejectReason.focus();
+}
+
+function closeRejectAll() {
+  ui.rejectPanel.hidden = true;
+  ui.rejectOpen.setAttribute('aria-expanded', 'false');
+}
+
+/** Refuses everything the chosen session has pending (`POST /session/{id}/reject`). */
+async function rejectAll() {
+  const session = state.session;
+  if (!session || state.rejecting) return;
+  const reason = ui.rejectReason.value.trim();
+  // Their outcomes read as this tab's, whenever they arrive.
+  const mine = [...state.pending].filter((id) => !state.submitting.has(id));
+  for (const id of mine) state.rejectedHere.add(id);
+  state.rejecting = true;
+  for (const control of [ui.rejectConfirm, ui.rejectCancel, ui.rejectReason]) control.disabled = true;
+  try {
+    const result = await api.post(`/session/${encodeURIComponent(session)}/reject`, reason ? { reason } : {});
+    closeRejectAll();
+    const cancelled = result.cancelled
+      ? ` ${result.cancelled} ${result.cancelled === 1 ? 'approval' : 'approvals'} that may not be rejected ${result.cancelled === 1 ? 'was' : 'were'} cancelled.`
+      : '';
+    say(`Rejected ${result.rejected} pending ${result.rejected === 1 ? 'request' : 'requests'} of session ${session}.${cancelled}`);
+    ui.listTitle.focus();
+  } catch (error) {
+    // The server answered: it refused nothing of it.
+    if (error instanceof api.ApiError) for (const id of mine) state.rejectedHere.delete(id);
+    setText(ui.rejectError, describeError(error, 'reject'));
+    ui.rejectError.hidden = false;
+  } finally {
+    state.rejecting = false;
+    for (const control of [ui.rejectConfirm, ui.rejectCancel, ui.rejectReason]) control.disabled = false;
+    render();
+  }
+}
+
+ui.rejectOpen.addEventListener('click', openRejectAll);
+ui.rejectCancel.addEventListener('click', () => {
+  closeRejectAll();
+  ui.rejectOpen.focus();
+});
+ui.rejectConfirm.addEventListener('click', rejectAll);
+ui.rejectReason.addEventListener('keydown', (event) => {
+  if (event.key === 'Enter') {
+    event.preventDefault();
+    rejectAll();
+  } else if (event.key === 'Escape') {
+    ui.rejectCancel.click();
+  }
+});
+ui.more.addEventListener('click', () => showMore({ focus: true }));
 
 function setConnection(kind, text) {
   ui.connection.dataset.state = kind;
@@ -436,7 +797,7 @@ function say(text) {
   // Emptying first makes a repeated message be read again.
   ui.announcer.textContent = '';
   setTimeout(() => {
-    ui.announcer.textContent = text;
+    ui.announcer.textContent = visibleString(text);
   }, 50);
   clearing = setTimeout(() => {
     ui.announcer.textContent = '';
@@ -541,14 +902,30 @@ const stream = new EventStreamClient({
   },
 });
 
-/** Shows one session ('' for all): its requests, and its timeline. */
+/** Shows one session ('' for all): its window of requests, and its timeline. */
 function selectSession(session) {
   state.session = session;
   const url = new URL(location.href);
   if (state.session) url.searchParams.set('session', state.session);
   else url.searchParams.delete('session');
   history.replaceState(null, '', url);
-  for (const card of state.cards.values()) filterCard(card);
+  closeRejectAll();
+  // Another view: its own window, from its first page.
+  for (const [id, card] of [...state.cards]) {
+    if (session && card.element.dataset.session !== session) removeCard(id, false);
+  }
+  state.room = PAGE;
+  state.frontier = null;
+  rebuildFilter();
+  if (state.live) {
+    resnapshot();
+  } else {
+    // Drops a load for the other view; the list follows when the server answers.
+    state.generation += 1;
+    state.buffer = null;
+    state.lastRefresh = 0;
+    refreshWhileDisconnected();
+  }
   render();
   sessionTimeline.show(session);
 }
@@ -557,7 +934,7 @@ function selectSession(session) {
 function reviewRequest(key) {
   const card = [...state.cards.values()].find((card) => !card.resolved && card.element.dataset.key === key);
   if (!card) {
-    say('That request is no longer pending.');
+    say('That request is not in the list: it is no longer pending, or further down (use “Show more”).');
     return;
   }
   card.element.scrollIntoView({ block: 'start' });
@@ -600,6 +977,7 @@ setInterval(() => {
 }, 1000);
 
 updateTokenButton();
+rebuildFilter();
 render();
 sessionTimeline.show(state.session);
 stream.start();

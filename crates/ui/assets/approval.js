@@ -6,7 +6,7 @@
 // "respond" a required one. Decisions are sent together, one per action in order, as
 // `POST /approval/{id}/reply {"decisions": [...]}`.
 
-import { countdown, dismissButton, domId, h, nameFor, prettyJson, sessionLink } from './dom.js';
+import { countdown, dismissButton, domId, h, jsonText, nameFor, oneLine, prettyJson, sessionLink, setText, visibleString } from './dom.js';
 
 /** What an action no review config names may get: every decision, as the server allows. */
 const DEFAULT_ALLOWED = ['approve', 'edit', 'reject', 'respond'];
@@ -71,7 +71,7 @@ export function approvalCard(request, actions) {
   const resolution = h('div', { class: 'resolution', hidden: true });
   const title =
     actionList.length === 1
-      ? `Allow ${actionList[0].name}?`
+      ? ['Allow ', oneLine(actionList[0].name), '?']
       : `Allow ${actionList.length} actions?`;
   const element = h(
     'article',
@@ -87,7 +87,7 @@ export function approvalCard(request, actions) {
       { class: 'card-meta' },
       h('span', { class: 'kind' }, 'Approval'),
       sessionLink(request.session_id),
-      request.approval_key ? h('span', { class: 'key', title: 'Approval key' }, request.approval_key) : null,
+      request.approval_key ? h('span', { class: 'key', title: 'Approval key' }, oneLine(request.approval_key)) : null,
       timer.element,
     ),
     h('h2', { id: titleId, class: 'card-title' }, title),
@@ -107,7 +107,7 @@ export function approvalCard(request, actions) {
     form.setAttribute('aria-busy', String(busy));
   };
   const showError = (message) => {
-    errorBox.textContent = message;
+    setText(errorBox, message);
     errorBox.hidden = !message;
   };
 
@@ -164,7 +164,7 @@ export function approvalCard(request, actions) {
       element.dataset.status = outcome.status;
       resolution.replaceChildren(...resolutionView(request, outcome, subject, () => actions.dismiss(id)));
       resolution.hidden = false;
-      actions.changed?.();
+      actions.changed?.(id);
     },
     showError,
   };
@@ -204,7 +204,7 @@ function actionReview(request, action, index, allowed) {
   const editPanel = h(
     'div',
     { class: 'panel edit-panel', hidden: true },
-    h('label', { for: editorId }, `New arguments for ${action.name} (JSON)`),
+    h('label', { for: editorId }, 'New arguments for ', oneLine(action.name), ' (JSON)'),
     editor,
     h('div', { class: 'editor-foot' }, editorStatus, reset),
   );
@@ -259,13 +259,13 @@ function actionReview(request, action, index, allowed) {
   const element = h(
     'fieldset',
     { class: 'action-review', 'aria-describedby': descriptionId },
-    h('legend', {}, h('h3', { class: 'action-name' }, action.name)),
+    h('legend', {}, h('h3', { class: 'action-name' }, oneLine(action.name))),
     action.description ? h('p', { class: 'action-description', id: descriptionId }, action.description) : null,
     h('p', { class: 'args-label', id: `${argsId}-label` }, 'Arguments'),
     h('pre', { class: 'json', id: argsId, tabindex: 0, 'aria-labelledby': `${argsId}-label` }, original),
     h(
       'div',
-      { class: 'decisions', role: 'radiogroup', 'aria-label': `Decision for ${action.name}` },
+      { class: 'decisions', role: 'radiogroup', 'aria-label': `Decision for ${visibleString(action.name)}` },
       radios.map((radio, position) => choice(allowed[position], radio)),
     ),
     editPanel,
@@ -333,7 +333,7 @@ function resolutionView(request, outcome, subject, dismiss) {
         { class: 'answers' },
         (request.action_requests ?? []).flatMap((action, index) => {
           const decision = outcome.decisions[index] ?? outcome.decisions[0];
-          return [h('dt', {}, action.name), h('dd', {}, describeDecision(decision))];
+          return [h('dt', {}, oneLine(action.name)), h('dd', {}, describeDecision(decision))];
         }),
       ),
     );
@@ -349,7 +349,7 @@ export function describeDecision(decision) {
     case 'approve':
       return 'Approved';
     case 'edit':
-      return `Approved with edited arguments: ${JSON.stringify(decision.edited_action?.args)}`;
+      return `Approved with edited arguments: ${jsonText(decision.edited_action?.args)}`;
     case 'reject':
       return decision.message ? `Rejected: ${decision.message}` : 'Rejected';
     case 'respond':

@@ -1,16 +1,115 @@
 // Small DOM helpers shared by the views: element construction and text formatting.
+//
+// Text policy, in exact words: text is only ever inserted as text (DOM text nodes, never
+// HTML), so no agent-supplied string can become markup, whatever the CSP says. And text
+// from the agent (session ids, questions, labels, action names, arguments, errors quoting
+// them) cannot hide or reorder what it says: characters that act without showing
+// themselves (bidi embeddings, overrides, isolates and marks, C0 and C1 controls, line and
+// paragraph separators, zero-width spaces, the BOM) are shown as a marked token,
+// `⟨U+202E⟩`, so `report\u202excod.exe` reads `report⟨U+202E⟩xcod.exe`, not `reportexe.docx`.
+// Newline and tab stay themselves in multi-line text and are marked in one-line text
+// (ids, names, labels). Every string child of `h()` goes through `visibleText`, so every
+// view gets this without asking; `oneLine` marks one-line text, `visibleString` serves
+// places that take no markup (an `<option>`, an accessible name), and `jsonText` writes
+// JSON with those characters as `\uXXXX` escapes, which read back to the same value.
+
+/** Every character that acts without showing itself; in multi-line text, not `\t`, `\n`. */
+const HIDDEN_MULTILINE = /[\u0000-\u0008\u000b-\u001f\u007f-\u009f\u061c\u200b\u200e\u200f\u2028-\u202e\u2060\u2066-\u2069\ufeff]/g;
+/** The same, and every other control too: for ids, names and labels. */
+const HIDDEN_ONE_LINE = /[\u0000-\u001f\u007f-\u009f\u061c\u200b\u200e\u200f\u2028-\u202e\u2060\u2066-\u2069\ufeff]/g;
+
+/** What the marked characters are, for the marker's tooltip. */
+const HIDDEN_NAMES = {
+  0x09: 'CHARACTER TABULATION',
+  0x0a: 'LINE FEED',
+  0x0d: 'CARRIAGE RETURN',
+  0x061c: 'ARABIC LETTER MARK',
+  0x200b: 'ZERO WIDTH SPACE',
+  0x200e: 'LEFT-TO-RIGHT MARK',
+  0x200f: 'RIGHT-TO-LEFT MARK',
+  0x2028: 'LINE SEPARATOR',
+  0x2029: 'PARAGRAPH SEPARATOR',
+  0x202a: 'LEFT-TO-RIGHT EMBEDDING',
+  0x202b: 'RIGHT-TO-LEFT EMBEDDING',
+  0x202c: 'POP DIRECTIONAL FORMATTING',
+  0x202d: 'LEFT-TO-RIGHT OVERRIDE',
+  0x202e: 'RIGHT-TO-LEFT OVERRIDE',
+  0x2060: 'WORD JOINER',
+  0x2066: 'LEFT-TO-RIGHT ISOLATE',
+  0x2067: 'RIGHT-TO-LEFT ISOLATE',
+  0x2068: 'FIRST STRONG ISOLATE',
+  0x2069: 'POP DIRECTIONAL ISOLATE',
+  0xfeff: 'ZERO WIDTH NO-BREAK SPACE',
+};
+
+/** `U+202E`: a character's code point as Unicode writes it. */
+function codePoint(char) {
+  return `U+${char.codePointAt(0).toString(16).toUpperCase().padStart(4, '0')}`;
+}
+
+/** `⟨U+202E⟩`: how a hidden character reads on screen. */
+const marker = (char) => `⟨${codePoint(char)}⟩`;
+
+/**
+ * `text` (any value, as a string) for the screen: a string when nothing in it is hidden
+ * (the common case, and cheap), else a fragment in which each hidden character is a
+ * `<span class="hidden-char">⟨U+202E⟩</span>` naming it. `multiline: false` marks newlines
+ * and tabs too.
+ */
+export function visibleText(text, { multiline = true } = {}) {
+  const string = String(text);
+  const pattern = multiline ? HIDDEN_MULTILINE : HIDDEN_ONE_LINE;
+  // `search`, not `test`: it leaves the global pattern's `lastIndex` alone for `matchAll`.
+  if (string.search(pattern) === -1) return string;
+  const fragment = document.createDocumentFragment();
+  let last = 0;
+  for (const match of string.matchAll(pattern)) {
+    const name = HIDDEN_NAMES[match[0].codePointAt(0)] ?? 'CONTROL CHARACTER';
+    fragment.append(
+      string.slice(last, match.index),
+      h('span', { class: 'hidden-char', title: `${codePoint(match[0])} ${name}` }, marker(match[0])),
+    );
+    last = match.index + match[0].length;
+  }
+  fragment.append(string.slice(last));
+  return fragment;
+}
+
+/** One-line agent text (a session id, a name, a label): `visibleText` marking newlines too. */
+export const oneLine = (text) => visibleText(text, { multiline: false });
+
+/** `text` with each hidden character as its marker, for places that take no markup. */
+export function visibleString(text) {
+  return String(text).replace(HIDDEN_ONE_LINE, marker);
+}
+
+/** Replaces `element`'s content with `text`, hidden characters marked (`visibleText`). */
+export function setText(element, text) {
+  element.replaceChildren(visibleText(text));
+}
+
+/**
+ * `value` as JSON (indented by `indent`), with every hidden character inside its strings
+ * written as a `\uXXXX` escape: what it shows is what it is, and it parses back to
+ * `value` (the JSON editor starts from it).
+ */
+export function jsonText(value, indent) {
+  const text = JSON.stringify(value, null, indent) ?? 'null';
+  return text.replace(HIDDEN_MULTILINE, (char) => `\\u${char.charCodeAt(0).toString(16).padStart(4, '0')}`);
+}
 
 /**
  * Creates an element. `props`: `class`, `text`, `on<event>` listeners, `dataset`, and any
  * other key as an attribute (`true` for a boolean attribute; `false`/`null`/`undefined`
- * leave it out). Children are nodes or strings (strings become text, never HTML).
+ * leave it out). Children are nodes or strings (strings become text, never HTML, with
+ * hidden characters marked: `visibleText`).
  */
 export function h(tag, props = {}, ...children) {
   const element = document.createElement(tag);
   for (const [key, value] of Object.entries(props)) {
     if (value === undefined || value === null || value === false) continue;
     if (key === 'class') element.className = value;
-    else if (key === 'text') element.textContent = value;
+    else if (key === 'text') setText(element, value);
     else if (key === 'dataset') Object.assign(element.dataset, value);
     else if (key.startsWith('on') && typeof value === 'function') {
       element.addEventListener(key.slice(2), value);
@@ -18,7 +117,7 @@ export function h(tag, props = {}, ...children) {
   }
   for (const child of children.flat()) {
     if (child === null || child === undefined || child === false) continue;
-    element.append(child instanceof Node ? child : String(child));
+    element.append(child instanceof Node ? child : visibleText(child));
   }
   return element;
 }
@@ -30,7 +129,7 @@ export function h(tag, props = {}, ...children) {
  * speech user can still say what they see.
  */
 export function nameFor(text, subject) {
-  return `${text}: ${subject}`;
+  return `${text}: ${visibleString(subject)}`;
 }
 
 /** The "Dismiss" button of a resolved card about `subject`. */
@@ -86,11 +185,11 @@ export function sessionLink(session) {
       title: 'Show this session and its timeline',
       dataset: { session },
     },
-    session,
+    oneLine(session),
   );
 }
 
-/** `value` as indented JSON (for arguments shown to a human). */
+/** `value` as indented JSON (for arguments shown to a human), see `jsonText`. */
 export function prettyJson(value) {
-  return JSON.stringify(value, null, 2) ?? 'null';
+  return jsonText(value, 2);
 }

@@ -6,7 +6,7 @@
 // a request are answered together with one submit; "Decline" rejects the request with an
 // optional reason. A draft survives a reload (sessionStorage, per request id).
 
-import { countdown, dismissButton, domId, h, nameFor, sessionLink } from './dom.js';
+import { countdown, dismissButton, domId, h, nameFor, oneLine, sessionLink, setText } from './dom.js';
 
 export const NO_PREFERENCE = '[No preference]';
 const OTHER = '\u0000other';
@@ -17,7 +17,7 @@ const DRAFT_PREFIX = 'askbus.draft.';
  * Builds the card for `request`. `actions.reply(request, answers)` and
  * `actions.reject(request, reason)` perform the calls (they throw on failure);
  * `actions.describe(error, what)` turns a failure into a sentence; `actions.dismiss(id)`
- * removes the card; `actions.changed()` is told when the card resolves. Returns a controller: `{element, request, kind, tick(now),
+ * removes the card; `actions.changed(id)` is told when the card resolves. Returns a controller: `{element, request, kind, tick(now),
  * resolve(outcome), touched(), focus()}`.
  */
 export function questionCard(request, actions) {
@@ -102,7 +102,7 @@ export function questionCard(request, actions) {
     form.setAttribute('aria-busy', String(busy));
   };
   const showError = (message) => {
-    errorBox.textContent = message;
+    setText(errorBox, message);
     errorBox.hidden = !message;
   };
 
@@ -190,7 +190,7 @@ export function questionCard(request, actions) {
       element.dataset.status = outcome.status;
       resolution.replaceChildren(...resolutionView(request, outcome, subject, () => actions.dismiss(id)));
       resolution.hidden = false;
-      actions.changed?.();
+      actions.changed?.(id);
     },
     /** A failure that left the request as it was (e.g. a 409 without details yet). */
     showError,
@@ -233,7 +233,7 @@ function questionField(request, info, index, multi) {
       h(
         'span',
         { class: 'option-text' },
-        h('span', { class: 'option-label' }, label),
+        h('span', { class: 'option-label' }, oneLine(label)),
         description ? h('span', { class: 'option-description', id: descriptionId }, description) : null,
       ),
     );
@@ -266,7 +266,7 @@ function questionField(request, info, index, multi) {
     h(
       'legend',
       {},
-      info.header ? h('span', { class: 'chip' }, info.header) : null,
+      info.header ? h('span', { class: 'chip' }, oneLine(info.header)) : null,
       h(Heading, { class: 'question-text', id: index === 0 && !multi ? domId(request.id, 'title') : undefined }, info.question),
     ),
     h('p', { class: 'hint', id: hintId }, info.multiple ? 'Choose any that apply.' : 'Choose one.'),
@@ -403,12 +403,12 @@ function clearDraft(id) {
   }
 }
 
-/** Drafts of requests that are no longer pending (after a snapshot). */
-export function pruneDrafts(pendingIds) {
+/** Drops the drafts of requests a snapshot showed are no longer pending: `gone(id)`. */
+export function pruneDrafts(gone) {
   try {
     for (let index = sessionStorage.length - 1; index >= 0; index -= 1) {
       const key = sessionStorage.key(index);
-      if (key?.startsWith(DRAFT_PREFIX) && !pendingIds.has(key.slice(DRAFT_PREFIX.length))) {
+      if (key?.startsWith(DRAFT_PREFIX) && gone(key.slice(DRAFT_PREFIX.length))) {
         sessionStorage.removeItem(key);
       }
     }

@@ -12,6 +12,7 @@
 // that finishes after that is dropped, so a slow history never shows under the wrong name.
 
 import * as api from './api.js';
+import { setText } from './dom.js';
 import { EventStreamClient } from './sse.js';
 import { Timeline } from './timeline.js';
 
@@ -65,7 +66,7 @@ export class SessionTimeline {
     const generation = this.generation;
     const session = this.session;
     this.failed = false;
-    this.ui.session.textContent = session;
+    setText(this.ui.session, session);
     this.setStatus('connecting', 'Loading…');
     let history;
     try {

@@ -18,11 +18,13 @@
 // button that takes the human to its card, a resolved one shows its answers or decisions
 // (seed 000's resolved question block).
 //
-// Every frame renders the list again; the control that had the keyboard focus (a group's
-// header, a request's button) gets it back by its `data-focus-key`.
+// The frames that arrive together render the list once, in a task of its own, not once per
+// frame, so a flooded session costs one render per burst; the control that had the
+// keyboard focus (a group's header, a request's button) gets it back by its
+// `data-focus-key`.
 
 import { approvalSubject, describeDecision } from './approval.js';
-import { h, nameFor } from './dom.js';
+import { h, nameFor, oneLine } from './dom.js';
 import { NO_PREFERENCE, questionSubject } from './question.js';
 
 /** The tool name under which questions appear (seed 000). */
@@ -169,6 +171,8 @@ export class Timeline {
     this.expanded = new Map();
     /** Keys of groups seen running, so their end collapses them after a moment. */
     this.running = new Set();
+    /** Whether a render is queued for the frames being applied. */
+    this.renderQueued = false;
     this.list = h('ol', { class: 'timeline-list' });
     this.empty = h('p', { class: 'empty' }, 'Nothing recorded for this session yet.');
     this.element = h('div', { class: 'timeline' }, this.empty, this.list);
@@ -181,7 +185,14 @@ export class Timeline {
   }
 
   apply(frame) {
-    if (applyFrame(this.blocks, this.open, frame)) this.render();
+    if (!applyFrame(this.blocks, this.open, frame) || this.renderQueued) return;
+    // In a task of its own, after every frame the stream has already delivered: a burst of
+    // frames renders once, and no task both reads a burst and renders it.
+    this.renderQueued = true;
+    setTimeout(() => {
+      this.renderQueued = false;
+      this.render();
+    }, 0);
   }
 
   render() {
@@ -400,7 +411,7 @@ function questionView(block, review) {
       'dl',
       { class: 'answers' },
       questions.flatMap((question) => [
-        h('dt', {}, question.header ? h('span', { class: 'chip' }, question.header) : null, ' ', question.question),
+        h('dt', {}, question.header ? h('span', { class: 'chip' }, oneLine(question.header)) : null, ' ', question.question),
         answered ? h('dd', {}, answers[question.question] || NO_PREFERENCE) : null,
       ]),
     ),

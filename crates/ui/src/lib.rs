@@ -2,8 +2,10 @@
 //!
 //! A small ES-module app (plain HTML, CSS and JavaScript, no framework, no build step) lives
 //! in `assets/` and is embedded in the binary with `include_bytes!`, so `cargo run` serves
-//! it without Node. It lists pending questions and approvals live from `GET /event`,
-//! answers them through the JSON API of `askbus-http`, and shows a chosen session's
+//! it without Node. It lists pending questions and approvals a page at a time (so a
+//! runaway agent's thousands cost one page), live from `GET /event`, with each session's
+//! count, answers them (or all of a session at once) through the JSON API of
+//! `askbus-http`, and shows a chosen session's
 //! timeline in the seeds' group style from `GET /session/{id}/history` followed by
 //! `GET /session/{id}/stream`. This crate knows nothing about questions: it serves files.
 //! The app is the only client of the API here, and it talks to it exactly as any other
