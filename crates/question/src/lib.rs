@@ -73,7 +73,7 @@ pub use model::{
     QuestionKind, QuestionOption, QuestionRejected, QuestionReplied, QuestionRequest,
     QuestionTimedOut, ToolRef, is_skipped,
 };
-pub use record::{Durable, DurableError};
+pub use record::{Durable, DurableError, RecordedChange};
 pub use registry::{Outcome, OutcomeKind, Snapshot};
 pub use service::{
     AskError, PendingQuestion, QuestionConfig, QuestionOutcome, QuestionService, QuestionSnapshot,

@@ -1,4 +1,5 @@
-//! How long resolved requests are kept: a sweep that deletes those resolved too long ago.
+//! How long resolved requests and quiet session histories are kept: a sweep that deletes
+//! what is older than a period.
 //!
 //! Every request ever asked would otherwise stay in the store for good: about a kilobyte
 //! each, on disk for SQLite and in memory for Redis, where that adds up to gigabytes over
@@ -8,13 +9,18 @@
 //! chooses, then deleted by [`forget_resolved_older_than`], which [`keep_resolved_for`]
 //! runs on a schedule. Pending requests are never deleted: someone may still answer them.
 //!
+//! The same period applies to session histories, once a session is done: a history is
+//! deleted by [`forget_quiet_histories_older_than`] when its newest record is older than the
+//! period and none of the session's requests is pending (a session waiting for a human
+//! keeps its timeline, whatever its age). [`sweep`] does both.
+//!
 //! Each instance sharing a store sweeps it; deleting is idempotent, so sweeps that overlap
 //! only repeat each other's work.
 
 use std::sync::Weak;
 use std::time::Duration;
 
-use crate::{Store, StoreError, now_ms};
+use crate::{Store, StoreError, forget_quiet_histories_older_than, now_ms};
 
 /// How often [`keep_resolved_for`] sweeps.
 pub const SWEEP_INTERVAL: Duration = Duration::from_secs(600);
@@ -44,7 +50,7 @@ pub async fn forget_resolved_older_than(
     }
 }
 
-/// Runs [`forget_resolved_older_than`] every [`SWEEP_INTERVAL`], the first one interval
+/// Runs [`sweep`] every [`SWEEP_INTERVAL`], the first one interval
 /// from now, until the store is dropped ([`sweep`]s: one that fails, the store being
 /// down, is made again at the next).
 ///
@@ -77,8 +83,9 @@ pub async fn keep_resolved_for(store: Weak<dyn Store>, keep: Duration) {
     }
 }
 
-/// One sweep of [`forget_resolved_older_than`], housekeeping: what it deleted is logged,
-/// and a failure too (it leaves old requests for the next sweep, nothing worse).
+/// One sweep, housekeeping: [`forget_resolved_older_than`] and
+/// [`forget_quiet_histories_older_than`]. What it deleted is logged, and a failure too (it
+/// leaves old records for the next sweep, nothing worse).
 pub async fn sweep(store: &dyn Store, keep: Duration) {
     match forget_resolved_older_than(store, keep).await {
         Ok(0) => {}
@@ -86,5 +93,13 @@ pub async fn sweep(store: &dyn Store, keep: Duration) {
             tracing::info!("deleted {forgotten} request(s) resolved more than {keep:?} ago");
         }
         Err(error) => tracing::warn!("could not delete old resolved requests: {error}"),
+    }
+    match forget_quiet_histories_older_than(store, keep).await {
+        Ok(0) => {}
+        Ok(forgotten) => tracing::info!(
+            "deleted the history of {forgotten} session(s) quiet for more than {keep:?}, \
+             with nothing pending"
+        ),
+        Err(error) => tracing::warn!("could not delete old session histories: {error}"),
     }
 }
