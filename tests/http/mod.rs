@@ -57,7 +57,11 @@ impl TestApp {
     }
 
     pub(crate) fn with_bus(bus: Bus, config: HttpConfig) -> Self {
-        let hub = RequestHub::new(bus);
+        Self::with_hub(RequestHub::new(bus), config)
+    }
+
+    /// A router over `hub`.
+    pub(crate) fn with_hub(hub: RequestHub, config: HttpConfig) -> Self {
         let questions = hub.questions().clone();
         let shutdown = CancellationToken::new();
         let router = askbus_http::router(hub.clone(), config, shutdown.clone());
@@ -67,6 +71,25 @@ impl TestApp {
             router,
             shutdown,
         }
+    }
+
+    /// A hub recording in a fresh memory store (each session's history keeps about its
+    /// newest `history_limit` records) on a bus with a small history.
+    pub(crate) async fn with_store(bus_history: usize, history_limit: usize) -> Self {
+        let bus = Bus::with_config(BusConfig {
+            history: bus_history,
+            subscriber_capacity: std::num::NonZeroUsize::MIN,
+        });
+        let store = askbus_store::MemoryStore::new().with_history_limit(history_limit);
+        let hub = RequestHub::with_store(
+            bus,
+            askbus::question::QuestionConfig::default(),
+            askbus::question::ApprovalConfig::default(),
+            std::sync::Arc::new(store),
+        )
+        .await
+        .expect("a memory store reads");
+        Self::with_hub(hub, HttpConfig::default())
     }
 
     /// A bus with a small history, to reach "too old" cursors quickly.

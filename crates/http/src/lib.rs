@@ -72,6 +72,7 @@ use utoipa::OpenApi;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
+pub use askbus_protocol::HistoryLimits;
 pub use auth::{AccessToken, TokenScope, Unauthorized, authorize};
 pub use cors::{CorsOrigin, InvalidOrigin};
 pub use error::{ApiError, ErrorCode};
@@ -105,6 +106,9 @@ pub struct HttpConfig {
     pub max_wait: Duration,
     /// The `directory` reported by `GET /global/event`. Default: empty.
     pub directory: String,
+    /// What a hub without a store keeps of its sessions' histories in memory (a store
+    /// keeps them by its own limit). Default: [`HistoryLimits::default`].
+    pub history: HistoryLimits,
 }
 
 impl Default for HttpConfig {
@@ -117,6 +121,7 @@ impl Default for HttpConfig {
             heartbeat_interval: Duration::from_secs(10),
             max_wait: Duration::from_secs(120),
             directory: String::new(),
+            history: HistoryLimits::default(),
         }
     }
 }
@@ -136,7 +141,7 @@ struct Inner {
     config: HttpConfig,
     /// Cancelled on graceful shutdown; ends streams and long polls.
     shutdown: CancellationToken,
-    /// Every session's seed-protocol transcript, folded from the hub's bus.
+    /// Every session's seed-protocol history and stream, from the hub's store (or memory).
     transcripts: askbus_protocol::Transcripts,
 }
 
@@ -171,7 +176,7 @@ fn build(
     let request_timeout = config.request_timeout;
     let state = AppState {
         inner: Arc::new(Inner {
-            transcripts: askbus_protocol::Transcripts::new(hub.bus()),
+            transcripts: askbus_protocol::Transcripts::with_limits(&hub, config.history),
             hub,
             config,
             shutdown,

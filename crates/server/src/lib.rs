@@ -63,7 +63,7 @@ use std::time::Duration;
 use std::sync::Arc;
 
 use askbus_bus::{Bus, BusConfig};
-use askbus_http::{AccessToken, CorsOrigin, HttpConfig, InvalidOrigin, TokenScope};
+use askbus_http::{AccessToken, CorsOrigin, HistoryLimits, HttpConfig, InvalidOrigin, TokenScope};
 use askbus_mcp::{ElicitationBridge, McpConfig};
 use askbus_question::{ApprovalConfig, QuestionConfig, RequestHub};
 use askbus_store::{RedisLocation, RedisStore, SqliteStore, Store, StoreError};
@@ -95,8 +95,9 @@ pub struct Cli {
     #[arg(long, env = "ASKBUS_STORE", global = true)]
     pub store: Option<String>,
     /// Days a resolved request stays in the store (for reading its outcome, and for an
-    /// agent that asks again from the same tool call) before it is deleted; 0 keeps them
-    /// for good. Pending requests are never deleted.
+    /// agent that asks again from the same tool call) before it is deleted, and a session's
+    /// history after its last record once nothing of it is pending; 0 keeps them for good.
+    /// Pending requests, and the histories of their sessions, are never deleted.
     #[arg(
         long,
         env = "ASKBUS_KEEP_RESOLVED_DAYS",
@@ -104,6 +105,15 @@ pub struct Cli {
         global = true
     )]
     pub keep_resolved_days: u32,
+    /// Records (steps, requests, outcomes) each session's history keeps, about: the oldest
+    /// are dropped past it, a batch at a time. Bounds what one history read costs.
+    #[arg(
+        long,
+        env = "ASKBUS_MAX_HISTORY_RECORDS",
+        default_value_t = askbus_store::DEFAULT_HISTORY_LIMIT,
+        global = true
+    )]
+    pub max_history_records: usize,
     /// Bearer token(s): `TOKEN` for every session or `TOKEN@SESSION_ID` for one session.
     /// Repeat the flag or separate with commas.
     #[arg(
@@ -348,6 +358,10 @@ impl Cli {
                 tokens,
                 cors_origins,
                 directory,
+                history: HistoryLimits {
+                    records_per_session: self.max_history_records.max(1),
+                    ..HistoryLimits::default()
+                },
                 ..HttpConfig::default()
             },
             demo: if self.demo { Demo::On } else { Demo::Off },
@@ -395,9 +409,7 @@ pub async fn serve(
     settings: Settings,
     shutdown: CancellationToken,
 ) -> std::io::Result<()> {
-    let hub = open_hub(&settings.store, settings.keep_resolved)
-        .await
-        .map_err(std::io::Error::other)?;
+    let hub = open_hub(&settings).await.map_err(std::io::Error::other)?;
     serve_hub(listener, hub, settings, shutdown).await;
     Ok(())
 }
@@ -433,11 +445,9 @@ pub async fn run(settings: Settings, shutdown: CancellationToken) -> std::io::Re
     let listener = TcpListener::bind(settings.listen).await?;
     let address = listener.local_addr()?;
     let store = &settings.store;
-    let hub = open_hub(store, settings.keep_resolved)
-        .await
-        .map_err(|error| {
-            std::io::Error::other(format!("cannot open the store {store}: {error}"))
-        })?;
+    let hub = open_hub(&settings).await.map_err(|error| {
+        std::io::Error::other(format!("cannot open the store {store}: {error}"))
+    })?;
     let auth = describe_auth(&settings.http.tokens);
     tracing::info!("askbus listening on http://{address} ({auth}; store: {store})");
     serve_hub(listener, hub, settings, shutdown).await;
@@ -445,18 +455,23 @@ pub async fn run(settings: Settings, shutdown: CancellationToken) -> std::io::Re
 }
 
 /// The questions and approvals of the server, on a bus, recorded in the configured store
-/// and restored from it; requests resolved longer than `keep_resolved` ago are deleted
-/// before it is read, and then every [`SWEEP_INTERVAL`](askbus_store::SWEEP_INTERVAL).
-async fn open_hub(
-    store: &StoreUrl,
-    keep_resolved: Option<Duration>,
-) -> Result<RequestHub, StoreError> {
-    let store: Arc<dyn Store> = match store {
+/// (with the sessions' histories, each within its limit) and restored from it; requests
+/// resolved, and histories quiet, longer than `keep_resolved` ago are deleted before it is
+/// read, and then every [`SWEEP_INTERVAL`](askbus_store::SWEEP_INTERVAL).
+async fn open_hub(settings: &Settings) -> Result<RequestHub, StoreError> {
+    let history_limit = settings.http.history.records_per_session;
+    let store: Arc<dyn Store> = match &settings.store {
         StoreUrl::Memory => return Ok(RequestHub::new(Bus::new())),
-        StoreUrl::Sqlite(path) => Arc::new(SqliteStore::open(path)?),
-        StoreUrl::Redis(location) => Arc::new(RedisStore::open_at(location).await?),
+        StoreUrl::Sqlite(path) => {
+            Arc::new(SqliteStore::open(path)?.with_history_limit(history_limit))
+        }
+        StoreUrl::Redis(location) => Arc::new(
+            RedisStore::open_at(location)
+                .await?
+                .with_history_limit(history_limit),
+        ),
     };
-    if let Some(keep) = keep_resolved {
+    if let Some(keep) = settings.keep_resolved {
         askbus_store::sweep(&*store, keep).await;
         tokio::spawn(askbus_store::keep_resolved_for(
             Arc::downgrade(&store),
