@@ -6,15 +6,18 @@
 //                                                              (a question or an approval)
 //           {"rpc": n, "op": "outcome", "key": "single"}   -> what the agent received
 //           {"rpc": n, "op": "cancel", "key": "f1"}        -> the agent gives up (drops it)
-//           {"rpc": n, "op": "step", "session": "s", "step": {...}}
+//           {"rpc": n, "op": "step", "session": "s", "step": {...}, "server"?: "durable"}
 //                                                           -> the agent posts a step
 //           {"rpc": n, "op": "proxy", "up": false}         -> cut / restore the proxy
+//           {"rpc": n, "op": "restart"}                    -> restart the durable server
 //           {"done": {...}}                                -> the last line
 //   stdin:  {"rpc": n, "ok": {...}} or {"rpc": n, "error": "..."}
 // The Rust side holds the expected outcomes; this side checks what the page shows.
 //
 // Environment: ASKBUS_UI_URL (no auth), ASKBUS_UI_PROXY_URL (the same server through a
-// proxy the test can cut), ASKBUS_UI_AUTH_URL + ASKBUS_UI_TOKEN (auth on), ASKBUS_UI_CHROMIUM,
+// proxy the test can cut), ASKBUS_UI_AUTH_URL + ASKBUS_UI_TOKEN (auth on),
+// ASKBUS_UI_DURABLE_URL (a server keeping everything in SQLite, which `restart` restarts on
+// the same address), ASKBUS_UI_CHROMIUM,
 // ASKBUS_UI_SCREENSHOTS (a directory), ASKBUS_UI_ONLY (comma-separated scenario names).
 
 import assert from 'node:assert/strict';
@@ -32,6 +35,7 @@ const env = (name) => {
 const URL_OPEN = env('ASKBUS_UI_URL');
 const URL_PROXY = env('ASKBUS_UI_PROXY_URL');
 const URL_AUTH = env('ASKBUS_UI_AUTH_URL');
+const URL_DURABLE = env('ASKBUS_UI_DURABLE_URL');
 const TOKEN = env('ASKBUS_UI_TOKEN');
 const SCREENSHOTS = env('ASKBUS_UI_SCREENSHOTS');
 const CHROMIUM = process.env.ASKBUS_UI_CHROMIUM || '/usr/bin/chromium';
@@ -67,13 +71,15 @@ const agent = {
   outcome: (key) => rpc('outcome', { key }),
   cancel: (key) => rpc('cancel', { key }),
   /** Posts `step` to `POST /session/{session}/step`, as an agent in another process. */
-  step: (session, step) => rpc('step', { session, step }),
+  step: (session, step, server) => rpc('step', { session, step, server }),
   proxy: (up) => rpc('proxy', { up }),
+  /** Stops the durable server and starts it again on the same file and address. */
+  restart: () => rpc('restart'),
 };
 
 // ---- Browser helpers ----------------------------------------------------------------------
 
-const origins = new Set([URL_OPEN, URL_PROXY, URL_AUTH].map((url) => new URL(url).origin));
+const origins = new Set([URL_OPEN, URL_PROXY, URL_AUTH, URL_DURABLE].map((url) => new URL(url).origin));
 const external = [];
 const pageErrors = [];
 const screenshots = [];
@@ -1056,6 +1062,60 @@ const scenarios = {
     await assertFits(page);
     await page.locator('#timeline-section').scrollIntoViewIfNeeded();
     await shoot(page, 'timeline-phone', { fullPage: false });
+    await page.close();
+  },
+
+  /**
+   * A server that keeps everything in SQLite restarts while a session waits for an
+   * answer: the open page's timeline goes on where it was (its stream resumes after its
+   * cursor), a reload shows the same timeline from the stored history, the pending question
+   * in it, and answering it reaches the agent.
+   */
+  async timeline_restart() {
+    const session = 'ui-restart';
+    const step = (body) => agent.step(session, body, 'durable');
+    await step({ type: 'user', text: 'Tidy up the old branches.' });
+    await step({
+      type: 'tool_use',
+      id: 'tc-r1',
+      name: 'list_branches',
+      input: { merged: true },
+      tool_content_message: 'List the merged branches',
+    });
+    await step({ type: 'tool_result', tool_use_id: 'tc-r1', name: 'list_branches', content: '12 merged branches' });
+    const question = await agent.ask('restart_question');
+    const page = await open(URL_DURABLE, `?session=${session}`);
+    await live(page);
+    await timelineLive(page);
+    const waiting = [
+      'tl-user: User Tidy up the old branches.',
+      'group done collapsed: List the merged branches › [success List the merged branches]',
+      'tl-question: Waiting for your answer. Answer it Branches What should happen to the merged branches?',
+    ];
+    await timelineReads(page, waiting);
+    await card(page, question.id).waitFor({ timeout: WAIT });
+
+    await agent.restart();
+    // The page reconnects by itself, and its stream goes on after its cursor.
+    await step({ type: 'text', text: 'Waiting for your decision.' });
+    const after = [...waiting, 'tl-text: Waiting for your decision.'];
+    await timelineReads(page, after);
+    // A reload reads the same timeline from the stored history.
+    await page.reload();
+    await live(page);
+    await timelineLive(page);
+    await timelineReads(page, after);
+    await page.locator('#timeline').getByRole('button', { name: 'Answer it' }).click();
+    const form = card(page, question.id);
+    await radio(form, /Delete them/).check();
+    await form.getByRole('button', { name: 'Submit answer' }).click();
+    assert.deepEqual(await agent.outcome('restart_question'), { answers: [['Delete them']] });
+    await timelineReads(page, [
+      waiting[0],
+      waiting[1],
+      'tl-question: Branches What should happen to the merged branches? Delete them',
+      after[3],
+    ]);
     await page.close();
   },
 };
