@@ -548,22 +548,16 @@ fn pending_requests_and_open_groups_in_history() {
 /// A hub of each kind, each with its transcripts: without a store (histories in memory,
 /// from the bus), recording in a store, and sharing one.
 async fn hubs() -> Vec<(&'static str, RequestHub, Transcripts)> {
-    let stored = RequestHub::with_store(
-        Bus::new(),
-        QuestionConfig::default(),
-        ApprovalConfig::default(),
-        Arc::new(MemoryStore::new()),
-    )
-    .await
-    .unwrap();
-    let shared = RequestHub::shared(
-        Bus::new(),
-        QuestionConfig::default(),
-        ApprovalConfig::default(),
-        Arc::new(MemoryStore::new()),
-    )
-    .await
-    .unwrap();
+    let parts = || {
+        let store: Arc<dyn Store> = Arc::new(MemoryStore::new());
+        let configs = (QuestionConfig::default(), ApprovalConfig::default());
+        (Bus::new(), configs, store)
+    };
+    let (bus, (questions, approvals), store) = parts();
+    let stored = RequestHub::with_store(bus, questions, approvals, store);
+    let (bus, (questions, approvals), store) = parts();
+    let shared = RequestHub::shared(bus, questions, approvals, store);
+    let (stored, shared) = (stored.await.unwrap(), shared.await.unwrap());
     [
         ("memory", RequestHub::new(Bus::new())),
         ("store", stored),

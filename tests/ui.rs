@@ -671,17 +671,8 @@ impl Durable {
     async fn start(path: PathBuf, address: Option<SocketAddr>) -> Result<Self, String> {
         // A restarted server's file is unlocked once the last handle of the old store is
         // gone, which the old run's tasks let go of as they end.
-        let deadline = Instant::now() + Duration::from_secs(10);
-        let store = loop {
-            match askbus_store::SqliteStore::open(&path) {
-                Ok(store) => break store,
-                Err(error) if Instant::now() < deadline => {
-                    tokio::time::sleep(Duration::from_millis(50)).await;
-                    drop(error);
-                }
-                Err(error) => return Err(format!("reopen {}: {error}", path.display())),
-            }
-        };
+        let store =
+            crate::support::until_ok(|| async { askbus_store::SqliteStore::open(&path) }).await;
         let store: std::sync::Arc<dyn askbus_store::Store> = std::sync::Arc::new(store);
         let bus = askbus_store::resume_bus(askbus::bus::BusConfig::default(), store.clone())
             .await

@@ -14,16 +14,20 @@
 //!   entry is `TOKEN` (every session) or `TOKEN@SESSION_ID` (that session only: it can
 //!   neither list, see, answer nor stream another session's requests). A token cannot
 //!   contain `@` or `,`; use long random ones (`openssl rand -hex 32`).
-//! - **Stores.** By default requests, outcomes and events are kept in an embedded SQLite
-//!   file (`sqlite:askbus.db` in the working directory), so a restart loses nothing:
-//!   pending requests are pending again, answers given stay given, an agent that asks
-//!   again from the same tool call gets the stored outcome, and event cursors resume. An
-//!   answer is acknowledged (HTTP 200) only once it is on disk. `--store memory` keeps
+//! - **Stores.** By default requests, outcomes, events and session histories are kept in an
+//!   embedded SQLite file (`sqlite:askbus.db` in the working directory), so a restart loses
+//!   nothing: pending requests are pending again, answers given stay given, an agent that
+//!   asks again from the same tool call gets the stored outcome, every session's history
+//!   reads the same, and event and session stream cursors resume. An answer is acknowledged
+//!   (HTTP 200) only once it is on disk. Each session's history keeps about its newest
+//!   `--max-history-records` records. `--store memory` keeps
 //!   nothing. `--store redis://HOST:PORT[/DB][?prefix=NAME]` keeps them in Redis, shared
 //!   with every server on the same Redis and prefix: a request asked through one is
 //!   listed, answered and streamed through any other, and resolves once (the losers of a
-//!   race between servers get `409`). Any other `--store` is refused, naming what is
-//!   supported, rather than silently keeping requests somewhere else.
+//!   race between servers get `409`); session histories are shared the same way. Any other `--store` is refused, naming what is
+//!   supported, rather than silently keeping requests somewhere else. Resolved requests,
+//!   and the histories of sessions with nothing pending, are deleted once older than
+//!   `--keep-resolved-days` (30 by default).
 //! - **Shutdown.** On SIGINT or SIGTERM the server stops accepting, ends every open event
 //!   stream and long poll, and exits 0. Connections that still do not close are dropped
 //!   after a grace period, so shutdown never hangs.

@@ -26,12 +26,11 @@
 //! - **Kept while the session is alive.** A session's history is deleted by
 //!   [`Store::forget_quiet_histories`](crate::Store::forget_quiet_histories) once its newest
 //!   record is older than the retention period *and* none of its requests is pending;
-//!   [`sweep`](crate::sweep) does that beside deleting old resolved requests. A session
+//!   [`sweep`](crate::sweep) does that beside deleting old resolved requests
+//!   ([`forget_quiet_histories_older_than`](crate::forget_quiet_histories_older_than)). A session
 //!   with a pending request keeps its history whatever its age.
 
-use std::time::Duration;
-
-use crate::{ChangeKind, Store, StoreError, now_ms};
+use crate::ChangeKind;
 
 /// How many records a session's history keeps by default (see the module docs).
 pub const DEFAULT_HISTORY_LIMIT: usize = 1000;
@@ -56,30 +55,6 @@ pub struct HistoryRecord {
     pub position: u64,
     /// What happened: a request inserted, its winning outcome, or an event.
     pub entry: ChangeKind,
-}
-
-/// Deletes the history of every session of `store` whose newest record is older than
-/// `keep` and none of whose requests is pending, [`SWEEP_BATCH`](crate::SWEEP_BATCH)
-/// sessions at a time; answers how many.
-///
-/// # Errors
-///
-/// [`StoreError`] if the store cannot be written; the batches before it stay deleted.
-pub async fn forget_quiet_histories_older_than(
-    store: &dyn Store,
-    keep: Duration,
-) -> Result<usize, StoreError> {
-    let before = now_ms().saturating_sub(u64::try_from(keep.as_millis()).unwrap_or(u64::MAX));
-    let mut forgotten = 0;
-    loop {
-        let deleted = store
-            .forget_quiet_histories(before, crate::SWEEP_BATCH)
-            .await?;
-        forgotten += deleted;
-        if deleted < crate::SWEEP_BATCH {
-            return Ok(forgotten);
-        }
-    }
 }
 
 /// How many records past its `limit` a history may grow before it is trimmed back to the

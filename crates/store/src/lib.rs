@@ -125,16 +125,14 @@ use std::pin::Pin;
 use std::str::FromStr;
 
 pub use ack::Ack;
-pub use history::{
-    DEFAULT_HISTORY_LIMIT, HistoryRecord, SessionEvent, forget_quiet_histories_older_than,
-    history_slack,
-};
+pub use history::{DEFAULT_HISTORY_LIMIT, HistoryRecord, SessionEvent, history_slack};
 pub use journal::{EventJournal, resume_bus};
 pub use log::{Change, ChangeKind, ChangeLog, LOG_RETENTION, LogPosition};
 pub use memory::MemoryStore;
 pub use redis::{RedisLocation, RedisStore};
 pub use retention::{
-    SWEEP_BATCH, SWEEP_INTERVAL, forget_resolved_older_than, keep_resolved_for, sweep,
+    SWEEP_BATCH, SWEEP_INTERVAL, forget_quiet_histories_older_than, forget_resolved_older_than,
+    keep_resolved_for, sweep,
 };
 pub use sqlite::SqliteStore;
 

@@ -746,39 +746,30 @@ async fn add_resolved_times(
     connection: &mut MultiplexedConnection,
     keys: &Keys,
 ) -> Result<(), StoreError> {
-    const BATCH: isize = 1000;
     for kind in RequestKind::ALL {
-        let mut start = 0;
-        loop {
-            let ids: Vec<String> = redis::cmd("ZRANGE")
-                .arg(keys.resolved(kind))
-                .arg(start)
-                .arg(start + BATCH - 1)
-                .query_async(&mut *connection)
-                .await?;
-            if ids.is_empty() {
-                break;
-            }
-            let mut reads = redis::pipe();
-            for id in &ids {
-                reads.cmd("HGET").arg(keys.request(id)).arg("resolved_at");
-            }
-            let times: Vec<Option<u64>> = reads.query_async(&mut *connection).await?;
-            let mut adds = redis::pipe();
-            let mut gone = 0;
-            for (id, time) in ids.iter().zip(times) {
-                match time {
-                    Some(time) => adds.zadd(keys.resolved_at(), id, time).ignore(),
-                    // Its request was deleted by hand (or evicted): nothing to keep.
-                    None => {
-                        gone += 1;
-                        adds.zrem(keys.resolved(kind), id).ignore()
-                    }
-                };
-            }
-            adds.query_async::<()>(&mut *connection).await?;
-            start += BATCH - gone;
-        }
+        let resolved = keys.resolved(kind);
+        each_request_field(
+            connection,
+            keys,
+            &resolved,
+            "resolved_at",
+            |ids, times: Vec<Option<u64>>| {
+                let mut adds = redis::pipe();
+                let mut gone = 0;
+                for (id, time) in ids.iter().zip(times) {
+                    match time {
+                        Some(time) => adds.zadd(keys.resolved_at(), id, time).ignore(),
+                        // Its request was deleted by hand (or evicted): nothing to keep.
+                        None => {
+                            gone += 1;
+                            adds.zrem(&resolved, id).ignore()
+                        }
+                    };
+                }
+                (adds, gone)
+            },
+        )
+        .await?;
     }
     Ok(())
 }
@@ -790,37 +781,61 @@ async fn count_waiting_sessions(
     connection: &mut MultiplexedConnection,
     keys: &Keys,
 ) -> Result<(), StoreError> {
-    const BATCH: isize = 1000;
     redis::cmd("DEL")
         .arg(keys.waiting())
         .query_async::<()>(&mut *connection)
         .await?;
     for kind in RequestKind::ALL {
-        let mut start = 0;
-        loop {
-            let ids: Vec<String> = redis::cmd("ZRANGE")
-                .arg(keys.pending(kind))
-                .arg(start)
-                .arg(start + BATCH - 1)
-                .query_async(&mut *connection)
-                .await?;
-            if ids.is_empty() {
-                break;
-            }
-            let mut reads = redis::pipe();
-            for id in &ids {
-                reads.cmd("HGET").arg(keys.request(id)).arg("session");
-            }
-            let sessions: Vec<Option<String>> = reads.query_async(&mut *connection).await?;
-            let mut counts = redis::pipe();
-            for session in sessions.into_iter().flatten() {
-                counts.hincr(keys.waiting(), session, 1).ignore();
-            }
-            counts.query_async::<()>(&mut *connection).await?;
-            start += BATCH;
-        }
+        let pending = keys.pending(kind);
+        each_request_field(
+            connection,
+            keys,
+            &pending,
+            "session",
+            |_, sessions: Vec<Option<String>>| {
+                let mut counts = redis::pipe();
+                for session in sessions.into_iter().flatten() {
+                    counts.hincr(keys.waiting(), session, 1).ignore();
+                }
+                (counts, 0)
+            },
+        )
+        .await?;
     }
     Ok(())
+}
+
+/// Reads `field` of the request of every id in the sorted set `set`, a thousand at a time,
+/// and runs the pipeline `batch` makes of each thousand; `batch` also answers how many of
+/// them it takes out of `set`, so the next thousand starts where they end.
+async fn each_request_field<T: redis::FromRedisValue>(
+    connection: &mut MultiplexedConnection,
+    keys: &Keys,
+    set: &str,
+    field: &str,
+    mut batch: impl FnMut(&[String], Vec<Option<T>>) -> (redis::Pipeline, isize),
+) -> Result<(), StoreError> {
+    const BATCH: isize = 1000;
+    let mut start = 0;
+    loop {
+        let ids: Vec<String> = redis::cmd("ZRANGE")
+            .arg(set)
+            .arg(start)
+            .arg(start + BATCH - 1)
+            .query_async(&mut *connection)
+            .await?;
+        if ids.is_empty() {
+            return Ok(());
+        }
+        let mut reads = redis::pipe();
+        for id in &ids {
+            reads.cmd("HGET").arg(keys.request(id)).arg(field);
+        }
+        let values: Vec<Option<T>> = reads.query_async(&mut *connection).await?;
+        let (writes, removed) = batch(&ids, values);
+        writes.query_async::<()>(&mut *connection).await?;
+        start += BATCH - removed;
+    }
 }
 
 /// Deletes the histories of up to `limit` quiet sessions (see

@@ -20,7 +20,7 @@
 use std::sync::Weak;
 use std::time::Duration;
 
-use crate::{Store, StoreError, forget_quiet_histories_older_than, now_ms};
+use crate::{BoxFuture, Store, StoreError, now_ms};
 
 /// How often [`keep_resolved_for`] sweeps.
 pub const SWEEP_INTERVAL: Duration = Duration::from_secs(600);
@@ -39,10 +39,36 @@ pub async fn forget_resolved_older_than(
     store: &dyn Store,
     keep: Duration,
 ) -> Result<usize, StoreError> {
+    in_batches(keep, |before, limit| store.forget_resolved(before, limit)).await
+}
+
+/// Deletes the history of every session of `store` whose newest record is older than
+/// `keep` and none of whose requests is pending, [`SWEEP_BATCH`] sessions at a time;
+/// answers how many.
+///
+/// # Errors
+///
+/// [`StoreError`] if the store cannot be written; the batches before it stay deleted.
+pub async fn forget_quiet_histories_older_than(
+    store: &dyn Store,
+    keep: Duration,
+) -> Result<usize, StoreError> {
+    in_batches(keep, |before, limit| {
+        store.forget_quiet_histories(before, limit)
+    })
+    .await
+}
+
+/// Calls `forget(before_ms, SWEEP_BATCH)`, `before_ms` being `keep` ago, until a call
+/// deletes less than a batch; answers how many were deleted in all.
+async fn in_batches<'a>(
+    keep: Duration,
+    forget: impl Fn(u64, usize) -> BoxFuture<'a, usize>,
+) -> Result<usize, StoreError> {
     let before = now_ms().saturating_sub(u64::try_from(keep.as_millis()).unwrap_or(u64::MAX));
     let mut forgotten = 0;
     loop {
-        let deleted = store.forget_resolved(before, SWEEP_BATCH).await?;
+        let deleted = forget(before, SWEEP_BATCH).await?;
         forgotten += deleted;
         if deleted < SWEEP_BATCH {
             return Ok(forgotten);
