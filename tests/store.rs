@@ -64,6 +64,41 @@ async fn redis_store_forgets_quiet_histories() {
     check_forget_histories(&redis.open().await).await;
 }
 
+/// A file an older askbus wrote (schema 2: no histories) is upgraded when opened, its
+/// requests kept; one a newer askbus wrote is refused.
+#[tokio::test]
+async fn sqlite_store_upgrades_an_older_schema_and_refuses_a_newer_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("askbus.db");
+    let store = SqliteStore::open(&path).unwrap();
+    write(&store, Write::Insert(question("que_1", None))).await;
+    drop(store);
+    let schema = |sql: &str| {
+        rusqlite::Connection::open(&path)
+            .unwrap()
+            .execute_batch(sql)
+            .unwrap()
+    };
+    schema("DROP TABLE history; DROP TABLE histories; PRAGMA user_version = 2;");
+
+    let store = SqliteStore::open(&path).unwrap();
+    assert!(store.get("que_1").await.unwrap().is_some());
+    write(&store, Write::Event(step_event("s", 1))).await;
+    let history = store.history("s", 0).await.unwrap();
+    assert_eq!(history.len(), 1, "{history:?}");
+    // Its session waits for que_1, asked before the upgrade: its history is kept.
+    assert_eq!(store.forget_quiet_histories(u64::MAX, 10).await.unwrap(), 0);
+    drop(store);
+
+    schema("PRAGMA user_version = 99;");
+    match SqliteStore::open(&path) {
+        Err(StoreError::NewerSchema { found, supported }) => {
+            assert_eq!((found, supported), (99, 3))
+        }
+        other => panic!("a newer schema was not refused: {other:?}"),
+    }
+}
+
 /// A SQLite store's histories are the same after a reopen, and keep their positions.
 #[tokio::test]
 async fn sqlite_store_keeps_histories_across_a_reopen() {
