@@ -3,17 +3,20 @@
 //! structure kept), and a property test that history + replay equals the live stream.
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use askbus::bus::{Bus, IdGenerator};
 use askbus::question::{
-    Answer, QuestionAsked, QuestionCancelled, QuestionId, QuestionInfo, QuestionKind,
-    QuestionOption, QuestionRejected, QuestionReplied, QuestionRequest, QuestionTimedOut,
+    Action as ToolCall, Answer, ApprovalConfig, ApprovalReply, AskError,
+    Decision as ApprovalDecision, PendingApproval, PendingQuestion, QuestionConfig, QuestionId,
+    QuestionInfo, QuestionKind, QuestionOption, QuestionRequest, RequestHub, Timeout,
 };
 use askbus_protocol::{
-    ActionRequest, AgentStep, ClientView, Decision, DecisionType, Encoder, Frame, FrameCursor,
-    History, Outcome, Record, Request, RequestEvent, RequestKind, ReviewConfig, Step, ToolStatus,
-    Transcripts,
+    ActionRequest, AgentStep, ClientView, Decision, DecisionType, Encoder, Follow, Frame,
+    FrameCursor, History, HistoryLimits, Outcome, ProtocolError, Record, Request, RequestEvent,
+    RequestKind, Resync, ReviewConfig, Step, StreamFrame, ToolStatus, Transcripts,
 };
+use askbus_store::{MemoryStore, Store};
 use proptest::prelude::*;
 use serde_json::{Value, json};
 
@@ -175,7 +178,11 @@ fn history_of(records: &[Record]) -> Value {
     for frame in frames_of(records) {
         view.apply(&frame);
     }
-    let cursor = IdGenerator::new().next_id();
+    let cursor = FrameCursor {
+        origin: 1,
+        record: 9,
+        frame: None,
+    };
     let history = view.history(cursor);
     assert_eq!(history.last_event_id, cursor);
     serde_json::to_value(&history.messages).unwrap()
@@ -536,141 +543,268 @@ fn pending_requests_and_open_groups_in_history() {
 }
 
 // ---------------------------------------------------------------------------------------
-// Transcripts on a bus.
+// Transcripts over a hub: in memory, in a store, in a shared store.
 
-/// A question request as the question service would announce it.
-fn question_request(
-    ids: &mut IdGenerator,
-    session: &str,
-    questions: Vec<QuestionInfo>,
-) -> Arc<QuestionRequest> {
-    let id: QuestionId = ids.next_id::<QuestionKind>();
-    Arc::new(QuestionRequest {
-        id,
-        session_id: session.into(),
-        questions,
-        tool: None,
-        created_at: 1_000_000,
-        expires_at: Some(1_600_000),
+/// A hub of each kind, each with its transcripts: without a store (histories in memory,
+/// from the bus), recording in a store, and sharing one.
+async fn hubs() -> Vec<(&'static str, RequestHub, Transcripts)> {
+    let parts = || {
+        let store: Arc<dyn Store> = Arc::new(MemoryStore::new());
+        let configs = (QuestionConfig::default(), ApprovalConfig::default());
+        (Bus::new(), configs, store)
+    };
+    let (bus, (questions, approvals), store) = parts();
+    let stored = RequestHub::with_store(bus, questions, approvals, store);
+    let (bus, (questions, approvals), store) = parts();
+    let shared = RequestHub::shared(bus, questions, approvals, store);
+    let (stored, shared) = (stored.await.unwrap(), shared.await.unwrap());
+    [
+        ("memory", RequestHub::new(Bus::new())),
+        ("store", stored),
+        ("shared", shared),
+    ]
+    .map(|(name, hub)| {
+        let transcripts = Transcripts::new(&hub);
+        (name, hub, transcripts)
     })
+    .into()
 }
 
-/// Steps and question events published on one bus are folded in bus order; other
-/// sessions stay out; the question tool's own steps are dropped; every frame cursor
-/// resumes exactly after its frame.
-#[test]
-fn transcripts_fold_steps_and_question_events_in_bus_order() {
-    let bus = Bus::new();
-    let transcripts = Transcripts::new(&bus);
-    let mut ids = IdGenerator::new();
-    bus.publish(AgentStep::new("s1", Step::User { text: "hi".into() }));
-    bus.publish(AgentStep::new(
-        "other",
-        Step::User {
+/// Records `step` in `session` through `hub`.
+async fn record(hub: &RequestHub, session: &str, step: Step) {
+    AgentStep::new(session, step).record(hub).await.unwrap();
+}
+
+/// Every frame `stream` yields before it goes quiet (on paused time: once every task is
+/// idle).
+async fn drain(stream: &mut Follow) -> Vec<StreamFrame> {
+    let mut frames = Vec::new();
+    while let Ok(Some(frame)) = tokio::time::timeout(Duration::from_secs(1), stream.next()).await {
+        frames.push(frame.unwrap());
+    }
+    frames
+}
+
+/// Steps and requests are in the order they happened; other sessions stay out; the
+/// question tool's own steps are dropped; every frame cursor resumes exactly after its
+/// frame.
+#[tokio::test(start_paused = true)]
+async fn transcripts_keep_steps_and_requests_in_the_order_they_happened() {
+    for (name, hub, transcripts) in hubs().await {
+        record(&hub, "s1", Step::User { text: "hi".into() }).await;
+        let not_mine = Step::User {
             text: "not mine".into(),
-        },
-    ));
-    bus.publish(AgentStep::new(
-        "s1",
-        Step::ToolUse {
+        };
+        record(&hub, "other", not_mine).await;
+        let search = Step::ToolUse {
             id: "tc-1".into(),
             name: "web_search".into(),
             input: json!({"q": "x"}),
             tool_content_message: None,
-        },
-    ));
-    let request = question_request(&mut ids, "s1", seed_questions());
-    bus.publish(QuestionAsked {
-        request: Arc::clone(&request),
-    });
-    let answers: Arc<[Answer]> = vec![vec!["Long-term growth".to_owned()], vec![]].into();
-    bus.publish(QuestionReplied {
-        session_id: "s1".into(),
-        request_id: request.id,
-        answers,
-    });
+        };
+        record(&hub, "s1", search).await;
+        let own_call = Step::ToolUse {
+            id: "tc-q".into(),
+            name: "ask_user_question".into(),
+            input: json!({}),
+            tool_content_message: None,
+        };
+        record(&hub, "s1", own_call).await;
+        let ten_minutes = Timeout::After(Duration::from_secs(600));
+        let mut pending = hub
+            .questions()
+            .submit("s1", seed_questions(), None, ten_minutes)
+            .unwrap();
+        pending.recorded().await.unwrap();
+        let id = pending.detach().id;
+        let answers = vec![vec!["Long-term growth".to_owned()], vec![]];
+        hub.questions().reply(id, answers).unwrap().await.unwrap();
 
-    let history = serde_json::to_value(transcripts.history("s1")).unwrap();
-    let messages = history["messages"].as_array().unwrap();
-    assert_eq!(messages.len(), 3, "{history:#}");
-    assert_eq!(messages[1]["display_type"], "group_start");
-    assert_eq!(messages[1]["group_closed"], true);
-    assert_eq!(messages[1]["summary"], "Web search");
-    let part = &messages[2]["content"][0];
-    assert_eq!(part["approval_key"], request.id.to_string());
-    assert_eq!(part["timeoutSeconds"], 600);
-    assert_eq!(
-        part["submittedAnswers"],
-        json!({"Which goal do you want to focus on?": "Long-term growth", "Expected holding period?": "[No preference]"})
-    );
-    assert_eq!(transcripts.history("other").messages.len(), 1);
-    assert!(transcripts.history("nobody").messages.is_empty());
-
-    let all = transcripts.frames_after("s1", None);
-    assert_eq!(all.len(), 3 + 1 + 2 + 1 + 3 + 3);
-    for (position, frame) in all.iter().enumerate() {
-        let cursor: FrameCursor = frame.cursor.to_string().parse().unwrap();
-        assert_eq!(cursor, frame.cursor);
+        let history = serde_json::to_value(transcripts.history("s1").await.unwrap()).unwrap();
+        let messages = history["messages"].as_array().unwrap();
+        assert_eq!(messages.len(), 3, "{name}: {history:#}");
+        assert_eq!(messages[1]["display_type"], "group_start");
+        assert_eq!(messages[1]["group_closed"], true);
+        assert_eq!(messages[1]["summary"], "Web search");
+        let part = &messages[2]["content"][0];
+        assert_eq!(part["approval_key"], id.to_string());
+        assert_eq!(part["timeoutSeconds"], 600);
         assert_eq!(
-            transcripts.frames_after("s1", Some(cursor)),
-            all[position + 1..]
+            part["submittedAnswers"],
+            json!({"Which goal do you want to focus on?": "Long-term growth", "Expected holding period?": "[No preference]"})
         );
+        let other = transcripts.history("other").await.unwrap();
+        assert_eq!(other.messages.len(), 1, "{name}");
+        let nobody = transcripts.history("nobody").await.unwrap();
+        assert!(nobody.messages.is_empty());
+        assert_eq!(nobody.last_event_id, FrameCursor::START);
+
+        let all = drain(&mut transcripts.follow("s1", None).await.unwrap()).await;
+        assert_eq!(all.len(), 3 + 1 + 2 + 1 + 3 + 3, "{name}");
+        for (position, frame) in all.iter().enumerate() {
+            let cursor: FrameCursor = frame.cursor.to_string().parse().unwrap();
+            assert_eq!(cursor, frame.cursor);
+            let mut resumed = transcripts.follow("s1", Some(cursor)).await.unwrap();
+            assert_eq!(drain(&mut resumed).await, all[position + 1..], "{name}");
+        }
     }
     assert!("evt_nope".parse::<FrameCursor>().is_err());
 }
 
-/// Every way a question ends reaches the transcript, and a later step goes after it.
-#[test]
-fn transcripts_see_every_question_outcome() {
-    let bus = Bus::new();
-    let transcripts = Transcripts::new(&bus);
-    let mut ids = IdGenerator::new();
-    let question = || {
-        vec![QuestionInfo::new(
-            "Go?",
-            "Go",
-            [QuestionOption::new("Yes", "go")],
-        )]
-    };
-    let mut expected = Vec::new();
-    for outcome in 0..3 {
-        let request = question_request(&mut ids, "s", question());
-        bus.publish(QuestionAsked {
-            request: Arc::clone(&request),
-        });
-        let (session_id, request_id) = (Arc::<str>::from("s"), request.id);
-        match outcome {
-            0 => {
-                bus.publish(QuestionRejected {
-                    session_id,
-                    request_id,
-                    reason: None,
-                });
-                expected.push(json!({"decisions": [{"type": "reject"}]}));
-            }
-            1 => {
-                bus.publish(QuestionTimedOut {
-                    session_id,
-                    request_id,
-                });
-                expected.push(json!({"timedOut": true}));
-            }
-            _ => {
-                bus.publish(QuestionCancelled {
-                    session_id,
-                    request_id,
-                });
-                expected.push(json!({"cancelled": true}));
-            }
+/// Every way a question ends reaches the history, whichever hub.
+#[tokio::test(start_paused = true)]
+async fn transcripts_see_every_question_outcome() {
+    for (name, hub, transcripts) in hubs().await {
+        let question = || {
+            vec![QuestionInfo::new(
+                "Go?",
+                "Go",
+                [QuestionOption::new("Yes", "go")],
+            )]
+        };
+        let ask = |timeout| {
+            hub.questions()
+                .submit("s", question(), None, timeout)
+                .unwrap()
+        };
+        let mut rejected = ask(Timeout::Never);
+        rejected.recorded().await.unwrap();
+        let id = rejected.detach().id;
+        hub.questions().reject(id, None).unwrap().await.unwrap();
+        let expires = ask(Timeout::After(Duration::from_secs(1)));
+        assert_eq!(expires.await, Err(AskError::TimedOut));
+        let mut cancelled = ask(Timeout::Never);
+        cancelled.recorded().await.unwrap();
+        drop(cancelled);
+        // A cancellation over a shared store is the store's to take: let it.
+        tokio::time::sleep(Duration::from_secs(1)).await;
+
+        let history = serde_json::to_value(transcripts.history("s").await.unwrap()).unwrap();
+        let expected = [
+            json!({"decisions": [{"type": "reject"}]}),
+            json!({"timedOut": true}),
+            json!({"cancelled": true}),
+        ];
+        let messages = history["messages"].as_array().unwrap();
+        assert_eq!(messages.len(), 3, "{name}: {history:#}");
+        for (message, outcome) in messages.iter().zip(expected) {
+            let part = &message["content"][0];
+            assert_eq!(part["isResolved"], true, "{name}");
+            let (key, value) = outcome.as_object().unwrap().iter().next().unwrap();
+            assert_eq!(&part[key], value, "{name}: {part:#}");
         }
     }
-    let history = serde_json::to_value(transcripts.history("s")).unwrap();
-    for (message, outcome) in history["messages"].as_array().unwrap().iter().zip(expected) {
-        let part = &message["content"][0];
-        assert_eq!(part["isResolved"], true);
-        let (key, value) = outcome.as_object().unwrap().iter().next().unwrap();
-        assert_eq!(&part[key], value, "{part:#}");
+}
+
+/// A stream resumed after records that are no longer kept, or after a cursor these
+/// transcripts never gave, is told to resync; never given a partial stream.
+#[tokio::test(start_paused = true)]
+async fn a_cursor_that_cannot_be_resumed_is_told_to_resync() {
+    let resync = |result: Result<Follow, ProtocolError>| match result {
+        Err(ProtocolError::Resync { reason }) => reason,
+        Err(error) => panic!("{error}"),
+        Ok(_) => panic!("resumed a cursor that cannot be resumed"),
+    };
+    let steps = |count: usize| {
+        (0..count).map(|n| Step::Thinking {
+            thinking: format!("step {n}"),
+        })
+    };
+    let store = Arc::new(MemoryStore::new().with_history_limit(8));
+    let stored = RequestHub::with_store(
+        Bus::new(),
+        QuestionConfig::default(),
+        ApprovalConfig::default(),
+        Arc::clone(&store) as Arc<dyn Store>,
+    )
+    .await
+    .unwrap();
+    let memory = RequestHub::new(Bus::new());
+    let limits = HistoryLimits {
+        records_per_session: 8,
+        records_in_memory: 40,
+    };
+    for hub in [stored, memory] {
+        let transcripts = Transcripts::with_limits(&hub, limits);
+        for step in steps(5) {
+            record(&hub, "long", step).await;
+        }
+        let early = transcripts.history("long").await.unwrap().last_event_id;
+        // Not one of these transcripts': a record of the session that is not there.
+        let unknown = FrameCursor {
+            record: early.record + 1_000,
+            ..early
+        };
+        assert_eq!(
+            resync(transcripts.follow("long", Some(unknown)).await),
+            Resync::UnknownCursor
+        );
+        let resumed = transcripts.follow("long", Some(early)).await;
+        assert!(drain(&mut resumed.unwrap()).await.is_empty());
+        // The session goes past its limit: its oldest records, those `early` was folded
+        // from, are dropped.
+        for step in steps(20) {
+            record(&hub, "long", step).await;
+        }
+        assert_eq!(
+            resync(transcripts.follow("long", Some(early)).await),
+            Resync::CursorTooOld
+        );
+        let now = transcripts.history("long").await.unwrap();
+        assert!(now.messages.len() <= 8 + 1, "{}", now.messages.len());
+        assert!(
+            transcripts
+                .follow("long", Some(now.last_event_id))
+                .await
+                .is_ok()
+        );
     }
+
+    // The history was deleted (retention, a quiet session): its cursors are too old.
+    let transcripts = Transcripts::new(
+        &RequestHub::with_store(
+            Bus::new(),
+            QuestionConfig::default(),
+            ApprovalConfig::default(),
+            Arc::clone(&store) as Arc<dyn Store>,
+        )
+        .await
+        .unwrap(),
+    );
+    let before = transcripts.history("long").await.unwrap().last_event_id;
+    assert_eq!(store.forget_quiet_histories(u64::MAX, 10).await.unwrap(), 1);
+    assert_eq!(
+        resync(transcripts.follow("long", Some(before)).await),
+        Resync::CursorTooOld
+    );
+    assert_eq!(
+        transcripts.history("long").await.unwrap().last_event_id,
+        FrameCursor::START
+    );
+
+    // Without a store, past the memory bound the quietest session is dropped whole.
+    let hub = RequestHub::new(Bus::new());
+    let transcripts = Transcripts::with_limits(&hub, limits);
+    record(&hub, "quiet", Step::User { text: "hi".into() }).await;
+    let quiet = transcripts.history("quiet").await.unwrap().last_event_id;
+    for busy in ["a", "b", "c", "d", "e"] {
+        for step in steps(8) {
+            record(&hub, busy, step).await;
+        }
+    }
+    assert_eq!(
+        resync(transcripts.follow("quiet", Some(quiet)).await),
+        Resync::CursorTooOld
+    );
+    assert!(
+        transcripts
+            .history("quiet")
+            .await
+            .unwrap()
+            .messages
+            .is_empty()
+    );
+    assert!(!transcripts.history("e").await.unwrap().messages.is_empty());
 }
 
 // ---------------------------------------------------------------------------------------
@@ -719,14 +853,13 @@ fn op() -> impl Strategy<Value = Op> {
     ]
 }
 
-/// What a generated session does, ready to be published or encoded.
+/// What a generated session does, ready to be encoded.
 enum Action {
     Step(Step),
     Ask(Arc<QuestionRequest>),
     Approve(Request),
     Resolve {
         request_id: QuestionId,
-        question: bool,
         outcome: Outcome,
     },
     Noise,
@@ -740,51 +873,22 @@ fn actions(ops: &[Op]) -> Vec<Action> {
     let mut actions = Vec::new();
     for op in ops {
         let action = match op {
-            Op::User(text) => Action::Step(Step::User { text: text.clone() }),
-            Op::Text(text, is_final) => Action::Step(Step::Text {
-                text: text.clone(),
-                is_final: *is_final,
-            }),
-            Op::Thinking(thinking) => Action::Step(Step::Thinking {
-                thinking: thinking.clone(),
-            }),
-            Op::ToolUse(tool, label) => {
-                let id = format!("tc-{}", calls.len());
-                let name = TOOLS[tool % TOOLS.len()];
-                calls.push((id.clone(), name));
-                Action::Step(Step::ToolUse {
-                    id,
-                    name: name.into(),
-                    input: json!({"n": calls.len()}),
-                    tool_content_message: label.clone(),
-                })
-            }
-            Op::ToolResult(n, error) => {
-                let Some((id, name)) = calls.get(n % calls.len().max(1)).cloned() else {
+            Op::User(_) | Op::Text(..) | Op::Thinking(_) | Op::ToolUse(..) | Op::ToolResult(..) => {
+                let Some(step) = step_of(op, &mut calls) else {
                     continue;
                 };
-                Action::Step(Step::ToolResult {
-                    tool_use_id: id,
-                    name: name.into(),
-                    status: if *error {
-                        ToolStatus::Error
-                    } else {
-                        ToolStatus::Success
-                    },
-                    content: error.then(|| "failed".to_owned()),
-                })
+                Action::Step(step)
             }
             Op::Ask(count) => {
-                let questions = (0..*count)
-                    .map(|q| {
-                        QuestionInfo::new(
-                            format!("Question {q}?"),
-                            "Q",
-                            [QuestionOption::new("A", "a"), QuestionOption::new("B", "b")],
-                        )
-                    })
-                    .collect();
-                let request = question_request(&mut ids, "s", questions);
+                let id: QuestionId = ids.next_id::<QuestionKind>();
+                let request = Arc::new(QuestionRequest {
+                    id,
+                    session_id: "s".into(),
+                    questions: questions(*count),
+                    tool: None,
+                    created_at: 1_000_000,
+                    expires_at: Some(1_600_000),
+                });
                 pending.push((request.id, *count));
                 Action::Ask(request)
             }
@@ -802,13 +906,8 @@ fn actions(ops: &[Op]) -> Vec<Action> {
                     continue;
                 }
                 let (request_id, count) = pending.remove(n % pending.len());
-                let question = count > 0;
-                let outcome = match (kind % 5, question) {
-                    (0, true) => Outcome::Answered(
-                        (0..count)
-                            .map(|q| if q % 2 == 0 { vec!["A".into()] } else { vec![] })
-                            .collect(),
-                    ),
+                let outcome = match (kind % 5, count > 0) {
+                    (0, true) => Outcome::Answered(answers(count)),
                     (0, false) => Outcome::Decided(vec![Decision::Approve]),
                     (1, _) => Outcome::Rejected(Some("no".into())),
                     (2, _) => Outcome::TimedOut,
@@ -817,7 +916,6 @@ fn actions(ops: &[Op]) -> Vec<Action> {
                 };
                 Action::Resolve {
                     request_id,
-                    question,
                     outcome,
                 }
             }
@@ -828,8 +926,68 @@ fn actions(ops: &[Op]) -> Vec<Action> {
     actions
 }
 
+/// The step a step op stands for, given the tool calls so far (which it may add to);
+/// `None` for a tool result before any call.
+fn step_of(op: &Op, calls: &mut Vec<(String, &'static str)>) -> Option<Step> {
+    Some(match op {
+        Op::User(text) => Step::User { text: text.clone() },
+        Op::Text(text, is_final) => Step::Text {
+            text: text.clone(),
+            is_final: *is_final,
+        },
+        Op::Thinking(thinking) => Step::Thinking {
+            thinking: thinking.clone(),
+        },
+        Op::ToolUse(tool, label) => {
+            let id = format!("tc-{}", calls.len());
+            let name = TOOLS[tool % TOOLS.len()];
+            calls.push((id.clone(), name));
+            Step::ToolUse {
+                id,
+                name: name.into(),
+                input: json!({"n": calls.len()}),
+                tool_content_message: label.clone(),
+            }
+        }
+        Op::ToolResult(n, error) => {
+            let (id, name) = calls.get(n % calls.len().max(1)).cloned()?;
+            Step::ToolResult {
+                tool_use_id: id,
+                name: name.into(),
+                status: if *error {
+                    ToolStatus::Error
+                } else {
+                    ToolStatus::Success
+                },
+                content: error.then(|| "failed".to_owned()),
+            }
+        }
+        Op::Ask(_) | Op::Approve | Op::Resolve(..) | Op::Noise => return None,
+    })
+}
+
+/// `count` questions of two options each.
+fn questions(count: usize) -> Vec<QuestionInfo> {
+    (0..count)
+        .map(|q| {
+            QuestionInfo::new(
+                format!("Question {q}?"),
+                "Q",
+                [QuestionOption::new("A", "a"), QuestionOption::new("B", "b")],
+            )
+        })
+        .collect()
+}
+
+/// Answers to `count` questions: `A`, skipped, `A`, ...
+fn answers(count: usize) -> Vec<Answer> {
+    (0..count)
+        .map(|q| if q % 2 == 0 { vec!["A".into()] } else { vec![] })
+        .collect()
+}
+
 /// The record an action stands for in session `s`, if any.
-fn record(action: &Action) -> Option<Record> {
+fn record_of(action: &Action) -> Option<Record> {
     match action {
         Action::Step(step) => Some(Record::Step(step.clone())),
         Action::Ask(request) => Some(Record::Request(RequestEvent::Asked(Request::question(
@@ -841,59 +999,97 @@ fn record(action: &Action) -> Option<Record> {
         Action::Resolve {
             request_id,
             outcome,
-            ..
         } => Some(resolved(&request_id.to_string(), outcome.clone())),
         Action::Noise => None,
     }
 }
 
-/// Publishes a question-only action on the bus, as the runtime and question service would.
-fn publish(bus: &Bus, action: &Action) {
-    let session: Arc<str> = "s".into();
-    match action {
-        Action::Step(step) => {
-            bus.publish(AgentStep::new("s", step.clone()));
+/// A request an agent of [`act`] waits on.
+enum Asked {
+    Question(PendingQuestion),
+    Approval(PendingApproval),
+}
+
+/// Does `op` through `hub` as an agent in session `s` would: steps recorded, questions and
+/// approvals asked and answered (or dropped: cancelled).
+async fn act(
+    hub: &RequestHub,
+    op: &Op,
+    calls: &mut Vec<(String, &'static str)>,
+    pending: &mut Vec<(Asked, usize)>,
+) {
+    match op {
+        Op::Ask(count) => {
+            let mut asked = hub
+                .questions()
+                .submit("s", questions(*count), None, Timeout::Never)
+                .unwrap();
+            asked.recorded().await.unwrap();
+            pending.push((Asked::Question(asked), *count));
         }
-        Action::Ask(request) => {
-            bus.publish(QuestionAsked {
-                request: Arc::clone(request),
-            });
+        Op::Approve => {
+            let trade = ToolCall::new(
+                "execute_trade",
+                json!({"symbol": "VNM", "quantity": 100, "side": "buy", "price": 82000}),
+            );
+            let mut asked = hub
+                .approvals()
+                .submit("s", vec![trade], vec![], Timeout::Never)
+                .unwrap();
+            asked.recorded().await.unwrap();
+            pending.push((Asked::Approval(asked), 0));
         }
-        Action::Resolve {
-            request_id,
-            question: true,
-            outcome,
-        } => {
-            let request_id = *request_id;
-            match outcome {
-                Outcome::Answered(answers) => bus.publish(QuestionReplied {
-                    session_id: session,
-                    request_id,
-                    answers: answers.clone().into(),
-                }),
-                Outcome::Rejected(reason) => bus.publish(QuestionRejected {
-                    session_id: session,
-                    request_id,
-                    reason: reason.clone(),
-                }),
-                Outcome::TimedOut => bus.publish(QuestionTimedOut {
-                    session_id: session,
-                    request_id,
-                }),
-                _ => bus.publish(QuestionCancelled {
-                    session_id: session,
-                    request_id,
-                }),
+        Op::Resolve(n, kind) => {
+            if pending.is_empty() {
+                return;
+            }
+            let (asked, count) = pending.remove(n % pending.len());
+            match (asked, kind % 5) {
+                (Asked::Question(asked), 0) => {
+                    let id = asked.id();
+                    hub.questions()
+                        .reply(id, answers(count))
+                        .unwrap()
+                        .await
+                        .unwrap();
+                }
+                (Asked::Question(asked), 1 | 4) => {
+                    let reason = (kind % 5 == 1).then(|| "no".to_owned());
+                    hub.questions()
+                        .reject(asked.id(), reason)
+                        .unwrap()
+                        .await
+                        .unwrap();
+                }
+                (Asked::Approval(asked), 0 | 1 | 4) => {
+                    let decision = match kind % 5 {
+                        0 => ApprovalDecision::Approve,
+                        1 => ApprovalDecision::Respond {
+                            message: "no".into(),
+                        },
+                        _ => ApprovalDecision::Reject { message: None },
+                    };
+                    let reply = ApprovalReply::new([decision]);
+                    hub.approvals()
+                        .reply(asked.id(), reply)
+                        .unwrap()
+                        .await
+                        .unwrap();
+                }
+                // Dropped: cancelled.
+                (asked, _) => drop(asked),
+            }
+        }
+        Op::Noise => {
+            let elsewhere = Step::Thinking {
+                thinking: "elsewhere".into(),
             };
+            record(hub, "other", elsewhere).await;
         }
-        Action::Approve(_) | Action::Resolve { .. } => {}
-        Action::Noise => {
-            bus.publish(AgentStep::new(
-                "other",
-                Step::Thinking {
-                    thinking: "elsewhere".into(),
-                },
-            ));
+        step => {
+            if let Some(step) = step_of(step, calls) {
+                record(hub, "s", step).await;
+            }
         }
     }
 }
@@ -913,18 +1109,17 @@ fn resumed(history: &History, frames: impl IntoIterator<Item = Frame>) -> Client
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(256))]
 
-    /// Pure encoder, every record kind including approvals: for every cut between records,
-    /// the history of the frames before it, read back from JSON and continued with the
-    /// frames after it, gives the blocks of the whole stream.
+    /// Pure encoder, every record kind: for every cut between records, the history of the
+    /// frames before it, read back from JSON and continued with the frames after it, gives
+    /// the blocks of the whole stream.
     #[test]
     fn history_then_replay_equals_live_for_every_cut(ops in proptest::collection::vec(op(), 0..40)) {
         let mut encoder = Encoder::new();
-        let mut ids = IdGenerator::new();
-        let origin = ids.next_id();
-        let entries: Vec<(askbus::EventId, Vec<Frame>)> = actions(&ops)
+        let entries: Vec<(u64, Vec<Frame>)> = actions(&ops)
             .iter()
-            .filter_map(record)
-            .map(|record| (ids.next_id(), encoder.encode(&record)))
+            .filter_map(record_of)
+            .enumerate()
+            .map(|(position, record)| (position as u64 + 1, encoder.encode(&record)))
             .collect();
         let mut live = ClientView::new();
         for frame in entries.iter().flat_map(|(_, frames)| frames) {
@@ -939,46 +1134,67 @@ proptest! {
                     before.apply(frame);
                 }
             }
-            let cursor = if cut == 0 { origin } else { entries[cut - 1].0 };
+            let cursor = match cut {
+                0 => FrameCursor::START,
+                cut => FrameCursor { origin: 1, record: cut as u64, frame: None },
+            };
             let history = before.history(cursor);
             let after = entries
                 .iter()
-                .filter(|(id, _)| *id > history.last_event_id)
+                .filter(|(position, _)| *position > history.last_event_id.record)
                 .flat_map(|(_, frames)| frames.iter().cloned());
             let resumed = resumed(&history, after);
             prop_assert_eq!(resumed.blocks(), live.blocks());
         }
     }
+}
 
-    /// Real transcripts on a bus: publish part of a session (with another session's events
-    /// in between), read the history, publish the rest; the history plus
-    /// `frames_after(last_event_id)` gives the blocks of the whole stream.
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(48))]
+
+    /// Transcripts over every kind of hub: an agent does part of a session (with another
+    /// session's steps in between) and a client reads the history and opens the stream
+    /// from its cursor; the agent does the rest. The history plus the frames the stream
+    /// yields gives the blocks of the whole stream, the same frames a stream opened later
+    /// from that cursor yields, and the same history the session has at the end.
     #[test]
     fn transcripts_history_then_stream_equals_live(
         ops in proptest::collection::vec(op(), 0..40),
         cut in any::<prop::sample::Index>(),
     ) {
-        let actions = actions(&ops);
-        let cut = cut.index(actions.len() + 1);
-        let bus = Bus::new();
-        let transcripts = Transcripts::new(&bus);
-        for action in &actions[..cut] {
-            publish(&bus, action);
-        }
-        let history = transcripts.history("s");
-        for action in &actions[cut..] {
-            publish(&bus, action);
-        }
-        let replay = transcripts
-            .frames_after("s", Some(history.last_event_id.into()))
-            .into_iter()
-            .map(|frame| frame.frame);
-        let mut live = ClientView::new();
-        for frame in transcripts.frames_after("s", None) {
-            live.apply(&frame.frame);
-        }
-        let resumed = resumed(&history, replay);
-        prop_assert_eq!(resumed.blocks(), live.blocks());
-        prop_assert_eq!(transcripts.history("s"), live.history(transcripts.history("s").last_event_id));
+        let cut = cut.index(ops.len() + 1);
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .start_paused(true)
+            .build()
+            .unwrap();
+        runtime.block_on(async {
+            for (name, hub, transcripts) in hubs().await {
+                let (mut calls, mut pending) = (Vec::new(), Vec::new());
+                for op in &ops[..cut] {
+                    act(&hub, op, &mut calls, &mut pending).await;
+                }
+                let history = transcripts.history("s").await.unwrap();
+                let mut watching = transcripts.follow("s", Some(history.last_event_id)).await.unwrap();
+                for op in &ops[cut..] {
+                    act(&hub, op, &mut calls, &mut pending).await;
+                }
+                drop(pending);
+                // Cancellations over a shared store are the store's to take: let them.
+                tokio::time::sleep(Duration::from_secs(1)).await;
+
+                let streamed = drain(&mut watching).await;
+                let mut later = transcripts.follow("s", Some(history.last_event_id)).await.unwrap();
+                assert_eq!(drain(&mut later).await, streamed, "{name}");
+                let mut watched = ClientView::new();
+                for frame in drain(&mut transcripts.follow("s", None).await.unwrap()).await {
+                    watched.apply(&frame.frame);
+                }
+                let resumed = resumed(&history, streamed.into_iter().map(|frame| frame.frame));
+                assert_eq!(resumed.blocks(), watched.blocks(), "{name}");
+                let end = transcripts.history("s").await.unwrap();
+                assert_eq!(end, watched.history(end.last_event_id), "{name}");
+            }
+        });
     }
 }

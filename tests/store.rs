@@ -7,8 +7,8 @@ use std::time::Duration;
 use crate::support::{PrivateRedis, TestRedis, until_ok};
 use askbus_store::{
     ChangeKind, EventRecord, LogPosition, MemoryStore, OutcomeRecord, OutcomeState, RedisStore,
-    RequestKind, RequestRecord, SWEEP_INTERVAL, SqliteStore, Store, StoreError, Write, Written,
-    keep_resolved_for,
+    RequestKind, RequestRecord, SWEEP_INTERVAL, SessionEvent, SqliteStore, Store, StoreError,
+    Write, Written, keep_resolved_for,
 };
 
 #[tokio::test]
@@ -26,6 +26,95 @@ async fn sqlite_store_keeps_the_contract() {
 async fn redis_store_keeps_the_contract() {
     let redis = TestRedis::new().await;
     check_contract(&redis.open().await).await;
+}
+
+#[tokio::test]
+async fn memory_store_keeps_session_histories() {
+    check_history(&MemoryStore::new().with_history_limit(4), 4 + 1).await;
+}
+
+#[tokio::test]
+async fn sqlite_store_keeps_session_histories() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = SqliteStore::open(dir.path().join("askbus.db")).unwrap();
+    check_history(&store.with_history_limit(4), 4 + 1).await;
+}
+
+/// Redis trims a history's stream by whole nodes (100 entries by default).
+#[tokio::test]
+async fn redis_store_keeps_session_histories() {
+    let redis = TestRedis::new().await;
+    check_history(&redis.open().await.with_history_limit(4), 4 + 100).await;
+}
+
+#[tokio::test]
+async fn memory_store_forgets_quiet_histories() {
+    check_forget_histories(&MemoryStore::new()).await;
+}
+
+#[tokio::test]
+async fn sqlite_store_forgets_quiet_histories() {
+    let dir = tempfile::tempdir().unwrap();
+    check_forget_histories(&SqliteStore::open(dir.path().join("askbus.db")).unwrap()).await;
+}
+
+#[tokio::test]
+async fn redis_store_forgets_quiet_histories() {
+    let redis = TestRedis::new().await;
+    check_forget_histories(&redis.open().await).await;
+}
+
+/// A file an older askbus wrote (schema 2: no histories) is upgraded when opened, its
+/// requests kept; one a newer askbus wrote is refused.
+#[tokio::test]
+async fn sqlite_store_upgrades_an_older_schema_and_refuses_a_newer_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("askbus.db");
+    let store = SqliteStore::open(&path).unwrap();
+    write(&store, Write::Insert(question("que_1", None))).await;
+    drop(store);
+    let schema = |sql: &str| {
+        rusqlite::Connection::open(&path)
+            .unwrap()
+            .execute_batch(sql)
+            .unwrap()
+    };
+    schema("DROP TABLE history; DROP TABLE histories; PRAGMA user_version = 2;");
+
+    let store = SqliteStore::open(&path).unwrap();
+    assert!(store.get("que_1").await.unwrap().is_some());
+    write(&store, Write::Event(step_event("s", 1))).await;
+    let history = store.history("s", 0).await.unwrap();
+    assert_eq!(history.len(), 1, "{history:?}");
+    // Its session waits for que_1, asked before the upgrade: its history is kept.
+    assert_eq!(store.forget_quiet_histories(u64::MAX, 10).await.unwrap(), 0);
+    drop(store);
+
+    schema("PRAGMA user_version = 99;");
+    match SqliteStore::open(&path) {
+        Err(StoreError::NewerSchema { found, supported }) => {
+            assert_eq!((found, supported), (99, 3))
+        }
+        other => panic!("a newer schema was not refused: {other:?}"),
+    }
+}
+
+/// A SQLite store's histories are the same after a reopen, and keep their positions.
+#[tokio::test]
+async fn sqlite_store_keeps_histories_across_a_reopen() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("askbus.db");
+    let store = SqliteStore::open(&path).unwrap();
+    write(&store, Write::Insert(question("que_1", None))).await;
+    write(&store, Write::Event(step_event("s", 1))).await;
+    let before = store.history("s", 0).await.unwrap();
+    drop(store);
+    let store = SqliteStore::open(&path).unwrap();
+    assert_eq!(store.history("s", 0).await.unwrap(), before);
+    write(&store, Write::Event(step_event("s", 2))).await;
+    let after = store.history("s", 0).await.unwrap();
+    assert_eq!(after[..2], before);
+    assert!(after[2].position > before[1].position);
 }
 
 #[tokio::test]
@@ -319,14 +408,39 @@ async fn redis_store_upgrades_an_older_schema_and_refuses_a_newer_one() {
         write(&store, Write::Insert(question("que_1", None))).await,
         Written::Inserted
     );
-    assert_eq!(redis.get(&schema), "3");
+    assert_eq!(redis.get(&schema), "4");
 
-    redis.command(redis::cmd("SET").arg(&schema).arg(4));
+    redis.command(redis::cmd("SET").arg(&schema).arg(5));
     match RedisStore::open(crate::support::REDIS_URL, &redis.prefix).await {
-        Err(StoreError::NewerSchema { found, supported }) => assert_eq!((found, supported), (4, 3)),
+        Err(StoreError::NewerSchema { found, supported }) => assert_eq!((found, supported), (5, 4)),
         other => panic!("a newer schema was not refused: {other:?}"),
     }
-    assert_eq!(redis.get(&schema), "4");
+    assert_eq!(redis.get(&schema), "5");
+}
+
+/// Requests left pending under schema version 3 (which did not count each session's
+/// pending requests) keep their session's history once a version 4 store opened the
+/// prefix.
+#[tokio::test]
+async fn redis_store_upgrade_counts_the_requests_pending_before_it() {
+    let redis = TestRedis::new().await;
+    let store = redis.open().await;
+    write(&store, Write::Insert(in_session("que_1", "waiting"))).await;
+    write(&store, Write::Insert(in_session("que_2", "done"))).await;
+    write(&store, resolve("que_2", OutcomeState::Replied)).await;
+    drop(store);
+    // As version 3 left it: no counts.
+    redis.command(redis::cmd("DEL").arg(format!("{}:waiting", redis.prefix)));
+    redis.command(
+        redis::cmd("SET")
+            .arg(format!("{}:schema", redis.prefix))
+            .arg(3),
+    );
+
+    let store = redis.open().await;
+    assert_eq!(store.forget_quiet_histories(u64::MAX, 10).await.unwrap(), 1);
+    assert_eq!(store.history("waiting", 0).await.unwrap().len(), 1);
+    assert!(store.history("done", 0).await.unwrap().is_empty());
 }
 
 /// Requests resolved under schema version 2 (which did not index resolution times) can be
@@ -608,6 +722,101 @@ async fn check_contract(store: &dyn Store) {
     assert!(store.recent_events(0).await.unwrap().is_empty());
 }
 
+/// Each session's history: a request's insert, its winning outcome (a losing one adds
+/// nothing) and events are its records, in order, at ascending positions; reading after a
+/// position reads on; past its limit a history keeps its newest records, at least `limit`
+/// (4) and at most `max_kept`.
+async fn check_history(store: &dyn Store, max_kept: usize) {
+    write(store, Write::Insert(question("que_1", None))).await;
+    write(store, Write::Event(step_event("s", 1))).await;
+    write(store, Write::Insert(in_session("que_2", "t"))).await;
+    write(store, resolve("que_1", OutcomeState::Replied)).await;
+    write(store, resolve("que_1", OutcomeState::Cancelled)).await;
+    write(store, resolve("que_9", OutcomeState::Cancelled)).await;
+    write(store, Write::Event(step_event("s", 2))).await;
+
+    let history = store.history("s", 0).await.unwrap();
+    let entries: Vec<_> = history.iter().map(|record| record.entry.clone()).collect();
+    assert_eq!(
+        entries,
+        [
+            ChangeKind::Inserted(question("que_1", None)),
+            ChangeKind::Event(step_event("s", 1)),
+            ChangeKind::Resolved {
+                kind: RequestKind::Question,
+                id: "que_1".into(),
+                outcome: outcome(OutcomeState::Replied),
+            },
+            ChangeKind::Event(step_event("s", 2)),
+        ]
+    );
+    assert!(
+        history
+            .windows(2)
+            .all(|pair| pair[0].position < pair[1].position),
+        "{history:?}"
+    );
+    assert_eq!(
+        store.history("s", history[1].position).await.unwrap(),
+        history[2..]
+    );
+    let other = store.history("t", 0).await.unwrap();
+    assert_eq!(other.len(), 1);
+    assert_eq!(
+        other[0].entry,
+        ChangeKind::Inserted(in_session("que_2", "t"))
+    );
+    assert!(store.history("nobody", 0).await.unwrap().is_empty());
+
+    for n in 0..250 {
+        write(store, Write::Event(step_event("long", n))).await;
+    }
+    let long = store.history("long", 0).await.unwrap();
+    assert!((4..=max_kept).contains(&long.len()), "{} kept", long.len());
+    assert_eq!(
+        long.last().map(|record| &record.entry),
+        Some(&ChangeKind::Event(step_event("long", 249)))
+    );
+}
+
+/// `forget_quiet_histories` deletes the histories whose newest record is older than asked
+/// and whose session has nothing pending, no more than asked.
+async fn check_forget_histories(store: &dyn Store) {
+    write(store, Write::Insert(in_session("que_1", "answered"))).await;
+    write(store, resolve("que_1", OutcomeState::Replied)).await;
+    write(store, Write::Insert(in_session("que_2", "waiting"))).await;
+    write(store, Write::Event(step_event("steps", 1))).await;
+    write(store, Write::Event(step_event("waiting", 1))).await;
+
+    // Recorded after the time asked: kept.
+    assert_eq!(store.forget_quiet_histories(1, 10).await.unwrap(), 0);
+    assert_eq!(store.forget_quiet_histories(u64::MAX, 1).await.unwrap(), 1);
+    assert_eq!(store.forget_quiet_histories(u64::MAX, 10).await.unwrap(), 1);
+    assert_eq!(store.forget_quiet_histories(u64::MAX, 10).await.unwrap(), 0);
+    for gone in ["answered", "steps"] {
+        assert!(store.history(gone, 0).await.unwrap().is_empty(), "{gone}");
+    }
+    assert_eq!(store.history("waiting", 0).await.unwrap().len(), 2);
+    // The requests themselves are another matter: only `forget_resolved` deletes them.
+    assert!(store.get("que_1").await.unwrap().is_some());
+
+    // Once nothing of it is pending, a quiet session's history goes too.
+    write(
+        store,
+        Write::Resolve {
+            kind: RequestKind::Question,
+            id: "que_2".into(),
+            outcome: outcome(OutcomeState::Cancelled),
+        },
+    )
+    .await;
+    assert_eq!(store.forget_quiet_histories(u64::MAX, 10).await.unwrap(), 1);
+    assert!(store.history("waiting", 0).await.unwrap().is_empty());
+    // A new record starts a new history, above every position before it.
+    write(store, Write::Event(step_event("waiting", 2))).await;
+    assert_eq!(store.history("waiting", 0).await.unwrap().len(), 1);
+}
+
 /// `forget_resolved` deletes resolved requests by the time they were resolved, the longest
 /// resolved first and no more than asked, with their tool-call entries unless the call
 /// asked again; pending requests stay whatever their age.
@@ -816,6 +1025,16 @@ async fn check_change_log(writer: &dyn Store, reader: &dyn Store) {
         .unwrap();
     assert_eq!(rest.len(), 1);
     assert_eq!(rest[0].kind.request_kind(), Some(RequestKind::Question));
+
+    // An event is logged too, for every instance to pass on; it is no request's.
+    write(writer, Write::Event(step_event("s", 1))).await;
+    let events = log
+        .read_after(rest[0].position, 10, Duration::ZERO)
+        .await
+        .unwrap();
+    let kinds: Vec<_> = events.iter().map(|change| change.kind.clone()).collect();
+    assert_eq!(kinds, [ChangeKind::Event(step_event("s", 1))]);
+    assert_eq!(events[0].kind.request_kind(), None);
 }
 
 async fn write(store: &(impl Store + ?Sized), write: Write) -> Written {
@@ -831,6 +1050,23 @@ fn question(id: &str, call_id: Option<&str>) -> RequestRecord {
         created_at_ms: 1_700_000_000_000,
         expires_at_ms: call_id.map(|_| 1_700_000_600_000),
         body: format!(r#"{{"id":"{id}"}}"#),
+    }
+}
+
+/// A question of `session`.
+fn in_session(id: &str, session: &str) -> RequestRecord {
+    RequestRecord {
+        session_id: session.into(),
+        ..question(id, None)
+    }
+}
+
+/// An agent step of `session`, the `n`th.
+fn step_event(session: &str, n: usize) -> SessionEvent {
+    SessionEvent {
+        session_id: session.into(),
+        event_type: "agent.step".into(),
+        properties: format!(r#"{{"n":{n}}}"#),
     }
 }
 

@@ -15,9 +15,12 @@
 //! response, edited through the JSON editor, rejected with a message; only the decisions
 //! each allows offered), "Approve all" in one tab and a 409 in a stale one, an approval on a
 //! phone by keyboard alone, a question and an approval that expire, a session's timeline
-//! in seed 004's groups, live and after a reload, "Reject all pending in this session"
-//! (cancelled once, then confirmed; an approval that may not be rejected is cancelled),
-//! and bidi overrides and control characters in every field shown as marked code points.
+//! in seed 004's groups, live and after a reload, a session's timeline with its pending
+//! question across a restart of a server that keeps its requests and histories in SQLite
+//! (a fifth server, stopped and started again on the same address), "Reject all pending in
+//! this session" (cancelled once, then confirmed; an approval that may not be rejected is
+//! cancelled), and bidi overrides and control characters in every field shown as marked
+//! code points.
 //!
 //! The flood: a fourth server whose agent asks 1,000, 2,000 and 10,000 requests (over
 //! `FLOOD_SESSIONS` sessions, so per-session quotas allow it) before a page loads; the
@@ -26,7 +29,7 @@
 //! 200 ms (a `longtask` observer). The figures are printed (`ui: flood figures`).
 //!
 //! The agent is this process: the script asks for a case on stdout (`ask`, `outcome`,
-//! `cancel`, `step`, `proxy`, `flood`) and gets the answer on stdin, so every step waits for an
+//! `cancel`, `step`, `proxy`, `flood`, `restart`) and gets the answer on stdin, so every step waits for an
 //! event, never for a timer. A case is a question or an approval request; the agent's side
 //! (the answers or decisions it received) is checked here against what each case expects,
 //! the page's side by the script. `step` posts an agent step to `POST /session/{id}/step`
@@ -43,8 +46,8 @@ use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use askbus::question::{
-    Action, ApprovalError, ApprovalReply, DecisionType, PendingApproval, PendingQuestion,
-    RequestHub, ReviewConfig,
+    Action, ApprovalConfig, ApprovalError, ApprovalReply, DecisionType, Outcome, PendingApproval,
+    PendingQuestion, QuestionConfig, QuestionId, RequestHub, ReviewConfig,
 };
 use askbus::{AskError, Bus, QuestionInfo, QuestionOption, Timeout};
 use askbus_http::{AccessToken, HttpConfig};
@@ -53,6 +56,7 @@ use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::process::Command;
 use tokio::sync::watch;
+use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
 use crate::node;
@@ -93,6 +97,7 @@ const SCENARIOS: &[&str] = &[
     "reject_all",
     "hidden_characters",
     "flood",
+    "timeline_restart",
 ];
 /** Sessions a flood is spread over, so that no session holds more than a per-session
  * quota would allow (10,200 requests: 510 a session). */
@@ -129,6 +134,9 @@ enum Server {
     Open,
     /// Bearer token required.
     Auth,
+    /// Keeps everything in SQLite and can be restarted: its cases are asked as an agent
+    /// in another process asks (nothing here waits on them), so a restart loses no asker.
+    Durable,
 }
 
 /// One request the agent asks when the script says so.
@@ -156,6 +164,9 @@ enum Ask {
 enum Pending {
     Question(PendingQuestion),
     Approval(PendingApproval),
+    /// A question asked on the durable server, whose outcome is read from that server's
+    /// hub of the moment.
+    Durable(QuestionId),
 }
 
 /// The cases `browser.mjs` asks for, by key.
@@ -526,6 +537,24 @@ fn case(key: &str) -> Option<Case> {
             ],
             answers(json!([["Yes\u{200f}\u{202d}"]])),
         ),
+        "restart_question" => Case {
+            server: Server::Durable,
+            ..open(
+                "ui-restart",
+                vec![
+                    QuestionInfo::new(
+                        "What should happen to the merged branches?",
+                        "Branches",
+                        [
+                            option("Delete them", "they are merged"),
+                            option("Keep them", "for the record"),
+                        ],
+                    )
+                    .options_only(),
+                ],
+                answers(json!([["Delete them"]])),
+            )
+        },
         "auth" => Case {
             server: Server::Auth,
             session: "ui-auth",
@@ -554,6 +583,8 @@ struct Agent {
     /// The server of the flood, and how many requests it was asked so far.
     flood: RequestHub,
     flooded: usize,
+    /// The server that keeps everything in SQLite, as it runs now.
+    durable: Durable,
     pending: HashMap<String, (Pending, Value)>,
     /// Keys whose outcome was checked (or which were cancelled), for the final tally.
     settled: Vec<String>,
@@ -573,8 +604,22 @@ impl Agent {
                 let hub = match case.server {
                     Server::Open => &self.open,
                     Server::Auth => &self.auth,
+                    Server::Durable => &self.durable.hub,
                 };
                 let (pending, request) = match case.ask {
+                    Ask::Questions(questions) if case.server == Server::Durable => {
+                        let mut pending = hub
+                            .questions()
+                            .submit(case.session, questions, None, case.timeout)
+                            .map_err(|error| format!("ask {key}: {error}"))?;
+                        pending
+                            .recorded()
+                            .await
+                            .map_err(|error| format!("record {key}: {error}"))?;
+                        let request = pending.detach();
+                        let id = request.id;
+                        (Pending::Durable(id), serde_json::to_value(request.as_ref()))
+                    }
                     Ask::Questions(questions) => {
                         let pending = hub
                             .questions()
@@ -610,9 +655,10 @@ impl Agent {
                     .pending
                     .remove(&key)
                     .ok_or_else(|| format!("case {key} is not pending"))?;
-                let outcome = tokio::time::timeout(OUTCOME_TIMEOUT, pending.outcome())
-                    .await
-                    .map_err(|_| format!("case {key}: the agent got nothing"))?;
+                let outcome =
+                    tokio::time::timeout(OUTCOME_TIMEOUT, pending.outcome(&self.durable.hub))
+                        .await
+                        .map_err(|_| format!("case {key}: the agent got nothing"))?;
                 if outcome != expected {
                     return Err(format!(
                         "case {key}: the agent got {outcome}, expected {expected}"
@@ -638,7 +684,11 @@ impl Agent {
                 let session = request["session"]
                     .as_str()
                     .ok_or("`step` needs a `session`")?;
-                let url = format!("{}/session/{session}/step", self.open_url);
+                let base = match request["server"].as_str() {
+                    Some("durable") => self.durable.url(),
+                    _ => self.open_url.clone(),
+                };
+                let url = format!("{base}/session/{session}/step");
                 let response = self
                     .http
                     .post(url)
@@ -661,6 +711,10 @@ impl Agent {
                     self.flood_one()?;
                 }
                 Ok(json!({ "total": self.flooded }))
+            }
+            Some("restart") => {
+                self.durable.restart().await?;
+                Ok(json!(true))
             }
             Some("proxy") => {
                 let up = request["up"]
@@ -711,12 +765,94 @@ impl Agent {
 }
 
 impl Pending {
-    /// Waits for what the agent receives, as the script compares it.
-    async fn outcome(self) -> Value {
+    /// Waits for what the agent receives, as the script compares it (`durable`: the
+    /// durable server's hub, for its cases).
+    async fn outcome(self, durable: &RequestHub) -> Value {
         match self {
             Self::Question(pending) => question_outcome_json(pending.await),
             Self::Approval(pending) => approval_outcome_json(pending.await),
+            Self::Durable(id) => match durable.questions().wait(id).await {
+                Ok(Outcome::Replied(answers)) => json!({ "answers": answers }),
+                other => json!({"error": {"kind": format!("{other:?}")}}),
+            },
         }
+    }
+}
+
+/// The server that keeps its requests and histories in a SQLite file, as `askbus` does by
+/// default, on a fixed address so that a page reconnects to it after a restart.
+struct Durable {
+    /// The SQLite file.
+    path: PathBuf,
+    /// Where it listens, the same after a restart.
+    address: SocketAddr,
+    /// Its requests, as the agent asks them.
+    hub: RequestHub,
+    /// Stops this run of it (its streams too).
+    shutdown: CancellationToken,
+    /// This run's server task.
+    served: JoinHandle<std::io::Result<()>>,
+}
+
+impl Durable {
+    /// Opens the store at `path` and serves it on `address` (a fresh port for `None`).
+    async fn start(path: PathBuf, address: Option<SocketAddr>) -> Result<Self, String> {
+        // A restarted server's file is unlocked once the last handle of the old store is
+        // gone, which the old run's tasks let go of as they end.
+        let store =
+            crate::support::until_ok(|| async { askbus_store::SqliteStore::open(&path) }).await;
+        let store: std::sync::Arc<dyn askbus_store::Store> = std::sync::Arc::new(store);
+        let bus = askbus_store::resume_bus(askbus::bus::BusConfig::default(), store.clone())
+            .await
+            .map_err(|error| error.to_string())?;
+        let hub = RequestHub::with_store(
+            bus,
+            QuestionConfig::default(),
+            ApprovalConfig::default(),
+            store,
+        )
+        .await
+        .map_err(|error| error.to_string())?;
+        let listener = TcpListener::bind(address.unwrap_or(SocketAddr::from(([127, 0, 0, 1], 0))))
+            .await
+            .map_err(|error| format!("bind the durable server: {error}"))?;
+        let address = listener.local_addr().map_err(|error| error.to_string())?;
+        let shutdown = CancellationToken::new();
+        let config = HttpConfig::default();
+        let guard = askbus_http::SiteGuard::new(address, &config);
+        let app =
+            askbus_http::router(hub.clone(), config, shutdown.clone()).merge(askbus_ui::router());
+        let app = askbus_http::guarded(app, guard);
+        let served = tokio::spawn(
+            axum::serve(listener, app)
+                .with_graceful_shutdown(shutdown.clone().cancelled_owned())
+                .into_future(),
+        );
+        Ok(Self {
+            path,
+            address,
+            hub,
+            shutdown,
+            served,
+        })
+    }
+
+    fn url(&self) -> String {
+        format!("http://{}", self.address)
+    }
+
+    /// Stops this run (ending its streams; the pages see the server go away) and starts
+    /// another on the same file and address.
+    async fn restart(&mut self) -> Result<(), String> {
+        self.shutdown.cancel();
+        (&mut self.served)
+            .await
+            .map_err(|error| format!("the durable server's task: {error}"))?
+            .map_err(|error| format!("the durable server: {error}"))?;
+        let placeholder = RequestHub::new(Bus::new());
+        drop(std::mem::replace(&mut self.hub, placeholder));
+        *self = Self::start(self.path.clone(), Some(self.address)).await?;
+        Ok(())
     }
 }
 
@@ -766,6 +902,11 @@ async fn drive(package: &Path) {
     let auth = RequestHub::new(Bus::new());
     let flood = RequestHub::new(Bus::new());
     let flood_address = serve(flood.clone(), HttpConfig::default(), &shutdown).await;
+    let durable_dir = tempfile::tempdir().expect("a directory for the durable server");
+    let durable = Durable::start(durable_dir.path().join("askbus.db"), None)
+        .await
+        .expect("the durable server starts");
+    let durable_url = durable.url();
     let (proxy_up, proxy_watch) = watch::channel(true);
     let proxy_listener = TcpListener::bind("127.0.0.1:0")
         .await
@@ -796,6 +937,7 @@ async fn drive(package: &Path) {
         .env("ASKBUS_UI_PROXY_URL", format!("http://{proxy_address}"))
         .env("ASKBUS_UI_AUTH_URL", format!("http://{auth_address}"))
         .env("ASKBUS_UI_FLOOD_URL", format!("http://{flood_address}"))
+        .env("ASKBUS_UI_DURABLE_URL", &durable_url)
         .env("ASKBUS_UI_TOKEN", TOKEN)
         .env("ASKBUS_UI_CHROMIUM", CHROMIUM)
         .env("ASKBUS_UI_SCREENSHOTS", &screenshots)
@@ -825,6 +967,7 @@ async fn drive(package: &Path) {
         auth: auth.clone(),
         flood: flood.clone(),
         flooded: 0,
+        durable,
         pending: HashMap::new(),
         settled: Vec::new(),
         proxy_up,
@@ -942,6 +1085,7 @@ async fn drive(package: &Path) {
             "reload1",
             "reload2",
             "reload3",
+            "restart_question",
             "resync1",
             "resync2",
             "resync3",
@@ -951,10 +1095,11 @@ async fn drive(package: &Path) {
             "timeline_question",
         ]
     );
-    for hub in [&open, &auth] {
+    for hub in [&open, &auth, &agent.durable.hub] {
         assert_eq!(hub.questions().pending_count(), 0);
         assert_eq!(hub.approvals().pending_count(), 0);
     }
+    agent.durable.shutdown.cancel();
     shutdown.cancel();
 }
 

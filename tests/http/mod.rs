@@ -79,6 +79,25 @@ impl TestApp {
         }
     }
 
+    /// A hub recording in a fresh memory store (each session's history keeps about its
+    /// newest `history_limit` records) on a bus with a small history.
+    pub(crate) async fn with_store(bus_history: usize, history_limit: usize) -> Self {
+        let bus = Bus::with_config(BusConfig {
+            history: bus_history,
+            subscriber_capacity: std::num::NonZeroUsize::MIN,
+        });
+        let store = askbus_store::MemoryStore::new().with_history_limit(history_limit);
+        let hub = RequestHub::with_store(
+            bus,
+            askbus::question::QuestionConfig::default(),
+            askbus::question::ApprovalConfig::default(),
+            std::sync::Arc::new(store),
+        )
+        .await
+        .expect("a memory store reads");
+        Self::with_hub(hub, HttpConfig::default())
+    }
+
     /// A bus with a small history, to reach "too old" cursors quickly.
     pub(crate) fn with_history(history: usize, subscriber_capacity: usize) -> Self {
         let config = BusConfig {

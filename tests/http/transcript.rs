@@ -1,6 +1,7 @@
 //! The seeds' content-block stream and flat history over HTTP: steps posted by an agent,
-//! questions and approvals in their place, and history + stream replay equal to the live
-//! stream.
+//! questions and approvals in their place, history + stream replay equal to the live
+//! stream (without a store and over one), histories that no flood of other events takes
+//! away, and the resync a cursor that cannot be resumed gets.
 
 use askbus::Timeout;
 use askbus::question::Action;
@@ -37,7 +38,16 @@ async fn step(app: &TestApp, session: &str, step: Value) {
 
 #[tokio::test]
 async fn history_plus_stream_replay_is_the_live_stream() {
-    let app = TestApp::new();
+    history_plus_stream_replay_is_the_live_stream_of(TestApp::new()).await;
+}
+
+#[tokio::test]
+async fn history_plus_stream_replay_is_the_live_stream_over_a_store() {
+    let app = TestApp::with_store(16, askbus_store::DEFAULT_HISTORY_LIMIT).await;
+    history_plus_stream_replay_is_the_live_stream_of(app).await;
+}
+
+async fn history_plus_stream_replay_is_the_live_stream_of(app: TestApp) {
     let mut live = app.events("/session/s1/stream", &[]).await;
     step(
         &app,
@@ -161,4 +171,93 @@ async fn the_stream_ends_on_shutdown() {
     let mut frames = app.events("/session/s1/stream", &[]).await;
     app.shutdown.cancel();
     assert!(frames.try_next().await.is_none());
+}
+
+/// A session nobody reads while many more events than the bus keeps go by (other
+/// sessions' steps) still has its whole history: its steps and its pending question.
+#[tokio::test]
+async fn a_session_nobody_reads_keeps_its_whole_history() {
+    let with_store = TestApp::with_store(16, askbus_store::DEFAULT_HISTORY_LIMIT).await;
+    // Without a store the history is read from the bus as events come: between requests,
+    // as a server's tasks take turns.
+    let in_memory = TestApp::with_history(16, 16);
+    for app in [with_store, in_memory] {
+        step(&app, "quiet", json!({"type": "user", "text": "Clean up"})).await;
+        step(
+            &app,
+            "quiet",
+            json!({"type": "tool_use", "id": "tc-1", "name": "web_search"}),
+        )
+        .await;
+        let question = app.ask("quiet");
+        for n in 0..200 {
+            let noise = json!({"type": "thinking", "thinking": format!("busy {n}")});
+            step(&app, &format!("busy-{}", n % 7), noise).await;
+            tokio::task::yield_now().await;
+        }
+        let history = serde_json::to_value(history(&app, "quiet").await).unwrap();
+        let messages = history["messages"].as_array().unwrap();
+        assert_eq!(messages.len(), 3, "{history:#}");
+        let part = &messages[2]["content"][0];
+        assert_eq!(part["approval_key"], question.as_str());
+        assert_eq!(part["isResolved"], false);
+    }
+}
+
+/// The frames of `uri` until the stream ends.
+async fn until_the_end(app: &TestApp, uri: &str, headers: &[(&str, &str)]) -> Vec<super::Frame> {
+    let mut frames = app.events(uri, headers).await;
+    let mut read = Vec::new();
+    while let Some(frame) = frames.try_next().await {
+        read.push(frame);
+    }
+    read
+}
+
+/// A cursor whose records are no longer kept, or one of an askbus before histories were
+/// kept in the store, gets one `server.resync` frame and the stream ends; reloading the
+/// history gives a cursor that resumes.
+#[tokio::test]
+async fn a_cursor_that_cannot_be_resumed_gets_a_resync() {
+    let app = TestApp::with_store(16, 4).await;
+    for n in 0..3 {
+        step(
+            &app,
+            "s1",
+            json!({"type": "thinking", "thinking": format!("{n}")}),
+        )
+        .await;
+    }
+    let early = history(&app, "s1").await.last_event_id.to_string();
+    for n in 0..10 {
+        step(&app, "s1", json!({"type": "text", "text": format!("{n}")})).await;
+    }
+    let old_askbus = "evt_01JZ6Q3V8R5M2K7D4T9WXYZABC";
+    for (cursor, reason) in [
+        (early.as_str(), "cursor_too_old"),
+        (old_askbus, "unknown_cursor"),
+    ] {
+        let by_header =
+            until_the_end(&app, "/session/s1/stream", &[("last-event-id", cursor)]).await;
+        let by_query = until_the_end(
+            &app,
+            &format!("/session/s1/stream?last_event_id={cursor}"),
+            &[],
+        )
+        .await;
+        for frames in [by_header, by_query] {
+            assert_eq!(frames.len(), 1, "{cursor}: {frames:?}");
+            assert_eq!(frames[0].kind(), "server.resync");
+            assert_eq!(frames[0].data["properties"]["reason"], reason, "{cursor}");
+            assert_eq!(frames[0].id, None);
+        }
+    }
+    let again = history(&app, "s1").await;
+    let cursor = again.last_event_id.to_string();
+    let mut resumed = app
+        .events("/session/s1/stream", &[("last-event-id", &cursor)])
+        .await;
+    step(&app, "s1", json!({"type": "user", "text": "Thanks!"})).await;
+    let frame = resumed.next().await;
+    assert_eq!(frame.kind(), "content_block_start", "{frame:?}");
 }

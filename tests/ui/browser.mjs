@@ -6,11 +6,12 @@
 //                                                              (a question or an approval)
 //           {"rpc": n, "op": "outcome", "key": "single"}   -> what the agent received
 //           {"rpc": n, "op": "cancel", "key": "f1"}        -> the agent gives up (drops it)
-//           {"rpc": n, "op": "step", "session": "s", "step": {...}}
+//           {"rpc": n, "op": "step", "session": "s", "step": {...}, "server"?: "durable"}
 //                                                           -> the agent posts a step
 //           {"rpc": n, "op": "proxy", "up": false}         -> cut / restore the proxy
 //           {"rpc": n, "op": "flood", "count": 1000}       -> the agent floods the flood
 //                                                              server with that many more
+//           {"rpc": n, "op": "restart"}                    -> restart the durable server
 //           {"done": {...}}                                -> the last line
 //   stdin:  {"rpc": n, "ok": {...}} or {"rpc": n, "error": "..."}
 // The Rust side holds the expected outcomes; this side checks what the page shows.
@@ -18,6 +19,8 @@
 // Environment: ASKBUS_UI_URL (no auth), ASKBUS_UI_PROXY_URL (the same server through a
 // proxy the test can cut), ASKBUS_UI_AUTH_URL + ASKBUS_UI_TOKEN (auth on),
 // ASKBUS_UI_FLOOD_URL (a server of its own for the flood), ASKBUS_UI_CHROMIUM,
+// ASKBUS_UI_DURABLE_URL (a server keeping everything in SQLite, which `restart` restarts on
+// the same address), ASKBUS_UI_CHROMIUM,
 // ASKBUS_UI_SCREENSHOTS (a directory), ASKBUS_UI_ONLY (comma-separated scenario names).
 
 import assert from 'node:assert/strict';
@@ -36,6 +39,7 @@ const URL_OPEN = env('ASKBUS_UI_URL');
 const URL_PROXY = env('ASKBUS_UI_PROXY_URL');
 const URL_AUTH = env('ASKBUS_UI_AUTH_URL');
 const URL_FLOOD = env('ASKBUS_UI_FLOOD_URL');
+const URL_DURABLE = env('ASKBUS_UI_DURABLE_URL');
 const TOKEN = env('ASKBUS_UI_TOKEN');
 const SCREENSHOTS = env('ASKBUS_UI_SCREENSHOTS');
 const CHROMIUM = process.env.ASKBUS_UI_CHROMIUM || '/usr/bin/chromium';
@@ -77,15 +81,17 @@ const agent = {
   outcome: (key) => rpc('outcome', { key }),
   cancel: (key) => rpc('cancel', { key }),
   /** Posts `step` to `POST /session/{session}/step`, as an agent in another process. */
-  step: (session, step) => rpc('step', { session, step }),
+  step: (session, step, server) => rpc('step', { session, step, server }),
   proxy: (up) => rpc('proxy', { up }),
   /** The agent asks `count` more requests on the flood server; resolves to `{total}`. */
   flood: (count) => rpc('flood', { count }),
+  /** Stops the durable server and starts it again on the same file and address. */
+  restart: () => rpc('restart'),
 };
 
 // ---- Browser helpers ----------------------------------------------------------------------
 
-const origins = new Set([URL_OPEN, URL_PROXY, URL_AUTH, URL_FLOOD].map((url) => new URL(url).origin));
+const origins = new Set([URL_OPEN, URL_PROXY, URL_AUTH, URL_FLOOD, URL_DURABLE].map((url) => new URL(url).origin));
 const external = [];
 const pageErrors = [];
 const screenshots = [];
@@ -1308,12 +1314,65 @@ const scenarios = {
     await page.locator('#empty', { hasText: `Nothing is waiting for you in session “${runaway}”.` }).waitFor({ timeout: WAIT });
     assert.equal(await page.locator('article.card').count(), 0);
     const rejectedLongest = await longestTask(page, rejecting);
-    log('DEBUG', JSON.stringify(await page.evaluate(() => window.dbg)), JSON.stringify(await page.evaluate(() => window.floodProbe.longTasks)), rejecting);
     floodFigures.longest_task_ms_reject_all_510 = Math.round(rejectedLongest);
     assert.ok(rejectedLongest <= LONGEST_TASK_MS, `a ${rejectedLongest} ms main-thread task while 510 requests were rejected`);
     assert.deepEqual(await serverPending(URL_FLOOD, runaway), []);
     assert.equal(await page.locator('#session-filter option').first().textContent(), 'All sessions (9690)');
     log(`flood figures: ${JSON.stringify(floodFigures)}`);
+    await page.close();
+  },
+
+  /**
+   * A server that keeps everything in SQLite restarts while a session waits for an
+   * answer: the open page's timeline goes on where it was (its stream resumes after its
+   * cursor), a reload shows the same timeline from the stored history, the pending question
+   * in it, and answering it reaches the agent.
+   */
+  async timeline_restart() {
+    const session = 'ui-restart';
+    const step = (body) => agent.step(session, body, 'durable');
+    await step({ type: 'user', text: 'Tidy up the old branches.' });
+    await step({
+      type: 'tool_use',
+      id: 'tc-r1',
+      name: 'list_branches',
+      input: { merged: true },
+      tool_content_message: 'List the merged branches',
+    });
+    await step({ type: 'tool_result', tool_use_id: 'tc-r1', name: 'list_branches', content: '12 merged branches' });
+    const question = await agent.ask('restart_question');
+    const page = await open(URL_DURABLE, `?session=${session}`);
+    await live(page);
+    await timelineLive(page);
+    const waiting = [
+      'tl-user: User Tidy up the old branches.',
+      'group done collapsed: List the merged branches › [success List the merged branches]',
+      'tl-question: Waiting for your answer. Answer it Branches What should happen to the merged branches?',
+    ];
+    await timelineReads(page, waiting);
+    await card(page, question.id).waitFor({ timeout: WAIT });
+
+    await agent.restart();
+    // The page reconnects by itself, and its stream goes on after its cursor.
+    await step({ type: 'text', text: 'Waiting for your decision.' });
+    const after = [...waiting, 'tl-text: Waiting for your decision.'];
+    await timelineReads(page, after);
+    // A reload reads the same timeline from the stored history.
+    await page.reload();
+    await live(page);
+    await timelineLive(page);
+    await timelineReads(page, after);
+    await page.locator('#timeline').getByRole('button', { name: 'Answer it' }).click();
+    const form = card(page, question.id);
+    await radio(form, /Delete them/).check();
+    await form.getByRole('button', { name: 'Submit answer' }).click();
+    assert.deepEqual(await agent.outcome('restart_question'), { answers: [['Delete them']] });
+    await timelineReads(page, [
+      waiting[0],
+      waiting[1],
+      'tl-question: Branches What should happen to the merged branches? Delete them',
+      after[3],
+    ]);
     await page.close();
   },
 };

@@ -10,6 +10,7 @@ use std::task::{Context, Poll};
 use tokio::sync::broadcast::{self, error::RecvError, error::TryRecvError};
 use tokio_stream::Stream;
 
+use crate::event::RecordedPayload;
 use crate::{Envelope, Event, EventId, IdGenerator};
 
 /// A typed, non-blocking broadcast bus with a bounded, replayable history.
@@ -302,9 +303,32 @@ impl Bus {
     /// Never blocks on subscribers and never fails: having no subscriber is normal, and a
     /// slow subscriber is told it lagged instead of slowing the publisher.
     pub fn publish<E: Event>(&self, event: E) -> EventId {
+        self.publish_with(|id| Envelope::new(id, event))
+    }
+
+    /// Publishes an event known only as JSON (one another process published, read back
+    /// from a record it shares): like [`publish`](Self::publish), but the envelope is a
+    /// [recorded](Envelope::recorded) one, which typed subscriptions skip and JSON readers
+    /// see as given.
+    ///
+    /// # Errors
+    ///
+    /// `properties` is not valid JSON; nothing is published.
+    pub fn publish_recorded(
+        &self,
+        event_type: &str,
+        session_id: Option<&str>,
+        properties: &str,
+    ) -> serde_json::Result<EventId> {
+        let payload = RecordedPayload::new(event_type, session_id, properties)?;
+        Ok(self.publish_with(|id| Envelope::with_payload(id, payload)))
+    }
+
+    /// Publishes the envelope `make` builds around the next id.
+    fn publish_with(&self, make: impl FnOnce(EventId) -> Envelope) -> EventId {
         let mut state = self.shared.lock();
         let id = state.ids.next_id();
-        let envelope = Envelope::new(id, event);
+        let envelope = make(id);
         if let Some(journal) = &self.shared.journal {
             // Under the lock, so the record's order is the id order.
             journal.record(&envelope);

@@ -93,13 +93,28 @@ impl<E: Event> Payload for E {
 /// An event read back from a record (a durable store) instead of published as a Rust
 /// value: only its JSON survives, so typed subscribers never see it (it downcasts to no
 /// [`Event`]), while JSON readers (the SSE stream) see it exactly as it was.
-struct RecordedPayload {
+pub(crate) struct RecordedPayload {
     /// The stable type name it was published under.
     event_type: Box<str>,
     /// The session it concerns, if any.
     session_id: Option<Box<str>>,
     /// Its properties, as published.
     properties: Box<RawValue>,
+}
+
+impl RecordedPayload {
+    /// A recorded event of `event_type`; `properties` must be JSON.
+    pub(crate) fn new(
+        event_type: &str,
+        session_id: Option<&str>,
+        properties: &str,
+    ) -> serde_json::Result<Self> {
+        Ok(Self {
+            event_type: event_type.into(),
+            session_id: session_id.map(Into::into),
+            properties: RawValue::from_string(properties.to_owned())?,
+        })
+    }
 }
 
 impl Payload for RecordedPayload {
@@ -153,18 +168,19 @@ impl Envelope {
         session_id: Option<&str>,
         properties: &str,
     ) -> serde_json::Result<Self> {
-        let properties = RawValue::from_string(properties.to_owned())?;
-        Ok(Self {
+        let payload = RecordedPayload::new(event_type, session_id, properties)?;
+        Ok(Self::with_payload(id, payload))
+    }
+
+    /// The envelope of a recorded event.
+    pub(crate) fn with_payload(id: EventId, payload: RecordedPayload) -> Self {
+        Self {
             inner: Arc::new(EnvelopeInner {
                 id,
                 json: OnceLock::new(),
-                payload: RecordedPayload {
-                    event_type: event_type.into(),
-                    session_id: session_id.map(Into::into),
-                    properties,
-                },
+                payload,
             }),
-        })
+        }
     }
 
     /// The event's properties alone, as compact JSON: what a [`Journal`](crate::Journal)

@@ -287,6 +287,18 @@ impl From<QuotaExceeded> for ApiError {
     }
 }
 
+impl ApiError {
+    /// `503`: the store could not be read (what it holds is not lost; try again). The
+    /// store's own message stays in the server log.
+    pub(crate) fn store_unreadable(error: &askbus_store::StoreError) -> Self {
+        tracing::error!("the store could not be read: {error}");
+        Self::new(
+            ErrorCode::StoreUnavailable,
+            "the server could not read its store; try again",
+        )
+    }
+}
+
 impl From<ValidationError> for ApiError {
     /// 422, or 409 for a tool call id that already asked something else.
     fn from(error: ValidationError) -> Self {

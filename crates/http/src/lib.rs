@@ -82,6 +82,7 @@ use utoipa::OpenApi;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
+pub use askbus_protocol::HistoryLimits;
 pub use auth::{AccessToken, TokenScope, Unauthorized, authorize};
 pub use cors::{CorsOrigin, InvalidOrigin};
 pub use error::{ApiError, ErrorCode};
@@ -128,6 +129,9 @@ pub struct HttpConfig {
     /// How many of those slots one token may hold (429 beyond); only with tokens, and only
     /// if below the number of slots. Default: `usize::MAX` (no limit of its own).
     pub max_event_streams_per_token: usize,
+    /// What a hub without a store keeps of its sessions' histories in memory (a store
+    /// keeps them by its own limit). Default: [`HistoryLimits::default`].
+    pub history: HistoryLimits,
 }
 
 impl Default for HttpConfig {
@@ -143,6 +147,7 @@ impl Default for HttpConfig {
             directory: String::new(),
             event_streams: StreamSlots::default(),
             max_event_streams_per_token: usize::MAX,
+            history: HistoryLimits::default(),
         }
     }
 }
@@ -162,7 +167,7 @@ struct Inner {
     config: HttpConfig,
     /// Cancelled on graceful shutdown; ends streams and long polls.
     shutdown: CancellationToken,
-    /// Every session's seed-protocol transcript, folded from the hub's bus.
+    /// Every session's seed-protocol history and stream, from the hub's store (or memory).
     transcripts: askbus_protocol::Transcripts,
     /// Each token's own stream slots, if tokens have a limit of their own.
     token_slots: streams::TokenSlots,
@@ -220,7 +225,7 @@ fn build(
     );
     let state = AppState {
         inner: Arc::new(Inner {
-            transcripts: askbus_protocol::Transcripts::new(hub.bus()),
+            transcripts: askbus_protocol::Transcripts::with_limits(&hub, config.history),
             hub,
             config,
             shutdown,

@@ -3,28 +3,35 @@
 //!
 //! `GET /session/{id}/history` is the flat `display_type` history with its
 //! `last_event_id`; `GET /session/{id}/stream` is the session's frames as Server-Sent
-//! Events, each with an `id:` line holding its cursor (`evt_…` or `evt_….N`). A client
-//! loads the history, then opens the stream with `Last-Event-ID` (or `?last_event_id=`) set
-//! to the history's `last_event_id`, and sees every later frame once: the guarantee of
+//! Events, each with an `id:` line holding its cursor. A client loads the history, then
+//! opens the stream with `Last-Event-ID` (or `?last_event_id=`) set to the history's
+//! `last_event_id`, and sees every later frame once: the guarantee of
 //! [`Transcripts`](askbus_protocol::Transcripts). `POST /session/{id}/step` lets an agent
 //! that is not in this process add its own steps (text, thinking, tool calls and results),
 //! in the same order as its questions.
 //!
-//! Transcripts are folded from the bus by one [`Transcripts`](askbus_protocol::Transcripts)
-//! per router, created with it: sessions that started before the router are not in them.
+//! Histories are read from the hub's store (one [`Transcripts`](askbus_protocol::Transcripts)
+//! per router), so a history is the same after a restart and through every server sharing
+//! the store; a hub without a store keeps them in memory from the router's creation on.
+//!
+//! Cursor policy, in exact words: a cursor is opaque (`h12-57`, `h12-57.3`). One that
+//! cannot be resumed (the records it was folded from are no longer kept, or it is not one
+//! of this store's, or an `evt_…` cursor of an older askbus) is answered with a single frame
+//! `{"type": "server.resync", "properties": {"reason": "cursor_too_old" | "unknown_cursor"}}`
+//! (no `id:`), after which the stream ends: the client loads the history again and streams
+//! from its cursor. Never a partial stream. A malformed cursor is `400`.
 
-use std::collections::VecDeque;
 use std::convert::Infallible;
-use std::sync::Arc;
 
-use askbus_bus::Subscription;
-use askbus_protocol::{AgentStep, FrameCursor, History, Step, StreamFrame, Transcripts};
+use askbus_protocol::{AgentStep, Follow, FrameCursor, History, ProtocolError, Step};
 use axum::Json;
 use axum::extract::State;
 use axum::http::HeaderMap;
 use axum::response::sse::{Event as SseFrame, KeepAlive, Sse};
+use futures_util::Stream;
+use futures_util::StreamExt;
+use futures_util::stream::{self, BoxStream};
 use serde::Deserialize;
-use tokio_stream::{Stream, StreamExt};
 use tokio_util::sync::CancellationToken;
 
 use crate::AppState;
@@ -41,22 +48,6 @@ pub(crate) struct StreamQuery {
     last_event_id: Option<String>,
 }
 
-/// One open frame stream.
-struct FrameStream {
-    /// Where the frames are read.
-    transcripts: Transcripts,
-    /// Wakes the stream when the bus has news; what it yields is not read.
-    news: Subscription,
-    /// The session streamed.
-    session: Arc<str>,
-    /// The cursor of the last frame sent (or the resume cursor).
-    cursor: Option<FrameCursor>,
-    /// Frames read but not sent yet.
-    ready: VecDeque<StreamFrame>,
-    /// Cancelled on graceful shutdown.
-    shutdown: CancellationToken,
-}
-
 /// The session's flat history (seed 004) and the cursor its stream resumes after.
 #[utoipa::path(
     get,
@@ -65,8 +56,9 @@ struct FrameStream {
     tag = "session",
     params(("id" = String, Path, description = "Session id")),
     responses(
-        (status = 200, description = "The flat history with `last_event_id`", body = Object),
+        (status = 200, description = "The flat history with `last_event_id`, an opaque cursor: the session's newest records (steps, requests as asked, outcomes), about as many as the server keeps per session (`--max-history-records`), the same after a restart and through every server sharing the store", body = Object),
         (status = 403, description = "The token is scoped to another session", body = crate::error::ErrorBody),
+        (status = 503, description = "The store cannot be read; try again", body = crate::error::ErrorBody),
     ),
     security(("bearer" = []), ())
 )]
@@ -76,7 +68,10 @@ pub(crate) async fn history(
     SegmentPath(session_id): SegmentPath,
 ) -> Result<Json<History>, ApiError> {
     caller.act_for(&session_id)?;
-    Ok(Json(state.inner.transcripts.history(&session_id)))
+    let history = state.inner.transcripts.history(&session_id).await;
+    history
+        .map(Json)
+        .map_err(|error| ApiError::store_unreadable(&error))
 }
 
 /// The session's content-block frames (seeds 000, 001, 004) as Server-Sent Events.
@@ -91,11 +86,11 @@ pub(crate) async fn history(
         ("Last-Event-ID" = Option<String>, Header, description = "Resume after this cursor"),
     ),
     responses(
-        (status = 200, description = "Server-Sent Events: `data:` is one frame, `id:` its cursor", content_type = "text/event-stream", body = String),
+        (status = 200, description = "Server-Sent Events: `data:` is one frame, `id:` its cursor. A cursor that cannot be resumed (its records are no longer kept, or it is not this store's, or an `evt_…` cursor of an older askbus) gets one frame `{\"type\": \"server.resync\", \"properties\": {\"reason\": \"cursor_too_old\" | \"unknown_cursor\"}}` and the stream ends: load the history again and stream from its `last_event_id`", content_type = "text/event-stream", body = String),
         (status = 400, description = "Malformed cursor", body = crate::error::ErrorBody),
         (status = 403, description = "The token is scoped to another session", body = crate::error::ErrorBody),
         (status = 429, description = "This token holds as many open streams and long polls as it may (`quota`)", body = crate::error::ErrorBody, headers(("Retry-After" = u64, description = "Seconds to wait before trying again"))),
-        (status = 503, description = "Every stream slot of the server is taken (`too_many_streams`)", body = crate::error::ErrorBody, headers(("Retry-After" = u64, description = "Seconds to wait before trying again"))),
+        (status = 503, description = "Every stream slot of the server is taken (`too_many_streams`), or the store cannot be read; try again", body = crate::error::ErrorBody, headers(("Retry-After" = u64, description = "Seconds to wait before trying again"))),
     ),
     security(("bearer" = []), ())
 )]
@@ -113,31 +108,30 @@ pub(crate) async fn stream(
         .map(str::to_owned)
         .or(query.last_event_id)
         .filter(|text| !text.trim().is_empty())
-        .map(|text| {
-            text.trim()
-                .parse::<FrameCursor>()
-                .map_err(|error| ApiError::bad_request(error.to_string()))
-        })
-        .transpose()?;
-    // Subscribed before the first read, so nothing published in between is missed.
-    let news = state.inner.hub.bus().subscribe_all();
-    let stream = FrameStream {
-        transcripts: state.inner.transcripts.clone(),
-        news,
-        session: session_id.into(),
-        cursor,
-        ready: VecDeque::new(),
-        shutdown: state.inner.shutdown.clone(),
+        .map(|text| text.trim().parse::<FrameCursor>());
+    let follow = match cursor.transpose() {
+        Ok(cursor) => state.inner.transcripts.follow(&session_id, cursor).await,
+        Err(error) => Err(error),
     };
-    let frames = futures_util::stream::unfold(stream, |mut stream| async move {
-        let frame = stream.next_frame().await?;
-        Some((Ok(frame), stream))
-    });
+    let frames = match follow {
+        Ok(follow) => frames(follow, state.inner.shutdown.clone()),
+        Err(ProtocolError::Resync { reason }) => {
+            let resync = format!(
+                r#"{{"type":"server.resync","properties":{{"reason":"{}"}}}}"#,
+                reason.as_str()
+            );
+            stream::iter([Ok(SseFrame::default().data(resync))]).boxed()
+        }
+        Err(error @ ProtocolError::InvalidCursor { .. }) => {
+            return Err(ApiError::bad_request(error.to_string()));
+        }
+        Err(ProtocolError::Store(error)) => return Err(ApiError::store_unreadable(&error)),
+    };
     Ok(Sse::new(frames)
         .keep_alive(KeepAlive::new().interval(state.inner.config.heartbeat_interval)))
 }
 
-/// Adds an agent step to the session's transcript (server mode).
+/// Adds an agent step to the session's history (server mode).
 #[utoipa::path(
     post,
     path = "/session/{id}/step",
@@ -146,9 +140,10 @@ pub(crate) async fn stream(
     params(("id" = String, Path, description = "Session id")),
     request_body(content = Object, description = "A step: `{\"type\": \"text\", \"text\": \"...\"}`, `thinking`, `tool_use`, `tool_result` or `user`"),
     responses(
-        (status = 200, description = "Recorded", body = bool, content_type = "application/json"),
+        (status = 200, description = "Recorded (in the store, when the server has one)", body = bool, content_type = "application/json"),
         (status = 403, description = "The token is scoped to another session", body = crate::error::ErrorBody),
         (status = 422, description = "Not a step", body = crate::error::ErrorBody),
+        (status = 503, description = "The store could not record the step", body = crate::error::ErrorBody),
     ),
     security(("bearer" = []), ())
 )]
@@ -159,38 +154,34 @@ pub(crate) async fn step(
     ApiJson(step): ApiJson<Step>,
 ) -> Result<Json<bool>, ApiError> {
     caller.act_for(&session_id)?;
-    state
-        .inner
-        .hub
-        .bus()
-        .publish(AgentStep::new(session_id, step));
+    AgentStep::new(session_id, step)
+        .record(&state.inner.hub)
+        .await?;
     Ok(Json(true))
 }
 
-impl FrameStream {
-    /// The next frame, or `None` on shutdown or when the bus is gone.
-    async fn next_frame(&mut self) -> Option<SseFrame> {
+/// The frames of `follow` as SSE frames, until shutdown or the bus is gone. A store that
+/// cannot be read is tried again at the next news.
+fn frames(
+    follow: Follow,
+    shutdown: CancellationToken,
+) -> BoxStream<'static, Result<SseFrame, Infallible>> {
+    stream::unfold((follow, shutdown), |(mut follow, shutdown)| async move {
         loop {
-            if self.shutdown.is_cancelled() {
-                return None;
-            }
-            if let Some(ready) = self.ready.pop_front() {
-                self.cursor = Some(ready.cursor);
-                let data = serde_json::to_string(&ready.frame).unwrap_or_else(|_| "{}".into());
-                return Some(SseFrame::default().id(ready.cursor.to_string()).data(data));
-            }
-            self.ready
-                .extend(self.transcripts.frames_after(&self.session, self.cursor));
-            if !self.ready.is_empty() {
-                continue;
-            }
-            tokio::select! {
-                () = self.shutdown.cancelled() => return None,
-                // Any news (or a lag) is a reason to read again; the transcripts have it.
-                news = self.news.next() => {
-                    news.as_ref()?;
+            let next = tokio::select! {
+                biased;
+                () = shutdown.cancelled() => return None,
+                next = follow.next() => next?,
+            };
+            match next {
+                Ok(frame) => {
+                    let data = serde_json::to_string(&frame.frame).unwrap_or_else(|_| "{}".into());
+                    let frame = SseFrame::default().id(frame.cursor.to_string()).data(data);
+                    return Some((Ok(frame), (follow, shutdown)));
                 }
+                Err(error) => tracing::warn!("a session stream could not read the store: {error}"),
             }
         }
-    }
+    })
+    .boxed()
 }

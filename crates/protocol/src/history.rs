@@ -13,14 +13,14 @@
 
 use std::collections::BTreeMap;
 
-use askbus_bus::EventId;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::frame::{TextFlags, is_false};
 use crate::record::{ActionRequest, Decision, ReviewConfig, ToolStatus};
+use crate::transcript::FrameCursor;
 
-/// A session's history: its messages, and the event id to resume the stream after.
+/// A session's history: its messages, and the cursor to resume the stream after.
 ///
 /// Replaying the stream after [`last_event_id`](History::last_event_id) continues exactly
 /// where these messages end: no frame missing, none repeated.
@@ -28,8 +28,9 @@ use crate::record::{ActionRequest, Decision, ReviewConfig, ToolStatus};
 pub struct History {
     /// The flat messages, oldest first.
     pub messages: Vec<HistoryMessage>,
-    /// Everything up to this event is in `messages`; the stream resumes after it.
-    pub last_event_id: EventId,
+    /// Everything up to this cursor is in `messages`; the stream resumes after it. On the
+    /// wire a string (`h12-57`), which clients treat as opaque.
+    pub last_event_id: FrameCursor,
 }
 
 /// One flat history message.

@@ -18,49 +18,65 @@
 //!    and that list to and from the seed's [`History`]: `content` / `group_start` /
 //!    `group_item` / `group_end` messages, `group_closed` for a one-message group, resolved
 //!    requests with `isResolved`, `submittedAnswers` or `decisions`.
-//! 4. [`Transcripts`]: every session's frames and history, folded from the bus, with the
-//!    cursor (`last_event_id`) that joins them.
+//! 4. [`Transcripts`]: every session's history and stream, read from the session's records
+//!    (in the hub's store, or in memory without one), with the cursor (`last_event_id`)
+//!    that joins them.
 //!
 //! The guarantee, in exact words: **for any point of a session, its history up to that
 //! point, followed by the stream frames after the history's `last_event_id`, gives a client
 //! exactly the blocks it would have if it had watched the stream from the start**: no frame
-//! missing, none repeated.
+//! missing, none repeated. When that cannot be kept (the records the cursor was folded from
+//! are no longer kept), the stream says so ([`ProtocolError::Resync`]) instead of going on.
 //!
-//! Where steps come from: the runtime publishes [`AgentStep`] on the bus the questions use
-//! (in process), or posts it to `POST /session/{id}/step` (server mode). Because steps and
-//! request events travel on one bus, the bus's order is the transcript's order.
+//! Where steps come from: the runtime records [`AgentStep`]s through the hub its questions
+//! use ([`AgentStep::record`]), or posts them to `POST /session/{id}/step` (server mode).
+//! Steps and request changes are records of one history per session, kept in one order, so
+//! the order they were recorded in is the transcript's order.
 //!
 //! ```
 //! use askbus_bus::Bus;
 //! use askbus_protocol::{AgentStep, ClientView, Step, Transcripts};
+//! use askbus_question::RequestHub;
 //! use serde_json::json;
 //!
-//! let bus = Bus::new();
-//! let transcripts = Transcripts::new(&bus);
-//! bus.publish(AgentStep::new("s1", Step::ToolUse {
+//! # #[tokio::main(flavor = "current_thread")] async fn main() {
+//! let hub = RequestHub::new(Bus::new());
+//! let transcripts = Transcripts::new(&hub);
+//! let step = |step| AgentStep::new("s1", step).record(&hub);
+//! step(Step::ToolUse {
 //!     id: "tc-1".into(),
 //!     name: "web_search".into(),
 //!     input: json!({"query": "market today"}),
 //!     tool_content_message: None,
-//! }));
-//! let history = transcripts.history("s1");
-//! bus.publish(AgentStep::new("s1", Step::Text { text: "Up 2.69%.".into(), is_final: true }));
+//! })
+//! .await
+//! .unwrap();
+//! let history = transcripts.history("s1").await.unwrap();
+//! step(Step::Text { text: "Up 2.69%.".into(), is_final: true }).await.unwrap();
 //!
 //! // A client that loaded the history resumes the stream after its cursor.
 //! let mut view = ClientView::from_history(&history);
-//! for frame in transcripts.frames_after("s1", Some(history.last_event_id.into())) {
-//!     view.apply(&frame.frame);
-//! }
+//! let mut resumed = transcripts.follow("s1", Some(history.last_event_id)).await.unwrap();
 //! let mut live = ClientView::new();
-//! for frame in transcripts.frames_after("s1", None) {
-//!     live.apply(&frame.frame);
+//! let mut watched = transcripts.follow("s1", None).await.unwrap();
+//! let now = transcripts.history("s1").await.unwrap().last_event_id;
+//! for (view, stream) in [(&mut view, &mut resumed), (&mut live, &mut watched)] {
+//!     loop {
+//!         let frame = stream.next().await.unwrap().unwrap();
+//!         view.apply(&frame.frame);
+//!         if frame.cursor == now {
+//!             break;
+//!         }
+//!     }
 //! }
 //! assert_eq!(view, live);
+//! # }
 //! ```
 
 mod encode;
 mod frame;
 mod history;
+mod memory;
 mod record;
 mod transcript;
 mod view;
@@ -75,19 +91,28 @@ pub use history::{
 };
 pub use record::{
     ActionRequest, AgentStep, Decision, DecisionType, EditedAction, OTHER_DESCRIPTION, OTHER_LABEL,
-    Outcome, QUESTION_TOOL, Record, Request, RequestEvent, RequestKind, ReviewConfig, Step,
-    ToolStatus, keyed_answers,
+    Outcome, QUESTION_TOOL, Record, Recording, Request, RequestEvent, RequestKind, ReviewConfig,
+    Step, ToolStatus, keyed_answers,
 };
-pub use transcript::{FrameCursor, StreamFrame, Transcripts};
+pub use transcript::{Follow, FrameCursor, HistoryLimits, Resync, StreamFrame, Transcripts};
 pub use view::{Block, ClientView, RequestBlock, Resolution};
 
 /// What can go wrong in this crate.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[derive(Debug, thiserror::Error)]
 pub enum ProtocolError {
-    /// A stream cursor is neither `evt_…` nor `evt_….N`.
-    #[error("invalid stream cursor {cursor:?}: expected an event id, optionally followed by .N")]
+    /// A stream cursor is not one this crate writes (`h<first>-<record>[.N]`).
+    #[error("invalid stream cursor {cursor:?}: expected a history's last_event_id or a frame's id")]
     InvalidCursor {
         /// The text given.
         cursor: String,
     },
+    /// A stream cursor that cannot be resumed: load the history again.
+    #[error("the stream cannot resume after this cursor ({reason}): load the history again")]
+    Resync {
+        /// Why.
+        reason: Resync,
+    },
+    /// The store could not be read.
+    #[error(transparent)]
+    Store(#[from] askbus_store::StoreError),
 }

@@ -1,15 +1,28 @@
 //! What the encoder consumes: the agent's steps and the lifecycle of human-input requests.
 //!
-//! Steps come from the agent runtime ([`AgentStep`] on the bus, or `POST /session/{id}/step`
-//! in server mode); request events come from the question and approval services. Both travel
-//! on the same bus, so the bus's event order is the one order in which a session's
-//! transcript is written.
+//! Steps come from the agent runtime ([`AgentStep::record`], or `POST /session/{id}/step`
+//! in server mode); request events come from the question and approval services. With a
+//! store, both are records of the session's history in the store, in the order the store
+//! took them; without one, both travel on the same bus, whose order is then the
+//! transcript's. Either way a step recorded before a question is asked is before it.
+//!
+//! This module also reads records back: from a bus event ([`Record::of_event`]) and from a
+//! record of a session's history in a store ([`Record::of_change`]), through one mapping.
 
 use std::collections::BTreeMap;
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::Arc;
+use std::task::{Context, Poll};
 
-use askbus_bus::Event;
-use askbus_question::{Answer, NO_PREFERENCE, QuestionInfo, is_skipped};
+use askbus_bus::{Envelope, Event};
+use askbus_question::{
+    Answer, ApprovalAsked, ApprovalCancelled, ApprovalOutcome, ApprovalReplied, ApprovalTimedOut,
+    NO_PREFERENCE, QuestionAsked, QuestionCancelled, QuestionInfo, QuestionOutcome,
+    QuestionRejected, QuestionReplied, QuestionRequest, QuestionTimedOut, RecordedChange,
+    RequestHub, is_skipped,
+};
+use askbus_store::{Ack, ChangeKind, SessionEvent, StoreError, Write};
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
@@ -103,9 +116,10 @@ pub enum ToolStatus {
 
 /// `agent.step`: a step recorded for a session.
 ///
-/// Runtimes publish it on the bus (`bus.publish(AgentStep::new(session, step))`) rather than
-/// writing to a transcript directly, so that steps and request events share the bus's one
-/// order: a question asked after a tool call is always encoded after it.
+/// Runtimes [record](Self::record) it through the hub their questions use, which keeps it
+/// in the session's history beside the requests, in one order: a question asked after a
+/// tool call is always encoded after it. (Publishing it on a hub's bus directly reaches the
+/// histories only of a hub without a store.)
 #[derive(Debug, Clone, Serialize)]
 pub struct AgentStep {
     /// The session the step belongs to.
@@ -269,6 +283,209 @@ impl AgentStep {
             step,
         }
     }
+
+    /// Records the step in its session's history, through `hub`: queued at once, in its
+    /// place among the hub's requests (a question asked after this call is after the step);
+    /// the returned [`Recording`] completes once the step is durable.
+    ///
+    /// - A hub with a store writes it to the store's history and publishes it on the bus,
+    ///   for event streams and the session streams that wait for news.
+    /// - A hub sharing its store with other instances only writes it: every instance, this
+    ///   one included, publishes it when it reads it in the store's change log.
+    /// - A hub without a store publishes it on the bus, from which
+    ///   [`Transcripts`](crate::Transcripts) keep the history in memory.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use askbus_bus::Bus;
+    /// use askbus_protocol::{AgentStep, Step, Transcripts};
+    /// use askbus_question::RequestHub;
+    ///
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() {
+    /// let hub = RequestHub::new(Bus::new());
+    /// let transcripts = Transcripts::new(&hub);
+    /// AgentStep::new("s1", Step::User { text: "Hi".into() }).record(&hub).await.unwrap();
+    /// assert_eq!(transcripts.history("s1").await.unwrap().messages.len(), 1);
+    /// # }
+    /// ```
+    pub fn record(self, hub: &RequestHub) -> Recording {
+        let Some(store) = hub.store() else {
+            hub.bus().publish(self);
+            return Recording { ack: None };
+        };
+        let event = SessionEvent {
+            session_id: self.session_id.to_string(),
+            event_type: Self::TYPE.to_owned(),
+            properties: serde_json::to_string(&self).unwrap_or_default(),
+        };
+        let ack = store.write(Write::Event(event));
+        if !hub.shares_store() {
+            hub.bus().publish(self);
+        }
+        Recording { ack: Some(ack) }
+    }
+}
+
+/// Completes once an [`AgentStep::record`]ed step is durable in the hub's store (at once
+/// without a store).
+///
+/// # Errors
+///
+/// [`StoreError`] when the store could not record it.
+///
+/// # Cancel safety
+///
+/// Dropping it only stops waiting: the step is recorded all the same.
+#[derive(Debug)]
+pub struct Recording {
+    /// The store's acknowledgement, if there is a store.
+    ack: Option<Ack>,
+}
+
+impl Future for Recording {
+    type Output = Result<(), StoreError>;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        match &mut self.ack {
+            None => Poll::Ready(Ok(())),
+            Some(ack) => Pin::new(ack).poll(cx).map(|written| written.map(drop)),
+        }
+    }
+}
+
+/// The properties of an `agent.step` event, read back.
+#[derive(Deserialize)]
+struct StepProperties {
+    /// The step.
+    step: Step,
+}
+
+impl Record {
+    /// The session and record a bus event stands for, if it concerns a session's
+    /// timeline: an [`AgentStep`], or a question's or approval's event.
+    pub fn of_event(envelope: &Envelope) -> Option<(Arc<str>, Self)> {
+        if let Some(step) = envelope.downcast_ref::<AgentStep>() {
+            return Some((Arc::clone(&step.session_id), Self::Step(step.step.clone())));
+        }
+        if let Some(asked) = envelope.downcast_ref::<QuestionAsked>() {
+            let record = asked_question(&asked.request);
+            return Some((Arc::clone(&asked.request.session_id), record));
+        }
+        if let Some(asked) = envelope.downcast_ref::<ApprovalAsked>() {
+            let record = asked_approval(&asked.request);
+            return Some((Arc::clone(&asked.request.session_id), record));
+        }
+        let (session_id, request_id, outcome) =
+            if let Some(replied) = envelope.downcast_ref::<QuestionReplied>() {
+                let outcome = QuestionOutcome::Replied(Arc::clone(&replied.answers));
+                (&replied.session_id, replied.request_id, outcome)
+            } else if let Some(rejected) = envelope.downcast_ref::<QuestionRejected>() {
+                let reason = rejected.reason.clone();
+                let outcome = QuestionOutcome::Rejected { reason };
+                (&rejected.session_id, rejected.request_id, outcome)
+            } else if let Some(expired) = envelope.downcast_ref::<QuestionTimedOut>() {
+                let outcome = QuestionOutcome::TimedOut;
+                (&expired.session_id, expired.request_id, outcome)
+            } else if let Some(cancelled) = envelope.downcast_ref::<QuestionCancelled>() {
+                let outcome = QuestionOutcome::Cancelled;
+                (&cancelled.session_id, cancelled.request_id, outcome)
+            } else {
+                return approval_ended(envelope);
+            };
+        let record = ended(request_id.to_string(), question_outcome(&outcome));
+        Some((Arc::clone(session_id), record))
+    }
+
+    /// The record a record of a session's history in a store stands for; `None` for one
+    /// that is no part of a timeline (another event type) or cannot be read back.
+    pub fn of_change(change: &ChangeKind) -> Option<Self> {
+        if let ChangeKind::Event(event) = change {
+            if event.event_type != AgentStep::TYPE {
+                return None;
+            }
+            let properties: StepProperties = serde_json::from_str(&event.properties).ok()?;
+            return Some(Self::Step(properties.step));
+        }
+        Some(match RecordedChange::read(change).ok()?? {
+            RecordedChange::QuestionAsked(request) => asked_question(&request),
+            RecordedChange::ApprovalAsked(request) => asked_approval(&request),
+            RecordedChange::QuestionEnded { id, outcome } => {
+                ended(id.to_string(), question_outcome(&outcome))
+            }
+            RecordedChange::ApprovalEnded { id, outcome } => {
+                ended(id.to_string(), approval_outcome(&outcome))
+            }
+        })
+    }
+}
+
+/// The outcome record of an `approval.*` terminal event, if `envelope` is one.
+fn approval_ended(envelope: &Envelope) -> Option<(Arc<str>, Record)> {
+    let (session_id, request_id, outcome) =
+        if let Some(replied) = envelope.downcast_ref::<ApprovalReplied>() {
+            let outcome = ApprovalOutcome::Replied(Arc::clone(&replied.reply));
+            (&replied.session_id, replied.request_id, outcome)
+        } else if let Some(expired) = envelope.downcast_ref::<ApprovalTimedOut>() {
+            (
+                &expired.session_id,
+                expired.request_id,
+                ApprovalOutcome::TimedOut,
+            )
+        } else if let Some(cancelled) = envelope.downcast_ref::<ApprovalCancelled>() {
+            let outcome = ApprovalOutcome::Cancelled;
+            (&cancelled.session_id, cancelled.request_id, outcome)
+        } else {
+            return None;
+        };
+    let record = ended(request_id.to_string(), approval_outcome(&outcome));
+    Some((Arc::clone(session_id), record))
+}
+
+/// A question asked, as a record.
+fn asked_question(request: &QuestionRequest) -> Record {
+    let timeout = timeout_seconds(request.created_at, request.expires_at);
+    let request = Request::question(request.id.to_string(), &request.questions, timeout);
+    Record::Request(RequestEvent::Asked(request))
+}
+
+/// An approval asked, as a record.
+fn asked_approval(request: &askbus_question::ApprovalRequest) -> Record {
+    let timeout = timeout_seconds(request.created_at, request.expires_at);
+    Record::Request(RequestEvent::Asked(Request::approval(request, timeout)))
+}
+
+/// A request's outcome, as a record.
+fn ended(request_id: String, outcome: Outcome) -> Record {
+    Record::Request(RequestEvent::Resolved {
+        request_id,
+        outcome,
+    })
+}
+
+/// A question's outcome in the encoder's terms.
+fn question_outcome(outcome: &QuestionOutcome) -> Outcome {
+    match outcome {
+        QuestionOutcome::Replied(answers) => Outcome::Answered(answers.to_vec()),
+        QuestionOutcome::Rejected { reason } => Outcome::Rejected(reason.clone()),
+        QuestionOutcome::TimedOut => Outcome::TimedOut,
+        QuestionOutcome::Cancelled => Outcome::Cancelled,
+    }
+}
+
+/// An approval's outcome in the encoder's terms.
+fn approval_outcome(outcome: &ApprovalOutcome) -> Outcome {
+    match outcome {
+        ApprovalOutcome::Replied(reply) => Outcome::Decided(same_shape(&reply.decisions)),
+        ApprovalOutcome::Rejected { reason } => Outcome::Rejected(reason.clone()),
+        ApprovalOutcome::TimedOut => Outcome::TimedOut,
+        ApprovalOutcome::Cancelled => Outcome::Cancelled,
+    }
+}
+
+/// A request's timeout in whole seconds (rounded), from its creation and expiry times.
+fn timeout_seconds(created_at: u64, expires_at: Option<u64>) -> Option<u64> {
+    expires_at.map(|expires| expires.saturating_sub(created_at).saturating_add(500) / 1000)
 }
 
 impl Request {

@@ -7,7 +7,6 @@
 
 use std::collections::BTreeMap;
 
-use askbus_bus::EventId;
 use serde_json::Value;
 
 use crate::frame::{
@@ -18,6 +17,7 @@ use crate::history::{
     Display, DisplayType, History, HistoryMessage, MessageType, Part, RequestPart, ToolCall,
 };
 use crate::record::{ActionRequest, Decision, QUESTION_TOOL, ReviewConfig};
+use crate::transcript::FrameCursor;
 
 /// One thing a client shows, or a group boundary.
 #[derive(Debug, Clone, PartialEq)]
@@ -187,7 +187,7 @@ impl ClientView {
     /// The blocks as seed 004's flat history, resuming after `last_event_id`.
     ///
     /// A block being received (between its start and stop) is left out.
-    pub fn history(&self, last_event_id: EventId) -> History {
+    pub fn history(&self, last_event_id: FrameCursor) -> History {
         History {
             messages: render(&self.blocks),
             last_event_id,

@@ -4,7 +4,10 @@
 //! follower task. It reads the store's [`ChangeLog`](askbus_store::ChangeLog) from the head
 //! it had when the hub loaded the store, and applies each change to the registry of its
 //! kind, in log order; that is where each instance's registries change and where its bus
-//! gets the request events (see the `registry` module docs). One task for both kinds keeps
+//! gets the request events (see the `registry` module docs). A change that is no request's
+//! (an agent step some instance recorded in its session's history) is published on the bus
+//! as it was recorded (a JSON event, which typed subscribers do not see), so every
+//! instance's event and session streams hear of it, in the log's order. One task for both kinds keeps
 //! their events in one order, so "the oldest pending request of a session" means the same
 //! on every instance.
 //!
@@ -123,6 +126,19 @@ impl Followed {
 
 impl Registries {
     fn apply(&self, change: &ChangeKind) -> Result<(), StoreError> {
+        if let ChangeKind::Event(event) = change {
+            // No registry keeps it: it is passed on, for this instance's streams.
+            return self
+                .questions
+                .bus()
+                .publish_recorded(
+                    &event.event_type,
+                    Some(&event.session_id),
+                    &event.properties,
+                )
+                .map(drop)
+                .map_err(|error| StoreError::Corrupt(format!("{}: {error}", event.event_type)));
+        }
         match change.request_kind() {
             Some(RequestKind::Question) => self.questions.apply(change),
             Some(RequestKind::Approval) => self.approvals.apply(change),

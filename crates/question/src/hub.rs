@@ -295,6 +295,13 @@ impl RequestHub {
         charged
     }
 
+    /// The store the hub records its requests in ([`with_store`](Self::with_store),
+    /// [`shared`](Self::shared)), where each session's history is kept too; `None` for a
+    /// hub that keeps everything in memory.
+    pub fn store(&self) -> Option<&Arc<dyn Store>> {
+        self.questions.registry().store()
+    }
+
     /// Whether this hub shares its store with other instances ([`shared`](Self::shared)).
     pub fn shares_store(&self) -> bool {
         self.shared.is_some()

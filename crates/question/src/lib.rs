@@ -81,7 +81,7 @@ pub use model::{
     QuestionTimedOut, ToolRef, is_skipped,
 };
 pub use quota::{PendingLimits, QuotaExceeded};
-pub use record::{Durable, DurableError};
+pub use record::{Durable, DurableError, RecordedChange};
 pub use registry::{Outcome, OutcomeKind, Snapshot};
 pub use service::{
     AskError, MAX_TIMEOUT, PendingQuestion, QuestionConfig, QuestionOutcome, QuestionService,

@@ -25,14 +25,18 @@ use std::sync::Arc;
 use std::task::{Context, Poll};
 
 use askbus_store::{
-    Ack, OutcomeRecord, OutcomeState, RequestRecord, Store, StoreError, StoredRequest, Written,
-    now_ms,
+    Ack, ChangeKind, OutcomeRecord, OutcomeState, RequestKind, RequestRecord, Store, StoreError,
+    StoredRequest, Written, now_ms,
 };
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
+use crate::approval::{ApprovalOutcome, ApprovalRegistryKind};
+use crate::approval_model::{ApprovalId, ApprovalRequest};
 use crate::interrupt::RequestId;
+use crate::model::{QuestionId, QuestionRequest};
 use crate::registry::{Kind, Outcome, OutcomeKind};
+use crate::service::{QuestionOutcome, QuestionRegistryKind};
 
 /// Completes when a change to a request (its registration or its outcome) is durable in the
 /// service's store; at once when the service has no store.
@@ -83,6 +87,82 @@ enum DurableState {
     /// An outcome proposed to a store that decides: its verdict, then this registry's
     /// applying of it.
     Decided(Pin<Box<dyn Future<Output = Result<(), DurableError>> + Send>>),
+}
+
+/// A request change of a store's record (a record of a session's history, an entry of the
+/// change log) read back as the request, or the outcome, it stands for: what a reader of
+/// the record needs to show it, without a registry.
+///
+/// # Examples
+///
+/// ```
+/// use askbus_question::RecordedChange;
+/// use askbus_store::{ChangeKind, OutcomeRecord, OutcomeState, RequestKind};
+///
+/// let ended = ChangeKind::Resolved {
+///     kind: RequestKind::Question,
+///     id: "que_01JZ6Q3V8R5M2K7D4T9WXYZABC".into(),
+///     outcome: OutcomeRecord::new(OutcomeState::Replied, r#"[["Yes"]]"#, 1_700_000_000_000),
+/// };
+/// let Some(RecordedChange::QuestionEnded { outcome, .. }) = RecordedChange::read(&ended).unwrap()
+/// else {
+///     panic!("a question's outcome");
+/// };
+/// assert_eq!(outcome, askbus_question::Outcome::Replied(vec![vec!["Yes".to_owned()]].into()));
+/// ```
+#[derive(Debug, Clone)]
+pub enum RecordedChange {
+    /// A question was asked.
+    QuestionAsked(QuestionRequest),
+    /// A question ended.
+    QuestionEnded {
+        /// The question.
+        id: QuestionId,
+        /// How.
+        outcome: QuestionOutcome,
+    },
+    /// An approval was asked.
+    ApprovalAsked(ApprovalRequest),
+    /// An approval ended.
+    ApprovalEnded {
+        /// The approval.
+        id: ApprovalId,
+        /// How.
+        outcome: ApprovalOutcome,
+    },
+}
+
+impl RecordedChange {
+    /// What `change` stands for; `None` for a change that is no request's (an event).
+    ///
+    /// # Errors
+    ///
+    /// [`StoreError::Corrupt`] for a change whose request or outcome cannot be read back
+    /// (or an unreadable change).
+    pub fn read(change: &ChangeKind) -> Result<Option<Self>, StoreError> {
+        Ok(Some(match change {
+            ChangeKind::Inserted(record) => match record.kind {
+                RequestKind::Question => {
+                    Self::QuestionAsked(request_from::<QuestionRegistryKind>(record)?)
+                }
+                RequestKind::Approval => {
+                    Self::ApprovalAsked(request_from::<ApprovalRegistryKind>(record)?)
+                }
+            },
+            ChangeKind::Resolved { kind, id, outcome } => match kind {
+                RequestKind::Question => Self::QuestionEnded {
+                    id: parse_id(id)?,
+                    outcome: outcome_from::<QuestionRegistryKind>(id, outcome)?,
+                },
+                RequestKind::Approval => Self::ApprovalEnded {
+                    id: parse_id(id)?,
+                    outcome: outcome_from::<ApprovalRegistryKind>(id, outcome)?,
+                },
+            },
+            ChangeKind::Event(_) => return Ok(None),
+            ChangeKind::Unreadable(why) => return Err(StoreError::Corrupt(why.clone())),
+        }))
+    }
 }
 
 /// How the store and the registry's kinds meet.
@@ -263,6 +343,12 @@ pub(crate) fn outcome_from<K: Kind>(
         OutcomeState::TimedOut => Outcome::TimedOut,
         OutcomeState::Cancelled => Outcome::Cancelled,
     })
+}
+
+/// A request id read from a store.
+pub(crate) fn parse_id<K: askbus_bus::IdKind>(id: &str) -> Result<askbus_bus::Id<K>, StoreError> {
+    id.parse()
+        .map_err(|error| StoreError::Corrupt(format!("request id: {error}")))
 }
 
 /// The registry's name for a stored outcome state.

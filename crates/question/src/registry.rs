@@ -408,7 +408,7 @@ impl<K: Kind> Registry<K> {
             .chain(&resolved)
             .map(|stored| stored.request.id.as_str())
             .max()
-            .map(parse_id::<K>)
+            .map(record::parse_id::<K::IdKind>)
             .transpose()?;
         if let Some(newest) = newest {
             lock_ids(&ids).skip_past(newest.ulid());
@@ -446,6 +446,14 @@ impl<K: Kind> Registry<K> {
 
     pub(crate) fn bus(&self) -> &Bus {
         &self.inner.bus
+    }
+
+    /// The store this registry records in, if any.
+    pub(crate) fn store(&self) -> Option<&Arc<dyn Store>> {
+        self.inner
+            .recorder
+            .as_ref()
+            .map(|(recorder, _)| &recorder.store)
     }
 
     /// A handle that does not keep this registry alive.
@@ -740,8 +748,10 @@ impl<K: Kind> Registry<K> {
     pub(crate) fn apply(&self, change: &ChangeKind) -> Result<(), StoreError> {
         match change {
             ChangeKind::Unreadable(why) => return Err(StoreError::Corrupt(why.clone())),
+            // Not a request's: the follower passes it on (see the `follow` module).
+            ChangeKind::Event(_) => return Err(StoreError::Corrupt(format!("{change:?}"))),
             ChangeKind::Inserted(record) => {
-                let id = parse_id::<K>(&record.id)?;
+                let id = record::parse_id::<K::IdKind>(&record.id)?;
                 // A request known here (most often: registered here) needs no reading, and
                 // the reading of one that does is done outside the lock.
                 let known = {
@@ -792,7 +802,7 @@ impl<K: Kind> Registry<K> {
             }
             ChangeKind::Resolved { id, outcome, .. } => {
                 let outcome = record::outcome_from::<K>(id, outcome)?;
-                let id = parse_id::<K>(id)?;
+                let id = record::parse_id::<K::IdKind>(id)?;
                 let mut state = self.inner.lock();
                 let delivery = self.inner.finish(&mut state, id, outcome);
                 drop(state);
@@ -1207,12 +1217,6 @@ impl<K: Kind> Drop for Ticket<K> {
             }
         }
     }
-}
-
-/// A request id read from a store.
-fn parse_id<K: Kind>(id: &str) -> Result<Id<K::IdKind>, StoreError> {
-    id.parse()
-        .map_err(|error| StoreError::Corrupt(format!("request id: {error}")))
 }
 
 /// A new id source.

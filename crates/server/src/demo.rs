@@ -5,9 +5,9 @@
 //! Each turn the agent thinks, looks something up with a tool and asks a sample question
 //! about it; then it counts the expired sessions and calls `delete_rows`, a pretend tool
 //! behind an [`ApprovalGuard`] that runs only if a human approves (or edits) the call, and
-//! ends the turn with a sentence for the user. Its steps are [`AgentStep`]s published on
-//! the hub's bus, as `POST /session/{id}/step` publishes a remote agent's, so steps and
-//! requests share the bus's one order: in the timeline the tool calls form groups, the
+//! ends the turn with a sentence for the user. Its steps are [`AgentStep`]s recorded through
+//! the hub, as `POST /session/{id}/step` records a remote agent's, so steps and requests
+//! share the session history's one order: in the timeline the tool calls form groups, the
 //! approval sits in the group of the call it guards, and each question stands between
 //! groups.
 //!
@@ -233,7 +233,9 @@ impl DemoAgent {
     }
 
     fn step(&self, step: Step) {
-        self.hub.bus().publish(AgentStep::new(DEMO_SESSION, step));
+        // Queued in order at once; a step the store could not keep is only missing from the
+        // timeline.
+        drop(AgentStep::new(DEMO_SESSION, step).record(&self.hub));
     }
 }
 
@@ -367,7 +369,7 @@ mod tests {
     async fn a_turn_shows_tool_groups_around_a_question_and_an_approval() {
         let hub = RequestHub::new(Bus::new());
         let bus = hub.bus().clone();
-        let transcripts = Transcripts::new(&bus);
+        let transcripts = Transcripts::new(&hub);
         let mut questions_asked = bus.subscribe::<QuestionAsked>();
         let mut approvals_asked = bus.subscribe::<ApprovalAsked>();
         let mut steps = bus.subscribe::<AgentStep>();
@@ -390,10 +392,8 @@ mod tests {
         shutdown.cancel();
         agent.await.unwrap();
 
-        let mut timeline = ClientView::new();
-        for frame in transcripts.frames_after(DEMO_SESSION, None) {
-            timeline.apply(&frame.frame);
-        }
+        let history = transcripts.history(DEMO_SESSION).await.unwrap();
+        let timeline = ClientView::from_history(&history);
         let blocks = timeline.blocks();
         let shapes: Vec<String> = blocks.iter().map(shape).collect();
         assert_eq!(

@@ -21,16 +21,20 @@
 //!   entry is `TOKEN` (every session) or `TOKEN@SESSION_ID` (that session only: it can
 //!   neither list, see, answer nor stream another session's requests). A token cannot
 //!   contain `@` or `,`; use long random ones (`openssl rand -hex 32`).
-//! - **Stores.** By default requests, outcomes and events are kept in an embedded SQLite
-//!   file (`sqlite:askbus.db` in the working directory), so a restart loses nothing:
-//!   pending requests are pending again, answers given stay given, an agent that asks
-//!   again from the same tool call gets the stored outcome, and event cursors resume. An
-//!   answer is acknowledged (HTTP 200) only once it is on disk. `--store memory` keeps
+//! - **Stores.** By default requests, outcomes, events and session histories are kept in an
+//!   embedded SQLite file (`sqlite:askbus.db` in the working directory), so a restart loses
+//!   nothing: pending requests are pending again, answers given stay given, an agent that
+//!   asks again from the same tool call gets the stored outcome, every session's history
+//!   reads the same, and event and session stream cursors resume. An answer is acknowledged
+//!   (HTTP 200) only once it is on disk. Each session's history keeps about its newest
+//!   `--max-history-records` records. `--store memory` keeps
 //!   nothing. `--store redis://HOST:PORT[/DB][?prefix=NAME]` keeps them in Redis, shared
 //!   with every server on the same Redis and prefix: a request asked through one is
 //!   listed, answered and streamed through any other, and resolves once (the losers of a
-//!   race between servers get `409`). Any other `--store` is refused, naming what is
-//!   supported, rather than silently keeping requests somewhere else.
+//!   race between servers get `409`); session histories are shared the same way. Any
+//!   other `--store` is refused, naming what is supported, rather than silently keeping
+//!   requests somewhere else. Resolved requests, and the histories of sessions with
+//!   nothing pending, are deleted once older than `--keep-resolved-days` (30 by default).
 //! - **Quotas.** What a client can make the server hold is bounded by flags. Pending
 //!   requests, questions and approvals together: `--max-pending-per-session` (1,000) and
 //!   `--max-pending` (100,000); beyond, a create is refused with 429 `quota` and
@@ -41,6 +45,7 @@
 //!   With two or more tokens, each token may hold half of either by default
 //!   (`--max-pending-per-token`, `--max-event-streams-per-token`; 429 `quota` beyond), so
 //!   one client cannot take them all from the others. The limits are logged at start-up.
+//!   A session's history keeps at most `--max-history-records` records (1,000).
 //! - **Shutdown.** On SIGINT or SIGTERM the server stops accepting, ends every open event
 //!   stream and long poll, and exits 0. Connections that still do not close are dropped
 //!   after a grace period, so shutdown never hangs.
@@ -82,8 +87,8 @@ use std::sync::Arc;
 
 use askbus_bus::{Bus, BusConfig};
 use askbus_http::{
-    AccessToken, AllowedHost, CorsOrigin, HttpConfig, InvalidHost, InvalidOrigin, SiteGuard,
-    StreamSlots, TokenScope,
+    AccessToken, AllowedHost, CorsOrigin, HistoryLimits, HttpConfig, InvalidHost, InvalidOrigin,
+    SiteGuard, StreamSlots, TokenScope,
 };
 use askbus_mcp::{ElicitationBridge, McpConfig};
 use askbus_question::{ApprovalConfig, PendingLimits, QuestionConfig, RequestHub};
@@ -116,8 +121,9 @@ pub struct Cli {
     #[arg(long, env = "ASKBUS_STORE", global = true)]
     pub store: Option<String>,
     /// Days a resolved request stays in the store (for reading its outcome, and for an
-    /// agent that asks again from the same tool call) before it is deleted; 0 keeps them
-    /// for good. Pending requests are never deleted.
+    /// agent that asks again from the same tool call) before it is deleted, and a session's
+    /// history after its last record once nothing of it is pending; 0 keeps them for good.
+    /// Pending requests, and the histories of their sessions, are never deleted.
     #[arg(
         long,
         env = "ASKBUS_KEEP_RESOLVED_DAYS",
@@ -125,6 +131,15 @@ pub struct Cli {
         global = true
     )]
     pub keep_resolved_days: u32,
+    /// Records (steps, requests, outcomes) each session's history keeps, about: the oldest
+    /// are dropped past it, a batch at a time. Bounds what one history read costs.
+    #[arg(
+        long,
+        env = "ASKBUS_MAX_HISTORY_RECORDS",
+        default_value_t = askbus_store::DEFAULT_HISTORY_LIMIT,
+        global = true
+    )]
+    pub max_history_records: usize,
     /// Bearer token(s): `TOKEN` for every session or `TOKEN@SESSION_ID` for one session.
     /// Repeat the flag or separate with commas.
     #[arg(
@@ -455,6 +470,10 @@ impl Cli {
                 directory,
                 event_streams,
                 max_event_streams_per_token,
+                history: HistoryLimits {
+                    records_per_session: self.max_history_records.max(1),
+                    ..HistoryLimits::default()
+                },
                 ..HttpConfig::default()
             },
             demo: if self.demo { Demo::On } else { Demo::Off },
@@ -594,7 +613,7 @@ pub async fn serve(
     settings: Settings,
     shutdown: CancellationToken,
 ) -> std::io::Result<()> {
-    let hub = open_hub(&settings.store, settings.keep_resolved)
+    let hub = open_hub(&settings)
         .await
         .map_err(std::io::Error::other)?
         .with_pending_limits(settings.pending);
@@ -636,7 +655,7 @@ pub async fn run(settings: Settings, shutdown: CancellationToken) -> std::io::Re
     let listener = TcpListener::bind(settings.listen).await?;
     let address = listener.local_addr()?;
     let store = &settings.store;
-    let hub = open_hub(store, settings.keep_resolved)
+    let hub = open_hub(&settings)
         .await
         .map_err(|error| std::io::Error::other(format!("cannot open the store {store}: {error}")))?
         .with_pending_limits(settings.pending);
@@ -648,18 +667,23 @@ pub async fn run(settings: Settings, shutdown: CancellationToken) -> std::io::Re
 }
 
 /// The questions and approvals of the server, on a bus, recorded in the configured store
-/// and restored from it; requests resolved longer than `keep_resolved` ago are deleted
-/// before it is read, and then every [`SWEEP_INTERVAL`](askbus_store::SWEEP_INTERVAL).
-async fn open_hub(
-    store: &StoreUrl,
-    keep_resolved: Option<Duration>,
-) -> Result<RequestHub, StoreError> {
-    let store: Arc<dyn Store> = match store {
+/// (with the sessions' histories, each within its limit) and restored from it; requests
+/// resolved, and histories quiet, longer than `keep_resolved` ago are deleted before it is
+/// read, and then every [`SWEEP_INTERVAL`](askbus_store::SWEEP_INTERVAL).
+async fn open_hub(settings: &Settings) -> Result<RequestHub, StoreError> {
+    let history_limit = settings.http.history.records_per_session;
+    let store: Arc<dyn Store> = match &settings.store {
         StoreUrl::Memory => return Ok(RequestHub::new(Bus::new())),
-        StoreUrl::Sqlite(path) => Arc::new(SqliteStore::open(path)?),
-        StoreUrl::Redis(location) => Arc::new(RedisStore::open_at(location).await?),
+        StoreUrl::Sqlite(path) => {
+            Arc::new(SqliteStore::open(path)?.with_history_limit(history_limit))
+        }
+        StoreUrl::Redis(location) => Arc::new(
+            RedisStore::open_at(location)
+                .await?
+                .with_history_limit(history_limit),
+        ),
     };
-    if let Some(keep) = keep_resolved {
+    if let Some(keep) = settings.keep_resolved {
         askbus_store::sweep(&*store, keep).await;
         tokio::spawn(askbus_store::keep_resolved_for(
             Arc::downgrade(&store),

@@ -669,3 +669,78 @@ async fn a_flooding_session_is_paged_counted_and_refused_in_one_call() {
     assert_eq!(left[0]["id"], calm);
     assert_eq!(server.get(&http, "/approval").await, json!([]));
 }
+
+/// Posts `count` steps of `session`, `parallel` at a time, each `{"type": "thinking"}` with
+/// `text` and its number; each must be recorded.
+async fn post_steps(
+    server: &Server,
+    http: &reqwest::Client,
+    session: &str,
+    count: usize,
+    parallel: usize,
+    text: &str,
+) {
+    let path = format!("/session/{session}/step");
+    let mut started = 0;
+    while started < count {
+        let batch = (started..count.min(started + parallel)).map(|n| {
+            let step = json!({"type": "thinking", "thinking": format!("{text} {n}")});
+            let (server, http, path) = (server, http, &path);
+            async move { server.post_status(http, path, &step).await }
+        });
+        for status in futures_util::future::join_all(batch).await {
+            assert_eq!(status, 200);
+        }
+        started = count.min(started + parallel);
+    }
+}
+
+/// A session nobody reads while more events than the bus keeps (4,096) go by in other
+/// sessions still has its whole history, pending question included: the web UI once said
+/// "Nothing recorded for this session yet" beside that question.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_session_unread_while_thousands_of_events_go_by_keeps_its_history() {
+    let (server, _dir) = server().await;
+    let http = reqwest::Client::new();
+    let step = json!({"type": "user", "text": "Clean up the disk"});
+    server.step(&http, "quiet", &step).await;
+    let mut question = support::question("call-quiet");
+    question["sessionID"] = json!("quiet");
+    let id = server.ask(&http, &question).await;
+    post_steps(&server, &http, "busy", 4_200, 32, "noise").await;
+
+    let history = server.get(&http, "/session/quiet/history").await;
+    let messages = history["messages"].as_array().unwrap();
+    assert_eq!(messages.len(), 2, "{history:#}");
+    assert_eq!(messages[0]["content"][0]["text"], "Clean up the disk");
+    let part = &messages[1]["content"][0];
+    assert_eq!(part["approval_key"], id.as_str());
+    assert_eq!(part["isResolved"], false);
+}
+
+/// Big steps are kept in the store, not in the server's memory: after 2,000 steps of 60 KB
+/// (117 MiB) posted to one session, the server holds no more than the bus's replay window
+/// (the newest 4,096 events, here every step) and 48 MiB besides; it once also kept every
+/// transcript whole, about three times what was posted, for good. Reading the history
+/// folds at most the session's newest 1,000 records (about 1/8 more before a trim).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn big_steps_are_not_kept_in_memory() {
+    const STEPS: usize = 2_000;
+    const STEP_BYTES: usize = 60 * 1024;
+    let (server, _dir) = server().await;
+    let http = reqwest::Client::new();
+    let big = "x".repeat(STEP_BYTES);
+    post_steps(&server, &http, "warm-up", 16, 8, &big).await;
+    let before = server.resident_kib();
+    post_steps(&server, &http, "flood", STEPS, 8, &big).await;
+    let after = server.resident_kib();
+    let posted_kib = u64::try_from(STEPS * STEP_BYTES / 1024).unwrap();
+    eprintln!("resident: {before} KiB before, {after} KiB after {STEPS} steps of 60 KB");
+    assert!(
+        after.saturating_sub(before) < posted_kib + 48 * 1024,
+        "resident memory grew from {before} KiB to {after} KiB"
+    );
+    let history = server.get(&http, "/session/flood/history").await;
+    let kept = history["messages"].as_array().unwrap().len();
+    assert!((1_000..=1_125).contains(&kept), "{kept} messages");
+}

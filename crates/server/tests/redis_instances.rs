@@ -2,8 +2,10 @@
 //! this test's own): a question asked through one is listed and answered through another,
 //! the asker's long poll resolves, a third server's event stream shows `question.asked`
 //! and `question.replied` once each, in order; replies racing through every server resolve
-//! once (one `200`, the rest `409`); and a server killed with SIGKILL leaves its requests
-//! answerable, and its agent picks the outcome up when it asks again after the restart.
+//! once (one `200`, the rest `409`); a server killed with SIGKILL leaves its requests
+//! answerable, and its agent picks the outcome up when it asks again after the restart;
+//! and a session's history is the same through every server, a step posted through one
+//! streamed by another.
 //!
 //! A missing Redis fails these tests and says how to get one (`cargo xtask ci` starts it).
 
@@ -148,6 +150,88 @@ async fn a_killed_servers_requests_stay_answerable_and_its_agent_picks_them_up()
     );
     let outcome = waiting.await.unwrap().unwrap();
     assert_eq!(outcome["status"], "replied", "{outcome}");
+}
+
+/// A session's history is the same through every server on the Redis, cursor included,
+/// and a step posted through one server is streamed by another.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn servers_on_one_redis_share_each_sessions_history_and_stream() {
+    let redis = TestPrefix::new();
+    let http = reqwest::Client::new();
+    let (a, b) = (
+        Server::start(&redis.store()).await,
+        Server::start(&redis.store()).await,
+    );
+    let mut b_stream = session_stream(&http, &b, None).await;
+
+    let user = |text: &str| json!({"type": "user", "text": text});
+    a.step(&http, "agent", &user("Posted through A")).await;
+    assert_eq!(b_stream.text().await, "Posted through A");
+
+    let id = b.ask(&http, &question("call-1")).await;
+    let path = format!("/question/{id}/reply");
+    assert_eq!(
+        a.post_status(&http, &path, &json!({"answers": [["us"]]}))
+            .await,
+        200
+    );
+    b.step(&http, "agent", &user("Posted through B")).await;
+    let from_a = a.get(&http, "/session/agent/history").await;
+    let from_b = b.get(&http, "/session/agent/history").await;
+    assert_eq!(from_a, from_b);
+    let messages = from_a["messages"].as_array().unwrap();
+    assert_eq!(messages.len(), 3, "{from_a:#}");
+    assert_eq!(
+        messages[1]["content"][0]["submittedAnswers"],
+        json!({"Which region?": "us"})
+    );
+
+    // A's cursor resumes on B.
+    let cursor = from_a["last_event_id"].as_str().unwrap();
+    let mut resumed = session_stream(&http, &b, Some(cursor)).await;
+    a.step(&http, "agent", &user("After the cursor")).await;
+    assert_eq!(resumed.text().await, "After the cursor");
+}
+
+/// A server's `GET /session/agent/stream`, from `cursor` if given.
+async fn session_stream(
+    http: &reqwest::Client,
+    server: &Server,
+    cursor: Option<&str>,
+) -> SessionStream {
+    let mut request = http.get(format!("{}/session/agent/stream", server.base));
+    if let Some(cursor) = cursor {
+        request = request.header("last-event-id", cursor);
+    }
+    let response = request.send().await.unwrap();
+    assert_eq!(response.status(), 200);
+    let frames = SseStream::from_bytes_stream(response.bytes_stream())
+        .filter_map(|item| async move {
+            serde_json::from_str(&item.expect("well-formed SSE").data?).ok()
+        })
+        .boxed();
+    SessionStream { frames }
+}
+
+/// A session's frames.
+struct SessionStream {
+    frames: futures_util::stream::BoxStream<'static, Value>,
+}
+
+impl SessionStream {
+    /// The text of the next text block's delta.
+    async fn text(&mut self) -> String {
+        tokio::time::timeout(Duration::from_secs(10), async {
+            loop {
+                let frame = self.frames.next().await.expect("the stream goes on");
+                if let Some(text) = frame["delta"]["text"].as_str() {
+                    return text.to_owned();
+                }
+            }
+        })
+        .await
+        .expect("a text within 10 s")
+    }
 }
 
 /// A server's `/event` stream, as `(type, request id)` of each event.

@@ -1,12 +1,14 @@
-//! How long the real `askbus` binary keeps resolved requests (`--keep-resolved-days`): a
-//! request resolved longer ago than that is gone after a restart, together with the
-//! idempotent re-ask of its tool call; a recent one, and every pending one, stay.
+//! How long the real `askbus` binary keeps resolved requests and session histories
+//! (`--keep-resolved-days`): a request resolved longer ago than that is gone after a
+//! restart, together with the idempotent re-ask of its tool call; a recent one, and every
+//! pending one, stay. A session's history goes once its newest record is older than that
+//! and nothing of it is pending; a session waiting for an answer keeps its history.
 
 #![allow(clippy::unwrap_used)]
 
 mod support;
 
-use serde_json::json;
+use serde_json::{Value, json};
 use support::Server;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -72,5 +74,51 @@ async fn a_restart_deletes_requests_resolved_longer_ago_than_kept() {
     assert_ne!(reasked, ids[0]);
     let recent_again = server.ask(&http, &support::question("recent")).await;
     assert_eq!(recent_again, ids[1]);
+    server.kill_9().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_restart_deletes_the_histories_of_sessions_quiet_longer_than_kept() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("askbus.db");
+    let store = format!("sqlite:{}", path.display());
+    let http = reqwest::Client::new();
+
+    let server = Server::start(&store).await;
+    let in_session = |session: &str, call: &str| {
+        let mut question = support::question(call);
+        question["sessionID"] = json!(session);
+        question
+    };
+    for session in ["quiet", "waiting", "recent"] {
+        let step = json!({"type": "user", "text": format!("Hello from {session}")});
+        server.step(&http, session, &step).await;
+    }
+    let answered = server.ask(&http, &in_session("quiet", "call-q")).await;
+    let reply = format!("/question/{answered}/reply");
+    let answer = json!({"answers": [["eu"]]});
+    assert_eq!(server.post_status(&http, &reply, &answer).await, 200);
+    server.ask(&http, &in_session("waiting", "call-w")).await;
+    assert!(server.stop_with("TERM").await.success());
+    // Both sessions last recorded something 31 days ago.
+    let month_ago = askbus_store::now_ms() - 31 * 24 * 3600 * 1000;
+    let backdated = rusqlite::Connection::open(&path)
+        .unwrap()
+        .execute(
+            "UPDATE histories SET newest_at_ms = ?1 WHERE session_id IN ('quiet', 'waiting')",
+            rusqlite::params![i64::try_from(month_ago).unwrap()],
+        )
+        .unwrap();
+    assert_eq!(backdated, 2);
+
+    let server = Server::start(&store).await;
+    for (session, kept) in [("quiet", 0), ("waiting", 2), ("recent", 1)] {
+        let history: Value = server
+            .get(&http, &format!("/session/{session}/history"))
+            .await;
+        let messages = history["messages"].as_array().unwrap().len();
+        // Quiet with nothing pending: gone; a question waits: kept; recent: kept.
+        assert_eq!(messages, kept, "{session}: {history:#}");
+    }
     server.kill_9().await;
 }

@@ -43,6 +43,12 @@
 //!   [`Store::forget_resolved`] deletes it; [`forget_resolved_older_than`], [`sweep`] and
 //!   [`keep_resolved_for`] do that by age (the server keeps them 30 days by default).
 //!   Pending requests are never deleted.
+//! - **Every session has a history.** A request's insert, its winning outcome, and every
+//!   [`Write::Event`] (an agent step) append a record to their session's history in the
+//!   same atomic step, so the history is never behind or ahead of the requests;
+//!   [`Store::history`] reads it. A history is bounded per session and deleted once its
+//!   session has been quiet for the retention period with nothing pending (see the
+//!   `history` module docs).
 //! - **Versioned schema.** Each backend records its schema version (SQLite
 //!   `PRAGMA user_version`, Redis `{prefix}:schema`) and migrates forward on open; a store
 //!   written by a newer askbus is refused, never guessed at.
@@ -51,7 +57,9 @@
 //!
 //! [`EventJournal`] is the bus's [`Journal`](askbus_bus::Journal): it appends every
 //! published event to the store in publish order, and [`resume_bus`] builds the bus of
-//! the next run from that record.
+//! the next run from that record. It is kept apart from the session histories: it is a
+//! bounded window of the newest events of every session, for resuming event streams,
+//! while a history is one session's whole timeline, kept as long as the session lives.
 //!
 //! # Backends
 //!
@@ -104,6 +112,7 @@
 //! ```
 
 mod ack;
+mod history;
 mod journal;
 mod log;
 mod memory;
@@ -116,12 +125,14 @@ use std::pin::Pin;
 use std::str::FromStr;
 
 pub use ack::Ack;
+pub use history::{DEFAULT_HISTORY_LIMIT, HistoryRecord, SessionEvent, history_slack};
 pub use journal::{EventJournal, resume_bus};
 pub use log::{Change, ChangeKind, ChangeLog, LOG_RETENTION, LogPosition};
 pub use memory::MemoryStore;
 pub use redis::{RedisLocation, RedisStore};
 pub use retention::{
-    SWEEP_BATCH, SWEEP_INTERVAL, forget_resolved_older_than, keep_resolved_for, sweep,
+    SWEEP_BATCH, SWEEP_INTERVAL, forget_quiet_histories_older_than, forget_resolved_older_than,
+    keep_resolved_for, sweep,
 };
 pub use sqlite::SqliteStore;
 
@@ -184,6 +195,26 @@ pub trait Store: Send + Sync + 'static {
     /// [`StoreError`] if the backend cannot be written.
     fn forget_resolved(&self, resolved_before_ms: u64, limit: usize) -> BoxFuture<'_, usize>;
 
+    /// Every record of `session_id`'s history after `after` (`0`: all of them), oldest
+    /// first: at most about the store's history limit (see the `history` module docs).
+    ///
+    /// # Errors
+    ///
+    /// [`StoreError`] if the backend cannot be read. A record that cannot be read back is
+    /// [`ChangeKind::Unreadable`] in its place, not an error.
+    fn history<'a>(&'a self, session_id: &'a str, after: u64) -> BoxFuture<'a, Vec<HistoryRecord>>;
+
+    /// Deletes the histories of up to `limit` sessions whose newest record is older than
+    /// `quiet_before_ms` (milliseconds since the Unix epoch) and none of whose requests is
+    /// pending, the longest quiet first; answers how many it deleted. A caller with more to
+    /// delete calls again while the answer is `limit`;
+    /// [`forget_quiet_histories_older_than`] does that.
+    ///
+    /// # Errors
+    ///
+    /// [`StoreError`] if the backend cannot be written.
+    fn forget_quiet_histories(&self, quiet_before_ms: u64, limit: usize) -> BoxFuture<'_, usize>;
+
     /// The log of this store's changes, if several registries can share the store by
     /// following it; `None` (the default) for a store only one registry uses (SQLite).
     fn change_log(&self) -> Option<&dyn ChangeLog> {
@@ -218,8 +249,11 @@ pub enum Write {
         /// How it ended.
         outcome: OutcomeRecord,
     },
-    /// Appends a published event to the history.
+    /// Appends a published event to the bus's record.
     Append(EventRecord),
+    /// Appends an event (an agent step) to its session's history, and to the change log of
+    /// a shared store, so every instance hears of it.
+    Event(SessionEvent),
 }
 
 /// What a durable [`Write`] did.
@@ -233,7 +267,7 @@ pub enum Written {
     AlreadyResolved(OutcomeState),
     /// No request has that id; nothing changed.
     NotFound,
-    /// The event was appended.
+    /// The event was appended (to the bus's record, or to its session's history).
     Appended,
 }
 

@@ -23,7 +23,9 @@
 use std::fmt;
 use std::time::Duration;
 
-use crate::{BoxFuture, OutcomeRecord, RequestKind, RequestRecord, StoreError};
+use crate::{
+    BoxFuture, OutcomeRecord, RequestKind, RequestRecord, SessionEvent, StoreError, Write,
+};
 
 /// How many changes a change log keeps (Redis trims to about this many).
 pub const LOG_RETENTION: usize = 100_000;
@@ -61,6 +63,9 @@ pub enum ChangeKind {
         /// How it ended.
         outcome: OutcomeRecord,
     },
+    /// Something else a session did (an agent step), recorded in its history: readers that
+    /// keep no registry of it pass it on (a server publishes it on its bus).
+    Event(SessionEvent),
     /// A logged change that cannot be read back (a damaged entry), with why. No reader can
     /// apply it; each reads on past it.
     #[serde(skip)]
@@ -108,13 +113,53 @@ impl LogPosition {
 }
 
 impl ChangeKind {
-    /// The kind of request that changed, unless the change is unreadable.
+    /// The kind of request that changed, unless the change is no request's (an event) or
+    /// unreadable.
     pub fn request_kind(&self) -> Option<RequestKind> {
         match self {
             Self::Inserted(request) => Some(request.kind),
             Self::Resolved { kind, .. } => Some(*kind),
-            Self::Unreadable(_) => None,
+            Self::Event(_) | Self::Unreadable(_) => None,
         }
+    }
+}
+
+/// A change as the stores write it (the change log's entries, a session history's
+/// records): the JSON of its [`ChangeKind`], made from the write without copying it.
+#[derive(serde::Serialize)]
+#[serde(tag = "op", rename_all = "snake_case")]
+pub(crate) enum LogEntry<'a> {
+    /// See [`ChangeKind::Inserted`].
+    Inserted(&'a RequestRecord),
+    /// See [`ChangeKind::Resolved`].
+    Resolved {
+        kind: RequestKind,
+        id: &'a str,
+        outcome: &'a OutcomeRecord,
+    },
+    /// See [`ChangeKind::Event`].
+    Event(&'a SessionEvent),
+}
+
+impl<'a> LogEntry<'a> {
+    /// What `write` logs if it takes effect; `None` for an event appended to the bus's
+    /// record, which is no change.
+    pub(crate) fn of(write: &'a Write) -> Option<Self> {
+        match write {
+            Write::Insert(request) => Some(Self::Inserted(request)),
+            Write::Resolve { kind, id, outcome } => Some(Self::Resolved {
+                kind: *kind,
+                id,
+                outcome,
+            }),
+            Write::Event(event) => Some(Self::Event(event)),
+            Write::Append(_) => None,
+        }
+    }
+
+    /// The entry's JSON; plain data, it always serialises.
+    pub(crate) fn json(&self) -> String {
+        serde_json::to_string(self).unwrap_or_default()
     }
 }
 

@@ -1,6 +1,6 @@
 //! The in-memory store: the reference implementation of [`Store`].
 
-use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
@@ -8,8 +8,9 @@ use tokio::sync::watch;
 
 use crate::log::check_continues;
 use crate::{
-    Ack, BoxFuture, Change, ChangeKind, ChangeLog, EventRecord, LOG_RETENTION, Loaded, LogPosition,
-    RequestKind, Store, StoreError, StoredRequest, Write, Written,
+    Ack, BoxFuture, Change, ChangeKind, ChangeLog, DEFAULT_HISTORY_LIMIT, EventRecord,
+    HistoryRecord, LOG_RETENTION, Loaded, LogPosition, RequestKind, Store, StoreError,
+    StoredRequest, Write, Written, history_slack, now_ms,
 };
 
 /// A [`Store`] in this process's memory: nothing survives the process.
@@ -18,7 +19,9 @@ use crate::{
 /// the same record and [change log](ChangeLog), so several registries in one process can
 /// share requests through it exactly as server instances share a
 /// [`RedisStore`](crate::RedisStore). The event history keeps at most [`MemoryStore::EVENT_RETENTION`]
-/// events, the change log the newest [`LOG_RETENTION`] changes.
+/// events, the change log the newest [`LOG_RETENTION`] changes, each session's history about
+/// its newest [`with_history_limit`](Self::with_history_limit) records; a history's
+/// positions are the numbers of its changes in the change log.
 ///
 /// # Examples
 ///
@@ -30,7 +33,7 @@ use crate::{
 /// assert!(store.recent_events(10).await.unwrap().is_empty());
 /// # }
 /// ```
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 pub struct MemoryStore {
     /// Shared by every clone.
     state: Arc<Mutex<State>>,
@@ -52,6 +55,36 @@ struct State {
     log: VecDeque<Change>,
     /// How many changes were ever appended.
     appended: u64,
+    /// Each session's history.
+    histories: HashMap<String, SessionHistory>,
+    /// How many records a history keeps (see the `history` module docs).
+    history_limit: usize,
+}
+
+/// One session's history.
+#[derive(Debug, Default)]
+struct SessionHistory {
+    /// Its records, oldest first.
+    records: VecDeque<HistoryRecord>,
+    /// When its newest record was written, milliseconds since the Unix epoch.
+    newest_at_ms: u64,
+}
+
+impl Default for MemoryStore {
+    fn default() -> Self {
+        Self {
+            state: Arc::new(Mutex::new(State {
+                requests: BTreeMap::new(),
+                calls: HashMap::new(),
+                events: VecDeque::new(),
+                log: VecDeque::new(),
+                appended: 0,
+                histories: HashMap::new(),
+                history_limit: DEFAULT_HISTORY_LIMIT,
+            })),
+            head: Arc::default(),
+        }
+    }
 }
 
 impl MemoryStore {
@@ -63,25 +96,47 @@ impl MemoryStore {
         Self::default()
     }
 
+    /// Keeps about the newest `limit` records of each session's history (at least one);
+    /// see the `history` module docs.
+    #[must_use]
+    pub fn with_history_limit(self, limit: usize) -> Self {
+        self.lock().history_limit = limit.max(1);
+        self
+    }
+
     fn lock(&self) -> MutexGuard<'_, State> {
         // Every mutation completes before the guard drops and none can panic midway.
         self.state.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// Appends `kind` to the change log, under the state lock so the log's order is the
-    /// order the changes were made in.
-    fn log(&self, state: &mut State, kind: ChangeKind) {
+    /// Appends `kind` to the change log and to `session_id`'s history, under the state
+    /// lock so the log's order is the order the changes were made in.
+    fn log(&self, state: &mut State, session_id: &str, kind: ChangeKind) {
         state.appended += 1;
         let position = LogPosition(state.appended);
         if state.log.len() == LOG_RETENTION {
             state.log.pop_front();
         }
+        state.remember(session_id, position.0, kind.clone());
         state.log.push_back(Change { position, kind });
         self.head.send_replace(position);
     }
 }
 
 impl State {
+    /// Appends `entry` to `session_id`'s history at `position`, trimming it back to the
+    /// limit once it is a batch over.
+    fn remember(&mut self, session_id: &str, position: u64, entry: ChangeKind) {
+        let limit = self.history_limit;
+        let history = self.histories.entry(session_id.to_owned()).or_default();
+        history.records.push_back(HistoryRecord { position, entry });
+        history.newest_at_ms = now_ms();
+        if history.records.len() > limit + history_slack(limit) {
+            let excess = history.records.len() - limit;
+            history.records.drain(..excess);
+        }
+    }
+
     /// Up to `limit` changes after `after`, oldest first.
     fn changes_after(&self, after: LogPosition, limit: usize) -> Result<Vec<Change>, StoreError> {
         if after > LogPosition(self.appended) {
@@ -115,7 +170,7 @@ impl Store for MemoryStore {
                     let key = (request.kind, request.session_id.clone(), call_id.clone());
                     state.calls.insert(key, request.id.clone());
                 }
-                let id = request.id.clone();
+                let (id, session_id) = (request.id.clone(), request.session_id.clone());
                 state.requests.insert(
                     id,
                     StoredRequest {
@@ -123,7 +178,7 @@ impl Store for MemoryStore {
                         outcome: None,
                     },
                 );
-                self.log(&mut state, ChangeKind::Inserted(request));
+                self.log(&mut state, &session_id, ChangeKind::Inserted(request));
                 Written::Inserted
             }
             Write::Resolve { kind, id, outcome } => match state.requests.get_mut(&id) {
@@ -131,12 +186,19 @@ impl Store for MemoryStore {
                     Some(existing) => Written::AlreadyResolved(existing.state),
                     None => {
                         stored.outcome = Some(outcome.clone());
-                        self.log(&mut state, ChangeKind::Resolved { kind, id, outcome });
+                        let session_id = stored.request.session_id.clone();
+                        let change = ChangeKind::Resolved { kind, id, outcome };
+                        self.log(&mut state, &session_id, change);
                         Written::Resolved
                     }
                 },
                 _ => Written::NotFound,
             },
+            Write::Event(event) => {
+                let session_id = event.session_id.clone();
+                self.log(&mut state, &session_id, ChangeKind::Event(event));
+                Written::Appended
+            }
             Write::Append(event) => {
                 if state.events.len() == Self::EVENT_RETENTION {
                     state.events.pop_front();
@@ -221,6 +283,46 @@ impl Store for MemoryStore {
             }
         }
         Box::pin(std::future::ready(Ok(due.len())))
+    }
+
+    fn history<'a>(&'a self, session_id: &'a str, after: u64) -> BoxFuture<'a, Vec<HistoryRecord>> {
+        let records = self
+            .lock()
+            .histories
+            .get(session_id)
+            .map(|history| {
+                let start = history
+                    .records
+                    .partition_point(|record| record.position <= after);
+                history.records.range(start..).cloned().collect()
+            })
+            .unwrap_or_default();
+        Box::pin(std::future::ready(Ok(records)))
+    }
+
+    fn forget_quiet_histories(&self, quiet_before_ms: u64, limit: usize) -> BoxFuture<'_, usize> {
+        let mut state = self.lock();
+        let waiting: HashSet<&str> = state
+            .requests
+            .values()
+            .filter(|stored| stored.outcome.is_none())
+            .map(|stored| stored.request.session_id.as_str())
+            .collect();
+        let mut quiet: Vec<(u64, String)> = state
+            .histories
+            .iter()
+            .filter(|(session, history)| {
+                history.newest_at_ms < quiet_before_ms && !waiting.contains(session.as_str())
+            })
+            .map(|(session, history)| (history.newest_at_ms, session.clone()))
+            .collect();
+        drop(waiting);
+        quiet.sort_unstable();
+        quiet.truncate(limit);
+        for (_, session) in &quiet {
+            state.histories.remove(session);
+        }
+        Box::pin(std::future::ready(Ok(quiet.len())))
     }
 
     fn change_log(&self) -> Option<&dyn ChangeLog> {

@@ -3,6 +3,7 @@
 use std::collections::HashMap;
 use std::future::Future;
 use std::pin::Pin;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, LazyLock, PoisonError};
 use std::time::Duration;
 
@@ -13,10 +14,11 @@ use redis::{AsyncConnectionConfig, RedisResult, Value};
 use tokio::sync::{Mutex, mpsc, oneshot};
 
 use crate::ack::AckSender;
-use crate::log::check_continues;
+use crate::log::{LogEntry, check_continues};
 use crate::{
-    Ack, BoxFuture, Change, ChangeKind, ChangeLog, EventRecord, LOG_RETENTION, Loaded, LogPosition,
-    OutcomeRecord, RequestKind, RequestRecord, Store, StoreError, StoredRequest, Write, Written,
+    Ack, BoxFuture, Change, ChangeKind, ChangeLog, DEFAULT_HISTORY_LIMIT, EventRecord,
+    HistoryRecord, LOG_RETENTION, Loaded, LogPosition, OutcomeRecord, RequestKind, RequestRecord,
+    Store, StoreError, StoredRequest, Write, Written, now_ms,
 };
 
 /// A [`Store`] in Redis, shared by every server instance that opens it with the same URL
@@ -37,8 +39,12 @@ use crate::{
 /// `resolved_at` (a sorted set of the resolved ids of both kinds, by the time they were
 /// resolved, for [`Store::forget_resolved`]), `log` (the change log, a stream trimmed to
 /// about [`LOG_RETENTION`] entries, whose entry ids are `0-<n>` for the `n`th change),
-/// `log:seq` (the number of the last change) and `events` (the event history, a stream
-/// trimmed to about [`RedisStore::EVENT_RETENTION`] entries). Durability
+/// `log:seq` (the number of the last change), `events` (the bus's record, a stream trimmed
+/// to about [`RedisStore::EVENT_RETENTION`] entries), `hist:{session}` (a session's history:
+/// a stream whose entry ids are the numbers of its changes in the log, trimmed to about the
+/// history limit), `histories` (a sorted set of the sessions with a history, by the time of
+/// their newest record) and `waiting` (a hash from each session with pending requests to
+/// how many). Durability
 /// is Redis's own: enable `appendonly` with `appendfsync always` (or `everysec`) for writes
 /// to survive a Redis restart.
 ///
@@ -101,11 +107,14 @@ struct Follower {
     check_rewound: bool,
 }
 
-/// Key names under one prefix.
+/// Key names under one prefix, and the one setting the scripts take from the store.
 #[derive(Debug)]
 struct Keys {
     /// Prepended, with a `:`, to every key and channel.
     prefix: String,
+    /// How many records a session's history keeps (about: streams are trimmed whole
+    /// nodes at a time).
+    history_limit: AtomicUsize,
 }
 
 /// Work for the writer task.
@@ -172,7 +181,12 @@ impl std::fmt::Debug for Job {
 /// - 3: every resolved request is also in `resolved_at`, by the time it was resolved, for
 ///   [`Store::forget_resolved`]; the upgrade adds the requests resolved before it. Servers
 ///   of version 2 should be stopped first: the requests they resolve are never forgotten.
-const SCHEMA_VERSION: i64 = 3;
+/// - 4: session histories (`hist:{session}`, `histories`) and the count of each session's
+///   pending requests (`waiting`), which keeps a waiting session's history from being
+///   forgotten; the upgrade counts the requests pending before it. Histories start empty.
+///   Servers of version 3 should be stopped first: they write no history, and their
+///   followers cannot read the agent steps of version 4 in the log.
+const SCHEMA_VERSION: i64 = 4;
 
 /// Sets the schema version unless a newer one is there; answers the version found (or
 /// the one set, on a fresh prefix). KEYS: the schema key. ARGV: this build's version.
@@ -185,64 +199,83 @@ end
 return found
 ";
 
-/// Applies a run of request changes in order, each atomically, and logs each that took
-/// effect as the next change: one script call per run, so the Lua call's own cost (about
-/// as much as the commands of one change) is paid once per group of writes, not once per
-/// write. A change that fails returns its error in its place; the others go on.
+/// Applies a run of changes in order, each atomically, and logs each that took effect as
+/// the next change, and as the next record of its session's history: one script call per
+/// run, so the Lua call's own cost (about as much as the commands of one change) is paid
+/// once per group of writes, not once per write. A change that fails returns its error in
+/// its place; the others go on.
 ///
-/// KEYS: the change log, its counter, the `resolved_at` set, then three keys per change
-/// (insert: request hash, pending set, calls hash; resolve: request hash, pending set,
-/// resolved set).
-/// ARGV: the log's length, then per change:
-/// - insert: `i`, id, calls field (`''` for none), n, n hash field/value items, log entry;
-///   answers 1 (inserted) or 0 (the id exists);
+/// KEYS: the change log, its counter, the `resolved_at` set, the `histories` set, the
+/// `waiting` hash, then three keys per request change (insert: request hash, pending set,
+/// calls hash; resolve: request hash, pending set, resolved set). A session's history key
+/// is its name after the history prefix, made here (a resolution learns its session from
+/// the request's hash).
+/// ARGV: the log's length, a history's length, the history key prefix, the time now, then
+/// per change:
+/// - insert: `i`, id, calls field (`''` for none), session, n, n hash field/value items, log
+///   entry; answers 1 (inserted) or 0 (the id exists);
 /// - resolve: `r`, id, kind, state, outcome, resolved_at, log entry; answers `resolved`,
 ///   `not_found`, or the state it already has. Only a pending request of the right kind
-///   changes, so exactly one of any number of attempts, from any instance, is `resolved`.
+///   changes, so exactly one of any number of attempts, from any instance, is `resolved`;
+/// - event: `e`, session, log entry; answers 1.
 const APPLY: &str = r"
 local results = {}
-local key, arg = 4, 2
-local function log(entry)
+local key, arg = 6, 5
+local function log(session, entry)
   local change = '0-' .. redis.call('INCR', KEYS[2])
   redis.call('XADD', KEYS[1], 'MAXLEN', '~', ARGV[1], change, 'change', entry)
+  redis.call('XADD', ARGV[3] .. session, 'MAXLEN', '~', ARGV[2], change, 'change', entry)
+  redis.call('ZADD', KEYS[4], ARGV[4], session)
 end
-local function insert(request, pending, calls, id, field, first, last, entry)
+local function insert(request, pending, calls, id, field, session, first, last, entry)
   if redis.call('EXISTS', request) == 1 then return 0 end
   redis.call('HSET', request, unpack(ARGV, first, last))
   redis.call('ZADD', pending, 0, id)
   if field ~= '' then redis.call('HSET', calls, field, id) end
-  log(entry)
+  redis.call('HINCRBY', KEYS[5], session, 1)
+  log(session, entry)
   return 1
 end
 local function resolve(request, pending, resolved, id, kind, state, outcome, at, entry)
-  local found = redis.call('HMGET', request, 'kind', 'state')
+  local found = redis.call('HMGET', request, 'kind', 'state', 'session')
   if not found[1] or found[1] ~= kind then return 'not_found' end
   if found[2] ~= 'pending' then return found[2] end
   redis.call('HSET', request, 'state', state, 'outcome', outcome, 'resolved_at', at)
   redis.call('ZREM', pending, id)
   redis.call('ZADD', resolved, 0, id)
   redis.call('ZADD', KEYS[3], at, id)
-  log(entry)
+  if redis.call('HINCRBY', KEYS[5], found[3], -1) <= 0 then
+    redis.call('HDEL', KEYS[5], found[3])
+  end
+  log(found[3], entry)
   return 'resolved'
+end
+local function event(session, entry)
+  log(session, entry)
+  return 1
 end
 while arg <= #ARGV do
   local ok, result
   if ARGV[arg] == 'i' then
-    local n = tonumber(ARGV[arg + 3])
+    local n = tonumber(ARGV[arg + 4])
     ok, result = pcall(insert, KEYS[key], KEYS[key + 1], KEYS[key + 2], ARGV[arg + 1],
-      ARGV[arg + 2], arg + 4, arg + 3 + n, ARGV[arg + 4 + n])
-    arg = arg + 5 + n
-  else
+      ARGV[arg + 2], ARGV[arg + 3], arg + 5, arg + 4 + n, ARGV[arg + 5 + n])
+    arg = arg + 6 + n
+    key = key + 3
+  elseif ARGV[arg] == 'r' then
     ok, result = pcall(resolve, KEYS[key], KEYS[key + 1], KEYS[key + 2], ARGV[arg + 1],
       ARGV[arg + 2], ARGV[arg + 3], ARGV[arg + 4], ARGV[arg + 5], ARGV[arg + 6])
     arg = arg + 7
+    key = key + 3
+  else
+    ok, result = pcall(event, ARGV[arg + 1], ARGV[arg + 2])
+    arg = arg + 3
   end
   if ok then
     results[#results + 1] = result
   else
     results[#results + 1] = { err = tostring(result) }
   end
-  key = key + 3
 end
 return results
 ";
@@ -376,15 +409,19 @@ impl RedisStore {
         let mut connection = client.get_multiplexed_async_connection().await?;
         let keys = Arc::new(Keys {
             prefix: prefix.to_owned(),
+            history_limit: AtomicUsize::new(DEFAULT_HISTORY_LIMIT),
         });
-        // The upgrade to version 3 is done before the version says so, so that an upgrade
-        // cut short is done again by the next opener (it is idempotent).
+        // The upgrades are done before the version says so, so that an upgrade cut short
+        // is done again by the next opener (each is idempotent).
         let stored: Option<i64> = redis::cmd("GET")
             .arg(keys.schema())
             .query_async(&mut connection)
             .await?;
         if stored.is_some_and(|version| version < 3) {
             add_resolved_times(&mut connection, &keys).await?;
+        }
+        if stored.is_some_and(|version| version < 4) {
+            count_waiting_sessions(&mut connection, &keys).await?;
         }
         // A fresh or older prefix gets this version (see `SCHEMA_VERSION` for the
         // upgrades); a newer one keeps its own, and this build refuses it.
@@ -410,6 +447,16 @@ impl RedisStore {
             client,
             follower: Arc::new(Mutex::new(None)),
         })
+    }
+
+    /// Keeps about the newest `limit` records of each session's history (at least one);
+    /// see the `history` module docs. Applies to the records written from now on.
+    #[must_use]
+    pub fn with_history_limit(self, limit: usize) -> Self {
+        self.keys
+            .history_limit
+            .store(limit.max(1), Ordering::Relaxed);
+        self
     }
 
     /// Runs `query` on the writer task after every write queued before it (twice if the
@@ -573,6 +620,37 @@ impl Store for RedisStore {
         })
     }
 
+    fn history<'a>(&'a self, session_id: &'a str, after: u64) -> BoxFuture<'a, Vec<HistoryRecord>> {
+        let key = self.keys.history(session_id);
+        self.read(move |mut connection, _| {
+            let key = key.clone();
+            async move {
+                let entries: Vec<(String, Vec<String>)> = redis::cmd("XRANGE")
+                    .arg(key)
+                    .arg(format!("(0-{after}"))
+                    .arg("+")
+                    .query_async(&mut connection)
+                    .await?;
+                entries
+                    .into_iter()
+                    .map(|(id, fields)| {
+                        let change = read_change(&id, fields)?;
+                        Ok(HistoryRecord {
+                            position: change.position.0,
+                            entry: change.kind,
+                        })
+                    })
+                    .collect()
+            }
+        })
+    }
+
+    fn forget_quiet_histories(&self, quiet_before_ms: u64, limit: usize) -> BoxFuture<'_, usize> {
+        self.read(move |mut connection, keys| async move {
+            forget_quiet_histories(&mut connection, &keys, quiet_before_ms, limit).await
+        })
+    }
+
     fn change_log(&self) -> Option<&dyn ChangeLog> {
         Some(self)
     }
@@ -668,42 +746,162 @@ async fn add_resolved_times(
     connection: &mut MultiplexedConnection,
     keys: &Keys,
 ) -> Result<(), StoreError> {
-    const BATCH: isize = 1000;
     for kind in RequestKind::ALL {
-        let mut start = 0;
-        loop {
-            let ids: Vec<String> = redis::cmd("ZRANGE")
-                .arg(keys.resolved(kind))
-                .arg(start)
-                .arg(start + BATCH - 1)
-                .query_async(&mut *connection)
-                .await?;
-            if ids.is_empty() {
-                break;
-            }
-            let mut reads = redis::pipe();
-            for id in &ids {
-                reads.cmd("HGET").arg(keys.request(id)).arg("resolved_at");
-            }
-            let times: Vec<Option<u64>> = reads.query_async(&mut *connection).await?;
-            let mut adds = redis::pipe();
-            let mut gone = 0;
-            for (id, time) in ids.iter().zip(times) {
-                match time {
-                    Some(time) => adds.zadd(keys.resolved_at(), id, time).ignore(),
-                    // Its request was deleted by hand (or evicted): nothing to keep.
-                    None => {
-                        gone += 1;
-                        adds.zrem(keys.resolved(kind), id).ignore()
-                    }
-                };
-            }
-            adds.query_async::<()>(&mut *connection).await?;
-            start += BATCH - gone;
-        }
+        let resolved = keys.resolved(kind);
+        each_request_field(
+            connection,
+            keys,
+            &resolved,
+            "resolved_at",
+            |ids, times: Vec<Option<u64>>| {
+                let mut adds = redis::pipe();
+                let mut gone = 0;
+                for (id, time) in ids.iter().zip(times) {
+                    match time {
+                        Some(time) => adds.zadd(keys.resolved_at(), id, time).ignore(),
+                        // Its request was deleted by hand (or evicted): nothing to keep.
+                        None => {
+                            gone += 1;
+                            adds.zrem(&resolved, id).ignore()
+                        }
+                    };
+                }
+                (adds, gone)
+            },
+        )
+        .await?;
     }
     Ok(())
 }
+
+/// The upgrade to schema version 4: counts every session's pending requests into
+/// `waiting`, a batch at a time (from scratch, so an upgrade cut short and done again
+/// counts each request once).
+async fn count_waiting_sessions(
+    connection: &mut MultiplexedConnection,
+    keys: &Keys,
+) -> Result<(), StoreError> {
+    redis::cmd("DEL")
+        .arg(keys.waiting())
+        .query_async::<()>(&mut *connection)
+        .await?;
+    for kind in RequestKind::ALL {
+        let pending = keys.pending(kind);
+        each_request_field(
+            connection,
+            keys,
+            &pending,
+            "session",
+            |_, sessions: Vec<Option<String>>| {
+                let mut counts = redis::pipe();
+                for session in sessions.into_iter().flatten() {
+                    counts.hincr(keys.waiting(), session, 1).ignore();
+                }
+                (counts, 0)
+            },
+        )
+        .await?;
+    }
+    Ok(())
+}
+
+/// Reads `field` of the request of every id in the sorted set `set`, a thousand at a time,
+/// and runs the pipeline `batch` makes of each thousand; `batch` also answers how many of
+/// them it takes out of `set`, so the next thousand starts where they end.
+async fn each_request_field<T: redis::FromRedisValue>(
+    connection: &mut MultiplexedConnection,
+    keys: &Keys,
+    set: &str,
+    field: &str,
+    mut batch: impl FnMut(&[String], Vec<Option<T>>) -> (redis::Pipeline, isize),
+) -> Result<(), StoreError> {
+    const BATCH: isize = 1000;
+    let mut start = 0;
+    loop {
+        let ids: Vec<String> = redis::cmd("ZRANGE")
+            .arg(set)
+            .arg(start)
+            .arg(start + BATCH - 1)
+            .query_async(&mut *connection)
+            .await?;
+        if ids.is_empty() {
+            return Ok(());
+        }
+        let mut reads = redis::pipe();
+        for id in &ids {
+            reads.cmd("HGET").arg(keys.request(id)).arg(field);
+        }
+        let values: Vec<Option<T>> = reads.query_async(&mut *connection).await?;
+        let (writes, removed) = batch(&ids, values);
+        writes.query_async::<()>(&mut *connection).await?;
+        start += BATCH - removed;
+    }
+}
+
+/// Deletes the histories of up to `limit` quiet sessions (see
+/// [`Store::forget_quiet_histories`]): the candidates come from `histories` by the time of
+/// their newest record, a page at a time, and one script per page deletes those still
+/// quiet and not waiting; a page's waiting sessions are passed over for the next page.
+async fn forget_quiet_histories(
+    connection: &mut MultiplexedConnection,
+    keys: &Keys,
+    before_ms: u64,
+    limit: usize,
+) -> Result<usize, StoreError> {
+    let mut forgotten = 0;
+    let mut skipped = 0;
+    while forgotten < limit {
+        let page = limit - forgotten;
+        let sessions: Vec<String> = redis::cmd("ZRANGE")
+            .arg(keys.histories())
+            .arg("-inf")
+            .arg(format!("({before_ms}"))
+            .arg("BYSCORE")
+            .arg("LIMIT")
+            .arg(skipped)
+            .arg(page)
+            .query_async(&mut *connection)
+            .await?;
+        if sessions.is_empty() {
+            break;
+        }
+        let mut script = FORGET_HISTORIES_SCRIPT.key(keys.histories());
+        script.key(keys.waiting()).arg(before_ms);
+        for session in &sessions {
+            script.key(keys.history(session)).arg(session);
+        }
+        let deleted: usize = script.invoke_async(&mut *connection).await?;
+        forgotten += deleted;
+        skipped += sessions.len() - deleted;
+        if sessions.len() < page {
+            break;
+        }
+    }
+    Ok(forgotten)
+}
+
+/// Deletes the histories of sessions still quiet (newest record before ARGV[1]) with no
+/// pending request; answers how many.
+///
+/// KEYS: `histories`, `waiting`, then each session's history. ARGV: the time, then each
+/// session.
+const FORGET_HISTORIES: &str = r"
+local forgotten = 0
+for i = 2, #ARGV do
+  local session = ARGV[i]
+  local newest = tonumber(redis.call('ZSCORE', KEYS[1], session) or ARGV[1])
+  if newest < tonumber(ARGV[1]) and not redis.call('HGET', KEYS[2], session) then
+    redis.call('DEL', KEYS[i + 1])
+    redis.call('ZREM', KEYS[1], session)
+    forgotten = forgotten + 1
+  end
+end
+return forgotten
+";
+
+/// [`FORGET_HISTORIES`], sent by its SHA1 (and loaded when Redis does not have it).
+static FORGET_HISTORIES_SCRIPT: LazyLock<redis::Script> =
+    LazyLock::new(|| redis::Script::new(FORGET_HISTORIES));
 
 /// Deletes up to `limit` of the requests resolved before `before_ms`, the longest resolved
 /// first (see [`Store::forget_resolved`]): the ids come from `resolved_at`, each request's
@@ -848,6 +1046,23 @@ impl Keys {
 
     fn log_counter(&self) -> String {
         format!("{}:log:seq", self.prefix)
+    }
+
+    /// What a session's history key is named after: the session id follows.
+    fn history_prefix(&self) -> String {
+        format!("{}:hist:", self.prefix)
+    }
+
+    fn history(&self, session_id: &str) -> String {
+        format!("{}:hist:{session_id}", self.prefix)
+    }
+
+    fn histories(&self) -> String {
+        format!("{}:histories", self.prefix)
+    }
+
+    fn waiting(&self) -> String {
+        format!("{}:waiting", self.prefix)
     }
 }
 
@@ -1089,8 +1304,8 @@ const MAX_IN_FLIGHT: usize = 4;
 /// The pipeline that applies `group`, and how many of the group's writes each of its
 /// commands answers for.
 ///
-/// Consecutive request changes go into one call of [`APPLY`], event appends are `XADD`s in
-/// their places, so the pipeline keeps the queue's order. A group that calls the script
+/// Consecutive changes (requests and session events) go into one call of [`APPLY`], appends
+/// to the bus's record are `XADD`s in their places, so the pipeline keeps the queue's order. A group that calls the script
 /// loads it first (a lookup when Redis has it): a Redis that restarted and lost its script
 /// cache then never fails an `EVALSHA` with NOSCRIPT, and no write is retried out of order.
 fn pipeline_for(keys: &Keys, group: &[(Write, AckSender)]) -> (redis::Pipeline, Vec<usize>) {
@@ -1176,7 +1391,7 @@ fn complete(
 
 /// One command of a group's pipeline.
 enum Command<'a> {
-    /// A run of consecutive request changes: one call of [`APPLY`].
+    /// A run of consecutive changes: one call of [`APPLY`].
     Changes(Vec<&'a Write>),
     /// An event appended to the history.
     Append(&'a EventRecord),
@@ -1189,15 +1404,21 @@ fn fail(group: Vec<(Write, AckSender)>, error: impl Fn() -> StoreError) {
     }
 }
 
-/// One call of [`APPLY`] for a run of request changes (inserts and resolves).
+/// One call of [`APPLY`] for a run of changes (inserts, resolves and events).
 fn add_changes(pipeline: &mut redis::Pipeline, keys: &Keys, changes: &[&Write]) {
+    let requests = changes
+        .iter()
+        .filter(|change| !matches!(change, Write::Event(_)))
+        .count();
     let command = pipeline
         .cmd("EVALSHA")
         .arg(APPLY_SCRIPT.get_hash())
-        .arg(3 + 3 * changes.len())
+        .arg(5 + 3 * requests)
         .arg(keys.log())
         .arg(keys.log_counter())
-        .arg(keys.resolved_at());
+        .arg(keys.resolved_at())
+        .arg(keys.histories())
+        .arg(keys.waiting());
     for change in changes {
         match change {
             Write::Insert(request) => command
@@ -1208,11 +1429,16 @@ fn add_changes(pipeline: &mut redis::Pipeline, keys: &Keys, changes: &[&Write]) 
                 .arg(keys.request(id))
                 .arg(keys.pending(*kind))
                 .arg(keys.resolved(*kind)),
-            Write::Append(_) => command,
+            Write::Event(_) | Write::Append(_) => command,
         };
     }
-    command.arg(LOG_RETENTION);
+    command
+        .arg(LOG_RETENTION)
+        .arg(keys.history_limit.load(Ordering::Relaxed))
+        .arg(keys.history_prefix())
+        .arg(now_ms());
     for change in changes {
+        let entry = LogEntry::of(change).map(|entry| entry.json());
         match change {
             Write::Insert(request) => {
                 let calls_field = request
@@ -1237,11 +1463,12 @@ fn add_changes(pipeline: &mut redis::Pipeline, keys: &Keys, changes: &[&Write]) 
                     .arg("i")
                     .arg(&request.id)
                     .arg(calls_field)
+                    .arg(&request.session_id)
                     .arg(2 * fields.len());
                 for (field, value) in fields {
                     command.arg(field).arg(value);
                 }
-                command.arg(log_entry(&LogEntry::Inserted(request)));
+                command.arg(entry);
             }
             Write::Resolve { kind, id, outcome } => {
                 command
@@ -1251,35 +1478,14 @@ fn add_changes(pipeline: &mut redis::Pipeline, keys: &Keys, changes: &[&Write]) 
                     .arg(outcome.state.as_str())
                     .arg(&outcome.body)
                     .arg(outcome.resolved_at_ms)
-                    .arg(log_entry(&LogEntry::Resolved {
-                        kind: *kind,
-                        id,
-                        outcome,
-                    }));
+                    .arg(entry);
+            }
+            Write::Event(event) => {
+                command.arg("e").arg(&event.session_id).arg(entry);
             }
             Write::Append(_) => {}
         }
     }
-}
-
-/// A change as the log stream keeps it: one JSON field, read back as a [`ChangeKind`], so a
-/// follower parses one string per change.
-#[derive(serde::Serialize)]
-#[serde(tag = "op", rename_all = "snake_case")]
-enum LogEntry<'a> {
-    /// See [`ChangeKind::Inserted`].
-    Inserted(&'a RequestRecord),
-    /// See [`ChangeKind::Resolved`].
-    Resolved {
-        kind: RequestKind,
-        id: &'a str,
-        outcome: &'a OutcomeRecord,
-    },
-}
-
-/// The JSON of a log entry; plain data, it always serialises.
-fn log_entry(entry: &LogEntry<'_>) -> String {
-    serde_json::to_string(entry).unwrap_or_default()
 }
 
 /// The `XADD` of an event to the history.
@@ -1326,7 +1532,7 @@ fn written(write: &Write, reply: RedisResult<Value>) -> Result<Written, StoreErr
                 state => Ok(Written::AlreadyResolved(state.parse()?)),
             }
         }
-        Write::Append(_) => Ok(Written::Appended),
+        Write::Append(_) | Write::Event(_) => Ok(Written::Appended),
     }
 }
 

@@ -1,4 +1,5 @@
-//! How long resolved requests are kept: a sweep that deletes those resolved too long ago.
+//! How long resolved requests and quiet session histories are kept: a sweep that deletes
+//! what is older than a period.
 //!
 //! Every request ever asked would otherwise stay in the store for good: about a kilobyte
 //! each, on disk for SQLite and in memory for Redis, where that adds up to gigabytes over
@@ -8,13 +9,18 @@
 //! chooses, then deleted by [`forget_resolved_older_than`], which [`keep_resolved_for`]
 //! runs on a schedule. Pending requests are never deleted: someone may still answer them.
 //!
+//! The same period applies to session histories, once a session is done: a history is
+//! deleted by [`forget_quiet_histories_older_than`] when its newest record is older than the
+//! period and none of the session's requests is pending (a session waiting for a human
+//! keeps its timeline, whatever its age). [`sweep`] does both.
+//!
 //! Each instance sharing a store sweeps it; deleting is idempotent, so sweeps that overlap
 //! only repeat each other's work.
 
 use std::sync::Weak;
 use std::time::Duration;
 
-use crate::{Store, StoreError, now_ms};
+use crate::{BoxFuture, Store, StoreError, now_ms};
 
 /// How often [`keep_resolved_for`] sweeps.
 pub const SWEEP_INTERVAL: Duration = Duration::from_secs(600);
@@ -33,10 +39,36 @@ pub async fn forget_resolved_older_than(
     store: &dyn Store,
     keep: Duration,
 ) -> Result<usize, StoreError> {
+    in_batches(keep, |before, limit| store.forget_resolved(before, limit)).await
+}
+
+/// Deletes the history of every session of `store` whose newest record is older than
+/// `keep` and none of whose requests is pending, [`SWEEP_BATCH`] sessions at a time;
+/// answers how many.
+///
+/// # Errors
+///
+/// [`StoreError`] if the store cannot be written; the batches before it stay deleted.
+pub async fn forget_quiet_histories_older_than(
+    store: &dyn Store,
+    keep: Duration,
+) -> Result<usize, StoreError> {
+    in_batches(keep, |before, limit| {
+        store.forget_quiet_histories(before, limit)
+    })
+    .await
+}
+
+/// Calls `forget(before_ms, SWEEP_BATCH)`, `before_ms` being `keep` ago, until a call
+/// deletes less than a batch; answers how many were deleted in all.
+async fn in_batches<'a>(
+    keep: Duration,
+    forget: impl Fn(u64, usize) -> BoxFuture<'a, usize>,
+) -> Result<usize, StoreError> {
     let before = now_ms().saturating_sub(u64::try_from(keep.as_millis()).unwrap_or(u64::MAX));
     let mut forgotten = 0;
     loop {
-        let deleted = store.forget_resolved(before, SWEEP_BATCH).await?;
+        let deleted = forget(before, SWEEP_BATCH).await?;
         forgotten += deleted;
         if deleted < SWEEP_BATCH {
             return Ok(forgotten);
@@ -44,7 +76,7 @@ pub async fn forget_resolved_older_than(
     }
 }
 
-/// Runs [`forget_resolved_older_than`] every [`SWEEP_INTERVAL`], the first one interval
+/// Runs [`sweep`] every [`SWEEP_INTERVAL`], the first one interval
 /// from now, until the store is dropped ([`sweep`]s: one that fails, the store being
 /// down, is made again at the next).
 ///
@@ -77,8 +109,9 @@ pub async fn keep_resolved_for(store: Weak<dyn Store>, keep: Duration) {
     }
 }
 
-/// One sweep of [`forget_resolved_older_than`], housekeeping: what it deleted is logged,
-/// and a failure too (it leaves old requests for the next sweep, nothing worse).
+/// One sweep, housekeeping: [`forget_resolved_older_than`] and
+/// [`forget_quiet_histories_older_than`]. What it deleted is logged, and a failure too (it
+/// leaves old records for the next sweep, nothing worse).
 pub async fn sweep(store: &dyn Store, keep: Duration) {
     match forget_resolved_older_than(store, keep).await {
         Ok(0) => {}
@@ -86,5 +119,13 @@ pub async fn sweep(store: &dyn Store, keep: Duration) {
             tracing::info!("deleted {forgotten} request(s) resolved more than {keep:?} ago");
         }
         Err(error) => tracing::warn!("could not delete old resolved requests: {error}"),
+    }
+    match forget_quiet_histories_older_than(store, keep).await {
+        Ok(0) => {}
+        Ok(forgotten) => tracing::info!(
+            "deleted the history of {forgotten} session(s) quiet for more than {keep:?}, \
+             with nothing pending"
+        ),
+        Err(error) => tracing::warn!("could not delete old session histories: {error}"),
     }
 }

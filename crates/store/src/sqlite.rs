@@ -2,6 +2,7 @@
 
 use std::path::Path;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc;
 use std::thread::JoinHandle;
 use std::time::Duration;
@@ -10,9 +11,11 @@ use rusqlite::{Connection, ErrorCode, OptionalExtension, Row, TransactionBehavio
 use tokio::sync::oneshot;
 
 use crate::ack::AckSender;
+use crate::log::LogEntry;
 use crate::{
-    Ack, BoxFuture, EventRecord, Loaded, OutcomeRecord, RequestKind, RequestRecord, Store,
-    StoreError, StoredRequest, Write, Written,
+    Ack, BoxFuture, ChangeKind, DEFAULT_HISTORY_LIMIT, EventRecord, HistoryRecord, Loaded,
+    OutcomeRecord, RequestKind, RequestRecord, Store, StoreError, StoredRequest, Write, Written,
+    history_slack, now_ms,
 };
 
 /// A [`Store`] in one SQLite file (WAL, `synchronous = FULL`), for a single server process.
@@ -20,8 +23,9 @@ use crate::{
 /// One thread owns the connection. [`Store::write`] queues; the thread takes every write
 /// queued so far (up to [`SqliteStore::MAX_GROUP`]), applies them in one transaction,
 /// commits, and only then completes their [`Ack`]s: each acknowledged write is on disk, and
-/// one commit serves a whole group. Reads run on the same thread, between groups, so they
-/// see every write queued before them.
+/// one commit serves a whole group. Reads run on the same thread, after the group that was
+/// being collected when they were queued is committed, so they see every write queued
+/// before them and never split a group in two.
 ///
 /// The file is opened with an exclusive lock, held until the store is dropped: a second
 /// process (or a second `SqliteStore` in this one) is refused with [`StoreError::Locked`]
@@ -50,6 +54,8 @@ pub struct SqliteStore {
 struct Shared {
     /// Jobs for the writer thread, in queue order.
     jobs: mpsc::Sender<Job>,
+    /// How many records a session's history keeps; read by the writer thread.
+    history_limit: Arc<AtomicUsize>,
     /// The writer thread, joined on drop so the file's lock is released when drop returns.
     writer: Option<JoinHandle<()>>,
 }
@@ -58,11 +64,14 @@ struct Shared {
 enum Job {
     /// A write and the ack to complete once it is committed.
     Write(Write, AckSender),
-    /// A query, run between groups; it sends its own result.
-    Read(Box<dyn FnOnce(&Connection) + Send>),
+    /// A query, run after the group it came in; it sends its own result.
+    Read(Query),
     /// Commit what is queued and stop.
     Close,
 }
+
+/// A query of a [`Job::Read`].
+type Query = Box<dyn FnOnce(&Connection) + Send>;
 
 /// The schema, one entry per version: entry `n` migrates version `n` to `n + 1`
 /// (`PRAGMA user_version` holds the version). Never edit an entry; append a new one.
@@ -94,6 +103,20 @@ const MIGRATIONS: &[&str] = &[
     "
     CREATE INDEX requests_resolved_at ON requests (resolved_at_ms) WHERE state <> 'pending';
 ",
+    "
+    CREATE TABLE history (
+        position    INTEGER PRIMARY KEY AUTOINCREMENT,
+        session_id  TEXT NOT NULL,
+        entry       TEXT NOT NULL
+    );
+    CREATE INDEX history_session ON history (session_id, position);
+    CREATE TABLE histories (
+        session_id    TEXT PRIMARY KEY NOT NULL,
+        newest_at_ms  INTEGER NOT NULL,
+        records       INTEGER NOT NULL
+    ) WITHOUT ROWID;
+    CREATE INDEX histories_quiet ON histories (newest_at_ms);
+",
 ];
 
 /// The columns [`read_request`] expects, in order.
@@ -104,7 +127,8 @@ impl SqliteStore {
     /// Most writes committed in one transaction.
     pub const MAX_GROUP: usize = 4096;
 
-    /// How many events the history keeps; older ones are deleted as new ones arrive.
+    /// How many events the bus's record keeps; older ones are deleted as new ones arrive.
+    /// (Session histories are kept apart, by their own rules: see the `history` module.)
     pub const EVENT_RETENTION: usize = 100_000;
 
     /// Opens (creating if needed) the store at `path`, migrates its schema, locks it and
@@ -130,16 +154,29 @@ impl SqliteStore {
             other => other,
         })?;
         let (jobs, queue) = mpsc::channel();
+        let history_limit = Arc::new(AtomicUsize::new(DEFAULT_HISTORY_LIMIT));
+        let limit = Arc::clone(&history_limit);
         let writer = std::thread::Builder::new()
             .name("askbus-sqlite".into())
-            .spawn(move || run_writer(connection, &queue))
+            .spawn(move || run_writer(connection, &queue, &limit))
             .map_err(|error| StoreError::Corrupt(format!("cannot start writer: {error}")))?;
         Ok(Self {
             shared: Arc::new(Shared {
                 jobs,
+                history_limit,
                 writer: Some(writer),
             }),
         })
+    }
+
+    /// Keeps about the newest `limit` records of each session's history (at least one);
+    /// see the `history` module docs. Applies to the records written from now on.
+    #[must_use]
+    pub fn with_history_limit(self, limit: usize) -> Self {
+        self.shared
+            .history_limit
+            .store(limit.max(1), Ordering::Relaxed);
+        self
     }
 
     /// Runs `query` on the writer thread after every write queued before it (it may write
@@ -238,8 +275,56 @@ impl Store for SqliteStore {
                          WHERE state <> 'pending' AND resolved_at_ms < ?1
                          ORDER BY resolved_at_ms LIMIT ?2)",
                 )?
-                .execute(params![to_sql_ms(resolved_before_ms), to_sql_count(limit)])?;
+                .execute(params![to_sql_u64(resolved_before_ms), to_sql_count(limit)])?;
             Ok(deleted)
+        })
+    }
+
+    fn history<'a>(&'a self, session_id: &'a str, after: u64) -> BoxFuture<'a, Vec<HistoryRecord>> {
+        let session_id = session_id.to_owned();
+        self.read(move |connection| {
+            let mut statement = connection.prepare_cached(
+                "SELECT position, entry FROM history
+                 WHERE session_id = ?1 AND position > ?2 ORDER BY position",
+            )?;
+            let records = statement
+                .query_map(params![session_id, to_sql_u64(after)], |row| {
+                    let entry: String = row.get(1)?;
+                    Ok(HistoryRecord {
+                        position: from_sql_u64(row.get(0)?),
+                        entry: serde_json::from_str(&entry).unwrap_or_else(|error| {
+                            ChangeKind::Unreadable(format!("{error}: {entry}"))
+                        }),
+                    })
+                })?
+                .collect::<Result<Vec<_>, _>>()?;
+            Ok(records)
+        })
+    }
+
+    fn forget_quiet_histories(&self, quiet_before_ms: u64, limit: usize) -> BoxFuture<'_, usize> {
+        self.read(move |connection| {
+            let quiet: Vec<String> = connection
+                .prepare_cached(
+                    "SELECT session_id FROM histories
+                     WHERE newest_at_ms < ?1 AND session_id NOT IN (
+                         SELECT session_id FROM requests WHERE state = 'pending')
+                     ORDER BY newest_at_ms LIMIT ?2",
+                )?
+                .query_map(
+                    params![to_sql_u64(quiet_before_ms), to_sql_count(limit)],
+                    |row| row.get(0),
+                )?
+                .collect::<Result<_, _>>()?;
+            for session_id in &quiet {
+                connection
+                    .prepare_cached("DELETE FROM history WHERE session_id = ?1")?
+                    .execute(params![session_id])?;
+                connection
+                    .prepare_cached("DELETE FROM histories WHERE session_id = ?1")?
+                    .execute(params![session_id])?;
+            }
+            Ok(quiet.len())
         })
     }
 
@@ -304,11 +389,17 @@ fn connect(path: &Path) -> Result<Connection, StoreError> {
     Ok(connection)
 }
 
-/// The writer thread: group, commit, acknowledge; reads between groups.
-fn run_writer(mut connection: Connection, queue: &mpsc::Receiver<Job>) {
+/// The writer thread: group, commit, acknowledge; reads after the group they came in.
+fn run_writer(
+    mut connection: Connection,
+    queue: &mpsc::Receiver<Job>,
+    history_limit: &AtomicUsize,
+) {
     let mut group = Vec::new();
+    let mut reads = Vec::new();
     let mut appended_since_prune = 0;
     while let Ok(first) = queue.recv() {
+        let limit = history_limit.load(Ordering::Relaxed);
         let mut next = Some(first);
         while let Some(job) = next.take() {
             match job {
@@ -316,21 +407,23 @@ fn run_writer(mut connection: Connection, queue: &mpsc::Receiver<Job>) {
                     appended_since_prune += usize::from(matches!(write, Write::Append(_)));
                     group.push((write, ack));
                     if group.len() == SqliteStore::MAX_GROUP {
-                        commit_group(&mut connection, &mut group);
+                        commit_group(&mut connection, &mut group, limit);
+                        run_reads(&connection, &mut reads);
                     }
                 }
-                Job::Read(query) => {
-                    commit_group(&mut connection, &mut group);
-                    query(&connection);
-                }
+                // Run once the group it came in is committed: it sees every write queued
+                // before it, and a reader does not cost the writers a commit of their own.
+                Job::Read(query) => reads.push(query),
                 Job::Close => {
-                    commit_group(&mut connection, &mut group);
+                    commit_group(&mut connection, &mut group, limit);
+                    run_reads(&connection, &mut reads);
                     return;
                 }
             }
             next = queue.try_recv().ok();
         }
-        commit_group(&mut connection, &mut group);
+        commit_group(&mut connection, &mut group, limit);
+        run_reads(&connection, &mut reads);
         if appended_since_prune >= PRUNE_EVERY {
             appended_since_prune = 0;
             // Pruning is housekeeping: a failure leaves extra history, nothing worse.
@@ -339,11 +432,23 @@ fn run_writer(mut connection: Connection, queue: &mpsc::Receiver<Job>) {
     }
 }
 
+/// Runs the queued reads, in queue order.
+fn run_reads(connection: &Connection, reads: &mut Vec<Query>) {
+    for query in reads.drain(..) {
+        query(connection);
+    }
+}
+
 /// How many appended events between two prunings of the history.
 const PRUNE_EVERY: usize = 4096;
 
-/// Applies `group` in one transaction, commits, then completes every ack.
-fn commit_group(connection: &mut Connection, group: &mut Vec<(Write, AckSender)>) {
+/// Applies `group` in one transaction, commits, then completes every ack; histories keep
+/// about `history_limit` records.
+fn commit_group(
+    connection: &mut Connection,
+    group: &mut Vec<(Write, AckSender)>,
+    history_limit: usize,
+) {
     if group.is_empty() {
         return;
     }
@@ -360,7 +465,7 @@ fn commit_group(connection: &mut Connection, group: &mut Vec<(Write, AckSender)>
     // A failing statement rolls back only itself, so one bad write does not sink the group.
     let results: Vec<_> = group
         .iter()
-        .map(|(write, _)| apply(&transaction, write))
+        .map(|(write, _)| apply(&transaction, write, history_limit))
         .collect();
     match transaction.commit() {
         Ok(()) => {
@@ -378,8 +483,18 @@ fn commit_group(connection: &mut Connection, group: &mut Vec<(Write, AckSender)>
     }
 }
 
-/// One write inside the group's transaction.
-fn apply(connection: &Connection, write: &Write) -> Result<Written, StoreError> {
+/// One write inside the group's transaction; a change that takes effect also goes into
+/// its session's history, which keeps about `history_limit` records.
+fn apply(
+    connection: &Connection,
+    write: &Write,
+    history_limit: usize,
+) -> Result<Written, StoreError> {
+    let entry = || {
+        LogEntry::of(write)
+            .map(|entry| entry.json())
+            .unwrap_or_default()
+    };
     match write {
         Write::Insert(request) => {
             connection
@@ -393,27 +508,34 @@ fn apply(connection: &Connection, write: &Write) -> Result<Written, StoreError> 
                     request.kind.as_str(),
                     request.session_id,
                     request.call_id,
-                    to_sql_ms(request.created_at_ms),
-                    request.expires_at_ms.map(to_sql_ms),
+                    to_sql_u64(request.created_at_ms),
+                    request.expires_at_ms.map(to_sql_u64),
                     request.body,
                 ])?;
+            remember(connection, &request.session_id, &entry(), history_limit)?;
             Ok(Written::Inserted)
         }
         Write::Resolve { kind, id, outcome } => {
             // The exactly-once transition: only a pending row changes.
-            let changed = connection
+            let won: Option<String> = connection
                 .prepare_cached(
                     "UPDATE requests SET state = ?3, outcome = ?4, resolved_at_ms = ?5
-                     WHERE id = ?1 AND kind = ?2 AND state = 'pending'",
+                     WHERE id = ?1 AND kind = ?2 AND state = 'pending'
+                     RETURNING session_id",
                 )?
-                .execute(params![
-                    id,
-                    kind.as_str(),
-                    outcome.state.as_str(),
-                    outcome.body,
-                    to_sql_ms(outcome.resolved_at_ms),
-                ])?;
-            if changed == 1 {
+                .query_row(
+                    params![
+                        id,
+                        kind.as_str(),
+                        outcome.state.as_str(),
+                        outcome.body,
+                        to_sql_u64(outcome.resolved_at_ms),
+                    ],
+                    |row| row.get(0),
+                )
+                .optional()?;
+            if let Some(session_id) = won {
+                remember(connection, &session_id, &entry(), history_limit)?;
                 return Ok(Written::Resolved);
             }
             let state: Option<String> = connection
@@ -439,7 +561,45 @@ fn apply(connection: &Connection, write: &Write) -> Result<Written, StoreError> 
                 ])?;
             Ok(Written::Appended)
         }
+        Write::Event(event) => {
+            remember(connection, &event.session_id, &entry(), history_limit)?;
+            Ok(Written::Appended)
+        }
     }
+}
+
+/// Appends `entry` to `session_id`'s history; once the history is a batch over
+/// `history_limit` records, deletes its oldest back to the limit.
+fn remember(
+    connection: &Connection,
+    session_id: &str,
+    entry: &str,
+    history_limit: usize,
+) -> Result<(), StoreError> {
+    connection
+        .prepare_cached("INSERT INTO history (session_id, entry) VALUES (?1, ?2)")?
+        .execute(params![session_id, entry])?;
+    let records: i64 = connection
+        .prepare_cached(
+            "INSERT INTO histories (session_id, newest_at_ms, records) VALUES (?1, ?2, 1)
+             ON CONFLICT (session_id) DO UPDATE
+             SET newest_at_ms = excluded.newest_at_ms, records = records + 1
+             RETURNING records",
+        )?
+        .query_row(params![session_id, to_sql_u64(now_ms())], |row| row.get(0))?;
+    if from_sql_u64(records) > to_u64(history_limit + history_slack(history_limit)) {
+        connection
+            .prepare_cached(
+                "DELETE FROM history WHERE session_id = ?1 AND position < (
+                     SELECT position FROM history WHERE session_id = ?1
+                     ORDER BY position DESC LIMIT 1 OFFSET ?2)",
+            )?
+            .execute(params![session_id, to_sql_count(history_limit - 1)])?;
+        connection
+            .prepare_cached("UPDATE histories SET records = ?2 WHERE session_id = ?1")?
+            .execute(params![session_id, to_sql_count(history_limit)])?;
+    }
+    Ok(())
 }
 
 /// Deletes all but the newest [`SqliteStore::EVENT_RETENTION`] events.
@@ -475,7 +635,7 @@ fn read_request(row: &Row<'_>) -> Result<StoredRequest, StoreError> {
         _ => Some(OutcomeRecord {
             state: state.parse()?,
             body: row.get::<_, Option<String>>(8)?.unwrap_or_default(),
-            resolved_at_ms: from_sql_ms(row.get::<_, Option<i64>>(9)?.unwrap_or(0)),
+            resolved_at_ms: from_sql_u64(row.get::<_, Option<i64>>(9)?.unwrap_or(0)),
         }),
     };
     Ok(StoredRequest {
@@ -484,21 +644,26 @@ fn read_request(row: &Row<'_>) -> Result<StoredRequest, StoreError> {
             kind: kind.parse()?,
             session_id: row.get(2)?,
             call_id: row.get(3)?,
-            created_at_ms: from_sql_ms(row.get(4)?),
-            expires_at_ms: row.get::<_, Option<i64>>(5)?.map(from_sql_ms),
+            created_at_ms: from_sql_u64(row.get(4)?),
+            expires_at_ms: row.get::<_, Option<i64>>(5)?.map(from_sql_u64),
             body: row.get(6)?,
         },
         outcome,
     })
 }
 
-/// SQLite integers are `i64`; millisecond timestamps fit for 292 million years.
-fn to_sql_ms(ms: u64) -> i64 {
-    i64::try_from(ms).unwrap_or(i64::MAX)
+/// SQLite integers are `i64`; millisecond timestamps fit for 292 million years, history
+/// positions and counts for good.
+fn to_sql_u64(number: u64) -> i64 {
+    i64::try_from(number).unwrap_or(i64::MAX)
 }
 
-fn from_sql_ms(ms: i64) -> u64 {
-    u64::try_from(ms).unwrap_or(0)
+fn from_sql_u64(number: i64) -> u64 {
+    u64::try_from(number).unwrap_or(0)
+}
+
+fn to_u64(count: usize) -> u64 {
+    u64::try_from(count).unwrap_or(u64::MAX)
 }
 
 /// A `LIMIT` from a count; anything above `i64::MAX` means "all".

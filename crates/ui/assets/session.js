@@ -5,8 +5,11 @@
 // and follows `GET /session/{id}/stream` from the history's `last_event_id` (sent as
 // `Last-Event-ID`), so every frame after the history arrives once: the server guarantees
 // that history + frames after its cursor equal the live stream. A dropped stream resumes
-// from the last frame's `id:`, so it needs no new history. The stream is read with
-// fetch() like `/event`, because it carries the bearer token when the server wants one.
+// from the last frame's `id:`, so it needs no new history, unless the server can no longer
+// resume it (the records it came from are no longer kept, or the server was upgraded): it
+// then answers `server.resync`, and the timeline loads the history again. The stream is
+// read with fetch() like `/event`, because it carries the bearer token when the server
+// wants one.
 //
 // Showing another session (or none) stops the stream and forgets the old view; a load
 // that finishes after that is dropped, so a slow history never shows under the wrong name.
@@ -87,6 +90,10 @@ export class SessionTimeline {
       headers: api.authHeaders,
       cursor: history?.last_event_id,
       onEvent: (frame) => timeline.apply(frame),
+      // The history this timeline shows can no longer be continued: show the current one.
+      onResync: () => {
+        if (generation === this.generation) this.load();
+      },
       onStatus: (status) => {
         if (status === 'live') this.setStatus('live', 'Live');
         else if (status === 'connecting') this.setStatus('connecting', 'Connecting…');

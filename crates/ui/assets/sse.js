@@ -104,8 +104,8 @@ export class EventStreamClient {
    * `url`: the stream's URL. `headers()`: extra request headers (auth), asked at each
    * connection. `cursor`: resume after this event id from the first connection on (a
    * history's `last_event_id`); absent: start fresh. Callbacks: `onConnected({resumed,
-   * id})` for `server.connected`; `onResync(properties)` for `server.resync` (both
-   * optional: only `/event` sends them); `onEvent(event)` for every other frame's parsed
+   * id})` for `server.connected` (only `/event` sends it); `onResync(properties)` for
+   * `server.resync` (both optional); `onEvent(event)` for every other frame's parsed
    * JSON (heartbeats included); `onStatus(status, detail)` with `connecting`, `live` (the
    * server answered 200), `reconnecting` ({delayMs, retryAt, error}; `error.busy` when the
    * server refused for a quota) or `unauthorized`.

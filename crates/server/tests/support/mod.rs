@@ -147,6 +147,12 @@ impl Server {
         created["id"].as_str().unwrap().to_owned()
     }
 
+    /// `POST /session/{session}/step` with `step`, which must be recorded.
+    pub(crate) async fn step(&self, http: &reqwest::Client, session: &str, step: &Value) {
+        let path = format!("/session/{session}/step");
+        assert_eq!(self.post_status(http, &path, step).await, 200, "{step}");
+    }
+
     /// Sends `signal` (`TERM`, `INT`, ...) with kill(1) and waits for the exit.
     pub(crate) async fn stop_with(mut self, signal: &str) -> std::process::ExitStatus {
         let pid = self.child.id().expect("still running").to_string();
@@ -157,6 +163,17 @@ impl Server {
             .expect("kill(1) runs");
         assert!(sent.success(), "kill -{signal} {pid}");
         self.child.wait().await.unwrap()
+    }
+
+    /// The process's resident memory now, in KiB (`VmRSS` of `/proc/<pid>/status`).
+    pub(crate) fn resident_kib(&self) -> u64 {
+        let pid = self.child.id().expect("still running");
+        let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+        status
+            .lines()
+            .find_map(|line| line.strip_prefix("VmRSS:"))
+            .and_then(|value| value.trim().trim_end_matches("kB").trim().parse().ok())
+            .expect("VmRSS in /proc/<pid>/status")
     }
 
     /// SIGKILL: no shutdown, no flush, nothing but what is already stored.

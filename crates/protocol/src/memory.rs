@@ -1,0 +1,181 @@
+//! The histories of a hub without a store: its sessions' records, kept in memory from the
+//! bus, within [`HistoryLimits`].
+//!
+//! The bus's order is the order of a session's steps and requests (both are published on
+//! it), so the records are appended in the bus's order, each at the next position. A task
+//! reads the bus as events come, so a session nobody reads loses nothing however many
+//! events go by; every read catches up first too, so a read after a publish includes it.
+//! Memory is bounded twice: each session keeps about its newest
+//! [`records_per_session`](HistoryLimits::records_per_session) records (trimmed a batch at
+//! a time, as a store trims), and past
+//! [`records_in_memory`](HistoryLimits::records_in_memory) records in all, the sessions that
+//! recorded nothing for longest are dropped whole. A stream resumed after records that were
+//! dropped is told to resync.
+
+use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};
+
+use askbus_bus::{Bus, Envelope, EventId, Lagged, Subscription};
+use futures_util::{FutureExt, StreamExt};
+
+use crate::record::Record;
+use crate::transcript::{Entry, HistoryLimits};
+
+/// Every session's records, written from a bus.
+pub(crate) struct MemoryHistory {
+    /// Within these.
+    limits: HistoryLimits,
+    /// Everything mutable.
+    state: Mutex<State>,
+}
+
+/// What the lock protects.
+struct State {
+    /// To subscribe again after a lag.
+    bus: Bus,
+    /// Every bus event since creation, read on demand.
+    subscription: Subscription,
+    /// The last event read (or the bus head at creation).
+    cursor: EventId,
+    /// The position of the last record appended.
+    position: u64,
+    /// Each session's records.
+    sessions: HashMap<Arc<str>, SessionRecords>,
+    /// Each session by the position of its newest record: the first is the one that
+    /// recorded nothing for longest.
+    by_newest: BTreeMap<u64, Arc<str>>,
+    /// How many records every session holds together.
+    records: usize,
+    /// Events lost to a lag the bus's history could not cover.
+    lost: u64,
+}
+
+/// One session's records.
+#[derive(Default)]
+struct SessionRecords {
+    /// Oldest first, each with its position.
+    records: VecDeque<(u64, Record)>,
+}
+
+impl MemoryHistory {
+    /// Histories of the events published on `bus` from now on, read by a task of their own
+    /// when a Tokio runtime is there to run it.
+    pub(crate) fn start(bus: &Bus, limits: HistoryLimits) -> Arc<Self> {
+        let subscription = bus.subscribe_all();
+        let cursor = subscription.start();
+        let history = Arc::new(Self {
+            limits,
+            state: Mutex::new(State {
+                bus: bus.clone(),
+                subscription,
+                cursor,
+                position: 0,
+                sessions: HashMap::new(),
+                by_newest: BTreeMap::new(),
+                records: 0,
+                lost: 0,
+            }),
+        });
+        if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+            runtime.spawn(read_as_published(
+                bus.subscribe_all(),
+                Arc::downgrade(&history),
+            ));
+        }
+        history
+    }
+
+    /// The session's records after position `after`, oldest first.
+    pub(crate) fn entries(&self, session_id: &str, after: u64) -> Vec<Entry> {
+        let state = self.caught_up();
+        let Some(session) = state.sessions.get(session_id) else {
+            return Vec::new();
+        };
+        let start = session
+            .records
+            .partition_point(|(position, _)| *position <= after);
+        session
+            .records
+            .range(start..)
+            .map(|(position, record)| Entry {
+                position: *position,
+                record: Some(record.clone()),
+            })
+            .collect()
+    }
+
+    /// Events lost to a lag; see [`Transcripts::lost_events`](crate::Transcripts::lost_events).
+    pub(crate) fn lost_events(&self) -> u64 {
+        self.caught_up().lost
+    }
+
+    /// The state, after reading every event published so far.
+    fn caught_up(&self) -> MutexGuard<'_, State> {
+        // Every mutation leaves the state consistent, so a poisoned lock is still usable.
+        let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
+        state.catch_up(self.limits);
+        state
+    }
+}
+
+impl State {
+    /// Reads every event already published. Never waits: the subscription is polled without
+    /// a waker, and an event whose publish has returned is already in its buffer.
+    fn catch_up(&mut self, limits: HistoryLimits) {
+        while let Some(item) = self.subscription.next().now_or_never() {
+            match item {
+                None => return,
+                Some(Ok(envelope)) => self.read(&envelope, limits),
+                Some(Err(Lagged(missed))) => match self.bus.subscribe_from(self.cursor) {
+                    Ok(subscription) => self.subscription = subscription,
+                    Err(_) => {
+                        self.lost += missed;
+                        self.subscription = self.bus.subscribe_all();
+                        self.cursor = self.subscription.start();
+                    }
+                },
+            }
+        }
+    }
+
+    /// Appends the record `envelope` stands for, if any, to its session.
+    fn read(&mut self, envelope: &Envelope, limits: HistoryLimits) {
+        self.cursor = envelope.id();
+        let Some((session_id, record)) = Record::of_event(envelope) else {
+            return;
+        };
+        self.position += 1;
+        let position = self.position;
+        let session = self.sessions.entry(Arc::clone(&session_id)).or_default();
+        if let Some((newest, _)) = session.records.back() {
+            self.by_newest.remove(newest);
+        }
+        session.records.push_back((position, record));
+        self.records += 1;
+        let limit = limits.records_per_session.max(1);
+        if session.records.len() > limit + askbus_store::history_slack(limit) {
+            let excess = session.records.len() - limit;
+            session.records.drain(..excess);
+            self.records -= excess;
+        }
+        self.by_newest.insert(position, session_id);
+        while self.records > limits.records_in_memory
+            && let Some((_, quietest)) = self.by_newest.pop_first()
+        {
+            if let Some(dropped) = self.sessions.remove(&quietest) {
+                self.records -= dropped.records.len();
+            }
+        }
+    }
+}
+
+/// Reads `history`'s bus as events are published, until the history is dropped (or the
+/// bus): what wakes it is only a reason to catch up.
+async fn read_as_published(mut news: Subscription, history: Weak<MemoryHistory>) {
+    while news.next().await.is_some() {
+        let Some(history) = history.upgrade() else {
+            return;
+        };
+        drop(history.caught_up());
+    }
+}
