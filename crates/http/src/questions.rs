@@ -165,7 +165,14 @@ pub(crate) async fn get(
     caller: Caller,
     QuestionPath(id): QuestionPath,
 ) -> Result<Json<QuestionStatus>, ApiError> {
-    let snapshot = visible(&state, &caller, id).await?;
+    let mut snapshot = visible(&state, &caller, id).await?;
+    if snapshot.outcome.is_none() && state.inner.hub.shares_store() {
+        // Pending here, but perhaps answered through another server a moment ago: a read
+        // is never older than what the client saw elsewhere (a reply needs no such wait:
+        // the store decides it).
+        state.inner.hub.caught_up().await?;
+        snapshot = visible(&state, &caller, id).await?;
+    }
     Ok(Json(QuestionStatus::from_snapshot(snapshot)))
 }
 
