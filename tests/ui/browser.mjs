@@ -18,17 +18,16 @@
 //
 // Environment: ASKBUS_UI_URL (no auth), ASKBUS_UI_PROXY_URL (the same server through a
 // proxy the test can cut), ASKBUS_UI_AUTH_URL + ASKBUS_UI_TOKEN (auth on),
-// ASKBUS_UI_FLOOD_URL (a server of its own for the flood), ASKBUS_UI_CHROMIUM,
-// ASKBUS_UI_DURABLE_URL (a server keeping everything in SQLite, which `restart` restarts on
-// the same address), ASKBUS_UI_CHROMIUM,
+// ASKBUS_UI_FLOOD_URL (a server of its own for the flood), ASKBUS_UI_DURABLE_URL (a server
+// keeping everything in SQLite, which `restart` restarts on the same address),
+// ASKBUS_UI_CHROMIUM,
 // ASKBUS_UI_SCREENSHOTS (a directory), ASKBUS_UI_ONLY (comma-separated scenario names).
 
 import assert from 'node:assert/strict';
-import { mkdtemp, mkdir, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
-import { chromium } from 'playwright-core';
+import { launch } from './chromium.mjs';
 
 const env = (name) => {
   const value = process.env[name];
@@ -42,7 +41,6 @@ const URL_FLOOD = env('ASKBUS_UI_FLOOD_URL');
 const URL_DURABLE = env('ASKBUS_UI_DURABLE_URL');
 const TOKEN = env('ASKBUS_UI_TOKEN');
 const SCREENSHOTS = env('ASKBUS_UI_SCREENSHOTS');
-const CHROMIUM = process.env.ASKBUS_UI_CHROMIUM || '/usr/bin/chromium';
 const ONLY = (process.env.ASKBUS_UI_ONLY || '').split(',').filter(Boolean);
 const WAIT = 10_000;
 const DESKTOP = { width: 1280, height: 900 };
@@ -1381,22 +1379,8 @@ const scenarios = {
 
 async function main() {
   await mkdir(SCREENSHOTS, { recursive: true });
-  const profile = await mkdtemp(join(tmpdir(), 'askbus-ui-chromium-'));
   const started = Date.now();
-  context = await chromium.launchPersistentContext(profile, {
-    executablePath: CHROMIUM,
-    headless: true,
-    args: [
-      '--headless',
-      '--no-sandbox',
-      '--disable-gpu',
-      '--disable-background-networking',
-      '--disable-component-update',
-      '--disable-sync',
-      '--no-first-run',
-    ],
-    viewport: DESKTOP,
-  });
+  context = await launch({ viewport: DESKTOP });
   // A step that cannot happen fails within the same limit as a wait.
   context.setDefaultTimeout(WAIT);
   context.on('request', (request) => {
@@ -1427,7 +1411,6 @@ async function main() {
     assert.deepEqual(pageErrors, [], 'no uncaught errors in the page');
   } finally {
     await context.close();
-    await rm(profile, { recursive: true, force: true });
   }
   process.stdout.write(`${JSON.stringify({ done: { scenarios: ran, screenshots, flood: floodFigures } })}\n`);
 }

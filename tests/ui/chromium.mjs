@@ -1,7 +1,7 @@
 // Debian's chromium as every browser test here launches it: headless, a fresh profile,
 // and none of the background networking this machine's closed network would refuse.
 
-import { mkdtemp } from 'node:fs/promises';
+import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { chromium } from 'playwright-core';
@@ -10,12 +10,13 @@ import { chromium } from 'playwright-core';
 export const CHROMIUM = process.env.ASKBUS_UI_CHROMIUM || '/usr/bin/chromium';
 
 /**
- * A persistent context of chromium in a new profile directory, with `args` added to the
- * usual flags and `options` passed to playwright's `launchPersistentContext`.
+ * A persistent context of chromium in a new profile directory (removed when the context
+ * closes), with `args` added to the usual flags and `options` passed to playwright's
+ * `launchPersistentContext`.
  */
 export async function launch({ args = [], ...options } = {}) {
   const profile = await mkdtemp(join(tmpdir(), 'askbus-chromium-'));
-  return chromium.launchPersistentContext(profile, {
+  const context = await chromium.launchPersistentContext(profile, {
     executablePath: CHROMIUM,
     headless: true,
     args: [
@@ -30,4 +31,11 @@ export async function launch({ args = [], ...options } = {}) {
     ],
     ...options,
   });
+  // Closing the context also removes its profile, before the close resolves.
+  const close = context.close.bind(context);
+  context.close = async (...args) => {
+    await close(...args);
+    await rm(profile, { recursive: true, force: true });
+  };
+  return context;
 }
