@@ -153,7 +153,7 @@ pub struct Cli {
     /// Host name the server answers for beside its listen address and the loopback names
     /// (`NAME` on any port, `NAME:PORT`, or `*` for any host, which needs a --token):
     /// requests naming any other `Host` are refused (421), which stops DNS rebinding.
-    /// Required when listening on 0.0.0.0 or [::]. Repeat the flag or separate with commas.
+    /// Required when listening on `0.0.0.0` or `[::]`. Repeat the flag or separate with commas.
     #[arg(
         long = "allowed-host",
         env = "ASKBUS_ALLOWED_HOSTS",
