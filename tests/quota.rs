@@ -28,6 +28,8 @@ fn per_session(per_session: usize) -> PendingLimits {
         per_session,
         per_account: usize::MAX,
         total: usize::MAX,
+        bytes: usize::MAX,
+        values_per_request: usize::MAX,
     }
 }
 
@@ -366,8 +368,8 @@ async fn concurrent_creates_and_cancels_never_pass_a_limit() {
     const SESSIONS: usize = 5;
     let hub = hub(PendingLimits {
         per_session: PER_SESSION,
-        per_account: usize::MAX,
         total: TOTAL,
+        ..per_session(PER_SESSION)
     });
     // Five sessions of 40 could hold 200: the total stops them at exactly 150.
     assert_eq!(race(&hub, 16, 60, false).await, TOTAL);

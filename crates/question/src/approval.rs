@@ -19,7 +19,7 @@ use crate::approval_model::{
     ApprovalReply, ApprovalRequest, ApprovalTimedOut, Decision, DecisionType, ReviewConfig,
 };
 use crate::interrupt::RequestId;
-use crate::quota::{Charge, QuotaExceeded};
+use crate::quota::{Charge, QuotaExceeded, Weight};
 use crate::record::Durable;
 use crate::registry::{
     self, Kind, Outcome, OutcomeKind, Refused, Registry, ResolveError, SharedIds, Snapshot,
@@ -188,6 +188,14 @@ impl Kind for ApprovalRegistryKind {
     }
 
     type Content = (Vec<Action>, Vec<ReviewConfig>);
+
+    fn content_weight(content: &Self::Content) -> Weight {
+        Weight::of(content)
+    }
+
+    fn weight(request: &ApprovalRequest) -> Weight {
+        Weight::of(&(&request.action_requests, &request.review_configs))
+    }
 
     /// The same calls (names, arguments, call ids, descriptions) in the same order, under
     /// the same review configs: a decision allowed by other configs, or taken on other
@@ -419,6 +427,7 @@ impl ApprovalService {
         let charge = Charge {
             session: Arc::clone(&session_id),
             account: self.account.clone(),
+            weight: 0,
         };
         let ticket = self.registry.register(
             call.clone(),
@@ -449,6 +458,9 @@ impl ApprovalService {
             )
             .into()),
             Err(Refused::OverQuota(exceeded)) => Err(exceeded.into()),
+            Err(Refused::TooLarge { values, limit }) => {
+                Err(ValidationError::too_many_values(values, limit).into())
+            }
         }
     }
 

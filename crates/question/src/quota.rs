@@ -74,6 +74,26 @@ pub struct PendingLimits {
     pub per_account: usize,
     /// Pending requests of the hub. Default: 100,000.
     pub total: usize,
+    /// The [weight](Weight) of all pending requests together: about the memory they take,
+    /// in bytes. Default: 256 MiB. Resolved requests the registries remember (for late
+    /// readers, `409` answers and retries of a tool call) are forgotten, oldest first, once
+    /// theirs passes a quarter of it, in each kind.
+    pub bytes: usize,
+    /// JSON values in one request's content (its questions; its calls' arguments and
+    /// review configs). Default: 2,000. A parsed value costs far more memory than its
+    /// text (`[{},{},…]` takes some 30 times its size), so a body within the size limit can
+    /// still be a heavy request: this bounds one, and [`bytes`](Self::bytes) all of them.
+    pub values_per_request: usize,
+}
+
+/// What a request's content costs to hold: its size as JSON, and how many JSON values it
+/// has; together, its [`bytes`](Self::bytes), an estimate of the memory it takes.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct Weight {
+    /// The length of its JSON text.
+    pub(crate) json: usize,
+    /// Its JSON values (each object, array, string, number, boolean and null).
+    pub(crate) values: usize,
 }
 
 /// Which limit a new request would pass; its message names it and what to do.
@@ -110,6 +130,16 @@ pub enum QuotaExceeded {
         /// The limit ([`PendingLimits::total`]).
         limit: usize,
     },
+    /// The pending requests weigh as much as they may ([`PendingLimits::bytes`]).
+    #[error(
+        "the pending requests already take the memory this server gives them ({} MiB): wait \
+         for answers, or ask with less content, before asking more",
+        limit / (1024 * 1024)
+    )]
+    Bytes {
+        /// The limit ([`PendingLimits::bytes`]).
+        limit: usize,
+    },
 }
 
 /// Who a new request is charged to: its session, and its asker's account if any.
@@ -118,6 +148,8 @@ pub(crate) struct Charge {
     pub(crate) session: Arc<str>,
     /// The account of the handle it was made through.
     pub(crate) account: Option<Arc<str>>,
+    /// What its content weighs (measured only when a quota is installed).
+    pub(crate) weight: usize,
 }
 
 /// The counts and limits of one hub, shared by its two registries (taken under a registry
@@ -133,6 +165,8 @@ struct Counts {
     limits: PendingLimits,
     /// Pending requests in all.
     total: usize,
+    /// Their weight, in all.
+    bytes: usize,
     /// Pending requests per session; sessions with none are removed.
     sessions: HashMap<Arc<str>, usize>,
     /// Pending requests per account; accounts with none are removed.
@@ -145,6 +179,8 @@ impl Default for PendingLimits {
             per_session: 1_000,
             per_account: usize::MAX,
             total: 100_000,
+            bytes: 256 * 1024 * 1024,
+            values_per_request: 2_000,
         }
     }
 }
@@ -156,6 +192,7 @@ impl Quota {
             state: Mutex::new(Counts {
                 limits,
                 total: 0,
+                bytes: 0,
                 sessions: HashMap::new(),
                 accounts: HashMap::new(),
             }),
@@ -176,6 +213,11 @@ impl Quota {
                 limit: limits.total,
             });
         }
+        if counts.bytes.saturating_add(charge.weight) > limits.bytes {
+            return Err(QuotaExceeded::Bytes {
+                limit: limits.bytes,
+            });
+        }
         if counts.sessions.get(&*charge.session).copied().unwrap_or(0) >= limits.per_session {
             return Err(QuotaExceeded::Session {
                 session: Arc::clone(&charge.session),
@@ -191,6 +233,7 @@ impl Quota {
             });
         }
         counts.total += 1;
+        counts.bytes += charge.weight;
         *counts
             .sessions
             .entry(Arc::clone(&charge.session))
@@ -201,10 +244,12 @@ impl Quota {
         Ok(())
     }
 
-    /// Counts a request that exists already (read from the store), whatever the limits.
-    pub(crate) fn count(&self, session: &str) {
+    /// Counts a request of `session` weighing `weight` that exists already (read from the
+    /// store), whatever the limits.
+    pub(crate) fn count(&self, session: &str, weight: usize) {
         let mut counts = self.lock();
         counts.total += 1;
+        counts.bytes += weight;
         match counts.sessions.get_mut(session) {
             Some(count) => *count += 1,
             None => {
@@ -213,14 +258,21 @@ impl Quota {
         }
     }
 
-    /// Frees the slot of a request of `session` (charged to `account`) that ended.
-    pub(crate) fn release(&self, session: &str, account: Option<&Arc<str>>) {
+    /// Frees the slot of a request of `session` (charged to `account`, weighing `weight`)
+    /// that ended.
+    pub(crate) fn release(&self, session: &str, account: Option<&Arc<str>>, weight: usize) {
         let mut counts = self.lock();
         counts.total = counts.total.saturating_sub(1);
+        counts.bytes = counts.bytes.saturating_sub(weight);
         decrement(&mut counts.sessions, session);
         if let Some(account) = account {
             decrement(&mut counts.accounts, account);
         }
+    }
+
+    /// The limits in force.
+    pub(crate) fn limits(&self) -> PendingLimits {
+        self.lock().limits
     }
 
     fn lock(&self) -> MutexGuard<'_, Counts> {
@@ -238,5 +290,66 @@ fn decrement(counts: &mut HashMap<Arc<str>, usize>, key: &str) {
         if *count == 0 {
             counts.remove(key);
         }
+    }
+}
+
+impl Weight {
+    /// What `content` weighs, measured on its JSON: as [`serde_json`] writes it, the
+    /// structural characters outside strings (`{`, `[`, `,`) count its values.
+    pub(crate) fn of<T: serde::Serialize + ?Sized>(content: &T) -> Self {
+        let mut counter = JsonCounter::default();
+        // Writing to a counter cannot fail, and the content types serialise infallibly.
+        let _ = serde_json::to_writer(&mut counter, content);
+        Self {
+            json: counter.bytes,
+            values: counter.values + 1,
+        }
+    }
+
+    /// The memory estimate: the JSON text, plus one parsed [`serde_json::Value`] per
+    /// value.
+    pub(crate) fn bytes(self) -> usize {
+        self.json
+            .saturating_add(self.values.saturating_mul(size_of::<serde_json::Value>()))
+    }
+}
+
+/// Counts the bytes and values of the JSON written to it.
+#[derive(Default)]
+struct JsonCounter {
+    /// Bytes written.
+    bytes: usize,
+    /// `{`, `[` and `,` seen outside strings: one more value each, but for the top one.
+    values: usize,
+    /// Whether the writer is inside a string.
+    in_string: bool,
+    /// Whether the last byte inside a string was an unescaped backslash.
+    escaped: bool,
+}
+
+impl std::io::Write for JsonCounter {
+    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+        self.bytes += bytes.len();
+        for &byte in bytes {
+            if self.in_string {
+                match (self.escaped, byte) {
+                    (true, _) => self.escaped = false,
+                    (false, b'\\') => self.escaped = true,
+                    (false, b'"') => self.in_string = false,
+                    _ => {}
+                }
+            } else {
+                match byte {
+                    b'"' => self.in_string = true,
+                    b'{' | b'[' | b',' => self.values += 1,
+                    _ => {}
+                }
+            }
+        }
+        Ok(bytes.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
     }
 }

@@ -50,7 +50,7 @@ use tokio::sync::{Notify, oneshot};
 use tokio::time::Instant;
 
 use crate::interrupt::RequestId;
-use crate::quota::{Charge, Quota, QuotaExceeded};
+use crate::quota::{Charge, Quota, QuotaExceeded, Weight};
 use crate::record::{self, Durable, DurableError, Recorder};
 use crate::session_index::SessionIndex;
 
@@ -150,6 +150,11 @@ pub(crate) trait Kind: Send + Sync + Sized + 'static {
     /// What an ask of this kind asks the human (the questions; the calls to review), from
     /// which [`register`](Registry::register) builds the request.
     type Content;
+    /// What `content` weighs (see [`Weight`]); the same as [`weight`](Self::weight) of the
+    /// request built from it.
+    fn content_weight(content: &Self::Content) -> Weight;
+    /// What `request`'s content weighs.
+    fn weight(request: &Self::Request) -> Weight;
     /// Whether `request` asked the human exactly `content`, so that a second ask of the
     /// same tool call may take its outcome. Compared as data (JSON arguments as values,
     /// so the order of object keys does not matter).
@@ -184,6 +189,14 @@ pub(crate) enum Refused<Id> {
     CallReused(Id),
     /// A limit of the registry's quota would be passed.
     OverQuota(QuotaExceeded),
+    /// The content has more JSON values than one request may
+    /// ([`PendingLimits::values_per_request`](crate::PendingLimits::values_per_request)).
+    TooLarge {
+        /// How many it has.
+        values: usize,
+        /// How many it may have.
+        limit: usize,
+    },
 }
 
 /// How a registry uses the store it records in.
@@ -261,6 +274,8 @@ struct State<K: Kind> {
     deadlines: BTreeSet<(Instant, Id<K::IdKind>)>,
     /// The most recently created resolved requests, at most `retain_resolved`.
     resolved: BTreeMap<Id<K::IdKind>, Resolved<K>>,
+    /// The weight of the resolved requests remembered (0 without a quota).
+    resolved_weight: usize,
     /// Extra waiters from [`Registry::wait`], by pending request. Kept out of [`Pending`]
     /// because few requests have any, and every pending entry would pay for the field.
     watchers: HashMap<Id<K::IdKind>, Vec<OutcomeSender<K>>>,
@@ -285,6 +300,8 @@ struct Pending<K: Kind> {
     announced: bool,
     /// The account its slot of the quota was charged to, if any (see [`Quota`]).
     account: Option<Arc<str>>,
+    /// Its [`Weight`] in bytes, measured while a quota is installed (0 otherwise).
+    weight: usize,
 }
 
 /// A request that reached its outcome, remembered for late readers.
@@ -293,6 +310,8 @@ struct Resolved<K: Kind> {
     request: Arc<K::Request>,
     /// How it ended.
     outcome: Outcome<K::Reply>,
+    /// Its weight in bytes, as it had while pending.
+    weight: usize,
 }
 
 /// Outcome deliveries collected under the lock and sent after it is released.
@@ -345,12 +364,13 @@ impl<K: Kind> Registry<K> {
     /// Makes `quota` cap this registry's new requests from now on, counting every request
     /// already pending. A registry has one quota for good: a second is ignored.
     pub(crate) fn install_quota(&self, quota: &Arc<Quota>) {
-        let state = self.inner.lock();
+        let mut state = self.inner.lock();
         // Under the lock, so no request is registered or ended between the count and the
         // installation.
         if self.inner.quota.set(Arc::clone(quota)).is_ok() {
-            for entry in state.pending.values() {
-                quota.count(K::session_id(&entry.request));
+            for entry in state.pending.values_mut() {
+                entry.weight = K::weight(&entry.request).bytes();
+                quota.count(K::session_id(&entry.request), entry.weight);
             }
         }
     }
@@ -368,6 +388,7 @@ impl<K: Kind> Registry<K> {
                     pending: BTreeMap::new(),
                     deadlines: BTreeSet::new(),
                     resolved: BTreeMap::new(),
+                    resolved_weight: 0,
                     watchers: HashMap::new(),
                     index: K::Index::default(),
                     calls: HashMap::new(),
@@ -433,6 +454,7 @@ impl<K: Kind> Registry<K> {
                     Resolved {
                         request: Arc::new(request),
                         outcome,
+                        weight: 0,
                     },
                 );
             }
@@ -496,7 +518,7 @@ impl<K: Kind> Registry<K> {
     pub(crate) fn register(
         &self,
         call: Option<CallKey>,
-        charge: Charge,
+        mut charge: Charge,
         content: K::Content,
         build: impl FnOnce(Id<K::IdKind>, &mut K::Index, K::Content) -> K::Request,
         deadline: Option<Instant>,
@@ -504,6 +526,18 @@ impl<K: Kind> Registry<K> {
         if deadline.is_some() {
             self.ensure_timer_driver();
         }
+        // Measured outside the lock (it writes the content's JSON), and only for a quota.
+        let weight = self.inner.quota.get().map(|quota| {
+            let limit = quota.limits().values_per_request;
+            let weight = K::content_weight(&content);
+            (weight.values <= limit)
+                .then_some(weight)
+                .ok_or(Refused::TooLarge {
+                    values: weight.values,
+                    limit,
+                })
+        });
+        let weight = weight.transpose()?;
         let (sender, receiver) = oneshot::channel();
         let mut guard = self.inner.lock();
         let state = &mut *guard;
@@ -554,6 +588,7 @@ impl<K: Kind> Registry<K> {
             });
         }
         if let Some(quota) = self.inner.quota.get() {
+            charge.weight = weight.map_or(0, Weight::bytes);
             quota.admit(&charge).map_err(Refused::OverQuota)?;
         }
         let id = lock_ids(&self.inner.ids).next_id();
@@ -576,6 +611,7 @@ impl<K: Kind> Registry<K> {
                 deadline,
                 announced,
                 account: charge.account,
+                weight: charge.weight,
             },
         );
         state.index_call(&request);
@@ -782,7 +818,11 @@ impl<K: Kind> Registry<K> {
                         let request = state.insert_recorded(request);
                         // Another instance's request: it exists, so it counts, unrefused.
                         if let Some(quota) = self.inner.quota.get() {
-                            quota.count(K::session_id(&request));
+                            let weight = K::weight(&request).bytes();
+                            if let Some(entry) = state.pending.get_mut(&id) {
+                                entry.weight = weight;
+                            }
+                            quota.count(K::session_id(&request), weight);
                         }
                         if let Some(at) = state.pending.get(&id).and_then(|entry| entry.deadline)
                             && state.deadlines.first() == Some(&(at, id))
@@ -1096,7 +1136,11 @@ impl<K: Kind> Inner<K> {
     ) -> Option<Delivery<K>> {
         let entry = state.pending.remove(&id)?;
         if let Some(quota) = self.quota.get() {
-            quota.release(K::session_id(&entry.request), entry.account.as_ref());
+            quota.release(
+                K::session_id(&entry.request),
+                entry.account.as_ref(),
+                entry.weight,
+            );
         }
         state
             .sessions
@@ -1122,9 +1166,19 @@ impl<K: Kind> Inner<K> {
             K::publish_outcome(&self.bus, &entry.request, &outcome);
         }
         if self.retain_resolved > 0 {
-            if state.resolved.len() >= self.retain_resolved
-                && let Some((_, forgotten)) = state.resolved.pop_first()
+            // The oldest go first: past the count, and past a quarter of the quota's bytes.
+            let bytes = self
+                .quota
+                .get()
+                .map_or(usize::MAX, |quota| quota.limits().bytes / 4);
+            state.resolved_weight += entry.weight;
+            while state.resolved.len() >= self.retain_resolved
+                || (state.resolved_weight > bytes && !state.resolved.is_empty())
             {
+                let Some((_, forgotten)) = state.resolved.pop_first() else {
+                    break;
+                };
+                state.resolved_weight -= forgotten.weight;
                 state.forget(&forgotten.request);
             }
             state.resolved.insert(
@@ -1132,6 +1186,7 @@ impl<K: Kind> Inner<K> {
                 Resolved {
                     request: entry.request,
                     outcome: outcome.clone(),
+                    weight: entry.weight,
                 },
             );
         } else {
@@ -1330,6 +1385,7 @@ impl<K: Kind> State<K> {
                 deadline,
                 announced: true,
                 account: None,
+                weight: 0,
             },
         );
         request

@@ -16,7 +16,7 @@ use crate::model::{
     Answer, Answers, QuestionAsked, QuestionCancelled, QuestionId, QuestionInfo, QuestionKind,
     QuestionRejected, QuestionReplied, QuestionRequest, QuestionTimedOut, ToolRef,
 };
-use crate::quota::{Charge, QuotaExceeded};
+use crate::quota::{Charge, QuotaExceeded, Weight};
 use crate::record::Durable;
 use crate::registry::{
     self, Kind, Outcome, OutcomeKind, Refused, Registry, ResolveError, SharedIds, Snapshot,
@@ -202,6 +202,14 @@ impl Kind for QuestionRegistryKind {
     }
 
     type Content = Vec<QuestionInfo>;
+
+    fn content_weight(questions: &Vec<QuestionInfo>) -> Weight {
+        Weight::of(questions)
+    }
+
+    fn weight(request: &QuestionRequest) -> Weight {
+        Weight::of(&request.questions)
+    }
 
     /// The same questions, options and flags, in the same order.
     fn asks(request: &QuestionRequest, questions: &Vec<QuestionInfo>) -> bool {
@@ -397,6 +405,7 @@ impl QuestionService {
         let charge = Charge {
             session: Arc::clone(&session_id),
             account: self.account.clone(),
+            weight: 0,
         };
         let ticket = self.registry.register(
             call.clone(),
@@ -426,6 +435,9 @@ impl QuestionService {
             )
             .into()),
             Err(Refused::OverQuota(exceeded)) => Err(exceeded.into()),
+            Err(Refused::TooLarge { values, limit }) => {
+                Err(ValidationError::too_many_values(values, limit).into())
+            }
         }
     }
 

@@ -74,6 +74,14 @@ impl ValidationError {
         }
     }
 
+    /// A request whose content has `values` JSON values, over the `limit` of one request.
+    pub(crate) fn too_many_values(values: usize, limit: usize) -> Self {
+        Self::request(format!(
+            "the request holds about {values} JSON values (in its questions, or its calls' \
+             arguments); one request may hold {limit}"
+        ))
+    }
+
     fn question(index: usize, info: &QuestionInfo, problem: impl fmt::Display) -> Self {
         Self {
             question_index: Some(index),

@@ -210,6 +210,26 @@ pub struct Cli {
     /// --max-pending with two or more tokens, else no limit of its own.
     #[arg(long, env = "ASKBUS_MAX_PENDING_PER_TOKEN", global = true)]
     pub max_pending_per_token: Option<usize>,
+    /// Most memory, in MiB, that all pending requests together may take (their JSON, plus
+    /// a parsed value per JSON value); a create beyond is refused with 429. Resolved
+    /// requests kept in memory for late readers are forgotten past a quarter of it.
+    #[arg(
+        long,
+        env = "ASKBUS_MAX_PENDING_MIB",
+        default_value_t = 256,
+        global = true
+    )]
+    pub max_pending_mib: usize,
+    /// Most JSON values in one request's content (its questions, or its calls' arguments):
+    /// a heavier request is refused with 422, since a parsed value costs far more memory
+    /// than its text.
+    #[arg(
+        long,
+        env = "ASKBUS_MAX_REQUEST_VALUES",
+        default_value_t = 2_000,
+        global = true
+    )]
+    pub max_request_values: usize,
     /// Most event streams and long polls open at once, MCP's stream included (503
     /// beyond). Default: from the open-files limit, leaving a quarter (at least 256) for
     /// everything else, at most 50,000.
@@ -505,6 +525,9 @@ impl Cli {
             per_session: at_least_one(self.max_pending_per_session, "--max-pending-per-session")?,
             per_account: per_token(self.max_pending_per_token, total, "--max-pending-per-token")?,
             total,
+            bytes: at_least_one(self.max_pending_mib, "--max-pending-mib")?
+                .saturating_mul(1024 * 1024),
+            values_per_request: at_least_one(self.max_request_values, "--max-request-values")?,
         };
         let streams = match self.max_event_streams {
             Some(asked) => at_least_one(asked, "--max-event-streams")?,
