@@ -442,3 +442,105 @@ fn check_within_limits(hub: &RequestHub, total: usize, per_session: usize, sessi
         assert!(held <= per_session, "{session} holds {held}");
     }
 }
+
+/// An approval whose arguments hold `values` JSON values (an array of empty objects, the
+/// heaviest shape per byte).
+fn heavy(values: usize) -> Vec<Action> {
+    let args = json!({"rows": vec![json!({}); values]});
+    vec![Action::new("insert_rows", args)]
+}
+
+#[tokio::test]
+async fn requests_are_capped_by_what_they_weigh_not_only_by_count() {
+    // Room for a few heavy requests, and as many light ones as the count allows.
+    let limits = PendingLimits {
+        bytes: 1024 * 1024,
+        ..per_session(usize::MAX)
+    };
+    let hub = hub(limits);
+    let mut pending = Vec::new();
+    let refused = loop {
+        match hub
+            .approvals()
+            .submit("s1", heavy(1_500), vec![], Timeout::Never)
+        {
+            Ok(request) => pending.push(request),
+            Err(refused) => break refused,
+        }
+        assert!(pending.len() < 100, "never refused");
+    };
+    assert_eq!(
+        exceeded(Err::<(), _>(refused)),
+        QuotaExceeded::Bytes { limit: 1024 * 1024 }
+    );
+    assert!(
+        (2..20).contains(&pending.len()),
+        "{} admitted",
+        pending.len()
+    );
+    // Ending one frees its weight.
+    drop(pending.pop());
+    settle().await;
+    assert!(
+        hub.approvals()
+            .submit("s1", heavy(1_500), vec![], Timeout::Never)
+            .is_ok(),
+        "the weight of an ended request is free again"
+    );
+}
+
+#[tokio::test]
+async fn one_request_may_hold_only_so_many_json_values() {
+    let hub = hub(PendingLimits {
+        values_per_request: 1_000,
+        ..per_session(usize::MAX)
+    });
+    let mut events = hub.bus().subscribe_all();
+    let refused = hub
+        .approvals()
+        .submit("s1", heavy(1_000), vec![], Timeout::Never);
+    let Err(SubmitError::Invalid(invalid)) = refused else {
+        panic!("a request of 1,000 empty objects is refused as invalid");
+    };
+    assert!(invalid.to_string().contains("JSON values"), "{invalid}");
+    assert!(ready_envelopes(&mut events).is_empty(), "nothing was asked");
+    assert_eq!(hub.approvals().pending_count(), 0);
+    assert!(
+        hub.approvals()
+            .submit("s1", heavy(400), vec![], Timeout::Never)
+            .is_ok()
+    );
+}
+
+#[tokio::test]
+async fn resolved_requests_are_forgotten_past_a_quarter_of_the_bytes() {
+    let hub = hub(PendingLimits {
+        bytes: 4 * 1024 * 1024,
+        ..per_session(usize::MAX)
+    });
+    let mut ids = Vec::new();
+    for _ in 0..40 {
+        let request = hub
+            .approvals()
+            .submit("s1", heavy(1_500), vec![], Timeout::Never)
+            .unwrap();
+        ids.push(request.id());
+        hub.approvals().cancel(request.id()).unwrap();
+        drop(request);
+    }
+    // Each weighs some 250 KB: a quarter of 4 MiB keeps the newest few, not all 40 (the
+    // count would keep 10,000).
+    let remembered = ids
+        .iter()
+        .filter(|id| hub.approvals().get(**id).is_some())
+        .count();
+    assert!((1..10).contains(&remembered), "{remembered} remembered");
+    assert!(
+        hub.approvals().get(*ids.last().unwrap()).is_some(),
+        "the newest is kept"
+    );
+    assert!(
+        hub.approvals().get(ids[0]).is_none(),
+        "the oldest is forgotten"
+    );
+}

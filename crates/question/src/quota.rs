@@ -295,7 +295,8 @@ fn decrement(counts: &mut HashMap<Arc<str>, usize>, key: &str) {
 
 impl Weight {
     /// What `content` weighs, measured on its JSON: as [`serde_json`] writes it, the
-    /// structural characters outside strings (`{`, `[`, `,`) count its values.
+    /// structural characters outside strings count its values (every `{` or `[` one child,
+    /// every `,` one more, an empty `{}` or `[]` none).
     pub(crate) fn of<T: serde::Serialize + ?Sized>(content: &T) -> Self {
         let mut counter = JsonCounter::default();
         // Writing to a counter cannot fail, and the content types serialise infallibly.
@@ -319,8 +320,11 @@ impl Weight {
 struct JsonCounter {
     /// Bytes written.
     bytes: usize,
-    /// `{`, `[` and `,` seen outside strings: one more value each, but for the top one.
+    /// Values below the top one: each `{` or `[` opens one child, each `,` one more, and
+    /// a container closed at once had none.
     values: usize,
+    /// The last byte written outside strings.
+    last: u8,
     /// Whether the writer is inside a string.
     in_string: bool,
     /// Whether the last byte inside a string was an unescaped backslash.
@@ -335,15 +339,20 @@ impl std::io::Write for JsonCounter {
                 match (self.escaped, byte) {
                     (true, _) => self.escaped = false,
                     (false, b'\\') => self.escaped = true,
-                    (false, b'"') => self.in_string = false,
+                    (false, b'"') => {
+                        self.in_string = false;
+                        self.last = b'"';
+                    }
                     _ => {}
                 }
             } else {
-                match byte {
-                    b'"' => self.in_string = true,
-                    b'{' | b'[' | b',' => self.values += 1,
+                match (self.last, byte) {
+                    (_, b'"') => self.in_string = true,
+                    (_, b'{' | b'[' | b',') => self.values += 1,
+                    (b'{', b'}') | (b'[', b']') => self.values -= 1,
                     _ => {}
                 }
+                self.last = byte;
             }
         }
         Ok(bytes.len())
@@ -351,5 +360,29 @@ impl std::io::Write for JsonCounter {
 
     fn flush(&mut self) -> std::io::Result<()> {
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::Weight;
+
+    #[test]
+    fn a_weight_counts_the_json_values() {
+        let check = |value: serde_json::Value, values: usize| {
+            let weight = Weight::of(&value);
+            assert_eq!(weight.values, values, "{value}");
+            assert_eq!(weight.json, value.to_string().len(), "{value}");
+        };
+        check(json!(1), 1);
+        check(json!([]), 1);
+        check(json!({}), 1);
+        check(json!([1, 2, 3]), 4);
+        check(json!([{}, {}, []]), 4);
+        check(json!({"a": 1, "b": [true, null]}), 5);
+        check(json!({"a,[{": "}],\"\\", "b": {}}), 3);
+        check(json!([[[]]]), 3);
     }
 }

@@ -744,3 +744,61 @@ async fn big_steps_are_not_kept_in_memory() {
     let kept = history["messages"].as_array().unwrap().len();
     assert!((1_000..=1_125).contains(&kept), "{kept} messages");
 }
+
+/// An approval in `session` whose arguments are `values` empty objects (the heaviest
+/// shape per byte of JSON), timing out after `timeout` seconds.
+fn heavy_approval(session: &str, values: usize, timeout: u64) -> Value {
+    json!({"session_id": session, "timeout": timeout, "action_requests": [
+        {"name": "insert_rows", "args": {"rows": vec![json!({}); values]}}
+    ]})
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn what_requests_weigh_is_bounded_not_only_their_number() {
+    let (server, _dir) = server().await;
+    let http = reqwest::Client::new();
+    // A body within the size limit whose parsed form weighs 30 times more: refused.
+    let heaviest = heavy_approval("heavy", 20_000, 300);
+    assert_eq!(server.post_status(&http, "/approval", &heaviest).await, 422);
+
+    let before = resident_bytes(server.pid(), "VmRSS:");
+    // Ask and let expire, again and again: nothing pending, and what is remembered of the
+    // resolved ones is bounded by weight, not by the 10,000 the count allows.
+    for _ in 0..300 {
+        let created = server
+            .post_status(&http, "/approval", &heavy_approval("churn", 1_900, 0))
+            .await;
+        assert_eq!(created, 200);
+    }
+    // Then keep them pending until the weight budget refuses more.
+    let mut admitted = 0;
+    let refused = loop {
+        let answer = server
+            .post(
+                &http,
+                "/approval",
+                &heavy_approval(&format!("s{admitted}"), 1_900, 3_600),
+            )
+            .await;
+        if answer.status() != 200 {
+            break answer;
+        }
+        admitted += 1;
+        assert!(admitted < 5_000, "never refused");
+    };
+    assert_eq!(refused.status(), 429);
+    let error: Value = refused.json().await.unwrap();
+    assert_eq!(error["code"], "quota");
+    assert!(
+        error["message"].as_str().unwrap().contains("MiB"),
+        "{error}"
+    );
+    let grown = resident_bytes(server.pid(), "VmHWM:").saturating_sub(before);
+    eprintln!(
+        "300 expired and {admitted} pending requests of 1,900 values: peak RSS {} MiB above {} MiB",
+        grown >> 20,
+        before >> 20
+    );
+    assert!(grown < 768 << 20, "peak RSS grew by {} MiB", grown >> 20);
+    assert_eq!(server.get(&http, "/health").await["healthy"], true);
+}
