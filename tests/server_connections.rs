@@ -319,3 +319,90 @@ async fn a_connection_busy_after_the_grace_period_is_dropped() {
         "dropped, not answered"
     );
 }
+
+/// `initialize` over `/mcp` with `token`; the session id the server gave, or the refusal.
+async fn mcp_session(
+    client: &reqwest::Client,
+    server: &Server,
+    token: &str,
+) -> Result<String, reqwest::Response> {
+    let initialize = serde_json::json!({
+        "jsonrpc": "2.0", "id": 1, "method": "initialize",
+        "params": {"protocolVersion": "2025-06-18", "capabilities": {},
+                   "clientInfo": {"name": "askbus-test", "version": "0"}},
+    });
+    let answer = client
+        .post(server.url("/mcp"))
+        .header("accept", "application/json, text/event-stream")
+        .bearer_auth(token)
+        .json(&initialize)
+        .send()
+        .await
+        .expect("answered");
+    if answer.status() != reqwest::StatusCode::OK {
+        return Err(answer);
+    }
+    let session = answer.headers()["mcp-session-id"]
+        .to_str()
+        .expect("a session id")
+        .to_owned();
+    drop(answer);
+    Ok(session)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_mcp_request_holds_a_slot_of_its_token() {
+    const TOKENS: [&str; 2] = [
+        "mcp-slots-token-one-0123456789abcdef",
+        "mcp-slots-token-two-0123456789abcdef",
+    ];
+    // Four slots, two per token (the default share with two tokens).
+    let server = serve(|settings| {
+        settings.http.tokens = TOKENS
+            .iter()
+            .map(|token| askbus_http::AccessToken::all_sessions(*token))
+            .collect();
+        settings.http.event_streams = askbus_http::StreamSlots::new(4);
+        settings.http.max_event_streams_per_token = 2;
+    })
+    .await;
+    let client = reqwest::Client::new();
+    let open_stream = |token: &'static str, session: String| {
+        client
+            .get(server.url("/mcp"))
+            .header("accept", "text/event-stream")
+            .header("mcp-session-id", session)
+            .bearer_auth(token)
+            .send()
+    };
+    // The first token's two MCP streams are its share: its next request is refused with
+    // 429, even a POST, while the other token still has room.
+    let mut held = Vec::new();
+    for _ in 0..2 {
+        let session = mcp_session(&client, &server, TOKENS[0])
+            .await
+            .expect("a slot free");
+        let stream = open_stream(TOKENS[0], session).await.expect("answered");
+        assert_eq!(stream.status(), reqwest::StatusCode::OK);
+        held.push(stream);
+    }
+    let refused = mcp_session(&client, &server, TOKENS[0])
+        .await
+        .expect_err("over its share");
+    assert_eq!(refused.status(), reqwest::StatusCode::TOO_MANY_REQUESTS);
+    let body: Value = refused.json().await.expect("JSON");
+    assert_eq!(body["code"], "quota", "{body}");
+    let session = mcp_session(&client, &server, TOKENS[1])
+        .await
+        .expect("its own share");
+    held.push(open_stream(TOKENS[1], session).await.expect("answered"));
+    // A closed stream gives its slot back.
+    drop(held.remove(0));
+    let deadline = Instant::now() + HANG;
+    while mcp_session(&client, &server, TOKENS[0]).await.is_err() {
+        assert!(Instant::now() < deadline, "the slot came back");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    drop(held);
+    server.stop().await;
+}

@@ -169,33 +169,45 @@ impl<B> ValidateRequest<B> for Authenticate {
     type ResponseBody = Body;
 
     fn validate(&mut self, request: &mut Request<B>) -> Result<(), Response> {
-        let caller = if self.tokens.is_empty() {
-            Caller(TokenScope::AllSessions, None)
-        } else {
-            let (position, token) = bearer(request.headers())
-                .and_then(|candidate| find_token(&self.tokens, candidate))
-                .ok_or_else(|| Unauthorized.into_response())?;
-            Caller(token.scope.clone(), Some(position))
-        };
-        request.extensions_mut().insert(caller);
+        let Authorized { scope, token } = authorize(&self.tokens, request.headers())
+            .map_err(|refused| refused.into_response())?;
+        request.extensions_mut().insert(Caller(scope, token));
         Ok(())
     }
 }
 
+/// Who a request is from, as [`authorize`] established it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Authorized {
+    /// What its token gives access to ([`TokenScope::AllSessions`] without tokens).
+    pub scope: TokenScope,
+    /// Its token's position in the configured tokens, which names it in accounts and
+    /// errors (`token 2`) and takes its share of the stream slots
+    /// ([`StreamSlots::try_take_for`](crate::StreamSlots::try_take_for)); `None` without
+    /// tokens.
+    pub token: Option<usize>,
+}
+
 /// Checks a request's bearer token the way every protected route of the API does, for
-/// routes served beside [`router`](crate::router) (the MCP endpoint): the scope of the
-/// matching token ([`TokenScope::AllSessions`] when `tokens` is empty).
+/// routes served beside [`router`](crate::router) (the MCP endpoint): who the matching
+/// token is ([`TokenScope::AllSessions`] and no token when `tokens` is empty).
 ///
 /// # Errors
 ///
 /// [`Unauthorized`] when tokens are configured and the request bears none of them.
-pub fn authorize(tokens: &[AccessToken], headers: &HeaderMap) -> Result<TokenScope, Unauthorized> {
+pub fn authorize(tokens: &[AccessToken], headers: &HeaderMap) -> Result<Authorized, Unauthorized> {
     if tokens.is_empty() {
-        return Ok(TokenScope::AllSessions);
+        return Ok(Authorized {
+            scope: TokenScope::AllSessions,
+            token: None,
+        });
     }
     bearer(headers)
         .and_then(|candidate| find_token(tokens, candidate))
-        .map(|(_, token)| token.scope.clone())
+        .map(|(position, token)| Authorized {
+            scope: token.scope.clone(),
+            token: Some(position),
+        })
         .ok_or(Unauthorized)
 }
 

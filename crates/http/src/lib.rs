@@ -83,7 +83,7 @@ use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
 pub use askbus_protocol::HistoryLimits;
-pub use auth::{AccessToken, TokenScope, Unauthorized, authorize};
+pub use auth::{AccessToken, Authorized, TokenScope, Unauthorized, authorize};
 pub use cors::{CorsOrigin, InvalidOrigin};
 pub use error::{ApiError, ErrorCode};
 pub use extract::read_body;
@@ -169,8 +169,6 @@ struct Inner {
     shutdown: CancellationToken,
     /// Every session's seed-protocol history and stream, from the hub's store (or memory).
     transcripts: askbus_protocol::Transcripts,
-    /// Each token's own stream slots, if tokens have a limit of their own.
-    token_slots: streams::TokenSlots,
 }
 
 impl AppState {
@@ -218,18 +216,15 @@ fn build(
 ) -> (Router, utoipa::openapi::OpenApi) {
     let cors = cors::cors_layer(&config.cors_origins);
     let request_timeout = config.request_timeout;
-    let token_slots = streams::TokenSlots::new(
-        config.tokens.len(),
-        config.max_event_streams_per_token,
-        &config.event_streams,
-    );
+    config
+        .event_streams
+        .divide_among_tokens(config.tokens.len(), config.max_event_streams_per_token);
     let state = AppState {
         inner: Arc::new(Inner {
             transcripts: askbus_protocol::Transcripts::with_limits(&hub, config.history),
             hub,
             config,
             shutdown,
-            token_slots,
         }),
     };
 

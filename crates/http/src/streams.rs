@@ -9,7 +9,7 @@
 //! The policy, in exact words, is on [`StreamSlots`].
 
 use std::pin::Pin;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::task::{Context, Poll};
 use std::time::Duration;
 
@@ -48,7 +48,9 @@ pub const STREAM_RETRY_AFTER: Duration = Duration::from_secs(10);
 ///   one, so they answer with every slot taken.
 ///
 /// The slots are a handle: a server that holds other streams (the MCP endpoint's) gives
-/// them the same handle ([`try_take`](Self::try_take)), so one cap covers them all.
+/// them the same handle ([`try_take_for`](Self::try_take_for)), so one cap covers them
+/// all, each token's included (the router divides the handle among its tokens when it is
+/// built).
 ///
 /// # Examples
 ///
@@ -71,6 +73,8 @@ pub struct StreamSlots {
     free: Arc<Semaphore>,
     /// How many slots there are.
     limit: usize,
+    /// Each token's own slots, once the router divided the slots among its tokens.
+    tokens: Arc<OnceLock<TokenSlots>>,
 }
 
 /// A slot taken from [`StreamSlots`] (and, for a caller with a token, one of that token's);
@@ -98,6 +102,7 @@ impl StreamSlots {
         Self {
             free: Arc::new(Semaphore::new(limit)),
             limit,
+            tokens: Arc::default(),
         }
     }
 
@@ -112,16 +117,58 @@ impl StreamSlots {
     }
 
     /// Takes a free slot, for a response held open outside the router (the server's MCP
-    /// stream); hold it with [`StreamSlot::hold`].
+    /// endpoint); hold it with [`StreamSlot::hold`].
     ///
     /// # Errors
     ///
     /// 503 `too_many_streams` with `Retry-After` when every slot is taken.
     pub fn try_take(&self) -> Result<StreamSlot, ApiError> {
+        self.try_take_for(None)
+    }
+
+    /// Takes a free slot for a caller with the token at `token` (its position in
+    /// [`HttpConfig::tokens`](crate::HttpConfig), as [`authorize`](crate::authorize) names
+    /// it), or with none: a slot of the server's count and, when tokens have a limit of
+    /// their own, one of the token's, the token's first, so a token over its share is told
+    /// so (429) even when the server is full too.
+    ///
+    /// # Errors
+    ///
+    /// 429 `quota` with `Retry-After` when the token holds its share; 503
+    /// `too_many_streams` with `Retry-After` when every slot is taken.
+    pub fn try_take_for(&self, token: Option<usize>) -> Result<StreamSlot, ApiError> {
+        let token_slot = match token.and_then(|position| {
+            let tokens = self.tokens.get()?;
+            Some((position, tokens.slots.get(position)?, tokens.per_token))
+        }) {
+            None => None,
+            Some((position, slots, limit)) => Some(take(slots).ok_or_else(|| {
+                ApiError::new(
+                    ErrorCode::Quota,
+                    format!(
+                        "{} already holds {limit} open event streams and long polls, its limit; close some, or try again later",
+                        crate::account_name(position),
+                    ),
+                )
+                .with_retry_after(STREAM_RETRY_AFTER)
+            })?),
+        };
         Ok(StreamSlot {
             _server: self.take_permit()?,
-            _token: None,
+            _token: token_slot,
         })
+    }
+
+    /// Gives each of `tokens` tokens `per_token` slots of its own, unless that limits
+    /// nothing the server's count does not, or the slots were divided already (the
+    /// handle's first router does it, for every holder of the handle).
+    pub(crate) fn divide_among_tokens(&self, tokens: usize, per_token: usize) {
+        if per_token < self.limit {
+            let slots = (0..tokens)
+                .map(|_| Arc::new(Semaphore::new(per_token)))
+                .collect();
+            let _ = self.tokens.set(TokenSlots { slots, per_token });
+        }
     }
 
     /// A free slot's permit, or 503.
@@ -183,24 +230,12 @@ impl http_body::Body for Held {
     }
 }
 
-/// Per-token slots of a router: one count per configured token, or none when tokens have
-/// no limit of their own.
-pub(crate) struct TokenSlots {
-    /// By token position; empty when tokens have no limit of their own.
-    slots: Box<[StreamSlots]>,
-}
-
-impl TokenSlots {
-    /// `per_token` slots for each of `tokens` tokens; none if `per_token` does not limit
-    /// anything that `of_server` does not.
-    pub(crate) fn new(tokens: usize, per_token: usize, of_server: &StreamSlots) -> Self {
-        let slots = if per_token < of_server.limit() {
-            (0..tokens).map(|_| StreamSlots::new(per_token)).collect()
-        } else {
-            Box::default()
-        };
-        Self { slots }
-    }
+/// Each token's own slots: one count per configured token.
+struct TokenSlots {
+    /// By token position.
+    slots: Box<[Arc<Semaphore>]>,
+    /// How many slots each token has.
+    per_token: usize,
 }
 
 /// The layer of every held route: takes the caller's slots before the handler runs and
@@ -214,44 +249,13 @@ pub(crate) async fn hold_slot(
         .extensions()
         .get::<Caller>()
         .and_then(|caller| caller.1);
-    let slot = match take_for(&state, token) {
+    let slot = match state.inner.config.event_streams.try_take_for(token) {
         Ok(slot) => slot,
         Err(refused) => return refused.into_response(),
     };
     // The slot lives across the handler (a long poll waits in it), then with the body.
     let response = next.run(request).await;
     slot.hold(response)
-}
-
-/// A slot of the server's count and, for a token with a limit of its own, one of the
-/// token's: the token's first, so a token over its share is told so (429) even when the
-/// server is full too.
-fn take_for(state: &AppState, token: Option<usize>) -> Result<StreamSlot, ApiError> {
-    let token_slot = match token.and_then(|position| {
-        state
-            .inner
-            .token_slots
-            .slots
-            .get(position)
-            .map(|slots| (position, slots))
-    }) {
-        None => None,
-        Some((position, slots)) => Some(take(&slots.free).ok_or_else(|| {
-            ApiError::new(
-                ErrorCode::Quota,
-                format!(
-                    "{} already holds {} open event streams and long polls, its limit; close some, or try again later",
-                    crate::account_name(position),
-                    slots.limit
-                ),
-            )
-            .with_retry_after(STREAM_RETRY_AFTER)
-        })?),
-    };
-    Ok(StreamSlot {
-        _server: state.inner.config.event_streams.take_permit()?,
-        _token: token_slot,
-    })
 }
 
 /// A free permit of `semaphore`, if any (nothing closes these semaphores, so the only

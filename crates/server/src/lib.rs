@@ -37,9 +37,11 @@
 //!   nothing pending, are deleted once older than `--keep-resolved-days` (30 by default).
 //! - **Quotas.** What a client can make the server hold is bounded by flags. Pending
 //!   requests, questions and approvals together: `--max-pending-per-session` (1,000) and
-//!   `--max-pending` (100,000); beyond, a create is refused with 429 `quota` and
-//!   `Retry-After`, naming the limit. Event streams and long polls (and MCP's GET
-//!   stream): `--max-event-streams`, by default derived from the open-files limit, which
+//!   `--max-pending` (100,000), and by weight, `--max-pending-mib` (256) in all and
+//!   `--max-request-values` (2,000 JSON values) in one; beyond, a create is refused with
+//!   429 `quota` and `Retry-After` (422 for one request too heavy), naming the limit.
+//!   Event streams and long polls (and every `/mcp` request):
+//!   `--max-event-streams`, by default derived from the open-files limit, which
 //!   the binary raises to its hard limit at start-up ([`event_streams_for`]); beyond, 503
 //!   `too_many_streams` with `Retry-After`, while `/health`, replies and open streams go on.
 //!   With two or more tokens, each token may hold half of either by default

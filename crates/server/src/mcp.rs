@@ -27,7 +27,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use askbus_http::{AccessToken, ApiError, ErrorCode, StreamSlots, TokenScope};
+use askbus_http::{AccessToken, ApiError, Authorized, ErrorCode, StreamSlots, TokenScope};
 use askbus_mcp::{AskbusMcp, HttpOptions, ScopedSession};
 use askbus_question::RequestHub;
 use axum::Router;
@@ -85,34 +85,41 @@ struct Gate {
     body_timeout: Duration,
     /// Largest POST body, in bytes: the API's body limit.
     body_limit: usize,
-    /// The API's stream slots, one of which a `GET` stream holds.
+    /// The API's stream slots, one of which every request to `/mcp` holds.
     streams: StreamSlots,
 }
 
 /// The API's bearer check (a session-scoped token becomes a [`ScopedSession`] the MCP
-/// server reads), then a POST's body read whole within [`Gate::body_timeout`], or a slot
-/// for a GET's stream.
+/// server reads), a stream slot of the caller's token held by the response, then a POST's
+/// body read whole within [`Gate::body_timeout`].
 async fn pass_gate(State(gate): State<Arc<Gate>>, mut request: Request, next: Next) -> Response {
-    match askbus_http::authorize(&gate.tokens, request.headers()) {
-        Ok(TokenScope::AllSessions) => {}
-        Ok(TokenScope::Session(session)) => {
+    let token = match askbus_http::authorize(&gate.tokens, request.headers()) {
+        Ok(Authorized {
+            scope: TokenScope::AllSessions,
+            token,
+        }) => token,
+        Ok(Authorized {
+            scope: TokenScope::Session(session),
+            token,
+        }) => {
             request.extensions_mut().insert(ScopedSession(session));
+            token
         }
         Err(refused) => return refused.into_response(),
-    }
+    };
+    // Every MCP response may be held open (the GET stream; a tool call waiting for its
+    // human, or joining another's wait): each takes a slot, the caller's token's too.
+    let slot = match gate.streams.try_take_for(token) {
+        Ok(slot) => slot,
+        Err(refused) => return refused.into_response(),
+    };
     if request.method() == Method::POST {
         request = match read_body(request, &gate).await {
             Ok(request) => request,
             Err(refused) => return refused.into_response(),
         };
     }
-    if request.method() == Method::GET {
-        return match gate.streams.try_take() {
-            Ok(slot) => slot.hold(next.run(request).await),
-            Err(refused) => refused.into_response(),
-        };
-    }
-    next.run(request).await
+    slot.hold(next.run(request).await)
 }
 
 /// `request` with its body read into memory by [`askbus_http::read_body`] (so a dripped
