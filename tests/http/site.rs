@@ -216,16 +216,29 @@ async fn another_site_may_open_the_ui_but_not_read_the_api() {
     )
     .await;
     assert_eq!(status, StatusCode::FORBIDDEN);
-    // A link to the server, followed: a top-level navigation is not refused.
-    let (status, _) = check(
-        &app,
-        "GET",
-        "/health",
-        &[host, cross_site, ("sec-fetch-mode", "navigate")],
-        None,
-    )
-    .await;
-    assert_eq!(status, StatusCode::OK);
+    // A link to the server, followed: a top-level navigation is not refused; a frame of
+    // another site's page is (it could hold a stream open).
+    let navigate = ("sec-fetch-mode", "navigate");
+    for (dest, expected) in [
+        ("document", StatusCode::OK),
+        ("iframe", StatusCode::FORBIDDEN),
+    ] {
+        let headers = [host, cross_site, navigate, ("sec-fetch-dest", dest)];
+        let (status, _) = check(&app, "GET", "/health", &headers, None).await;
+        assert_eq!(status, expected, "{dest}");
+    }
+}
+
+#[tokio::test]
+async fn every_host_a_request_names_is_checked() {
+    let app = guarded_app(HttpConfig::default());
+    let request = Request::get("/question")
+        .header("host", "127.0.0.1:4717")
+        .header("host", "attacker.example:4717")
+        .body(Body::empty())
+        .unwrap();
+    let (status, error) = app.call(request).await;
+    assert_eq!(status, StatusCode::MISDIRECTED_REQUEST, "{error}");
 }
 
 #[tokio::test]

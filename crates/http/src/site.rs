@@ -21,8 +21,9 @@
 //!   `OPTIONS` whose `Origin` is neither the server's own (the `Host` it named) nor a
 //!   configured CORS origin, or that the browser marks `Sec-Fetch-Site: cross-site`, is
 //!   `403 forbidden`. Reads from another site are refused the same way, except top-level
-//!   navigations (`Sec-Fetch-Mode: navigate`: a link to the web UI still opens it), so a
-//!   page elsewhere cannot hold the server's streams either.
+//!   navigations (`Sec-Fetch-Mode: navigate` to a `document`: a link to the web UI still
+//!   opens it; a frame does not), so a page elsewhere cannot hold the server's streams
+//!   either.
 //! - **A body that changes something is JSON.** Such a request with a body whose
 //!   `Content-Type` is not JSON (a form, `text/plain`), or with a body and no
 //!   `Content-Type`, is `415 unsupported_media_type`: the bodies a browser may send
@@ -175,9 +176,11 @@ impl SiteGuard {
             ));
         }
         let host = headers.get(header::HOST);
-        for named in host
+        // Every `Host` a request carries (a browser sends one; a second could disagree).
+        for named in headers
+            .get_all(header::HOST)
+            .iter()
             .map(HeaderValue::as_bytes)
-            .into_iter()
             .chain(request.uri().authority().map(|a| a.as_str().as_bytes()))
         {
             if !self.rules.answers_for(named) {
@@ -287,11 +290,15 @@ fn has_body(headers: &HeaderMap) -> bool {
             .is_some_and(|length| length.as_bytes() != b"0")
 }
 
-/// Whether the browser marks the request as a top-level navigation.
+/// Whether the browser marks the request as a top-level navigation: a page opened in a
+/// tab or window, not in a frame (a frame of another site could hold a stream open).
 fn is_navigation(headers: &HeaderMap) -> bool {
-    headers
-        .get("sec-fetch-mode")
-        .is_some_and(|mode| mode.as_bytes().eq_ignore_ascii_case(b"navigate"))
+    let marked = |name: &str, value: &[u8]| {
+        headers
+            .get(name)
+            .is_some_and(|got| got.as_bytes().eq_ignore_ascii_case(value))
+    };
+    marked("sec-fetch-mode", b"navigate") && marked("sec-fetch-dest", b"document")
 }
 
 impl FromStr for AllowedHost {
