@@ -517,7 +517,9 @@ fn case(key: &str) -> Option<Case> {
             HIDDEN_SESSION,
             vec![
                 Action::new("open\u{202e}fdp.exe", json!({"file": "report\u{202e}xcod.exe"}))
-                    .with_description("Open report\u{202e}xcod.exe\u{0007} for the user"),
+                    .with_description(
+                        "Open report\u{202e}xcod.exe\u{0007} for the user\u{00ad}\u{e0041}\u{e0042}",
+                    ),
             ],
             vec![],
             json!({"decisions": [{"type": "edit", "edited_action": {

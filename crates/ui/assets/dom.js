@@ -5,7 +5,9 @@
 // from the agent (session ids, questions, labels, action names, arguments, errors quoting
 // them) cannot hide or reorder what it says: characters that act without showing
 // themselves (bidi embeddings, overrides, isolates and marks, C0 and C1 controls, line and
-// paragraph separators, zero-width spaces, the BOM) are shown as a marked token,
+// paragraph separators, zero-width spaces, the BOM, soft hyphens, invisible operators,
+// fillers, and tag characters, which can spell out hidden ASCII; in one-line text the
+// zero-width joiners too) are shown as a marked token,
 // `⟨U+202E⟩`, so `report\u202excod.exe` reads `report⟨U+202E⟩xcod.exe`, not `reportexe.docx`.
 // Newline and tab stay themselves in multi-line text and are marked in one-line text
 // (ids, names, labels). Every string child of `h()` goes through `visibleText`, so every
@@ -14,16 +16,22 @@
 // JSON with those characters as `\uXXXX` escapes, which read back to the same value.
 
 /** Every character that acts without showing itself; in multi-line text, not `\t`, `\n`. */
-const HIDDEN_MULTILINE = /[\u0000-\u0008\u000b-\u001f\u007f-\u009f\u061c\u200b\u200e\u200f\u2028-\u202e\u2060\u2066-\u2069\ufeff]/g;
-/** The same, and every other control too: for ids, names and labels. */
-const HIDDEN_ONE_LINE = /[\u0000-\u001f\u007f-\u009f\u061c\u200b\u200e\u200f\u2028-\u202e\u2060\u2066-\u2069\ufeff]/g;
+const HIDDEN_MULTILINE = /[\u0000-\u0008\u000b-\u001f\u007f-\u009f\u00ad\u061c\u115f\u1160\u180e\u200b\u200e\u200f\u2028-\u202e\u2060-\u2064\u2066-\u2069\u3164\ufeff\uffa0\u{e0000}-\u{e007f}]/gu;
+/** The same, and every other control and the zero-width joiners too: for ids, names and labels. */
+const HIDDEN_ONE_LINE = /[\u0000-\u001f\u007f-\u009f\u00ad\u061c\u115f\u1160\u180e\u200b-\u200f\u2028-\u202e\u2060-\u2064\u2066-\u2069\u3164\ufeff\uffa0\u{e0000}-\u{e007f}]/gu;
 
 /** What the marked characters are, for the marker's tooltip. */
 const HIDDEN_NAMES = {
   0x09: 'CHARACTER TABULATION',
   0x0a: 'LINE FEED',
   0x0d: 'CARRIAGE RETURN',
+  0x00ad: 'SOFT HYPHEN',
   0x061c: 'ARABIC LETTER MARK',
+  0x115f: 'HANGUL CHOSEONG FILLER',
+  0x1160: 'HANGUL JUNGSEONG FILLER',
+  0x180e: 'MONGOLIAN VOWEL SEPARATOR',
+  0x200c: 'ZERO WIDTH NON-JOINER',
+  0x200d: 'ZERO WIDTH JOINER',
   0x200b: 'ZERO WIDTH SPACE',
   0x200e: 'LEFT-TO-RIGHT MARK',
   0x200f: 'RIGHT-TO-LEFT MARK',
@@ -35,11 +43,17 @@ const HIDDEN_NAMES = {
   0x202d: 'LEFT-TO-RIGHT OVERRIDE',
   0x202e: 'RIGHT-TO-LEFT OVERRIDE',
   0x2060: 'WORD JOINER',
+  0x2061: 'FUNCTION APPLICATION',
+  0x2062: 'INVISIBLE TIMES',
+  0x2063: 'INVISIBLE SEPARATOR',
+  0x2064: 'INVISIBLE PLUS',
   0x2066: 'LEFT-TO-RIGHT ISOLATE',
   0x2067: 'RIGHT-TO-LEFT ISOLATE',
   0x2068: 'FIRST STRONG ISOLATE',
   0x2069: 'POP DIRECTIONAL ISOLATE',
+  0x3164: 'HANGUL FILLER',
   0xfeff: 'ZERO WIDTH NO-BREAK SPACE',
+  0xffa0: 'HALFWIDTH HANGUL FILLER',
 };
 
 /** `U+202E`: a character's code point as Unicode writes it. */
@@ -64,7 +78,8 @@ export function visibleText(text, { multiline = true } = {}) {
   const fragment = document.createDocumentFragment();
   let last = 0;
   for (const match of string.matchAll(pattern)) {
-    const name = HIDDEN_NAMES[match[0].codePointAt(0)] ?? 'CONTROL CHARACTER';
+    const point = match[0].codePointAt(0);
+    const name = HIDDEN_NAMES[point] ?? (point >= 0xe0000 ? 'TAG CHARACTER' : 'CONTROL CHARACTER');
     fragment.append(
       string.slice(last, match.index),
       h('span', { class: 'hidden-char', title: `${codePoint(match[0])} ${name}` }, marker(match[0])),
@@ -95,7 +110,10 @@ export function setText(element, text) {
  */
 export function jsonText(value, indent) {
   const text = JSON.stringify(value, null, indent) ?? 'null';
-  return text.replace(HIDDEN_MULTILINE, (char) => `\\u${char.charCodeAt(0).toString(16).padStart(4, '0')}`);
+  // A tag character is two UTF-16 code units: each is escaped, so the JSON reads back.
+  return text.replace(HIDDEN_MULTILINE, (char) =>
+    Array.from({ length: char.length }, (_, unit) => `\\u${char.charCodeAt(unit).toString(16).padStart(4, '0')}`).join(''),
+  );
 }
 
 /**
