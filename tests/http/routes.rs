@@ -352,3 +352,34 @@ async fn a_timeout_is_the_default_when_absent_never_when_null_and_at_most_a_year
     }
     assert_eq!(app.questions.pending_count(), 3);
 }
+
+#[tokio::test]
+async fn a_whole_list_is_one_json_array_whatever_its_size() {
+    let app = TestApp::new();
+    let long = "x".repeat(900);
+    let mut asked = Vec::new();
+    for _ in 0..300 {
+        let question = askbus::QuestionInfo::new(
+            format!("Which? {long}"),
+            "Which",
+            [askbus::QuestionOption::new("A", &long)],
+        );
+        let pending = app
+            .questions
+            .submit("s1", vec![question], None, Timeout::Never)
+            .unwrap();
+        asked.push(pending.detach().id.to_string());
+    }
+    // Some 600 KB: written a piece at a time, read back as one array, in order.
+    let (status, listed) = app.call(get("/question")).await;
+    assert_eq!(status, StatusCode::OK);
+    let ids: Vec<&str> = listed
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|request| request["id"].as_str().unwrap())
+        .collect();
+    assert_eq!(ids, asked);
+    let (_, empty) = app.call(get("/approval")).await;
+    assert_eq!(empty, json!([]));
+}

@@ -17,7 +17,7 @@
 use std::sync::Arc;
 
 use askbus_question::RequestId;
-use axum::Json;
+use axum::body::Body;
 use axum::http::{HeaderMap, HeaderName, HeaderValue, header};
 use axum::response::{IntoResponse, Response};
 use serde::{Deserialize, Serialize};
@@ -133,8 +133,47 @@ impl Page {
     }
 }
 
-impl<T: Serialize> IntoResponse for Paged<T> {
+/// The size a piece of a list's body grows to before it is sent (a piece holds at least
+/// one request).
+const CHUNK_BYTES: usize = 64 * 1024;
+
+impl<T: Serialize + Send + Sync + 'static> IntoResponse for Paged<T> {
+    /// The array, written a piece at a time as the client reads: a whole list (the
+    /// default, for OpenCode) is never one buffer in memory, however many requests are
+    /// pending or however slowly the client reads (it holds the requests, which are in
+    /// memory anyway, and one piece of their JSON).
     fn into_response(self) -> Response {
-        (self.next, Json(self.items)).into_response()
+        let Self { items, next } = self;
+        // The next request to write, or `None` once the array is closed.
+        let chunks = futures_util::stream::unfold(Some(0), move |from| {
+            let piece = from.map(|from| {
+                let mut chunk = Vec::with_capacity(CHUNK_BYTES);
+                chunk.push(if from == 0 { b'[' } else { b',' });
+                let mut next = from;
+                while next < items.len() && (next == from || chunk.len() < CHUNK_BYTES) {
+                    if next > from {
+                        chunk.push(b',');
+                    }
+                    if let Err(error) = serde_json::to_writer(&mut chunk, &items[next]) {
+                        return (Err(std::io::Error::other(error)), None);
+                    }
+                    next += 1;
+                }
+                if next == items.len() {
+                    chunk.push(b']');
+                    (Ok(chunk), None)
+                } else {
+                    (Ok(chunk), Some(next))
+                }
+            });
+            std::future::ready(piece)
+        });
+        let mut response = Body::from_stream(chunks).into_response();
+        response.headers_mut().extend(next);
+        response.headers_mut().insert(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("application/json"),
+        );
+        response
     }
 }
