@@ -8,6 +8,7 @@
 
 mod support;
 
+use askbus_store::{SessionEvent, SqliteStore, Store, Write};
 use serde_json::{Value, json};
 use support::Server;
 
@@ -120,5 +121,51 @@ async fn a_restart_deletes_the_histories_of_sessions_quiet_longer_than_kept() {
         // Quiet with nothing pending: gone; a question waits: kept; recent: kept.
         assert_eq!(messages, kept, "{session}: {history:#}");
     }
+    server.kill_9().await;
+}
+
+/// The sweep at start-up deletes quiet histories a batch per transaction: a file with
+/// 3,000 quiet sessions once made the server commit (and fsync) twice per session, 6,000
+/// commits, 8.4 s before it listened instead of 0.13 s. Each commit writes to the WAL, so
+/// the server's write calls until it listens count them.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn quiet_histories_are_swept_a_batch_per_commit() {
+    const SESSIONS: usize = 3_000;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("askbus.db");
+    let store = SqliteStore::open(&path).unwrap();
+    let steps: Vec<_> = (0..SESSIONS)
+        .map(|n| {
+            store.write(Write::Event(SessionEvent {
+                session_id: format!("session-{n}"),
+                event_type: "agent.step".into(),
+                properties: r#"{"step":{"type":"user","text":"hi"}}"#.into(),
+            }))
+        })
+        .collect();
+    for step in steps {
+        step.await.unwrap();
+    }
+    drop(store);
+    let month_ago = askbus_store::now_ms() - 31 * 24 * 3600 * 1000;
+    let backdated = rusqlite::Connection::open(&path)
+        .unwrap()
+        .execute(
+            "UPDATE histories SET newest_at_ms = ?1",
+            rusqlite::params![i64::try_from(month_ago).unwrap()],
+        )
+        .unwrap();
+    assert_eq!(backdated, SESSIONS);
+
+    let server = Server::start(&format!("sqlite:{}", path.display())).await;
+    let writes = server.write_calls();
+    eprintln!("{writes} write calls to sweep {SESSIONS} quiet histories and listen");
+    assert!(
+        writes < 1_000,
+        "{writes} write calls: more than one commit per batch"
+    );
+    let http = reqwest::Client::new();
+    let history = server.get(&http, "/session/session-0/history").await;
+    assert_eq!(history["messages"], json!([]), "swept");
     server.kill_9().await;
 }

@@ -304,7 +304,10 @@ impl Store for SqliteStore {
 
     fn forget_quiet_histories(&self, quiet_before_ms: u64, limit: usize) -> BoxFuture<'_, usize> {
         self.read(move |connection| {
-            let quiet: Vec<String> = connection
+            // One transaction for the batch: one commit (one fsync) instead of two per
+            // session, and a session's history and its count go together or not at all.
+            let transaction = connection.unchecked_transaction()?;
+            let quiet: Vec<String> = transaction
                 .prepare_cached(
                     "SELECT session_id FROM histories
                      WHERE newest_at_ms < ?1 AND session_id NOT IN (
@@ -317,13 +320,14 @@ impl Store for SqliteStore {
                 )?
                 .collect::<Result<_, _>>()?;
             for session_id in &quiet {
-                connection
+                transaction
                     .prepare_cached("DELETE FROM history WHERE session_id = ?1")?
                     .execute(params![session_id])?;
-                connection
+                transaction
                     .prepare_cached("DELETE FROM histories WHERE session_id = ?1")?
                     .execute(params![session_id])?;
             }
+            transaction.commit()?;
             Ok(quiet.len())
         })
     }

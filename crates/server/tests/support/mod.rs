@@ -176,6 +176,16 @@ impl Server {
             .expect("VmRSS in /proc/<pid>/status")
     }
 
+    /// How many write calls the process made so far (`syscw` of `/proc/<pid>/io`).
+    pub(crate) fn write_calls(&self) -> u64 {
+        let pid = self.child.id().expect("still running");
+        let io = std::fs::read_to_string(format!("/proc/{pid}/io")).unwrap();
+        io.lines()
+            .find_map(|line| line.strip_prefix("syscw:"))
+            .and_then(|value| value.trim().parse().ok())
+            .expect("syscw in /proc/<pid>/io")
+    }
+
     /// SIGKILL: no shutdown, no flush, nothing but what is already stored.
     pub(crate) async fn kill_9(mut self) {
         self.child.start_kill().unwrap();
