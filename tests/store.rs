@@ -1105,3 +1105,36 @@ fn ids(requests: &[askbus_store::StoredRequest]) -> Vec<&str> {
         .map(|stored| stored.request.id.as_str())
         .collect()
 }
+
+/// Writes Redis executed are acknowledged, however long their turn takes: 3,000 steps of
+/// 64 KB queued at once (about 190 MB, in pipelines of up to 1,024) were once answered
+/// "Redis: timed out" by the hundreds, after half a second in flight, although Redis
+/// recorded them.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn redis_store_acknowledges_big_writes_that_wait_their_turn() {
+    const STEPS: usize = 3_000;
+    let redis = TestRedis::new().await;
+    let store = redis.open().await;
+    let big = "x".repeat(64 * 1024);
+    let acks: Vec<_> = (0..STEPS)
+        .map(|n| {
+            store.write(Write::Event(SessionEvent {
+                session_id: format!("s{}", n % 8),
+                event_type: "agent.step".into(),
+                properties: format!(r#"{{"n":{n},"text":"{big}"}}"#),
+            }))
+        })
+        .collect();
+    let mut failed = Vec::new();
+    for ack in acks {
+        if let Err(error) = ack.await {
+            failed.push(error.to_string());
+        }
+    }
+    assert!(
+        failed.is_empty(),
+        "{} failed: {:?}",
+        failed.len(),
+        failed.first()
+    );
+}

@@ -397,7 +397,9 @@ pub enum StoreError {
     #[error("this store cannot be shared by several instances: use Redis")]
     NotShared,
     /// The store did not answer in time (a broken connection, or an overloaded server).
-    #[error("the store did not answer in time")]
+    /// What was asked may have been done all the same: a write's outcome is unknown until
+    /// it is read back (a resolution tried again is refused if the first one took).
+    #[error("the store did not answer in time (what was asked may have been done)")]
     Unresponsive,
     /// The store's writer stopped (the store was closed, or its runtime shut down).
     #[error("the store is closed")]

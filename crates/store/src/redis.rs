@@ -406,7 +406,7 @@ impl RedisStore {
     /// Outside a Tokio runtime.
     pub async fn open(url: &str, prefix: &str) -> Result<Self, StoreError> {
         let client = redis::Client::open(url)?;
-        let mut connection = client.get_multiplexed_async_connection().await?;
+        let mut connection = connect(&client).await?;
         let keys = Arc::new(Keys {
             prefix: prefix.to_owned(),
             history_limit: AtomicUsize::new(DEFAULT_HISTORY_LIMIT),
@@ -1126,7 +1126,8 @@ async fn run_writer(mut writer: Writer, mut queue: mpsc::UnboundedReceiver<Job>)
 /// most every [`MIN_RECONNECT_PAUSE`], the pause doubling up to [`MAX_RECONNECT_PAUSE`]
 /// while attempts fail, and an attempt waits at most redis-rs's connection timeout (1 s).
 /// A connection that stops answering without closing is not replaced (its commands time
-/// out one by one); TCP notices it in the end. A restarted Redis may have lost its script
+/// out one by one, after [`RESPONSE_TIMEOUT`], failing their writes with
+/// [`StoreError::Unresponsive`]: they may have been done); TCP notices it in the end. A restarted Redis may have lost its script
 /// cache; every group loads the script it calls (see [`pipeline_for`]).
 struct Writer {
     /// Opens new connections.
@@ -1202,7 +1203,7 @@ impl Writer {
         while let Some(link) = self.in_flight.next().await {
             self.note(link);
         }
-        let attempt = self.client.get_multiplexed_async_connection().await;
+        let attempt = connect(&self.client).await;
         let now = tokio::time::Instant::now();
         match attempt {
             Ok(connection) => {
@@ -1284,6 +1285,32 @@ impl Writer {
     }
 }
 
+/// How long a command sent on the writer's connection may wait for its answer: longer than
+/// any turn a group takes behind the groups and reads queued before it, under any load
+/// (with redis-rs's default, half a second, writes Redis executed were failed by the
+/// hundreds), yet not forever, so a Redis that stops answering without closing the
+/// connection fails the writes instead of holding them.
+const RESPONSE_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// A connection for the writer, or the history reader: answers wait up to
+/// [`RESPONSE_TIMEOUT`].
+async fn connect(client: &redis::Client) -> RedisResult<MultiplexedConnection> {
+    let config = AsyncConnectionConfig::new().set_response_timeout(Some(RESPONSE_TIMEOUT));
+    client
+        .get_multiplexed_async_connection_with_config(&config)
+        .await
+}
+
+/// The error of writes whose pipeline got no answer: [`StoreError::Unresponsive`] when it
+/// timed out (they may or may not have been done), else Redis's error.
+fn unanswered(error: &redis::RedisError) -> StoreError {
+    if error.is_timeout() {
+        StoreError::Unresponsive
+    } else {
+        StoreError::Redis(error.clone())
+    }
+}
+
 /// The pause after the first attempt to reach Redis again, and after any that succeeds.
 const MIN_RECONNECT_PAUSE: Duration = Duration::from_millis(250);
 
@@ -1360,7 +1387,7 @@ fn complete(
             return Link::Intact;
         }
         Err(error) => {
-            fail(group, || StoreError::Redis(error.clone()));
+            fail(group, || unanswered(&error));
             return Link::after_error(&error);
         }
     };
