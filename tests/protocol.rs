@@ -807,6 +807,92 @@ async fn a_cursor_that_cannot_be_resumed_is_told_to_resync() {
     assert!(!transcripts.history("e").await.unwrap().messages.is_empty());
 }
 
+/// A session of many pages (more records than one read asks for): its history, its
+/// stream from the start, and its stream resumed after any frame agree, on every hub.
+#[tokio::test(start_paused = true)]
+async fn long_sessions_are_read_a_page_at_a_time() {
+    let records = 3 * Transcripts::PAGE_RECORDS + 5;
+    for (name, hub, transcripts) in hubs().await {
+        for n in 0..records {
+            let step = match n % 3 {
+                0 => Step::User {
+                    text: format!("ask {n}"),
+                },
+                1 => Step::Thinking {
+                    thinking: format!("think {n}"),
+                },
+                _ => Step::ToolUse {
+                    id: format!("tc-{n}"),
+                    name: "web_search".into(),
+                    input: json!({"n": n}),
+                    tool_content_message: None,
+                },
+            };
+            record(&hub, "s", step).await;
+        }
+        let history = transcripts.history("s").await.unwrap();
+        let all = drain(&mut transcripts.follow("s", None).await.unwrap()).await;
+        let mut watched = ClientView::new();
+        for frame in &all {
+            watched.apply(&frame.frame);
+        }
+        assert_eq!(history, watched.history(history.last_event_id), "{name}");
+        assert_eq!(all.last().unwrap().cursor, history.last_event_id, "{name}");
+        for position in (0..all.len()).step_by(7) {
+            let cursor = all[position].cursor;
+            let mut resumed = transcripts.follow("s", Some(cursor)).await.unwrap();
+            assert_eq!(drain(&mut resumed).await, all[position + 1..], "{name}");
+        }
+    }
+}
+
+/// A stream that reads slower than its session records, so that the records after the
+/// last one it read are trimmed before it reads them, is told to resync, instead of going
+/// on past the gap.
+#[tokio::test(start_paused = true)]
+async fn a_stream_left_behind_by_trimming_is_told_to_resync() {
+    let store = Arc::new(MemoryStore::new().with_history_limit(8));
+    let stored = RequestHub::with_store(
+        Bus::new(),
+        QuestionConfig::default(),
+        ApprovalConfig::default(),
+        store as Arc<dyn Store>,
+    )
+    .await
+    .unwrap();
+    let memory = RequestHub::new(Bus::new());
+    let limits = HistoryLimits {
+        records_per_session: 8,
+        ..HistoryLimits::default()
+    };
+    for hub in [stored, memory] {
+        let transcripts = Transcripts::with_limits(&hub, limits);
+        let thinking = |n: usize| Step::Thinking {
+            thinking: format!("step {n}"),
+        };
+        record(&hub, "s", thinking(0)).await;
+        let mut slow = transcripts.follow("s", None).await.unwrap();
+        let first = slow.next().await.unwrap().unwrap();
+        let first_record = first.cursor.record;
+        for n in 1..40 {
+            record(&hub, "s", thinking(n)).await;
+        }
+        let mut read = vec![first];
+        let reason = loop {
+            match slow.next().await.unwrap() {
+                Ok(frame) => read.push(frame),
+                Err(ProtocolError::Resync { reason }) => break reason,
+                Err(error) => panic!("{error}"),
+            }
+        };
+        assert_eq!(reason, Resync::CursorTooOld);
+        assert!(
+            read.iter().all(|frame| frame.cursor.record == first_record),
+            "nothing after the gap: {read:?}"
+        );
+    }
+}
+
 // ---------------------------------------------------------------------------------------
 // History + replay == live.
 

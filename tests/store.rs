@@ -6,9 +6,9 @@ use std::time::Duration;
 
 use crate::support::{PrivateRedis, TestRedis, until_ok};
 use askbus_store::{
-    ChangeKind, EventRecord, LogPosition, MemoryStore, OutcomeRecord, OutcomeState, RedisStore,
-    RequestKind, RequestRecord, SWEEP_INTERVAL, SessionEvent, SqliteStore, Store, StoreError,
-    Write, Written, keep_resolved_for,
+    ChangeKind, EventRecord, HistoryPage, HistoryRecord, LogPosition, MemoryStore, OutcomeRecord,
+    OutcomeState, RedisStore, RequestKind, RequestRecord, SWEEP_INTERVAL, SessionEvent,
+    SqliteStore, Store, StoreError, Write, Written, keep_resolved_for,
 };
 
 #[tokio::test]
@@ -84,7 +84,7 @@ async fn sqlite_store_upgrades_an_older_schema_and_refuses_a_newer_one() {
     let store = SqliteStore::open(&path).unwrap();
     assert!(store.get("que_1").await.unwrap().is_some());
     write(&store, Write::Event(step_event("s", 1))).await;
-    let history = store.history("s", 0).await.unwrap();
+    let history = whole_history(&store, "s").await;
     assert_eq!(history.len(), 1, "{history:?}");
     // Its session waits for que_1, asked before the upgrade: its history is kept.
     assert_eq!(store.forget_quiet_histories(u64::MAX, 10).await.unwrap(), 0);
@@ -107,12 +107,12 @@ async fn sqlite_store_keeps_histories_across_a_reopen() {
     let store = SqliteStore::open(&path).unwrap();
     write(&store, Write::Insert(question("que_1", None))).await;
     write(&store, Write::Event(step_event("s", 1))).await;
-    let before = store.history("s", 0).await.unwrap();
+    let before = whole_history(&store, "s").await;
     drop(store);
     let store = SqliteStore::open(&path).unwrap();
-    assert_eq!(store.history("s", 0).await.unwrap(), before);
+    assert_eq!(whole_history(&store, "s").await, before);
     write(&store, Write::Event(step_event("s", 2))).await;
-    let after = store.history("s", 0).await.unwrap();
+    let after = whole_history(&store, "s").await;
     assert_eq!(after[..2], before);
     assert!(after[2].position > before[1].position);
 }
@@ -439,8 +439,8 @@ async fn redis_store_upgrade_counts_the_requests_pending_before_it() {
 
     let store = redis.open().await;
     assert_eq!(store.forget_quiet_histories(u64::MAX, 10).await.unwrap(), 1);
-    assert_eq!(store.history("waiting", 0).await.unwrap().len(), 1);
-    assert!(store.history("done", 0).await.unwrap().is_empty());
+    assert_eq!(whole_history(&store, "waiting").await.len(), 1);
+    assert!(whole_history(&store, "done").await.is_empty());
 }
 
 /// Requests resolved under schema version 2 (which did not index resolution times) can be
@@ -735,7 +735,7 @@ async fn check_history(store: &dyn Store, max_kept: usize) {
     write(store, resolve("que_9", OutcomeState::Cancelled)).await;
     write(store, Write::Event(step_event("s", 2))).await;
 
-    let history = store.history("s", 0).await.unwrap();
+    let history = whole_history(store, "s").await;
     let entries: Vec<_> = history.iter().map(|record| record.entry.clone()).collect();
     assert_eq!(
         entries,
@@ -756,22 +756,29 @@ async fn check_history(store: &dyn Store, max_kept: usize) {
             .all(|pair| pair[0].position < pair[1].position),
         "{history:?}"
     );
-    assert_eq!(
-        store.history("s", history[1].position).await.unwrap(),
-        history[2..]
-    );
-    let other = store.history("t", 0).await.unwrap();
+    // A page from a record starts with it; one before a record ends before it.
+    let from = |position, limit| store.history("s", HistoryPage::From(position), limit);
+    let before = |position, limit| store.history("s", HistoryPage::Before(position), limit);
+    assert_eq!(from(history[1].position, 10).await.unwrap(), history[1..]);
+    assert_eq!(from(history[1].position, 2).await.unwrap(), history[1..3]);
+    assert_eq!(from(0, 1).await.unwrap(), history[..1]);
+    assert_eq!(from(history[3].position + 1, 10).await.unwrap(), []);
+    assert_eq!(before(u64::MAX, 3).await.unwrap(), history[1..]);
+    assert_eq!(before(history[1].position, 3).await.unwrap(), history[..1]);
+    assert_eq!(before(history[0].position, 3).await.unwrap(), []);
+    assert_eq!(from(0, 0).await.unwrap(), []);
+    let other = whole_history(store, "t").await;
     assert_eq!(other.len(), 1);
     assert_eq!(
         other[0].entry,
         ChangeKind::Inserted(in_session("que_2", "t"))
     );
-    assert!(store.history("nobody", 0).await.unwrap().is_empty());
+    assert!(whole_history(store, "nobody").await.is_empty());
 
     for n in 0..250 {
         write(store, Write::Event(step_event("long", n))).await;
     }
-    let long = store.history("long", 0).await.unwrap();
+    let long = whole_history(store, "long").await;
     assert!((4..=max_kept).contains(&long.len()), "{} kept", long.len());
     assert_eq!(
         long.last().map(|record| &record.entry),
@@ -794,9 +801,9 @@ async fn check_forget_histories(store: &dyn Store) {
     assert_eq!(store.forget_quiet_histories(u64::MAX, 10).await.unwrap(), 1);
     assert_eq!(store.forget_quiet_histories(u64::MAX, 10).await.unwrap(), 0);
     for gone in ["answered", "steps"] {
-        assert!(store.history(gone, 0).await.unwrap().is_empty(), "{gone}");
+        assert!(whole_history(store, gone).await.is_empty(), "{gone}");
     }
-    assert_eq!(store.history("waiting", 0).await.unwrap().len(), 2);
+    assert_eq!(whole_history(store, "waiting").await.len(), 2);
     // The requests themselves are another matter: only `forget_resolved` deletes them.
     assert!(store.get("que_1").await.unwrap().is_some());
 
@@ -811,10 +818,10 @@ async fn check_forget_histories(store: &dyn Store) {
     )
     .await;
     assert_eq!(store.forget_quiet_histories(u64::MAX, 10).await.unwrap(), 1);
-    assert!(store.history("waiting", 0).await.unwrap().is_empty());
+    assert!(whole_history(store, "waiting").await.is_empty());
     // A new record starts a new history, above every position before it.
     write(store, Write::Event(step_event("waiting", 2))).await;
-    assert_eq!(store.history("waiting", 0).await.unwrap().len(), 1);
+    assert_eq!(whole_history(store, "waiting").await.len(), 1);
 }
 
 /// `forget_resolved` deletes resolved requests by the time they were resolved, the longest
@@ -1137,4 +1144,12 @@ async fn redis_store_acknowledges_big_writes_that_wait_their_turn() {
         failed.len(),
         failed.first()
     );
+}
+
+/// Every record of `session`'s history, oldest first.
+async fn whole_history(store: &(impl Store + ?Sized), session: &str) -> Vec<HistoryRecord> {
+    store
+        .history(session, HistoryPage::From(0), usize::MAX)
+        .await
+        .unwrap()
 }

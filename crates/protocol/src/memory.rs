@@ -16,6 +16,7 @@ use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};
 
 use askbus_bus::{Bus, Envelope, EventId, Lagged, Subscription};
+use askbus_store::HistoryPage;
 use futures_util::{FutureExt, StreamExt};
 
 use crate::record::Record;
@@ -85,21 +86,18 @@ impl MemoryHistory {
         history
     }
 
-    /// The session's records after position `after`, oldest first.
-    pub(crate) fn entries(&self, session_id: &str, after: u64) -> Vec<Entry> {
+    /// A page of the session's records (see [`HistoryPage`]), at most `limit`, oldest
+    /// first.
+    pub(crate) fn page(&self, session_id: &str, page: HistoryPage, limit: usize) -> Vec<Entry> {
         let state = self.caught_up();
         let Some(session) = state.sessions.get(session_id) else {
             return Vec::new();
         };
-        let start = session
-            .records
-            .partition_point(|(position, _)| *position <= after);
-        session
-            .records
-            .range(start..)
+        askbus_store::page_of(&session.records, |(position, _)| *position, page, limit)
+            .into_iter()
             .map(|(position, record)| Entry {
-                position: *position,
-                record: Some(record.clone()),
+                position,
+                record: Some(record),
             })
             .collect()
     }

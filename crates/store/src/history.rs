@@ -30,6 +30,8 @@
 //!   ([`forget_quiet_histories_older_than`](crate::forget_quiet_histories_older_than)). A session
 //!   with a pending request keeps its history whatever its age.
 
+use std::collections::VecDeque;
+
 use crate::ChangeKind;
 
 /// How many records a session's history keeps by default (see the module docs).
@@ -48,6 +50,48 @@ pub struct SessionEvent {
     pub properties: String,
 }
 
+/// Which records of a session's history one [`Store::history`](crate::Store::history)
+/// read answers: a page of them, so that no read holds a store (SQLite's one writer thread,
+/// Redis's one thread) for long, whatever a history holds.
+///
+/// A reader going forward asks [`From`](Self::From) the last record it has: if that record
+/// comes back first, nothing after it was trimmed meanwhile (trimming deletes a history's
+/// oldest records, never others), and the page continues it without a gap. A reader going
+/// backward, [`Before`](Self::Before) the oldest record it has, never has a gap: a page
+/// ends early where trimming left off.
+///
+/// # Examples
+///
+/// ```
+/// use askbus_store::{HistoryPage, MemoryStore, SessionEvent, Store, Write};
+///
+/// # #[tokio::main(flavor = "current_thread")] async fn main() {
+/// let store = MemoryStore::new();
+/// for n in 0..5 {
+///     let step = SessionEvent {
+///         session_id: "s".into(),
+///         event_type: "agent.step".into(),
+///         properties: format!(r#"{{"n":{n}}}"#),
+///     };
+///     store.write(Write::Event(step)).await.unwrap();
+/// }
+/// let newest = store.history("s", HistoryPage::Before(u64::MAX), 2).await.unwrap();
+/// let older = store.history("s", HistoryPage::Before(newest[0].position), 2).await.unwrap();
+/// assert_eq!(older.len(), 2);
+/// assert!(older[1].position < newest[0].position);
+/// let on = store.history("s", HistoryPage::From(older[1].position), 10).await.unwrap();
+/// assert_eq!(on[0], older[1]);
+/// assert_eq!(on[1..], newest);
+/// # }
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum HistoryPage {
+    /// The oldest records at or after this position (`0`: from the first one).
+    From(u64),
+    /// The newest records before this position (`u64::MAX`: the newest of all).
+    Before(u64),
+}
+
 /// One record of a session's history.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct HistoryRecord {
@@ -62,4 +106,26 @@ pub struct HistoryRecord {
 /// the history (which every resumed reader checks) once per batch, not at every record.
 pub fn history_slack(limit: usize) -> usize {
     (limit / 8).max(1)
+}
+
+/// The records of `records` (ascending by `position`) that `page` names, at most `limit`,
+/// oldest first: a history page of records kept in memory (the memory store's, and the
+/// histories of a hub without a store).
+pub fn page_of<T: Clone>(
+    records: &VecDeque<T>,
+    position: impl Fn(&T) -> u64,
+    page: HistoryPage,
+    limit: usize,
+) -> Vec<T> {
+    let range = match page {
+        HistoryPage::From(from) => {
+            let start = records.partition_point(|record| position(record) < from);
+            start..records.len().min(start.saturating_add(limit))
+        }
+        HistoryPage::Before(before) => {
+            let end = records.partition_point(|record| position(record) < before);
+            end.saturating_sub(limit)..end
+        }
+    };
+    records.range(range).cloned().collect()
 }

@@ -125,7 +125,9 @@ use std::pin::Pin;
 use std::str::FromStr;
 
 pub use ack::Ack;
-pub use history::{DEFAULT_HISTORY_LIMIT, HistoryRecord, SessionEvent, history_slack};
+pub use history::{
+    DEFAULT_HISTORY_LIMIT, HistoryPage, HistoryRecord, SessionEvent, history_slack, page_of,
+};
 pub use journal::{EventJournal, resume_bus};
 pub use log::{Change, ChangeKind, ChangeLog, LOG_RETENTION, LogPosition};
 pub use memory::MemoryStore;
@@ -195,14 +197,20 @@ pub trait Store: Send + Sync + 'static {
     /// [`StoreError`] if the backend cannot be written.
     fn forget_resolved(&self, resolved_before_ms: u64, limit: usize) -> BoxFuture<'_, usize>;
 
-    /// Every record of `session_id`'s history after `after` (`0`: all of them), oldest
-    /// first: at most about the store's history limit (see the `history` module docs).
+    /// Up to `limit` records of `session_id`'s history, the ones `page` names, oldest
+    /// first. A page shorter than `limit` holds every record there is on its side. Like
+    /// every read, it sees every write queued before it.
     ///
     /// # Errors
     ///
     /// [`StoreError`] if the backend cannot be read. A record that cannot be read back is
     /// [`ChangeKind::Unreadable`] in its place, not an error.
-    fn history<'a>(&'a self, session_id: &'a str, after: u64) -> BoxFuture<'a, Vec<HistoryRecord>>;
+    fn history<'a>(
+        &'a self,
+        session_id: &'a str,
+        page: HistoryPage,
+        limit: usize,
+    ) -> BoxFuture<'a, Vec<HistoryRecord>>;
 
     /// Deletes the histories of up to `limit` sessions whose newest record is older than
     /// `quiet_before_ms` (milliseconds since the Unix epoch) and none of whose requests is

@@ -8,9 +8,9 @@ use tokio::sync::watch;
 
 use crate::log::check_continues;
 use crate::{
-    Ack, BoxFuture, Change, ChangeKind, ChangeLog, DEFAULT_HISTORY_LIMIT, EventRecord,
+    Ack, BoxFuture, Change, ChangeKind, ChangeLog, DEFAULT_HISTORY_LIMIT, EventRecord, HistoryPage,
     HistoryRecord, LOG_RETENTION, Loaded, LogPosition, RequestKind, Store, StoreError,
-    StoredRequest, Write, Written, history_slack, now_ms,
+    StoredRequest, Write, Written, history_slack, now_ms, page_of,
 };
 
 /// A [`Store`] in this process's memory: nothing survives the process.
@@ -285,17 +285,17 @@ impl Store for MemoryStore {
         Box::pin(std::future::ready(Ok(due.len())))
     }
 
-    fn history<'a>(&'a self, session_id: &'a str, after: u64) -> BoxFuture<'a, Vec<HistoryRecord>> {
+    fn history<'a>(
+        &'a self,
+        session_id: &'a str,
+        page: HistoryPage,
+        limit: usize,
+    ) -> BoxFuture<'a, Vec<HistoryRecord>> {
         let records = self
             .lock()
             .histories
             .get(session_id)
-            .map(|history| {
-                let start = history
-                    .records
-                    .partition_point(|record| record.position <= after);
-                history.records.range(start..).cloned().collect()
-            })
+            .map(|history| page_of(&history.records, |record| record.position, page, limit))
             .unwrap_or_default();
         Box::pin(std::future::ready(Ok(records)))
     }

@@ -1,6 +1,6 @@
 //! The Redis store: one record shared by several server instances.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -16,7 +16,7 @@ use tokio::sync::{Mutex, mpsc, oneshot};
 use crate::ack::AckSender;
 use crate::log::{LogEntry, check_continues};
 use crate::{
-    Ack, BoxFuture, Change, ChangeKind, ChangeLog, DEFAULT_HISTORY_LIMIT, EventRecord,
+    Ack, BoxFuture, Change, ChangeKind, ChangeLog, DEFAULT_HISTORY_LIMIT, EventRecord, HistoryPage,
     HistoryRecord, LOG_RETENTION, Loaded, LogPosition, OutcomeRecord, RequestKind, RequestRecord,
     Store, StoreError, StoredRequest, Write, Written, now_ms,
 };
@@ -69,6 +69,9 @@ pub struct RedisStore {
     /// The connection that follows the change log, opened on the first read and dropped
     /// after any error (the next read opens another and checks the log again).
     follower: Arc<Mutex<Option<Follower>>>,
+    /// The connection history pages are read on, opened on the first and dropped when it
+    /// breaks: not the writer's, whose acknowledgements would wait behind a page.
+    reader: Arc<Mutex<Option<MultiplexedConnection>>>,
 }
 
 /// Where a [`RedisStore`] keeps its keys: a Redis server (`redis://[USER:PASSWORD@]HOST:PORT[/DB]`;
@@ -123,6 +126,9 @@ enum Job {
     Write(Write, AckSender),
     /// A query, run after the writes queued before it.
     Read(ReadJob),
+    /// Told once every write queued before it is answered, without holding up the ones
+    /// after it: a history page is read on a connection of its own after that.
+    Barrier(oneshot::Sender<()>),
 }
 
 /// A query of a [`Job::Read`]: run on a connection (or told why there is none), it sends
@@ -166,6 +172,7 @@ impl std::fmt::Debug for Job {
         match self {
             Self::Write(write, _) => f.debug_tuple("Write").field(write).finish(),
             Self::Read(_) => f.write_str("Read"),
+            Self::Barrier(_) => f.write_str("Barrier"),
         }
     }
 }
@@ -446,6 +453,7 @@ impl RedisStore {
             keys,
             client,
             follower: Arc::new(Mutex::new(None)),
+            reader: Arc::new(Mutex::new(None)),
         })
     }
 
@@ -457,6 +465,30 @@ impl RedisStore {
             .history_limit
             .store(limit.max(1), Ordering::Relaxed);
         self
+    }
+
+    /// Completes once every write queued before the call is answered (executed, or failed).
+    ///
+    /// # Errors
+    ///
+    /// [`StoreError::Closed`] if the writer stopped.
+    async fn written_before(&self) -> Result<(), StoreError> {
+        let (sender, answered) = oneshot::channel();
+        self.jobs
+            .send(Job::Barrier(sender))
+            .map_err(|_| StoreError::Closed)?;
+        answered.await.map_err(|_| StoreError::Closed)
+    }
+
+    /// The connection history pages are read on, opened if there is none.
+    async fn reader(&self) -> Result<MultiplexedConnection, StoreError> {
+        let mut reader = self.reader.lock().await;
+        if let Some(connection) = &*reader {
+            return Ok(connection.clone());
+        }
+        let connection = connect(&self.client).await?;
+        *reader = Some(connection.clone());
+        Ok(connection)
     }
 
     /// Runs `query` on the writer task after every write queued before it (twice if the
@@ -620,28 +652,60 @@ impl Store for RedisStore {
         })
     }
 
-    fn history<'a>(&'a self, session_id: &'a str, after: u64) -> BoxFuture<'a, Vec<HistoryRecord>> {
+    fn history<'a>(
+        &'a self,
+        session_id: &'a str,
+        page: HistoryPage,
+        limit: usize,
+    ) -> BoxFuture<'a, Vec<HistoryRecord>> {
         let key = self.keys.history(session_id);
-        self.read(move |mut connection, _| {
-            let key = key.clone();
-            async move {
-                let entries: Vec<(String, Vec<String>)> = redis::cmd("XRANGE")
-                    .arg(key)
-                    .arg(format!("(0-{after}"))
-                    .arg("+")
-                    .query_async(&mut connection)
-                    .await?;
-                entries
-                    .into_iter()
-                    .map(|(id, fields)| {
-                        let change = read_change(&id, fields)?;
-                        Ok(HistoryRecord {
-                            position: change.position.0,
-                            entry: change.kind,
-                        })
-                    })
-                    .collect()
+        Box::pin(async move {
+            if limit == 0 {
+                return Ok(Vec::new());
             }
+            let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+            self.written_before().await?;
+            let mut connection = self.reader().await?;
+            let command = match page {
+                HistoryPage::From(from) => redis::cmd("XRANGE")
+                    .arg(key)
+                    .arg(format!("0-{from}"))
+                    .arg("+")
+                    .arg("COUNT")
+                    .arg(limit)
+                    .clone(),
+                HistoryPage::Before(before) => redis::cmd("XREVRANGE")
+                    .arg(key)
+                    .arg(format!("(0-{before}"))
+                    .arg("-")
+                    .arg("COUNT")
+                    .arg(limit)
+                    .clone(),
+            };
+            let entries: Vec<(String, Vec<String>)> =
+                match command.query_async(&mut connection).await {
+                    Ok(entries) => entries,
+                    Err(error) => {
+                        if error.is_unrecoverable_error() {
+                            self.reader.lock().await.take();
+                        }
+                        return Err(error.into());
+                    }
+                };
+            let mut records = entries
+                .into_iter()
+                .map(|(id, fields)| {
+                    let change = read_change(&id, fields)?;
+                    Ok(HistoryRecord {
+                        position: change.position.0,
+                        entry: change.kind,
+                    })
+                })
+                .collect::<Result<Vec<_>, StoreError>>()?;
+            if let HistoryPage::Before(_) = page {
+                records.reverse();
+            }
+            Ok(records)
         })
     }
 
@@ -1004,8 +1068,7 @@ fn read_change(id: &str, fields: Vec<String>) -> Result<Change, StoreError> {
         .map(LogPosition)
         .ok_or_else(|| StoreError::Corrupt(format!("{id:?} is not a change log entry id")))?;
     let kind = match fields.as_slice() {
-        [name, entry] if name == "change" => serde_json::from_str(entry)
-            .unwrap_or_else(|error| ChangeKind::Unreadable(format!("{error}: {entry}"))),
+        [name, entry] if name == "change" => ChangeKind::read(entry),
         other => ChangeKind::Unreadable(format!("unexpected fields {other:?}")),
     };
     Ok(Change { position, kind })
@@ -1086,7 +1149,7 @@ async fn run_writer(mut writer: Writer, mut queue: mpsc::UnboundedReceiver<Job>)
         tokio::select! {
             biased;
             Some(link) = writer.in_flight.next(), if !writer.in_flight.is_empty() => {
-                writer.note(link);
+                writer.answered(link);
             }
             job = queue.recv(), if writer.in_flight.len() < MAX_IN_FLIGHT => {
                 let Some(job) = job else { break };
@@ -1100,6 +1163,10 @@ async fn run_writer(mut writer: Writer, mut queue: mpsc::UnboundedReceiver<Job>)
                             // Queued behind the writes; the writer waits for it, so only
                             // its own groups are ever in flight (see above).
                             writer.run(query).await;
+                        }
+                        Job::Barrier(answered) => {
+                            writer.start(std::mem::take(&mut group)).await;
+                            writer.barrier(answered);
                         }
                     }
                     if group.len() < MAX_GROUP {
@@ -1140,6 +1207,13 @@ struct Writer {
     reconnect: Reconnect,
     /// Groups sent and not yet answered, in the order they were sent.
     in_flight: FuturesOrdered<Sending>,
+    /// How many groups were put in flight, ever.
+    sent: u64,
+    /// How many of those are answered: they are answered in the order they were sent.
+    answered: u64,
+    /// Barriers waiting for the groups in flight: each is told once `answered` reaches
+    /// the count of `sent` it was given.
+    barriers: VecDeque<(u64, oneshot::Sender<()>)>,
 }
 
 /// The pacing of the [`Writer`]'s attempts to open a connection.
@@ -1173,6 +1247,33 @@ impl Writer {
                 failure: None,
             },
             in_flight: FuturesOrdered::new(),
+            sent: 0,
+            answered: 0,
+            barriers: VecDeque::new(),
+        }
+    }
+
+    /// Takes note of the answer to the oldest group in flight, and tells the barriers that
+    /// waited for it.
+    fn answered(&mut self, link: Link) {
+        self.note(link);
+        self.answered += 1;
+        while let Some((_, barrier)) = self
+            .barriers
+            .pop_front_if(|(after, _)| *after <= self.answered)
+        {
+            // A reader that stopped waiting is not an error.
+            let _ = barrier.send(());
+        }
+    }
+
+    /// Tells `barrier` once every group sent so far is answered (at once if none is in
+    /// flight).
+    fn barrier(&mut self, barrier: oneshot::Sender<()>) {
+        if self.in_flight.is_empty() {
+            let _ = barrier.send(());
+        } else {
+            self.barriers.push_back((self.sent, barrier));
         }
     }
 
@@ -1201,7 +1302,7 @@ impl Writer {
         }
         // What the old connection still carries is answered (most likely: failed) first.
         while let Some(link) = self.in_flight.next().await {
-            self.note(link);
+            self.answered(link);
         }
         let attempt = connect(&self.client).await;
         let now = tokio::time::Instant::now();
@@ -1264,6 +1365,7 @@ impl Writer {
                     return self.note(link);
                 }
                 std::task::Poll::Pending => {
+                    self.sent += 1;
                     return self.in_flight.push_back(Box::pin(async move {
                         complete(group, &answers_for, replies.await)
                     }));

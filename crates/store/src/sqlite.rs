@@ -13,9 +13,9 @@ use tokio::sync::oneshot;
 use crate::ack::AckSender;
 use crate::log::LogEntry;
 use crate::{
-    Ack, BoxFuture, ChangeKind, DEFAULT_HISTORY_LIMIT, EventRecord, HistoryRecord, Loaded,
-    OutcomeRecord, RequestKind, RequestRecord, Store, StoreError, StoredRequest, Write, Written,
-    history_slack, now_ms,
+    Ack, BoxFuture, ChangeKind, DEFAULT_HISTORY_LIMIT, EventRecord, HistoryPage, HistoryRecord,
+    Loaded, OutcomeRecord, RequestKind, RequestRecord, Store, StoreError, StoredRequest, Write,
+    Written, history_slack, now_ms,
 };
 
 /// A [`Store`] in one SQLite file (WAL, `synchronous = FULL`), for a single server process.
@@ -180,15 +180,17 @@ impl SqliteStore {
     }
 
     /// Runs `query` on the writer thread after every write queued before it (it may write
-    /// too: it has the connection to itself).
+    /// too: it has the connection to itself), unless its future was dropped by then.
     fn read<T: Send + 'static>(
         &self,
         query: impl FnOnce(&Connection) -> Result<T, StoreError> + Send + 'static,
     ) -> BoxFuture<'static, T> {
         let (sender, receiver) = oneshot::channel();
         let job = Job::Read(Box::new(move |connection| {
-            // A reader that stopped waiting is not an error.
-            let _ = sender.send(query(connection));
+            // A reader that stopped waiting (an HTTP client gone) costs the writers nothing.
+            if !sender.is_closed() {
+                let _ = sender.send(query(connection));
+            }
         }));
         let queued = self.shared.jobs.send(job).is_ok();
         Box::pin(async move {
@@ -280,25 +282,49 @@ impl Store for SqliteStore {
         })
     }
 
-    fn history<'a>(&'a self, session_id: &'a str, after: u64) -> BoxFuture<'a, Vec<HistoryRecord>> {
+    fn history<'a>(
+        &'a self,
+        session_id: &'a str,
+        page: HistoryPage,
+        limit: usize,
+    ) -> BoxFuture<'a, Vec<HistoryRecord>> {
         let session_id = session_id.to_owned();
-        self.read(move |connection| {
-            let mut statement = connection.prepare_cached(
-                "SELECT position, entry FROM history
-                 WHERE session_id = ?1 AND position > ?2 ORDER BY position",
-            )?;
-            let records = statement
-                .query_map(params![session_id, to_sql_u64(after)], |row| {
-                    let entry: String = row.get(1)?;
-                    Ok(HistoryRecord {
-                        position: from_sql_u64(row.get(0)?),
-                        entry: serde_json::from_str(&entry).unwrap_or_else(|error| {
-                            ChangeKind::Unreadable(format!("{error}: {entry}"))
-                        }),
-                    })
-                })?
+        let rows = self.read(move |connection| {
+            let (sql, position) = match page {
+                HistoryPage::From(from) => (
+                    "SELECT position, entry FROM history
+                     WHERE session_id = ?1 AND position >= ?2 ORDER BY position LIMIT ?3",
+                    from,
+                ),
+                HistoryPage::Before(before) => (
+                    "SELECT position, entry FROM history
+                     WHERE session_id = ?1 AND position < ?2 ORDER BY position DESC LIMIT ?3",
+                    before,
+                ),
+            };
+            let mut rows = connection
+                .prepare_cached(sql)?
+                .query_map(
+                    params![session_id, to_sql_u64(position), to_sql_count(limit)],
+                    |row| Ok((from_sql_u64(row.get(0)?), row.get::<_, String>(1)?)),
+                )?
                 .collect::<Result<Vec<_>, _>>()?;
-            Ok(records)
+            if let HistoryPage::Before(_) = page {
+                rows.reverse();
+            }
+            Ok(rows)
+        });
+        // Read back by the reader, not on the writer thread: the writers wait for the
+        // query alone.
+        Box::pin(async move {
+            Ok(rows
+                .await?
+                .into_iter()
+                .map(|(position, entry)| HistoryRecord {
+                    position,
+                    entry: ChangeKind::read(&entry),
+                })
+                .collect())
         })
     }
 
