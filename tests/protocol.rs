@@ -723,6 +723,7 @@ async fn a_cursor_that_cannot_be_resumed_is_told_to_resync() {
     let limits = HistoryLimits {
         records_per_session: 8,
         records_in_memory: 40,
+        ..HistoryLimits::default()
     };
     for hub in [stored, memory] {
         let transcripts = Transcripts::with_limits(&hub, limits);
@@ -805,6 +806,58 @@ async fn a_cursor_that_cannot_be_resumed_is_told_to_resync() {
             .is_empty()
     );
     assert!(!transcripts.history("e").await.unwrap().messages.is_empty());
+}
+
+/// Without a store, a session with a question waiting keeps its history while floods of
+/// other sessions' records go past the memory bounds, in records and in bytes: the
+/// sessions with nothing pending are dropped first. Its history was once dropped like any
+/// other, and the web UI said "Nothing recorded for this session yet" beside its question.
+#[tokio::test(start_paused = true)]
+async fn without_a_store_a_waiting_session_keeps_its_history_through_floods() {
+    let hub = RequestHub::new(Bus::new());
+    let limits = HistoryLimits {
+        records_per_session: 8,
+        bytes_per_session: 32 * 1024,
+        records_in_memory: 40,
+        bytes_in_memory: 64 * 1024,
+    };
+    let transcripts = Transcripts::with_limits(&hub, limits);
+    let user = |text: &str| Step::User { text: text.into() };
+    record(&hub, "victim", user("Clean up the disk")).await;
+    let mut question = hub
+        .questions()
+        .submit("victim", seed_questions(), None, Timeout::Never)
+        .unwrap();
+    question.recorded().await.unwrap();
+    record(&hub, "quiet", user("hi")).await;
+    for n in 0..200 {
+        let step = Step::Thinking {
+            thinking: format!("busy {n}"),
+        };
+        record(&hub, &format!("busy-{}", n % 10), step).await;
+    }
+    let big = "x".repeat(16 * 1024);
+    for n in 0..20 {
+        record(&hub, &format!("big-{}", n % 2), user(&format!("{big} {n}"))).await;
+    }
+
+    let victim = transcripts.history("victim").await.unwrap();
+    assert_eq!(victim.messages.len(), 2, "{victim:?}");
+    assert!(
+        transcripts
+            .history("quiet")
+            .await
+            .unwrap()
+            .messages
+            .is_empty()
+    );
+    // Within 64 KiB: three or four steps of 16 KiB.
+    let mut big_steps = 0;
+    for session in ["big-0", "big-1"] {
+        big_steps += transcripts.history(session).await.unwrap().messages.len();
+    }
+    assert!((1..=4).contains(&big_steps), "{big_steps} big steps kept");
+    drop(question);
 }
 
 /// A session of many pages (more records than one read asks for): its history, its

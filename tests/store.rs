@@ -40,11 +40,87 @@ async fn sqlite_store_keeps_session_histories() {
     check_history(&store.with_history_limit(4), 4 + 1).await;
 }
 
-/// Redis trims a history's stream by whole nodes (100 entries by default).
 #[tokio::test]
 async fn redis_store_keeps_session_histories() {
     let redis = TestRedis::new().await;
-    check_history(&redis.open().await.with_history_limit(4), 4 + 100).await;
+    check_history(&redis.open().await.with_history_limit(4), 4 + 1).await;
+}
+
+#[tokio::test]
+async fn memory_store_keeps_session_histories_within_their_bytes() {
+    check_history_bytes(&MemoryStore::new().with_history_bytes(HISTORY_BYTES)).await;
+}
+
+#[tokio::test]
+async fn sqlite_store_keeps_session_histories_within_their_bytes() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = SqliteStore::open(dir.path().join("askbus.db")).unwrap();
+    check_history_bytes(&store.with_history_bytes(HISTORY_BYTES)).await;
+}
+
+#[tokio::test]
+async fn redis_store_keeps_session_histories_within_their_bytes() {
+    let redis = TestRedis::new().await;
+    check_history_bytes(&redis.open().await.with_history_bytes(HISTORY_BYTES)).await;
+}
+
+/// A history written before histories were counted in bytes (Redis schema 4) is counted
+/// whole at its next record, and trimmed by bytes from then on.
+#[tokio::test]
+async fn redis_store_counts_the_bytes_of_a_history_written_before_it() {
+    let redis = TestRedis::new().await;
+    let store = redis.open().await;
+    for n in 0..8 {
+        write(&store, Write::Event(big_step("s", n, 500))).await;
+    }
+    drop(store);
+    // As version 4 left it: no byte counts.
+    let counts = format!("{}:history_bytes", redis.prefix);
+    redis.command(redis::cmd("DEL").arg(&counts));
+    let store = redis.open().await.with_history_bytes(HISTORY_BYTES);
+    write(&store, Write::Event(big_step("s", 8, 500))).await;
+    let kept = whole_history(&store, "s").await;
+    assert_eq!(kept.len(), 9, "under 8 KiB: nothing dropped");
+    let counted: usize = redis.query(redis::cmd("HGET").arg(&counts).arg("s"));
+    assert_eq!(counted, history_bytes(&kept));
+    for n in 9..32 {
+        write(&store, Write::Event(big_step("s", n, 500))).await;
+    }
+    let kept = whole_history(&store, "s").await;
+    assert!(history_bytes(&kept) <= HISTORY_BYTES + HISTORY_BYTES / 8);
+    let counted: usize = redis.query(redis::cmd("HGET").arg(&counts).arg("s"));
+    assert_eq!(counted, history_bytes(&kept));
+}
+
+/// A SQLite file of schema 3 (histories counted in records only) is upgraded with the
+/// bytes of its histories counted.
+#[tokio::test]
+async fn sqlite_store_upgrade_counts_the_bytes_of_histories() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("askbus.db");
+    let store = SqliteStore::open(&path).unwrap();
+    for n in 0..16 {
+        write(&store, Write::Event(big_step("s", n, 1_000))).await;
+    }
+    drop(store);
+    rusqlite::Connection::open(&path)
+        .unwrap()
+        .execute_batch("ALTER TABLE histories DROP COLUMN bytes; PRAGMA user_version = 3;")
+        .unwrap();
+    let store = SqliteStore::open(&path)
+        .unwrap()
+        .with_history_bytes(HISTORY_BYTES);
+    write(&store, Write::Event(big_step("s", 16, 1_000))).await;
+    let kept = whole_history(&store, "s").await;
+    assert!(
+        history_bytes(&kept) <= HISTORY_BYTES,
+        "{}",
+        history_bytes(&kept)
+    );
+    assert_eq!(
+        kept.last().map(|record| &record.entry),
+        Some(&ChangeKind::Event(big_step("s", 16, 1_000)))
+    );
 }
 
 #[tokio::test]
@@ -93,7 +169,7 @@ async fn sqlite_store_upgrades_an_older_schema_and_refuses_a_newer_one() {
     schema("PRAGMA user_version = 99;");
     match SqliteStore::open(&path) {
         Err(StoreError::NewerSchema { found, supported }) => {
-            assert_eq!((found, supported), (99, 3))
+            assert_eq!((found, supported), (99, 4))
         }
         other => panic!("a newer schema was not refused: {other:?}"),
     }
@@ -408,14 +484,14 @@ async fn redis_store_upgrades_an_older_schema_and_refuses_a_newer_one() {
         write(&store, Write::Insert(question("que_1", None))).await,
         Written::Inserted
     );
-    assert_eq!(redis.get(&schema), "4");
+    assert_eq!(redis.get(&schema), "5");
 
-    redis.command(redis::cmd("SET").arg(&schema).arg(5));
+    redis.command(redis::cmd("SET").arg(&schema).arg(6));
     match RedisStore::open(crate::support::REDIS_URL, &redis.prefix).await {
-        Err(StoreError::NewerSchema { found, supported }) => assert_eq!((found, supported), (5, 4)),
+        Err(StoreError::NewerSchema { found, supported }) => assert_eq!((found, supported), (6, 5)),
         other => panic!("a newer schema was not refused: {other:?}"),
     }
-    assert_eq!(redis.get(&schema), "5");
+    assert_eq!(redis.get(&schema), "6");
 }
 
 /// Requests left pending under schema version 3 (which did not count each session's
@@ -784,6 +860,54 @@ async fn check_history(store: &dyn Store, max_kept: usize) {
         long.last().map(|record| &record.entry),
         Some(&ChangeKind::Event(step_event("long", 249)))
     );
+}
+
+/// The byte limit the `…_within_their_bytes` tests set: 8 KiB.
+const HISTORY_BYTES: usize = 8 * 1024;
+
+/// A step of `session` whose JSON is a little over `bytes` long.
+fn big_step(session: &str, n: usize, bytes: usize) -> SessionEvent {
+    SessionEvent {
+        properties: format!(r#"{{"n":{n},"text":"{}"}}"#, "x".repeat(bytes)),
+        ..step_event(session, n)
+    }
+}
+
+/// The bytes `records` count: the length of each one's JSON.
+fn history_bytes(records: &[HistoryRecord]) -> usize {
+    records
+        .iter()
+        .map(|record| serde_json::to_string(&record.entry).unwrap().len())
+        .sum()
+}
+
+/// Past its byte limit a history keeps its newest records within it, a batch at a time
+/// (at most an eighth over before it is trimmed), whatever their count; one record over
+/// the limit on its own is kept, alone, until the next.
+async fn check_history_bytes(store: &dyn Store) {
+    for n in 0..100 {
+        write(store, Write::Event(big_step("s", n, 500))).await;
+        let kept = whole_history(store, "s").await;
+        let bytes = history_bytes(&kept);
+        assert!(
+            bytes <= HISTORY_BYTES + HISTORY_BYTES / 8,
+            "{bytes} bytes kept"
+        );
+        assert_eq!(
+            kept.last().map(|record| &record.entry),
+            Some(&ChangeKind::Event(big_step("s", n, 500)))
+        );
+    }
+    let kept = whole_history(store, "s").await;
+    assert!(kept.len() >= HISTORY_BYTES / 600, "{} kept", kept.len());
+    write(store, Write::Event(big_step("s", 100, 2 * HISTORY_BYTES))).await;
+    let kept = whole_history(store, "s").await;
+    assert_eq!(kept.len(), 1, "only the newest, over the limit on its own");
+    // The next record takes its place: the two are over the limit.
+    write(store, Write::Event(big_step("s", 101, 500))).await;
+    let kept = whole_history(store, "s").await;
+    assert_eq!(kept.len(), 1);
+    assert_eq!(kept[0].entry, ChangeKind::Event(big_step("s", 101, 500)));
 }
 
 /// `forget_quiet_histories` deletes the histories whose newest record is older than asked

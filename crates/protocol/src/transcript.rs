@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use askbus_bus::{Bus, Subscription};
 use askbus_question::RequestHub;
-use askbus_store::{DEFAULT_HISTORY_LIMIT, HistoryPage, Store, StoreError};
+use askbus_store::{DEFAULT_HISTORY_BYTES, DEFAULT_HISTORY_LIMIT, HistoryPage, Store, StoreError};
 use futures_util::StreamExt;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use tokio::sync::{Semaphore, SemaphorePermit};
@@ -94,7 +94,8 @@ pub struct Transcripts {
     records: Records,
 }
 
-/// How much a hub without a store keeps of its sessions' histories, in memory.
+/// How much a hub without a store keeps of its sessions' histories, in memory: in records,
+/// and in bytes (each record counted as the JSON of its bus event).
 ///
 /// # Examples
 ///
@@ -103,6 +104,7 @@ pub struct Transcripts {
 ///
 /// let limits = HistoryLimits { records_per_session: 200, ..HistoryLimits::default() };
 /// assert_eq!(limits.records_in_memory, 100_000);
+/// assert_eq!(limits.bytes_in_memory, 256 * 1024 * 1024);
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct HistoryLimits {
@@ -110,9 +112,17 @@ pub struct HistoryLimits {
     /// store does; see `askbus_store`'s `history` module). Default:
     /// [`DEFAULT_HISTORY_LIMIT`]. A store has its own, set when it is opened.
     pub records_per_session: usize,
-    /// Records kept across every session: past it, the histories of the sessions that
-    /// recorded nothing for longest are dropped whole. Default: 100,000.
+    /// Bytes each session keeps, about, likewise (but always its newest record). Default:
+    /// [`DEFAULT_HISTORY_BYTES`].
+    pub bytes_per_session: usize,
+    /// Records kept across every session: past it, whole sessions are dropped, those with
+    /// nothing pending first, the one that recorded nothing for longest first. Default:
+    /// 100,000.
     pub records_in_memory: usize,
+    /// Bytes kept across every session: past it, sessions are dropped as past
+    /// `records_in_memory`. The records take about as much memory again as they count.
+    /// Default: 256 MiB.
+    pub bytes_in_memory: usize,
 }
 
 /// A position in a session's stream: after a whole record's frames, or after one of them,
@@ -231,7 +241,9 @@ impl Default for HistoryLimits {
     fn default() -> Self {
         Self {
             records_per_session: DEFAULT_HISTORY_LIMIT,
+            bytes_per_session: DEFAULT_HISTORY_BYTES,
             records_in_memory: 100_000,
+            bytes_in_memory: 256 * 1024 * 1024,
         }
     }
 }

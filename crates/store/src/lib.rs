@@ -126,7 +126,8 @@ use std::str::FromStr;
 
 pub use ack::Ack;
 pub use history::{
-    DEFAULT_HISTORY_LIMIT, HistoryPage, HistoryRecord, SessionEvent, history_slack, page_of,
+    DEFAULT_HISTORY_BYTES, DEFAULT_HISTORY_LIMIT, HistoryLimit, HistoryPage, HistoryRecord,
+    KeptHistory, SessionEvent, history_slack,
 };
 pub use journal::{EventJournal, resume_bus};
 pub use log::{Change, ChangeKind, ChangeLog, LOG_RETENTION, LogPosition};

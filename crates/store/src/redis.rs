@@ -3,7 +3,6 @@
 use std::collections::{HashMap, VecDeque};
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, LazyLock, PoisonError};
 use std::time::Duration;
 
@@ -14,11 +13,12 @@ use redis::{AsyncConnectionConfig, RedisResult, Value};
 use tokio::sync::{Mutex, mpsc, oneshot};
 
 use crate::ack::AckSender;
+use crate::history::SharedHistoryLimit;
 use crate::log::{LogEntry, check_continues};
 use crate::{
-    Ack, BoxFuture, Change, ChangeKind, ChangeLog, DEFAULT_HISTORY_LIMIT, EventRecord, HistoryPage,
-    HistoryRecord, LOG_RETENTION, Loaded, LogPosition, OutcomeRecord, RequestKind, RequestRecord,
-    Store, StoreError, StoredRequest, Write, Written, now_ms,
+    Ack, BoxFuture, Change, ChangeKind, ChangeLog, EventRecord, HistoryPage, HistoryRecord,
+    LOG_RETENTION, Loaded, LogPosition, OutcomeRecord, RequestKind, RequestRecord, Store,
+    StoreError, StoredRequest, Write, Written, now_ms,
 };
 
 /// A [`Store`] in Redis, shared by every server instance that opens it with the same URL
@@ -43,7 +43,8 @@ use crate::{
 /// to about [`RedisStore::EVENT_RETENTION`] entries), `hist:{session}` (a session's history:
 /// a stream whose entry ids are the numbers of its changes in the log, trimmed to about the
 /// history limit), `histories` (a sorted set of the sessions with a history, by the time of
-/// their newest record) and `waiting` (a hash from each session with pending requests to
+/// their newest record), `history_bytes` (a hash from each session with a history to the
+/// bytes of its records) and `waiting` (a hash from each session with pending requests to
 /// how many). Durability
 /// is Redis's own: enable `appendonly` with `appendfsync always` (or `everysec`) for writes
 /// to survive a Redis restart.
@@ -115,9 +116,8 @@ struct Follower {
 struct Keys {
     /// Prepended, with a `:`, to every key and channel.
     prefix: String,
-    /// How many records a session's history keeps (about: streams are trimmed whole
-    /// nodes at a time).
-    history_limit: AtomicUsize,
+    /// How much a session's history keeps.
+    history_limit: SharedHistoryLimit,
 }
 
 /// Work for the writer task.
@@ -193,7 +193,10 @@ impl std::fmt::Debug for Job {
 ///   forgotten; the upgrade counts the requests pending before it. Histories start empty.
 ///   Servers of version 3 should be stopped first: they write no history, and their
 ///   followers cannot read the agent steps of version 4 in the log.
-const SCHEMA_VERSION: i64 = 4;
+/// - 5: histories are trimmed by bytes too, counted in `history_bytes`; a history of
+///   version 4 is counted whole at its next record (no upgrade step). Servers of version 4
+///   should be stopped first: they neither count nor trim by bytes.
+const SCHEMA_VERSION: i64 = 5;
 
 /// Sets the schema version unless a newer one is there; answers the version found (or
 /// the one set, on a fresh prefix). KEYS: the schema key. ARGV: this build's version.
@@ -212,13 +215,20 @@ return found
 /// once per group of writes, not once per write. A change that fails returns its error in
 /// its place; the others go on.
 ///
+/// A session's history is trimmed here too (not with `XADD`'s `MAXLEN`, which cannot
+/// count bytes): once it is a batch over its limit of records or of bytes, its oldest
+/// entries are deleted until it is within both, keeping its newest (see the `history`
+/// module docs). Its bytes are counted in `history_bytes`; a history written before they
+/// were (schema 4) is counted whole at its next record.
+///
 /// KEYS: the change log, its counter, the `resolved_at` set, the `histories` set, the
-/// `waiting` hash, then three keys per request change (insert: request hash, pending set,
-/// calls hash; resolve: request hash, pending set, resolved set). A session's history key
-/// is its name after the history prefix, made here (a resolution learns its session from
-/// the request's hash).
-/// ARGV: the log's length, a history's length, the history key prefix, the time now, then
-/// per change:
+/// `waiting` hash, the `history_bytes` hash, then three keys per request change (insert:
+/// request hash, pending set, calls hash; resolve: request hash, pending set, resolved
+/// set). A session's history key is its name after the history prefix, made here (a
+/// resolution learns its session from the request's hash).
+/// ARGV: the log's length, the history key prefix, the time now, a history's records
+/// limit and the count that makes it trimmed, its bytes limit and the count that makes it
+/// trimmed, then per change:
 /// - insert: `i`, id, calls field (`''` for none), session, n, n hash field/value items, log
 ///   entry; answers 1 (inserted) or 0 (the id exists);
 /// - resolve: `r`, id, kind, state, outcome, resolved_at, log entry; answers `resolved`,
@@ -227,12 +237,49 @@ return found
 /// - event: `e`, session, log entry; answers 1.
 const APPLY: &str = r"
 local results = {}
-local key, arg = 6, 5
+local key, arg = 7, 8
+local records_limit, records_trimmed = tonumber(ARGV[4]), tonumber(ARGV[5])
+local bytes_limit, bytes_trimmed = tonumber(ARGV[6]), tonumber(ARGV[7])
+local function size(history, session, entry)
+  if redis.call('HEXISTS', KEYS[6], session) == 1 then
+    return redis.call('HINCRBY', KEYS[6], session, #entry)
+  end
+  local bytes = 0
+  for _, item in ipairs(redis.call('XRANGE', history, '-', '+')) do
+    bytes = bytes + #item[2][2]
+  end
+  redis.call('HSET', KEYS[6], session, bytes)
+  return bytes
+end
+local function trim(history, session, records, bytes)
+  local from, cut = '-', nil
+  while records > 1 and (records > records_limit or bytes > bytes_limit) do
+    local oldest = redis.call('XRANGE', history, from, '+', 'COUNT', 64)
+    if #oldest == 0 then break end
+    for _, item in ipairs(oldest) do
+      if records <= 1 or (records <= records_limit and bytes <= bytes_limit) then break end
+      cut = item[1]
+      records = records - 1
+      bytes = bytes - #item[2][2]
+    end
+    from = '(' .. cut
+  end
+  if cut then
+    redis.call('XTRIM', history, 'MINID', '0-' .. (tonumber(string.sub(cut, 3)) + 1))
+    redis.call('HSET', KEYS[6], session, bytes)
+  end
+end
 local function log(session, entry)
   local change = '0-' .. redis.call('INCR', KEYS[2])
   redis.call('XADD', KEYS[1], 'MAXLEN', '~', ARGV[1], change, 'change', entry)
-  redis.call('XADD', ARGV[3] .. session, 'MAXLEN', '~', ARGV[2], change, 'change', entry)
-  redis.call('ZADD', KEYS[4], ARGV[4], session)
+  local history = ARGV[2] .. session
+  redis.call('XADD', history, change, 'change', entry)
+  local records = redis.call('XLEN', history)
+  local bytes = size(history, session, entry)
+  if records > records_trimmed or bytes > bytes_trimmed then
+    trim(history, session, records, bytes)
+  end
+  redis.call('ZADD', KEYS[4], ARGV[3], session)
 end
 local function insert(request, pending, calls, id, field, session, first, last, entry)
   if redis.call('EXISTS', request) == 1 then return 0 end
@@ -416,7 +463,7 @@ impl RedisStore {
         let mut connection = connect(&client).await?;
         let keys = Arc::new(Keys {
             prefix: prefix.to_owned(),
-            history_limit: AtomicUsize::new(DEFAULT_HISTORY_LIMIT),
+            history_limit: SharedHistoryLimit::default(),
         });
         // The upgrades are done before the version says so, so that an upgrade cut short
         // is done again by the next opener (each is idempotent).
@@ -461,9 +508,16 @@ impl RedisStore {
     /// see the `history` module docs. Applies to the records written from now on.
     #[must_use]
     pub fn with_history_limit(self, limit: usize) -> Self {
-        self.keys
-            .history_limit
-            .store(limit.max(1), Ordering::Relaxed);
+        self.keys.history_limit.set_records(limit);
+        self
+    }
+
+    /// Keeps about `bytes` bytes of each session's history at most, each record counted as
+    /// the length of its JSON (but always the newest record); see the `history` module
+    /// docs. Applies to the records written from now on.
+    #[must_use]
+    pub fn with_history_bytes(self, bytes: usize) -> Self {
+        self.keys.history_limit.set_bytes(bytes);
         self
     }
 
@@ -930,7 +984,10 @@ async fn forget_quiet_histories(
             break;
         }
         let mut script = FORGET_HISTORIES_SCRIPT.key(keys.histories());
-        script.key(keys.waiting()).arg(before_ms);
+        script
+            .key(keys.waiting())
+            .key(keys.history_bytes())
+            .arg(before_ms);
         for session in &sessions {
             script.key(keys.history(session)).arg(session);
         }
@@ -947,16 +1004,17 @@ async fn forget_quiet_histories(
 /// Deletes the histories of sessions still quiet (newest record before ARGV[1]) with no
 /// pending request; answers how many.
 ///
-/// KEYS: `histories`, `waiting`, then each session's history. ARGV: the time, then each
-/// session.
+/// KEYS: `histories`, `waiting`, `history_bytes`, then each session's history. ARGV: the
+/// time, then each session.
 const FORGET_HISTORIES: &str = r"
 local forgotten = 0
 for i = 2, #ARGV do
   local session = ARGV[i]
   local newest = tonumber(redis.call('ZSCORE', KEYS[1], session) or ARGV[1])
   if newest < tonumber(ARGV[1]) and not redis.call('HGET', KEYS[2], session) then
-    redis.call('DEL', KEYS[i + 1])
+    redis.call('DEL', KEYS[i + 2])
     redis.call('ZREM', KEYS[1], session)
+    redis.call('HDEL', KEYS[3], session)
     forgotten = forgotten + 1
   end
 end
@@ -1126,6 +1184,10 @@ impl Keys {
 
     fn waiting(&self) -> String {
         format!("{}:waiting", self.prefix)
+    }
+
+    fn history_bytes(&self) -> String {
+        format!("{}:history_bytes", self.prefix)
     }
 }
 
@@ -1542,12 +1604,13 @@ fn add_changes(pipeline: &mut redis::Pipeline, keys: &Keys, changes: &[&Write]) 
     let command = pipeline
         .cmd("EVALSHA")
         .arg(APPLY_SCRIPT.get_hash())
-        .arg(5 + 3 * requests)
+        .arg(6 + 3 * requests)
         .arg(keys.log())
         .arg(keys.log_counter())
         .arg(keys.resolved_at())
         .arg(keys.histories())
-        .arg(keys.waiting());
+        .arg(keys.waiting())
+        .arg(keys.history_bytes());
     for change in changes {
         match change {
             Write::Insert(request) => command
@@ -1561,11 +1624,16 @@ fn add_changes(pipeline: &mut redis::Pipeline, keys: &Keys, changes: &[&Write]) 
             Write::Event(_) | Write::Append(_) => command,
         };
     }
+    let limit = keys.history_limit.load();
+    let (most_records, most_bytes) = limit.trimmed_past();
     command
         .arg(LOG_RETENTION)
-        .arg(keys.history_limit.load(Ordering::Relaxed))
         .arg(keys.history_prefix())
-        .arg(now_ms());
+        .arg(now_ms())
+        .arg(limit.records)
+        .arg(most_records)
+        .arg(limit.bytes)
+        .arg(most_bytes);
     for change in changes {
         let entry = LogEntry::of(change).map(|entry| entry.json());
         match change {
