@@ -25,11 +25,12 @@
 
 use std::convert::Infallible;
 
-use askbus_protocol::{AgentStep, Follow, FrameCursor, History, ProtocolError, Resync, Step};
+use askbus_protocol::{AgentStep, Follow, FrameCursor, ProtocolError, Resync, Step};
 use axum::Json;
 use axum::extract::State;
-use axum::http::HeaderMap;
+use axum::http::{HeaderMap, header};
 use axum::response::sse::{Event as SseFrame, KeepAlive, Sse};
+use axum::response::{IntoResponse, Response};
 use futures_util::Stream;
 use futures_util::StreamExt;
 use futures_util::stream::{self, BoxStream};
@@ -68,12 +69,11 @@ pub(crate) async fn history(
     State(state): State<AppState>,
     caller: Caller,
     SegmentPath(session_id): SegmentPath,
-) -> Result<Json<History>, ApiError> {
+) -> Result<Response, ApiError> {
     caller.act_for(&session_id)?;
-    let history = state.inner.transcripts.history(&session_id).await;
-    history
-        .map(Json)
-        .map_err(|error| ApiError::store_unreadable(&error))
+    let history = state.inner.transcripts.history_json(&session_id).await;
+    let history = history.map_err(|error| ApiError::store_unreadable(&error))?;
+    Ok(([(header::CONTENT_TYPE, "application/json")], history).into_response())
 }
 
 /// The session's content-block frames (seeds 000, 001, 004) as Server-Sent Events.

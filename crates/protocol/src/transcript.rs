@@ -250,7 +250,7 @@ impl Default for HistoryLimits {
 
 impl Transcripts {
     /// How many records of a session one read asks for (see the policy).
-    pub const PAGE_RECORDS: usize = 16;
+    pub const PAGE_RECORDS: usize = 8;
 
     /// How many reads of records run at once, by every history and stream of these
     /// transcripts together (see the policy).
@@ -285,12 +285,38 @@ impl Transcripts {
     /// A session that recorded nothing has an empty history, `h0-0`.
     ///
     /// It waits for a turn to read (see the policy), and holds it until it has read every
-    /// page.
+    /// page and folded them, on Tokio's blocking pool.
     ///
     /// # Errors
     ///
-    /// [`StoreError`] if the store cannot be read.
+    /// [`StoreError`] if the store cannot be read; [`StoreError::Closed`] if the runtime
+    /// shuts down meanwhile.
     pub async fn history(&self, session_id: &str) -> Result<History, StoreError> {
+        self.folded(session_id, |history| history).await
+    }
+
+    /// The session's [`history`](Self::history) as JSON, for a server to answer with: it
+    /// is written within the read's turn too, so no more histories are in memory being
+    /// built than there are turns, however many are asked for at once.
+    ///
+    /// # Errors
+    ///
+    /// As [`history`](Self::history).
+    pub async fn history_json(&self, session_id: &str) -> Result<Vec<u8>, StoreError> {
+        let written = self.folded(session_id, |history| serde_json::to_vec(&history));
+        written.await?.map_err(|error| {
+            StoreError::Corrupt(format!("a history could not be written as JSON: {error}"))
+        })
+    }
+
+    /// The session's history, read in its turn and folded, then made into what `finish`
+    /// makes of it, on the blocking pool: the fold is as long as the history, and the
+    /// threads that answer every other request must not wait for it.
+    async fn folded<T: Send + 'static>(
+        &self,
+        session_id: &str,
+        finish: impl FnOnce(History) -> T + Send + 'static,
+    ) -> Result<T, StoreError> {
         let _turn = self.records.turn().await;
         // Newest first: a page before the oldest record read continues the pages read
         // without a gap, whatever is trimmed meanwhile (trimming takes the oldest).
@@ -311,14 +337,27 @@ impl Transcripts {
                 break;
             }
         }
-        let mut fold = Fold::default();
-        let mut view = ClientView::new();
-        for entry in pages.iter().rev().flatten() {
-            for frame in fold.push(entry) {
-                view.apply(&frame.frame);
+        let folded = tokio::task::spawn_blocking(move || {
+            let mut fold = Fold::default();
+            let mut view = ClientView::new();
+            for entry in pages.iter().rev().flatten() {
+                for frame in fold.push(entry) {
+                    view.apply(&frame.frame);
+                }
             }
+            drop(pages);
+            let history = view.history(fold.cursor());
+            drop(view);
+            finish(history)
+        });
+        match folded.await {
+            Ok(finished) => Ok(finished),
+            Err(error) => match error.try_into_panic() {
+                Ok(panic) => std::panic::resume_unwind(panic),
+                // The runtime is shutting down.
+                Err(_) => Err(StoreError::Closed),
+            },
         }
-        Ok(view.history(fold.cursor()))
     }
 
     /// The session's stream: the frames after `after` (all of them for `None`, or for an
