@@ -252,6 +252,55 @@ impl Server {
     }
 }
 
+/// The Redis the tests that need one use.
+const REDIS: &str = "redis://127.0.0.1:6379";
+
+/// A key prefix of this test's own on the local Redis, deleted when the test ends.
+pub(crate) struct TestPrefix {
+    prefix: String,
+}
+
+impl TestPrefix {
+    /// Fails the test, saying how to get Redis, when none is listening on 127.0.0.1:6379.
+    pub(crate) fn new() -> Self {
+        let client = redis::Client::open(REDIS).unwrap();
+        if let Err(error) = client.get_connection() {
+            panic!(
+                "this test needs a Redis server on 127.0.0.1:6379 ({error}). Install and start \
+                 it: `apt-get install -y redis-server && redis-server --daemonize yes`; \
+                 `cargo xtask ci` does this itself"
+            );
+        }
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_nanos();
+        Self {
+            prefix: format!("askbus-test:{}-{nanos}", std::process::id()),
+        }
+    }
+
+    /// The `--store` of a server on this prefix.
+    pub(crate) fn store(&self) -> String {
+        format!("{REDIS}/0?prefix={}", self.prefix)
+    }
+}
+
+impl Drop for TestPrefix {
+    fn drop(&mut self) {
+        let Ok(mut connection) = redis::Client::open(REDIS).and_then(|c| c.get_connection()) else {
+            return;
+        };
+        let keys: Vec<String> = redis::cmd("KEYS")
+            .arg(format!("{}:*", self.prefix))
+            .query(&mut connection)
+            .unwrap_or_default();
+        if !keys.is_empty() {
+            let _: redis::RedisResult<()> = redis::cmd("DEL").arg(keys).query(&mut connection);
+        }
+    }
+}
+
 /// A question in session `agent` from the agent's tool call `call`, waiting until answered:
 /// "Which region?", `eu` or `us` (or any text).
 pub(crate) fn question(call: &str) -> Value {
