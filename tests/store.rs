@@ -175,6 +175,28 @@ async fn sqlite_store_upgrades_an_older_schema_and_refuses_a_newer_one() {
     }
 }
 
+/// A read whose reader left before its turn costs the writer thread nothing: 500 reads of
+/// a 16 MB history, each given up as soon as asked, once held up whatever was queued after
+/// them (the next read here; the writes of the next group) until every one had run.
+#[tokio::test]
+async fn sqlite_store_skips_the_reads_nobody_waits_for() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = SqliteStore::open(dir.path().join("askbus.db")).unwrap();
+    let steps: Vec<_> = (0..256)
+        .map(|n| store.write(Write::Event(big_step("big", n, 64 * 1024))))
+        .collect();
+    for step in steps {
+        step.await.unwrap();
+    }
+    for _ in 0..500 {
+        drop(store.history("big", HistoryPage::From(0), usize::MAX));
+    }
+    let started = std::time::Instant::now();
+    assert!(store.get("que_none").await.unwrap().is_none());
+    let waited = started.elapsed();
+    assert!(waited < Duration::from_secs(2), "the next read waited {waited:?}");
+}
+
 /// A SQLite store's histories are the same after a reopen, and keep their positions.
 #[tokio::test]
 async fn sqlite_store_keeps_histories_across_a_reopen() {
@@ -850,6 +872,12 @@ async fn check_history(store: &dyn Store, max_kept: usize) {
         ChangeKind::Inserted(in_session("que_2", "t"))
     );
     assert!(whole_history(store, "nobody").await.is_empty());
+
+    // A read sees the writes queued before it, acknowledged or not.
+    let queued = store.write(Write::Event(step_event("t", 3)));
+    let read = whole_history(store, "t").await;
+    assert_eq!(read.last().unwrap().entry, ChangeKind::Event(step_event("t", 3)));
+    queued.await.unwrap();
 
     for n in 0..250 {
         write(store, Write::Event(step_event("long", n))).await;
