@@ -194,7 +194,10 @@ async fn sqlite_store_skips_the_reads_nobody_waits_for() {
     let started = std::time::Instant::now();
     assert!(store.get("que_none").await.unwrap().is_none());
     let waited = started.elapsed();
-    assert!(waited < Duration::from_secs(2), "the next read waited {waited:?}");
+    assert!(
+        waited < Duration::from_secs(2),
+        "the next read waited {waited:?}"
+    );
 }
 
 /// A SQLite store's histories are the same after a reopen, and keep their positions.
@@ -876,7 +879,10 @@ async fn check_history(store: &dyn Store, max_kept: usize) {
     // A read sees the writes queued before it, acknowledged or not.
     let queued = store.write(Write::Event(step_event("t", 3)));
     let read = whole_history(store, "t").await;
-    assert_eq!(read.last().unwrap().entry, ChangeKind::Event(step_event("t", 3)));
+    assert_eq!(
+        read.last().unwrap().entry,
+        ChangeKind::Event(step_event("t", 3))
+    );
     queued.await.unwrap();
 
     for n in 0..250 {
