@@ -59,7 +59,7 @@ pub(crate) struct StreamQuery {
     tag = "session",
     params(("id" = String, Path, description = "Session id")),
     responses(
-        (status = 200, description = "The flat history with `last_event_id`, an opaque cursor: the session's newest records (steps, requests as asked, outcomes), about as many as the server keeps per session (`--max-history-records`), the same after a restart and through every server sharing the store", body = Object),
+        (status = 200, description = "The flat history with `last_event_id`, an opaque cursor: the session's newest records (steps, requests as asked, outcomes), about as many as the server keeps per session (`--max-history-records`, `--max-history-mib`), the same after a restart and through every server sharing the store. Histories are read a few at a time: one waits its turn", body = Object),
         (status = 403, description = "The token is scoped to another session", body = crate::error::ErrorBody),
         (status = 503, description = "The store cannot be read; try again", body = crate::error::ErrorBody),
     ),

@@ -27,7 +27,7 @@
 //!   asks again from the same tool call gets the stored outcome, every session's history
 //!   reads the same, and event and session stream cursors resume. An answer is acknowledged
 //!   (HTTP 200) only once it is on disk. Each session's history keeps about its newest
-//!   `--max-history-records` records. `--store memory` keeps
+//!   `--max-history-records` records, within `--max-history-mib`. `--store memory` keeps
 //!   nothing. `--store redis://HOST:PORT[/DB][?prefix=NAME]` keeps them in Redis, shared
 //!   with every server on the same Redis and prefix: a request asked through one is
 //!   listed, answered and streamed through any other, and resolves once (the losers of a
@@ -45,7 +45,8 @@
 //!   With two or more tokens, each token may hold half of either by default
 //!   (`--max-pending-per-token`, `--max-event-streams-per-token`; 429 `quota` beyond), so
 //!   one client cannot take them all from the others. The limits are logged at start-up.
-//!   A session's history keeps at most `--max-history-records` records (1,000).
+//!   A session's history keeps at most `--max-history-records` records (1,000) and
+//!   `--max-history-mib` MiB of them (16).
 //! - **Shutdown.** On SIGINT or SIGTERM the server stops accepting, ends every open event
 //!   stream and long poll, and exits 0. Connections that still do not close are dropped
 //!   after a grace period, so shutdown never hangs.

@@ -46,9 +46,15 @@
 //! - **Every session has a history.** A request's insert, its winning outcome, and every
 //!   [`Write::Event`] (an agent step) append a record to their session's history in the
 //!   same atomic step, so the history is never behind or ahead of the requests;
-//!   [`Store::history`] reads it. A history is bounded per session and deleted once its
-//!   session has been quiet for the retention period with nothing pending (see the
-//!   `history` module docs).
+//!   [`Store::history`] reads it, a page at a time. A history is bounded per session, in
+//!   records and in bytes, and deleted once its session has been quiet for the retention
+//!   period with nothing pending (see the `history` module docs).
+//! - **Reads cost the writers little.** A read sees every write queued before it. A history
+//!   is read a page at a time, as many records as the reader asks for, so the writes
+//!   behind a history read wait for one page's query at most: SQLite skips the reads whose
+//!   reader is gone and parses pages off its writer thread; Redis reads pages on a
+//!   connection its writer never waits for. A write whose answer does not come in time
+//!   fails with [`StoreError::Unresponsive`]: it may have been done.
 //! - **Versioned schema.** Each backend records its schema version (SQLite
 //!   `PRAGMA user_version`, Redis `{prefix}:schema`) and migrates forward on open; a store
 //!   written by a newer askbus is refused, never guessed at.

@@ -31,7 +31,10 @@ use crate::{
 /// stream) in the same step, so every instance learns of every request and of the one
 /// outcome of each, in one order ([`ChangeLog`]). Reads run on the writer task after the
 /// writes queued before them; following the log uses a connection of its own, since a
-/// blocking `XREAD` holds its connection.
+/// blocking `XREAD` holds its connection. History pages (the reads clients ask for most,
+/// and the biggest) use a connection of their own too, once a barrier in the writer's
+/// queue says every write queued before them is answered: the writer never waits for
+/// them, so neither does any acknowledgement.
 ///
 /// Keys, all under the prefix: `schema` (the schema version), `req:{id}` (a hash per
 /// request), `pending:{kind}` and `resolved:{kind}` (sorted sets of ids, ordered by id),

@@ -25,7 +25,9 @@ use crate::{
 /// commits, and only then completes their [`Ack`]s: each acknowledged write is on disk, and
 /// one commit serves a whole group. Reads run on the same thread, after the group that was
 /// being collected when they were queued is committed, so they see every write queued
-/// before them and never split a group in two.
+/// before them and never split a group in two. Since writers wait for them, a read does
+/// the least it can there: a read whose future was dropped before its turn is skipped, and
+/// a history page's records are read back (parsed) by the reader, not by this thread.
 ///
 /// The file is opened with an exclusive lock, held until the store is dropped: a second
 /// process (or a second `SqliteStore` in this one) is refused with [`StoreError::Locked`]
