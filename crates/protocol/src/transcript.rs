@@ -51,10 +51,12 @@ use crate::view::ClientView;
 /// - **Records are read a page at a time**, [`PAGE_RECORDS`](Self::PAGE_RECORDS) records
 ///   of a session per read, and at most [`CONCURRENT_READS`](Self::CONCURRENT_READS) reads
 ///   at once, by every history and stream together: a history read holds one of them
-///   until it has every page, a stream one per page (the others wait their turn). So what
-///   the store does for transcripts at any moment is bounded, whatever clients ask: a
-///   SQLite store runs reads on the thread that commits every write, and a write waits for
-///   at most that many pages.
+///   until it has read every page and folded them (and written them, for
+///   [`history_json`](Self::history_json)), a stream one per page (the others wait their
+///   turn). So what the store does for transcripts at any moment is bounded, whatever
+///   clients ask: a SQLite store runs reads on the thread that commits every write, and a
+///   write waits for at most that many pages. A history is folded on Tokio's blocking
+///   pool, never on the threads that answer everything else.
 /// - **Memory.** Nothing keeps whole transcripts: a history read holds the session's
 ///   records (at most about the per-session limits) until it has folded them, and at most
 ///   [`CONCURRENT_READS`](Self::CONCURRENT_READS) run at once; an open stream keeps its
