@@ -843,14 +843,8 @@ async fn without_a_store_a_waiting_session_keeps_its_history_through_floods() {
 
     let victim = transcripts.history("victim").await.unwrap();
     assert_eq!(victim.messages.len(), 2, "{victim:?}");
-    assert!(
-        transcripts
-            .history("quiet")
-            .await
-            .unwrap()
-            .messages
-            .is_empty()
-    );
+    let quiet = transcripts.history("quiet").await.unwrap();
+    assert!(quiet.messages.is_empty(), "{quiet:?}");
     // Within 64 KiB: three or four steps of 16 KiB.
     let mut big_steps = 0;
     for session in ["big-0", "big-1"] {

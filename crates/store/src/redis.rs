@@ -723,22 +723,12 @@ impl Store for RedisStore {
             let limit = i64::try_from(limit).unwrap_or(i64::MAX);
             self.written_before().await?;
             let mut connection = self.reader().await?;
-            let command = match page {
-                HistoryPage::From(from) => redis::cmd("XRANGE")
-                    .arg(key)
-                    .arg(format!("0-{from}"))
-                    .arg("+")
-                    .arg("COUNT")
-                    .arg(limit)
-                    .clone(),
-                HistoryPage::Before(before) => redis::cmd("XREVRANGE")
-                    .arg(key)
-                    .arg(format!("(0-{before}"))
-                    .arg("-")
-                    .arg("COUNT")
-                    .arg(limit)
-                    .clone(),
+            let (command, start, end) = match page {
+                HistoryPage::From(from) => ("XRANGE", format!("0-{from}"), "+"),
+                HistoryPage::Before(before) => ("XREVRANGE", format!("(0-{before}"), "-"),
             };
+            let mut command = redis::cmd(command);
+            command.arg(key).arg(start).arg(end).arg("COUNT").arg(limit);
             let entries: Vec<(String, Vec<String>)> =
                 match command.query_async(&mut connection).await {
                     Ok(entries) => entries,
