@@ -723,6 +723,7 @@ async fn a_cursor_that_cannot_be_resumed_is_told_to_resync() {
     let limits = HistoryLimits {
         records_per_session: 8,
         records_in_memory: 40,
+        ..HistoryLimits::default()
     };
     for hub in [stored, memory] {
         let transcripts = Transcripts::with_limits(&hub, limits);
@@ -805,6 +806,138 @@ async fn a_cursor_that_cannot_be_resumed_is_told_to_resync() {
             .is_empty()
     );
     assert!(!transcripts.history("e").await.unwrap().messages.is_empty());
+}
+
+/// Without a store, a session with a question waiting keeps its history while floods of
+/// other sessions' records go past the memory bounds, in records and in bytes: the
+/// sessions with nothing pending are dropped first. Its history was once dropped like any
+/// other, and the web UI said "Nothing recorded for this session yet" beside its question.
+#[tokio::test(start_paused = true)]
+async fn without_a_store_a_waiting_session_keeps_its_history_through_floods() {
+    let hub = RequestHub::new(Bus::new());
+    let limits = HistoryLimits {
+        records_per_session: 8,
+        bytes_per_session: 32 * 1024,
+        records_in_memory: 40,
+        bytes_in_memory: 64 * 1024,
+    };
+    let transcripts = Transcripts::with_limits(&hub, limits);
+    let user = |text: &str| Step::User { text: text.into() };
+    record(&hub, "victim", user("Clean up the disk")).await;
+    let mut question = hub
+        .questions()
+        .submit("victim", seed_questions(), None, Timeout::Never)
+        .unwrap();
+    question.recorded().await.unwrap();
+    record(&hub, "quiet", user("hi")).await;
+    for n in 0..200 {
+        let step = Step::Thinking {
+            thinking: format!("busy {n}"),
+        };
+        record(&hub, &format!("busy-{}", n % 10), step).await;
+    }
+    let big = "x".repeat(16 * 1024);
+    for n in 0..20 {
+        record(&hub, &format!("big-{}", n % 2), user(&format!("{big} {n}"))).await;
+    }
+
+    let victim = transcripts.history("victim").await.unwrap();
+    assert_eq!(victim.messages.len(), 2, "{victim:?}");
+    let quiet = transcripts.history("quiet").await.unwrap();
+    assert!(quiet.messages.is_empty(), "{quiet:?}");
+    // Within 64 KiB: three or four steps of 16 KiB.
+    let mut big_steps = 0;
+    for session in ["big-0", "big-1"] {
+        big_steps += transcripts.history(session).await.unwrap().messages.len();
+    }
+    assert!((1..=4).contains(&big_steps), "{big_steps} big steps kept");
+    drop(question);
+}
+
+/// A session of many pages (more records than one read asks for): its history, its
+/// stream from the start, and its stream resumed after any frame agree, on every hub.
+#[tokio::test(start_paused = true)]
+async fn long_sessions_are_read_a_page_at_a_time() {
+    let records = 3 * Transcripts::PAGE_RECORDS + 5;
+    for (name, hub, transcripts) in hubs().await {
+        for n in 0..records {
+            let step = match n % 3 {
+                0 => Step::User {
+                    text: format!("ask {n}"),
+                },
+                1 => Step::Thinking {
+                    thinking: format!("think {n}"),
+                },
+                _ => Step::ToolUse {
+                    id: format!("tc-{n}"),
+                    name: "web_search".into(),
+                    input: json!({"n": n}),
+                    tool_content_message: None,
+                },
+            };
+            record(&hub, "s", step).await;
+        }
+        let history = transcripts.history("s").await.unwrap();
+        let all = drain(&mut transcripts.follow("s", None).await.unwrap()).await;
+        let mut watched = ClientView::new();
+        for frame in &all {
+            watched.apply(&frame.frame);
+        }
+        assert_eq!(history, watched.history(history.last_event_id), "{name}");
+        assert_eq!(all.last().unwrap().cursor, history.last_event_id, "{name}");
+        for position in (0..all.len()).step_by(7) {
+            let cursor = all[position].cursor;
+            let mut resumed = transcripts.follow("s", Some(cursor)).await.unwrap();
+            assert_eq!(drain(&mut resumed).await, all[position + 1..], "{name}");
+        }
+    }
+}
+
+/// A stream that reads slower than its session records, so that the records after the
+/// last one it read are trimmed before it reads them, is told to resync, instead of going
+/// on past the gap.
+#[tokio::test(start_paused = true)]
+async fn a_stream_left_behind_by_trimming_is_told_to_resync() {
+    let store = Arc::new(MemoryStore::new().with_history_limit(8));
+    let stored = RequestHub::with_store(
+        Bus::new(),
+        QuestionConfig::default(),
+        ApprovalConfig::default(),
+        store as Arc<dyn Store>,
+    )
+    .await
+    .unwrap();
+    let memory = RequestHub::new(Bus::new());
+    let limits = HistoryLimits {
+        records_per_session: 8,
+        ..HistoryLimits::default()
+    };
+    for hub in [stored, memory] {
+        let transcripts = Transcripts::with_limits(&hub, limits);
+        let thinking = |n: usize| Step::Thinking {
+            thinking: format!("step {n}"),
+        };
+        record(&hub, "s", thinking(0)).await;
+        let mut slow = transcripts.follow("s", None).await.unwrap();
+        let first = slow.next().await.unwrap().unwrap();
+        let first_record = first.cursor.record;
+        for n in 1..40 {
+            record(&hub, "s", thinking(n)).await;
+        }
+        let mut read = vec![first];
+        let reason = loop {
+            match slow.next().await.unwrap() {
+                Ok(frame) => read.push(frame),
+                Err(ProtocolError::Resync { reason }) => break reason,
+                Err(error) => panic!("{error}"),
+            }
+        };
+        assert_eq!(reason, Resync::CursorTooOld);
+        assert!(
+            read.iter().all(|frame| frame.cursor.record == first_record),
+            "nothing after the gap: {read:?}"
+        );
+    }
 }
 
 // ---------------------------------------------------------------------------------------

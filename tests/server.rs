@@ -254,6 +254,14 @@ fn quota_flags_set_the_limits_and_refuse_zero_by_name() {
     );
     assert_eq!(set.http.event_streams.limit(), 30);
     assert_eq!(set.http.max_event_streams_per_token, 3);
+    let history = settings(&["--max-history-records", "200", "--max-history-mib", "4"])
+        .expect("valid")
+        .http
+        .history;
+    assert_eq!(
+        (history.records_per_session, history.bytes_per_session),
+        (200, 4 * 1024 * 1024)
+    );
 
     for flag in [
         "--max-pending-per-session",
@@ -261,6 +269,8 @@ fn quota_flags_set_the_limits_and_refuse_zero_by_name() {
         "--max-pending-per-token",
         "--max-event-streams",
         "--max-event-streams-per-token",
+        "--max-history-records",
+        "--max-history-mib",
     ] {
         let refused = settings(&[flag, "0"]).expect_err("zero refuses everything");
         assert_eq!(refused.to_string(), format!("{flag} must be at least 1"));

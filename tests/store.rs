@@ -6,9 +6,9 @@ use std::time::Duration;
 
 use crate::support::{PrivateRedis, TestRedis, until_ok};
 use askbus_store::{
-    ChangeKind, EventRecord, LogPosition, MemoryStore, OutcomeRecord, OutcomeState, RedisStore,
-    RequestKind, RequestRecord, SWEEP_INTERVAL, SessionEvent, SqliteStore, Store, StoreError,
-    Write, Written, keep_resolved_for,
+    ChangeKind, EventRecord, HistoryPage, HistoryRecord, LogPosition, MemoryStore, OutcomeRecord,
+    OutcomeState, RedisStore, RequestKind, RequestRecord, SWEEP_INTERVAL, SessionEvent,
+    SqliteStore, Store, StoreError, Write, Written, keep_resolved_for,
 };
 
 #[tokio::test]
@@ -40,11 +40,87 @@ async fn sqlite_store_keeps_session_histories() {
     check_history(&store.with_history_limit(4), 4 + 1).await;
 }
 
-/// Redis trims a history's stream by whole nodes (100 entries by default).
 #[tokio::test]
 async fn redis_store_keeps_session_histories() {
     let redis = TestRedis::new().await;
-    check_history(&redis.open().await.with_history_limit(4), 4 + 100).await;
+    check_history(&redis.open().await.with_history_limit(4), 4 + 1).await;
+}
+
+#[tokio::test]
+async fn memory_store_keeps_session_histories_within_their_bytes() {
+    check_history_bytes(&MemoryStore::new().with_history_bytes(HISTORY_BYTES)).await;
+}
+
+#[tokio::test]
+async fn sqlite_store_keeps_session_histories_within_their_bytes() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = SqliteStore::open(dir.path().join("askbus.db")).unwrap();
+    check_history_bytes(&store.with_history_bytes(HISTORY_BYTES)).await;
+}
+
+#[tokio::test]
+async fn redis_store_keeps_session_histories_within_their_bytes() {
+    let redis = TestRedis::new().await;
+    check_history_bytes(&redis.open().await.with_history_bytes(HISTORY_BYTES)).await;
+}
+
+/// A history written before histories were counted in bytes (Redis schema 4) is counted
+/// whole at its next record, and trimmed by bytes from then on.
+#[tokio::test]
+async fn redis_store_counts_the_bytes_of_a_history_written_before_it() {
+    let redis = TestRedis::new().await;
+    let store = redis.open().await;
+    for n in 0..8 {
+        write(&store, Write::Event(big_step("s", n, 500))).await;
+    }
+    drop(store);
+    // As version 4 left it: no byte counts.
+    let counts = format!("{}:history_bytes", redis.prefix);
+    redis.command(redis::cmd("DEL").arg(&counts));
+    let store = redis.open().await.with_history_bytes(HISTORY_BYTES);
+    write(&store, Write::Event(big_step("s", 8, 500))).await;
+    let kept = whole_history(&store, "s").await;
+    assert_eq!(kept.len(), 9, "under 8 KiB: nothing dropped");
+    let counted: usize = redis.query(redis::cmd("HGET").arg(&counts).arg("s"));
+    assert_eq!(counted, history_bytes(&kept));
+    for n in 9..32 {
+        write(&store, Write::Event(big_step("s", n, 500))).await;
+    }
+    let kept = whole_history(&store, "s").await;
+    assert!(history_bytes(&kept) <= HISTORY_BYTES + HISTORY_BYTES / 8);
+    let counted: usize = redis.query(redis::cmd("HGET").arg(&counts).arg("s"));
+    assert_eq!(counted, history_bytes(&kept));
+}
+
+/// A SQLite file of schema 3 (histories counted in records only) is upgraded with the
+/// bytes of its histories counted.
+#[tokio::test]
+async fn sqlite_store_upgrade_counts_the_bytes_of_histories() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("askbus.db");
+    let store = SqliteStore::open(&path).unwrap();
+    for n in 0..16 {
+        write(&store, Write::Event(big_step("s", n, 1_000))).await;
+    }
+    drop(store);
+    rusqlite::Connection::open(&path)
+        .unwrap()
+        .execute_batch("ALTER TABLE histories DROP COLUMN bytes; PRAGMA user_version = 3;")
+        .unwrap();
+    let store = SqliteStore::open(&path)
+        .unwrap()
+        .with_history_bytes(HISTORY_BYTES);
+    write(&store, Write::Event(big_step("s", 16, 1_000))).await;
+    let kept = whole_history(&store, "s").await;
+    assert!(
+        history_bytes(&kept) <= HISTORY_BYTES,
+        "{}",
+        history_bytes(&kept)
+    );
+    assert_eq!(
+        kept.last().map(|record| &record.entry),
+        Some(&ChangeKind::Event(big_step("s", 16, 1_000)))
+    );
 }
 
 #[tokio::test]
@@ -84,7 +160,7 @@ async fn sqlite_store_upgrades_an_older_schema_and_refuses_a_newer_one() {
     let store = SqliteStore::open(&path).unwrap();
     assert!(store.get("que_1").await.unwrap().is_some());
     write(&store, Write::Event(step_event("s", 1))).await;
-    let history = store.history("s", 0).await.unwrap();
+    let history = whole_history(&store, "s").await;
     assert_eq!(history.len(), 1, "{history:?}");
     // Its session waits for que_1, asked before the upgrade: its history is kept.
     assert_eq!(store.forget_quiet_histories(u64::MAX, 10).await.unwrap(), 0);
@@ -93,10 +169,35 @@ async fn sqlite_store_upgrades_an_older_schema_and_refuses_a_newer_one() {
     schema("PRAGMA user_version = 99;");
     match SqliteStore::open(&path) {
         Err(StoreError::NewerSchema { found, supported }) => {
-            assert_eq!((found, supported), (99, 3))
+            assert_eq!((found, supported), (99, 4))
         }
         other => panic!("a newer schema was not refused: {other:?}"),
     }
+}
+
+/// A read whose reader left before its turn costs the writer thread nothing: 500 reads of
+/// a 16 MB history, each given up as soon as asked, once held up whatever was queued after
+/// them (the next read here; the writes of the next group) until every one had run.
+#[tokio::test]
+async fn sqlite_store_skips_the_reads_nobody_waits_for() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = SqliteStore::open(dir.path().join("askbus.db")).unwrap();
+    let steps: Vec<_> = (0..256)
+        .map(|n| store.write(Write::Event(big_step("big", n, 64 * 1024))))
+        .collect();
+    for step in steps {
+        step.await.unwrap();
+    }
+    for _ in 0..500 {
+        drop(store.history("big", HistoryPage::From(0), usize::MAX));
+    }
+    let started = std::time::Instant::now();
+    assert!(store.get("que_none").await.unwrap().is_none());
+    let waited = started.elapsed();
+    assert!(
+        waited < Duration::from_secs(2),
+        "the next read waited {waited:?}"
+    );
 }
 
 /// A SQLite store's histories are the same after a reopen, and keep their positions.
@@ -107,12 +208,12 @@ async fn sqlite_store_keeps_histories_across_a_reopen() {
     let store = SqliteStore::open(&path).unwrap();
     write(&store, Write::Insert(question("que_1", None))).await;
     write(&store, Write::Event(step_event("s", 1))).await;
-    let before = store.history("s", 0).await.unwrap();
+    let before = whole_history(&store, "s").await;
     drop(store);
     let store = SqliteStore::open(&path).unwrap();
-    assert_eq!(store.history("s", 0).await.unwrap(), before);
+    assert_eq!(whole_history(&store, "s").await, before);
     write(&store, Write::Event(step_event("s", 2))).await;
-    let after = store.history("s", 0).await.unwrap();
+    let after = whole_history(&store, "s").await;
     assert_eq!(after[..2], before);
     assert!(after[2].position > before[1].position);
 }
@@ -408,14 +509,14 @@ async fn redis_store_upgrades_an_older_schema_and_refuses_a_newer_one() {
         write(&store, Write::Insert(question("que_1", None))).await,
         Written::Inserted
     );
-    assert_eq!(redis.get(&schema), "4");
+    assert_eq!(redis.get(&schema), "5");
 
-    redis.command(redis::cmd("SET").arg(&schema).arg(5));
+    redis.command(redis::cmd("SET").arg(&schema).arg(6));
     match RedisStore::open(crate::support::REDIS_URL, &redis.prefix).await {
-        Err(StoreError::NewerSchema { found, supported }) => assert_eq!((found, supported), (5, 4)),
+        Err(StoreError::NewerSchema { found, supported }) => assert_eq!((found, supported), (6, 5)),
         other => panic!("a newer schema was not refused: {other:?}"),
     }
-    assert_eq!(redis.get(&schema), "5");
+    assert_eq!(redis.get(&schema), "6");
 }
 
 /// Requests left pending under schema version 3 (which did not count each session's
@@ -439,8 +540,8 @@ async fn redis_store_upgrade_counts_the_requests_pending_before_it() {
 
     let store = redis.open().await;
     assert_eq!(store.forget_quiet_histories(u64::MAX, 10).await.unwrap(), 1);
-    assert_eq!(store.history("waiting", 0).await.unwrap().len(), 1);
-    assert!(store.history("done", 0).await.unwrap().is_empty());
+    assert_eq!(whole_history(&store, "waiting").await.len(), 1);
+    assert!(whole_history(&store, "done").await.is_empty());
 }
 
 /// Requests resolved under schema version 2 (which did not index resolution times) can be
@@ -735,7 +836,7 @@ async fn check_history(store: &dyn Store, max_kept: usize) {
     write(store, resolve("que_9", OutcomeState::Cancelled)).await;
     write(store, Write::Event(step_event("s", 2))).await;
 
-    let history = store.history("s", 0).await.unwrap();
+    let history = whole_history(store, "s").await;
     let entries: Vec<_> = history.iter().map(|record| record.entry.clone()).collect();
     assert_eq!(
         entries,
@@ -756,27 +857,91 @@ async fn check_history(store: &dyn Store, max_kept: usize) {
             .all(|pair| pair[0].position < pair[1].position),
         "{history:?}"
     );
-    assert_eq!(
-        store.history("s", history[1].position).await.unwrap(),
-        history[2..]
-    );
-    let other = store.history("t", 0).await.unwrap();
+    // A page from a record starts with it; one before a record ends before it.
+    let from = |position, limit| store.history("s", HistoryPage::From(position), limit);
+    let before = |position, limit| store.history("s", HistoryPage::Before(position), limit);
+    assert_eq!(from(history[1].position, 10).await.unwrap(), history[1..]);
+    assert_eq!(from(history[1].position, 2).await.unwrap(), history[1..3]);
+    assert_eq!(from(0, 1).await.unwrap(), history[..1]);
+    assert_eq!(from(history[3].position + 1, 10).await.unwrap(), []);
+    assert_eq!(before(u64::MAX, 3).await.unwrap(), history[1..]);
+    assert_eq!(before(history[1].position, 3).await.unwrap(), history[..1]);
+    assert_eq!(before(history[0].position, 3).await.unwrap(), []);
+    assert_eq!(from(0, 0).await.unwrap(), []);
+    let other = whole_history(store, "t").await;
     assert_eq!(other.len(), 1);
     assert_eq!(
         other[0].entry,
         ChangeKind::Inserted(in_session("que_2", "t"))
     );
-    assert!(store.history("nobody", 0).await.unwrap().is_empty());
+    assert!(whole_history(store, "nobody").await.is_empty());
+
+    // A read sees the writes queued before it, acknowledged or not.
+    let queued = store.write(Write::Event(step_event("t", 3)));
+    let read = whole_history(store, "t").await;
+    assert_eq!(
+        read.last().unwrap().entry,
+        ChangeKind::Event(step_event("t", 3))
+    );
+    queued.await.unwrap();
 
     for n in 0..250 {
         write(store, Write::Event(step_event("long", n))).await;
     }
-    let long = store.history("long", 0).await.unwrap();
+    let long = whole_history(store, "long").await;
     assert!((4..=max_kept).contains(&long.len()), "{} kept", long.len());
     assert_eq!(
         long.last().map(|record| &record.entry),
         Some(&ChangeKind::Event(step_event("long", 249)))
     );
+}
+
+/// The byte limit the `…_within_their_bytes` tests set: 8 KiB.
+const HISTORY_BYTES: usize = 8 * 1024;
+
+/// A step of `session` whose JSON is a little over `bytes` long.
+fn big_step(session: &str, n: usize, bytes: usize) -> SessionEvent {
+    SessionEvent {
+        properties: format!(r#"{{"n":{n},"text":"{}"}}"#, "x".repeat(bytes)),
+        ..step_event(session, n)
+    }
+}
+
+/// The bytes `records` count: the length of each one's JSON.
+fn history_bytes(records: &[HistoryRecord]) -> usize {
+    records
+        .iter()
+        .map(|record| serde_json::to_string(&record.entry).unwrap().len())
+        .sum()
+}
+
+/// Past its byte limit a history keeps its newest records within it, a batch at a time
+/// (at most an eighth over before it is trimmed), whatever their count; one record over
+/// the limit on its own is kept, alone, until the next.
+async fn check_history_bytes(store: &dyn Store) {
+    for n in 0..100 {
+        write(store, Write::Event(big_step("s", n, 500))).await;
+        let kept = whole_history(store, "s").await;
+        let bytes = history_bytes(&kept);
+        assert!(
+            bytes <= HISTORY_BYTES + HISTORY_BYTES / 8,
+            "{bytes} bytes kept"
+        );
+        assert_eq!(
+            kept.last().map(|record| &record.entry),
+            Some(&ChangeKind::Event(big_step("s", n, 500)))
+        );
+    }
+    let kept = whole_history(store, "s").await;
+    assert!(kept.len() >= HISTORY_BYTES / 600, "{} kept", kept.len());
+    write(store, Write::Event(big_step("s", 100, 2 * HISTORY_BYTES))).await;
+    let kept = whole_history(store, "s").await;
+    assert_eq!(kept.len(), 1, "only the newest, over the limit on its own");
+    // The next record takes its place: the two are over the limit.
+    write(store, Write::Event(big_step("s", 101, 500))).await;
+    let kept = whole_history(store, "s").await;
+    assert_eq!(kept.len(), 1);
+    assert_eq!(kept[0].entry, ChangeKind::Event(big_step("s", 101, 500)));
 }
 
 /// `forget_quiet_histories` deletes the histories whose newest record is older than asked
@@ -794,9 +959,9 @@ async fn check_forget_histories(store: &dyn Store) {
     assert_eq!(store.forget_quiet_histories(u64::MAX, 10).await.unwrap(), 1);
     assert_eq!(store.forget_quiet_histories(u64::MAX, 10).await.unwrap(), 0);
     for gone in ["answered", "steps"] {
-        assert!(store.history(gone, 0).await.unwrap().is_empty(), "{gone}");
+        assert!(whole_history(store, gone).await.is_empty(), "{gone}");
     }
-    assert_eq!(store.history("waiting", 0).await.unwrap().len(), 2);
+    assert_eq!(whole_history(store, "waiting").await.len(), 2);
     // The requests themselves are another matter: only `forget_resolved` deletes them.
     assert!(store.get("que_1").await.unwrap().is_some());
 
@@ -811,10 +976,10 @@ async fn check_forget_histories(store: &dyn Store) {
     )
     .await;
     assert_eq!(store.forget_quiet_histories(u64::MAX, 10).await.unwrap(), 1);
-    assert!(store.history("waiting", 0).await.unwrap().is_empty());
+    assert!(whole_history(store, "waiting").await.is_empty());
     // A new record starts a new history, above every position before it.
     write(store, Write::Event(step_event("waiting", 2))).await;
-    assert_eq!(store.history("waiting", 0).await.unwrap().len(), 1);
+    assert_eq!(whole_history(store, "waiting").await.len(), 1);
 }
 
 /// `forget_resolved` deletes resolved requests by the time they were resolved, the longest
@@ -1104,4 +1269,45 @@ fn ids(requests: &[askbus_store::StoredRequest]) -> Vec<&str> {
         .iter()
         .map(|stored| stored.request.id.as_str())
         .collect()
+}
+
+/// Writes Redis executed are acknowledged, however long their turn takes: 3,000 steps of
+/// 64 KB queued at once (about 190 MB, in pipelines of up to 1,024) were once answered
+/// "Redis: timed out" by the hundreds, after half a second in flight, although Redis
+/// recorded them.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn redis_store_acknowledges_big_writes_that_wait_their_turn() {
+    const STEPS: usize = 3_000;
+    let redis = TestRedis::new().await;
+    let store = redis.open().await;
+    let big = "x".repeat(64 * 1024);
+    let acks: Vec<_> = (0..STEPS)
+        .map(|n| {
+            store.write(Write::Event(SessionEvent {
+                session_id: format!("s{}", n % 8),
+                event_type: "agent.step".into(),
+                properties: format!(r#"{{"n":{n},"text":"{big}"}}"#),
+            }))
+        })
+        .collect();
+    let mut failed = Vec::new();
+    for ack in acks {
+        if let Err(error) = ack.await {
+            failed.push(error.to_string());
+        }
+    }
+    assert!(
+        failed.is_empty(),
+        "{} failed: {:?}",
+        failed.len(),
+        failed.first()
+    );
+}
+
+/// Every record of `session`'s history, oldest first.
+async fn whole_history(store: &(impl Store + ?Sized), session: &str) -> Vec<HistoryRecord> {
+    store
+        .history(session, HistoryPage::From(0), usize::MAX)
+        .await
+        .unwrap()
 }

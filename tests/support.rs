@@ -200,6 +200,12 @@ impl TestRedis {
         redis::cmd("GET").arg(key).query(&mut connection).unwrap()
     }
 
+    /// Runs a query on the test's Redis; its answer.
+    pub(crate) fn query<T: redis::FromRedisValue>(&self, command: &redis::Cmd) -> T {
+        let mut connection = self.client.get_connection().unwrap();
+        command.query(&mut connection).unwrap()
+    }
+
     /// Runs a command on the test's Redis.
     pub(crate) fn command(&self, command: &redis::Cmd) {
         let mut connection = self.client.get_connection().unwrap();

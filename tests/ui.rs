@@ -94,6 +94,7 @@ const SCENARIOS: &[&str] = &[
     "approval_phone_keyboard",
     "expiry",
     "session_timeline",
+    "timeline_resync",
     "reject_all",
     "hidden_characters",
     "flood",

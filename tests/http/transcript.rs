@@ -233,9 +233,16 @@ async fn a_cursor_that_cannot_be_resumed_gets_a_resync() {
         step(&app, "s1", json!({"type": "text", "text": format!("{n}")})).await;
     }
     let old_askbus = "evt_01JZ6Q3V8R5M2K7D4T9WXYZABC";
+    let now = history(&app, "s1").await.last_event_id;
+    // Frames its record does not have: one past the last, and one past every number (its
+    // successor overflowed, and panicked a debug build).
+    let past_its_frames = format!("h{}-{}.1000", now.origin, now.record);
+    let overflowing = format!("h{}-{}.{}", now.origin, now.record, u64::MAX);
     for (cursor, reason) in [
         (early.as_str(), "cursor_too_old"),
         (old_askbus, "unknown_cursor"),
+        (&past_its_frames, "unknown_cursor"),
+        (&overflowing, "unknown_cursor"),
     ] {
         let by_header =
             until_the_end(&app, "/session/s1/stream", &[("last-event-id", cursor)]).await;

@@ -1145,6 +1145,40 @@ const scenarios = {
   },
 
   /**
+   * A session whose stream can never be resumed (trimmed faster than its history loads):
+   * each stream answers `server.resync`. The timeline loads the history again at once the
+   * first time, then waits longer after each resync in a row, saying it is catching up,
+   * instead of loading the history again as fast as the server answers.
+   */
+  async timeline_resync() {
+    const session = 'ui-resync-loop';
+    await agent.step(session, { type: 'user', text: 'Keep going.' });
+    const loads = [];
+    const isStream = (url) => url.pathname === `/session/${session}/stream`;
+    const resync = 'data: {"type":"server.resync","properties":{"reason":"cursor_too_old"}}\n\n';
+    const watch = async (page) => {
+      page.on('request', (request) => {
+        if (new URL(request.url()).pathname === `/session/${session}/history`) loads.push(Date.now());
+      });
+      await page.route(isStream, (route) => route.fulfill({ status: 200, contentType: 'text/event-stream', body: resync }));
+    };
+    const page = await open(URL_OPEN, `?session=${session}`, { watch });
+    await timelineReads(page, ['tl-user: User Keep going.']);
+    // Loads at once, at once again, then 1 s and 2 s later: 4 in 4 s (a loop: hundreds).
+    await page.waitForTimeout(4000);
+    assert.ok(loads.length >= 3 && loads.length <= 5, `${loads.length} loads of the history in 4 s`);
+    const waits = loads.slice(1).map((at, index) => at - loads[index]);
+    assert.ok(waits[1] >= 900, `the second reload waited ${waits[1]} ms`);
+    assert.ok(waits.length < 3 || waits[2] >= 1800, `the third reload waited ${waits[2]} ms`);
+    // Meanwhile the timeline shown stays, and says it is catching up.
+    await timelineReads(page, ['tl-user: User Keep going.']);
+    await until('the timeline to say it catches up', async () =>
+      (await page.locator('#timeline-status').textContent()).includes('Catching up'),
+    );
+    await page.close();
+  },
+
+  /**
    * A runaway session: "Reject all pending in this session" asks first, then refuses its
    * questions and approvals in one call; the agent is told no, another session is spared.
    */

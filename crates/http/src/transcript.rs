@@ -19,15 +19,18 @@
 //! of this store's, or an `evt_…` cursor of an older askbus) is answered with a single frame
 //! `{"type": "server.resync", "properties": {"reason": "cursor_too_old" | "unknown_cursor"}}`
 //! (no `id:`), after which the stream ends: the client loads the history again and streams
-//! from its cursor. Never a partial stream. A malformed cursor is `400`.
+//! from its cursor. Never a partial stream: a stream whose next records are trimmed before
+//! it reads them (its client reads slower than the session records) ends with the same
+//! frame. A malformed cursor is `400`.
 
 use std::convert::Infallible;
 
-use askbus_protocol::{AgentStep, Follow, FrameCursor, History, ProtocolError, Step};
+use askbus_protocol::{AgentStep, Follow, FrameCursor, ProtocolError, Resync, Step};
 use axum::Json;
 use axum::extract::State;
-use axum::http::HeaderMap;
+use axum::http::{HeaderMap, header};
 use axum::response::sse::{Event as SseFrame, KeepAlive, Sse};
+use axum::response::{IntoResponse, Response};
 use futures_util::Stream;
 use futures_util::StreamExt;
 use futures_util::stream::{self, BoxStream};
@@ -56,7 +59,7 @@ pub(crate) struct StreamQuery {
     tag = "session",
     params(("id" = String, Path, description = "Session id")),
     responses(
-        (status = 200, description = "The flat history with `last_event_id`, an opaque cursor: the session's newest records (steps, requests as asked, outcomes), about as many as the server keeps per session (`--max-history-records`), the same after a restart and through every server sharing the store", body = Object),
+        (status = 200, description = "The flat history with `last_event_id`, an opaque cursor: the session's newest records (steps, requests as asked, outcomes), about as many as the server keeps per session (`--max-history-records`, `--max-history-mib`), the same after a restart and through every server sharing the store. Histories are read a few at a time: one waits its turn", body = Object),
         (status = 403, description = "The token is scoped to another session", body = crate::error::ErrorBody),
         (status = 503, description = "The store cannot be read; try again", body = crate::error::ErrorBody),
     ),
@@ -66,12 +69,11 @@ pub(crate) async fn history(
     State(state): State<AppState>,
     caller: Caller,
     SegmentPath(session_id): SegmentPath,
-) -> Result<Json<History>, ApiError> {
+) -> Result<Response, ApiError> {
     caller.act_for(&session_id)?;
-    let history = state.inner.transcripts.history(&session_id).await;
-    history
-        .map(Json)
-        .map_err(|error| ApiError::store_unreadable(&error))
+    let history = state.inner.transcripts.history_json(&session_id).await;
+    let history = history.map_err(|error| ApiError::store_unreadable(&error))?;
+    Ok(([(header::CONTENT_TYPE, "application/json")], history).into_response())
 }
 
 /// The session's content-block frames (seeds 000, 001, 004) as Server-Sent Events.
@@ -115,13 +117,7 @@ pub(crate) async fn stream(
     };
     let frames = match follow {
         Ok(follow) => frames(follow, state.inner.shutdown.clone()),
-        Err(ProtocolError::Resync { reason }) => {
-            let resync = format!(
-                r#"{{"type":"server.resync","properties":{{"reason":"{}"}}}}"#,
-                reason.as_str()
-            );
-            stream::iter([Ok(SseFrame::default().data(resync))]).boxed()
-        }
+        Err(ProtocolError::Resync { reason }) => stream::iter([Ok(resync(reason))]).boxed(),
         Err(error @ ProtocolError::InvalidCursor { .. }) => {
             return Err(ApiError::bad_request(error.to_string()));
         }
@@ -160,13 +156,15 @@ pub(crate) async fn step(
     Ok(Json(true))
 }
 
-/// The frames of `follow` as SSE frames, until shutdown or the bus is gone. A store that
-/// cannot be read is tried again at the next news.
+/// The frames of `follow` as SSE frames, until shutdown or the bus is gone, or a resync
+/// frame when the stream cannot go on. A store that cannot be read is tried again at the
+/// next news.
 fn frames(
     follow: Follow,
     shutdown: CancellationToken,
 ) -> BoxStream<'static, Result<SseFrame, Infallible>> {
-    stream::unfold((follow, shutdown), |(mut follow, shutdown)| async move {
+    stream::unfold(Some((follow, shutdown)), |state| async move {
+        let (mut follow, shutdown) = state?;
         loop {
             let next = tokio::select! {
                 biased;
@@ -177,11 +175,21 @@ fn frames(
                 Ok(frame) => {
                     let data = serde_json::to_string(&frame.frame).unwrap_or_else(|_| "{}".into());
                     let frame = SseFrame::default().id(frame.cursor.to_string()).data(data);
-                    return Some((Ok(frame), (follow, shutdown)));
+                    return Some((Ok(frame), Some((follow, shutdown))));
                 }
+                // The last frame: the stream ends after it.
+                Err(ProtocolError::Resync { reason }) => return Some((Ok(resync(reason)), None)),
                 Err(error) => tracing::warn!("a session stream could not read the store: {error}"),
             }
         }
     })
     .boxed()
+}
+
+/// The frame that tells a client to load the history again, for `reason` (no `id:`).
+fn resync(reason: Resync) -> SseFrame {
+    SseFrame::default().data(format!(
+        r#"{{"type":"server.resync","properties":{{"reason":"{}"}}}}"#,
+        reason.as_str()
+    ))
 }

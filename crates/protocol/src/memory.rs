@@ -5,20 +5,27 @@
 //! it), so the records are appended in the bus's order, each at the next position. A task
 //! reads the bus as events come, so a session nobody reads loses nothing however many
 //! events go by; every read catches up first too, so a read after a publish includes it.
-//! Memory is bounded twice: each session keeps about its newest
-//! [`records_per_session`](HistoryLimits::records_per_session) records (trimmed a batch at
-//! a time, as a store trims), and past
-//! [`records_in_memory`](HistoryLimits::records_in_memory) records in all, the sessions that
-//! recorded nothing for longest are dropped whole. A stream resumed after records that were
-//! dropped is told to resync.
+//!
+//! Memory is bounded twice, in records and in bytes (each record counted as its event's
+//! JSON). Each session keeps about its newest
+//! [`records_per_session`](HistoryLimits::records_per_session) records within
+//! [`bytes_per_session`](HistoryLimits::bytes_per_session), trimmed a batch at a time as a
+//! store trims. Past [`records_in_memory`](HistoryLimits::records_in_memory) records or
+//! [`bytes_in_memory`](HistoryLimits::bytes_in_memory) bytes in all, whole sessions are
+//! dropped: **first those with nothing pending, the one that recorded nothing for longest
+//! first; a session with a request waiting for a human only once no other is left**, so a
+//! flood of other sessions never empties the timeline beside a pending question. (Whether
+//! a session waits is told by its records: a request asked and not yet ended.) A stream
+//! resumed after records that were dropped is told to resync.
 
-use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};
 
 use askbus_bus::{Bus, Envelope, EventId, Lagged, Subscription};
+use askbus_store::{HistoryLimit, HistoryPage, KeptHistory};
 use futures_util::{FutureExt, StreamExt};
 
-use crate::record::Record;
+use crate::record::{Record, RequestEvent};
 use crate::transcript::{Entry, HistoryLimits};
 
 /// Every session's records, written from a bus.
@@ -41,11 +48,15 @@ struct State {
     position: u64,
     /// Each session's records.
     sessions: HashMap<Arc<str>, SessionRecords>,
-    /// Each session by the position of its newest record: the first is the one that
-    /// recorded nothing for longest.
-    by_newest: BTreeMap<u64, Arc<str>>,
+    /// The sessions with nothing pending, by the position of their newest record: the
+    /// first is the one that recorded nothing for longest, the first dropped.
+    idle: BTreeMap<u64, Arc<str>>,
+    /// The sessions with a request pending, likewise: dropped only once `idle` is empty.
+    waiting: BTreeMap<u64, Arc<str>>,
     /// How many records every session holds together.
     records: usize,
+    /// How many bytes those records count.
+    bytes: usize,
     /// Events lost to a lag the bus's history could not cover.
     lost: u64,
 }
@@ -53,8 +64,11 @@ struct State {
 /// One session's records.
 #[derive(Default)]
 struct SessionRecords {
-    /// Oldest first, each with its position.
-    records: VecDeque<(u64, Record)>,
+    /// Oldest first, each with its position and size.
+    records: KeptHistory<Record>,
+    /// Requests its records show asked and not ended (asked before these histories began,
+    /// a request's end counts for nothing).
+    pending: usize,
 }
 
 impl MemoryHistory {
@@ -71,8 +85,10 @@ impl MemoryHistory {
                 cursor,
                 position: 0,
                 sessions: HashMap::new(),
-                by_newest: BTreeMap::new(),
+                idle: BTreeMap::new(),
+                waiting: BTreeMap::new(),
                 records: 0,
+                bytes: 0,
                 lost: 0,
             }),
         });
@@ -85,21 +101,20 @@ impl MemoryHistory {
         history
     }
 
-    /// The session's records after position `after`, oldest first.
-    pub(crate) fn entries(&self, session_id: &str, after: u64) -> Vec<Entry> {
+    /// A page of the session's records (see [`HistoryPage`]), at most `limit`, oldest
+    /// first.
+    pub(crate) fn page(&self, session_id: &str, page: HistoryPage, limit: usize) -> Vec<Entry> {
         let state = self.caught_up();
         let Some(session) = state.sessions.get(session_id) else {
             return Vec::new();
         };
-        let start = session
-            .records
-            .partition_point(|(position, _)| *position <= after);
         session
             .records
-            .range(start..)
+            .page(page, limit)
+            .into_iter()
             .map(|(position, record)| Entry {
-                position: *position,
-                record: Some(record.clone()),
+                position,
+                record: Some(record),
             })
             .collect()
     }
@@ -138,7 +153,8 @@ impl State {
         }
     }
 
-    /// Appends the record `envelope` stands for, if any, to its session.
+    /// Appends the record `envelope` stands for, if any, to its session; then drops whole
+    /// sessions while over the memory bounds (see the module docs).
     fn read(&mut self, envelope: &Envelope, limits: HistoryLimits) {
         self.cursor = envelope.id();
         let Some((session_id, record)) = Record::of_event(envelope) else {
@@ -146,24 +162,44 @@ impl State {
         };
         self.position += 1;
         let position = self.position;
+        let size = envelope.json().len();
         let session = self.sessions.entry(Arc::clone(&session_id)).or_default();
-        if let Some((newest, _)) = session.records.back() {
-            self.by_newest.remove(newest);
+        if let Some(newest) = session.records.newest() {
+            let index = if session.pending > 0 {
+                &mut self.waiting
+            } else {
+                &mut self.idle
+            };
+            index.remove(&newest);
         }
-        session.records.push_back((position, record));
-        self.records += 1;
-        let limit = limits.records_per_session.max(1);
-        if session.records.len() > limit + askbus_store::history_slack(limit) {
-            let excess = session.records.len() - limit;
-            session.records.drain(..excess);
-            self.records -= excess;
+        match &record {
+            Record::Request(RequestEvent::Asked(_)) => session.pending += 1,
+            Record::Request(RequestEvent::Resolved { .. }) => {
+                session.pending = session.pending.saturating_sub(1);
+            }
+            Record::Step(_) => {}
         }
-        self.by_newest.insert(position, session_id);
-        while self.records > limits.records_in_memory
-            && let Some((_, quietest)) = self.by_newest.pop_first()
-        {
+        let limit = HistoryLimit {
+            records: limits.records_per_session.max(1),
+            bytes: limits.bytes_per_session.max(1),
+        };
+        let (records, bytes) = session.records.push(position, record, size, limit);
+        self.records = self.records + 1 - records;
+        self.bytes = self.bytes + size - bytes;
+        let index = if session.pending > 0 {
+            &mut self.waiting
+        } else {
+            &mut self.idle
+        };
+        index.insert(position, session_id);
+        while self.records > limits.records_in_memory || self.bytes > limits.bytes_in_memory {
+            let Some((_, quietest)) = self.idle.pop_first().or_else(|| self.waiting.pop_first())
+            else {
+                return;
+            };
             if let Some(dropped) = self.sessions.remove(&quietest) {
                 self.records -= dropped.records.len();
+                self.bytes -= dropped.records.bytes();
             }
         }
     }

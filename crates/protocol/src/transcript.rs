@@ -7,9 +7,10 @@ use std::sync::Arc;
 
 use askbus_bus::{Bus, Subscription};
 use askbus_question::RequestHub;
-use askbus_store::{DEFAULT_HISTORY_LIMIT, Store, StoreError};
+use askbus_store::{DEFAULT_HISTORY_BYTES, DEFAULT_HISTORY_LIMIT, HistoryPage, Store, StoreError};
 use futures_util::StreamExt;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
+use tokio::sync::{Semaphore, SemaphorePermit};
 
 use crate::ProtocolError;
 use crate::encode::Encoder;
@@ -42,12 +43,26 @@ use crate::view::ClientView;
 /// - **A cursor that cannot be resumed is said so, never answered with a partial
 ///   stream.** When the records a cursor was folded from are no longer all kept (a
 ///   session's oldest records trimmed past its limit, its history deleted by retention,
-///   the memory bound evicting it), or the cursor is not one of these transcripts',
-///   [`follow`](Self::follow) fails with [`ProtocolError::Resync`]: load the history again.
-/// - **Memory.** Nothing keeps whole transcripts: a history read folds the session's
-///   records (at most about the per-session limit) and drops them; an open stream keeps
-///   only its encoder's state. Without a store, the records themselves are in memory,
-///   within [`HistoryLimits`].
+///   the memory bound evicting it), or the cursor is not one of these transcripts' (a
+///   record, or a frame of a record, the session does not have), [`follow`](Self::follow)
+///   fails with [`ProtocolError::Resync`]: load the history again. A stream whose next
+///   records are trimmed before it reads them (its client reads slower than its session
+///   records) ends the same way, with [`Follow::next`] answering the resync.
+/// - **Records are read a page at a time**, [`PAGE_RECORDS`](Self::PAGE_RECORDS) records
+///   of a session per read, and at most [`CONCURRENT_READS`](Self::CONCURRENT_READS) reads
+///   at once, by every history and stream together: a history read holds one of them
+///   until it has read every page and folded them (and written them, for
+///   [`history_json`](Self::history_json)), a stream one per page (the others wait their
+///   turn). So what the store does for transcripts at any moment is bounded, whatever
+///   clients ask: a SQLite store runs reads on the thread that commits every write, and a
+///   write waits for at most that many pages. A history is folded on Tokio's blocking
+///   pool, never on the threads that answer everything else.
+/// - **Memory.** Nothing keeps whole transcripts: a history read holds the session's
+///   records (at most about the per-session limits) until it has folded them, and at most
+///   [`CONCURRENT_READS`](Self::CONCURRENT_READS) run at once; an open stream keeps its
+///   encoder's state, at most one page of records it has not sent yet, and the frames of
+///   one record, whether or not its client reads. Without a store, the records themselves
+///   are in memory, within [`HistoryLimits`].
 ///
 /// # Examples
 ///
@@ -77,11 +92,12 @@ pub struct Transcripts {
     /// Where news of every session is published: a stream reads again when its session
     /// has some.
     bus: Bus,
-    /// Where the records are.
-    source: Source,
+    /// Where the records are, and the turns to read them.
+    records: Records,
 }
 
-/// How much a hub without a store keeps of its sessions' histories, in memory.
+/// How much a hub without a store keeps of its sessions' histories, in memory: in records,
+/// and in bytes (each record counted as the JSON of its bus event).
 ///
 /// # Examples
 ///
@@ -90,6 +106,7 @@ pub struct Transcripts {
 ///
 /// let limits = HistoryLimits { records_per_session: 200, ..HistoryLimits::default() };
 /// assert_eq!(limits.records_in_memory, 100_000);
+/// assert_eq!(limits.bytes_in_memory, 256 * 1024 * 1024);
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct HistoryLimits {
@@ -97,9 +114,17 @@ pub struct HistoryLimits {
     /// store does; see `askbus_store`'s `history` module). Default:
     /// [`DEFAULT_HISTORY_LIMIT`]. A store has its own, set when it is opened.
     pub records_per_session: usize,
-    /// Records kept across every session: past it, the histories of the sessions that
-    /// recorded nothing for longest are dropped whole. Default: 100,000.
+    /// Bytes each session keeps, about, likewise (but always its newest record). Default:
+    /// [`DEFAULT_HISTORY_BYTES`].
+    pub bytes_per_session: usize,
+    /// Records kept across every session: past it, whole sessions are dropped, those with
+    /// nothing pending first, the one that recorded nothing for longest first. Default:
+    /// 100,000.
     pub records_in_memory: usize,
+    /// Bytes kept across every session: past it, sessions are dropped as past
+    /// `records_in_memory`. The records take about as much memory again as they count.
+    /// Default: 256 MiB.
+    pub bytes_in_memory: usize,
 }
 
 /// A position in a session's stream: after a whole record's frames, or after one of them,
@@ -153,18 +178,36 @@ pub enum Resync {
 
 /// One session's stream, from [`Transcripts::follow`]: the frames after a cursor, then
 /// every new one as the session records it.
+///
+/// It reads the session's records as its frames are taken, a page at a time: what it holds
+/// is its encoder's state, the rest of the page it read last, and the frames of one record.
 pub struct Follow {
-    /// Where the records are.
-    source: Source,
+    /// Where the records are, and the turns to read them.
+    records: Records,
     /// The session followed.
     session: Arc<str>,
     /// Every bus event: a stream reads the records again when its session has news (or
     /// it lagged). What it yields is not read.
     news: Subscription,
-    /// The encoder's state after the last record read.
+    /// The encoder's state after the last record folded.
     fold: Fold,
-    /// Frames read but not yielded yet.
+    /// Records read and not folded yet: the rest of one page.
+    page: VecDeque<Entry>,
+    /// Whether the session may have records after the page: the last read was a full page,
+    /// or news came since.
+    behind: bool,
+    /// Frames folded but not yielded yet: the rest of one record's.
     ready: VecDeque<StreamFrame>,
+}
+
+/// Where a session's records are, and the turns to read them: clones share the turns.
+#[derive(Clone)]
+struct Records {
+    /// Where.
+    source: Source,
+    /// One permit per read that may run now (see the policy on [`Transcripts`]); never
+    /// closed.
+    reads: Arc<Semaphore>,
 }
 
 /// Where a session's records are.
@@ -200,12 +243,21 @@ impl Default for HistoryLimits {
     fn default() -> Self {
         Self {
             records_per_session: DEFAULT_HISTORY_LIMIT,
+            bytes_per_session: DEFAULT_HISTORY_BYTES,
             records_in_memory: 100_000,
+            bytes_in_memory: 256 * 1024 * 1024,
         }
     }
 }
 
 impl Transcripts {
+    /// How many records of a session one read asks for (see the policy).
+    pub const PAGE_RECORDS: usize = 8;
+
+    /// How many reads of records run at once, by every history and stream of these
+    /// transcripts together (see the policy).
+    pub const CONCURRENT_READS: usize = 4;
+
     /// The transcripts of `hub`'s sessions, with the default [`HistoryLimits`].
     pub fn new(hub: &RequestHub) -> Self {
         Self::with_limits(hub, HistoryLimits::default())
@@ -224,28 +276,97 @@ impl Transcripts {
             Some(store) => Source::Store(Arc::clone(store)),
             None => Source::Memory(MemoryHistory::start(&bus, limits)),
         };
-        Self { bus, source }
+        let reads = Arc::new(Semaphore::new(Self::CONCURRENT_READS));
+        Self {
+            bus,
+            records: Records { source, reads },
+        }
     }
 
     /// The session's history now: its messages, and the cursor its stream resumes after.
     /// A session that recorded nothing has an empty history, `h0-0`.
     ///
+    /// It waits for a turn to read (see the policy), and holds it until it has read every
+    /// page and folded them, on Tokio's blocking pool.
+    ///
     /// # Errors
     ///
-    /// [`StoreError`] if the store cannot be read.
+    /// [`StoreError`] if the store cannot be read; [`StoreError::Closed`] if the runtime
+    /// shuts down meanwhile.
     pub async fn history(&self, session_id: &str) -> Result<History, StoreError> {
-        let mut fold = Fold::default();
-        let mut view = ClientView::new();
-        for entry in self.source.entries(session_id, 0).await? {
-            for frame in fold.push(&entry) {
-                view.apply(&frame.frame);
+        self.folded(session_id, |history| history).await
+    }
+
+    /// The session's [`history`](Self::history) as JSON, for a server to answer with: it
+    /// is written within the read's turn too, so no more histories are in memory being
+    /// built than there are turns, however many are asked for at once.
+    ///
+    /// # Errors
+    ///
+    /// As [`history`](Self::history).
+    pub async fn history_json(&self, session_id: &str) -> Result<Vec<u8>, StoreError> {
+        let written = self.folded(session_id, |history| serde_json::to_vec(&history));
+        written.await?.map_err(|error| {
+            StoreError::Corrupt(format!("a history could not be written as JSON: {error}"))
+        })
+    }
+
+    /// The session's history, read in its turn and folded, then made into what `finish`
+    /// makes of it, on the blocking pool: the fold is as long as the history, and the
+    /// threads that answer every other request must not wait for it.
+    async fn folded<T: Send + 'static>(
+        &self,
+        session_id: &str,
+        finish: impl FnOnce(History) -> T + Send + 'static,
+    ) -> Result<T, StoreError> {
+        let _turn = self.records.turn().await;
+        // Newest first: a page before the oldest record read continues the pages read
+        // without a gap, whatever is trimmed meanwhile (trimming takes the oldest).
+        let mut pages = Vec::new();
+        let mut before = u64::MAX;
+        loop {
+            let page = self
+                .records
+                .source
+                .page(session_id, HistoryPage::Before(before))
+                .await?;
+            let last = page.len() < Self::PAGE_RECORDS;
+            if let Some(oldest) = page.first() {
+                before = oldest.position;
+            }
+            pages.push(page);
+            if last {
+                break;
             }
         }
-        Ok(view.history(fold.cursor()))
+        let folded = tokio::task::spawn_blocking(move || {
+            let mut fold = Fold::default();
+            let mut view = ClientView::new();
+            for entry in pages.iter().rev().flatten() {
+                for frame in fold.push(entry) {
+                    view.apply(&frame.frame);
+                }
+            }
+            drop(pages);
+            let history = view.history(fold.cursor());
+            drop(view);
+            finish(history)
+        });
+        match folded.await {
+            Ok(finished) => Ok(finished),
+            Err(error) => match error.try_into_panic() {
+                Ok(panic) => std::panic::resume_unwind(panic),
+                // The runtime is shutting down.
+                Err(_) => Err(StoreError::Closed),
+            },
+        }
     }
 
     /// The session's stream: the frames after `after` (all of them for `None`, or for an
     /// empty history's cursor), then each new one as the session records it.
+    ///
+    /// Resuming reads the records up to `after` first, a page at a time, keeping only the
+    /// encoder's state.
     ///
     /// # Errors
     ///
@@ -256,61 +377,29 @@ impl Transcripts {
         session_id: &str,
         after: Option<FrameCursor>,
     ) -> Result<Follow, ProtocolError> {
-        // Subscribed before the read, so news published in between is not missed.
-        let news = self.bus.subscribe_all();
-        let entries = self.source.entries(session_id, 0).await?;
-        let mut fold = Fold::default();
-        let mut ready = VecDeque::new();
-        match after.filter(|cursor| !cursor.is_start()) {
-            None => {
-                for entry in &entries {
-                    ready.extend(fold.push(entry));
-                }
-            }
-            Some(cursor) => {
-                let resumed_at = resume_point(&entries, cursor)?;
-                for entry in &entries[..resumed_at] {
-                    fold.push(entry);
-                }
-                let frames = fold.push(&entries[resumed_at]);
-                let sent = cursor.frame.map_or(frames.len(), |frame| frame + 1);
-                ready.extend(frames.into_iter().skip(sent));
-                for entry in &entries[resumed_at + 1..] {
-                    ready.extend(fold.push(entry));
-                }
-            }
-        }
-        Ok(Follow {
-            source: self.source.clone(),
+        let mut follow = Follow {
+            records: self.records.clone(),
             session: session_id.into(),
-            news,
-            fold,
-            ready,
-        })
+            // Subscribed before the first read, so news published after it is not missed.
+            news: self.bus.subscribe_all(),
+            fold: Fold::default(),
+            page: VecDeque::new(),
+            behind: true,
+            ready: VecDeque::new(),
+        };
+        if let Some(cursor) = after.filter(|cursor| !cursor.is_start()) {
+            follow.resume(cursor).await?;
+        }
+        Ok(follow)
     }
 
     /// How many bus events a hub without a store lost to its transcripts because they were
     /// not read before the bus's history dropped them; always `0` over a store.
     pub fn lost_events(&self) -> u64 {
-        match &self.source {
+        match &self.records.source {
             Source::Store(_) => 0,
             Source::Memory(memory) => memory.lost_events(),
         }
-    }
-}
-
-/// Where in `entries` (a session's records now) the records folded up to `cursor` end.
-fn resume_point(entries: &[Entry], cursor: FrameCursor) -> Result<usize, ProtocolError> {
-    let resync = |reason| Err(ProtocolError::Resync { reason });
-    match entries.first() {
-        None => return resync(Resync::CursorTooOld),
-        Some(first) if first.position > cursor.origin => return resync(Resync::CursorTooOld),
-        Some(first) if first.position < cursor.origin => return resync(Resync::UnknownCursor),
-        Some(_) => {}
-    }
-    match entries.binary_search_by_key(&cursor.record, |entry| entry.position) {
-        Ok(index) => Ok(index),
-        Err(_) => resync(Resync::UnknownCursor),
     }
 }
 
@@ -320,40 +409,127 @@ impl Follow {
     ///
     /// # Errors
     ///
-    /// [`StoreError`] if the store cannot be read; a later call tries again.
+    /// [`ProtocolError::Resync`] when the records after the last one read were trimmed
+    /// before they could be read (the stream cannot go on: load the history again);
+    /// [`ProtocolError::Store`] if the store cannot be read, which a later call tries
+    /// again once the session has news.
     ///
     /// # Cancel safety
     ///
     /// Cancel-safe: a frame is taken from the stream only when it is returned.
-    pub async fn next(&mut self) -> Option<Result<StreamFrame, StoreError>> {
+    pub async fn next(&mut self) -> Option<Result<StreamFrame, ProtocolError>> {
         loop {
             if let Some(frame) = self.ready.pop_front() {
                 return Some(Ok(frame));
             }
-            loop {
-                match self.news.next().await? {
-                    Ok(envelope) if envelope.session_id() != Some(&*self.session) => continue,
-                    // News of this session, or of sessions it cannot know (it lagged).
-                    Ok(_) | Err(_) => break,
-                }
+            if let Some(entry) = self.page.pop_front() {
+                self.ready.extend(self.fold.push(&entry));
+                continue;
             }
-            let entries = match self.source.entries(&self.session, self.fold.last).await {
-                Ok(entries) => entries,
-                Err(error) => return Some(Err(error)),
-            };
-            for entry in &entries {
-                self.ready.extend(self.fold.push(entry));
+            if self.behind {
+                if let Err(error) = self.read_on().await {
+                    self.behind = false;
+                    return Some(Err(error));
+                }
+                continue;
+            }
+            match self.news.next().await? {
+                Ok(envelope) if envelope.session_id() != Some(&*self.session) => {}
+                // News of this session, or of sessions it cannot know (it lagged).
+                Ok(_) | Err(_) => self.behind = true,
             }
         }
+    }
+
+    /// Folds the records up to `cursor`'s, keeping only the encoder's state, and keeps the
+    /// frames of that record after `cursor`'s and the rest of its page to yield.
+    async fn resume(&mut self, cursor: FrameCursor) -> Result<(), ProtocolError> {
+        let resync = |reason| ProtocolError::Resync { reason };
+        // The first page is the session's first records: they must start with the
+        // cursor's first.
+        self.read_on().await?;
+        match self.page.front() {
+            None => return Err(resync(Resync::CursorTooOld)),
+            Some(first) if first.position > cursor.origin => {
+                return Err(resync(Resync::CursorTooOld));
+            }
+            Some(first) if first.position < cursor.origin => {
+                return Err(resync(Resync::UnknownCursor));
+            }
+            Some(_) => {}
+        }
+        loop {
+            let Some(entry) = self.page.pop_front() else {
+                if !self.behind {
+                    // Every record read, the cursor's not among them.
+                    return Err(resync(Resync::UnknownCursor));
+                }
+                self.read_on().await?;
+                continue;
+            };
+            if entry.position > cursor.record {
+                return Err(resync(Resync::UnknownCursor));
+            }
+            let frames = self.fold.push(&entry);
+            if entry.position == cursor.record {
+                let sent = match cursor.frame {
+                    None => frames.len(),
+                    Some(frame) if frame < frames.len() => frame + 1,
+                    // A frame the record does not have.
+                    Some(_) => return Err(resync(Resync::UnknownCursor)),
+                };
+                self.ready.extend(frames.into_iter().skip(sent));
+                return Ok(());
+            }
+        }
+    }
+
+    /// Reads the page of records after the last one folded (from the session's first
+    /// before any) into `page`, with a turn of its own.
+    ///
+    /// # Errors
+    ///
+    /// [`ProtocolError::Resync`] when the last record folded is no longer kept: the
+    /// records after it may be gone too. [`ProtocolError::Store`] if the store cannot be
+    /// read. Either way nothing changed.
+    async fn read_on(&mut self) -> Result<(), ProtocolError> {
+        let last = self.fold.last;
+        let mut page: VecDeque<Entry> = {
+            let _turn = self.records.turn().await;
+            let page = self
+                .records
+                .source
+                .page(&self.session, HistoryPage::From(last));
+            page.await?.into()
+        };
+        let behind = page.len() == Transcripts::PAGE_RECORDS;
+        if last != 0 && page.pop_front().map(|anchor| anchor.position) != Some(last) {
+            return Err(ProtocolError::Resync {
+                reason: Resync::CursorTooOld,
+            });
+        }
+        self.page = page;
+        self.behind = behind;
+        Ok(())
+    }
+}
+
+impl Records {
+    /// A turn to read (see the policy on [`Transcripts`]), once one is free.
+    async fn turn(&self) -> Option<SemaphorePermit<'_>> {
+        // Never closed, so this waits for a permit; without one it would read anyway.
+        self.reads.acquire().await.ok()
     }
 }
 
 impl Source {
-    /// The session's records after position `after`.
-    async fn entries(&self, session_id: &str, after: u64) -> Result<Vec<Entry>, StoreError> {
+    /// A page of the session's records: [`Transcripts::PAGE_RECORDS`] of them, or fewer at
+    /// the end.
+    async fn page(&self, session_id: &str, page: HistoryPage) -> Result<Vec<Entry>, StoreError> {
+        let limit = Transcripts::PAGE_RECORDS;
         match self {
             Self::Store(store) => Ok(store
-                .history(session_id, after)
+                .history(session_id, page, limit)
                 .await?
                 .into_iter()
                 .map(|record| Entry {
@@ -361,7 +537,7 @@ impl Source {
                     record: Record::of_change(&record.entry),
                 })
                 .collect()),
-            Self::Memory(memory) => Ok(memory.entries(session_id, after)),
+            Self::Memory(memory) => Ok(memory.page(session_id, page, limit)),
         }
     }
 }

@@ -74,7 +74,7 @@ pub struct PendingLimits {
     pub per_account: usize,
     /// Pending requests of the hub. Default: 100,000.
     pub total: usize,
-    /// The [weight](Weight) of all pending requests together: about the memory they take,
+    /// The weight of all pending requests together: about the memory they take,
     /// in bytes. Default: 256 MiB. Resolved requests the registries remember (for late
     /// readers, `409` answers and retries of a tool call) are forgotten, oldest first, once
     /// theirs passes a quarter of it, in each kind.

@@ -27,7 +27,7 @@
 //!   asks again from the same tool call gets the stored outcome, every session's history
 //!   reads the same, and event and session stream cursors resume. An answer is acknowledged
 //!   (HTTP 200) only once it is on disk. Each session's history keeps about its newest
-//!   `--max-history-records` records. `--store memory` keeps
+//!   `--max-history-records` records, within `--max-history-mib`. `--store memory` keeps
 //!   nothing. `--store redis://HOST:PORT[/DB][?prefix=NAME]` keeps them in Redis, shared
 //!   with every server on the same Redis and prefix: a request asked through one is
 //!   listed, answered and streamed through any other, and resolves once (the losers of a
@@ -47,7 +47,8 @@
 //!   With two or more tokens, each token may hold half of either by default
 //!   (`--max-pending-per-token`, `--max-event-streams-per-token`; 429 `quota` beyond), so
 //!   one client cannot take them all from the others. The limits are logged at start-up.
-//!   A session's history keeps at most `--max-history-records` records (1,000).
+//!   A session's history keeps at most `--max-history-records` records (1,000) and
+//!   `--max-history-mib` MiB of them (16).
 //! - **Shutdown.** On SIGINT or SIGTERM the server stops accepting, ends every open event
 //!   stream and long poll, and exits 0. Connections that still do not close are dropped
 //!   after a grace period, so shutdown never hangs.
@@ -142,6 +143,16 @@ pub struct Cli {
         global = true
     )]
     pub max_history_records: usize,
+    /// MiB of records (their JSON) each session's history keeps, about: the oldest are
+    /// dropped past it as past --max-history-records, but never the newest record. Bounds
+    /// what one history read holds in memory.
+    #[arg(
+        long,
+        env = "ASKBUS_MAX_HISTORY_MIB",
+        default_value_t = askbus_store::DEFAULT_HISTORY_BYTES / (1024 * 1024),
+        global = true
+    )]
+    pub max_history_mib: usize,
     /// Bearer token(s): `TOKEN` for every session or `TOKEN@SESSION_ID` for one session.
     /// Repeat the flag or separate with commas.
     #[arg(
@@ -493,7 +504,12 @@ impl Cli {
                 event_streams,
                 max_event_streams_per_token,
                 history: HistoryLimits {
-                    records_per_session: self.max_history_records.max(1),
+                    records_per_session: at_least_one(
+                        self.max_history_records,
+                        "--max-history-records",
+                    )?,
+                    bytes_per_session: at_least_one(self.max_history_mib, "--max-history-mib")?
+                        .saturating_mul(1024 * 1024),
                     ..HistoryLimits::default()
                 },
                 ..HttpConfig::default()
@@ -511,10 +527,6 @@ impl Cli {
 
     /// The quota flags, with their defaults filled in for `tokens` tokens.
     fn limits(&self, tokens: usize) -> Result<(PendingLimits, StreamSlots, usize), ConfigError> {
-        let at_least_one = |value: usize, flag: &'static str| match value {
-            0 => Err(ConfigError::ZeroLimit(flag)),
-            value => Ok(value),
-        };
         // With two tokens or more, by default no one token may take more than half, so the
         // others always keep the rest. With one (or none) there is nobody to share with.
         let per_token = |asked: Option<usize>, of_server: usize, flag| match asked {
@@ -541,6 +553,14 @@ impl Cli {
             "--max-event-streams-per-token",
         )?;
         Ok((pending, StreamSlots::new(streams), streams_per_token))
+    }
+}
+
+/// `value` of `flag`, a limit, unless it is zero.
+fn at_least_one(value: usize, flag: &'static str) -> Result<usize, ConfigError> {
+    match value {
+        0 => Err(ConfigError::ZeroLimit(flag)),
+        value => Ok(value),
     }
 }
 
@@ -696,16 +716,19 @@ pub async fn run(settings: Settings, shutdown: CancellationToken) -> std::io::Re
 /// resolved, and histories quiet, longer than `keep_resolved` ago are deleted before it is
 /// read, and then every [`SWEEP_INTERVAL`](askbus_store::SWEEP_INTERVAL).
 async fn open_hub(settings: &Settings) -> Result<RequestHub, StoreError> {
-    let history_limit = settings.http.history.records_per_session;
+    let history = settings.http.history;
     let store: Arc<dyn Store> = match &settings.store {
         StoreUrl::Memory => return Ok(RequestHub::new(Bus::new())),
-        StoreUrl::Sqlite(path) => {
-            Arc::new(SqliteStore::open(path)?.with_history_limit(history_limit))
-        }
+        StoreUrl::Sqlite(path) => Arc::new(
+            SqliteStore::open(path)?
+                .with_history_limit(history.records_per_session)
+                .with_history_bytes(history.bytes_per_session),
+        ),
         StoreUrl::Redis(location) => Arc::new(
             RedisStore::open_at(location)
                 .await?
-                .with_history_limit(history_limit),
+                .with_history_limit(history.records_per_session)
+                .with_history_bytes(history.bytes_per_session),
         ),
     };
     if let Some(keep) = settings.keep_resolved {
@@ -750,12 +773,15 @@ fn describe_limits(settings: &Settings) -> String {
     let pending = settings.pending;
     let http = &settings.http;
     format!(
-        "{} pending requests per session, {} in total{}; {} event streams and long polls{}",
+        "{} pending requests per session, {} in total{}; {} event streams and long polls{}; \
+         session histories of {} records, {} MiB",
         pending.per_session,
         pending.total,
         per_token(pending.per_account),
         http.event_streams.limit(),
         per_token(http.max_event_streams_per_token),
+        http.history.records_per_session,
+        http.history.bytes_per_session / (1024 * 1024),
     )
 }
 

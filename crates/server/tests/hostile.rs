@@ -107,21 +107,6 @@ async fn one_edit_is_never_copied_over_other_actions() {
     assert_eq!(status["status"], "pending", "nothing was decided: {status}");
 }
 
-/// A line of `/proc/{pid}/status` in bytes (`VmRSS`: resident now; `VmHWM`: the peak).
-fn resident_bytes(pid: u32, field: &str) -> u64 {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
-    let line = status
-        .lines()
-        .find(|line| line.starts_with(field))
-        .unwrap_or_else(|| panic!("{field} in /proc/{pid}/status"));
-    let kib: u64 = line
-        .split_whitespace()
-        .nth(1)
-        .and_then(|value| value.parse().ok())
-        .unwrap();
-    kib * 1024
-}
-
 /// Sends a reply whose body announces `length` bytes and then arrives one byte per TCP
 /// segment, `dripped` of them, on a blocking socket, then gives up; answers what the
 /// server answered once the connection ended.
@@ -151,7 +136,7 @@ async fn a_dripped_body_costs_no_more_memory_than_the_body_limit() {
     let http = reqwest::Client::new();
     let id = server.ask(&http, &support::question("call-drip")).await;
     let path = format!("/question/{id}/reply");
-    let before = resident_bytes(server.pid(), "VmRSS:");
+    let before = server.resident_kib() * 1024;
     let address = server.address().to_owned();
     let drippers: Vec<_> = (0..CONNECTIONS)
         .map(|_| {
@@ -163,7 +148,7 @@ async fn a_dripped_body_costs_no_more_memory_than_the_body_limit() {
         // The body ends short of its length: the server answers once the client gives up.
         dripper.join().unwrap().unwrap();
     }
-    let grown = resident_bytes(server.pid(), "VmHWM:").saturating_sub(before);
+    let grown = (server.peak_resident_kib() * 1024).saturating_sub(before);
     eprintln!(
         "{CONNECTIONS} connections dripping {DRIPPED} bytes each: peak RSS {} KiB above {} KiB",
         grown / 1024,
@@ -670,31 +655,6 @@ async fn a_flooding_session_is_paged_counted_and_refused_in_one_call() {
     assert_eq!(server.get(&http, "/approval").await, json!([]));
 }
 
-/// Posts `count` steps of `session`, `parallel` at a time, each `{"type": "thinking"}` with
-/// `text` and its number; each must be recorded.
-async fn post_steps(
-    server: &Server,
-    http: &reqwest::Client,
-    session: &str,
-    count: usize,
-    parallel: usize,
-    text: &str,
-) {
-    let path = format!("/session/{session}/step");
-    let mut started = 0;
-    while started < count {
-        let batch = (started..count.min(started + parallel)).map(|n| {
-            let step = json!({"type": "thinking", "thinking": format!("{text} {n}")});
-            let (server, http, path) = (server, http, &path);
-            async move { server.post_status(http, path, &step).await }
-        });
-        for status in futures_util::future::join_all(batch).await {
-            assert_eq!(status, 200);
-        }
-        started = count.min(started + parallel);
-    }
-}
-
 /// A session nobody reads while more events than the bus keeps (4,096) go by in other
 /// sessions still has its whole history, pending question included: the web UI once said
 /// "Nothing recorded for this session yet" beside that question.
@@ -707,7 +667,7 @@ async fn a_session_unread_while_thousands_of_events_go_by_keeps_its_history() {
     let mut question = support::question("call-quiet");
     question["sessionID"] = json!("quiet");
     let id = server.ask(&http, &question).await;
-    post_steps(&server, &http, "busy", 4_200, 32, "noise").await;
+    server.post_steps(&http, "busy", 4_200, 32, "noise").await;
 
     let history = server.get(&http, "/session/quiet/history").await;
     let messages = history["messages"].as_array().unwrap();
@@ -722,7 +682,7 @@ async fn a_session_unread_while_thousands_of_events_go_by_keeps_its_history() {
 /// (117 MiB) posted to one session, the server holds no more than the bus's replay window
 /// (the newest 4,096 events, here every step) and 48 MiB besides; it once also kept every
 /// transcript whole, about three times what was posted, for good. Reading the history
-/// folds at most the session's newest 1,000 records (about 1/8 more before a trim).
+/// folds at most the session's newest 16 MiB of records (about 1/8 more before a trim).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn big_steps_are_not_kept_in_memory() {
     const STEPS: usize = 2_000;
@@ -730,9 +690,9 @@ async fn big_steps_are_not_kept_in_memory() {
     let (server, _dir) = server().await;
     let http = reqwest::Client::new();
     let big = "x".repeat(STEP_BYTES);
-    post_steps(&server, &http, "warm-up", 16, 8, &big).await;
+    server.post_steps(&http, "warm-up", 16, 8, &big).await;
     let before = server.resident_kib();
-    post_steps(&server, &http, "flood", STEPS, 8, &big).await;
+    server.post_steps(&http, "flood", STEPS, 8, &big).await;
     let after = server.resident_kib();
     let posted_kib = u64::try_from(STEPS * STEP_BYTES / 1024).unwrap();
     eprintln!("resident: {before} KiB before, {after} KiB after {STEPS} steps of 60 KB");
@@ -740,9 +700,63 @@ async fn big_steps_are_not_kept_in_memory() {
         after.saturating_sub(before) < posted_kib + 48 * 1024,
         "resident memory grew from {before} KiB to {after} KiB"
     );
+    // Its newest 16 MiB (--max-history-mib), each step about 61 KB as stored.
     let history = server.get(&http, "/session/flood/history").await;
     let kept = history["messages"].as_array().unwrap().len();
-    assert!((1_000..=1_125).contains(&kept), "{kept} messages");
+    assert!((250..=310).contains(&kept), "{kept} messages");
+}
+
+/// What a flooded session's readers make the server hold is bounded. Its history keeps
+/// 16 MiB (`--max-history-mib`), not 1,000 records of 64 KB. 30 streams of it that nobody
+/// reads hold a page of records each: each once held every frame of the session until its
+/// client read them, about 63 MB a stream, 1.9 GB for 30. 20 concurrent reads of its
+/// history take turns, four at a time: they once peaked at 1.8 GB.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_flooded_sessions_readers_hold_bounded_memory() {
+    use std::io::Read;
+    const STREAMS: usize = 30;
+    const READS: usize = 20;
+    let (server, _dir) = server().await;
+    let http = reqwest::Client::new();
+    server.flood(&http, "flood").await;
+    let history = server.get(&http, "/session/flood/history").await;
+    let kept = serde_json::to_vec(&history["messages"]).unwrap().len();
+    assert!(kept < 18 * 1024 * 1024, "a history of {kept} bytes");
+
+    let before = server.resident_kib();
+    let mut streams = Vec::new();
+    for _ in 0..STREAMS {
+        let mut socket = server.request_on_socket("/session/flood/stream");
+        // Its first frames arrive: the stream is open and being written.
+        let mut start = [0; 4096];
+        socket.read_exact(&mut start).unwrap();
+        assert!(start.starts_with(b"HTTP/1.1 200"));
+        streams.push(socket);
+    }
+    let streaming = server.resident_kib();
+    eprintln!("resident: {before} KiB, then {streaming} KiB with {STREAMS} streams unread");
+    assert!(
+        streaming.saturating_sub(before) < 128 * 1024,
+        "{STREAMS} unread streams took resident memory from {before} KiB to {streaming} KiB"
+    );
+    drop(streams);
+
+    let before = server.resident_kib();
+    server.reset_peak_resident();
+    let url = format!("{}/session/flood/history", server.base);
+    let reads = (0..READS).map(|_| {
+        let request = http.get(&url).send();
+        async move { request.await.unwrap().bytes().await.unwrap().len() }
+    });
+    for read in futures_util::future::join_all(reads).await {
+        assert_eq!(read, serde_json::to_vec(&history).unwrap().len());
+    }
+    let peak = server.peak_resident_kib();
+    eprintln!("resident: {before} KiB, peak {peak} KiB during {READS} history reads");
+    assert!(
+        peak.saturating_sub(before) < 512 * 1024,
+        "{READS} history reads took resident memory from {before} KiB to {peak} KiB"
+    );
 }
 
 /// An approval in `session` whose arguments are `values` empty objects (the heaviest

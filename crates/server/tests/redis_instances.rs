@@ -19,10 +19,7 @@ use std::time::Duration;
 use futures_util::StreamExt;
 use serde_json::{Value, json};
 use sse_stream::SseStream;
-use support::{Server, question};
-
-/// The Redis these tests use.
-const REDIS: &str = "redis://127.0.0.1:6379";
+use support::{Server, TestPrefix, question};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn servers_on_one_redis_share_requests_and_resolve_each_once() {
@@ -278,51 +275,5 @@ impl Events {
         .await
         .unwrap_or_else(|_| panic!("{id}: no {last} within 10 s; saw {seen:?}"));
         seen
-    }
-}
-
-/// A key prefix of this test's own on the local Redis, deleted when the test ends.
-struct TestPrefix {
-    prefix: String,
-}
-
-impl TestPrefix {
-    /// Fails the test, saying how to get Redis, when none is listening on 127.0.0.1:6379.
-    fn new() -> Self {
-        let client = redis::Client::open(REDIS).unwrap();
-        if let Err(error) = client.get_connection() {
-            panic!(
-                "this test needs a Redis server on 127.0.0.1:6379 ({error}). Install and start \
-                 it: `apt-get install -y redis-server && redis-server --daemonize yes`; \
-                 `cargo xtask ci` does this itself"
-            );
-        }
-        let nanos = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .unwrap()
-            .as_nanos();
-        Self {
-            prefix: format!("askbus-test:{}-{nanos}", std::process::id()),
-        }
-    }
-
-    /// The `--store` of a server on this prefix.
-    fn store(&self) -> String {
-        format!("{REDIS}/0?prefix={}", self.prefix)
-    }
-}
-
-impl Drop for TestPrefix {
-    fn drop(&mut self) {
-        let Ok(mut connection) = redis::Client::open(REDIS).and_then(|c| c.get_connection()) else {
-            return;
-        };
-        let keys: Vec<String> = redis::cmd("KEYS")
-            .arg(format!("{}:*", self.prefix))
-            .query(&mut connection)
-            .unwrap_or_default();
-        if !keys.is_empty() {
-            let _: redis::RedisResult<()> = redis::cmd("DEL").arg(keys).query(&mut connection);
-        }
     }
 }

@@ -46,9 +46,15 @@
 //! - **Every session has a history.** A request's insert, its winning outcome, and every
 //!   [`Write::Event`] (an agent step) append a record to their session's history in the
 //!   same atomic step, so the history is never behind or ahead of the requests;
-//!   [`Store::history`] reads it. A history is bounded per session and deleted once its
-//!   session has been quiet for the retention period with nothing pending (see the
-//!   `history` module docs).
+//!   [`Store::history`] reads it, a page at a time. A history is bounded per session, in
+//!   records and in bytes, and deleted once its session has been quiet for the retention
+//!   period with nothing pending (see the `history` module docs).
+//! - **Reads cost the writers little.** A read sees every write queued before it. A history
+//!   is read a page at a time, as many records as the reader asks for, so the writes
+//!   behind a history read wait for one page's query at most: SQLite skips the reads whose
+//!   reader is gone and parses pages off its writer thread; Redis reads pages on a
+//!   connection its writer never waits for. A write whose answer does not come in time
+//!   fails with [`StoreError::Unresponsive`]: it may have been done.
 //! - **Versioned schema.** Each backend records its schema version (SQLite
 //!   `PRAGMA user_version`, Redis `{prefix}:schema`) and migrates forward on open; a store
 //!   written by a newer askbus is refused, never guessed at.
@@ -125,7 +131,10 @@ use std::pin::Pin;
 use std::str::FromStr;
 
 pub use ack::Ack;
-pub use history::{DEFAULT_HISTORY_LIMIT, HistoryRecord, SessionEvent, history_slack};
+pub use history::{
+    DEFAULT_HISTORY_BYTES, DEFAULT_HISTORY_LIMIT, HistoryLimit, HistoryPage, HistoryRecord,
+    KeptHistory, SessionEvent, history_slack,
+};
 pub use journal::{EventJournal, resume_bus};
 pub use log::{Change, ChangeKind, ChangeLog, LOG_RETENTION, LogPosition};
 pub use memory::MemoryStore;
@@ -195,14 +204,20 @@ pub trait Store: Send + Sync + 'static {
     /// [`StoreError`] if the backend cannot be written.
     fn forget_resolved(&self, resolved_before_ms: u64, limit: usize) -> BoxFuture<'_, usize>;
 
-    /// Every record of `session_id`'s history after `after` (`0`: all of them), oldest
-    /// first: at most about the store's history limit (see the `history` module docs).
+    /// Up to `limit` records of `session_id`'s history, the ones `page` names, oldest
+    /// first. A page shorter than `limit` holds every record there is on its side. Like
+    /// every read, it sees every write queued before it.
     ///
     /// # Errors
     ///
     /// [`StoreError`] if the backend cannot be read. A record that cannot be read back is
     /// [`ChangeKind::Unreadable`] in its place, not an error.
-    fn history<'a>(&'a self, session_id: &'a str, after: u64) -> BoxFuture<'a, Vec<HistoryRecord>>;
+    fn history<'a>(
+        &'a self,
+        session_id: &'a str,
+        page: HistoryPage,
+        limit: usize,
+    ) -> BoxFuture<'a, Vec<HistoryRecord>>;
 
     /// Deletes the histories of up to `limit` sessions whose newest record is older than
     /// `quiet_before_ms` (milliseconds since the Unix epoch) and none of whose requests is
@@ -397,7 +412,9 @@ pub enum StoreError {
     #[error("this store cannot be shared by several instances: use Redis")]
     NotShared,
     /// The store did not answer in time (a broken connection, or an overloaded server).
-    #[error("the store did not answer in time")]
+    /// What was asked may have been done all the same: a write's outcome is unknown until
+    /// it is read back (a resolution tried again is refused if the first one took).
+    #[error("the store did not answer in time (what was asked may have been done)")]
     Unresponsive,
     /// The store's writer stopped (the store was closed, or its runtime shut down).
     #[error("the store is closed")]

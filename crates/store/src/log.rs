@@ -113,6 +113,13 @@ impl LogPosition {
 }
 
 impl ChangeKind {
+    /// The change a log entry's (or a history record's) JSON stands for:
+    /// [`Unreadable`](Self::Unreadable), with why, if it cannot be read back.
+    pub(crate) fn read(json: &str) -> Self {
+        serde_json::from_str(json)
+            .unwrap_or_else(|error| Self::Unreadable(format!("{error}: {json}")))
+    }
+
     /// The kind of request that changed, unless the change is no request's (an event) or
     /// unreadable.
     pub fn request_kind(&self) -> Option<RequestKind> {

@@ -8,9 +8,9 @@ use tokio::sync::watch;
 
 use crate::log::check_continues;
 use crate::{
-    Ack, BoxFuture, Change, ChangeKind, ChangeLog, DEFAULT_HISTORY_LIMIT, EventRecord,
-    HistoryRecord, LOG_RETENTION, Loaded, LogPosition, RequestKind, Store, StoreError,
-    StoredRequest, Write, Written, history_slack, now_ms,
+    Ack, BoxFuture, Change, ChangeKind, ChangeLog, EventRecord, HistoryLimit, HistoryPage,
+    HistoryRecord, KeptHistory, LOG_RETENTION, Loaded, LogPosition, RequestKind, Store, StoreError,
+    StoredRequest, Write, Written, now_ms,
 };
 
 /// A [`Store`] in this process's memory: nothing survives the process.
@@ -20,7 +20,8 @@ use crate::{
 /// share requests through it exactly as server instances share a
 /// [`RedisStore`](crate::RedisStore). The event history keeps at most [`MemoryStore::EVENT_RETENTION`]
 /// events, the change log the newest [`LOG_RETENTION`] changes, each session's history about
-/// its newest [`with_history_limit`](Self::with_history_limit) records; a history's
+/// its newest [`with_history_limit`](Self::with_history_limit) records, within
+/// [`with_history_bytes`](Self::with_history_bytes); a history's
 /// positions are the numbers of its changes in the change log.
 ///
 /// # Examples
@@ -57,15 +58,15 @@ struct State {
     appended: u64,
     /// Each session's history.
     histories: HashMap<String, SessionHistory>,
-    /// How many records a history keeps (see the `history` module docs).
-    history_limit: usize,
+    /// How much a history keeps (see the `history` module docs).
+    history_limit: HistoryLimit,
 }
 
 /// One session's history.
 #[derive(Debug, Default)]
 struct SessionHistory {
-    /// Its records, oldest first.
-    records: VecDeque<HistoryRecord>,
+    /// Its records, each the change it records.
+    records: KeptHistory<ChangeKind>,
     /// When its newest record was written, milliseconds since the Unix epoch.
     newest_at_ms: u64,
 }
@@ -80,7 +81,7 @@ impl Default for MemoryStore {
                 log: VecDeque::new(),
                 appended: 0,
                 histories: HashMap::new(),
-                history_limit: DEFAULT_HISTORY_LIMIT,
+                history_limit: HistoryLimit::default(),
             })),
             head: Arc::default(),
         }
@@ -100,7 +101,15 @@ impl MemoryStore {
     /// see the `history` module docs.
     #[must_use]
     pub fn with_history_limit(self, limit: usize) -> Self {
-        self.lock().history_limit = limit.max(1);
+        self.lock().history_limit.records = limit.max(1);
+        self
+    }
+
+    /// Keeps about `bytes` bytes of each session's history at most, each record counted as
+    /// the length of its JSON (but always the newest record); see the `history` module docs.
+    #[must_use]
+    pub fn with_history_bytes(self, bytes: usize) -> Self {
+        self.lock().history_limit.bytes = bytes.max(1);
         self
     }
 
@@ -128,13 +137,10 @@ impl State {
     /// limit once it is a batch over.
     fn remember(&mut self, session_id: &str, position: u64, entry: ChangeKind) {
         let limit = self.history_limit;
+        let size = serde_json::to_string(&entry).map_or(0, |json| json.len());
         let history = self.histories.entry(session_id.to_owned()).or_default();
-        history.records.push_back(HistoryRecord { position, entry });
+        history.records.push(position, entry, size, limit);
         history.newest_at_ms = now_ms();
-        if history.records.len() > limit + history_slack(limit) {
-            let excess = history.records.len() - limit;
-            history.records.drain(..excess);
-        }
     }
 
     /// Up to `limit` changes after `after`, oldest first.
@@ -285,16 +291,23 @@ impl Store for MemoryStore {
         Box::pin(std::future::ready(Ok(due.len())))
     }
 
-    fn history<'a>(&'a self, session_id: &'a str, after: u64) -> BoxFuture<'a, Vec<HistoryRecord>> {
+    fn history<'a>(
+        &'a self,
+        session_id: &'a str,
+        page: HistoryPage,
+        limit: usize,
+    ) -> BoxFuture<'a, Vec<HistoryRecord>> {
         let records = self
             .lock()
             .histories
             .get(session_id)
             .map(|history| {
-                let start = history
+                history
                     .records
-                    .partition_point(|record| record.position <= after);
-                history.records.range(start..).cloned().collect()
+                    .page(page, limit)
+                    .into_iter()
+                    .map(|(position, entry)| HistoryRecord { position, entry })
+                    .collect()
             })
             .unwrap_or_default();
         Box::pin(std::future::ready(Ok(records)))

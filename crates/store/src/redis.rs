@@ -1,9 +1,8 @@
 //! The Redis store: one record shared by several server instances.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, LazyLock, PoisonError};
 use std::time::Duration;
 
@@ -14,11 +13,12 @@ use redis::{AsyncConnectionConfig, RedisResult, Value};
 use tokio::sync::{Mutex, mpsc, oneshot};
 
 use crate::ack::AckSender;
+use crate::history::SharedHistoryLimit;
 use crate::log::{LogEntry, check_continues};
 use crate::{
-    Ack, BoxFuture, Change, ChangeKind, ChangeLog, DEFAULT_HISTORY_LIMIT, EventRecord,
-    HistoryRecord, LOG_RETENTION, Loaded, LogPosition, OutcomeRecord, RequestKind, RequestRecord,
-    Store, StoreError, StoredRequest, Write, Written, now_ms,
+    Ack, BoxFuture, Change, ChangeKind, ChangeLog, EventRecord, HistoryPage, HistoryRecord,
+    LOG_RETENTION, Loaded, LogPosition, OutcomeRecord, RequestKind, RequestRecord, Store,
+    StoreError, StoredRequest, Write, Written, now_ms,
 };
 
 /// A [`Store`] in Redis, shared by every server instance that opens it with the same URL
@@ -31,7 +31,10 @@ use crate::{
 /// stream) in the same step, so every instance learns of every request and of the one
 /// outcome of each, in one order ([`ChangeLog`]). Reads run on the writer task after the
 /// writes queued before them; following the log uses a connection of its own, since a
-/// blocking `XREAD` holds its connection.
+/// blocking `XREAD` holds its connection. History pages (the reads clients ask for most,
+/// and the biggest) use a connection of their own too, once a barrier in the writer's
+/// queue says every write queued before them is answered: the writer never waits for
+/// them, so neither does any acknowledgement.
 ///
 /// Keys, all under the prefix: `schema` (the schema version), `req:{id}` (a hash per
 /// request), `pending:{kind}` and `resolved:{kind}` (sorted sets of ids, ordered by id),
@@ -43,7 +46,8 @@ use crate::{
 /// to about [`RedisStore::EVENT_RETENTION`] entries), `hist:{session}` (a session's history:
 /// a stream whose entry ids are the numbers of its changes in the log, trimmed to about the
 /// history limit), `histories` (a sorted set of the sessions with a history, by the time of
-/// their newest record) and `waiting` (a hash from each session with pending requests to
+/// their newest record), `history_bytes` (a hash from each session with a history to the
+/// bytes of its records) and `waiting` (a hash from each session with pending requests to
 /// how many). Durability
 /// is Redis's own: enable `appendonly` with `appendfsync always` (or `everysec`) for writes
 /// to survive a Redis restart.
@@ -69,6 +73,9 @@ pub struct RedisStore {
     /// The connection that follows the change log, opened on the first read and dropped
     /// after any error (the next read opens another and checks the log again).
     follower: Arc<Mutex<Option<Follower>>>,
+    /// The connection history pages are read on, opened on the first and dropped when it
+    /// breaks: not the writer's, whose acknowledgements would wait behind a page.
+    reader: Arc<Mutex<Option<MultiplexedConnection>>>,
 }
 
 /// Where a [`RedisStore`] keeps its keys: a Redis server (`redis://[USER:PASSWORD@]HOST:PORT[/DB]`;
@@ -112,9 +119,8 @@ struct Follower {
 struct Keys {
     /// Prepended, with a `:`, to every key and channel.
     prefix: String,
-    /// How many records a session's history keeps (about: streams are trimmed whole
-    /// nodes at a time).
-    history_limit: AtomicUsize,
+    /// How much a session's history keeps.
+    history_limit: SharedHistoryLimit,
 }
 
 /// Work for the writer task.
@@ -123,6 +129,9 @@ enum Job {
     Write(Write, AckSender),
     /// A query, run after the writes queued before it.
     Read(ReadJob),
+    /// Told once every write queued before it is answered, without holding up the ones
+    /// after it: a history page is read on a connection of its own after that.
+    Barrier(oneshot::Sender<()>),
 }
 
 /// A query of a [`Job::Read`]: run on a connection (or told why there is none), it sends
@@ -166,6 +175,7 @@ impl std::fmt::Debug for Job {
         match self {
             Self::Write(write, _) => f.debug_tuple("Write").field(write).finish(),
             Self::Read(_) => f.write_str("Read"),
+            Self::Barrier(_) => f.write_str("Barrier"),
         }
     }
 }
@@ -186,7 +196,10 @@ impl std::fmt::Debug for Job {
 ///   forgotten; the upgrade counts the requests pending before it. Histories start empty.
 ///   Servers of version 3 should be stopped first: they write no history, and their
 ///   followers cannot read the agent steps of version 4 in the log.
-const SCHEMA_VERSION: i64 = 4;
+/// - 5: histories are trimmed by bytes too, counted in `history_bytes`; a history of
+///   version 4 is counted whole at its next record (no upgrade step). Servers of version 4
+///   should be stopped first: they neither count nor trim by bytes.
+const SCHEMA_VERSION: i64 = 5;
 
 /// Sets the schema version unless a newer one is there; answers the version found (or
 /// the one set, on a fresh prefix). KEYS: the schema key. ARGV: this build's version.
@@ -205,13 +218,20 @@ return found
 /// once per group of writes, not once per write. A change that fails returns its error in
 /// its place; the others go on.
 ///
+/// A session's history is trimmed here too (not with `XADD`'s `MAXLEN`, which cannot
+/// count bytes): once it is a batch over its limit of records or of bytes, its oldest
+/// entries are deleted until it is within both, keeping its newest (see the `history`
+/// module docs). Its bytes are counted in `history_bytes`; a history written before they
+/// were (schema 4) is counted whole at its next record.
+///
 /// KEYS: the change log, its counter, the `resolved_at` set, the `histories` set, the
-/// `waiting` hash, then three keys per request change (insert: request hash, pending set,
-/// calls hash; resolve: request hash, pending set, resolved set). A session's history key
-/// is its name after the history prefix, made here (a resolution learns its session from
-/// the request's hash).
-/// ARGV: the log's length, a history's length, the history key prefix, the time now, then
-/// per change:
+/// `waiting` hash, the `history_bytes` hash, then three keys per request change (insert:
+/// request hash, pending set, calls hash; resolve: request hash, pending set, resolved
+/// set). A session's history key is its name after the history prefix, made here (a
+/// resolution learns its session from the request's hash).
+/// ARGV: the log's length, the history key prefix, the time now, a history's records
+/// limit and the count that makes it trimmed, its bytes limit and the count that makes it
+/// trimmed, then per change:
 /// - insert: `i`, id, calls field (`''` for none), session, n, n hash field/value items, log
 ///   entry; answers 1 (inserted) or 0 (the id exists);
 /// - resolve: `r`, id, kind, state, outcome, resolved_at, log entry; answers `resolved`,
@@ -220,12 +240,49 @@ return found
 /// - event: `e`, session, log entry; answers 1.
 const APPLY: &str = r"
 local results = {}
-local key, arg = 6, 5
+local key, arg = 7, 8
+local records_limit, records_trimmed = tonumber(ARGV[4]), tonumber(ARGV[5])
+local bytes_limit, bytes_trimmed = tonumber(ARGV[6]), tonumber(ARGV[7])
+local function size(history, session, entry)
+  if redis.call('HEXISTS', KEYS[6], session) == 1 then
+    return redis.call('HINCRBY', KEYS[6], session, #entry)
+  end
+  local bytes = 0
+  for _, item in ipairs(redis.call('XRANGE', history, '-', '+')) do
+    bytes = bytes + #item[2][2]
+  end
+  redis.call('HSET', KEYS[6], session, bytes)
+  return bytes
+end
+local function trim(history, session, records, bytes)
+  local from, cut = '-', nil
+  while records > 1 and (records > records_limit or bytes > bytes_limit) do
+    local oldest = redis.call('XRANGE', history, from, '+', 'COUNT', 64)
+    if #oldest == 0 then break end
+    for _, item in ipairs(oldest) do
+      if records <= 1 or (records <= records_limit and bytes <= bytes_limit) then break end
+      cut = item[1]
+      records = records - 1
+      bytes = bytes - #item[2][2]
+    end
+    from = '(' .. cut
+  end
+  if cut then
+    redis.call('XTRIM', history, 'MINID', '0-' .. (tonumber(string.sub(cut, 3)) + 1))
+    redis.call('HSET', KEYS[6], session, bytes)
+  end
+end
 local function log(session, entry)
   local change = '0-' .. redis.call('INCR', KEYS[2])
   redis.call('XADD', KEYS[1], 'MAXLEN', '~', ARGV[1], change, 'change', entry)
-  redis.call('XADD', ARGV[3] .. session, 'MAXLEN', '~', ARGV[2], change, 'change', entry)
-  redis.call('ZADD', KEYS[4], ARGV[4], session)
+  local history = ARGV[2] .. session
+  redis.call('XADD', history, change, 'change', entry)
+  local records = redis.call('XLEN', history)
+  local bytes = size(history, session, entry)
+  if records > records_trimmed or bytes > bytes_trimmed then
+    trim(history, session, records, bytes)
+  end
+  redis.call('ZADD', KEYS[4], ARGV[3], session)
 end
 local function insert(request, pending, calls, id, field, session, first, last, entry)
   if redis.call('EXISTS', request) == 1 then return 0 end
@@ -406,10 +463,10 @@ impl RedisStore {
     /// Outside a Tokio runtime.
     pub async fn open(url: &str, prefix: &str) -> Result<Self, StoreError> {
         let client = redis::Client::open(url)?;
-        let mut connection = client.get_multiplexed_async_connection().await?;
+        let mut connection = connect(&client).await?;
         let keys = Arc::new(Keys {
             prefix: prefix.to_owned(),
-            history_limit: AtomicUsize::new(DEFAULT_HISTORY_LIMIT),
+            history_limit: SharedHistoryLimit::default(),
         });
         // The upgrades are done before the version says so, so that an upgrade cut short
         // is done again by the next opener (each is idempotent).
@@ -446,6 +503,7 @@ impl RedisStore {
             keys,
             client,
             follower: Arc::new(Mutex::new(None)),
+            reader: Arc::new(Mutex::new(None)),
         })
     }
 
@@ -453,10 +511,41 @@ impl RedisStore {
     /// see the `history` module docs. Applies to the records written from now on.
     #[must_use]
     pub fn with_history_limit(self, limit: usize) -> Self {
-        self.keys
-            .history_limit
-            .store(limit.max(1), Ordering::Relaxed);
+        self.keys.history_limit.set_records(limit);
         self
+    }
+
+    /// Keeps about `bytes` bytes of each session's history at most, each record counted as
+    /// the length of its JSON (but always the newest record); see the `history` module
+    /// docs. Applies to the records written from now on.
+    #[must_use]
+    pub fn with_history_bytes(self, bytes: usize) -> Self {
+        self.keys.history_limit.set_bytes(bytes);
+        self
+    }
+
+    /// Completes once every write queued before the call is answered (executed, or failed).
+    ///
+    /// # Errors
+    ///
+    /// [`StoreError::Closed`] if the writer stopped.
+    async fn written_before(&self) -> Result<(), StoreError> {
+        let (sender, answered) = oneshot::channel();
+        self.jobs
+            .send(Job::Barrier(sender))
+            .map_err(|_| StoreError::Closed)?;
+        answered.await.map_err(|_| StoreError::Closed)
+    }
+
+    /// The connection history pages are read on, opened if there is none.
+    async fn reader(&self) -> Result<MultiplexedConnection, StoreError> {
+        let mut reader = self.reader.lock().await;
+        if let Some(connection) = &*reader {
+            return Ok(connection.clone());
+        }
+        let connection = connect(&self.client).await?;
+        *reader = Some(connection.clone());
+        Ok(connection)
     }
 
     /// Runs `query` on the writer task after every write queued before it (twice if the
@@ -620,28 +709,50 @@ impl Store for RedisStore {
         })
     }
 
-    fn history<'a>(&'a self, session_id: &'a str, after: u64) -> BoxFuture<'a, Vec<HistoryRecord>> {
+    fn history<'a>(
+        &'a self,
+        session_id: &'a str,
+        page: HistoryPage,
+        limit: usize,
+    ) -> BoxFuture<'a, Vec<HistoryRecord>> {
         let key = self.keys.history(session_id);
-        self.read(move |mut connection, _| {
-            let key = key.clone();
-            async move {
-                let entries: Vec<(String, Vec<String>)> = redis::cmd("XRANGE")
-                    .arg(key)
-                    .arg(format!("(0-{after}"))
-                    .arg("+")
-                    .query_async(&mut connection)
-                    .await?;
-                entries
-                    .into_iter()
-                    .map(|(id, fields)| {
-                        let change = read_change(&id, fields)?;
-                        Ok(HistoryRecord {
-                            position: change.position.0,
-                            entry: change.kind,
-                        })
-                    })
-                    .collect()
+        Box::pin(async move {
+            if limit == 0 {
+                return Ok(Vec::new());
             }
+            let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+            self.written_before().await?;
+            let mut connection = self.reader().await?;
+            let (command, start, end) = match page {
+                HistoryPage::From(from) => ("XRANGE", format!("0-{from}"), "+"),
+                HistoryPage::Before(before) => ("XREVRANGE", format!("(0-{before}"), "-"),
+            };
+            let mut command = redis::cmd(command);
+            command.arg(key).arg(start).arg(end).arg("COUNT").arg(limit);
+            let entries: Vec<(String, Vec<String>)> =
+                match command.query_async(&mut connection).await {
+                    Ok(entries) => entries,
+                    Err(error) => {
+                        if error.is_unrecoverable_error() {
+                            self.reader.lock().await.take();
+                        }
+                        return Err(error.into());
+                    }
+                };
+            let mut records = entries
+                .into_iter()
+                .map(|(id, fields)| {
+                    let change = read_change(&id, fields)?;
+                    Ok(HistoryRecord {
+                        position: change.position.0,
+                        entry: change.kind,
+                    })
+                })
+                .collect::<Result<Vec<_>, StoreError>>()?;
+            if let HistoryPage::Before(_) = page {
+                records.reverse();
+            }
+            Ok(records)
         })
     }
 
@@ -866,7 +977,10 @@ async fn forget_quiet_histories(
             break;
         }
         let mut script = FORGET_HISTORIES_SCRIPT.key(keys.histories());
-        script.key(keys.waiting()).arg(before_ms);
+        script
+            .key(keys.waiting())
+            .key(keys.history_bytes())
+            .arg(before_ms);
         for session in &sessions {
             script.key(keys.history(session)).arg(session);
         }
@@ -883,16 +997,17 @@ async fn forget_quiet_histories(
 /// Deletes the histories of sessions still quiet (newest record before ARGV[1]) with no
 /// pending request; answers how many.
 ///
-/// KEYS: `histories`, `waiting`, then each session's history. ARGV: the time, then each
-/// session.
+/// KEYS: `histories`, `waiting`, `history_bytes`, then each session's history. ARGV: the
+/// time, then each session.
 const FORGET_HISTORIES: &str = r"
 local forgotten = 0
 for i = 2, #ARGV do
   local session = ARGV[i]
   local newest = tonumber(redis.call('ZSCORE', KEYS[1], session) or ARGV[1])
   if newest < tonumber(ARGV[1]) and not redis.call('HGET', KEYS[2], session) then
-    redis.call('DEL', KEYS[i + 1])
+    redis.call('DEL', KEYS[i + 2])
     redis.call('ZREM', KEYS[1], session)
+    redis.call('HDEL', KEYS[3], session)
     forgotten = forgotten + 1
   end
 end
@@ -1004,8 +1119,7 @@ fn read_change(id: &str, fields: Vec<String>) -> Result<Change, StoreError> {
         .map(LogPosition)
         .ok_or_else(|| StoreError::Corrupt(format!("{id:?} is not a change log entry id")))?;
     let kind = match fields.as_slice() {
-        [name, entry] if name == "change" => serde_json::from_str(entry)
-            .unwrap_or_else(|error| ChangeKind::Unreadable(format!("{error}: {entry}"))),
+        [name, entry] if name == "change" => ChangeKind::read(entry),
         other => ChangeKind::Unreadable(format!("unexpected fields {other:?}")),
     };
     Ok(Change { position, kind })
@@ -1064,6 +1178,10 @@ impl Keys {
     fn waiting(&self) -> String {
         format!("{}:waiting", self.prefix)
     }
+
+    fn history_bytes(&self) -> String {
+        format!("{}:history_bytes", self.prefix)
+    }
 }
 
 /// The `calls:{kind}` field of a tool call: JSON, so no session or call id can collide.
@@ -1086,7 +1204,7 @@ async fn run_writer(mut writer: Writer, mut queue: mpsc::UnboundedReceiver<Job>)
         tokio::select! {
             biased;
             Some(link) = writer.in_flight.next(), if !writer.in_flight.is_empty() => {
-                writer.note(link);
+                writer.answered(link);
             }
             job = queue.recv(), if writer.in_flight.len() < MAX_IN_FLIGHT => {
                 let Some(job) = job else { break };
@@ -1100,6 +1218,10 @@ async fn run_writer(mut writer: Writer, mut queue: mpsc::UnboundedReceiver<Job>)
                             // Queued behind the writes; the writer waits for it, so only
                             // its own groups are ever in flight (see above).
                             writer.run(query).await;
+                        }
+                        Job::Barrier(answered) => {
+                            writer.start(std::mem::take(&mut group)).await;
+                            writer.barrier(answered);
                         }
                     }
                     if group.len() < MAX_GROUP {
@@ -1126,7 +1248,8 @@ async fn run_writer(mut writer: Writer, mut queue: mpsc::UnboundedReceiver<Job>)
 /// most every [`MIN_RECONNECT_PAUSE`], the pause doubling up to [`MAX_RECONNECT_PAUSE`]
 /// while attempts fail, and an attempt waits at most redis-rs's connection timeout (1 s).
 /// A connection that stops answering without closing is not replaced (its commands time
-/// out one by one); TCP notices it in the end. A restarted Redis may have lost its script
+/// out one by one, after [`RESPONSE_TIMEOUT`], failing their writes with
+/// [`StoreError::Unresponsive`]: they may have been done); TCP notices it in the end. A restarted Redis may have lost its script
 /// cache; every group loads the script it calls (see [`pipeline_for`]).
 struct Writer {
     /// Opens new connections.
@@ -1139,6 +1262,13 @@ struct Writer {
     reconnect: Reconnect,
     /// Groups sent and not yet answered, in the order they were sent.
     in_flight: FuturesOrdered<Sending>,
+    /// How many groups were put in flight, ever.
+    sent: u64,
+    /// How many of those are answered: they are answered in the order they were sent.
+    answered: u64,
+    /// Barriers waiting for the groups in flight: each is told once `answered` reaches
+    /// the count of `sent` it was given.
+    barriers: VecDeque<(u64, oneshot::Sender<()>)>,
 }
 
 /// The pacing of the [`Writer`]'s attempts to open a connection.
@@ -1172,6 +1302,33 @@ impl Writer {
                 failure: None,
             },
             in_flight: FuturesOrdered::new(),
+            sent: 0,
+            answered: 0,
+            barriers: VecDeque::new(),
+        }
+    }
+
+    /// Takes note of the answer to the oldest group in flight, and tells the barriers that
+    /// waited for it.
+    fn answered(&mut self, link: Link) {
+        self.note(link);
+        self.answered += 1;
+        while let Some((_, barrier)) = self
+            .barriers
+            .pop_front_if(|(after, _)| *after <= self.answered)
+        {
+            // A reader that stopped waiting is not an error.
+            let _ = barrier.send(());
+        }
+    }
+
+    /// Tells `barrier` once every group sent so far is answered (at once if none is in
+    /// flight).
+    fn barrier(&mut self, barrier: oneshot::Sender<()>) {
+        if self.in_flight.is_empty() {
+            let _ = barrier.send(());
+        } else {
+            self.barriers.push_back((self.sent, barrier));
         }
     }
 
@@ -1200,9 +1357,9 @@ impl Writer {
         }
         // What the old connection still carries is answered (most likely: failed) first.
         while let Some(link) = self.in_flight.next().await {
-            self.note(link);
+            self.answered(link);
         }
-        let attempt = self.client.get_multiplexed_async_connection().await;
+        let attempt = connect(&self.client).await;
         let now = tokio::time::Instant::now();
         match attempt {
             Ok(connection) => {
@@ -1263,6 +1420,7 @@ impl Writer {
                     return self.note(link);
                 }
                 std::task::Poll::Pending => {
+                    self.sent += 1;
                     return self.in_flight.push_back(Box::pin(async move {
                         complete(group, &answers_for, replies.await)
                     }));
@@ -1281,6 +1439,32 @@ impl Writer {
             let link = query(connection, Attempt::Last).await;
             self.note(link);
         }
+    }
+}
+
+/// How long a command sent on the writer's connection may wait for its answer: longer than
+/// any turn a group takes behind the groups and reads queued before it, under any load
+/// (with redis-rs's default, half a second, writes Redis executed were failed by the
+/// hundreds), yet not forever, so a Redis that stops answering without closing the
+/// connection fails the writes instead of holding them.
+const RESPONSE_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// A connection for the writer, or the history reader: answers wait up to
+/// [`RESPONSE_TIMEOUT`].
+async fn connect(client: &redis::Client) -> RedisResult<MultiplexedConnection> {
+    let config = AsyncConnectionConfig::new().set_response_timeout(Some(RESPONSE_TIMEOUT));
+    client
+        .get_multiplexed_async_connection_with_config(&config)
+        .await
+}
+
+/// The error of writes whose pipeline got no answer: [`StoreError::Unresponsive`] when it
+/// timed out (they may or may not have been done), else Redis's error.
+fn unanswered(error: &redis::RedisError) -> StoreError {
+    if error.is_timeout() {
+        StoreError::Unresponsive
+    } else {
+        StoreError::Redis(error.clone())
     }
 }
 
@@ -1360,7 +1544,7 @@ fn complete(
             return Link::Intact;
         }
         Err(error) => {
-            fail(group, || StoreError::Redis(error.clone()));
+            fail(group, || unanswered(&error));
             return Link::after_error(&error);
         }
     };
@@ -1413,12 +1597,13 @@ fn add_changes(pipeline: &mut redis::Pipeline, keys: &Keys, changes: &[&Write]) 
     let command = pipeline
         .cmd("EVALSHA")
         .arg(APPLY_SCRIPT.get_hash())
-        .arg(5 + 3 * requests)
+        .arg(6 + 3 * requests)
         .arg(keys.log())
         .arg(keys.log_counter())
         .arg(keys.resolved_at())
         .arg(keys.histories())
-        .arg(keys.waiting());
+        .arg(keys.waiting())
+        .arg(keys.history_bytes());
     for change in changes {
         match change {
             Write::Insert(request) => command
@@ -1432,11 +1617,16 @@ fn add_changes(pipeline: &mut redis::Pipeline, keys: &Keys, changes: &[&Write]) 
             Write::Event(_) | Write::Append(_) => command,
         };
     }
+    let limit = keys.history_limit.load();
+    let (most_records, most_bytes) = limit.trimmed_past();
     command
         .arg(LOG_RETENTION)
-        .arg(keys.history_limit.load(Ordering::Relaxed))
         .arg(keys.history_prefix())
-        .arg(now_ms());
+        .arg(now_ms())
+        .arg(limit.records)
+        .arg(most_records)
+        .arg(limit.bytes)
+        .arg(most_bytes);
     for change in changes {
         let entry = LogEntry::of(change).map(|entry| entry.json());
         match change {

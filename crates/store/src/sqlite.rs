@@ -2,7 +2,6 @@
 
 use std::path::Path;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc;
 use std::thread::JoinHandle;
 use std::time::Duration;
@@ -11,11 +10,12 @@ use rusqlite::{Connection, ErrorCode, OptionalExtension, Row, TransactionBehavio
 use tokio::sync::oneshot;
 
 use crate::ack::AckSender;
+use crate::history::SharedHistoryLimit;
 use crate::log::LogEntry;
 use crate::{
-    Ack, BoxFuture, ChangeKind, DEFAULT_HISTORY_LIMIT, EventRecord, HistoryRecord, Loaded,
+    Ack, BoxFuture, ChangeKind, EventRecord, HistoryLimit, HistoryPage, HistoryRecord, Loaded,
     OutcomeRecord, RequestKind, RequestRecord, Store, StoreError, StoredRequest, Write, Written,
-    history_slack, now_ms,
+    now_ms,
 };
 
 /// A [`Store`] in one SQLite file (WAL, `synchronous = FULL`), for a single server process.
@@ -25,7 +25,9 @@ use crate::{
 /// commits, and only then completes their [`Ack`]s: each acknowledged write is on disk, and
 /// one commit serves a whole group. Reads run on the same thread, after the group that was
 /// being collected when they were queued is committed, so they see every write queued
-/// before them and never split a group in two.
+/// before them and never split a group in two. Since writers wait for them, a read does
+/// the least it can there: a read whose future was dropped before its turn is skipped, and
+/// a history page's records are read back (parsed) by the reader, not by this thread.
 ///
 /// The file is opened with an exclusive lock, held until the store is dropped: a second
 /// process (or a second `SqliteStore` in this one) is refused with [`StoreError::Locked`]
@@ -54,8 +56,8 @@ pub struct SqliteStore {
 struct Shared {
     /// Jobs for the writer thread, in queue order.
     jobs: mpsc::Sender<Job>,
-    /// How many records a session's history keeps; read by the writer thread.
-    history_limit: Arc<AtomicUsize>,
+    /// How much a session's history keeps; read by the writer thread.
+    history_limit: Arc<SharedHistoryLimit>,
     /// The writer thread, joined on drop so the file's lock is released when drop returns.
     writer: Option<JoinHandle<()>>,
 }
@@ -117,6 +119,12 @@ const MIGRATIONS: &[&str] = &[
     ) WITHOUT ROWID;
     CREATE INDEX histories_quiet ON histories (newest_at_ms);
 ",
+    "
+    ALTER TABLE histories ADD COLUMN bytes INTEGER NOT NULL DEFAULT 0;
+    UPDATE histories SET bytes = (
+        SELECT coalesce(sum(length(CAST(entry AS BLOB))), 0) FROM history
+        WHERE history.session_id = histories.session_id);
+",
 ];
 
 /// The columns [`read_request`] expects, in order.
@@ -154,7 +162,7 @@ impl SqliteStore {
             other => other,
         })?;
         let (jobs, queue) = mpsc::channel();
-        let history_limit = Arc::new(AtomicUsize::new(DEFAULT_HISTORY_LIMIT));
+        let history_limit = Arc::new(SharedHistoryLimit::default());
         let limit = Arc::clone(&history_limit);
         let writer = std::thread::Builder::new()
             .name("askbus-sqlite".into())
@@ -173,22 +181,31 @@ impl SqliteStore {
     /// see the `history` module docs. Applies to the records written from now on.
     #[must_use]
     pub fn with_history_limit(self, limit: usize) -> Self {
-        self.shared
-            .history_limit
-            .store(limit.max(1), Ordering::Relaxed);
+        self.shared.history_limit.set_records(limit);
+        self
+    }
+
+    /// Keeps about `bytes` bytes of each session's history at most, each record counted as
+    /// the length of its JSON (but always the newest record); see the `history` module
+    /// docs. Applies to the records written from now on.
+    #[must_use]
+    pub fn with_history_bytes(self, bytes: usize) -> Self {
+        self.shared.history_limit.set_bytes(bytes);
         self
     }
 
     /// Runs `query` on the writer thread after every write queued before it (it may write
-    /// too: it has the connection to itself).
+    /// too: it has the connection to itself), unless its future was dropped by then.
     fn read<T: Send + 'static>(
         &self,
         query: impl FnOnce(&Connection) -> Result<T, StoreError> + Send + 'static,
     ) -> BoxFuture<'static, T> {
         let (sender, receiver) = oneshot::channel();
         let job = Job::Read(Box::new(move |connection| {
-            // A reader that stopped waiting is not an error.
-            let _ = sender.send(query(connection));
+            // A reader that stopped waiting (an HTTP client gone) costs the writers nothing.
+            if !sender.is_closed() {
+                let _ = sender.send(query(connection));
+            }
         }));
         let queued = self.shared.jobs.send(job).is_ok();
         Box::pin(async move {
@@ -280,31 +297,58 @@ impl Store for SqliteStore {
         })
     }
 
-    fn history<'a>(&'a self, session_id: &'a str, after: u64) -> BoxFuture<'a, Vec<HistoryRecord>> {
+    fn history<'a>(
+        &'a self,
+        session_id: &'a str,
+        page: HistoryPage,
+        limit: usize,
+    ) -> BoxFuture<'a, Vec<HistoryRecord>> {
         let session_id = session_id.to_owned();
-        self.read(move |connection| {
-            let mut statement = connection.prepare_cached(
-                "SELECT position, entry FROM history
-                 WHERE session_id = ?1 AND position > ?2 ORDER BY position",
-            )?;
-            let records = statement
-                .query_map(params![session_id, to_sql_u64(after)], |row| {
-                    let entry: String = row.get(1)?;
-                    Ok(HistoryRecord {
-                        position: from_sql_u64(row.get(0)?),
-                        entry: serde_json::from_str(&entry).unwrap_or_else(|error| {
-                            ChangeKind::Unreadable(format!("{error}: {entry}"))
-                        }),
-                    })
-                })?
+        let rows = self.read(move |connection| {
+            let (sql, position) = match page {
+                HistoryPage::From(from) => (
+                    "SELECT position, entry FROM history
+                     WHERE session_id = ?1 AND position >= ?2 ORDER BY position LIMIT ?3",
+                    from,
+                ),
+                HistoryPage::Before(before) => (
+                    "SELECT position, entry FROM history
+                     WHERE session_id = ?1 AND position < ?2 ORDER BY position DESC LIMIT ?3",
+                    before,
+                ),
+            };
+            let mut rows = connection
+                .prepare_cached(sql)?
+                .query_map(
+                    params![session_id, to_sql_u64(position), to_sql_count(limit)],
+                    |row| Ok((from_sql_u64(row.get(0)?), row.get::<_, String>(1)?)),
+                )?
                 .collect::<Result<Vec<_>, _>>()?;
-            Ok(records)
+            if let HistoryPage::Before(_) = page {
+                rows.reverse();
+            }
+            Ok(rows)
+        });
+        // Read back by the reader, not on the writer thread: the writers wait for the
+        // query alone.
+        Box::pin(async move {
+            Ok(rows
+                .await?
+                .into_iter()
+                .map(|(position, entry)| HistoryRecord {
+                    position,
+                    entry: ChangeKind::read(&entry),
+                })
+                .collect())
         })
     }
 
     fn forget_quiet_histories(&self, quiet_before_ms: u64, limit: usize) -> BoxFuture<'_, usize> {
         self.read(move |connection| {
-            let quiet: Vec<String> = connection
+            // One transaction for the batch: one commit (one fsync) instead of two per
+            // session, and a session's history and its count go together or not at all.
+            let transaction = connection.unchecked_transaction()?;
+            let quiet: Vec<String> = transaction
                 .prepare_cached(
                     "SELECT session_id FROM histories
                      WHERE newest_at_ms < ?1 AND session_id NOT IN (
@@ -317,13 +361,14 @@ impl Store for SqliteStore {
                 )?
                 .collect::<Result<_, _>>()?;
             for session_id in &quiet {
-                connection
+                transaction
                     .prepare_cached("DELETE FROM history WHERE session_id = ?1")?
                     .execute(params![session_id])?;
-                connection
+                transaction
                     .prepare_cached("DELETE FROM histories WHERE session_id = ?1")?
                     .execute(params![session_id])?;
             }
+            transaction.commit()?;
             Ok(quiet.len())
         })
     }
@@ -393,13 +438,13 @@ fn connect(path: &Path) -> Result<Connection, StoreError> {
 fn run_writer(
     mut connection: Connection,
     queue: &mpsc::Receiver<Job>,
-    history_limit: &AtomicUsize,
+    history_limit: &SharedHistoryLimit,
 ) {
     let mut group = Vec::new();
     let mut reads = Vec::new();
     let mut appended_since_prune = 0;
     while let Ok(first) = queue.recv() {
-        let limit = history_limit.load(Ordering::Relaxed);
+        let limit = history_limit.load();
         let mut next = Some(first);
         while let Some(job) = next.take() {
             match job {
@@ -447,7 +492,7 @@ const PRUNE_EVERY: usize = 4096;
 fn commit_group(
     connection: &mut Connection,
     group: &mut Vec<(Write, AckSender)>,
-    history_limit: usize,
+    history_limit: HistoryLimit,
 ) {
     if group.is_empty() {
         return;
@@ -488,7 +533,7 @@ fn commit_group(
 fn apply(
     connection: &Connection,
     write: &Write,
-    history_limit: usize,
+    history_limit: HistoryLimit,
 ) -> Result<Written, StoreError> {
     let entry = || {
         LogEntry::of(write)
@@ -569,36 +614,52 @@ fn apply(
 }
 
 /// Appends `entry` to `session_id`'s history; once the history is a batch over
-/// `history_limit` records, deletes its oldest back to the limit.
+/// `history_limit`, deletes its oldest records until it is within.
 fn remember(
     connection: &Connection,
     session_id: &str,
     entry: &str,
-    history_limit: usize,
+    history_limit: HistoryLimit,
 ) -> Result<(), StoreError> {
     connection
         .prepare_cached("INSERT INTO history (session_id, entry) VALUES (?1, ?2)")?
         .execute(params![session_id, entry])?;
-    let records: i64 = connection
+    let (records, bytes): (i64, i64) = connection
         .prepare_cached(
-            "INSERT INTO histories (session_id, newest_at_ms, records) VALUES (?1, ?2, 1)
+            "INSERT INTO histories (session_id, newest_at_ms, records, bytes)
+             VALUES (?1, ?2, 1, ?3)
              ON CONFLICT (session_id) DO UPDATE
-             SET newest_at_ms = excluded.newest_at_ms, records = records + 1
-             RETURNING records",
+             SET newest_at_ms = excluded.newest_at_ms, records = records + 1,
+                 bytes = bytes + excluded.bytes
+             RETURNING records, bytes",
         )?
-        .query_row(params![session_id, to_sql_u64(now_ms())], |row| row.get(0))?;
-    if from_sql_u64(records) > to_u64(history_limit + history_slack(history_limit)) {
-        connection
-            .prepare_cached(
-                "DELETE FROM history WHERE session_id = ?1 AND position < (
-                     SELECT position FROM history WHERE session_id = ?1
-                     ORDER BY position DESC LIMIT 1 OFFSET ?2)",
-            )?
-            .execute(params![session_id, to_sql_count(history_limit - 1)])?;
-        connection
-            .prepare_cached("UPDATE histories SET records = ?2 WHERE session_id = ?1")?
-            .execute(params![session_id, to_sql_count(history_limit)])?;
+        .query_row(
+            params![session_id, to_sql_u64(now_ms()), to_sql_count(entry.len())],
+            |row| Ok((row.get(0)?, row.get(1)?)),
+        )?;
+    let (mut records, mut bytes) = (from_sql_count(records), from_sql_count(bytes));
+    if !history_limit.exceeded_by(records, bytes) {
+        return Ok(());
     }
+    while history_limit.over(records, bytes) {
+        let size: i64 = connection
+            .prepare_cached(
+                "DELETE FROM history WHERE position = (
+                     SELECT position FROM history WHERE session_id = ?1
+                     ORDER BY position LIMIT 1)
+                 RETURNING length(CAST(entry AS BLOB))",
+            )?
+            .query_row(params![session_id], |row| row.get(0))?;
+        records -= 1;
+        bytes = bytes.saturating_sub(from_sql_count(size));
+    }
+    connection
+        .prepare_cached("UPDATE histories SET records = ?2, bytes = ?3 WHERE session_id = ?1")?
+        .execute(params![
+            session_id,
+            to_sql_count(records),
+            to_sql_count(bytes)
+        ])?;
     Ok(())
 }
 
@@ -662,8 +723,8 @@ fn from_sql_u64(number: i64) -> u64 {
     u64::try_from(number).unwrap_or(0)
 }
 
-fn to_u64(count: usize) -> u64 {
-    u64::try_from(count).unwrap_or(u64::MAX)
+fn from_sql_count(count: i64) -> usize {
+    usize::try_from(count).unwrap_or(0)
 }
 
 /// A `LIMIT` from a count; anything above `i64::MAX` means "all".

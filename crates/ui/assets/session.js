@@ -11,6 +11,12 @@
 // read with fetch() like `/event`, because it carries the bearer token when the server
 // wants one.
 //
+// Resyncs in a row back off: the first loads the history again at once, each next one
+// waits longer (`RESYNC_BACKOFF_MS`), showing the old timeline as "Catching up…"
+// meanwhile. A session trimmed faster than its history loads would otherwise have every
+// tab showing it load the whole history again and again, as fast as the server answers.
+// A timeline that stayed up `RESYNC_STABLE_MS` since its history loaded starts afresh.
+//
 // Showing another session (or none) stops the stream and forgets the old view; a load
 // that finishes after that is dropped, so a slow history never shows under the wrong name.
 
@@ -18,6 +24,11 @@ import * as api from './api.js';
 import { setText } from './dom.js';
 import { EventStreamClient } from './sse.js';
 import { Timeline } from './timeline.js';
+
+/** How long the history's reload waits after each resync in a row: at once, then longer. */
+const RESYNC_BACKOFF_MS = [0, 1000, 2000, 4000, 8000, 15000, 30000];
+/** A timeline up this long since its history loaded counts its next resync as the first. */
+const RESYNC_STABLE_MS = 30000;
 
 export class SessionTimeline {
   /**
@@ -36,6 +47,10 @@ export class SessionTimeline {
     this.generation = 0;
     /** Whether the last load failed and `retry()` should load again. */
     this.failed = false;
+    /** Resyncs in a row, each answered by a reload of the history. */
+    this.resyncs = 0;
+    /** When the history shown was loaded (`Date.now()`). */
+    this.loadedAt = 0;
     ui.retry.addEventListener('click', () => this.retry());
   }
 
@@ -43,6 +58,7 @@ export class SessionTimeline {
   show(session) {
     this.stop();
     this.session = session;
+    this.resyncs = 0;
     this.ui.section.hidden = !session;
     this.ui.body.replaceChildren();
     if (session) this.load();
@@ -82,6 +98,7 @@ export class SessionTimeline {
       return;
     }
     if (generation !== this.generation) return;
+    this.loadedAt = Date.now();
     const timeline = new Timeline({ review: this.review });
     timeline.load(history);
     this.ui.body.replaceChildren(timeline.element);
@@ -92,7 +109,7 @@ export class SessionTimeline {
       onEvent: (frame) => timeline.apply(frame),
       // The history this timeline shows can no longer be continued: show the current one.
       onResync: () => {
-        if (generation === this.generation) this.load();
+        if (generation === this.generation) this.resync();
       },
       onStatus: (status) => {
         if (status === 'live') this.setStatus('live', 'Live');
@@ -102,6 +119,23 @@ export class SessionTimeline {
       },
     });
     this.stream.start();
+  }
+
+  /** Loads the history again after a resync, backing off when resyncs come in a row. */
+  resync() {
+    if (Date.now() - this.loadedAt >= RESYNC_STABLE_MS) this.resyncs = 0;
+    const delayMs = RESYNC_BACKOFF_MS[Math.min(this.resyncs, RESYNC_BACKOFF_MS.length - 1)];
+    this.resyncs += 1;
+    this.stop();
+    const generation = this.generation;
+    if (delayMs === 0) {
+      this.load();
+      return;
+    }
+    this.setStatus('connecting', 'Catching up…');
+    setTimeout(() => {
+      if (generation === this.generation) this.load();
+    }, delayMs);
   }
 
   setStatus(state, text) {

@@ -153,6 +153,47 @@ impl Server {
         assert_eq!(self.post_status(http, &path, step).await, 200, "{step}");
     }
 
+    /// Posts `count` steps of `session`, `parallel` at a time, each `{"type": "thinking"}`
+    /// with `text` and its number; each must be recorded.
+    pub(crate) async fn post_steps(
+        &self,
+        http: &reqwest::Client,
+        session: &str,
+        count: usize,
+        parallel: usize,
+        text: &str,
+    ) {
+        let path = format!("/session/{session}/step");
+        let mut started = 0;
+        while started < count {
+            let batch = (started..count.min(started + parallel)).map(|n| {
+                let step = json!({"type": "thinking", "thinking": format!("{text} {n}")});
+                let path = &path;
+                async move { self.post_status(http, path, &step).await }
+            });
+            for status in futures_util::future::join_all(batch).await {
+                assert_eq!(status, 200);
+            }
+            started = count.min(started + parallel);
+        }
+    }
+
+    /// Floods `session` with big steps: 1,130 of 64 KB, as a runaway agent (or a client
+    /// with a token for that session alone) can post them.
+    pub(crate) async fn flood(&self, http: &reqwest::Client, session: &str) {
+        let big = "x".repeat(64_000);
+        self.post_steps(http, session, 1_130, 8, &big).await;
+    }
+
+    /// Sends `GET path` on a socket of its own; answers the socket, its answer unread.
+    pub(crate) fn request_on_socket(&self, path: &str) -> std::net::TcpStream {
+        use std::io::Write;
+        let address = self.address();
+        let mut socket = std::net::TcpStream::connect(address).unwrap();
+        write!(socket, "GET {path} HTTP/1.1\r\nHost: {address}\r\n\r\n").unwrap();
+        socket
+    }
+
     /// Sends `signal` (`TERM`, `INT`, ...) with kill(1) and waits for the exit.
     pub(crate) async fn stop_with(mut self, signal: &str) -> std::process::ExitStatus {
         let pid = self.child.id().expect("still running").to_string();
@@ -167,19 +208,96 @@ impl Server {
 
     /// The process's resident memory now, in KiB (`VmRSS` of `/proc/<pid>/status`).
     pub(crate) fn resident_kib(&self) -> u64 {
+        self.status_kib("VmRSS:")
+    }
+
+    /// The process's peak resident memory, in KiB (`VmHWM` of `/proc/<pid>/status`), since
+    /// it started or since [`reset_peak_resident`](Self::reset_peak_resident).
+    pub(crate) fn peak_resident_kib(&self) -> u64 {
+        self.status_kib("VmHWM:")
+    }
+
+    /// Makes the peak resident memory the resident memory now (`5` to
+    /// `/proc/<pid>/clear_refs`).
+    pub(crate) fn reset_peak_resident(&self) {
+        let pid = self.child.id().expect("still running");
+        std::fs::write(format!("/proc/{pid}/clear_refs"), "5").unwrap();
+    }
+
+    /// A line of `/proc/<pid>/status` in KiB.
+    fn status_kib(&self, field: &str) -> u64 {
         let pid = self.child.id().expect("still running");
         let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
         status
             .lines()
-            .find_map(|line| line.strip_prefix("VmRSS:"))
+            .find_map(|line| line.strip_prefix(field))
             .and_then(|value| value.trim().trim_end_matches("kB").trim().parse().ok())
-            .expect("VmRSS in /proc/<pid>/status")
+            .unwrap_or_else(|| panic!("{field} in /proc/<pid>/status"))
+    }
+
+    /// How many write calls the process made so far (`syscw` of `/proc/<pid>/io`).
+    pub(crate) fn write_calls(&self) -> u64 {
+        let pid = self.child.id().expect("still running");
+        let io = std::fs::read_to_string(format!("/proc/{pid}/io")).unwrap();
+        io.lines()
+            .find_map(|line| line.strip_prefix("syscw:"))
+            .and_then(|value| value.trim().parse().ok())
+            .expect("syscw in /proc/<pid>/io")
     }
 
     /// SIGKILL: no shutdown, no flush, nothing but what is already stored.
     pub(crate) async fn kill_9(mut self) {
         self.child.start_kill().unwrap();
         self.child.wait().await.unwrap();
+    }
+}
+
+/// The Redis the tests that need one use.
+const REDIS: &str = "redis://127.0.0.1:6379";
+
+/// A key prefix of this test's own on the local Redis, deleted when the test ends.
+pub(crate) struct TestPrefix {
+    prefix: String,
+}
+
+impl TestPrefix {
+    /// Fails the test, saying how to get Redis, when none is listening on 127.0.0.1:6379.
+    pub(crate) fn new() -> Self {
+        let client = redis::Client::open(REDIS).unwrap();
+        if let Err(error) = client.get_connection() {
+            panic!(
+                "this test needs a Redis server on 127.0.0.1:6379 ({error}). Install and start \
+                 it: `apt-get install -y redis-server && redis-server --daemonize yes`; \
+                 `cargo xtask ci` does this itself"
+            );
+        }
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_nanos();
+        Self {
+            prefix: format!("askbus-test:{}-{nanos}", std::process::id()),
+        }
+    }
+
+    /// The `--store` of a server on this prefix.
+    pub(crate) fn store(&self) -> String {
+        format!("{REDIS}/0?prefix={}", self.prefix)
+    }
+}
+
+impl Drop for TestPrefix {
+    fn drop(&mut self) {
+        let Ok(mut connection) = redis::Client::open(REDIS).and_then(|c| c.get_connection()) else {
+            return;
+        };
+        let keys: Vec<String> = redis::cmd("KEYS")
+            .arg(format!("{}:*", self.prefix))
+            .query(&mut connection)
+            .unwrap_or_default();
+        if !keys.is_empty() {
+            let _: redis::RedisResult<()> = redis::cmd("DEL").arg(keys).query(&mut connection);
+        }
     }
 }
 
