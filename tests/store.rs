@@ -6,9 +6,9 @@ use std::time::Duration;
 
 use crate::support::{PrivateRedis, TestRedis, until_ok};
 use askbus_store::{
-    ChangeKind, EventRecord, HistoryPage, HistoryRecord, LogPosition, MemoryStore, OutcomeRecord,
-    OutcomeState, RedisStore, RequestKind, RequestRecord, SWEEP_INTERVAL, SessionEvent,
-    SqliteStore, Store, StoreError, Write, Written, keep_resolved_for,
+    AuditRecord, ChangeKind, EventRecord, HistoryPage, HistoryRecord, LogPosition, MemoryStore,
+    OutcomeRecord, OutcomeState, RedisStore, RequestKind, RequestRecord, SWEEP_INTERVAL,
+    SessionEvent, SqliteStore, Store, StoreError, Write, Written, keep_resolved_for,
 };
 
 #[tokio::test]
@@ -26,6 +26,31 @@ async fn sqlite_store_keeps_the_contract() {
 async fn redis_store_keeps_the_contract() {
     let redis = TestRedis::new().await;
     check_contract(&redis.open().await).await;
+}
+
+#[tokio::test]
+async fn memory_store_keeps_the_audit_log() {
+    let store = MemoryStore::new();
+    check_audit(&store, &store.clone()).await;
+}
+
+#[tokio::test]
+async fn sqlite_store_keeps_the_audit_log() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("askbus.db");
+    let store = SqliteStore::open(&path).unwrap();
+    check_audit(&store, &store.clone()).await;
+    let before = store.audit_entries(0, 10).await.unwrap();
+    drop(store);
+    let store = SqliteStore::open(&path).unwrap();
+    assert_eq!(store.audit_entries(0, 10).await.unwrap(), before);
+}
+
+/// Two instances append to one audit log, numbered in one sequence.
+#[tokio::test]
+async fn redis_store_keeps_the_audit_log() {
+    let redis = TestRedis::new().await;
+    check_audit(&redis.open().await, &redis.open().await).await;
 }
 
 #[tokio::test]
@@ -107,7 +132,7 @@ async fn sqlite_store_upgrade_counts_the_bytes_of_histories() {
         .unwrap()
         .execute_batch(
             "ALTER TABLE histories DROP COLUMN bytes; ALTER TABLE requests DROP COLUMN decided_by;
-             PRAGMA user_version = 3;",
+             DROP TABLE audit; PRAGMA user_version = 3;",
         )
         .unwrap();
     let store = SqliteStore::open(&path)
@@ -161,7 +186,7 @@ async fn sqlite_store_upgrades_an_older_schema_and_refuses_a_newer_one() {
     };
     schema(
         "DROP TABLE history; DROP TABLE histories; ALTER TABLE requests DROP COLUMN decided_by;
-         PRAGMA user_version = 2;",
+         DROP TABLE audit; PRAGMA user_version = 2;",
     );
 
     let store = SqliteStore::open(&path).unwrap();
@@ -182,7 +207,7 @@ async fn sqlite_store_upgrades_an_older_schema_and_refuses_a_newer_one() {
     schema("PRAGMA user_version = 99;");
     match SqliteStore::open(&path) {
         Err(StoreError::NewerSchema { found, supported }) => {
-            assert_eq!((found, supported), (99, 5))
+            assert_eq!((found, supported), (99, 6))
         }
         other => panic!("a newer schema was not refused: {other:?}"),
     }
@@ -261,6 +286,7 @@ async fn keep_resolved_for_sweeps_each_interval_until_the_store_is_gone() {
             "[]",
             askbus_store::now_ms() - days * 86_400_000,
         ),
+        audit: None,
     };
     let store: Arc<dyn Store> = Arc::new(MemoryStore::new());
     for id in ["que_1", "que_2"] {
@@ -522,14 +548,14 @@ async fn redis_store_upgrades_an_older_schema_and_refuses_a_newer_one() {
         write(&store, Write::Insert(question("que_1", None))).await,
         Written::Inserted
     );
-    assert_eq!(redis.get(&schema), "5");
+    assert_eq!(redis.get(&schema), "6");
 
-    redis.command(redis::cmd("SET").arg(&schema).arg(6));
+    redis.command(redis::cmd("SET").arg(&schema).arg(7));
     match RedisStore::open(crate::support::REDIS_URL, &redis.prefix).await {
-        Err(StoreError::NewerSchema { found, supported }) => assert_eq!((found, supported), (6, 5)),
+        Err(StoreError::NewerSchema { found, supported }) => assert_eq!((found, supported), (7, 6)),
         other => panic!("a newer schema was not refused: {other:?}"),
     }
-    assert_eq!(redis.get(&schema), "6");
+    assert_eq!(redis.get(&schema), "7");
 }
 
 /// Requests left pending under schema version 3 (which did not count each session's
@@ -786,6 +812,7 @@ async fn check_contract(store: &dyn Store) {
         kind: RequestKind::Question,
         id: "apr_1".into(),
         outcome: outcome(OutcomeState::Replied),
+        audit: None,
     };
     assert_eq!(write(store, wrong_kind).await, Written::NotFound);
 
@@ -991,6 +1018,7 @@ async fn check_forget_histories(store: &dyn Store) {
             kind: RequestKind::Question,
             id: "que_2".into(),
             outcome: outcome(OutcomeState::Cancelled),
+            audit: None,
         },
     )
     .await;
@@ -1009,6 +1037,7 @@ async fn check_forget(store: &dyn Store) {
         kind: RequestKind::Question,
         id: id.into(),
         outcome: OutcomeRecord::new(OutcomeState::Replied, "[]", at_ms),
+        audit: None,
     };
     let approval = RequestRecord {
         kind: RequestKind::Approval,
@@ -1033,6 +1062,7 @@ async fn check_forget(store: &dyn Store) {
             kind: RequestKind::Approval,
             id: "apr_1".into(),
             outcome: OutcomeRecord::new(OutcomeState::Rejected, "{}", 1_500),
+            audit: None,
         },
     )
     .await;
@@ -1093,8 +1123,9 @@ async fn check_forget(store: &dyn Store) {
     );
 }
 
-/// Many concurrent resolutions of one request through `handles`: exactly one wins, and
-/// the stored outcome is the winner's.
+/// Many concurrent resolutions of one request through `handles`: exactly one wins, the
+/// stored outcome is the winner's, and so is the one audit entry the round appends (each
+/// attempt carries a draft).
 async fn check_exactly_once<S: Store + Clone>(handles: &[S]) {
     const ATTEMPTS: usize = 24;
     for round in 0..4 {
@@ -1107,6 +1138,7 @@ async fn check_exactly_once<S: Store + Clone>(handles: &[S]) {
                     kind: RequestKind::Question,
                     id: id.clone(),
                     outcome: OutcomeRecord::new(OutcomeState::Replied, attempt.to_string(), 7),
+                    audit: Some(format!("{round}:{attempt}")),
                 };
                 tokio::spawn(async move { (attempt, store.write(resolve).await.unwrap()) })
             })
@@ -1123,7 +1155,97 @@ async fn check_exactly_once<S: Store + Clone>(handles: &[S]) {
         assert_eq!(winners.len(), 1, "round {round}: winners {winners:?}");
         let stored = handles[1 % handles.len()].get(&id).await.unwrap().unwrap();
         assert_eq!(stored.outcome.unwrap().body, winners[0].to_string());
+        let round_seq = u64::try_from(round).unwrap();
+        let entries = handles[2 % handles.len()]
+            .audit_entries(round_seq, 10)
+            .await
+            .unwrap();
+        assert_eq!(
+            entries,
+            [AuditRecord {
+                seq: round_seq + 1,
+                draft: format!("{round}:{}", winners[0]),
+                seal: None,
+            }],
+            "round {round}"
+        );
     }
+}
+
+/// The audit log: a winning resolution appends its draft as the next entry, numbered from
+/// 1 with no gap; a losing one, one for no request and one without a draft append nothing;
+/// a read sees the resolutions queued before it; pages follow a number; a seal is set once;
+/// retention deletes requests, never entries. `other` is another handle on the same store.
+async fn check_audit(store: &dyn Store, other: &dyn Store) {
+    assert_eq!(store.audit_entries(0, 10).await.unwrap(), []);
+    for id in ["que_1", "que_2", "que_3", "que_4"] {
+        write(store, Write::Insert(question(id, None))).await;
+    }
+    let with_draft = |id: &str, state, draft: &str| Write::Resolve {
+        kind: RequestKind::Question,
+        id: id.into(),
+        outcome: outcome(state),
+        audit: Some(draft.into()),
+    };
+    // Any text is kept byte for byte: the store does not look inside.
+    let first = "{\"n\":\"ü\\n\"}\n+-";
+    assert_eq!(
+        write(store, with_draft("que_1", OutcomeState::Replied, first)).await,
+        Written::Resolved
+    );
+    assert_eq!(
+        write(other, with_draft("que_1", OutcomeState::Rejected, "lost")).await,
+        Written::AlreadyResolved(OutcomeState::Replied)
+    );
+    assert_eq!(
+        write(store, with_draft("que_9", OutcomeState::Replied, "none")).await,
+        Written::NotFound
+    );
+    assert_eq!(
+        write(store, resolve("que_2", OutcomeState::Cancelled)).await,
+        Written::Resolved
+    );
+    assert_eq!(
+        write(other, with_draft("que_3", OutcomeState::TimedOut, "")).await,
+        Written::Resolved
+    );
+    let queued = store.write(with_draft("que_4", OutcomeState::Rejected, "fourth"));
+    let entries = store.audit_entries(0, 10).await.unwrap();
+    assert_eq!(queued.await.unwrap(), Written::Resolved);
+    let entry = |seq, draft: &str, seal: Option<&str>| AuditRecord {
+        seq,
+        draft: draft.into(),
+        seal: seal.map(Into::into),
+    };
+    let unsealed = [
+        entry(1, first, None),
+        entry(2, "", None),
+        entry(3, "fourth", None),
+    ];
+    assert_eq!(entries, unsealed);
+    assert_eq!(other.audit_entries(1, 10).await.unwrap(), unsealed[1..]);
+    assert_eq!(store.audit_entries(0, 2).await.unwrap(), unsealed[..2]);
+    assert_eq!(store.audit_entries(3, 10).await.unwrap(), []);
+    assert_eq!(store.audit_entries(0, 0).await.unwrap(), []);
+
+    store.seal_audit(vec![(1, "s1".into())]).await.unwrap();
+    other
+        .seal_audit(vec![(1, "other".into()), (3, "s3".into())])
+        .await
+        .unwrap();
+    store.seal_audit(Vec::new()).await.unwrap();
+    assert_eq!(
+        other.audit_entries(0, 10).await.unwrap(),
+        [
+            entry(1, first, Some("s1")),
+            entry(2, "", None),
+            entry(3, "fourth", Some("s3"))
+        ]
+    );
+
+    assert_eq!(store.forget_resolved(u64::MAX, 100).await.unwrap(), 4);
+    assert_eq!(store.get("que_1").await.unwrap(), None);
+    assert_eq!(store.audit_entries(0, 10).await.unwrap().len(), 3);
 }
 
 /// What every change log must do: `writer` changes the record, `reader` (another handle on
@@ -1272,6 +1394,7 @@ fn resolve(id: &str, state: OutcomeState) -> Write {
         kind: RequestKind::Question,
         id: id.into(),
         outcome: outcome(state),
+        audit: None,
     }
 }
 

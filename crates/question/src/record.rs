@@ -300,6 +300,7 @@ impl Recorder {
             kind: K::RECORD_KIND,
             id: K::id(request).to_string(),
             outcome: OutcomeRecord::new(state, body, now_ms()),
+            audit: None,
         })
     }
 }

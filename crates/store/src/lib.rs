@@ -55,6 +55,14 @@
 //!   reader is gone and parses pages off its writer thread; Redis reads pages on a
 //!   connection its writer never waits for. A write whose answer does not come in time
 //!   fails with [`StoreError::Unresponsive`]: it may have been done.
+//! - **Every winning resolution can leave an audit entry.** A [`Write::Resolve`] may carry
+//!   the draft of an audit entry; when (and only when) it wins, the draft is appended to
+//!   the audit log as its next entry (numbered 1, 2, 3, … with no gap, one sequence for
+//!   every instance of a shared store) in the same atomic step, so an acknowledged answer
+//!   is never without its entry. [`Store::audit_entries`] reads the log,
+//!   [`Store::seal_audit`] sets an entry's seal once (the `askbus-audit` crate makes the
+//!   drafts and the seals: the store does not look inside). Retention never deletes an
+//!   entry.
 //! - **Versioned schema.** Each backend records its schema version (SQLite
 //!   `PRAGMA user_version`, Redis `{prefix}:schema`) and migrates forward on open; a store
 //!   written by a newer askbus is refused, never guessed at.
@@ -104,6 +112,7 @@
 //!     kind: RequestKind::Question,
 //!     id: request.id.clone(),
 //!     outcome: answer.clone(),
+//!     audit: None,
 //! };
 //! assert_eq!(store.write(resolve()).await.unwrap(), Written::Resolved);
 //! assert_eq!(
@@ -230,6 +239,26 @@ pub trait Store: Send + Sync + 'static {
     /// [`StoreError`] if the backend cannot be written.
     fn forget_quiet_histories(&self, quiet_before_ms: u64, limit: usize) -> BoxFuture<'_, usize>;
 
+    /// Up to `limit` entries of the audit log after the one numbered `after_seq` (0: from
+    /// the first), ascending by number. Entries are numbered 1, 2, 3, … with no gap, and
+    /// never deleted. Like every read, it sees every write queued before it.
+    ///
+    /// # Errors
+    ///
+    /// [`StoreError`] if the backend cannot be read.
+    fn audit_entries(&self, after_seq: u64, limit: usize) -> BoxFuture<'_, Vec<AuditRecord>>;
+
+    /// Sets the seal of each entry `(seq, seal)` names, unless that entry has one already
+    /// (the first seal stays: sealers compute the same seal for the same entry, so which
+    /// one wins does not matter). Seal only entries read with
+    /// [`audit_entries`](Self::audit_entries): a seal for a number no entry has yet is
+    /// dropped by some backends and kept by others.
+    ///
+    /// # Errors
+    ///
+    /// [`StoreError`] if the backend cannot be written.
+    fn seal_audit(&self, seals: Vec<(u64, String)>) -> BoxFuture<'_, ()>;
+
     /// The log of this store's changes, if several registries can share the store by
     /// following it; `None` (the default) for a store only one registry uses (SQLite).
     fn change_log(&self) -> Option<&dyn ChangeLog> {
@@ -263,6 +292,10 @@ pub enum Write {
         id: String,
         /// How it ended.
         outcome: OutcomeRecord,
+        /// The draft of the audit entry that records this outcome (JSON; the store does not
+        /// look inside), appended to the audit log as its next entry in the same atomic
+        /// step as the resolution, if and only if this resolution wins.
+        audit: Option<String>,
     },
     /// Appends a published event to the bus's record.
     Append(EventRecord),
@@ -378,6 +411,17 @@ pub struct EventRecord {
     pub session_id: Option<String>,
     /// The event's properties, as JSON.
     pub properties: String,
+}
+
+/// One entry of the audit log, as [`Store::audit_entries`] reads it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AuditRecord {
+    /// Its number: 1 for the first entry, then one more for each, with no gap.
+    pub seq: u64,
+    /// The draft the winning [`Write::Resolve`] carried, byte for byte.
+    pub draft: String,
+    /// Its seal, once one was set ([`Store::seal_audit`]); the store does not look inside.
+    pub seal: Option<String>,
 }
 
 /// Why the store could not do what was asked.

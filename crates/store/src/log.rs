@@ -154,7 +154,9 @@ impl<'a> LogEntry<'a> {
     pub(crate) fn of(write: &'a Write) -> Option<Self> {
         match write {
             Write::Insert(request) => Some(Self::Inserted(request)),
-            Write::Resolve { kind, id, outcome } => Some(Self::Resolved {
+            Write::Resolve {
+                kind, id, outcome, ..
+            } => Some(Self::Resolved {
                 kind: *kind,
                 id,
                 outcome,

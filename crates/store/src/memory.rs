@@ -8,9 +8,9 @@ use tokio::sync::watch;
 
 use crate::log::check_continues;
 use crate::{
-    Ack, BoxFuture, Change, ChangeKind, ChangeLog, EventRecord, HistoryLimit, HistoryPage,
-    HistoryRecord, KeptHistory, LOG_RETENTION, Loaded, LogPosition, RequestKind, Store, StoreError,
-    StoredRequest, Write, Written, now_ms,
+    Ack, AuditRecord, BoxFuture, Change, ChangeKind, ChangeLog, EventRecord, HistoryLimit,
+    HistoryPage, HistoryRecord, KeptHistory, LOG_RETENTION, Loaded, LogPosition, RequestKind,
+    Store, StoreError, StoredRequest, Write, Written, now_ms,
 };
 
 /// A [`Store`] in this process's memory: nothing survives the process.
@@ -60,6 +60,8 @@ struct State {
     histories: HashMap<String, SessionHistory>,
     /// How much a history keeps (see the `history` module docs).
     history_limit: HistoryLimit,
+    /// The audit log: entry `seq` is at `audit[seq - 1]`, never removed.
+    audit: Vec<AuditRecord>,
 }
 
 /// One session's history.
@@ -82,6 +84,7 @@ impl Default for MemoryStore {
                 appended: 0,
                 histories: HashMap::new(),
                 history_limit: HistoryLimit::default(),
+                audit: Vec::new(),
             })),
             head: Arc::default(),
         }
@@ -187,7 +190,12 @@ impl Store for MemoryStore {
                 self.log(&mut state, &session_id, ChangeKind::Inserted(request));
                 Written::Inserted
             }
-            Write::Resolve { kind, id, outcome } => match state.requests.get_mut(&id) {
+            Write::Resolve {
+                kind,
+                id,
+                outcome,
+                audit,
+            } => match state.requests.get_mut(&id) {
                 Some(stored) if stored.request.kind == kind => match &stored.outcome {
                     Some(existing) => Written::AlreadyResolved(existing.state),
                     None => {
@@ -195,6 +203,14 @@ impl Store for MemoryStore {
                         let session_id = stored.request.session_id.clone();
                         let change = ChangeKind::Resolved { kind, id, outcome };
                         self.log(&mut state, &session_id, change);
+                        if let Some(draft) = audit {
+                            let seq = state.audit.len() as u64 + 1;
+                            state.audit.push(AuditRecord {
+                                seq,
+                                draft,
+                                seal: None,
+                            });
+                        }
                         Written::Resolved
                     }
                 },
@@ -336,6 +352,24 @@ impl Store for MemoryStore {
             state.histories.remove(session);
         }
         Box::pin(std::future::ready(Ok(quiet.len())))
+    }
+
+    fn audit_entries(&self, after_seq: u64, limit: usize) -> BoxFuture<'_, Vec<AuditRecord>> {
+        let state = self.lock();
+        let skip = usize::try_from(after_seq).unwrap_or(usize::MAX);
+        let entries = state.audit.iter().skip(skip).take(limit).cloned().collect();
+        Box::pin(std::future::ready(Ok(entries)))
+    }
+
+    fn seal_audit(&self, seals: Vec<(u64, String)>) -> BoxFuture<'_, ()> {
+        let mut state = self.lock();
+        for (seq, seal) in seals {
+            let index = usize::try_from(seq.wrapping_sub(1)).unwrap_or(usize::MAX);
+            if let Some(entry) = state.audit.get_mut(index) {
+                entry.seal.get_or_insert(seal);
+            }
+        }
+        Box::pin(std::future::ready(Ok(())))
     }
 
     fn change_log(&self) -> Option<&dyn ChangeLog> {

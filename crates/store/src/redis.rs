@@ -16,9 +16,9 @@ use crate::ack::AckSender;
 use crate::history::SharedHistoryLimit;
 use crate::log::{LogEntry, check_continues};
 use crate::{
-    Ack, BoxFuture, Change, ChangeKind, ChangeLog, EventRecord, HistoryPage, HistoryRecord,
-    LOG_RETENTION, Loaded, LogPosition, OutcomeRecord, RequestKind, RequestRecord, Store,
-    StoreError, StoredRequest, Write, Written, now_ms,
+    Ack, AuditRecord, BoxFuture, Change, ChangeKind, ChangeLog, EventRecord, HistoryPage,
+    HistoryRecord, LOG_RETENTION, Loaded, LogPosition, OutcomeRecord, RequestKind, RequestRecord,
+    Store, StoreError, StoredRequest, Write, Written, now_ms,
 };
 
 /// A [`Store`] in Redis, shared by every server instance that opens it with the same URL
@@ -47,8 +47,10 @@ use crate::{
 /// a stream whose entry ids are the numbers of its changes in the log, trimmed to about the
 /// history limit), `histories` (a sorted set of the sessions with a history, by the time of
 /// their newest record), `history_bytes` (a hash from each session with a history to the
-/// bytes of its records) and `waiting` (a hash from each session with pending requests to
-/// how many). Durability
+/// bytes of its records), `waiting` (a hash from each session with pending requests to
+/// how many), `audit` (the audit log, a stream never trimmed, whose entry ids are `0-<n>`
+/// for the `n`th entry, each a `draft` field), `audit:seq` (the number of the last entry)
+/// and `audit:seals` (a hash from an entry's number to its seal). Durability
 /// is Redis's own: enable `appendonly` with `appendfsync always` (or `everysec`) for writes
 /// to survive a Redis restart.
 ///
@@ -199,7 +201,12 @@ impl std::fmt::Debug for Job {
 /// - 5: histories are trimmed by bytes too, counted in `history_bytes`; a history of
 ///   version 4 is counted whole at its next record (no upgrade step). Servers of version 4
 ///   should be stopped first: they neither count nor trim by bytes.
-const SCHEMA_VERSION: i64 = 5;
+/// - 6: a request's hash names who decided its outcome (`decided_by`), and a winning
+///   resolution may append an entry to the audit log (`audit`, `audit:seq`, sealed in
+///   `audit:seals`); no upgrade step (the log starts empty). Servers of version 5 should be
+///   stopped first: their resolutions leave no audit entry, and the scripts' arguments
+///   changed.
+const SCHEMA_VERSION: i64 = 6;
 
 /// Sets the schema version unless a newer one is there; answers the version found (or
 /// the one set, on a fresh prefix). KEYS: the schema key. ARGV: this build's version.
@@ -225,7 +232,8 @@ return found
 /// were (schema 4) is counted whole at its next record.
 ///
 /// KEYS: the change log, its counter, the `resolved_at` set, the `histories` set, the
-/// `waiting` hash, the `history_bytes` hash, then three keys per request change (insert:
+/// `waiting` hash, the `history_bytes` hash, the audit stream, its counter, then three
+/// keys per request change (insert:
 /// request hash, pending set, calls hash; resolve: request hash, pending set, resolved
 /// set). A session's history key is its name after the history prefix, made here (a
 /// resolution learns its session from the request's hash).
@@ -235,13 +243,15 @@ return found
 /// - insert: `i`, id, calls field (`''` for none), session, n, n hash field/value items, log
 ///   entry; answers 1 (inserted) or 0 (the id exists);
 /// - resolve: `r`, id, kind, state, outcome, resolved_at, decided by (`-` for nobody, or
-///   `+` and the JSON: a JSON may be any text, the empty one too), log entry; answers `resolved`,
+///   `+` and the JSON: a JSON may be any text, the empty one too), audit draft (`-` for
+///   none, or `+` and the draft: appended to the audit stream as entry `0-<n>`, `n` from
+///   its counter, if the resolution wins), log entry; answers `resolved`,
 ///   `not_found`, or the state it already has. Only a pending request of the right kind
 ///   changes, so exactly one of any number of attempts, from any instance, is `resolved`;
 /// - event: `e`, session, log entry; answers 1.
 const APPLY: &str = r"
 local results = {}
-local key, arg = 7, 8
+local key, arg = 9, 8
 local records_limit, records_trimmed = tonumber(ARGV[4]), tonumber(ARGV[5])
 local bytes_limit, bytes_trimmed = tonumber(ARGV[6]), tonumber(ARGV[7])
 local function size(history, session, entry)
@@ -294,7 +304,8 @@ local function insert(request, pending, calls, id, field, session, first, last, 
   log(session, entry)
   return 1
 end
-local function resolve(request, pending, resolved, id, kind, state, outcome, at, by, entry)
+local function resolve(request, pending, resolved, id, kind, state, outcome, at, by, audit,
+    entry)
   local found = redis.call('HMGET', request, 'kind', 'state', 'session')
   if not found[1] or found[1] ~= kind then return 'not_found' end
   if found[2] ~= 'pending' then return found[2] end
@@ -309,6 +320,10 @@ local function resolve(request, pending, resolved, id, kind, state, outcome, at,
     redis.call('HDEL', KEYS[5], found[3])
   end
   log(found[3], entry)
+  if string.sub(audit, 1, 1) == '+' then
+    local seq = redis.call('INCR', KEYS[8])
+    redis.call('XADD', KEYS[7], '0-' .. seq, 'draft', string.sub(audit, 2))
+  end
   return 'resolved'
 end
 local function event(session, entry)
@@ -325,8 +340,9 @@ while arg <= #ARGV do
     key = key + 3
   elseif ARGV[arg] == 'r' then
     ok, result = pcall(resolve, KEYS[key], KEYS[key + 1], KEYS[key + 2], ARGV[arg + 1],
-      ARGV[arg + 2], ARGV[arg + 3], ARGV[arg + 4], ARGV[arg + 5], ARGV[arg + 6], ARGV[arg + 7])
-    arg = arg + 8
+      ARGV[arg + 2], ARGV[arg + 3], ARGV[arg + 4], ARGV[arg + 5], ARGV[arg + 6], ARGV[arg + 7],
+      ARGV[arg + 8])
+    arg = arg + 9
     key = key + 3
   else
     ok, result = pcall(event, ARGV[arg + 1], ARGV[arg + 2])
@@ -766,6 +782,77 @@ impl Store for RedisStore {
         })
     }
 
+    fn audit_entries(&self, after_seq: u64, limit: usize) -> BoxFuture<'_, Vec<AuditRecord>> {
+        self.read(move |mut connection, keys| async move {
+            if limit == 0 {
+                return Ok(Vec::new());
+            }
+            let entries: Vec<(String, Vec<String>)> = redis::cmd("XRANGE")
+                .arg(keys.audit())
+                .arg(format!("(0-{after_seq}"))
+                .arg("+")
+                .arg("COUNT")
+                .arg(i64::try_from(limit).unwrap_or(i64::MAX))
+                .query_async(&mut connection)
+                .await?;
+            if entries.is_empty() {
+                return Ok(Vec::new());
+            }
+            let mut seals = redis::cmd("HMGET");
+            seals.arg(keys.audit_seals());
+            let mut records = Vec::with_capacity(entries.len());
+            for (id, fields) in entries {
+                let seq = id
+                    .strip_prefix("0-")
+                    .and_then(|number| number.parse::<u64>().ok())
+                    .ok_or_else(|| StoreError::Corrupt(format!("{id:?} is no audit entry id")))?;
+                let draft = match <[String; 2]>::try_from(fields) {
+                    Ok([name, draft]) if name == "draft" => draft,
+                    _ => {
+                        return Err(StoreError::Corrupt(format!(
+                            "audit entry {seq} has no draft"
+                        )));
+                    }
+                };
+                seals.arg(seq);
+                records.push(AuditRecord {
+                    seq,
+                    draft,
+                    seal: None,
+                });
+            }
+            let found: Vec<Option<String>> = seals.query_async(&mut connection).await?;
+            for (record, seal) in records.iter_mut().zip(found) {
+                record.seal = seal;
+            }
+            Ok(records)
+        })
+    }
+
+    fn seal_audit(&self, seals: Vec<(u64, String)>) -> BoxFuture<'_, ()> {
+        let seals = Arc::new(seals);
+        self.read(move |mut connection, keys| {
+            let seals = Arc::clone(&seals);
+            async move {
+                if seals.is_empty() {
+                    return Ok(());
+                }
+                // `HSETNX`: the first seal of an entry stays, whichever instance set it.
+                let mut pipeline = redis::pipe();
+                for (seq, seal) in seals.iter() {
+                    pipeline
+                        .cmd("HSETNX")
+                        .arg(keys.audit_seals())
+                        .arg(seq)
+                        .arg(seal)
+                        .ignore();
+                }
+                pipeline.query_async::<()>(&mut connection).await?;
+                Ok(())
+            }
+        })
+    }
+
     fn change_log(&self) -> Option<&dyn ChangeLog> {
         Some(self)
     }
@@ -1185,6 +1272,18 @@ impl Keys {
 
     fn history_bytes(&self) -> String {
         format!("{}:history_bytes", self.prefix)
+    }
+
+    fn audit(&self) -> String {
+        format!("{}:audit", self.prefix)
+    }
+
+    fn audit_counter(&self) -> String {
+        format!("{}:audit:seq", self.prefix)
+    }
+
+    fn audit_seals(&self) -> String {
+        format!("{}:audit:seals", self.prefix)
     }
 }
 
@@ -1607,13 +1706,15 @@ fn add_changes(pipeline: &mut redis::Pipeline, keys: &Keys, changes: &[&Write]) 
     let command = pipeline
         .cmd("EVALSHA")
         .arg(APPLY_SCRIPT.get_hash())
-        .arg(6 + 3 * requests)
+        .arg(8 + 3 * requests)
         .arg(keys.log())
         .arg(keys.log_counter())
         .arg(keys.resolved_at())
         .arg(keys.histories())
         .arg(keys.waiting())
-        .arg(keys.history_bytes());
+        .arg(keys.history_bytes())
+        .arg(keys.audit())
+        .arg(keys.audit_counter());
     for change in changes {
         match change {
             Write::Insert(request) => command
@@ -1670,7 +1771,12 @@ fn add_changes(pipeline: &mut redis::Pipeline, keys: &Keys, changes: &[&Write]) 
                 }
                 command.arg(entry);
             }
-            Write::Resolve { kind, id, outcome } => {
+            Write::Resolve {
+                kind,
+                id,
+                outcome,
+                audit,
+            } => {
                 command
                     .arg("r")
                     .arg(id)
@@ -1679,6 +1785,7 @@ fn add_changes(pipeline: &mut redis::Pipeline, keys: &Keys, changes: &[&Write]) 
                     .arg(&outcome.body)
                     .arg(outcome.resolved_at_ms)
                     .arg(optional_arg(outcome.decided_by.as_deref()))
+                    .arg(optional_arg(audit.as_deref()))
                     .arg(entry);
             }
             Write::Event(event) => {

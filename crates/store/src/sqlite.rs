@@ -13,9 +13,9 @@ use crate::ack::AckSender;
 use crate::history::SharedHistoryLimit;
 use crate::log::LogEntry;
 use crate::{
-    Ack, BoxFuture, ChangeKind, EventRecord, HistoryLimit, HistoryPage, HistoryRecord, Loaded,
-    OutcomeRecord, RequestKind, RequestRecord, Store, StoreError, StoredRequest, Write, Written,
-    now_ms,
+    Ack, AuditRecord, BoxFuture, ChangeKind, EventRecord, HistoryLimit, HistoryPage, HistoryRecord,
+    Loaded, OutcomeRecord, RequestKind, RequestRecord, Store, StoreError, StoredRequest, Write,
+    Written, now_ms,
 };
 
 /// A [`Store`] in one SQLite file (WAL, `synchronous = FULL`), for a single server process.
@@ -127,6 +127,13 @@ const MIGRATIONS: &[&str] = &[
 ",
     "
     ALTER TABLE requests ADD COLUMN decided_by TEXT;
+",
+    "
+    CREATE TABLE audit (
+        seq    INTEGER PRIMARY KEY NOT NULL,
+        draft  TEXT NOT NULL,
+        seal   TEXT
+    );
 ",
 ];
 
@@ -376,6 +383,38 @@ impl Store for SqliteStore {
         })
     }
 
+    fn audit_entries(&self, after_seq: u64, limit: usize) -> BoxFuture<'_, Vec<AuditRecord>> {
+        self.read(move |connection| {
+            let entries = connection
+                .prepare_cached(
+                    "SELECT seq, draft, seal FROM audit WHERE seq > ?1 ORDER BY seq LIMIT ?2",
+                )?
+                .query_map(params![to_sql_u64(after_seq), to_sql_count(limit)], |row| {
+                    Ok(AuditRecord {
+                        seq: from_sql_u64(row.get(0)?),
+                        draft: row.get(1)?,
+                        seal: row.get(2)?,
+                    })
+                })?
+                .collect::<Result<Vec<_>, _>>()?;
+            Ok(entries)
+        })
+    }
+
+    fn seal_audit(&self, seals: Vec<(u64, String)>) -> BoxFuture<'_, ()> {
+        self.read(move |connection| {
+            // One transaction: one commit (one fsync) for the batch.
+            let transaction = connection.unchecked_transaction()?;
+            for (seq, seal) in &seals {
+                transaction
+                    .prepare_cached("UPDATE audit SET seal = ?2 WHERE seq = ?1 AND seal IS NULL")?
+                    .execute(params![to_sql_u64(*seq), seal])?;
+            }
+            transaction.commit()?;
+            Ok(())
+        })
+    }
+
     fn recent_events(&self, limit: usize) -> BoxFuture<'_, Vec<EventRecord>> {
         self.read(move |connection| {
             let mut statement = connection.prepare_cached(
@@ -510,10 +549,10 @@ fn commit_group(
             return;
         }
     };
-    // A failing statement rolls back only itself, so one bad write does not sink the group.
+    // A failing write rolls back only itself, so one bad write does not sink the group.
     let results: Vec<_> = group
         .iter()
-        .map(|(write, _)| apply(&transaction, write, history_limit))
+        .map(|(write, _)| apply_whole(&transaction, write, history_limit))
         .collect();
     match transaction.commit() {
         Ok(()) => {
@@ -529,6 +568,25 @@ fn commit_group(
             }
         }
     }
+}
+
+/// [`apply`]s `write` whole or not at all: in a savepoint, rolled back if any of its
+/// statements fails, so a resolution is never committed without its history record or its
+/// audit entry (the write's ack then fails, and nothing of it happened).
+fn apply_whole(
+    connection: &Connection,
+    write: &Write,
+    history_limit: HistoryLimit,
+) -> Result<Written, StoreError> {
+    connection.prepare_cached("SAVEPOINT write")?.execute([])?;
+    let result = apply(connection, write, history_limit);
+    if result.is_err() {
+        connection
+            .prepare_cached("ROLLBACK TO write")?
+            .execute([])?;
+    }
+    connection.prepare_cached("RELEASE write")?.execute([])?;
+    result
 }
 
 /// One write inside the group's transaction; a change that takes effect also goes into
@@ -563,7 +621,12 @@ fn apply(
             remember(connection, &request.session_id, &entry(), history_limit)?;
             Ok(Written::Inserted)
         }
-        Write::Resolve { kind, id, outcome } => {
+        Write::Resolve {
+            kind,
+            id,
+            outcome,
+            audit,
+        } => {
             // The exactly-once transition: only a pending row changes.
             let won: Option<String> = connection
                 .prepare_cached(
@@ -586,6 +649,15 @@ fn apply(
                 .optional()?;
             if let Some(session_id) = won {
                 remember(connection, &session_id, &entry(), history_limit)?;
+                if let Some(draft) = audit {
+                    // Numbered here, in the writer's one transaction at a time: no gap.
+                    connection
+                        .prepare_cached(
+                            "INSERT INTO audit (seq, draft)
+                             VALUES ((SELECT coalesce(max(seq), 0) + 1 FROM audit), ?1)",
+                        )?
+                        .execute(params![draft])?;
+                }
                 return Ok(Written::Resolved);
             }
             let state: Option<String> = connection
