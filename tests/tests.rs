@@ -3,6 +3,8 @@
 // A failing `unwrap` in a test is a test failure with a backtrace, which is what we want.
 #![allow(clippy::unwrap_used)]
 
+// The audit log: receipts, sealing, export, offline verification, key files.
+mod audit;
 // Approvals, session interrupts and the confirmation detector through the library API.
 mod approval;
 // The event bus: typed and untyped subscriptions, envelope JSON, cursor replay, lag.

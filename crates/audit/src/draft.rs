@@ -1,0 +1,91 @@
+//! What an audit entry says: [`AuditDraft`], the receipt of one decision.
+
+use askbus_store::{OutcomeRecord, OutcomeState, RequestKind, RequestRecord};
+use serde_json::Value;
+use sha2::{Digest, Sha256};
+
+/// The receipt of one decision: who asked, who decided, what was shown, what was decided,
+/// when. Its JSON ([`to_json`](Self::to_json)) is the *draft* a resolution carries to the
+/// store ([`Write::Resolve`](askbus_store::Write::Resolve)'s `audit`), which appends it to
+/// the audit log if the resolution wins.
+///
+/// What was shown is not copied: `request_sha256` is the SHA-256 of the request's JSON
+/// exactly as the store keeps it ([`RequestRecord::body`]), so the receipt names the exact
+/// content without holding it (the request itself may be deleted by retention; a copy kept
+/// elsewhere is proven to be the one shown by its hash).
+///
+/// # Examples
+///
+/// ```
+/// use askbus_audit::AuditDraft;
+/// use askbus_store::{OutcomeRecord, OutcomeState, RequestKind, RequestRecord};
+///
+/// let request = RequestRecord {
+///     id: "que_1".into(),
+///     kind: RequestKind::Question,
+///     session_id: "s".into(),
+///     call_id: None,
+///     created_at_ms: 1,
+///     expires_at_ms: None,
+///     body: r#"{"questions":[]}"#.into(),
+/// };
+/// let outcome = OutcomeRecord::new(OutcomeState::Replied, r#"[["Yes"]]"#, 2)
+///     .decided_by(Some(r#"{"name":"alice","role":"reviewer"}"#.into()));
+/// let draft = AuditDraft::new(&request, &outcome, None);
+/// assert_eq!(draft.decided_by.unwrap()["name"], "alice");
+/// assert_eq!(draft.decision, serde_json::json!([["Yes"]]));
+/// assert_eq!(draft.request_sha256.len(), 64);
+/// ```
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct AuditDraft {
+    /// The request decided (`que_…`, `apr_…`).
+    pub request_id: String,
+    /// `question` or `approval`.
+    pub kind: RequestKind,
+    /// The session that asked.
+    pub session_id: String,
+    /// Who asked (an agent's identity), if known; `null` otherwise.
+    pub asked_by: Option<Value>,
+    /// Who decided ([`OutcomeRecord::decided_by`]); `null` when nobody did (a timeout, a
+    /// cancel) or nobody was named.
+    pub decided_by: Option<Value>,
+    /// Lowercase hex SHA-256 of the request's stored JSON, byte for byte.
+    pub request_sha256: String,
+    /// `replied`, `rejected`, `timed_out` or `cancelled`.
+    pub outcome: OutcomeState,
+    /// The outcome's data (answers, decisions, a reason), as stored.
+    pub decision: Value,
+    /// When it was decided, milliseconds since the Unix epoch.
+    pub resolved_at_ms: u64,
+}
+
+impl AuditDraft {
+    /// The receipt of `outcome` ending `request`, asked by `asked_by`.
+    ///
+    /// Stored JSON that does not parse (the store does not check what it keeps) is kept as
+    /// a JSON string rather than refused: a receipt is never lost to a malformed field.
+    pub fn new(request: &RequestRecord, outcome: &OutcomeRecord, asked_by: Option<Value>) -> Self {
+        Self {
+            request_id: request.id.clone(),
+            kind: request.kind,
+            session_id: request.session_id.clone(),
+            asked_by,
+            decided_by: outcome.decided_by.as_deref().map(json_or_text),
+            request_sha256: hex::encode(Sha256::digest(request.body.as_bytes())),
+            outcome: outcome.state,
+            decision: json_or_text(&outcome.body),
+            resolved_at_ms: outcome.resolved_at_ms,
+        }
+    }
+
+    /// The draft's JSON, as the store keeps it and the chain hashes it.
+    pub fn to_json(&self) -> String {
+        // Strings, numbers and parsed values only: serialising cannot fail.
+        serde_json::to_string(self).unwrap_or_default()
+    }
+}
+
+/// `text` parsed as JSON, or as a JSON string if it is not JSON.
+fn json_or_text(text: &str) -> Value {
+    serde_json::from_str(text).unwrap_or_else(|_| Value::String(text.to_owned()))
+}
