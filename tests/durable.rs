@@ -274,3 +274,51 @@ async fn without_a_store_a_repeated_tool_call_also_gets_one_request() {
         .unwrap();
     assert_eq!(first.await, Ok(vec![vec!["Go".to_owned()]]));
 }
+
+/// Every outcome leaves one receipt in the store's audit log, written with the answer:
+/// it names the request, the hash of its stored JSON, the outcome and its data.
+#[tokio::test]
+async fn every_outcome_leaves_one_audit_receipt() {
+    let dir = tempfile::tempdir().unwrap();
+    let hub = start(&dir).await;
+    let questions = hub.questions();
+    let answered = ask_from_call(questions, "call-answered");
+    let answered_id = answered.id();
+    questions
+        .reply(answered_id, vec![vec!["Go".into()]])
+        .unwrap()
+        .await
+        .expect("the answer is durable");
+    // A second answer loses: it leaves no receipt.
+    assert!(
+        questions
+            .reply(answered_id, vec![vec!["Rust".into()]])
+            .is_err()
+    );
+    let mut cancelled = ask_from_call(questions, "call-cancelled");
+    cancelled.recorded().await.unwrap();
+    let cancelled_id = cancelled.id();
+    drop(cancelled);
+
+    let store = hub.store().expect("a hub with a store");
+    // The cancel is queued as the asker drops: a read after it sees it.
+    let entries = store.audit_entries(0, 100).await.unwrap();
+    let drafts: Vec<askbus_audit::AuditDraft> = entries
+        .iter()
+        .map(|entry| serde_json::from_str(&entry.draft).unwrap())
+        .collect();
+    let stored = store.get(&answered_id.to_string()).await.unwrap().unwrap();
+    let expected_sha =
+        askbus_audit::AuditDraft::new(&stored.request, stored.outcome.as_ref().unwrap(), None)
+            .request_sha256;
+    assert_eq!(drafts[0].request_id, answered_id.to_string());
+    assert_eq!(drafts[0].request_sha256, expected_sha);
+    assert_eq!(drafts[0].outcome, askbus_store::OutcomeState::Replied);
+    assert_eq!(drafts[0].decision, json!([["Go"]]));
+    assert_eq!(drafts[1].request_id, cancelled_id.to_string());
+    assert_eq!(drafts[1].outcome, askbus_store::OutcomeState::Cancelled);
+    assert_eq!(
+        entries.iter().map(|entry| entry.seq).collect::<Vec<_>>(),
+        [1, 2]
+    );
+}

@@ -24,6 +24,7 @@ use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
 
+use askbus_audit::AuditDraft;
 use askbus_store::{
     Ack, ChangeKind, OutcomeRecord, OutcomeState, RequestKind, RequestRecord, Store, StoreError,
     StoredRequest, Written, now_ms,
@@ -268,20 +269,12 @@ impl std::fmt::Debug for Durable {
 impl Recorder {
     /// Queues the registration of `request`.
     pub(crate) fn insert<K: Kind>(&self, request: &K::Request) -> Ack {
-        let id = K::id(request);
-        let record = RequestRecord {
-            id: id.to_string(),
-            kind: K::RECORD_KIND,
-            session_id: K::session_id(request).to_owned(),
-            call_id: K::call_id(request).map(str::to_owned),
-            created_at_ms: id.timestamp_ms(),
-            expires_at_ms: K::expires_at(request),
-            body: to_json(request),
-        };
-        self.store.write(askbus_store::Write::Insert(record))
+        self.store
+            .write(askbus_store::Write::Insert(request_record::<K>(request)))
     }
 
-    /// Queues the outcome of `request`.
+    /// Queues the outcome of `request`, with its audit receipt: the store appends the
+    /// receipt to its audit log if (and only if) this outcome wins, in the same step.
     pub(crate) fn resolve<K: Kind>(
         &self,
         request: &K::Request,
@@ -296,12 +289,30 @@ impl Recorder {
             Outcome::TimedOut => (OutcomeState::TimedOut, "null".to_owned()),
             Outcome::Cancelled => (OutcomeState::Cancelled, "null".to_owned()),
         };
+        let record = request_record::<K>(request);
+        let outcome = OutcomeRecord::new(state, body, now_ms());
+        let audit = AuditDraft::new(&record, &outcome, None).to_json();
         self.store.write(askbus_store::Write::Resolve {
             kind: K::RECORD_KIND,
-            id: K::id(request).to_string(),
-            outcome: OutcomeRecord::new(state, body, now_ms()),
-            audit: None,
+            id: record.id,
+            outcome,
+            audit: Some(audit),
         })
+    }
+}
+
+/// The record of `request`, as inserted: its body is the JSON the audit receipt hashes,
+/// made the same way at insert and at resolve.
+fn request_record<K: Kind>(request: &K::Request) -> RequestRecord {
+    let id = K::id(request);
+    RequestRecord {
+        id: id.to_string(),
+        kind: K::RECORD_KIND,
+        session_id: K::session_id(request).to_owned(),
+        call_id: K::call_id(request).map(str::to_owned),
+        created_at_ms: id.timestamp_ms(),
+        expires_at_ms: K::expires_at(request),
+        body: to_json(request),
     }
 }
 
