@@ -3,6 +3,8 @@
 
 // Approvals: list, get by id or key, reply, server mode, long poll, errors.
 mod approvals;
+// The audit log: entries unsealed then sealed, paging, who may read it.
+mod audit;
 // Auth: missing and unknown tokens, session-scoped tokens.
 mod auth;
 // End to end over TCP: an agent asks, a client lists and replies, SSE shows it; shutdown.

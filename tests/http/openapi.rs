@@ -34,6 +34,7 @@ async fn openapi_json_is_served_and_matches() {
         "/event",
         "/global/event",
         "/health",
+        "/audit",
     ] {
         assert!(served["paths"].get(path).is_some(), "{path} is documented");
     }

@@ -50,8 +50,10 @@ pub struct AuditLine {
     /// The entry's number, from 1, with no gap.
     pub seq: u64,
     /// The previous entry's hash (lowercase hex); `null` while unsealed.
+    #[cfg_attr(feature = "openapi", schema(required = true))]
     pub prev: Option<String>,
     /// This entry's hash (lowercase hex); `null` while unsealed.
+    #[cfg_attr(feature = "openapi", schema(required = true))]
     pub hash: Option<String>,
     /// Ed25519 signature of the hash bytes (standard base64); absent when unsigned.
     #[serde(default, skip_serializing_if = "Option::is_none")]

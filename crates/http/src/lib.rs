@@ -35,6 +35,9 @@
 //! - **Lists are whole unless paged.** `GET /question` and `GET /approval` answer every
 //!   pending request, as OpenCode's clients expect; with `limit` (at most 1,000) one page
 //!   after the cursor `after`, the next page named in `Link` and `x-next-cursor`.
+//! - **The audit log is read a page at a time.** `GET /audit` answers at most 1,000
+//!   entries after the number `after`, the next page named as for lists; a token scoped
+//!   to one session may not read it (403).
 //! - **Streams end on shutdown.** Cancelling the [`CancellationToken`] given to [`router`]
 //!   ends every open event stream and long poll at once, so a graceful shutdown never
 //!   waits on a client.
@@ -53,6 +56,7 @@
 //! ```
 
 mod approvals;
+mod audit;
 mod auth;
 mod cors;
 mod error;
@@ -248,6 +252,7 @@ fn build(
         .routes(routes!(sessions::reject))
         .routes(routes!(transcript::history))
         .routes(routes!(transcript::step))
+        .routes(routes!(audit::list))
         .route_layer(ServiceBuilder::new().layer(authenticate.clone()).layer(
             TimeoutLayer::with_status_code(StatusCode::REQUEST_TIMEOUT, request_timeout),
         ));

@@ -49,6 +49,12 @@
 //!   one client cannot take them all from the others. The limits are logged at start-up.
 //!   A session's history keeps at most `--max-history-records` records (1,000) and
 //!   `--max-history-mib` MiB of them (16).
+//! - **Audit log.** Every outcome is appended, with the answer and in the same atomic
+//!   step, to the store's audit log (who asked, who decided, the hash of the request, the
+//!   decision, when), hash-chained; the server seals new entries every 200 ms, signing
+//!   them with `--audit-key` (an Ed25519 key from `askbus audit keygen`) when given.
+//!   `GET /audit` pages through it; `askbus audit export` and `askbus audit verify` take
+//!   it offline (see [`AuditCommand`]). `--store memory` keeps no audit log.
 //! - **Shutdown.** On SIGINT or SIGTERM the server stops accepting, ends every open event
 //!   stream and long poll, and exits 0. Connections that still do not close are dropped
 //!   after a grace period, so shutdown never hangs.
@@ -78,6 +84,7 @@
 //! ```
 
 mod accept;
+mod audit;
 mod demo;
 mod mcp;
 mod parse_errors;
@@ -100,6 +107,7 @@ use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
 pub use accept::{ConnectionLimits, serve_router};
+pub use audit::{AuditCommand, AuditCommandError, run as run_audit};
 
 /// Command-line flags of `askbus`; each also reads an environment variable.
 #[derive(Debug, Clone, clap::Parser)]
@@ -252,6 +260,10 @@ pub struct Cli {
     /// half of --max-event-streams with two or more tokens, else no limit of its own.
     #[arg(long, env = "ASKBUS_MAX_EVENT_STREAMS_PER_TOKEN", global = true)]
     pub max_event_streams_per_token: Option<usize>,
+    /// Ed25519 secret key file (PKCS#8 PEM, as `askbus audit keygen` writes it) that signs
+    /// every audit log entry. Without it entries are hash-chained but unsigned.
+    #[arg(long, env = "ASKBUS_AUDIT_KEY", value_name = "FILE", global = true)]
+    pub audit_key: Option<std::path::PathBuf>,
     /// What to run; without one, the HTTP server.
     #[command(subcommand)]
     pub command: Option<Command>,
@@ -264,6 +276,9 @@ pub enum Command {
     /// --listen so a human can answer. Stops when the client closes stdin. Keeps requests
     /// in memory unless --store says otherwise.
     Mcp,
+    /// The audit log: make its signing key, export it, verify an export.
+    #[command(subcommand)]
+    Audit(AuditCommand),
 }
 
 /// Validated settings of a server run.
@@ -288,6 +303,9 @@ pub struct Settings {
     /// How many requests may be pending (per session, per token, in total). The stream
     /// slots are in [`HttpConfig::event_streams`].
     pub pending: PendingLimits,
+    /// The key that signs each audit log entry (`--audit-key`); `None`: entries are
+    /// chained, not signed.
+    pub audit_key: Option<askbus_audit::SigningKey>,
 }
 
 /// Where the server keeps requests, outcomes and events.
@@ -302,13 +320,13 @@ pub enum StoreUrl {
 }
 
 impl StoreUrl {
-    /// The store of a run without `--store`: the server keeps everything in
-    /// `sqlite:askbus.db` in the working directory. `askbus mcp` keeps it in memory: MCP
+    /// The store of a run without `--store`: the server (and `askbus audit export`) keeps
+    /// everything in `sqlite:askbus.db` in the working directory. `askbus mcp` keeps it in memory: MCP
     /// clients spawn it, often several in one directory (or in one they cannot write to),
     /// and a SQLite file is one process's at a time.
     pub fn default_for(command: Option<&Command>) -> Self {
         match command {
-            None => Self::Sqlite("askbus.db".into()),
+            None | Some(Command::Audit(_)) => Self::Sqlite("askbus.db".into()),
             Some(Command::Mcp) => Self::Memory,
         }
     }
@@ -413,6 +431,9 @@ pub enum ConfigError {
     /// A limit of zero: the flag named would refuse everything.
     #[error("{0} must be at least 1")]
     ZeroLimit(&'static str),
+    /// `--audit-key` cannot be read, or is no Ed25519 secret key.
+    #[error("--audit-key {0} (make one with `askbus audit keygen --out FILE`)")]
+    AuditKey(String),
 }
 
 impl Cli {
@@ -519,9 +540,10 @@ impl Cli {
             mcp,
             mcp_stdio: match self.command {
                 Some(Command::Mcp) => McpStdio::On,
-                None => McpStdio::Off,
+                None | Some(Command::Audit(_)) => McpStdio::Off,
             },
             pending,
+            audit_key: audit::load_audit_key(self.audit_key.as_deref())?,
         })
     }
 
@@ -679,6 +701,11 @@ async fn serve_hub(
     if settings.mcp_stdio == McpStdio::On {
         let (hub, settings, shutdown) = (hub.clone(), settings.clone(), shutdown.clone());
         tokio::spawn(async move { mcp::serve_stdio(hub, &settings, shutdown).await });
+    }
+    if let Some(store) = hub.store() {
+        // Seals the audit entries this (or any) instance appends, until shutdown.
+        let sealer = askbus_audit::Sealer::new(Arc::clone(store), settings.audit_key.clone());
+        tokio::spawn(sealer.run(shutdown.clone()));
     }
     let app = askbus_http::router(hub.clone(), settings.http.clone(), shutdown.clone());
     // The web UI at `/`: public pages whose API calls carry the human's token.

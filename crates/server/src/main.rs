@@ -4,7 +4,7 @@
 use std::process::ExitCode;
 
 use anyhow::Context;
-use askbus_server::Cli;
+use askbus_server::{Cli, Command};
 use clap::Parser;
 use tokio_util::sync::CancellationToken;
 use tracing_subscriber::EnvFilter;
@@ -37,6 +37,14 @@ fn main() -> ExitCode {
 }
 
 fn run(cli: &Cli) -> anyhow::Result<()> {
+    if let Some(Command::Audit(command)) = &cli.command {
+        // A one-off command: no server, no connections to make room for.
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .context("cannot start the async runtime")?;
+        return Ok(runtime.block_on(askbus_server::run_audit(command, cli))?);
+    }
     // First: the default number of event streams is derived from the limit in force.
     match askbus_server::raise_open_files_limit() {
         Ok(Some(files)) if files.now > files.before => tracing::info!(
