@@ -276,3 +276,32 @@ fn quota_flags_set_the_limits_and_refuse_zero_by_name() {
         assert_eq!(refused.to_string(), format!("{flag} must be at least 1"));
     }
 }
+
+/// `--audit-key` is read at start: a key that cannot be read, or is no Ed25519 secret key,
+/// is refused naming the file and how to make one; a good one signs.
+#[test]
+fn an_audit_key_is_loaded_or_refused_naming_the_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let good = dir.path().join("audit.key");
+    let key = askbus_audit::generate_key().unwrap();
+    askbus_audit::write_key_files(&good, &key).unwrap();
+    let loaded = settings(&["--audit-key", good.to_str().unwrap()]).expect("valid");
+    assert_eq!(
+        loaded.audit_key.map(|key| key.to_bytes()),
+        Some(key.to_bytes())
+    );
+    assert!(settings(&[]).expect("valid").audit_key.is_none());
+
+    let public = dir.path().join("audit.key.pub");
+    let missing = dir.path().join("missing.key");
+    for bad in [&public, &missing] {
+        match settings(&["--audit-key", bad.to_str().unwrap()]) {
+            Err(error @ ConfigError::AuditKey(_)) => {
+                let said = error.to_string();
+                assert!(said.contains(bad.to_str().unwrap()), "{said}");
+                assert!(said.contains("askbus audit keygen"), "{said}");
+            }
+            other => panic!("{bad:?} was not refused: {other:?}"),
+        }
+    }
+}
