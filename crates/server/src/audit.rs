@@ -62,6 +62,9 @@ pub enum AuditCommandError {
     /// A key, a file or the log itself failed.
     #[error(transparent)]
     Audit(#[from] AuditError),
+    /// `--store` names a SQLite file that does not exist (export never creates one).
+    #[error("no store at {0}: pass the --store the server uses")]
+    NoStore(PathBuf),
     /// The export does not hold.
     #[error("{file}: {error}")]
     Verify {
@@ -172,6 +175,9 @@ async fn open_store(cli: &Cli) -> Result<Arc<dyn Store>, AuditCommandError> {
     };
     Ok(match url {
         StoreUrl::Memory => Arc::new(MemoryStore::new()),
+        StoreUrl::Sqlite(path) if !path.exists() => {
+            return Err(AuditCommandError::NoStore(path));
+        }
         StoreUrl::Sqlite(path) => Arc::new(SqliteStore::open(path)?),
         StoreUrl::Redis(location) => Arc::new(RedisStore::open_at(&location).await?),
     })

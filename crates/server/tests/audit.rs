@@ -90,6 +90,22 @@ async fn a_signed_export_verifies_and_a_changed_byte_is_named() {
     let status = server.stop_with("TERM").await;
     assert!(status.success());
 
+    let nowhere = askbus(
+        dir.path(),
+        &["audit", "export", "--store", "sqlite:none.db"],
+    )
+    .await;
+    assert!(!nowhere.status.success());
+    assert!(
+        text(&nowhere.stderr).contains("no store at none.db"),
+        "{}",
+        text(&nowhere.stderr)
+    );
+    assert!(
+        !dir.path().join("none.db").exists(),
+        "export creates no store"
+    );
+
     let exported = askbus(
         dir.path(),
         &[
