@@ -309,6 +309,12 @@ local function resolve(request, pending, resolved, id, kind, state, outcome, at,
   local found = redis.call('HMGET', request, 'kind', 'state', 'session')
   if not found[1] or found[1] ~= kind then return 'not_found' end
   if found[2] ~= 'pending' then return found[2] end
+  -- First: a script's writes are not undone when a later command fails, so an entry that
+  -- cannot be appended must stop the resolution before anything of it is written.
+  if string.sub(audit, 1, 1) == '+' then
+    local seq = redis.call('INCR', KEYS[8])
+    redis.call('XADD', KEYS[7], '0-' .. seq, 'draft', string.sub(audit, 2))
+  end
   redis.call('HSET', request, 'state', state, 'outcome', outcome, 'resolved_at', at)
   if string.sub(by, 1, 1) == '+' then
     redis.call('HSET', request, 'decided_by', string.sub(by, 2))
@@ -320,10 +326,6 @@ local function resolve(request, pending, resolved, id, kind, state, outcome, at,
     redis.call('HDEL', KEYS[5], found[3])
   end
   log(found[3], entry)
-  if string.sub(audit, 1, 1) == '+' then
-    local seq = redis.call('INCR', KEYS[8])
-    redis.call('XADD', KEYS[7], '0-' .. seq, 'draft', string.sub(audit, 2))
-  end
   return 'resolved'
 end
 local function event(session, entry)
