@@ -81,6 +81,7 @@ fn check_ask(session_id: &str, questions: Vec<QuestionInfo>, expected: Expect<'_
         }
         (Ok(_), Expect::Invalid(..)) => panic!("accepted questions that should be refused"),
         (Err(SubmitError::OverQuota(exceeded)), _) => panic!("no limits, yet: {exceeded}"),
+        (Err(SubmitError::NotAllowed(refused)), _) => panic!("no roles, yet: {refused}"),
         (Err(error), Expect::Ok) => panic!("refused valid questions: {error}"),
     }
 }

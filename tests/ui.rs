@@ -877,6 +877,9 @@ fn question_outcome_json(outcome: Result<Vec<Vec<String>>, AskError>) -> Value {
         Err(AskError::OverQuota(exceeded)) => {
             json!({"error": {"kind": "over_quota", "reason": exceeded.to_string()}})
         }
+        Err(AskError::NotAllowed(refused)) => {
+            json!({"error": {"kind": "not_allowed", "reason": refused.to_string()}})
+        }
     }
 }
 
@@ -894,6 +897,9 @@ fn approval_outcome_json(outcome: Result<ApprovalReply, ApprovalError>) -> Value
         }
         Err(ApprovalError::OverQuota(exceeded)) => {
             json!({"error": {"kind": "over_quota", "reason": exceeded.to_string()}})
+        }
+        Err(ApprovalError::NotAllowed(refused)) => {
+            json!({"error": {"kind": "not_allowed", "reason": refused.to_string()}})
         }
     }
 }

@@ -10,7 +10,7 @@ use std::sync::Arc;
 
 use askbus_question::{
     Action, ApprovalId, ApprovalReply, ApprovalReplyError, ApprovalRequest, ApprovalSnapshot,
-    Decision, Outcome, RequestId, ReviewConfig,
+    Decision, Identity, Outcome, RequestId, ReviewConfig,
 };
 use axum::Json;
 use axum::extract::State;
@@ -66,6 +66,9 @@ pub(crate) struct ApprovalStatus {
     /// Free text the human added to the reply.
     #[serde(skip_serializing_if = "Option::is_none")]
     user_edit_content: Option<String>,
+    /// Who decided (or cancelled) it, once resolved.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    answered_by: Option<Identity>,
 }
 
 /// List pending approval requests, ascending by id: all of them, or one page with `limit`.
@@ -170,9 +173,15 @@ pub(crate) async fn wait(
         Some(outcome) => Some(outcome.map_err(ApiError::from)?),
         None => None,
     };
+    // Who decided is in the registry's record of the outcome, read back once it came.
+    let decided_by = outcome
+        .as_ref()
+        .and_then(|_| state.inner.hub.approvals().get(id))
+        .and_then(|resolved| resolved.decided_by);
     Ok(Json(ApprovalStatus::from(ApprovalSnapshot {
         request: snapshot.request,
         outcome,
+        decided_by,
     })))
 }
 
@@ -204,7 +213,7 @@ pub(crate) async fn reply(
 ) -> Result<Json<bool>, ApiError> {
     let id = visible(&state, &caller, &key).await?.request.id;
     // 200 only once the decision is durable.
-    state.inner.hub.approvals().reply(id, reply)?.await?;
+    state.hub_for(&caller).approvals().reply(id, reply)?.await?;
     Ok(Json(true))
 }
 
@@ -241,7 +250,7 @@ pub(crate) async fn create(
 ) -> Result<Json<Arc<ApprovalRequest>>, ApiError> {
     caller.act_for(&body.session_id)?;
     let timeout = body.timeout.timeout()?;
-    let mut pending = state.asking_hub(&caller).approvals().submit(
+    let mut pending = state.hub_for(&caller).approvals().submit(
         body.session_id,
         body.action_requests,
         body.review_configs,
@@ -279,7 +288,7 @@ async fn visible(
         }
     };
     found
-        .filter(|snapshot| caller.0.allows(&snapshot.request.session_id))
+        .filter(|snapshot| caller.0.scope.allows(&snapshot.request.session_id))
         .ok_or_else(|| not_found(key))
 }
 
@@ -299,6 +308,7 @@ impl From<ApprovalReplyError> for ApiError {
                 Self::new(ErrorCode::AlreadyResolved, error.to_string())
             }
             ApprovalReplyError::Invalid(invalid) => Self::from(invalid),
+            ApprovalReplyError::NotAllowed(refused) => Self::from(refused),
         }
     }
 }
@@ -328,6 +338,7 @@ impl From<ApprovalSnapshot> for ApprovalStatus {
             status,
             decisions,
             user_edit_content,
+            answered_by: snapshot.decided_by,
         }
     }
 }

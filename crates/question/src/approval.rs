@@ -18,6 +18,7 @@ use crate::approval_model::{
     Action, ApprovalAsked, ApprovalCancelled, ApprovalId, ApprovalKind, ApprovalReplied,
     ApprovalReply, ApprovalRequest, ApprovalTimedOut, Decision, DecisionType, ReviewConfig,
 };
+use crate::identity::{Identity, NotAllowed};
 use crate::interrupt::RequestId;
 use crate::quota::{Charge, QuotaExceeded, Weight};
 use crate::record::Durable;
@@ -63,6 +64,10 @@ pub struct ApprovalService {
     /// The account new requests are charged to
     /// ([`RequestHub::for_account`](crate::RequestHub::for_account)).
     pub(crate) account: Option<Arc<str>>,
+    /// Who this handle acts as: the asker of its new requests, the decider of its replies
+    /// ([`RequestHub::acting_as`](crate::RequestHub::acting_as)); [`Identity::local`] by
+    /// default.
+    pub(crate) actor: Identity,
 }
 
 /// Settings of an [`ApprovalService`].
@@ -85,6 +90,9 @@ pub enum ApprovalError {
     /// again once some have ended may work.
     #[error("the approval request was not made: {0}")]
     OverQuota(QuotaExceeded),
+    /// The request was not made: this identity may not make requests. None may run.
+    #[error("the approval request was not made: {0}")]
+    NotAllowed(NotAllowed),
     /// Nobody decided in time: every action counts as rejected, none may run.
     #[error("the approval request timed out; every action is rejected")]
     TimedOut,
@@ -115,6 +123,9 @@ pub enum ApprovalReplyError {
     /// The decisions do not fit the actions; the message names the action.
     #[error("invalid decisions: {0}")]
     Invalid(#[from] ValidationError),
+    /// The identity deciding may not decide this request (HTTP: 403).
+    #[error(transparent)]
+    NotAllowed(#[from] NotAllowed),
 }
 
 /// The future of one approval request; resolves to one decision per action, or the reason
@@ -241,7 +252,16 @@ impl Kind for ApprovalRegistryKind {
         });
     }
 
-    fn publish_outcome(bus: &Bus, request: &Arc<ApprovalRequest>, outcome: &ApprovalOutcome) {
+    fn asked_by(request: &ApprovalRequest) -> Option<&Identity> {
+        request.asked_by.as_ref()
+    }
+
+    fn publish_outcome(
+        bus: &Bus,
+        request: &Arc<ApprovalRequest>,
+        outcome: &ApprovalOutcome,
+        by: Option<&Identity>,
+    ) {
         let session_id = Arc::clone(&request.session_id);
         let request_id = request.id;
         let approval_key = Arc::clone(&request.approval_key);
@@ -251,6 +271,7 @@ impl Kind for ApprovalRegistryKind {
                 request_id,
                 approval_key,
                 reply: Arc::clone(reply),
+                answered_by: by.cloned(),
             }),
             // Approvals are not rejected as a whole (a reply rejects actions); should a
             // caller reach this, the request ended with every action rejected, as on expiry.
@@ -286,6 +307,7 @@ impl From<SubmitError> for ApprovalError {
         match error {
             SubmitError::Invalid(invalid) => Self::Invalid(invalid),
             SubmitError::OverQuota(exceeded) => Self::OverQuota(exceeded),
+            SubmitError::NotAllowed(refused) => Self::NotAllowed(refused),
         }
     }
 }
@@ -317,6 +339,7 @@ impl ApprovalService {
             registry: Registry::new(bus, config.retain_resolved, ids),
             config,
             account: None,
+            actor: Identity::local(),
         }
     }
 
@@ -347,6 +370,7 @@ impl ApprovalService {
             registry: Registry::restore(bus, config.retain_resolved, ids, store, role).await?,
             config,
             account: None,
+            actor: Identity::local(),
         })
     }
 
@@ -429,7 +453,9 @@ impl ApprovalService {
             account: self.account.clone(),
             weight: 0,
         };
+        let asker = self.actor.clone();
         let ticket = self.registry.register(
+            &self.actor,
             call.clone(),
             charge,
             (actions, review_configs),
@@ -443,6 +469,7 @@ impl ApprovalService {
                     review_configs,
                     created_at,
                     expires_at: deadline.expires_at(created_at),
+                    asked_by: Some(asker),
                 }
             },
             deadline.at,
@@ -458,6 +485,7 @@ impl ApprovalService {
             )
             .into()),
             Err(Refused::OverQuota(exceeded)) => Err(exceeded.into()),
+            Err(Refused::NotAllowed(refused)) => Err(refused.into()),
             Err(Refused::TooLarge { values, limit }) => {
                 Err(ValidationError::too_many_values(values, limit).into())
             }
@@ -497,7 +525,7 @@ impl ApprovalService {
 
     /// Cancels every pending request of a session; returns how many were cancelled.
     pub fn cancel_session(&self, session_id: &str) -> usize {
-        self.registry.cancel_session(session_id)
+        self.registry.cancel_session(session_id, &self.actor)
     }
 
     /// Pending requests in ascending id (creation) order, all or one session's.
@@ -527,8 +555,8 @@ impl ApprovalService {
         &self,
         session_id: &str,
         reason: Option<&str>,
-    ) -> Vec<(OutcomeKind, Durable)> {
-        self.registry.resolve_session(session_id, |request| {
+    ) -> Result<Vec<(OutcomeKind, Durable)>, NotAllowed> {
+        self.registry.resolve_session(session_id, &self.actor, |request| {
             let rejectable = (0..request.action_requests.len()).all(|index| {
                 request
                     .allowed_decisions(index)
@@ -590,13 +618,14 @@ impl ApprovalService {
         decide: impl FnOnce(&ApprovalRequest) -> Result<ApprovalOutcome, ValidationError>,
     ) -> Result<Durable, ApprovalReplyError> {
         self.registry
-            .resolve(id, decide)
+            .resolve(id, Some(&self.actor), decide)
             .map_err(|error| match error {
                 ResolveError::NotFound => ApprovalReplyError::NotFound(id),
                 ResolveError::AlreadyResolved(outcome) => {
                     ApprovalReplyError::AlreadyResolved { id, outcome }
                 }
                 ResolveError::Refused(invalid) => ApprovalReplyError::Invalid(invalid),
+                ResolveError::NotAllowed(refused) => ApprovalReplyError::NotAllowed(refused),
             })
     }
 }

@@ -8,6 +8,8 @@
 use std::sync::Arc;
 
 use askbus_bus::{Event, Id, IdKind};
+
+use crate::identity::Identity;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -146,6 +148,10 @@ pub struct ApprovalRequest {
     /// epoch; absent: never.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub expires_at: Option<u64>,
+    /// Who asked: the identity of the credential that made the request (`local` without
+    /// credentials); absent on requests recorded before identities were.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub asked_by: Option<Identity>,
 }
 
 /// `approval.asked`: a new request is waiting; its properties are the request itself.
@@ -168,6 +174,9 @@ pub struct ApprovalReplied {
     /// The decisions, one per action, and the human's text.
     #[serde(flatten)]
     pub reply: Arc<ApprovalReply>,
+    /// Who decided.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub answered_by: Option<Identity>,
 }
 
 /// `approval.timed_out`: nobody decided before the deadline; every action is rejected.

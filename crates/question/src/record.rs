@@ -33,6 +33,7 @@ use serde::de::DeserializeOwned;
 
 use crate::approval::{ApprovalOutcome, ApprovalRegistryKind};
 use crate::approval_model::{ApprovalId, ApprovalRequest};
+use crate::identity::Identity;
 use crate::interrupt::RequestId;
 use crate::model::{QuestionId, QuestionRequest};
 use crate::registry::{Kind, Outcome, OutcomeKind};
@@ -120,6 +121,8 @@ pub enum RecordedChange {
         id: QuestionId,
         /// How.
         outcome: QuestionOutcome,
+        /// Who decided it, if the record says.
+        decided_by: Option<Identity>,
     },
     /// An approval was asked.
     ApprovalAsked(ApprovalRequest),
@@ -129,6 +132,8 @@ pub enum RecordedChange {
         id: ApprovalId,
         /// How.
         outcome: ApprovalOutcome,
+        /// Who decided it, if the record says.
+        decided_by: Option<Identity>,
     },
 }
 
@@ -153,10 +158,12 @@ impl RecordedChange {
                 RequestKind::Question => Self::QuestionEnded {
                     id: parse_id(id)?,
                     outcome: outcome_from::<QuestionRegistryKind>(id, outcome)?,
+                    decided_by: decided_by(outcome),
                 },
                 RequestKind::Approval => Self::ApprovalEnded {
                     id: parse_id(id)?,
                     outcome: outcome_from::<ApprovalRegistryKind>(id, outcome)?,
+                    decided_by: decided_by(outcome),
                 },
             },
             ChangeKind::Event(_) => return Ok(None),
@@ -281,11 +288,12 @@ impl Recorder {
         self.store.write(askbus_store::Write::Insert(record))
     }
 
-    /// Queues the outcome of `request`.
+    /// Queues the outcome of `request`, decided `by` someone (if anyone).
     pub(crate) fn resolve<K: Kind>(
         &self,
         request: &K::Request,
         outcome: &Outcome<K::Reply>,
+        by: Option<&Identity>,
     ) -> Ack {
         let (state, body) = match outcome {
             Outcome::Replied(reply) => (OutcomeState::Replied, to_json(reply)),
@@ -299,7 +307,7 @@ impl Recorder {
         self.store.write(askbus_store::Write::Resolve {
             kind: K::RECORD_KIND,
             id: K::id(request).to_string(),
-            outcome: OutcomeRecord::new(state, body, now_ms()),
+            outcome: OutcomeRecord::new(state, body, now_ms()).decided_by(by.map(to_json)),
         })
     }
 }
@@ -343,6 +351,12 @@ pub(crate) fn outcome_from<K: Kind>(
         OutcomeState::TimedOut => Outcome::TimedOut,
         OutcomeState::Cancelled => Outcome::Cancelled,
     })
+}
+
+/// Who decided a stored outcome, if it says (outcomes recorded before identities were do
+/// not; an unreadable name is treated the same, the outcome itself being what matters).
+pub(crate) fn decided_by(outcome: &OutcomeRecord) -> Option<Identity> {
+    serde_json::from_str(outcome.decided_by.as_deref()?).ok()
 }
 
 /// A request id read from a store.

@@ -341,6 +341,12 @@ pub struct OutcomeRecord {
     pub body: String,
     /// When it ended, milliseconds since the Unix epoch.
     pub resolved_at_ms: u64,
+    /// Who decided it, as JSON (a person and their role, say); the store does not look
+    /// inside. `None` when nobody is named: a timeout, an asker gone, or a record written
+    /// before outcomes named their decider (so it is left out of the JSON when `None`,
+    /// and older change-log entries and history records read back as `None`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub decided_by: Option<String>,
 }
 
 /// A request with its outcome, `None` while pending.
@@ -452,13 +458,34 @@ pub async fn open(url: &str) -> Result<std::sync::Arc<dyn Store>, StoreError> {
 }
 
 impl OutcomeRecord {
-    /// An outcome in `state` with its JSON `body`, reached at `resolved_at_ms`.
+    /// An outcome in `state` with its JSON `body`, reached at `resolved_at_ms`, naming
+    /// nobody as its decider (see [`decided_by`](Self::decided_by)).
     pub fn new(state: OutcomeState, body: impl Into<String>, resolved_at_ms: u64) -> Self {
         Self {
             state,
             body: body.into(),
             resolved_at_ms,
+            decided_by: None,
         }
+    }
+
+    /// The same outcome, decided by `by` (JSON the store keeps as it is; `None`: nobody
+    /// named).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use askbus_store::{OutcomeRecord, OutcomeState};
+    ///
+    /// let by = r#"{"name":"alice","role":"reviewer"}"#;
+    /// let outcome = OutcomeRecord::new(OutcomeState::Replied, "[]", 1)
+    ///     .decided_by(Some(by.to_owned()));
+    /// assert_eq!(outcome.decided_by.as_deref(), Some(by));
+    /// ```
+    #[must_use]
+    pub fn decided_by(mut self, by: Option<String>) -> Self {
+        self.decided_by = by;
+        self
     }
 }
 

@@ -1773,6 +1773,7 @@ fn read_request(
             state: state.parse()?,
             body: take("outcome")?,
             resolved_at_ms: number(take("resolved_at")?)?,
+            decided_by: None,
         })
     };
     Ok(StoredRequest {

@@ -697,6 +697,7 @@ fn read_request(row: &Row<'_>) -> Result<StoredRequest, StoreError> {
             state: state.parse()?,
             body: row.get::<_, Option<String>>(8)?.unwrap_or_default(),
             resolved_at_ms: from_sql_u64(row.get::<_, Option<i64>>(9)?.unwrap_or(0)),
+            decided_by: None,
         }),
     };
     Ok(StoredRequest {

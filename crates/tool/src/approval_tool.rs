@@ -258,6 +258,9 @@ impl Future for ApprovalCall {
             Err(ApprovalError::OverQuota(exceeded)) => {
                 return Poll::Ready(Err(ToolError::over_quota(APPROVAL_TOOL_NAME, &exceeded)));
             }
+            Err(ApprovalError::NotAllowed(refused)) => {
+                return Poll::Ready(Err(ToolError::not_allowed(APPROVAL_TOOL_NAME, &refused)));
+            }
         };
         let text = outcome.text_for_model(&self.pending.request().action_requests);
         Poll::Ready(Ok(ToolOutput { text, outcome }))

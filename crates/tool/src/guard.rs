@@ -195,6 +195,9 @@ impl<T: GuardedTool> ApprovalGuard<T> {
             Err(ApprovalError::OverQuota(exceeded)) => {
                 return Err(ToolError::over_quota(name, &exceeded));
             }
+            Err(ApprovalError::NotAllowed(refused)) => {
+                return Err(ToolError::not_allowed(name, &refused));
+            }
         };
         Ok(match decision {
             Decision::Approve => self.run(args, false).await,
