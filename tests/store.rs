@@ -105,7 +105,10 @@ async fn sqlite_store_upgrade_counts_the_bytes_of_histories() {
     drop(store);
     rusqlite::Connection::open(&path)
         .unwrap()
-        .execute_batch("ALTER TABLE histories DROP COLUMN bytes; PRAGMA user_version = 3;")
+        .execute_batch(
+            "ALTER TABLE histories DROP COLUMN bytes; ALTER TABLE requests DROP COLUMN decided_by;
+             PRAGMA user_version = 3;",
+        )
         .unwrap();
     let store = SqliteStore::open(&path)
         .unwrap()
@@ -148,6 +151,7 @@ async fn sqlite_store_upgrades_an_older_schema_and_refuses_a_newer_one() {
     let path = dir.path().join("askbus.db");
     let store = SqliteStore::open(&path).unwrap();
     write(&store, Write::Insert(question("que_1", None))).await;
+    write(&store, Write::Insert(in_session("que_2", "u"))).await;
     drop(store);
     let schema = |sql: &str| {
         rusqlite::Connection::open(&path)
@@ -155,7 +159,10 @@ async fn sqlite_store_upgrades_an_older_schema_and_refuses_a_newer_one() {
             .execute_batch(sql)
             .unwrap()
     };
-    schema("DROP TABLE history; DROP TABLE histories; PRAGMA user_version = 2;");
+    schema(
+        "DROP TABLE history; DROP TABLE histories; ALTER TABLE requests DROP COLUMN decided_by;
+         PRAGMA user_version = 2;",
+    );
 
     let store = SqliteStore::open(&path).unwrap();
     assert!(store.get("que_1").await.unwrap().is_some());
@@ -164,12 +171,18 @@ async fn sqlite_store_upgrades_an_older_schema_and_refuses_a_newer_one() {
     assert_eq!(history.len(), 1, "{history:?}");
     // Its session waits for que_1, asked before the upgrade: its history is kept.
     assert_eq!(store.forget_quiet_histories(u64::MAX, 10).await.unwrap(), 0);
+    write(&store, resolve("que_2", OutcomeState::Replied)).await;
+    assert_eq!(
+        store.get("que_2").await.unwrap().unwrap().outcome,
+        Some(outcome(OutcomeState::Replied)),
+        "the upgrade adds the column of who decided"
+    );
     drop(store);
 
     schema("PRAGMA user_version = 99;");
     match SqliteStore::open(&path) {
         Err(StoreError::NewerSchema { found, supported }) => {
-            assert_eq!((found, supported), (99, 4))
+            assert_eq!((found, supported), (99, 5))
         }
         other => panic!("a newer schema was not refused: {other:?}"),
     }
@@ -779,9 +792,15 @@ async fn check_contract(store: &dyn Store) {
     let loaded = store.requests(RequestKind::Question, 10).await.unwrap();
     assert_eq!(ids(&loaded.pending), ["que_2"]);
     assert_eq!(ids(&loaded.resolved), ["que_1", "que_3"]);
+    // Who decided is read back as written, and nobody as nobody.
     assert_eq!(
         loaded.resolved[0].outcome,
         Some(outcome(OutcomeState::Replied))
+    );
+    assert!(outcome(OutcomeState::Replied).decided_by.is_some());
+    assert_eq!(
+        loaded.resolved[1].outcome,
+        Some(outcome(OutcomeState::TimedOut))
     );
     let newest_only = store.requests(RequestKind::Question, 1).await.unwrap();
     assert_eq!(ids(&newest_only.resolved), ["que_3"]);
@@ -1235,12 +1254,17 @@ fn step_event(session: &str, n: usize) -> SessionEvent {
     }
 }
 
+/// An outcome in `state`: a person's (replied, rejected) names who decided it, the others
+/// nobody, so every test that reads an outcome back checks both.
 fn outcome(state: OutcomeState) -> OutcomeRecord {
+    let decided_by = matches!(state, OutcomeState::Replied | OutcomeState::Rejected)
+        .then(|| r#"{"name":"alice","role":"reviewer"}"#.to_owned());
     OutcomeRecord::new(
         state,
         format!(r#"{{"state":"{}"}}"#, state.as_str()),
         1_700_000_001_000,
     )
+    .decided_by(decided_by)
 }
 
 fn resolve(id: &str, state: OutcomeState) -> Write {
@@ -1310,4 +1334,31 @@ async fn whole_history(store: &(impl Store + ?Sized), session: &str) -> Vec<Hist
         .history(session, HistoryPage::From(0), usize::MAX)
         .await
         .unwrap()
+}
+
+/// A resolution recorded before outcomes named who decided (its JSON has no `decided_by`)
+/// reads back naming nobody, and one naming nobody is written without the field, so
+/// records of either age read the same.
+#[test]
+fn resolutions_without_a_decider_read_back_naming_nobody() {
+    let older = r#"{"op":"resolved","kind":"question","id":"que_1",
+        "outcome":{"state":"timed_out","body":"{}","resolved_at_ms":5}}"#;
+    let read: ChangeKind = serde_json::from_str(older).unwrap();
+    let nobody = OutcomeRecord::new(OutcomeState::TimedOut, "{}", 5);
+    assert_eq!(
+        read,
+        ChangeKind::Resolved {
+            kind: RequestKind::Question,
+            id: "que_1".into(),
+            outcome: nobody.clone(),
+        }
+    );
+    assert!(
+        !serde_json::to_string(&nobody)
+            .unwrap()
+            .contains("decided_by")
+    );
+    let named = nobody.decided_by(Some(r#"{"name":"bob"}"#.into()));
+    let json = serde_json::to_string(&named).unwrap();
+    assert_eq!(serde_json::from_str::<OutcomeRecord>(&json).unwrap(), named);
 }

@@ -234,7 +234,8 @@ return found
 /// trimmed, then per change:
 /// - insert: `i`, id, calls field (`''` for none), session, n, n hash field/value items, log
 ///   entry; answers 1 (inserted) or 0 (the id exists);
-/// - resolve: `r`, id, kind, state, outcome, resolved_at, log entry; answers `resolved`,
+/// - resolve: `r`, id, kind, state, outcome, resolved_at, decided by (`-` for nobody, or
+///   `+` and the JSON: a JSON may be any text, the empty one too), log entry; answers `resolved`,
 ///   `not_found`, or the state it already has. Only a pending request of the right kind
 ///   changes, so exactly one of any number of attempts, from any instance, is `resolved`;
 /// - event: `e`, session, log entry; answers 1.
@@ -293,11 +294,14 @@ local function insert(request, pending, calls, id, field, session, first, last, 
   log(session, entry)
   return 1
 end
-local function resolve(request, pending, resolved, id, kind, state, outcome, at, entry)
+local function resolve(request, pending, resolved, id, kind, state, outcome, at, by, entry)
   local found = redis.call('HMGET', request, 'kind', 'state', 'session')
   if not found[1] or found[1] ~= kind then return 'not_found' end
   if found[2] ~= 'pending' then return found[2] end
   redis.call('HSET', request, 'state', state, 'outcome', outcome, 'resolved_at', at)
+  if string.sub(by, 1, 1) == '+' then
+    redis.call('HSET', request, 'decided_by', string.sub(by, 2))
+  end
   redis.call('ZREM', pending, id)
   redis.call('ZADD', resolved, 0, id)
   redis.call('ZADD', KEYS[3], at, id)
@@ -321,8 +325,8 @@ while arg <= #ARGV do
     key = key + 3
   elseif ARGV[arg] == 'r' then
     ok, result = pcall(resolve, KEYS[key], KEYS[key + 1], KEYS[key + 2], ARGV[arg + 1],
-      ARGV[arg + 2], ARGV[arg + 3], ARGV[arg + 4], ARGV[arg + 5], ARGV[arg + 6])
-    arg = arg + 7
+      ARGV[arg + 2], ARGV[arg + 3], ARGV[arg + 4], ARGV[arg + 5], ARGV[arg + 6], ARGV[arg + 7])
+    arg = arg + 8
     key = key + 3
   else
     ok, result = pcall(event, ARGV[arg + 1], ARGV[arg + 2])
@@ -1184,6 +1188,12 @@ impl Keys {
     }
 }
 
+/// An optional text as one script argument: `-` for `None`, `+` and the text for `Some`, so
+/// that every text, the empty one too, is told apart from none.
+fn optional_arg(text: Option<&str>) -> String {
+    text.map_or_else(|| "-".to_owned(), |text| format!("+{text}"))
+}
+
 /// The `calls:{kind}` field of a tool call: JSON, so no session or call id can collide.
 fn call_field(session_id: &str, call_id: &str) -> String {
     serde_json::json!([session_id, call_id]).to_string()
@@ -1668,6 +1678,7 @@ fn add_changes(pipeline: &mut redis::Pipeline, keys: &Keys, changes: &[&Write]) 
                     .arg(outcome.state.as_str())
                     .arg(&outcome.body)
                     .arg(outcome.resolved_at_ms)
+                    .arg(optional_arg(outcome.decided_by.as_deref()))
                     .arg(entry);
             }
             Write::Event(event) => {
@@ -1773,7 +1784,7 @@ fn read_request(
             state: state.parse()?,
             body: take("outcome")?,
             resolved_at_ms: number(take("resolved_at")?)?,
-            decided_by: None,
+            decided_by: fields.remove("decided_by"),
         })
     };
     Ok(StoredRequest {

@@ -125,11 +125,14 @@ const MIGRATIONS: &[&str] = &[
         SELECT coalesce(sum(length(CAST(entry AS BLOB))), 0) FROM history
         WHERE history.session_id = histories.session_id);
 ",
+    "
+    ALTER TABLE requests ADD COLUMN decided_by TEXT;
+",
 ];
 
 /// The columns [`read_request`] expects, in order.
 const REQUEST_COLUMNS: &str = "id, kind, session_id, call_id, created_at_ms, expires_at_ms, \
-                               body, state, outcome, resolved_at_ms";
+                               body, state, outcome, resolved_at_ms, decided_by";
 
 impl SqliteStore {
     /// Most writes committed in one transaction.
@@ -564,7 +567,8 @@ fn apply(
             // The exactly-once transition: only a pending row changes.
             let won: Option<String> = connection
                 .prepare_cached(
-                    "UPDATE requests SET state = ?3, outcome = ?4, resolved_at_ms = ?5
+                    "UPDATE requests
+                     SET state = ?3, outcome = ?4, resolved_at_ms = ?5, decided_by = ?6
                      WHERE id = ?1 AND kind = ?2 AND state = 'pending'
                      RETURNING session_id",
                 )?
@@ -575,6 +579,7 @@ fn apply(
                         outcome.state.as_str(),
                         outcome.body,
                         to_sql_u64(outcome.resolved_at_ms),
+                        outcome.decided_by,
                     ],
                     |row| row.get(0),
                 )
@@ -697,7 +702,7 @@ fn read_request(row: &Row<'_>) -> Result<StoredRequest, StoreError> {
             state: state.parse()?,
             body: row.get::<_, Option<String>>(8)?.unwrap_or_default(),
             resolved_at_ms: from_sql_u64(row.get::<_, Option<i64>>(9)?.unwrap_or(0)),
-            decided_by: None,
+            decided_by: row.get(10)?,
         }),
     };
     Ok(StoredRequest {
