@@ -84,7 +84,7 @@ fn deciding_routes(question: &str, approval: &str, session: &str) -> Vec<(String
         (format!("/question/{question}/reply"), json!({"answers": [["Rust"]]})),
         (format!("/question/{question}/reject"), json!({})),
         (format!("/approval/{approval}/reply"), json!({"decisions": [{"type": "approve"}]})),
-        (format!("/session/{session}/resume"), json!({"input": {"confirm": true}})),
+        (format!("/session/{session}/resume"), json!({"input": {"answers": [["Rust"]]}})),
         (format!("/session/{session}/reject"), json!({"reason": "stop"})),
     ]
 }
