@@ -298,7 +298,8 @@ mod guard {
     use askbus::Timeout;
     use askbus::bus::Bus;
     use askbus::question::{
-        ApprovalReply, ApprovalService, Decision, DecisionType, EditedAction, Outcome,
+        ApprovalReply, ApprovalReplyError, ApprovalService, Decision, DecisionType, EditedAction,
+        Outcome,
     };
     use askbus::tool::{ApprovalGuard, GuardOutcome, GuardedTool, ToolContext, ToolError};
     use futures_util::FutureExt;
@@ -427,18 +428,72 @@ mod guard {
         ));
     }
 
-    #[tokio::test]
-    async fn an_edit_naming_another_tool_runs_nothing() {
-        let (guard, approvals) = guarded();
+    /// A human's edit of `s1`'s one pending call, which the service refuses with a message
+    /// containing `expected`; the call still waits for a decision.
+    fn refused_edit(approvals: &ApprovalService, args: Value, name: &str, expected: &str) {
+        let pending = approvals.list(Some("s1"));
+        assert_eq!(pending.len(), 1, "the call waits for a human");
         let edit = Decision::Edit {
             edited_action: EditedAction {
-                name: "drop_table".into(),
-                args: json!({}),
+                name: name.into(),
+                args,
             },
         };
-        let output = decide(&guard, &approvals, edit).await;
-        assert!(runs(&guard).is_empty());
-        assert!(output.text.contains("Nothing ran"), "{}", output.text);
+        let error = approvals
+            .reply(pending[0].id, ApprovalReply::new([edit]))
+            .unwrap_err();
+        assert!(
+            matches!(&error, ApprovalReplyError::Invalid(invalid) if invalid.action_index() == Some(0)),
+            "{error}"
+        );
+        assert!(
+            error.to_string().contains(expected),
+            "{error} names {expected:?}"
+        );
+        assert_eq!(approvals.list(Some("s1")).len(), 1, "still pending");
+    }
+
+    #[tokio::test]
+    async fn an_edit_naming_another_tool_or_without_an_object_is_refused_and_the_human_decides_again()
+     {
+        let (guard, approvals) = guarded();
+        let call = guard.call(ToolContext::new("s1"), json!({"table": "users"}));
+        let human = async {
+            tokio::task::yield_now().await;
+            refused_edit(
+                &approvals,
+                json!({}),
+                "drop_database",
+                r#"decisions[0].edited_action.name is "drop_database", but an `edit` keeps the action's tool "delete_rows""#,
+            );
+            refused_edit(
+                &approvals,
+                json!(["users"]),
+                "delete_rows",
+                "decisions[0].edited_action.args must be a JSON object of arguments, not an array",
+            );
+            assert!(runs(&guard).is_empty(), "nothing ran on a refused edit");
+            let pending = approvals.list(Some("s1"));
+            let edit = Decision::Edit {
+                edited_action: EditedAction {
+                    name: "delete_rows".into(),
+                    args: json!({"table": "tmp"}),
+                },
+            };
+            approvals
+                .reply(pending[0].id, ApprovalReply::new([edit]))
+                .unwrap();
+        };
+        let output = tokio::join!(call, human).0.unwrap();
+        assert_eq!(
+            runs(&guard),
+            [json!({"table": "tmp"})],
+            "the valid edit ran"
+        );
+        assert!(matches!(
+            output.outcome,
+            GuardOutcome::Ran { edited: true, .. }
+        ));
     }
 
     #[tokio::test]
@@ -723,17 +778,17 @@ mod approval_tool {
     async fn edit_tells_the_model_to_run_the_humans_call_instead() {
         let output = decide(
             delete_users(),
-            ApprovalReply::new([edit("archive_rows", json!({"older_than_days": 30}))]),
+            ApprovalReply::new([edit("delete_rows", json!({"table": "sessions"}))]),
         )
         .await;
         assert_eq!(
             output.text,
-            r#"A human replaced this call to `delete_rows` with {"table":"users"}: run `archive_rows` with {"older_than_days":30} instead, not your original call."#
+            r#"A human replaced this call to `delete_rows` with {"table":"users"}: run `delete_rows` with {"table":"sessions"} instead, not your original call."#
         );
         assert_eq!(
             serde_json::to_value(&output.outcome).unwrap(),
             json!({"status": "decided", "decisions": [{"type": "edit", "edited_action":
-                {"name": "archive_rows", "args": {"older_than_days": 30}}}]})
+                {"name": "delete_rows", "args": {"table": "sessions"}}}]})
         );
     }
 

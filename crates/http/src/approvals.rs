@@ -186,7 +186,8 @@ pub(crate) async fn wait(
 }
 
 /// Decide a pending approval request: one decision per action, by position (fewer are
-/// filled with the first).
+/// filled with the first). An `edit` keeps the action's tool and gives it other `args`: a
+/// JSON object that fits the action's `args_schema`, if it has one.
 #[utoipa::path(
     post,
     path = "/approval/{id}/reply",
@@ -200,7 +201,7 @@ pub(crate) async fn wait(
         (status = 404, description = "No such request (or not visible to this token)", body = crate::error::ErrorBody),
         (status = 409, description = "Already decided, timed out or cancelled", body = crate::error::ErrorBody),
         (status = 415, description = "Not JSON", body = crate::error::ErrorBody),
-        (status = 422, description = "A decision the action does not allow, too many decisions, or a lone `edit` for several actions", body = crate::error::ErrorBody),
+        (status = 422, description = "A decision the action does not allow, too many decisions, a lone `edit` for several actions, or an `edit` that names another tool, whose `args` are not an object or do not fit the action's `args_schema` (the message names the field); the request stays pending", body = crate::error::ErrorBody),
         (status = 503, description = "The decision could not be stored durably", body = crate::error::ErrorBody),
     ),
     security(("bearer" = []), ())
@@ -237,7 +238,7 @@ pub(crate) async fn reply(
         (status = 403, description = "The token is scoped to another session", body = crate::error::ErrorBody),
         (status = 415, description = "Not JSON", body = crate::error::ErrorBody),
         (status = 409, description = "The first action's `tool_use_id` already asked about other calls in this session (`call_id_reused`)", body = crate::error::ErrorBody),
-        (status = 422, description = "The request cannot be made", body = crate::error::ErrorBody),
+        (status = 422, description = "The request cannot be made: also an `args_schema` that is no JSON Schema or refers outside itself (nothing is fetched), or `args` that do not fit their own `args_schema`", body = crate::error::ErrorBody),
         (status = 429, description = "Too many requests are pending in the session, for the token or on the server (`quota`)", body = crate::error::ErrorBody, headers(("Retry-After" = u64, description = "Seconds to wait before trying again"))),
         (status = 503, description = "The request could not be stored durably", body = crate::error::ErrorBody),
     ),

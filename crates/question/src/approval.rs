@@ -16,8 +16,10 @@ use askbus_store::{RequestKind, Store, StoreError};
 
 use crate::approval_model::{
     Action, ApprovalAsked, ApprovalCancelled, ApprovalId, ApprovalKind, ApprovalReplied,
-    ApprovalReply, ApprovalRequest, ApprovalTimedOut, Decision, DecisionType, ReviewConfig,
+    ApprovalReply, ApprovalRequest, ApprovalTimedOut, Decision, DecisionType, EditedAction,
+    ReviewConfig,
 };
+use crate::args_schema;
 use crate::identity::{Identity, NotAllowed};
 use crate::interrupt::RequestId;
 use crate::quota::{Charge, QuotaExceeded, Weight};
@@ -428,8 +430,10 @@ impl ApprovalService {
     /// # Errors
     ///
     /// [`SubmitError::Invalid`] if the request cannot be made: no session, no action, an
-    /// action without a name, a review config naming no action, repeating one, or allowing
-    /// no decision, a timeout longer than [`MAX_TIMEOUT`](crate::MAX_TIMEOUT), or a
+    /// action without a name, an `args_schema` that is no JSON Schema (or refers to a
+    /// document outside itself: nothing is fetched) or that the action's own `args` do not
+    /// fit, a review config naming no action, repeating one, or allowing no decision, a
+    /// timeout longer than [`MAX_TIMEOUT`](crate::MAX_TIMEOUT), or a
     /// `tool_use_id` that already asked about other calls in this session
     /// ([`conflicting_request`](ValidationError::conflicting_request) names that request,
     /// which is left as it was); [`SubmitError::OverQuota`] if a
@@ -495,15 +499,20 @@ impl ApprovalService {
     /// Answers a pending request.
     ///
     /// Fewer decisions than actions: the first decision fills the rest, unless it is an
-    /// `edit` (an edit replaces one call, never several). The stored and published reply
+    /// `edit` (an edit replaces one call, never several). An `edit` keeps the action's
+    /// tool and gives it other arguments: a JSON object, fitting the action's
+    /// `args_schema` when it has one. These checks are here, so every way a reply comes
+    /// in (HTTP, MCP, a session resume, the tools, the guard) passes them. The stored and published reply
     /// always holds one decision per action.
     ///
     /// # Errors
     ///
     /// [`ApprovalReplyError::NotFound`], [`ApprovalReplyError::AlreadyResolved`], or
     /// [`ApprovalReplyError::Invalid`] (naming the action) for no decision, more decisions
-    /// than actions, a lone `edit` for several actions, or a decision the action's review
-    /// config does not allow.
+    /// than actions, a lone `edit` for several actions, a decision the action's review
+    /// config does not allow, or an `edit` that names another tool, whose `args` are not a
+    /// JSON object, or whose `args` do not fit the action's `args_schema` (the message names
+    /// the field). A refused reply changes nothing: the request stays pending.
     pub fn reply(
         &self,
         id: ApprovalId,
@@ -738,7 +747,41 @@ fn check_request(
             ));
         }
     }
+    for (index, action) in actions.iter().enumerate() {
+        check_args_schema(index, action)?;
+    }
     Ok(())
+}
+
+/// Checks an action's `args_schema`, if it has one: a JSON Schema that refers to nothing
+/// outside itself, and one the action's own `args` fit.
+fn check_args_schema(index: usize, action: &Action) -> Result<(), ValidationError> {
+    let Some(schema) = &action.args_schema else {
+        return Ok(());
+    };
+    let validator = args_schema::compile(schema).map_err(|why| {
+        ValidationError::action(
+            index,
+            format!(
+                "action {}: action_requests[{index}].args_schema is not a JSON Schema this server can use (it must fit its meta-schema and refer to nothing outside itself): {why}",
+                describe(index, action)
+            ),
+        )
+    })?;
+    args_schema::check(
+        &validator,
+        &action.args,
+        &format!("action_requests[{index}].args"),
+    )
+    .map_err(|why| {
+        ValidationError::action(
+            index,
+            format!(
+                "action {}: its args do not fit its own args_schema: {why}",
+                describe(index, action)
+            ),
+        )
+    })
 }
 
 /// Checks a reply against its request and fills it to one decision per action with the
@@ -787,19 +830,67 @@ fn complete_reply(
                 ),
             ));
         }
-        if let Decision::Edit { edited_action } = decision
-            && edited_action.name.trim().is_empty()
-        {
-            return Err(ValidationError::action(
-                index,
-                format!(
-                    "action {}: the edited action has an empty name",
-                    describe(index, action)
-                ),
-            ));
+        if let Decision::Edit { edited_action } = decision {
+            check_edit(index, action, edited_action)?;
         }
     }
     Ok(reply)
+}
+
+/// Checks the edit of the action at `index`: it calls the same tool, with a JSON object
+/// of arguments that fits the action's `args_schema`, if it has one. An edit replaces the
+/// arguments a human reviewed, never the tool: a reviewer may not turn a call to one tool
+/// into a call to another the agent never proposed (and its review config never covered).
+fn check_edit(
+    index: usize,
+    action: &Action,
+    edited_action: &EditedAction,
+) -> Result<(), ValidationError> {
+    let refuse = |problem: String| {
+        ValidationError::action(
+            index,
+            format!("action {}: {problem}", describe(index, action)),
+        )
+    };
+    if edited_action.name != action.name {
+        return Err(refuse(format!(
+            "decisions[{index}].edited_action.name is {:?}, but an `edit` keeps the action's tool {:?}: edit its args, or reject it",
+            edited_action.name, action.name
+        )));
+    }
+    if !edited_action.args.is_object() {
+        return Err(refuse(format!(
+            "decisions[{index}].edited_action.args must be a JSON object of arguments, not {}",
+            json_type(&edited_action.args)
+        )));
+    }
+    let Some(schema) = &action.args_schema else {
+        return Ok(());
+    };
+    // Checked when the request was made; a request read back from a store may predate it.
+    let validator = args_schema::compile(schema).map_err(|why| {
+        refuse(format!(
+            "its args_schema cannot be used, so no edit can be checked: {why}"
+        ))
+    })?;
+    args_schema::check(
+        &validator,
+        &edited_action.args,
+        &format!("decisions[{index}].edited_action.args"),
+    )
+    .map_err(|why| refuse(format!("the edited args do not fit its args_schema: {why}")))
+}
+
+/// `an array`: how a message names the type of a JSON value.
+fn json_type(value: &serde_json::Value) -> &'static str {
+    match value {
+        serde_json::Value::Null => "null",
+        serde_json::Value::Bool(_) => "a boolean",
+        serde_json::Value::Number(_) => "a number",
+        serde_json::Value::String(_) => "a string",
+        serde_json::Value::Array(_) => "an array",
+        serde_json::Value::Object(_) => "an object",
+    }
 }
 
 /// `1 ("read"), 2 ("execute_trade")`: every action, as [`describe`] names one.

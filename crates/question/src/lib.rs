@@ -47,6 +47,7 @@
 
 mod approval;
 mod approval_model;
+mod args_schema;
 mod follow;
 mod hub;
 mod identity;

@@ -216,6 +216,7 @@ impl ApprovalTool {
                 args: Value::Object(proposed.args),
                 tool_use_id: proposed.tool_use_id,
                 description: proposed.description,
+                args_schema: None,
             })
             .collect();
         let pending = submit_review(
