@@ -200,7 +200,11 @@ async fn drive_roles(package: &Path) {
         .unwrap_or_else(|_| panic!("roles.mjs took longer than {ROLES_TIMEOUT:?}"))
         .expect("run node roles.mjs");
     let log = String::from_utf8_lossy(&output.stderr);
-    assert!(output.status.success(), "roles.mjs failed ({}); log:\n{log}", output.status);
+    assert!(
+        output.status.success(),
+        "roles.mjs failed ({}); log:\n{log}",
+        output.status
+    );
     let stdout = String::from_utf8_lossy(&output.stdout);
     let done: Value = serde_json::from_str(stdout.trim()).unwrap_or_else(|error| {
         panic!("roles.mjs printed no `done` line ({error}): {stdout}; log:\n{log}")
@@ -222,12 +226,24 @@ async fn drive_roles(package: &Path) {
     let answered = resolved(&done["done"]["answered"]).await;
     assert_eq!(answered["status"], "replied", "{answered}");
     assert_eq!(answered["answers"], json!([["Yes"]]), "{answered}");
-    assert_eq!(answered["askedBy"], json!({"name": "agent-1", "role": "agent"}));
-    assert_eq!(answered["answeredBy"], json!({"name": "alice", "role": "reviewer"}));
+    assert_eq!(
+        answered["askedBy"],
+        json!({"name": "agent-1", "role": "agent"})
+    );
+    assert_eq!(
+        answered["answeredBy"],
+        json!({"name": "alice", "role": "reviewer"})
+    );
     let declined = resolved(&done["done"]["declined"]).await;
     assert_eq!(declined["status"], "rejected", "{declined}");
-    assert_eq!(declined["askedBy"], json!({"name": ROLES_AGENT2_NAME, "role": "agent"}));
-    assert_eq!(declined["answeredBy"], json!({"name": "alice", "role": "reviewer"}));
+    assert_eq!(
+        declined["askedBy"],
+        json!({"name": ROLES_AGENT2_NAME, "role": "agent"})
+    );
+    assert_eq!(
+        declined["answeredBy"],
+        json!({"name": "alice", "role": "reviewer"})
+    );
     assert_eq!(hub.questions().pending_count(), 0);
     shutdown.cancel();
 }
