@@ -902,4 +902,43 @@ mod tests {
         assert_eq!(hub.approvals().pending_count(), 1);
         drop(held);
     }
+
+    #[tokio::test]
+    async fn the_mcp_face_asks_as_an_agent_and_its_client_never_answers_itself() {
+        let hub = RequestHub::new(Bus::new()).with_duties(askbus_question::Duties {
+            never_the_asker: true,
+        });
+        let server = AskbusMcp::new(hub.clone(), McpConfig::default());
+        let caller = Identity::new("ops", Role::Admin);
+        let args = json!({"questions": [{
+            "question": "Deploy?", "header": "Deploy",
+            "options": [{"label": "Yes", "description": ""}]
+        }]});
+        let Ok(started) = server.start(Offered::Question, "s1".into(), caller.clone(), args)
+        else {
+            panic!("a valid question");
+        };
+        let request = started.form.clone().expect("a question's form");
+        // Asked as an agent of the caller's name, whatever the caller's own role.
+        assert_eq!(
+            request.asked_by,
+            Some(Identity::new("ops", Role::Agent))
+        );
+        // The client's elicitation answer is the caller's: it asked, so it may not decide.
+        let accept: ElicitResult = serde_json::from_value(json!({
+            "action": "accept", "content": {"q1": "Yes"}
+        }))
+        .unwrap();
+        let refusal = server
+            .apply(&request, &accept, &started.decider)
+            .expect_err("the asker's own client");
+        assert!(refusal.contains("asked this request"), "{refusal}");
+        assert!(hub.questions().get(request.id).unwrap().outcome.is_none());
+        // A reviewer answers it over HTTP (here: through the hub acting as one).
+        let alice = hub.acting_as(Identity::new("alice", Role::Reviewer));
+        drop(alice.questions().reply(request.id, vec![vec!["Yes".into()]]).unwrap());
+        let resolved = hub.questions().get(request.id).unwrap();
+        assert_eq!(resolved.decided_by.map(|by| by.name), Some("alice".into()));
+        drop(started);
+    }
 }

@@ -161,10 +161,15 @@ pub(crate) struct ApprovalKeys {
     /// Per session: the `n` of its last key, and how many of its requests are remembered.
     /// A session is dropped when none is, so memory follows the remembered requests.
     sessions: HashMap<Arc<str>, SessionKeys>,
+    /// The highest `n` of any session dropped so far: a session that asks again after it
+    /// was dropped continues above it, so that no key ever names two requests. A client
+    /// answering by the key of a forgotten request then gets 404, never another request
+    /// it did not see.
+    dropped: u64,
 }
 
 /// Key bookkeeping of one session.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 struct SessionKeys {
     /// The `n` of the session's latest key.
     last: u64,
@@ -224,10 +229,14 @@ impl Kind for ApprovalRegistryKind {
     fn remember(keys: &mut ApprovalKeys, request: &ApprovalRequest) {
         keys.by_key
             .insert(Arc::clone(&request.approval_key), request.id);
+        let dropped = keys.dropped;
         let session = keys
             .sessions
             .entry(Arc::clone(&request.session_id))
-            .or_default();
+            .or_insert_with(|| SessionKeys {
+                last: dropped,
+                remembered: 0,
+            });
         session.remembered += 1;
         // Keys are `{session_id}_{n}`: later keys of the session continue after `n`.
         let n = request
@@ -243,6 +252,7 @@ impl Kind for ApprovalRegistryKind {
         if let Some(session) = keys.sessions.get_mut(&request.session_id) {
             session.remembered -= 1;
             if session.remembered == 0 {
+                keys.dropped = keys.dropped.max(session.last);
                 keys.sessions.remove(&request.session_id);
             }
         }
@@ -295,7 +305,14 @@ impl Kind for ApprovalRegistryKind {
 impl ApprovalKeys {
     /// Assigns the next key of `session_id` to `id`.
     fn assign(&mut self, session_id: &Arc<str>, id: ApprovalId) -> Arc<str> {
-        let session = self.sessions.entry(Arc::clone(session_id)).or_default();
+        let dropped = self.dropped;
+        let session = self
+            .sessions
+            .entry(Arc::clone(session_id))
+            .or_insert_with(|| SessionKeys {
+                last: dropped,
+                remembered: 0,
+            });
         session.last += 1;
         session.remembered += 1;
         let key: Arc<str> = format!("{session_id}_{}", session.last).into();

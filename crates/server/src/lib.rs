@@ -721,6 +721,12 @@ fn parse_named_token(flag: &'static str, role: Role, entry: &str) -> Result<Acce
             "the name before `=` must be 1 to 64 characters, without whitespace or control characters",
         ));
     }
+    if name == Identity::LOCAL {
+        return Err(ConfigError::BadToken(
+            flag,
+            "`local` names whoever needs no credential (this server's own demo agent, say); choose another name",
+        ));
+    }
     let (secret, session) = secret_and_session(flag, rest)?;
     let token = AccessToken::new(secret, Identity::new(name, role));
     Ok(match session {
