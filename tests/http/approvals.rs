@@ -379,7 +379,8 @@ fn search_schema() -> Value {
 }
 
 #[tokio::test]
-async fn an_edit_over_http_is_checked_as_in_process_and_a_refused_one_leaves_it_pending() {
+async fn an_edit_over_http_or_resume_is_checked_as_in_process_and_a_refused_one_leaves_it_pending()
+{
     let app = TestApp::new();
     let create = json!({
         "session_id": "s1",
@@ -426,6 +427,18 @@ async fn an_edit_over_http_is_checked_as_in_process_and_a_refused_one_leaves_it_
         let (_, got) = app.call(get(&format!("/approval/{id}"))).await;
         assert_eq!(got["status"], "pending", "a refused edit changes nothing");
     }
+
+    // A session resume with decisions passes the same check.
+    let resume = json!({"input": edit("drop_database", json!({"table": "users"}))});
+    let (status, error) = app.call(post_json("/session/s1/resume", &resume)).await;
+    assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{error}");
+    assert!(
+        error["message"]
+            .as_str()
+            .unwrap()
+            .contains("an `edit` keeps the action's tool"),
+        "{error}"
+    );
 
     let fits = edit("search_rows", json!({"table": "users", "limit": 100}));
     let (status, body) = app.call(post_json(&reply_uri, &fits)).await;
