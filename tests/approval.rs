@@ -4,9 +4,9 @@ use std::time::Duration;
 
 use askbus::bus::Bus;
 use askbus::question::{
-    Action, ApprovalConfig, ApprovalError, ApprovalReply, ApprovalReplyError, ApprovalService, ApprovalTimedOut,
-    Decision, DecisionType, EditedAction, OutcomeKind, RequestHub, RequestId, ReviewConfig,
-    SubmitError, confirmation_phrase,
+    Action, ApprovalConfig, ApprovalError, ApprovalReply, ApprovalReplyError, ApprovalService,
+    ApprovalTimedOut, Decision, DecisionType, EditedAction, OutcomeKind, RequestHub, RequestId,
+    ReviewConfig, SubmitError, confirmation_phrase,
 };
 use askbus::{QuestionInfo, Timeout};
 use futures_util::StreamExt;
@@ -241,7 +241,10 @@ async fn a_key_never_names_a_second_request_once_its_first_is_forgotten() {
     // this new request, so it gets a key never used before.
     let second = submit("a");
     assert_ne!(&*second.approval_key, "a_1");
-    assert!(approvals.id_for_key("a_1").is_none(), "the old key names nothing");
+    assert!(
+        approvals.id_for_key("a_1").is_none(),
+        "the old key names nothing"
+    );
     assert_eq!(approvals.id_for_key(&second.approval_key), Some(second.id));
 }
 

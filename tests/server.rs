@@ -199,8 +199,14 @@ fn credentials_have_names_and_roles_and_roles_separate_duties() {
     assert_eq!(
         named,
         [
-            (Identity::new("admin-1", Role::Admin), TokenScope::AllSessions),
-            (Identity::new("admin-2", Role::Admin), TokenScope::AllSessions),
+            (
+                Identity::new("admin-1", Role::Admin),
+                TokenScope::AllSessions
+            ),
+            (
+                Identity::new("admin-2", Role::Admin),
+                TokenScope::AllSessions
+            ),
             (
                 Identity::new("agent@deploy", Role::Agent),
                 TokenScope::Session("deploy".into())
@@ -209,7 +215,10 @@ fn credentials_have_names_and_roles_and_roles_separate_duties() {
                 Identity::new("agent-1", Role::Agent),
                 TokenScope::Session("deploy".into())
             ),
-            (Identity::new("alice", Role::Reviewer), TokenScope::AllSessions),
+            (
+                Identity::new("alice", Role::Reviewer),
+                TokenScope::AllSessions
+            ),
             (
                 Identity::new("bob", Role::Reviewer),
                 TokenScope::Session("deploy".into())

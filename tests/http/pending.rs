@@ -8,8 +8,8 @@ use askbus::question::{
     Action, ApprovalConfig, ApprovalError, Decision, DecisionType, QuestionConfig, RequestHub,
     ReviewConfig,
 };
-use askbus::{AskError, Bus, Timeout};
 use askbus::question::{Identity, Role};
+use askbus::{AskError, Bus, Timeout};
 use askbus_http::{AccessToken, HttpConfig};
 use askbus_store::{OutcomeState, SqliteStore, Store};
 use axum::body::Body;

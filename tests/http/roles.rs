@@ -56,7 +56,8 @@ fn request(method: &str, uri: &str, token: &str, body: Option<Value>) -> Request
 
 /// A question created over HTTP with `token` in `session`; its id.
 async fn ask(app: &TestApp, token: &str, session: &str) -> String {
-    let body = json!({"sessionID": session, "questions": [serde_json::to_value(language()).unwrap()]});
+    let body =
+        json!({"sessionID": session, "questions": [serde_json::to_value(language()).unwrap()]});
     let (status, created) = app
         .call(request("POST", "/question", token, Some(body)))
         .await;
@@ -81,11 +82,23 @@ async fn request_approval(app: &TestApp, token: &str, session: &str) -> String {
 /// of session `session`.
 fn deciding_routes(question: &str, approval: &str, session: &str) -> Vec<(String, Value)> {
     vec![
-        (format!("/question/{question}/reply"), json!({"answers": [["Rust"]]})),
+        (
+            format!("/question/{question}/reply"),
+            json!({"answers": [["Rust"]]}),
+        ),
         (format!("/question/{question}/reject"), json!({})),
-        (format!("/approval/{approval}/reply"), json!({"decisions": [{"type": "approve"}]})),
-        (format!("/session/{session}/resume"), json!({"input": {"answers": [["Rust"]]}})),
-        (format!("/session/{session}/reject"), json!({"reason": "stop"})),
+        (
+            format!("/approval/{approval}/reply"),
+            json!({"decisions": [{"type": "approve"}]}),
+        ),
+        (
+            format!("/session/{session}/resume"),
+            json!({"input": {"answers": [["Rust"]]}}),
+        ),
+        (
+            format!("/session/{session}/reject"),
+            json!({"reason": "stop"}),
+        ),
     ]
 }
 
@@ -100,31 +113,46 @@ async fn an_agent_token_decides_nothing_it_may_ask_for() {
             assert_eq!(status, StatusCode::FORBIDDEN, "{uri}: {refused}");
             assert_eq!(refused["code"], "forbidden", "{uri}");
             assert!(
-                refused["message"].as_str().unwrap().contains("may not answer"),
+                refused["message"]
+                    .as_str()
+                    .unwrap()
+                    .contains("may not answer"),
                 "{uri}: {refused}"
             );
         }
     }
     // Nothing was decided: both still wait for a human.
-    for uri in [format!("/question/{question}"), format!("/approval/{approval}")] {
+    for uri in [
+        format!("/question/{question}"),
+        format!("/approval/{approval}"),
+    ] {
         let (_, body) = app.call(request("GET", &uri, ADMIN, None)).await;
         assert_eq!(body["status"], "pending", "{uri}");
     }
     // The agent may still read, wait on and cancel what it asked.
     let (status, _) = app
-        .call(request("GET", &format!("/question/{question}"), AGENT, None))
+        .call(request(
+            "GET",
+            &format!("/question/{question}"),
+            AGENT,
+            None,
+        ))
         .await;
     assert_eq!(status, StatusCode::OK);
     let (status, cancelled) = app
         .call(request("POST", "/session/mine/cancel", SCOPED_AGENT, None))
         .await;
-    assert_eq!((status, cancelled["cancelled"].as_u64()), (StatusCode::OK, Some(2)));
+    assert_eq!(
+        (status, cancelled["cancelled"].as_u64()),
+        (StatusCode::OK, Some(2))
+    );
 }
 
 #[tokio::test]
 async fn a_reviewer_token_asks_nothing() {
     let app = app();
-    let body = json!({"sessionID": "mine", "questions": [serde_json::to_value(language()).unwrap()]});
+    let body =
+        json!({"sessionID": "mine", "questions": [serde_json::to_value(language()).unwrap()]});
     let approval = json!({
         "session_id": "mine",
         "action_requests": [{"name": "delete_rows", "args": {}}],
@@ -156,7 +184,12 @@ async fn nobody_decides_what_they_asked_not_even_an_admin() {
         ))
         .await;
     assert_eq!(status, StatusCode::FORBIDDEN, "{refused}");
-    assert!(refused["message"].as_str().unwrap().contains("asked this request"));
+    assert!(
+        refused["message"]
+            .as_str()
+            .unwrap()
+            .contains("asked this request")
+    );
     // Another human may.
     let (status, _) = app
         .call(request(
@@ -184,11 +217,21 @@ async fn a_scoped_reviewer_cannot_cross_sessions() {
     // Another session's request does not exist for this token.
     assert_eq!(status, StatusCode::NOT_FOUND);
     let (status, _) = app
-        .call(request("POST", "/session/mine/reject", BOB_IN_OTHER, Some(json!({}))))
+        .call(request(
+            "POST",
+            "/session/mine/reject",
+            BOB_IN_OTHER,
+            Some(json!({})),
+        ))
         .await;
     assert_eq!(status, StatusCode::FORBIDDEN);
     let (_, body) = app
-        .call(request("GET", &format!("/question/{question}"), ADMIN, None))
+        .call(request(
+            "GET",
+            &format!("/question/{question}"),
+            ADMIN,
+            None,
+        ))
         .await;
     assert_eq!(body["status"], "pending");
 }
@@ -221,21 +264,45 @@ async fn outcomes_say_who_asked_and_who_decided_in_views_events_and_history() {
     assert_eq!(status, StatusCode::OK);
 
     let (_, answered) = app
-        .call(request("GET", &format!("/question/{question}"), ADMIN, None))
+        .call(request(
+            "GET",
+            &format!("/question/{question}"),
+            ADMIN,
+            None,
+        ))
         .await;
-    assert_eq!(answered["askedBy"], json!({"name": "agent-1", "role": "agent"}));
-    assert_eq!(answered["answeredBy"], json!({"name": "alice", "role": "reviewer"}));
+    assert_eq!(
+        answered["askedBy"],
+        json!({"name": "agent-1", "role": "agent"})
+    );
+    assert_eq!(
+        answered["answeredBy"],
+        json!({"name": "alice", "role": "reviewer"})
+    );
     let (_, approved) = app
-        .call(request("GET", &format!("/approval/{approval}"), ADMIN, None))
+        .call(request(
+            "GET",
+            &format!("/approval/{approval}"),
+            ADMIN,
+            None,
+        ))
         .await;
-    assert_eq!(approved["asked_by"], json!({"name": "agent-2", "role": "agent"}));
+    assert_eq!(
+        approved["asked_by"],
+        json!({"name": "agent-2", "role": "agent"})
+    );
     assert_eq!(
         approved["answered_by"],
         json!({"name": "bob-everywhere", "role": "reviewer"})
     );
     // The long poll, which reads the outcome as it comes, says it too.
     let (_, waited) = app
-        .call(request("GET", &format!("/question/{question}/wait"), AGENT, None))
+        .call(request(
+            "GET",
+            &format!("/question/{question}/wait"),
+            AGENT,
+            None,
+        ))
         .await;
     assert_eq!(waited["answeredBy"]["name"], "alice");
 
@@ -248,7 +315,10 @@ async fn outcomes_say_who_asked_and_who_decided_in_views_events_and_history() {
         }
     }
     assert_eq!(seen[0]["properties"]["answeredBy"]["name"], "alice");
-    assert_eq!(seen[1]["properties"]["answered_by"]["name"], "bob-everywhere");
+    assert_eq!(
+        seen[1]["properties"]["answered_by"]["name"],
+        "bob-everywhere"
+    );
 
     let (_, history) = app
         .call(request("GET", "/session/mine/history", ADMIN, None))
@@ -276,5 +346,8 @@ async fn without_tokens_everyone_is_local_and_everything_works_as_before() {
     assert_eq!(status, StatusCode::OK);
     let (_, body) = app.call(super::get(&format!("/question/{id}"))).await;
     assert_eq!(body["askedBy"], json!({"name": "local", "role": "admin"}));
-    assert_eq!(body["answeredBy"], json!({"name": "local", "role": "admin"}));
+    assert_eq!(
+        body["answeredBy"],
+        json!({"name": "local", "role": "admin"})
+    );
 }

@@ -18,12 +18,12 @@
 
 use std::sync::Arc;
 
+use askbus_question::{Identity, Role};
 use axum::body::Body;
 use axum::extract::FromRequestParts;
 use axum::http::request::Parts;
 use axum::http::{HeaderMap, Request, header};
 use axum::response::{IntoResponse, Response};
-use askbus_question::{Identity, Role};
 use subtle::{Choice, ConstantTimeEq};
 use tower_http::validate_request::ValidateRequest;
 

@@ -4,8 +4,8 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use askbus_question::{
-    Answer, Answers, Identity, Outcome, QuestionId, QuestionInfo, QuestionRequest, QuestionSnapshot,
-    RequestId, ToolRef,
+    Answer, Answers, Identity, Outcome, QuestionId, QuestionInfo, QuestionRequest,
+    QuestionSnapshot, RequestId, ToolRef,
 };
 use axum::Json;
 use axum::extract::{Request, State};

@@ -7,8 +7,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use askbus_question::{
-    ApprovalRequest, Identity, QuestionId, QuestionRequest, ReplyError, RequestHub, Role,
-    Timeout,
+    ApprovalRequest, Identity, QuestionId, QuestionRequest, ReplyError, RequestHub, Role, Timeout,
 };
 use askbus_tool::{
     APPROVAL_TOOL_NAME, ApprovalTool, QUESTION_TOOL_NAME, QuestionTool, ToolContext, ToolError,
@@ -889,7 +888,12 @@ mod tests {
         let hub = RequestHub::new(Bus::new()).with_pending_limits(limits);
         let server = AskbusMcp::new(hub.clone(), McpConfig::default());
         let delete = json!({"actions": [{"name": "delete_rows", "args": {}}]});
-        let Ok(held) = server.start(Offered::Approval, "s1".into(), Identity::local(), delete.clone()) else {
+        let Ok(held) = server.start(
+            Offered::Approval,
+            "s1".into(),
+            Identity::local(),
+            delete.clone(),
+        ) else {
             panic!("the first call fits");
         };
         let result = refused(&server, Offered::Approval, delete);
@@ -914,30 +918,32 @@ mod tests {
             "question": "Deploy?", "header": "Deploy",
             "options": [{"label": "Yes", "description": ""}]
         }]});
-        let Ok(started) = server.start(Offered::Question, "s1".into(), caller.clone(), args)
-        else {
+        let Ok(started) = server.start(Offered::Question, "s1".into(), caller.clone(), args) else {
             panic!("a valid question");
         };
         let request = started.form.clone().expect("a question's form");
         // Asked as an agent of the caller's name, whatever the caller's own role.
-        assert_eq!(
-            request.asked_by,
-            Some(Identity::new("ops", Role::Agent))
-        );
+        assert_eq!(request.asked_by, Some(Identity::new("ops", Role::Agent)));
         // The client's elicitation answer is the caller's: it asked, so it may not decide.
         let accept: ElicitResult = serde_json::from_value(json!({
             "action": "accept", "content": {"q1": "Yes"}
         }))
-        .unwrap();
+        .expect("an elicitation result");
         let refusal = server
             .apply(&request, &accept, &started.decider)
             .expect_err("the asker's own client");
         assert!(refusal.contains("asked this request"), "{refusal}");
-        assert!(hub.questions().get(request.id).unwrap().outcome.is_none());
+        let pending = hub.questions().get(request.id).expect("known");
+        assert!(pending.outcome.is_none(), "still waiting for a reviewer");
         // A reviewer answers it over HTTP (here: through the hub acting as one).
         let alice = hub.acting_as(Identity::new("alice", Role::Reviewer));
-        drop(alice.questions().reply(request.id, vec![vec!["Yes".into()]]).unwrap());
-        let resolved = hub.questions().get(request.id).unwrap();
+        drop(
+            alice
+                .questions()
+                .reply(request.id, vec![vec!["Yes".into()]])
+                .expect("a reviewer answers"),
+        );
+        let resolved = hub.questions().get(request.id).expect("known");
         assert_eq!(resolved.decided_by.map(|by| by.name), Some("alice".into()));
         drop(started);
     }

@@ -582,21 +582,22 @@ impl ApprovalService {
         session_id: &str,
         reason: Option<&str>,
     ) -> Result<Vec<(OutcomeKind, Durable)>, NotAllowed> {
-        self.registry.resolve_session(session_id, &self.actor, |request| {
-            let rejectable = (0..request.action_requests.len()).all(|index| {
-                request
-                    .allowed_decisions(index)
-                    .contains(&DecisionType::Reject)
-            });
-            if !rejectable {
-                return Outcome::Cancelled;
-            }
-            let reject = Decision::Reject {
-                message: reason.map(str::to_owned),
-            };
-            let decisions = vec![reject; request.action_requests.len()];
-            Outcome::Replied(Arc::new(ApprovalReply::new(decisions)))
-        })
+        self.registry
+            .resolve_session(session_id, &self.actor, |request| {
+                let rejectable = (0..request.action_requests.len()).all(|index| {
+                    request
+                        .allowed_decisions(index)
+                        .contains(&DecisionType::Reject)
+                });
+                if !rejectable {
+                    return Outcome::Cancelled;
+                }
+                let reject = Decision::Reject {
+                    message: reason.map(str::to_owned),
+                };
+                let decisions = vec![reject; request.action_requests.len()];
+                Outcome::Replied(Arc::new(ApprovalReply::new(decisions)))
+            })
     }
 
     /// How many requests are pending.

@@ -979,10 +979,7 @@ impl<K: Kind> Registry<K> {
             let by = Some(by.clone());
             match self.inner.deciding_store() {
                 Some(store) => {
-                    resolved.push((
-                        kind,
-                        self.propose(store, &mut state, &request, outcome, by),
-                    ));
+                    resolved.push((kind, self.propose(store, &mut state, &request, outcome, by)));
                 }
                 None => deliveries.extend(
                     self.inner
@@ -1364,9 +1361,9 @@ impl<K: Kind> Drop for Ticket<K> {
     fn drop(&mut self) {
         if !self.settled && self.owns {
             // Already resolved (the outcome is waiting unread) is fine: nothing to cancel.
-            if let Ok(cancelled) = self
-                .registry
-                .resolve::<Infallible>(K::id(&self.request), None, |_| Ok(Outcome::Cancelled))
+            if let Ok(cancelled) =
+                self.registry
+                    .resolve::<Infallible>(K::id(&self.request), None, |_| Ok(Outcome::Cancelled))
             {
                 cancelled.in_background();
             }

@@ -425,7 +425,9 @@ pub enum ConfigError {
     #[error("bad {0} entry: {1}")]
     BadToken(&'static str, &'static str),
     /// Two credentials with one name.
-    #[error("two credentials are named {0:?}: names must be unique, since they say who asked and who decided")]
+    #[error(
+        "two credentials are named {0:?}: names must be unique, since they say who asked and who decided"
+    )]
     DuplicateTokenName(String),
     /// A malformed `--cors-origin`.
     #[error("--cors-origin {0}")]
@@ -583,7 +585,11 @@ impl Cli {
         }
         for (flag, role, entries) in [
             ("--agent-token", Role::Agent, entries(&self.agent_tokens)),
-            ("--reviewer-token", Role::Reviewer, entries(&self.reviewer_tokens)),
+            (
+                "--reviewer-token",
+                Role::Reviewer,
+                entries(&self.reviewer_tokens),
+            ),
         ] {
             for entry in entries {
                 tokens.push(parse_named_token(flag, role, &entry)?);
@@ -705,17 +711,29 @@ fn parse_token(entry: &str, admin_name: String) -> Result<AccessToken, ConfigErr
     let (secret, session) = secret_and_session("--token", entry)?;
     Ok(match session {
         None => AccessToken::all_sessions(secret).named(admin_name),
-        Some(session) => AccessToken::for_session(secret, session).named(format!("agent@{session}")),
+        Some(session) => {
+            AccessToken::for_session(secret, session).named(format!("agent@{session}"))
+        }
     })
 }
 
 /// One `--agent-token` or `--reviewer-token` entry: `NAME=SECRET[@SESSION_ID]`.
-fn parse_named_token(flag: &'static str, role: Role, entry: &str) -> Result<AccessToken, ConfigError> {
+fn parse_named_token(
+    flag: &'static str,
+    role: Role,
+    entry: &str,
+) -> Result<AccessToken, ConfigError> {
     let Some((name, rest)) = entry.split_once('=') else {
-        return Err(ConfigError::BadToken(flag, "expected NAME=SECRET or NAME=SECRET@SESSION_ID"));
+        return Err(ConfigError::BadToken(
+            flag,
+            "expected NAME=SECRET or NAME=SECRET@SESSION_ID",
+        ));
     };
     let name = name.trim();
-    if name.is_empty() || name.len() > 64 || name.chars().any(|c| c.is_whitespace() || c.is_control()) {
+    if name.is_empty()
+        || name.len() > 64
+        || name.chars().any(|c| c.is_whitespace() || c.is_control())
+    {
         return Err(ConfigError::BadToken(
             flag,
             "the name before `=` must be 1 to 64 characters, without whitespace or control characters",
@@ -754,7 +772,10 @@ fn secret_and_session<'a>(
         ));
     }
     if session == Some("") {
-        return Err(ConfigError::BadToken(flag, "the session after `@` is empty"));
+        return Err(ConfigError::BadToken(
+            flag,
+            "the session after `@` is empty",
+        ));
     }
     Ok((secret, session))
 }
