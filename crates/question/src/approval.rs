@@ -166,6 +166,11 @@ pub(crate) struct ApprovalKeys {
     /// answering by the key of a forgotten request then gets 404, never another request
     /// it did not see.
     dropped: u64,
+    /// Keys two requests hold, with how many do: instances sharing a store number each
+    /// session's keys on their own, so two may give one key to two requests at once. Such
+    /// a key addresses neither (404; the ids still do), so that an answer meant for one is
+    /// never taken for the other.
+    ambiguous: HashMap<Arc<str>, usize>,
 }
 
 /// Key bookkeeping of one session.
@@ -227,8 +232,7 @@ impl Kind for ApprovalRegistryKind {
     }
 
     fn remember(keys: &mut ApprovalKeys, request: &ApprovalRequest) {
-        keys.by_key
-            .insert(Arc::clone(&request.approval_key), request.id);
+        keys.hold(&request.approval_key, request.id);
         let dropped = keys.dropped;
         let session = keys
             .sessions
@@ -248,7 +252,7 @@ impl Kind for ApprovalRegistryKind {
     }
 
     fn forget(keys: &mut ApprovalKeys, request: &ApprovalRequest) {
-        keys.by_key.remove(&request.approval_key);
+        keys.release(&request.approval_key, request.id);
         if let Some(session) = keys.sessions.get_mut(&request.session_id) {
             session.remembered -= 1;
             if session.remembered == 0 {
@@ -316,8 +320,41 @@ impl ApprovalKeys {
         session.last += 1;
         session.remembered += 1;
         let key: Arc<str> = format!("{session_id}_{}", session.last).into();
-        self.by_key.insert(Arc::clone(&key), id);
+        self.hold(&key, id);
         key
+    }
+
+    /// Records that request `id` holds `key`; a key another request holds already becomes
+    /// ambiguous (see [`ambiguous`](Self::ambiguous)).
+    fn hold(&mut self, key: &Arc<str>, id: ApprovalId) {
+        if let Some(count) = self.ambiguous.get_mut(key) {
+            *count += 1;
+            return;
+        }
+        match self.by_key.get(key) {
+            Some(&holder) if holder != id => {
+                self.by_key.remove(key);
+                self.ambiguous.insert(Arc::clone(key), 2);
+                tracing::warn!(
+                    "approval key {key} names two requests ({holder} and {id}, asked through different servers at once); answer them by id"
+                );
+            }
+            _ => {
+                self.by_key.insert(Arc::clone(key), id);
+            }
+        }
+    }
+
+    /// Records that request `id`, forgotten, no longer holds `key`.
+    fn release(&mut self, key: &str, id: ApprovalId) {
+        if let Some(count) = self.ambiguous.get_mut(key) {
+            *count -= 1;
+            if *count == 0 {
+                self.ambiguous.remove(key);
+            }
+        } else if self.by_key.get(key) == Some(&id) {
+            self.by_key.remove(key);
+        }
     }
 }
 
