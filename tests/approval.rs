@@ -4,9 +4,9 @@ use std::time::Duration;
 
 use askbus::bus::Bus;
 use askbus::question::{
-    Action, ApprovalError, ApprovalReply, ApprovalReplyError, ApprovalService, ApprovalTimedOut,
-    Decision, DecisionType, EditedAction, OutcomeKind, RequestHub, RequestId, ReviewConfig,
-    SubmitError, confirmation_phrase,
+    Action, ApprovalConfig, ApprovalError, ApprovalReply, ApprovalReplyError, ApprovalService,
+    ApprovalTimedOut, Decision, DecisionType, EditedAction, OutcomeKind, RequestHub, RequestId,
+    ReviewConfig, SubmitError, confirmation_phrase,
 };
 use askbus::{QuestionInfo, Timeout};
 use futures_util::StreamExt;
@@ -210,6 +210,42 @@ async fn keys_count_each_sessions_requests_and_address_them() {
         "dropping the future cancels it"
     );
     assert!(approvals.id_for_key("nobody_1").is_none());
+}
+
+#[tokio::test]
+async fn a_key_never_names_a_second_request_once_its_first_is_forgotten() {
+    // Remembers one resolved request: each new resolution forgets the one before.
+    let approvals = ApprovalService::with_config(
+        Bus::new(),
+        ApprovalConfig {
+            retain_resolved: 1,
+            ..ApprovalConfig::default()
+        },
+    );
+    let submit = |session: &str| {
+        approvals
+            .submit(session, vec![trade(1)], vec![], Timeout::Never)
+            .unwrap()
+            .detach()
+    };
+    let approve = || ApprovalReply::new([Decision::Approve]);
+    let first = submit("a");
+    assert_eq!(&*first.approval_key, "a_1");
+    drop(approvals.reply(first.id, approve()).unwrap());
+    // Another session's outcome pushes session `a`'s last request out of memory.
+    let other = submit("b");
+    drop(approvals.reply(other.id, approve()).unwrap());
+    assert!(approvals.get(first.id).is_none(), "forgotten");
+    assert!(approvals.id_for_key("a_1").is_none());
+    // Session `a` asks again: a human who approves "a_1" (what they saw) must not approve
+    // this new request, so it gets a key never used before.
+    let second = submit("a");
+    assert_ne!(&*second.approval_key, "a_1");
+    assert!(
+        approvals.id_for_key("a_1").is_none(),
+        "the old key names nothing"
+    );
+    assert_eq!(approvals.id_for_key(&second.approval_key), Some(second.id));
 }
 
 #[tokio::test]

@@ -344,12 +344,21 @@ fn check_summary(summary: &Value, setup_id: &str, deploy_id: &str) -> Vec<Vec<St
     let replied = &summary["events"]["replied"];
     assert_eq!(
         replied["properties"],
-        json!({"sessionID": "ses_opencode_sdk", "requestID": setup_id, "answers": expected})
+        json!({
+            "sessionID": "ses_opencode_sdk",
+            "requestID": setup_id,
+            "answers": expected,
+            "answeredBy": {"name": "admin", "role": "admin"}
+        })
     );
     let rejected = &summary["events"]["rejected"];
     assert_eq!(
         rejected["properties"],
-        json!({"sessionID": "ses_opencode_deploy", "requestID": deploy_id})
+        json!({
+            "sessionID": "ses_opencode_deploy",
+            "requestID": deploy_id,
+            "answeredBy": {"name": "admin", "role": "admin"}
+        })
     );
 
     // `global.event`: the same events, wrapped with the directory.

@@ -69,6 +69,7 @@ fn resolved(request_id: &str, outcome: Outcome) -> Record {
     Record::Request(RequestEvent::Resolved {
         request_id: request_id.into(),
         outcome,
+        answered_by: None,
     })
 }
 
@@ -1021,6 +1022,7 @@ fn actions(ops: &[Op]) -> Vec<Action> {
                     tool: None,
                     created_at: 1_000_000,
                     expires_at: Some(1_600_000),
+                    asked_by: None,
                 });
                 pending.push((request.id, *count));
                 Action::Ask(request)

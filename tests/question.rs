@@ -81,6 +81,7 @@ fn check_ask(session_id: &str, questions: Vec<QuestionInfo>, expected: Expect<'_
         }
         (Ok(_), Expect::Invalid(..)) => panic!("accepted questions that should be refused"),
         (Err(SubmitError::OverQuota(exceeded)), _) => panic!("no limits, yet: {exceeded}"),
+        (Err(SubmitError::NotAllowed(refused)), _) => panic!("no roles, yet: {refused}"),
         (Err(error), Expect::Ok) => panic!("refused valid questions: {error}"),
     }
 }
@@ -1115,7 +1116,8 @@ async fn question_events_use_opencode_wire_names() {
             ],
             "tool": {"messageID": "msg_1", "callID": "call_1"},
             "createdAt": created_at,
-            "expiresAt": created_at + 600_000
+            "expiresAt": created_at + 600_000,
+            "askedBy": {"name": "local", "role": "admin"}
         })
     );
     assert!(id.to_string().starts_with("que_"));
@@ -1124,16 +1126,26 @@ async fn question_events_use_opencode_wire_names() {
         json!({
             "sessionID": "ses_1",
             "requestID": id.to_string(),
-            "answers": [["Rust"], ["Linux", "macOS"]]
+            "answers": [["Rust"], ["Linux", "macOS"]],
+            "answeredBy": {"name": "local", "role": "admin"}
         })
     );
     assert_eq!(
         frames[3]["properties"],
-        json!({"sessionID": "ses_1", "requestID": rejected.id().to_string(), "reason": "not now"})
+        json!({
+            "sessionID": "ses_1",
+            "requestID": rejected.id().to_string(),
+            "reason": "not now",
+            "answeredBy": {"name": "local", "role": "admin"}
+        })
     );
     assert_eq!(
         frames[5]["properties"],
-        json!({"sessionID": "ses_1", "requestID": rejected_silently.id().to_string()})
+        json!({
+            "sessionID": "ses_1",
+            "requestID": rejected_silently.id().to_string(),
+            "answeredBy": {"name": "local", "role": "admin"}
+        })
     );
 
     // The request JSON reads back as the same request (OpenCode clients send it back).

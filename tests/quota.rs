@@ -52,9 +52,7 @@ fn ask(
 fn exceeded<T>(refused: Result<T, SubmitError>) -> QuotaExceeded {
     match refused {
         Err(SubmitError::OverQuota(exceeded)) => exceeded,
-        Err(SubmitError::Invalid(invalid)) => {
-            panic!("refused as invalid, not for quota: {invalid}")
-        }
+        Err(refused) => panic!("refused, not for quota: {refused}"),
         Ok(_) => panic!("accepted past the limit"),
     }
 }
@@ -417,7 +415,7 @@ async fn race(hub: &RequestHub, tasks: usize, attempts: usize, cancelling: bool)
                             accepted.fetch_add(1, Ordering::SeqCst);
                         }
                         Err(SubmitError::OverQuota(_)) => {}
-                        Err(SubmitError::Invalid(invalid)) => panic!("{invalid}"),
+                        Err(refused) => panic!("{refused}"),
                     }
                 }
                 tokio::task::yield_now().await;

@@ -1,5 +1,6 @@
 //! The server binary's configuration (`askbus-server`): flags, validation, refusals.
 
+use askbus::question::{Identity, Role};
 use askbus_http::TokenScope;
 use askbus_server::{Cli, ConfigError, Demo, StoreUrl};
 use clap::Parser;
@@ -165,6 +166,81 @@ fn tokens_are_repeatable_comma_separated_and_scopable() {
     assert_eq!(settings.demo, Demo::On);
     // Secrets never show in debug output.
     assert!(!format!("{:?}", settings.http.tokens).contains("two"));
+}
+
+#[test]
+fn credentials_have_names_and_roles_and_roles_separate_duties() {
+    let identities = |args: &[&str]| {
+        let settings = settings(args).expect("valid");
+        let identities: Vec<_> = settings
+            .http
+            .tokens
+            .iter()
+            .map(|token| (token.identity().clone(), token.scope().clone()))
+            .collect();
+        (identities, settings.duties.never_the_asker)
+    };
+    // One plain token: an admin, everyone is the same identity, so no asker rule.
+    let (plain, separated) = identities(&["--token", "s3cret"]);
+    assert_eq!(
+        plain,
+        [(Identity::new("admin", Role::Admin), TokenScope::AllSessions)]
+    );
+    assert!(!separated);
+    // A scoped --token is an agent of its session: it never both asks and answers.
+    let (named, separated) = identities(&[
+        "--token",
+        "root1,root2,bot@deploy",
+        "--agent-token",
+        "agent-1=a1secret@deploy",
+        "--reviewer-token",
+        "alice=alicesecret,bob=bobsecret@deploy",
+    ]);
+    assert_eq!(
+        named,
+        [
+            (
+                Identity::new("admin-1", Role::Admin),
+                TokenScope::AllSessions
+            ),
+            (
+                Identity::new("admin-2", Role::Admin),
+                TokenScope::AllSessions
+            ),
+            (
+                Identity::new("agent@deploy", Role::Agent),
+                TokenScope::Session("deploy".into())
+            ),
+            (
+                Identity::new("agent-1", Role::Agent),
+                TokenScope::Session("deploy".into())
+            ),
+            (
+                Identity::new("alice", Role::Reviewer),
+                TokenScope::AllSessions
+            ),
+            (
+                Identity::new("bob", Role::Reviewer),
+                TokenScope::Session("deploy".into())
+            ),
+        ]
+    );
+    assert!(separated, "with roles, nobody decides what they asked");
+    let refused = |args: &[&str], expected: &str| {
+        let message = settings(args).expect_err("refused").to_string();
+        assert!(message.contains(expected), "{message:?} lacks {expected:?}");
+    };
+    refused(&["--agent-token", "nosecret"], "NAME=SECRET");
+    refused(&["--agent-token", "=secret"], "the name before `=`");
+    refused(&["--reviewer-token", "alice="], "the secret is empty");
+    refused(&["--reviewer-token", "local=secret"], "`local` names");
+    refused(
+        &["--agent-token", "twin=one", "--reviewer-token", "twin=two"],
+        "two credentials are named \"twin\"",
+    );
+    // Secrets never show in debug output.
+    let settings = settings(&["--reviewer-token", "alice=alicesecret"]).expect("valid");
+    assert!(!format!("{:?}", settings.http.tokens).contains("alicesecret"));
 }
 
 #[test]

@@ -641,6 +641,44 @@ async fn check_reject_session(stores: [Arc<dyn Store>; 3]) {
     drop(other.detach());
 }
 
+// One thread: neither instance's follower runs between the two asks.
+#[tokio::test]
+async fn a_key_two_instances_gave_at_once_addresses_neither_request() {
+    let [a, b, _c] = instances(memory_stores()).await;
+    let delete = |table: &str| vec![Action::new("delete_rows", json!({ "table": table }))];
+    // Neither has heard of the other's request yet: each numbers the session's keys alone.
+    let on_a = a
+        .hub
+        .approvals()
+        .submit("s1", delete("users"), vec![], Timeout::Never)
+        .unwrap()
+        .detach();
+    let on_b = b
+        .hub
+        .approvals()
+        .submit("s1", delete("orders"), vec![], Timeout::Never)
+        .unwrap()
+        .detach();
+    assert_eq!((&*on_a.approval_key, &*on_b.approval_key), ("s1_1", "s1_1"));
+    for instance in [&a, &b] {
+        instance.hub.caught_up().await.unwrap();
+        // A human who saw `users` and answers "s1_1" must not approve `orders`: the key
+        // names neither once both are known, and each still answers to its id.
+        assert_eq!(instance.hub.approvals().id_for_key("s1_1"), None);
+        assert!(instance.hub.approvals().get(on_a.id).is_some());
+        assert!(instance.hub.approvals().get(on_b.id).is_some());
+    }
+    // Keys given after that are unique again.
+    let next = a
+        .hub
+        .approvals()
+        .submit("s1", delete("logs"), vec![], Timeout::Never)
+        .unwrap()
+        .detach();
+    assert_eq!(&*next.approval_key, "s1_2");
+    assert_eq!(a.hub.approvals().id_for_key("s1_2"), Some(next.id));
+}
+
 /// Three handles on one in-process store.
 fn memory_stores() -> [Arc<dyn Store>; 3] {
     let store = MemoryStore::new();

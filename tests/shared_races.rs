@@ -271,7 +271,7 @@ async fn race(
             Err(DurableError::Store(error)) => panic!("the memory store failed: {error}"),
         },
         Err(ReplyError::AlreadyResolved { .. } | ReplyError::NotFound(_)) => Answered::Refused,
-        Err(ReplyError::Invalid(invalid)) => panic!("a valid answer was refused: {invalid}"),
+        Err(refused) => panic!("a valid answer was refused: {refused}"),
     };
     Some((id, answered))
 }

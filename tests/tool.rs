@@ -298,7 +298,8 @@ mod guard {
     use askbus::Timeout;
     use askbus::bus::Bus;
     use askbus::question::{
-        ApprovalReply, ApprovalService, Decision, DecisionType, EditedAction, Outcome,
+        ApprovalReply, ApprovalReplyError, ApprovalService, Decision, DecisionType, EditedAction,
+        Outcome,
     };
     use askbus::tool::{ApprovalGuard, GuardOutcome, GuardedTool, ToolContext, ToolError};
     use futures_util::FutureExt;
@@ -427,18 +428,166 @@ mod guard {
         ));
     }
 
-    #[tokio::test]
-    async fn an_edit_naming_another_tool_runs_nothing() {
-        let (guard, approvals) = guarded();
+    /// A human's edit of `s1`'s one pending call, which the service refuses with a message
+    /// containing `expected`; the call still waits for a decision.
+    fn refused_edit(approvals: &ApprovalService, args: Value, name: &str, expected: &str) {
+        let pending = approvals.list(Some("s1"));
+        assert_eq!(pending.len(), 1, "the call waits for a human");
         let edit = Decision::Edit {
             edited_action: EditedAction {
-                name: "drop_table".into(),
-                args: json!({}),
+                name: name.into(),
+                args,
             },
         };
-        let output = decide(&guard, &approvals, edit).await;
-        assert!(runs(&guard).is_empty());
-        assert!(output.text.contains("Nothing ran"), "{}", output.text);
+        let error = approvals
+            .reply(pending[0].id, ApprovalReply::new([edit]))
+            .unwrap_err();
+        assert!(
+            matches!(&error, ApprovalReplyError::Invalid(invalid) if invalid.action_index() == Some(0)),
+            "{error}"
+        );
+        assert!(
+            error.to_string().contains(expected),
+            "{error} names {expected:?}"
+        );
+        assert_eq!(approvals.list(Some("s1")).len(), 1, "still pending");
+    }
+
+    #[tokio::test]
+    async fn an_edit_naming_another_tool_or_without_an_object_is_refused_and_the_human_decides_again()
+     {
+        let (guard, approvals) = guarded();
+        let call = guard.call(ToolContext::new("s1"), json!({"table": "users"}));
+        let human = async {
+            tokio::task::yield_now().await;
+            refused_edit(
+                &approvals,
+                json!({}),
+                "drop_database",
+                r#"decisions[0].edited_action.name is "drop_database", but an `edit` keeps the action's tool "delete_rows""#,
+            );
+            refused_edit(
+                &approvals,
+                json!(["users"]),
+                "delete_rows",
+                "decisions[0].edited_action.args must be a JSON object of arguments, not an array",
+            );
+            assert!(runs(&guard).is_empty(), "nothing ran on a refused edit");
+            let pending = approvals.list(Some("s1"));
+            let edit = Decision::Edit {
+                edited_action: EditedAction {
+                    name: "delete_rows".into(),
+                    args: json!({"table": "tmp"}),
+                },
+            };
+            approvals
+                .reply(pending[0].id, ApprovalReply::new([edit]))
+                .unwrap();
+        };
+        let output = tokio::join!(call, human).0.unwrap();
+        assert_eq!(
+            runs(&guard),
+            [json!({"table": "tmp"})],
+            "the valid edit ran"
+        );
+        assert!(matches!(
+            output.outcome,
+            GuardOutcome::Ran { edited: true, .. }
+        ));
+    }
+
+    /// `search_rows`, whose runtime knows its parameters' schema: `limit` at most 100.
+    #[derive(Default)]
+    struct SearchRows {
+        runs: Mutex<Vec<Value>>,
+    }
+
+    impl GuardedTool for SearchRows {
+        fn name(&self) -> &str {
+            "search_rows"
+        }
+
+        async fn run(&self, args: Value) -> Result<String, String> {
+            self.runs.lock().unwrap().push(args);
+            Ok("found 2 rows".into())
+        }
+
+        fn args_schema(&self) -> Option<Value> {
+            Some(json!({
+                "type": "object",
+                "properties": {
+                    "table": {"type": "string"},
+                    "limit": {"type": "integer", "maximum": 100},
+                },
+                "required": ["table"],
+                "additionalProperties": false,
+            }))
+        }
+    }
+
+    #[tokio::test]
+    async fn the_tools_args_schema_checks_the_models_call_and_the_humans_edit() {
+        let approvals = ApprovalService::new(Bus::new());
+        let guard = ApprovalGuard::new(SearchRows::default(), approvals.clone());
+
+        let error = guard
+            .call(
+                ToolContext::new("s1"),
+                json!({"table": "users", "limit": 5000}),
+            )
+            .await
+            .unwrap_err();
+        let ToolError::InvalidArguments { tool, message } = &error else {
+            panic!("not an argument error: {error}");
+        };
+        assert_eq!(tool, "search_rows");
+        assert!(
+            message
+                .contains("action_requests[0].args.limit: 5000 is greater than the maximum of 100"),
+            "{message}"
+        );
+        assert_eq!(approvals.pending_count(), 0, "nothing was asked");
+
+        let call = guard.call(
+            ToolContext::new("s1"),
+            json!({"table": "users", "limit": 10}),
+        );
+        let human = async {
+            tokio::task::yield_now().await;
+            let pending = approvals.list(Some("s1"));
+            assert!(
+                pending[0].action_requests[0].args_schema.is_some(),
+                "the human sees it"
+            );
+            refused_edit(
+                &approvals,
+                json!({"table": "users", "limit": 5000}),
+                "search_rows",
+                "decisions[0].edited_action.args.limit: 5000 is greater than the maximum of 100",
+            );
+            refused_edit(
+                &approvals,
+                json!({"limit": 5}),
+                "search_rows",
+                "decisions[0].edited_action.args: \"table\" is a required property",
+            );
+            let edit = Decision::Edit {
+                edited_action: EditedAction {
+                    name: "search_rows".into(),
+                    args: json!({"table": "users", "limit": 100}),
+                },
+            };
+            approvals
+                .reply(pending[0].id, ApprovalReply::new([edit]))
+                .unwrap();
+        };
+        let output = tokio::join!(call, human).0.unwrap();
+        assert_eq!(
+            *guard.tool().runs.lock().unwrap(),
+            [json!({"table": "users", "limit": 100})],
+            "only the edit that fits ran"
+        );
+        assert!(output.text.ends_with("found 2 rows"), "{}", output.text);
     }
 
     #[tokio::test]
@@ -723,18 +872,84 @@ mod approval_tool {
     async fn edit_tells_the_model_to_run_the_humans_call_instead() {
         let output = decide(
             delete_users(),
-            ApprovalReply::new([edit("archive_rows", json!({"older_than_days": 30}))]),
+            ApprovalReply::new([edit("delete_rows", json!({"table": "sessions"}))]),
         )
         .await;
         assert_eq!(
             output.text,
-            r#"A human replaced this call to `delete_rows` with {"table":"users"}: run `archive_rows` with {"older_than_days":30} instead, not your original call."#
+            r#"A human replaced this call to `delete_rows` with {"table":"users"}: run `delete_rows` with {"table":"sessions"} instead, not your original call."#
         );
         assert_eq!(
             serde_json::to_value(&output.outcome).unwrap(),
             json!({"status": "decided", "decisions": [{"type": "edit", "edited_action":
-                {"name": "archive_rows", "args": {"older_than_days": 30}}}]})
+                {"name": "delete_rows", "args": {"table": "sessions"}}}]})
         );
+    }
+
+    #[tokio::test]
+    async fn edits_are_checked_as_on_every_way_in_and_the_call_waits_for_one_that_fits() {
+        let (approvals, tool) = tool();
+        let schema = json!({
+            "type": "object",
+            "properties": {"limit": {"type": "integer", "maximum": 100}},
+        });
+        let call = tool
+            .submit(
+                ToolContext::new("s1"),
+                json!({"actions": [{"name": "search", "args": {"limit": 10}, "args_schema": schema}]}),
+            )
+            .unwrap();
+        let id = call.request().id;
+        for (decision, expected) in [
+            (
+                edit("drop_database", json!({})),
+                r#"decisions[0].edited_action.name is "drop_database", but an `edit` keeps the action's tool "search""#,
+            ),
+            (
+                edit("search", json!("limit=5")),
+                "decisions[0].edited_action.args must be a JSON object of arguments, not a string",
+            ),
+            (
+                edit("search", json!({"limit": 5000})),
+                "decisions[0].edited_action.args.limit: 5000 is greater than the maximum of 100",
+            ),
+        ] {
+            let error = approvals
+                .reply(id, ApprovalReply::new([decision]))
+                .unwrap_err();
+            assert!(
+                error.to_string().contains(expected),
+                "{error} names {expected:?}"
+            );
+        }
+        assert_eq!(approvals.pending_count(), 1, "still waiting for the human");
+        approvals
+            .reply(
+                id,
+                ApprovalReply::new([edit("search", json!({"limit": 50}))]),
+            )
+            .unwrap();
+        assert!(
+            call.await
+                .unwrap()
+                .text
+                .contains(r#"run `search` with {"limit":50} instead"#)
+        );
+
+        // Arguments the model's own schema refuses are its error: nothing is asked.
+        let error = tool
+            .submit(
+                ToolContext::new("s1"),
+                json!({"actions": [{"name": "search", "args": {"limit": 500}, "args_schema": schema}]}),
+            )
+            .unwrap_err();
+        assert!(
+            error
+                .to_string()
+                .contains("action_requests[0].args.limit: 500 is greater than the maximum of 100"),
+            "{error}"
+        );
+        assert_eq!(approvals.pending_count(), 0);
     }
 
     #[tokio::test]

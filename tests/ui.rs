@@ -36,6 +36,12 @@
 //! over HTTP, as an agent in another process would. Screenshots of the main views land in
 //! `<target>/ui-screenshots/` for a human to look at.
 //!
+//! Roles (`tests/ui/roles.mjs`, a test of its own): a server with agent, reviewer and
+//! admin tokens, never the asker deciding; agents ask over HTTP with their tokens, the
+//! page names who asked each card and who answered it (the card, the other tab's card, the
+//! timeline live and from the history), and a tab holding an agent's token that answers
+//! is asked for a reviewer's token; the server's records are checked against the page.
+//!
 //! Needs Node.js 20+ with npm, the npm registry the first time, and the `chromium` Debian
 //! package (`cargo xtask ci` installs it when it is missing).
 
@@ -46,8 +52,8 @@ use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use askbus::question::{
-    Action, ApprovalConfig, ApprovalError, ApprovalReply, DecisionType, Outcome, PendingApproval,
-    PendingQuestion, QuestionConfig, QuestionId, RequestHub, ReviewConfig,
+    Action, ApprovalConfig, ApprovalError, ApprovalReply, DecisionType, Duties, Identity, Outcome,
+    PendingApproval, PendingQuestion, QuestionConfig, QuestionId, RequestHub, ReviewConfig, Role,
 };
 use askbus::{AskError, Bus, QuestionInfo, QuestionOption, Timeout};
 use askbus_http::{AccessToken, HttpConfig};
@@ -126,6 +132,120 @@ fn the_web_ui_answers_questions_in_chromium() {
         drive(&package).await;
     });
     eprintln!("ui: done in {:.1?}", started.elapsed());
+}
+
+/// The tokens of the server with roles (`tests/ui/roles.mjs`): two agents, a reviewer, an
+/// admin (who reads the outcomes here).
+const ROLES_AGENT: &str = "ui-agent-1-token-0123456789";
+const ROLES_AGENT2: &str = "ui-agent-2-token-0123456789";
+const ROLES_REVIEWER: &str = "ui-alice-token-0123456789";
+const ROLES_ADMIN: &str = "ui-admin-token-0123456789";
+/// The second agent's name: agent-controlled text with a right-to-left override.
+const ROLES_AGENT2_NAME: &str = "agent-2\u{202e}gpj.exe";
+/// Limit of the roles browser run (it takes a few seconds).
+const ROLES_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// On a server with roles, the page names who asked each request and who answered it, and
+/// an agent's token that tries to answer is asked for a reviewer's (`tests/ui/roles.mjs`).
+#[test]
+fn the_web_ui_names_who_asked_and_who_answered() {
+    node::check_node();
+    assert!(
+        Path::new(CHROMIUM).is_file(),
+        "{CHROMIUM} is missing: the browser tests of the web UI drive Debian's chromium. \
+         `cargo xtask ci` installs it; by hand: `sudo apt-get install -y chromium`"
+    );
+    let package = Path::new(env!("CARGO_MANIFEST_DIR")).join("ui");
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("a tokio runtime");
+    runtime.block_on(async {
+        node::npm_ci(&package, "playwright-core").await;
+        drive_roles(&package).await;
+    });
+}
+
+/// Serves askbus with roles as the server does with `--agent-token` and `--reviewer-token`
+/// (never the asker deciding), runs `roles.mjs`, then reads the outcomes from the server.
+async fn drive_roles(package: &Path) {
+    let shutdown = CancellationToken::new();
+    let hub = RequestHub::new(Bus::new()).with_duties(Duties {
+        never_the_asker: true,
+    });
+    let config = HttpConfig {
+        tokens: vec![
+            AccessToken::all_sessions(ROLES_ADMIN),
+            AccessToken::new(ROLES_AGENT, Identity::new("agent-1", Role::Agent)),
+            AccessToken::new(ROLES_AGENT2, Identity::new(ROLES_AGENT2_NAME, Role::Agent)),
+            AccessToken::new(ROLES_REVIEWER, Identity::new("alice", Role::Reviewer)),
+        ],
+        ..HttpConfig::default()
+    };
+    let address = serve(hub.clone(), config, &shutdown).await;
+    let url = format!("http://{address}");
+    let run = Command::new("node")
+        .arg("roles.mjs")
+        .current_dir(package)
+        .env("ASKBUS_UI_ROLES_URL", &url)
+        .env("ASKBUS_UI_AGENT_TOKEN", ROLES_AGENT)
+        .env("ASKBUS_UI_AGENT2_TOKEN", ROLES_AGENT2)
+        .env("ASKBUS_UI_REVIEWER_TOKEN", ROLES_REVIEWER)
+        .env("ASKBUS_UI_CHROMIUM", CHROMIUM)
+        .kill_on_drop(true)
+        .output();
+    let output = tokio::time::timeout(ROLES_TIMEOUT, run)
+        .await
+        .unwrap_or_else(|_| panic!("roles.mjs took longer than {ROLES_TIMEOUT:?}"))
+        .expect("run node roles.mjs");
+    let log = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        output.status.success(),
+        "roles.mjs failed ({}); log:\n{log}",
+        output.status
+    );
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let done: Value = serde_json::from_str(stdout.trim()).unwrap_or_else(|error| {
+        panic!("roles.mjs printed no `done` line ({error}): {stdout}; log:\n{log}")
+    });
+
+    // What the page showed is what the server recorded.
+    let http = reqwest::Client::new();
+    let resolved = |id: &Value| {
+        let request = http
+            .get(format!("{url}/question/{}", id.as_str().expect("an id")))
+            .bearer_auth(ROLES_ADMIN)
+            .send();
+        async move {
+            let response = request.await.expect("GET /question/{id}");
+            assert!(response.status().is_success(), "{}", response.status());
+            response.json::<Value>().await.expect("a question")
+        }
+    };
+    let answered = resolved(&done["done"]["answered"]).await;
+    assert_eq!(answered["status"], "replied", "{answered}");
+    assert_eq!(answered["answers"], json!([["Yes"]]), "{answered}");
+    assert_eq!(
+        answered["askedBy"],
+        json!({"name": "agent-1", "role": "agent"})
+    );
+    assert_eq!(
+        answered["answeredBy"],
+        json!({"name": "alice", "role": "reviewer"})
+    );
+    let declined = resolved(&done["done"]["declined"]).await;
+    assert_eq!(declined["status"], "rejected", "{declined}");
+    assert_eq!(
+        declined["askedBy"],
+        json!({"name": ROLES_AGENT2_NAME, "role": "agent"})
+    );
+    assert_eq!(
+        declined["answeredBy"],
+        json!({"name": "alice", "role": "reviewer"})
+    );
+    assert_eq!(hub.questions().pending_count(), 0);
+    shutdown.cancel();
 }
 
 /// Which served askbus a case is asked on.
@@ -877,6 +997,9 @@ fn question_outcome_json(outcome: Result<Vec<Vec<String>>, AskError>) -> Value {
         Err(AskError::OverQuota(exceeded)) => {
             json!({"error": {"kind": "over_quota", "reason": exceeded.to_string()}})
         }
+        Err(AskError::NotAllowed(refused)) => {
+            json!({"error": {"kind": "not_allowed", "reason": refused.to_string()}})
+        }
     }
 }
 
@@ -894,6 +1017,9 @@ fn approval_outcome_json(outcome: Result<ApprovalReply, ApprovalError>) -> Value
         }
         Err(ApprovalError::OverQuota(exceeded)) => {
             json!({"error": {"kind": "over_quota", "reason": exceeded.to_string()}})
+        }
+        Err(ApprovalError::NotAllowed(refused)) => {
+            json!({"error": {"kind": "not_allowed", "reason": refused.to_string()}})
         }
     }
 }

@@ -365,3 +365,177 @@ async fn a_lone_edit_never_stands_for_another_action() {
     );
     assert_eq!(decisions[1], Decision::Approve);
 }
+
+/// `search_rows`, with its parameters' schema: a `table`, and a `limit` of at most 100.
+fn search_schema() -> Value {
+    json!({
+        "type": "object",
+        "properties": {
+            "table": {"type": "string"},
+            "limit": {"type": "integer", "maximum": 100},
+        },
+        "required": ["table"],
+    })
+}
+
+#[tokio::test]
+async fn an_edit_over_http_or_resume_is_checked_as_in_process_and_a_refused_one_leaves_it_pending()
+{
+    let app = TestApp::new();
+    let create = json!({
+        "session_id": "s1",
+        "action_requests": [{"name": "search_rows", "args": {"table": "users", "limit": 10},
+                             "args_schema": search_schema()}],
+    });
+    let (status, created) = app.call(post_json("/approval", &create)).await;
+    assert_eq!(status, StatusCode::OK, "{created}");
+    assert_eq!(
+        created["action_requests"][0]["args_schema"],
+        search_schema()
+    );
+    let id = created["id"].as_str().unwrap().to_owned();
+    let reply_uri = format!("/approval/{id}/reply");
+    let edit = |name: &str, args: Value| json!({"decisions": [{"type": "edit", "edited_action": {"name": name, "args": args}}]});
+
+    for (body, expected) in [
+        (
+            edit("drop_database", json!({"table": "users"})),
+            r#"decisions[0].edited_action.name is "drop_database", but an `edit` keeps the action's tool "search_rows""#,
+        ),
+        (
+            edit("search_rows", json!([1, 2])),
+            "decisions[0].edited_action.args must be a JSON object of arguments, not an array",
+        ),
+        (
+            edit("search_rows", json!(null)),
+            "decisions[0].edited_action.args must be a JSON object of arguments, not null",
+        ),
+        (
+            edit("search_rows", json!({"table": "users", "limit": 5000})),
+            "decisions[0].edited_action.args.limit: 5000 is greater than the maximum of 100",
+        ),
+        (
+            edit("search_rows", json!({"limit": 5})),
+            r#"decisions[0].edited_action.args: "table" is a required property"#,
+        ),
+    ] {
+        let (status, error) = app.call(post_json(&reply_uri, &body)).await;
+        assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{body}");
+        assert_eq!(error["code"], "invalid", "{error}");
+        let message = error["message"].as_str().unwrap();
+        assert!(message.contains(expected), "{message:?} names {expected:?}");
+        let (_, got) = app.call(get(&format!("/approval/{id}"))).await;
+        assert_eq!(got["status"], "pending", "a refused edit changes nothing");
+    }
+
+    // A session resume with decisions passes the same check.
+    let resume = json!({"input": edit("drop_database", json!({"table": "users"}))});
+    let (status, error) = app.call(post_json("/session/s1/resume", &resume)).await;
+    assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{error}");
+    assert!(
+        error["message"]
+            .as_str()
+            .unwrap()
+            .contains("an `edit` keeps the action's tool"),
+        "{error}"
+    );
+
+    let fits = edit("search_rows", json!({"table": "users", "limit": 100}));
+    let (status, body) = app.call(post_json(&reply_uri, &fits)).await;
+    assert_eq!((status, body), (StatusCode::OK, json!(true)));
+    let (_, waited) = app
+        .call(get(&format!("/approval/{id}/wait?timeout=1")))
+        .await;
+    assert_eq!(waited["status"], "replied");
+    assert_eq!(
+        waited["decisions"], fits["decisions"],
+        "the asker gets the edited args"
+    );
+}
+
+#[tokio::test]
+async fn a_schema_that_cannot_be_used_or_that_refuses_its_own_args_is_422_and_nothing_is_fetched() {
+    // A server the schema points at: it must never see a connection.
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    listener.set_nonblocking(true).unwrap();
+    let remote = format!("http://{}/schema.json", listener.local_addr().unwrap());
+
+    let app = TestApp::new();
+    let create = |args: Value, schema: Value| {
+        json!({"session_id": "s", "action_requests": [
+            {"name": "read", "args": {}},
+            {"name": "search_rows", "args": args, "args_schema": schema},
+        ]})
+    };
+    for (body, expected) in [
+        (
+            create(json!({"table": "users"}), json!({"type": "tabular"})),
+            "action 2 (\"search_rows\"): action_requests[1].args_schema is not a JSON Schema this server can use",
+        ),
+        (
+            create(json!({"table": "users"}), json!({"minimum": "five"})),
+            "action_requests[1].args_schema is not a JSON Schema",
+        ),
+        (
+            create(json!({"table": "users"}), json!({"$ref": remote})),
+            "action_requests[1].args_schema is not a JSON Schema this server can use (it must fit its meta-schema and refer to nothing outside itself)",
+        ),
+        (
+            create(
+                json!({"table": "users"}),
+                json!({"$schema": remote, "type": "object"}),
+            ),
+            "action_requests[1].args_schema is not a JSON Schema",
+        ),
+        (
+            create(json!({"table": "users", "limit": 500}), search_schema()),
+            "action 2 (\"search_rows\"): its args do not fit its own args_schema: action_requests[1].args.limit: 500 is greater than the maximum of 100",
+        ),
+        (
+            create(json!({"limit": 5}), search_schema()),
+            r#"action_requests[1].args: "table" is a required property"#,
+        ),
+    ] {
+        let (status, error) = app.call(post_json("/approval", &body)).await;
+        assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{body}");
+        assert_eq!(error["code"], "invalid", "{error}");
+        let message = error["message"].as_str().unwrap();
+        assert!(message.contains(expected), "{message:?} names {expected:?}");
+    }
+    assert_eq!(
+        app.hub.approvals().pending_count(),
+        0,
+        "nothing was created"
+    );
+    assert_eq!(
+        listener.accept().map(|_| ()).unwrap_err().kind(),
+        std::io::ErrorKind::WouldBlock,
+        "the schema's server was never contacted"
+    );
+
+    // A `$ref` within the schema itself is fine.
+    let local = json!({
+        "$defs": {"limit": {"type": "integer", "maximum": 100}},
+        "type": "object",
+        "properties": {"limit": {"$ref": "#/$defs/limit"}},
+    });
+    let (status, created) = app
+        .call(post_json("/approval", &create(json!({"limit": 5}), local)))
+        .await;
+    assert_eq!(status, StatusCode::OK, "{created}");
+    let reply = json!({"decisions": [{"type": "approve"},
+        {"type": "edit", "edited_action": {"name": "search_rows", "args": {"limit": 101}}}]});
+    let (status, error) = app
+        .call(post_json(
+            &format!("/approval/{}/reply", created["id"].as_str().unwrap()),
+            &reply,
+        ))
+        .await;
+    assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY);
+    assert!(
+        error["message"].as_str().unwrap().contains(
+            "decisions[1].edited_action.args.limit: 101 is greater than the maximum of 100"
+        ),
+        "{error}"
+    );
+}

@@ -1,9 +1,10 @@
-//! `GET /audit`: the receipts of decisions, unsealed then sealed, paged, and who may read them.
+//! `GET /audit`: the receipts of decisions, unsealed then sealed, paged, and who may read
+//! them.
 
 use std::sync::Arc;
 
 use askbus::bus::Bus;
-use askbus::question::{ApprovalConfig, QuestionConfig, RequestHub, Timeout};
+use askbus::question::{ApprovalConfig, Identity, QuestionConfig, RequestHub, Role, Timeout};
 use askbus_audit::{AuditLine, Sealer, SigningKey};
 use askbus_http::{AccessToken, HttpConfig};
 use axum::body::Body;
@@ -14,6 +15,9 @@ use super::{TestApp, get, language};
 
 const ADMIN: &str = "admin-secret-0123456789";
 const SCOPED: &str = "scoped-secret-0123456789";
+const REVIEWER: &str = "reviewer-secret-0123456789";
+const AGENT: &str = "agent-secret-0123456789";
+const SCOPED_REVIEWER: &str = "scoped-reviewer-secret-0123456789";
 
 /// A router over a hub recording in a memory store, with an all-sessions and a scoped
 /// token, and `answered` questions answered.
@@ -32,6 +36,10 @@ async fn app_with_answers(answered: usize) -> TestApp {
             tokens: vec![
                 AccessToken::all_sessions(ADMIN),
                 AccessToken::for_session(SCOPED, "mine"),
+                AccessToken::new(REVIEWER, Identity::new("alice", Role::Reviewer)),
+                AccessToken::new(AGENT, Identity::new("bot", Role::Agent)),
+                AccessToken::new(SCOPED_REVIEWER, Identity::new("bob", Role::Reviewer))
+                    .in_session("mine"),
             ],
             ..HttpConfig::default()
         },
@@ -137,16 +145,26 @@ async fn pages_follow_the_cursor_and_bad_paging_is_400() {
     }
 }
 
+/// Admins and reviewers with a token for every session read the log; agents, and tokens
+/// of one session, are 403; no token is 401.
 #[tokio::test]
-async fn only_a_token_for_every_session_reads_the_log() {
+async fn only_admins_and_reviewers_read_the_log() {
     let app = app_with_answers(1).await;
-    let (status, body) = app.call(with_token("/audit", SCOPED)).await;
-    assert_eq!(status, StatusCode::FORBIDDEN, "{body}");
-    assert_eq!(body["code"], "forbidden");
+    for (token, expected) in [
+        (ADMIN, StatusCode::OK),
+        (REVIEWER, StatusCode::OK),
+        (AGENT, StatusCode::FORBIDDEN),
+        (SCOPED, StatusCode::FORBIDDEN),
+        (SCOPED_REVIEWER, StatusCode::FORBIDDEN),
+    ] {
+        let (status, body) = app.call(with_token("/audit", token)).await;
+        assert_eq!(status, expected, "{token}: {body}");
+        if expected == StatusCode::FORBIDDEN {
+            assert_eq!(body["code"], "forbidden", "{token}");
+        }
+    }
     let (status, _) = app.call(get("/audit")).await;
     assert_eq!(status, StatusCode::UNAUTHORIZED);
-    let (status, _) = app.call(with_token("/audit", ADMIN)).await;
-    assert_eq!(status, StatusCode::OK);
 }
 
 #[tokio::test]

@@ -1,5 +1,6 @@
 //! Bearer tokens: missing, unknown, and session-scoped.
 
+use askbus::question::{Identity, Role};
 use askbus_http::{AccessToken, HttpConfig};
 use axum::body::Body;
 use axum::http::{Request, StatusCode, header};
@@ -14,7 +15,8 @@ fn app() -> TestApp {
     TestApp::with_config(HttpConfig {
         tokens: vec![
             AccessToken::all_sessions(ADMIN),
-            AccessToken::for_session(SCOPED, "mine"),
+            // A human reviewing one session: it decides there, and sees nothing else.
+            AccessToken::new(SCOPED, Identity::new("scoped", Role::Reviewer)).in_session("mine"),
         ],
         ..HttpConfig::default()
     })

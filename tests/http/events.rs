@@ -45,7 +45,12 @@ async fn the_first_frame_is_server_connected_then_every_event() {
     assert_event(&replied, "question.replied");
     assert_eq!(
         replied.data["properties"],
-        json!({"sessionID": "s1", "requestID": id.to_string(), "answers": [["Rust"]]})
+        json!({
+            "sessionID": "s1",
+            "requestID": id.to_string(),
+            "answers": [["Rust"]],
+            "answeredBy": {"name": "local", "role": "admin"}
+        })
     );
     drop(pending);
 }

@@ -19,6 +19,9 @@ mod openapi;
 mod pending;
 // Quotas: 429 for creates past a pending limit, 503 and 429 for streams past their slots.
 mod quotas;
+// Roles: agents never decide, reviewers never ask, nobody decides what they asked; who
+// asked and who decided in views, events and history.
+mod roles;
 // Question, session and health routes on the happy path.
 mod routes;
 // The site guard: foreign Hosts, cross-site requests, non-JSON bodies.

@@ -8,6 +8,7 @@ use askbus::question::{
     Action, ApprovalConfig, ApprovalError, Decision, DecisionType, QuestionConfig, RequestHub,
     ReviewConfig,
 };
+use askbus::question::{Identity, Role};
 use askbus::{AskError, Bus, Timeout};
 use askbus_http::{AccessToken, HttpConfig};
 use askbus_store::{OutcomeState, SqliteStore, Store};
@@ -227,7 +228,8 @@ fn scoped_app() -> TestApp {
     TestApp::with_config(HttpConfig {
         tokens: vec![
             AccessToken::all_sessions(ADMIN),
-            AccessToken::for_session(SCOPED, "mine"),
+            // A human reviewing one session: it decides there, and sees nothing else.
+            AccessToken::new(SCOPED, Identity::new("scoped", Role::Reviewer)).in_session("mine"),
         ],
         ..HttpConfig::default()
     })

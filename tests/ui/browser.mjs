@@ -572,7 +572,7 @@ const scenarios = {
     await timelineLive(page);
     await timelineReads(page, [
       `tl-question: Waiting for your answer. Answer it Migrations ${migrations}`,
-      `tl-question: Cache ${cache} Delete`,
+      `tl-question: answered by local Cache ${cache} Delete`,
       'tl-question: Waiting for your answer. Answer it Notify Notify the team now?',
     ]);
     assert.equal(cursorsSent['/session/ui-drop/history'].length, 1);
@@ -586,9 +586,9 @@ const scenarios = {
     await declined.getByRole('button', { name: 'Decline question' }).click();
     await resolvedAs(declined, 'You declined');
     await timelineReads(page, [
-      `tl-question: Migrations ${migrations} Keep`,
-      `tl-question: Cache ${cache} Delete`,
-      'tl-question: Declined Notify Notify the team now?',
+      `tl-question: answered by local Migrations ${migrations} Keep`,
+      `tl-question: answered by local Cache ${cache} Delete`,
+      'tl-question: Declined declined by local Notify Notify the team now?',
     ]);
     assert.deepEqual(await agent.outcome('drop1'), { answers: [['Keep']] });
     assert.deepEqual(await agent.outcome('drop2'), { answers: [['Delete']] });
@@ -771,7 +771,7 @@ const scenarios = {
     assert.deepEqual(await agent.outcome('auth'), { answers: [['Approve the plan']] });
     // The session's timeline, loaded and streamed with the token, shows the answer too.
     await timelineLive(page);
-    await timelineReads(page, ['tl-question: Plan Go ahead with the migration plan? Approve the plan']);
+    await timelineReads(page, ['tl-question: answered by admin Plan Go ahead with the migration plan? Approve the plan']);
 
     // The token stays for this tab: a reload needs no prompt.
     await page.reload();
@@ -883,7 +883,7 @@ const scenarios = {
     };
     assert.deepEqual(await agent.outcome('approval'), decisions);
     await timelineReads(page, [
-      'group running expanded: Send email ˅ Approval: Send email, Execute trade, Delete rows Responded: Send it after the release notes are out; Approved with edited arguments: {"symbol":"VNM","quantity":10,"side":"buy"}; Rejected: Keep the users table [Approval: Send email, Execute trade, Delete rows / Responded: Send it after the release notes are out; Approved with edited arguments: {"symbol":"VNM","quantity":10,"side":"buy"}; Rejected: Keep the users table]',
+      'group running expanded: Send email ˅ Approval: Send email, Execute trade, Delete rows Responded: Send it after the release notes are out; Approved with edited arguments: {"symbol":"VNM","quantity":10,"side":"buy"}; Rejected: Keep the users table decided by local [Approval: Send email, Execute trade, Delete rows / Responded: Send it after the release notes are out; Approved with edited arguments: {"symbol":"VNM","quantity":10,"side":"buy"}; Rejected: Keep the users table / decided by local]',
     ]);
     await page.close();
   },
@@ -927,8 +927,11 @@ const scenarios = {
     await shoot(page, 'approval-phone');
 
     // The timeline's button leads to the card; a frame arriving meanwhile keeps its focus.
-    const group = (health, deploy, outcome) =>
-      `group running expanded: Deploy release ˅ Check health Deploy release Approval: Deploy release ${outcome} [${health} Check health | ${deploy} Deploy release | Approval: Deploy release / ${outcome}]`;
+    // `by`: who decided it, the line under the outcome once resolved.
+    const group = (health, deploy, outcome, by) => {
+      const lines = by ? `${outcome} / ${by}` : outcome;
+      return `group running expanded: Deploy release ˅ Check health Deploy release Approval: Deploy release ${by ? `${outcome} ${by}` : outcome} [${health} Check health | ${deploy} Deploy release | Approval: Deploy release / ${lines}]`;
+    };
     const waiting = 'Waiting for your decision. Review it';
     await timelineReads(page, [group('pending', 'pending', waiting)]);
     const reviewIt = page.locator('#timeline').getByRole('button', { name: 'Review it: approval of deploy_release', exact: true });
@@ -950,7 +953,7 @@ const scenarios = {
     await resolvedAs(review, 'You sent your decision');
     assert.equal(await page.evaluate(() => document.activeElement.dataset.id), request.id, 'focus stays on the card');
     assert.deepEqual(await agent.outcome('phone_approval'), { decisions: [{ type: 'reject', message }] });
-    await timelineReads(page, [group('success', 'error', `Rejected: ${message}`)]);
+    await timelineReads(page, [group('success', 'error', `Rejected: ${message}`, 'decided by local')]);
     assert.equal(await review.locator('dd').textContent(), `Rejected: ${message}`);
     await assertFits(page);
     await page.close();
@@ -1084,7 +1087,7 @@ const scenarios = {
     await radio(form, /VN30/).check();
     await form.getByRole('button', { name: 'Submit answer' }).click();
     assert.deepEqual(await agent.outcome('timeline_question'), { answers: [['VN30']] });
-    const resolvedQuestion = 'tl-question: Index Which index should the report cover? VN30';
+    const resolvedQuestion = 'tl-question: answered by local Index Which index should the report cover? VN30';
     await timelineReads(page, [user, remark, firstGroup, resolvedQuestion]);
 
     // The next tool opens a new group; its approval is inside it until decided.
@@ -1106,7 +1109,7 @@ const scenarios = {
       remark,
       firstGroup,
       resolvedQuestion,
-      'group done collapsed: Publish the report › [success Publish the report | Approval: Publish report / Approved]',
+      'group done collapsed: Publish the report › [success Publish the report | Approval: Publish report / Approved / decided by local]',
       'tl-text final: VNINDEX rose 2.69% today.',
     ];
     await timelineReads(page, done);
@@ -1402,7 +1405,7 @@ const scenarios = {
     await timelineReads(page, [
       waiting[0],
       waiting[1],
-      'tl-question: Branches What should happen to the merged branches? Delete them',
+      'tl-question: answered by local Branches What should happen to the merged branches? Delete them',
       after[3],
     ]);
     await page.close();

@@ -10,7 +10,7 @@ use std::sync::Arc;
 
 use askbus_question::{
     Action, ApprovalId, ApprovalReply, ApprovalReplyError, ApprovalRequest, ApprovalSnapshot,
-    Decision, Outcome, RequestId, ReviewConfig,
+    Decision, Identity, Outcome, RequestId, ReviewConfig,
 };
 use axum::Json;
 use axum::extract::State;
@@ -66,6 +66,9 @@ pub(crate) struct ApprovalStatus {
     /// Free text the human added to the reply.
     #[serde(skip_serializing_if = "Option::is_none")]
     user_edit_content: Option<String>,
+    /// Who decided (or cancelled) it, once resolved.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    answered_by: Option<Identity>,
 }
 
 /// List pending approval requests, ascending by id: all of them, or one page with `limit`.
@@ -170,14 +173,21 @@ pub(crate) async fn wait(
         Some(outcome) => Some(outcome.map_err(ApiError::from)?),
         None => None,
     };
+    // Who decided is in the registry's record of the outcome, read back once it came.
+    let decided_by = outcome
+        .as_ref()
+        .and_then(|_| state.inner.hub.approvals().get(id))
+        .and_then(|resolved| resolved.decided_by);
     Ok(Json(ApprovalStatus::from(ApprovalSnapshot {
         request: snapshot.request,
         outcome,
+        decided_by,
     })))
 }
 
 /// Decide a pending approval request: one decision per action, by position (fewer are
-/// filled with the first).
+/// filled with the first). An `edit` keeps the action's tool and gives it other `args`: a
+/// JSON object that fits the action's `args_schema`, if it has one.
 #[utoipa::path(
     post,
     path = "/approval/{id}/reply",
@@ -191,7 +201,7 @@ pub(crate) async fn wait(
         (status = 404, description = "No such request (or not visible to this token)", body = crate::error::ErrorBody),
         (status = 409, description = "Already decided, timed out or cancelled", body = crate::error::ErrorBody),
         (status = 415, description = "Not JSON", body = crate::error::ErrorBody),
-        (status = 422, description = "A decision the action does not allow, too many decisions, or a lone `edit` for several actions", body = crate::error::ErrorBody),
+        (status = 422, description = "A decision the action does not allow, too many decisions, a lone `edit` for several actions, or an `edit` that names another tool, whose `args` are not an object or do not fit the action's `args_schema` (the message names the field); the request stays pending", body = crate::error::ErrorBody),
         (status = 503, description = "The decision could not be stored durably", body = crate::error::ErrorBody),
     ),
     security(("bearer" = []), ())
@@ -204,7 +214,7 @@ pub(crate) async fn reply(
 ) -> Result<Json<bool>, ApiError> {
     let id = visible(&state, &caller, &key).await?.request.id;
     // 200 only once the decision is durable.
-    state.inner.hub.approvals().reply(id, reply)?.await?;
+    state.hub_for(&caller).approvals().reply(id, reply)?.await?;
     Ok(Json(true))
 }
 
@@ -228,7 +238,7 @@ pub(crate) async fn reply(
         (status = 403, description = "The token is scoped to another session", body = crate::error::ErrorBody),
         (status = 415, description = "Not JSON", body = crate::error::ErrorBody),
         (status = 409, description = "The first action's `tool_use_id` already asked about other calls in this session (`call_id_reused`)", body = crate::error::ErrorBody),
-        (status = 422, description = "The request cannot be made", body = crate::error::ErrorBody),
+        (status = 422, description = "The request cannot be made: also an `args_schema` that is no JSON Schema or refers outside itself (nothing is fetched), or `args` that do not fit their own `args_schema`", body = crate::error::ErrorBody),
         (status = 429, description = "Too many requests are pending in the session, for the token or on the server (`quota`)", body = crate::error::ErrorBody, headers(("Retry-After" = u64, description = "Seconds to wait before trying again"))),
         (status = 503, description = "The request could not be stored durably", body = crate::error::ErrorBody),
     ),
@@ -241,7 +251,7 @@ pub(crate) async fn create(
 ) -> Result<Json<Arc<ApprovalRequest>>, ApiError> {
     caller.act_for(&body.session_id)?;
     let timeout = body.timeout.timeout()?;
-    let mut pending = state.asking_hub(&caller).approvals().submit(
+    let mut pending = state.hub_for(&caller).approvals().submit(
         body.session_id,
         body.action_requests,
         body.review_configs,
@@ -279,7 +289,7 @@ async fn visible(
         }
     };
     found
-        .filter(|snapshot| caller.0.allows(&snapshot.request.session_id))
+        .filter(|snapshot| caller.0.scope.allows(&snapshot.request.session_id))
         .ok_or_else(|| not_found(key))
 }
 
@@ -299,6 +309,7 @@ impl From<ApprovalReplyError> for ApiError {
                 Self::new(ErrorCode::AlreadyResolved, error.to_string())
             }
             ApprovalReplyError::Invalid(invalid) => Self::from(invalid),
+            ApprovalReplyError::NotAllowed(refused) => Self::from(refused),
         }
     }
 }
@@ -328,6 +339,7 @@ impl From<ApprovalSnapshot> for ApprovalStatus {
             status,
             decisions,
             user_edit_content,
+            answered_by: snapshot.decided_by,
         }
     }
 }

@@ -13,11 +13,12 @@
 //! this page is the last. Entries are never deleted, so a client that follows the cursor
 //! reads every entry exactly once.
 //!
-//! Who may read it is decided by [`may_read_audit`]: the log holds every session's
-//! decisions, so a token scoped to one session may not. A server without a store keeps no
+//! Who may read it is decided by [`may_read_audit`]: an admin or a reviewer, with a token
+//! for every session (the log holds every session's decisions); an agent may not. A server without a store keeps no
 //! log: its answer is always empty.
 
 use askbus_audit::AuditLine;
+use askbus_question::Role;
 use axum::Json;
 use axum::extract::State;
 use axum::http::{HeaderMap, HeaderValue, header};
@@ -59,7 +60,7 @@ pub(crate) struct AuditQuery {
         )),
         (status = 400, description = "Malformed `limit` or `after`", body = crate::error::ErrorBody),
         (status = 401, description = "Missing or unknown token", body = crate::error::ErrorBody),
-        (status = 403, description = "This token may not read the audit log", body = crate::error::ErrorBody),
+        (status = 403, description = "Not an admin's or a reviewer's token for every session", body = crate::error::ErrorBody),
         (status = 503, description = "The store could not be read", body = crate::error::ErrorBody),
     ),
     security(("bearer" = []), ())
@@ -105,17 +106,23 @@ pub(crate) async fn list(
     Ok((next, Json(lines)).into_response())
 }
 
-/// Whether `caller` may read the audit log: only with a token that covers every session
-/// (or with no tokens configured), since the log holds every session's decisions.
+/// Whether `caller` may read the audit log: an admin or a reviewer whose token covers every
+/// session (or anyone, with no tokens configured), since the log holds every session's
+/// decisions. Agents make requests; they do not read who decided others'.
 ///
 /// # Errors
 ///
-/// 403 for a token scoped to one session.
+/// 403 for an agent's token, or a token scoped to one session.
 pub(crate) fn may_read_audit(caller: &Caller) -> Result<(), ApiError> {
-    match caller.0.session() {
-        None => Ok(()),
-        Some(_) => Err(ApiError::forbidden(
+    if caller.0.scope.session().is_some() {
+        return Err(ApiError::forbidden(
             "the audit log holds every session's decisions: a session's token may not read it",
+        ));
+    }
+    match caller.0.identity.role {
+        Role::Admin | Role::Reviewer => Ok(()),
+        Role::Agent => Err(ApiError::forbidden(
+            "only an admin or a reviewer may read the audit log",
         )),
     }
 }

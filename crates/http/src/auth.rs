@@ -1,9 +1,13 @@
-//! Bearer-token authentication and session scoping.
+//! Bearer-token authentication, identities and session scoping.
 //!
-//! Policy, in exact words: with no token configured every request is allowed (the server
-//! binary only allows that on loopback). With tokens configured, every route except
-//! `/health` and `/openapi.json` needs `Authorization: Bearer <token>`; a missing or unknown
-//! token is 401. A token scoped to a session sees only that session: its lists and streams
+//! Policy, in exact words: with no token configured every request is allowed, as
+//! [`Identity::local`] (the server binary only allows that on loopback). With tokens
+//! configured, every route except `/health` and `/openapi.json` needs
+//! `Authorization: Bearer <token>`; a missing or unknown token is 401. Each token is an
+//! [`Identity`], a name and a [`Role`]: what the role allows is not checked here but where
+//! requests are made and decided (`askbus_question`'s `Duties`, reached through
+//! `AppState::hub_for`), so no route can forget it; a right token with the wrong role is
+//! 403 there. A token scoped to a session sees only that session: its lists and streams
 //! are filtered to it, a request id of another session answers 404 as if it did not exist
 //! (ids are guessable, so existence is not revealed), and naming another session outright
 //! (a `sessionID` filter, creating a question, cancelling a session) is 403.
@@ -14,6 +18,7 @@
 
 use std::sync::Arc;
 
+use askbus_question::{Identity, Role};
 use axum::body::Body;
 use axum::extract::FromRequestParts;
 use axum::http::request::Parts;
@@ -24,13 +29,16 @@ use tower_http::validate_request::ValidateRequest;
 
 use crate::error::ApiError;
 
-/// A bearer token the server accepts, with what it may access.
+/// A bearer token the server accepts: who bears it, and which sessions it may access.
 #[derive(Clone)]
 pub struct AccessToken {
     /// The secret the client sends.
     secret: Arc<str>,
-    /// What requests bearing it may see and do.
+    /// Which sessions requests bearing it may see and act in.
     scope: TokenScope,
+    /// Who bears it: its name, recorded as the asker or decider of what it does, and its
+    /// role, what it may do.
+    identity: Identity,
 }
 
 /// What a token gives access to.
@@ -42,33 +50,54 @@ pub enum TokenScope {
     Session(Arc<str>),
 }
 
-/// Who is calling, as established by [`Authenticate`]: the scope of their token
-/// ([`TokenScope::AllSessions`] when the server has no tokens), and the token's position in
-/// [`HttpConfig::tokens`](crate::HttpConfig::tokens) (`None` without tokens), which is how
-/// its quotas are found and named.
+/// Who is calling, as established by [`Authenticate`] (see [`Authorized`]).
 #[derive(Debug, Clone)]
-pub(crate) struct Caller(pub(crate) TokenScope, pub(crate) Option<usize>);
+pub(crate) struct Caller(pub(crate) Authorized);
 
 impl AccessToken {
-    /// A token with access to every session.
+    /// An `admin` token named `admin`, with access to every session: the plain `--token`.
+    /// Name it with [`named`](Self::named) when a server has several.
     pub fn all_sessions(secret: impl Into<Arc<str>>) -> Self {
+        Self::new(secret, Identity::new("admin", Role::Admin))
+    }
+
+    /// An `agent` token named `agent` that only sees and acts in `session_id`: it makes
+    /// requests there and waits on them, and never answers one (`--token SECRET@SESSION`).
+    pub fn for_session(secret: impl Into<Arc<str>>, session_id: impl Into<Arc<str>>) -> Self {
+        Self::new(secret, Identity::new("agent", Role::Agent)).in_session(session_id)
+    }
+
+    /// A token borne by `identity`, with access to every session.
+    pub fn new(secret: impl Into<Arc<str>>, identity: Identity) -> Self {
         Self {
             secret: secret.into(),
             scope: TokenScope::AllSessions,
+            identity,
         }
     }
 
-    /// A token that only sees and answers the requests of `session_id`.
-    pub fn for_session(secret: impl Into<Arc<str>>, session_id: impl Into<Arc<str>>) -> Self {
-        Self {
-            secret: secret.into(),
-            scope: TokenScope::Session(session_id.into()),
-        }
+    /// This token limited to the requests and events of `session_id`.
+    #[must_use]
+    pub fn in_session(mut self, session_id: impl Into<Arc<str>>) -> Self {
+        self.scope = TokenScope::Session(session_id.into());
+        self
+    }
+
+    /// This token with its identity renamed to `name`.
+    #[must_use]
+    pub fn named(mut self, name: impl Into<Arc<str>>) -> Self {
+        self.identity.name = name.into();
+        self
     }
 
     /// What the token gives access to.
     pub fn scope(&self) -> &TokenScope {
         &self.scope
+    }
+
+    /// Who bears the token.
+    pub fn identity(&self) -> &Identity {
+        &self.identity
     }
 }
 
@@ -76,6 +105,7 @@ impl std::fmt::Debug for AccessToken {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         // Never print the secret.
         f.debug_struct("AccessToken")
+            .field("identity", &self.identity)
             .field("scope", &self.scope)
             .finish_non_exhaustive()
     }
@@ -106,7 +136,7 @@ impl Caller {
     ///
     /// 403 for a token scoped to another session.
     pub(crate) fn act_for(&self, session_id: &str) -> Result<(), crate::ApiError> {
-        if self.0.allows(session_id) {
+        if self.0.scope.allows(session_id) {
             Ok(())
         } else {
             Err(crate::ApiError::forbidden(
@@ -124,7 +154,7 @@ impl Caller {
         &'a self,
         asked: Option<&'a str>,
     ) -> Result<Option<&'a str>, crate::ApiError> {
-        match (self.0.session(), asked) {
+        match (self.0.scope.session(), asked) {
             (Some(own), Some(asked)) if **own != *asked => Err(crate::ApiError::forbidden(
                 "this token may only list its own session's requests",
             )),
@@ -169,9 +199,9 @@ impl<B> ValidateRequest<B> for Authenticate {
     type ResponseBody = Body;
 
     fn validate(&mut self, request: &mut Request<B>) -> Result<(), Response> {
-        let Authorized { scope, token } = authorize(&self.tokens, request.headers())
+        let authorized = authorize(&self.tokens, request.headers())
             .map_err(|refused| refused.into_response())?;
-        request.extensions_mut().insert(Caller(scope, token));
+        request.extensions_mut().insert(Caller(authorized));
         Ok(())
     }
 }
@@ -186,6 +216,8 @@ pub struct Authorized {
     /// ([`StreamSlots::try_take_for`](crate::StreamSlots::try_take_for)); `None` without
     /// tokens.
     pub token: Option<usize>,
+    /// Who bears the token ([`Identity::local`] without tokens).
+    pub identity: Identity,
 }
 
 /// Checks a request's bearer token the way every protected route of the API does, for
@@ -200,6 +232,7 @@ pub fn authorize(tokens: &[AccessToken], headers: &HeaderMap) -> Result<Authoriz
         return Ok(Authorized {
             scope: TokenScope::AllSessions,
             token: None,
+            identity: Identity::local(),
         });
     }
     bearer(headers)
@@ -207,6 +240,7 @@ pub fn authorize(tokens: &[AccessToken], headers: &HeaderMap) -> Result<Authoriz
         .map(|(position, token)| Authorized {
             scope: token.scope.clone(),
             token: Some(position),
+            identity: token.identity.clone(),
         })
         .ok_or(Unauthorized)
 }

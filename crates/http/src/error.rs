@@ -9,7 +9,8 @@
 use std::time::Duration;
 
 use askbus_question::{
-    DurableError, QuestionId, QuotaExceeded, ReplyError, SubmitError, ValidationError,
+    DurableError, NotAllowed, QuestionId, QuotaExceeded, ReplyError, SessionRejectError,
+    SubmitError, ValidationError,
 };
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
@@ -235,6 +236,23 @@ impl From<ReplyError> for ApiError {
             )
             .for_question(id),
             ReplyError::Invalid(invalid) => Self::from(invalid),
+            ReplyError::NotAllowed(refused) => Self::from(refused),
+        }
+    }
+}
+
+impl From<NotAllowed> for ApiError {
+    /// 403 `forbidden`: the token is right, its role (or its having asked) is not.
+    fn from(refused: NotAllowed) -> Self {
+        Self::forbidden(refused.to_string())
+    }
+}
+
+impl From<SessionRejectError> for ApiError {
+    fn from(error: SessionRejectError) -> Self {
+        match error {
+            SessionRejectError::NotAllowed(refused) => Self::from(refused),
+            SessionRejectError::Durable(error) => Self::from(error),
         }
     }
 }
@@ -276,6 +294,7 @@ impl From<SubmitError> for ApiError {
         match error {
             SubmitError::Invalid(invalid) => Self::from(invalid),
             SubmitError::OverQuota(exceeded) => Self::from(exceeded),
+            SubmitError::NotAllowed(refused) => Self::from(refused),
         }
     }
 }

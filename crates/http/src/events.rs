@@ -161,7 +161,7 @@ fn open(
     query: EventQuery,
     framing: Framing,
 ) -> Result<Sse<impl Stream<Item = Result<SseFrame, Infallible>> + use<>>, ApiError> {
-    let session: Option<Arc<str>> = match (caller.0.session(), query.session_id) {
+    let session: Option<Arc<str>> = match (caller.0.scope.session(), query.session_id) {
         (Some(own), Some(asked)) if **own != *asked => {
             return Err(ApiError::forbidden(
                 "this token may only stream its own session's events",

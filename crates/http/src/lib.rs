@@ -176,12 +176,15 @@ struct Inner {
 }
 
 impl AppState {
-    /// The hub through which `caller` makes new requests: charged to its token's account
-    /// when tokens are configured, for the hub's per-account limit.
-    pub(crate) fn asking_hub(&self, caller: &auth::Caller) -> RequestHub {
-        match caller.1 {
-            Some(position) => self.inner.hub.for_account(account_name(position)),
-            None => self.inner.hub.clone(),
+    /// The hub through which `caller` makes and decides requests: acting as its identity,
+    /// so that the hub's `Duties` (roles, never the asker) apply to whatever it does, and
+    /// charging its new requests to its token's account when tokens are configured, for
+    /// the hub's per-account limit. Every route that changes a request goes through it.
+    pub(crate) fn hub_for(&self, caller: &auth::Caller) -> RequestHub {
+        let hub = self.inner.hub.acting_as(caller.0.identity.clone());
+        match caller.0.token {
+            Some(position) => hub.for_account(account_name(position)),
+            None => hub,
         }
     }
 }

@@ -4,8 +4,8 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use askbus_question::{
-    Answer, Answers, Outcome, QuestionId, QuestionInfo, QuestionRequest, QuestionSnapshot,
-    RequestId, ToolRef,
+    Answer, Answers, Identity, Outcome, QuestionId, QuestionInfo, QuestionRequest,
+    QuestionSnapshot, RequestId, ToolRef,
 };
 use axum::Json;
 use axum::extract::{Request, State};
@@ -78,6 +78,9 @@ pub(crate) struct QuestionStatus {
     /// The human's reason, when `rejected` with one.
     #[serde(skip_serializing_if = "Option::is_none")]
     reason: Option<String>,
+    /// Who answered or rejected it (or cancelled it), once resolved.
+    #[serde(rename = "answeredBy", skip_serializing_if = "Option::is_none")]
+    answered_by: Option<Identity>,
 }
 
 /// Where a request (question or approval) stands.
@@ -208,9 +211,15 @@ pub(crate) async fn wait(
         Some(outcome) => Some(outcome?),
         None => None,
     };
+    // Who decided is in the registry's record of the outcome, read back once it came.
+    let decided_by = outcome
+        .as_ref()
+        .and_then(|_| state.inner.hub.questions().get(id))
+        .and_then(|resolved| resolved.decided_by);
     Ok(Json(QuestionStatus::from_snapshot(QuestionSnapshot {
         request: snapshot.request,
         outcome,
+        decided_by,
     })))
 }
 
@@ -241,7 +250,8 @@ pub(crate) async fn reply(
     body: ApiJson<Value>,
 ) -> Result<Json<bool>, ApiError> {
     may_act_on(&state, &caller, id).await?;
-    let questions = &state.inner.hub.questions();
+    let hub = state.hub_for(&caller);
+    let questions = hub.questions();
     let result = match ReplyForm::parse(body.0).map_err(|error| error.for_question(id))? {
         ReplyForm::Answers(answers) => questions.reply(id, answers),
         ReplyForm::Keyed(keyed) => questions.reply_keyed(id, &keyed),
@@ -279,8 +289,7 @@ pub(crate) async fn reject(
     may_act_on(&state, &caller, id).await?;
     let body: RejectBody = optional_json(request, &state).await?.unwrap_or_default();
     state
-        .inner
-        .hub
+        .hub_for(&caller)
         .questions()
         .reject(id, body.reason)
         .map_err(|error| ApiError::from(error).for_question(id))?
@@ -320,7 +329,7 @@ pub(crate) async fn create(
 ) -> Result<Json<Arc<QuestionRequest>>, ApiError> {
     caller.act_for(&body.session_id)?;
     let timeout = body.timeout.timeout()?;
-    let mut pending = state.asking_hub(&caller).questions().submit(
+    let mut pending = state.hub_for(&caller).questions().submit(
         body.session_id,
         body.questions,
         body.tool,
@@ -339,7 +348,7 @@ pub(crate) async fn create(
 /// action itself answers 404 for an unknown id: the request is then looked up once, not
 /// twice.
 async fn may_act_on(state: &AppState, caller: &Caller, id: QuestionId) -> Result<(), ApiError> {
-    if caller.0.session().is_none() && !state.inner.hub.shares_store() {
+    if caller.0.scope.session().is_none() && !state.inner.hub.shares_store() {
         return Ok(());
     }
     visible(state, caller, id).await.map(drop)
@@ -364,7 +373,7 @@ async fn visible(
         }
     };
     found
-        .filter(|snapshot| caller.0.allows(&snapshot.request.session_id))
+        .filter(|snapshot| caller.0.scope.allows(&snapshot.request.session_id))
         .ok_or_else(|| ApiError::question_not_found(id))
 }
 
@@ -450,6 +459,7 @@ impl QuestionStatus {
             status,
             answers,
             reason,
+            answered_by: snapshot.decided_by,
         }
     }
 }
@@ -474,6 +484,6 @@ pub(crate) async fn cancel_session(
 ) -> Result<Json<Cancelled>, ApiError> {
     caller.act_for(&session_id)?;
     Ok(Json(Cancelled {
-        cancelled: state.inner.hub.cancel_session(&session_id),
+        cancelled: state.hub_for(&caller).cancel_session(&session_id),
     }))
 }

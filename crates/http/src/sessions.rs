@@ -108,7 +108,7 @@ pub(crate) async fn pending(
     // With a store shared by several servers: what any of them was asked until now.
     state.inner.hub.caught_up().await?;
     let mut pending = state.inner.hub.pending_sessions();
-    if let Some(own) = caller.0.session() {
+    if let Some(own) = caller.0.scope.session() {
         pending
             .sessions
             .retain(|session| session.session_id == *own);
@@ -148,8 +148,7 @@ pub(crate) async fn reject(
     state.inner.hub.caught_up().await?;
     // 200 only once every change is durable.
     let rejected = state
-        .inner
-        .hub
+        .hub_for(&caller)
         .reject_session(&session_id, body.reason.as_deref())
         .await?;
     Ok(Json(SessionRejected {
@@ -234,7 +233,9 @@ pub(crate) async fn resume(
         })
         .transpose()?;
     state.inner.hub.caught_up().await?;
-    let resumed = state.inner.hub.resume(&session_id, input, checkpoint)?;
+    let resumed = state
+        .hub_for(&caller)
+        .resume(&session_id, input, checkpoint)?;
     // 200 only once the answer is durable.
     resumed.durable.await?;
     Ok(Json(Resumed {

@@ -248,7 +248,7 @@ pub(crate) async fn hold_slot(
     let token = request
         .extensions()
         .get::<Caller>()
-        .and_then(|caller| caller.1);
+        .and_then(|caller| caller.0.token);
     let slot = match state.inner.config.event_streams.try_take_for(token) {
         Ok(slot) => slot,
         Err(refused) => return refused.into_response(),

@@ -26,6 +26,7 @@
 use std::convert::Infallible;
 
 use askbus_protocol::{AgentStep, Follow, FrameCursor, ProtocolError, Resync, Step};
+use askbus_question::Duties;
 use axum::Json;
 use axum::extract::State;
 use axum::http::{HeaderMap, header};
@@ -137,7 +138,7 @@ pub(crate) async fn stream(
     request_body(content = Object, description = "A step: `{\"type\": \"text\", \"text\": \"...\"}`, `thinking`, `tool_use`, `tool_result` or `user`"),
     responses(
         (status = 200, description = "Recorded (in the store, when the server has one)", body = bool, content_type = "application/json"),
-        (status = 403, description = "The token is scoped to another session", body = crate::error::ErrorBody),
+        (status = 403, description = "The token is scoped to another session, or is a reviewer's", body = crate::error::ErrorBody),
         (status = 422, description = "Not a step", body = crate::error::ErrorBody),
         (status = 503, description = "The store could not record the step", body = crate::error::ErrorBody),
     ),
@@ -150,6 +151,8 @@ pub(crate) async fn step(
     ApiJson(step): ApiJson<Step>,
 ) -> Result<Json<bool>, ApiError> {
     caller.act_for(&session_id)?;
+    // A step is an agent's, as a request is: a reviewer's credential makes neither.
+    Duties::default().check_ask(&caller.0.identity)?;
     AgentStep::new(session_id, step)
         .record(&state.inner.hub)
         .await?;

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use askbus_question::{
-    ApprovalRequest, QuestionId, QuestionRequest, ReplyError, RequestHub, Timeout,
+    ApprovalRequest, Identity, QuestionId, QuestionRequest, ReplyError, RequestHub, Role, Timeout,
 };
 use askbus_tool::{
     APPROVAL_TOOL_NAME, ApprovalTool, QUESTION_TOOL_NAME, QuestionTool, ToolContext, ToolError,
@@ -98,15 +98,21 @@ pub enum ElicitationBridge {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ScopedSession(pub Arc<str>);
 
+/// Who an MCP request comes from: the identity of its bearer token, inserted into the
+/// request's extensions by the HTTP layer that authenticates it (the askbus server does);
+/// [`Identity::local`] without one (stdio, or a server without tokens).
+///
+/// The MCP face is an agent's: its tools make requests as an `agent` of the caller's name,
+/// so the hub's duties never let one of them answer itself. Only the elicitation bridge
+/// decides, as the caller itself (the human at the client), and only where the hub's
+/// duties allow it: never with separation of duties on, since the client is the asker's.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct McpCaller(pub Identity);
+
 /// What every handle of one server shares.
 struct Inner {
     /// Where questions and approvals are requested (the bridge answers questions here).
     hub: RequestHub,
-    /// The askbus question tool: parses arguments, asks, and words the outcome.
-    question: QuestionTool,
-    /// The askbus approval tool: parses the proposed calls, requests their review, and
-    /// words the decisions.
-    approval: ApprovalTool,
     /// The tools as `tools/list` shows them, built from their definitions.
     listed: Vec<Tool>,
     /// The settings.
@@ -137,6 +143,8 @@ struct Started {
     /// question call, then cleared unless the bridge is on and the client elicits forms;
     /// never set for an approval.
     form: Option<Arc<QuestionRequest>>,
+    /// Who answers through that form: the caller (see [`McpCaller`]).
+    decider: Identity,
 }
 
 /// What a waiting call tells the client about its request.
@@ -192,8 +200,10 @@ impl AskbusMcp {
     /// `RequestHub::from(questions)` beside a router made the same way, would hold
     /// approvals no one else can see.
     pub fn new(hub: RequestHub, config: McpConfig) -> Self {
-        let question = QuestionTool::new(hub.questions().clone()).with_timeout(config.timeout);
-        let approval = ApprovalTool::new(hub.approvals().clone()).with_timeout(config.timeout);
+        // The definitions only: each call makes its request through tools acting as its
+        // caller (see `start`).
+        let question = QuestionTool::new(hub.questions().clone());
+        let approval = ApprovalTool::new(hub.approvals().clone());
         let listed = [question.definition(), approval.definition()]
             .iter()
             .map(|definition| {
@@ -205,8 +215,6 @@ impl AskbusMcp {
         Self {
             inner: Arc::new(Inner {
                 hub,
-                question,
-                approval,
                 listed,
                 config,
                 tasks: TaskManager::new(),
@@ -225,26 +233,51 @@ impl AskbusMcp {
             .unwrap_or_else(|| Arc::clone(&self.inner.config.session_id))
     }
 
-    /// Starts the tool call: parses the arguments and registers the request.
-    fn start(&self, tool: Offered, session: Arc<str>, args: Value) -> Result<Started, ToolError> {
+    /// Who a request comes from (see [`McpCaller`]).
+    fn caller(context: &RequestContext<RoleServer>) -> Identity {
+        context
+            .extensions
+            .get::<http::request::Parts>()
+            .and_then(|parts| parts.extensions.get::<McpCaller>())
+            .map_or_else(Identity::local, |caller| caller.0.clone())
+    }
+
+    /// Starts the tool call: parses the arguments and registers the request, asked by an
+    /// agent of `caller`'s name.
+    fn start(
+        &self,
+        tool: Offered,
+        session: Arc<str>,
+        caller: Identity,
+        args: Value,
+    ) -> Result<Started, ToolError> {
         let context = ToolContext::new(session);
+        let asking = self
+            .inner
+            .hub
+            .acting_as(Identity::new(Arc::clone(&caller.name), Role::Agent));
+        let timeout = self.inner.config.timeout;
         Ok(match tool {
             Offered::Question => {
-                let call = self.inner.question.submit(context, args)?;
+                let tool = QuestionTool::new(asking.questions().clone()).with_timeout(timeout);
+                let call = tool.submit(context, args)?;
                 let request = Arc::clone(call.request());
                 Started {
                     result: Box::pin(async move { call_tool_result(call.await) }),
                     waiting: Waiting::question(&request),
                     form: Some(request),
+                    decider: caller,
                 }
             }
             Offered::Approval => {
-                let call = self.inner.approval.submit(context, args)?;
+                let tool = ApprovalTool::new(asking.approvals().clone()).with_timeout(timeout);
+                let call = tool.submit(context, args)?;
                 let waiting = Waiting::approval(call.request());
                 Started {
                     result: Box::pin(async move { call_tool_result(call.await) }),
                     waiting,
                     form: None,
+                    decider: caller,
                 }
             }
         })
@@ -261,6 +294,7 @@ impl AskbusMcp {
             mut result,
             waiting,
             form: question,
+            decider,
         } = started;
         let progress = context.meta.get_progress_token();
         let interval = self.inner.config.progress_interval;
@@ -298,7 +332,7 @@ impl AskbusMcp {
                 answer = elicited => {
                     form = None;
                     let (Some(answer), Some(request)) = (answer, &question) else { continue };
-                    if let Err(refusal) = self.apply(request, &answer) {
+                    if let Err(refusal) = self.apply(request, &answer, &decider) {
                         tracing::info!("the elicitation answer to {} was refused: {refusal}", request.id);
                         if attempts < MAX_FORM_ATTEMPTS {
                             attempts += 1;
@@ -316,6 +350,7 @@ impl AskbusMcp {
             mut result,
             waiting,
             form: question,
+            decider,
         } = started;
         let ttl = match waiting.timeout() {
             Some(timeout) => timeout + TASK_GRACE,
@@ -348,7 +383,7 @@ impl AskbusMcp {
                         answer = answered => {
                             input = None;
                             let (Some(answer), Some(request)) = (answer, &question) else { continue };
-                            if let Err(refusal) = server.apply(request, &answer)
+                            if let Err(refusal) = server.apply(request, &answer, &decider)
                                 && attempts < MAX_FORM_ATTEMPTS
                             {
                                 attempts += 1;
@@ -380,6 +415,7 @@ impl AskbusMcp {
         sealed: &str,
         responses: Option<&InputResponses>,
         session: &str,
+        caller: &Identity,
     ) -> Result<CallToolResponse, McpError> {
         let state: RoundState = self.inner.request_state.open_json(sealed).map_err(|_| {
             McpError::invalid_params(
@@ -410,7 +446,7 @@ impl AskbusMcp {
             let answer: ElicitResult = serde_json::from_value(answer.clone()).map_err(|error| {
                 McpError::invalid_params(format!("inputResponses.{ANSWER_KEY}: {error}"), None)
             })?;
-            if let Err(refusal) = self.apply(&request, &answer) {
+            if let Err(refusal) = self.apply(&request, &answer, caller) {
                 return Ok(self
                     .input_required(&request, Some(&refusal), state.round + 1)?
                     .into());
@@ -454,14 +490,21 @@ impl AskbusMcp {
         Ok(InputRequiredResult::new(Some(requests), Some(sealed)))
     }
 
-    /// Applies a form answer to the question.
+    /// Applies a form answer to the question, decided by `decider`.
     ///
     /// # Errors
     ///
-    /// Why the question refused the answer (it does not fit); the question stays pending.
-    /// An answer that lost the race to another one is not an error.
-    fn apply(&self, request: &QuestionRequest, answer: &ElicitResult) -> Result<(), String> {
-        let questions = self.inner.hub.questions();
+    /// Why the question refused the answer (it does not fit, or `decider` may not decide
+    /// it); the question stays pending. An answer that lost the race to another one is not
+    /// an error.
+    fn apply(
+        &self,
+        request: &QuestionRequest,
+        answer: &ElicitResult,
+        decider: &Identity,
+    ) -> Result<(), String> {
+        let hub = self.inner.hub.acting_as(decider.clone());
+        let questions = hub.questions();
         let applied = match elicitation::resolution(&request.questions, answer) {
             Resolution::Reply(answers) => questions.reply(request.id, answers),
             Resolution::Reject => questions.reject(request.id, None),
@@ -470,6 +513,9 @@ impl AskbusMcp {
         match applied {
             Ok(_) | Err(ReplyError::AlreadyResolved { .. } | ReplyError::NotFound(_)) => Ok(()),
             Err(ReplyError::Invalid(invalid)) => Err(invalid.to_string()),
+            Err(ReplyError::NotAllowed(refused)) => Err(format!(
+                "{refused}. Answer it where reviewers answer (the askbus web UI)."
+            )),
         }
     }
 }
@@ -514,6 +560,7 @@ impl ServerHandler for AskbusMcp {
             ));
         };
         let session = self.session(&context);
+        let caller = Self::caller(&context);
         if let Some(sealed) = request.request_state.as_deref() {
             if tool != Offered::Question {
                 return Err(McpError::invalid_params(
@@ -522,11 +569,11 @@ impl ServerHandler for AskbusMcp {
                 ));
             }
             return self
-                .next_round(sealed, request.input_responses.as_ref(), &session)
+                .next_round(sealed, request.input_responses.as_ref(), &session, &caller)
                 .await;
         }
         let args = Value::Object(request.arguments.unwrap_or_default());
-        let mut started = match self.start(tool, session, args) {
+        let mut started = match self.start(tool, session, caller, args) {
             Ok(started) => started,
             Err(error) => {
                 return Ok(call_tool_result::<ToolOutcome>(Err(error)).into());
@@ -794,7 +841,7 @@ mod tests {
 
     /// The result `call_tool` returns for `tool` called with `args` that do not fit it.
     fn refused(server: &AskbusMcp, tool: Offered, args: Value) -> Value {
-        let Err(error) = server.start(tool, "s1".into(), args) else {
+        let Err(error) = server.start(tool, "s1".into(), Identity::local(), args) else {
             panic!("{tool:?} accepted bad arguments")
         };
         serde_json::to_value(call_tool_result::<ToolOutcome>(Err(error))).unwrap_or_default()
@@ -841,7 +888,12 @@ mod tests {
         let hub = RequestHub::new(Bus::new()).with_pending_limits(limits);
         let server = AskbusMcp::new(hub.clone(), McpConfig::default());
         let delete = json!({"actions": [{"name": "delete_rows", "args": {}}]});
-        let Ok(held) = server.start(Offered::Approval, "s1".into(), delete.clone()) else {
+        let Ok(held) = server.start(
+            Offered::Approval,
+            "s1".into(),
+            Identity::local(),
+            delete.clone(),
+        ) else {
             panic!("the first call fits");
         };
         let result = refused(&server, Offered::Approval, delete);
@@ -853,5 +905,46 @@ mod tests {
         );
         assert_eq!(hub.approvals().pending_count(), 1);
         drop(held);
+    }
+
+    #[tokio::test]
+    async fn the_mcp_face_asks_as_an_agent_and_its_client_never_answers_itself() {
+        let hub = RequestHub::new(Bus::new()).with_duties(askbus_question::Duties {
+            never_the_asker: true,
+        });
+        let server = AskbusMcp::new(hub.clone(), McpConfig::default());
+        let caller = Identity::new("ops", Role::Admin);
+        let args = json!({"questions": [{
+            "question": "Deploy?", "header": "Deploy",
+            "options": [{"label": "Yes", "description": ""}]
+        }]});
+        let Ok(started) = server.start(Offered::Question, "s1".into(), caller.clone(), args) else {
+            panic!("a valid question");
+        };
+        let request = started.form.clone().expect("a question's form");
+        // Asked as an agent of the caller's name, whatever the caller's own role.
+        assert_eq!(request.asked_by, Some(Identity::new("ops", Role::Agent)));
+        // The client's elicitation answer is the caller's: it asked, so it may not decide.
+        let accept: ElicitResult = serde_json::from_value(json!({
+            "action": "accept", "content": {"q1": "Yes"}
+        }))
+        .expect("an elicitation result");
+        let refusal = server
+            .apply(&request, &accept, &started.decider)
+            .expect_err("the asker's own client");
+        assert!(refusal.contains("asked this request"), "{refusal}");
+        let pending = hub.questions().get(request.id).expect("known");
+        assert!(pending.outcome.is_none(), "still waiting for a reviewer");
+        // A reviewer answers it over HTTP (here: through the hub acting as one).
+        let alice = hub.acting_as(Identity::new("alice", Role::Reviewer));
+        drop(
+            alice
+                .questions()
+                .reply(request.id, vec![vec!["Yes".into()]])
+                .expect("a reviewer answers"),
+        );
+        let resolved = hub.questions().get(request.id).expect("known");
+        assert_eq!(resolved.decided_by.map(|by| by.name), Some("alice".into()));
+        drop(started);
     }
 }

@@ -86,7 +86,8 @@ impl Encoder {
             Record::Request(RequestEvent::Resolved {
                 request_id,
                 outcome,
-            }) => self.resolved(request_id, outcome, &mut frames),
+                answered_by,
+            }) => self.resolved(request_id, outcome, answered_by.as_deref(), &mut frames),
         }
         frames
     }
@@ -188,7 +189,13 @@ impl Encoder {
         self.block(block, Some(delta), frames);
     }
 
-    fn resolved(&mut self, request_id: &str, outcome: &Outcome, frames: &mut Vec<Frame>) {
+    fn resolved(
+        &mut self,
+        request_id: &str,
+        outcome: &Outcome,
+        answered_by: Option<&str>,
+        frames: &mut Vec<Frame>,
+    ) {
         let Some(asked) = self.requests.remove(request_id) else {
             return;
         };
@@ -211,7 +218,10 @@ impl Encoder {
                 return;
             }
         };
-        let block = ContentBlock::ApprovalResult { approval_key };
+        let block = ContentBlock::ApprovalResult {
+            approval_key,
+            answered_by: answered_by.map(str::to_owned),
+        };
         self.block(block, Some(Delta::ApprovalResult(result)), frames);
     }
 

@@ -85,6 +85,9 @@ pub enum ContentBlock {
     ApprovalResult {
         /// The request's key.
         approval_key: String,
+        /// The name of who decided it (or cancelled it), when the outcome says.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        answered_by: Option<String>,
     },
     /// A request timed out; every action counts as rejected. No delta.
     ApprovalTimeout {

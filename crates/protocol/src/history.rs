@@ -185,6 +185,13 @@ pub struct RequestPart {
     /// The asker went away.
     #[serde(default, skip_serializing_if = "is_false")]
     pub cancelled: bool,
+    /// The name of who decided it, once resolved, when the outcome says.
+    #[serde(
+        rename = "answeredBy",
+        default,
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub answered_by: Option<String>,
 }
 
 impl HistoryMessage {

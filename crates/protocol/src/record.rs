@@ -18,7 +18,7 @@ use std::task::{Context, Poll};
 use askbus_bus::{Envelope, Event};
 use askbus_question::{
     Answer, ApprovalAsked, ApprovalCancelled, ApprovalOutcome, ApprovalReplied, ApprovalTimedOut,
-    NO_PREFERENCE, QuestionAsked, QuestionCancelled, QuestionInfo, QuestionOutcome,
+    Identity, NO_PREFERENCE, QuestionAsked, QuestionCancelled, QuestionInfo, QuestionOutcome,
     QuestionRejected, QuestionReplied, QuestionRequest, QuestionTimedOut, RecordedChange,
     RequestHub, is_skipped,
 };
@@ -140,6 +140,8 @@ pub enum RequestEvent {
         request_id: String,
         /// How it ended.
         outcome: Outcome,
+        /// The name of who decided it (or cancelled it), when the outcome says.
+        answered_by: Option<String>,
     },
 }
 
@@ -376,24 +378,26 @@ impl Record {
             let record = asked_approval(&asked.request);
             return Some((Arc::clone(&asked.request.session_id), record));
         }
-        let (session_id, request_id, outcome) =
+        let (session_id, request_id, outcome, by) =
             if let Some(replied) = envelope.downcast_ref::<QuestionReplied>() {
                 let outcome = QuestionOutcome::Replied(Arc::clone(&replied.answers));
-                (&replied.session_id, replied.request_id, outcome)
+                let by = replied.answered_by.as_ref();
+                (&replied.session_id, replied.request_id, outcome, by)
             } else if let Some(rejected) = envelope.downcast_ref::<QuestionRejected>() {
                 let reason = rejected.reason.clone();
                 let outcome = QuestionOutcome::Rejected { reason };
-                (&rejected.session_id, rejected.request_id, outcome)
+                let by = rejected.answered_by.as_ref();
+                (&rejected.session_id, rejected.request_id, outcome, by)
             } else if let Some(expired) = envelope.downcast_ref::<QuestionTimedOut>() {
                 let outcome = QuestionOutcome::TimedOut;
-                (&expired.session_id, expired.request_id, outcome)
+                (&expired.session_id, expired.request_id, outcome, None)
             } else if let Some(cancelled) = envelope.downcast_ref::<QuestionCancelled>() {
                 let outcome = QuestionOutcome::Cancelled;
-                (&cancelled.session_id, cancelled.request_id, outcome)
+                (&cancelled.session_id, cancelled.request_id, outcome, None)
             } else {
                 return approval_ended(envelope);
             };
-        let record = ended(request_id.to_string(), question_outcome(&outcome));
+        let record = ended(request_id.to_string(), question_outcome(&outcome), by);
         Some((Arc::clone(session_id), record))
     }
 
@@ -410,35 +414,45 @@ impl Record {
         Some(match RecordedChange::read(change).ok()?? {
             RecordedChange::QuestionAsked(request) => asked_question(&request),
             RecordedChange::ApprovalAsked(request) => asked_approval(&request),
-            RecordedChange::QuestionEnded { id, outcome } => {
-                ended(id.to_string(), question_outcome(&outcome))
-            }
-            RecordedChange::ApprovalEnded { id, outcome } => {
-                ended(id.to_string(), approval_outcome(&outcome))
-            }
+            RecordedChange::QuestionEnded {
+                id,
+                outcome,
+                decided_by,
+            } => ended(
+                id.to_string(),
+                question_outcome(&outcome),
+                decided_by.as_ref(),
+            ),
+            RecordedChange::ApprovalEnded {
+                id,
+                outcome,
+                decided_by,
+            } => ended(
+                id.to_string(),
+                approval_outcome(&outcome),
+                decided_by.as_ref(),
+            ),
         })
     }
 }
 
 /// The outcome record of an `approval.*` terminal event, if `envelope` is one.
 fn approval_ended(envelope: &Envelope) -> Option<(Arc<str>, Record)> {
-    let (session_id, request_id, outcome) =
+    let (session_id, request_id, outcome, by) =
         if let Some(replied) = envelope.downcast_ref::<ApprovalReplied>() {
             let outcome = ApprovalOutcome::Replied(Arc::clone(&replied.reply));
-            (&replied.session_id, replied.request_id, outcome)
+            let by = replied.answered_by.as_ref();
+            (&replied.session_id, replied.request_id, outcome, by)
         } else if let Some(expired) = envelope.downcast_ref::<ApprovalTimedOut>() {
-            (
-                &expired.session_id,
-                expired.request_id,
-                ApprovalOutcome::TimedOut,
-            )
+            let outcome = ApprovalOutcome::TimedOut;
+            (&expired.session_id, expired.request_id, outcome, None)
         } else if let Some(cancelled) = envelope.downcast_ref::<ApprovalCancelled>() {
             let outcome = ApprovalOutcome::Cancelled;
-            (&cancelled.session_id, cancelled.request_id, outcome)
+            (&cancelled.session_id, cancelled.request_id, outcome, None)
         } else {
             return None;
         };
-    let record = ended(request_id.to_string(), approval_outcome(&outcome));
+    let record = ended(request_id.to_string(), approval_outcome(&outcome), by);
     Some((Arc::clone(session_id), record))
 }
 
@@ -455,11 +469,12 @@ fn asked_approval(request: &askbus_question::ApprovalRequest) -> Record {
     Record::Request(RequestEvent::Asked(Request::approval(request, timeout)))
 }
 
-/// A request's outcome, as a record.
-fn ended(request_id: String, outcome: Outcome) -> Record {
+/// A request's outcome, decided `by` someone (if the outcome says), as a record.
+fn ended(request_id: String, outcome: Outcome, by: Option<&Identity>) -> Record {
     Record::Request(RequestEvent::Resolved {
         request_id,
         outcome,
+        answered_by: by.map(|identity| identity.name.to_string()),
     })
 }
 

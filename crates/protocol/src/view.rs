@@ -67,6 +67,8 @@ pub struct RequestBlock {
     pub timeout_seconds: Option<u64>,
     /// How it ended; `None` while pending.
     pub resolution: Option<Resolution>,
+    /// The name of who decided it, once resolved, when the outcome says.
+    pub answered_by: Option<String>,
 }
 
 /// How a request ended, as a client shows it.
@@ -120,6 +122,8 @@ enum Partial {
         approval_key: String,
         /// The outcome, once its delta (or, for a timeout, its start) arrived.
         resolution: Option<Resolution>,
+        /// Who decided it, if the frame says.
+        answered_by: Option<String>,
     },
 }
 
@@ -200,6 +204,7 @@ impl ClientView {
             Partial::Outcome {
                 approval_key,
                 resolution: Some(resolution),
+                answered_by,
             } => {
                 let pending = self.blocks.iter_mut().rev().find_map(|block| match block {
                     Block::Request(request)
@@ -211,6 +216,7 @@ impl ClientView {
                 });
                 if let Some(request) = pending {
                     request.resolution = Some(resolution);
+                    request.answered_by = answered_by;
                 }
             }
             Partial::Outcome {
@@ -241,17 +247,23 @@ impl Partial {
                 review_configs: Vec::new(),
                 timeout_seconds: None,
                 resolution: None,
+                answered_by: None,
             }),
-            ContentBlock::ApprovalResult { approval_key } => {
+            ContentBlock::ApprovalResult {
+                approval_key,
+                answered_by,
+            } => {
                 return Self::Outcome {
                     approval_key: approval_key.clone(),
                     resolution: None,
+                    answered_by: answered_by.clone(),
                 };
             }
             ContentBlock::ApprovalTimeout { approval_key } => {
                 return Self::Outcome {
                     approval_key: approval_key.clone(),
                     resolution: Some(Resolution::TimedOut),
+                    answered_by: None,
                 };
             }
         };
@@ -452,6 +464,7 @@ fn request_part(request: &RequestBlock) -> RequestPart {
         decisions: None,
         timed_out: false,
         cancelled: false,
+        answered_by: request.answered_by.clone(),
     };
     match &request.resolution {
         None => {}
@@ -558,5 +571,6 @@ fn request_block(part: &RequestPart) -> RequestBlock {
         review_configs: part.review_configs.clone(),
         timeout_seconds: part.timeout_seconds,
         resolution,
+        answered_by: part.answered_by.clone(),
     }
 }

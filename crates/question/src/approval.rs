@@ -16,8 +16,11 @@ use askbus_store::{RequestKind, Store, StoreError};
 
 use crate::approval_model::{
     Action, ApprovalAsked, ApprovalCancelled, ApprovalId, ApprovalKind, ApprovalReplied,
-    ApprovalReply, ApprovalRequest, ApprovalTimedOut, Decision, DecisionType, ReviewConfig,
+    ApprovalReply, ApprovalRequest, ApprovalTimedOut, Decision, DecisionType, EditedAction,
+    ReviewConfig,
 };
+use crate::args_schema;
+use crate::identity::{Identity, NotAllowed};
 use crate::interrupt::RequestId;
 use crate::quota::{Charge, QuotaExceeded, Weight};
 use crate::record::Durable;
@@ -63,6 +66,10 @@ pub struct ApprovalService {
     /// The account new requests are charged to
     /// ([`RequestHub::for_account`](crate::RequestHub::for_account)).
     pub(crate) account: Option<Arc<str>>,
+    /// Who this handle acts as: the asker of its new requests, the decider of its replies
+    /// ([`RequestHub::acting_as`](crate::RequestHub::acting_as)); [`Identity::local`] by
+    /// default.
+    pub(crate) actor: Identity,
 }
 
 /// Settings of an [`ApprovalService`].
@@ -85,6 +92,9 @@ pub enum ApprovalError {
     /// again once some have ended may work.
     #[error("the approval request was not made: {0}")]
     OverQuota(QuotaExceeded),
+    /// The request was not made: this identity may not make requests. None may run.
+    #[error("the approval request was not made: {0}")]
+    NotAllowed(NotAllowed),
     /// Nobody decided in time: every action counts as rejected, none may run.
     #[error("the approval request timed out; every action is rejected")]
     TimedOut,
@@ -115,6 +125,9 @@ pub enum ApprovalReplyError {
     /// The decisions do not fit the actions; the message names the action.
     #[error("invalid decisions: {0}")]
     Invalid(#[from] ValidationError),
+    /// The identity deciding may not decide this request (HTTP: 403).
+    #[error(transparent)]
+    NotAllowed(#[from] NotAllowed),
 }
 
 /// The future of one approval request; resolves to one decision per action, or the reason
@@ -148,10 +161,20 @@ pub(crate) struct ApprovalKeys {
     /// Per session: the `n` of its last key, and how many of its requests are remembered.
     /// A session is dropped when none is, so memory follows the remembered requests.
     sessions: HashMap<Arc<str>, SessionKeys>,
+    /// The highest `n` of any session dropped so far: a session that asks again after it
+    /// was dropped continues above it, so that no key ever names two requests. A client
+    /// answering by the key of a forgotten request then gets 404, never another request
+    /// it did not see.
+    dropped: u64,
+    /// Keys two requests hold, with how many do: instances sharing a store number each
+    /// session's keys on their own, so two may give one key to two requests at once. Such
+    /// a key addresses neither (404; the ids still do), so that an answer meant for one is
+    /// never taken for the other.
+    ambiguous: HashMap<Arc<str>, usize>,
 }
 
 /// Key bookkeeping of one session.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 struct SessionKeys {
     /// The `n` of the session's latest key.
     last: u64,
@@ -209,12 +232,15 @@ impl Kind for ApprovalRegistryKind {
     }
 
     fn remember(keys: &mut ApprovalKeys, request: &ApprovalRequest) {
-        keys.by_key
-            .insert(Arc::clone(&request.approval_key), request.id);
+        keys.hold(&request.approval_key, request.id);
+        let dropped = keys.dropped;
         let session = keys
             .sessions
             .entry(Arc::clone(&request.session_id))
-            .or_default();
+            .or_insert_with(|| SessionKeys {
+                last: dropped,
+                remembered: 0,
+            });
         session.remembered += 1;
         // Keys are `{session_id}_{n}`: later keys of the session continue after `n`.
         let n = request
@@ -226,10 +252,11 @@ impl Kind for ApprovalRegistryKind {
     }
 
     fn forget(keys: &mut ApprovalKeys, request: &ApprovalRequest) {
-        keys.by_key.remove(&request.approval_key);
+        keys.release(&request.approval_key, request.id);
         if let Some(session) = keys.sessions.get_mut(&request.session_id) {
             session.remembered -= 1;
             if session.remembered == 0 {
+                keys.dropped = keys.dropped.max(session.last);
                 keys.sessions.remove(&request.session_id);
             }
         }
@@ -241,7 +268,16 @@ impl Kind for ApprovalRegistryKind {
         });
     }
 
-    fn publish_outcome(bus: &Bus, request: &Arc<ApprovalRequest>, outcome: &ApprovalOutcome) {
+    fn asked_by(request: &ApprovalRequest) -> Option<&Identity> {
+        request.asked_by.as_ref()
+    }
+
+    fn publish_outcome(
+        bus: &Bus,
+        request: &Arc<ApprovalRequest>,
+        outcome: &ApprovalOutcome,
+        by: Option<&Identity>,
+    ) {
         let session_id = Arc::clone(&request.session_id);
         let request_id = request.id;
         let approval_key = Arc::clone(&request.approval_key);
@@ -251,6 +287,7 @@ impl Kind for ApprovalRegistryKind {
                 request_id,
                 approval_key,
                 reply: Arc::clone(reply),
+                answered_by: by.cloned(),
             }),
             // Approvals are not rejected as a whole (a reply rejects actions); should a
             // caller reach this, the request ended with every action rejected, as on expiry.
@@ -272,12 +309,52 @@ impl Kind for ApprovalRegistryKind {
 impl ApprovalKeys {
     /// Assigns the next key of `session_id` to `id`.
     fn assign(&mut self, session_id: &Arc<str>, id: ApprovalId) -> Arc<str> {
-        let session = self.sessions.entry(Arc::clone(session_id)).or_default();
+        let dropped = self.dropped;
+        let session = self
+            .sessions
+            .entry(Arc::clone(session_id))
+            .or_insert_with(|| SessionKeys {
+                last: dropped,
+                remembered: 0,
+            });
         session.last += 1;
         session.remembered += 1;
         let key: Arc<str> = format!("{session_id}_{}", session.last).into();
-        self.by_key.insert(Arc::clone(&key), id);
+        self.hold(&key, id);
         key
+    }
+
+    /// Records that request `id` holds `key`; a key another request holds already becomes
+    /// ambiguous (see [`ambiguous`](Self::ambiguous)).
+    fn hold(&mut self, key: &Arc<str>, id: ApprovalId) {
+        if let Some(count) = self.ambiguous.get_mut(key) {
+            *count += 1;
+            return;
+        }
+        match self.by_key.get(key) {
+            Some(&holder) if holder != id => {
+                self.by_key.remove(key);
+                self.ambiguous.insert(Arc::clone(key), 2);
+                tracing::warn!(
+                    "approval key {key} names two requests ({holder} and {id}, asked through different servers at once); answer them by id"
+                );
+            }
+            _ => {
+                self.by_key.insert(Arc::clone(key), id);
+            }
+        }
+    }
+
+    /// Records that request `id`, forgotten, no longer holds `key`.
+    fn release(&mut self, key: &str, id: ApprovalId) {
+        if let Some(count) = self.ambiguous.get_mut(key) {
+            *count -= 1;
+            if *count == 0 {
+                self.ambiguous.remove(key);
+            }
+        } else if self.by_key.get(key) == Some(&id) {
+            self.by_key.remove(key);
+        }
     }
 }
 
@@ -286,6 +363,7 @@ impl From<SubmitError> for ApprovalError {
         match error {
             SubmitError::Invalid(invalid) => Self::Invalid(invalid),
             SubmitError::OverQuota(exceeded) => Self::OverQuota(exceeded),
+            SubmitError::NotAllowed(refused) => Self::NotAllowed(refused),
         }
     }
 }
@@ -317,6 +395,7 @@ impl ApprovalService {
             registry: Registry::new(bus, config.retain_resolved, ids),
             config,
             account: None,
+            actor: Identity::local(),
         }
     }
 
@@ -347,6 +426,7 @@ impl ApprovalService {
             registry: Registry::restore(bus, config.retain_resolved, ids, store, role).await?,
             config,
             account: None,
+            actor: Identity::local(),
         })
     }
 
@@ -404,8 +484,10 @@ impl ApprovalService {
     /// # Errors
     ///
     /// [`SubmitError::Invalid`] if the request cannot be made: no session, no action, an
-    /// action without a name, a review config naming no action, repeating one, or allowing
-    /// no decision, a timeout longer than [`MAX_TIMEOUT`](crate::MAX_TIMEOUT), or a
+    /// action without a name, an `args_schema` that is no JSON Schema (or refers to a
+    /// document outside itself: nothing is fetched) or that the action's own `args` do not
+    /// fit, a review config naming no action, repeating one, or allowing no decision, a
+    /// timeout longer than [`MAX_TIMEOUT`](crate::MAX_TIMEOUT), or a
     /// `tool_use_id` that already asked about other calls in this session
     /// ([`conflicting_request`](ValidationError::conflicting_request) names that request,
     /// which is left as it was); [`SubmitError::OverQuota`] if a
@@ -429,7 +511,9 @@ impl ApprovalService {
             account: self.account.clone(),
             weight: 0,
         };
+        let asker = self.actor.clone();
         let ticket = self.registry.register(
+            &self.actor,
             call.clone(),
             charge,
             (actions, review_configs),
@@ -443,6 +527,7 @@ impl ApprovalService {
                     review_configs,
                     created_at,
                     expires_at: deadline.expires_at(created_at),
+                    asked_by: Some(asker),
                 }
             },
             deadline.at,
@@ -458,6 +543,7 @@ impl ApprovalService {
             )
             .into()),
             Err(Refused::OverQuota(exceeded)) => Err(exceeded.into()),
+            Err(Refused::NotAllowed(refused)) => Err(refused.into()),
             Err(Refused::TooLarge { values, limit }) => {
                 Err(ValidationError::too_many_values(values, limit).into())
             }
@@ -467,15 +553,20 @@ impl ApprovalService {
     /// Answers a pending request.
     ///
     /// Fewer decisions than actions: the first decision fills the rest, unless it is an
-    /// `edit` (an edit replaces one call, never several). The stored and published reply
+    /// `edit` (an edit replaces one call, never several). An `edit` keeps the action's
+    /// tool and gives it other arguments: a JSON object, fitting the action's
+    /// `args_schema` when it has one. These checks are here, so every way a reply comes
+    /// in (HTTP, MCP, a session resume, the tools, the guard) passes them. The stored and published reply
     /// always holds one decision per action.
     ///
     /// # Errors
     ///
     /// [`ApprovalReplyError::NotFound`], [`ApprovalReplyError::AlreadyResolved`], or
     /// [`ApprovalReplyError::Invalid`] (naming the action) for no decision, more decisions
-    /// than actions, a lone `edit` for several actions, or a decision the action's review
-    /// config does not allow.
+    /// than actions, a lone `edit` for several actions, a decision the action's review
+    /// config does not allow, or an `edit` that names another tool, whose `args` are not a
+    /// JSON object, or whose `args` do not fit the action's `args_schema` (the message names
+    /// the field). A refused reply changes nothing: the request stays pending.
     pub fn reply(
         &self,
         id: ApprovalId,
@@ -497,7 +588,7 @@ impl ApprovalService {
 
     /// Cancels every pending request of a session; returns how many were cancelled.
     pub fn cancel_session(&self, session_id: &str) -> usize {
-        self.registry.cancel_session(session_id)
+        self.registry.cancel_session(session_id, &self.actor)
     }
 
     /// Pending requests in ascending id (creation) order, all or one session's.
@@ -527,22 +618,23 @@ impl ApprovalService {
         &self,
         session_id: &str,
         reason: Option<&str>,
-    ) -> Vec<(OutcomeKind, Durable)> {
-        self.registry.resolve_session(session_id, |request| {
-            let rejectable = (0..request.action_requests.len()).all(|index| {
-                request
-                    .allowed_decisions(index)
-                    .contains(&DecisionType::Reject)
-            });
-            if !rejectable {
-                return Outcome::Cancelled;
-            }
-            let reject = Decision::Reject {
-                message: reason.map(str::to_owned),
-            };
-            let decisions = vec![reject; request.action_requests.len()];
-            Outcome::Replied(Arc::new(ApprovalReply::new(decisions)))
-        })
+    ) -> Result<Vec<(OutcomeKind, Durable)>, NotAllowed> {
+        self.registry
+            .resolve_session(session_id, &self.actor, |request| {
+                let rejectable = (0..request.action_requests.len()).all(|index| {
+                    request
+                        .allowed_decisions(index)
+                        .contains(&DecisionType::Reject)
+                });
+                if !rejectable {
+                    return Outcome::Cancelled;
+                }
+                let reject = Decision::Reject {
+                    message: reason.map(str::to_owned),
+                };
+                let decisions = vec![reject; request.action_requests.len()];
+                Outcome::Replied(Arc::new(ApprovalReply::new(decisions)))
+            })
     }
 
     /// How many requests are pending.
@@ -590,13 +682,14 @@ impl ApprovalService {
         decide: impl FnOnce(&ApprovalRequest) -> Result<ApprovalOutcome, ValidationError>,
     ) -> Result<Durable, ApprovalReplyError> {
         self.registry
-            .resolve(id, decide)
+            .resolve(id, Some(&self.actor), decide)
             .map_err(|error| match error {
                 ResolveError::NotFound => ApprovalReplyError::NotFound(id),
                 ResolveError::AlreadyResolved(outcome) => {
                     ApprovalReplyError::AlreadyResolved { id, outcome }
                 }
                 ResolveError::Refused(invalid) => ApprovalReplyError::Invalid(invalid),
+                ResolveError::NotAllowed(refused) => ApprovalReplyError::NotAllowed(refused),
             })
     }
 }
@@ -709,7 +802,41 @@ fn check_request(
             ));
         }
     }
+    for (index, action) in actions.iter().enumerate() {
+        check_args_schema(index, action)?;
+    }
     Ok(())
+}
+
+/// Checks an action's `args_schema`, if it has one: a JSON Schema that refers to nothing
+/// outside itself, and one the action's own `args` fit.
+fn check_args_schema(index: usize, action: &Action) -> Result<(), ValidationError> {
+    let Some(schema) = &action.args_schema else {
+        return Ok(());
+    };
+    let validator = args_schema::compile(schema).map_err(|why| {
+        ValidationError::action(
+            index,
+            format!(
+                "action {}: action_requests[{index}].args_schema is not a JSON Schema this server can use (it must fit its meta-schema and refer to nothing outside itself): {why}",
+                describe(index, action)
+            ),
+        )
+    })?;
+    args_schema::check(
+        &validator,
+        &action.args,
+        &format!("action_requests[{index}].args"),
+    )
+    .map_err(|why| {
+        ValidationError::action(
+            index,
+            format!(
+                "action {}: its args do not fit its own args_schema: {why}",
+                describe(index, action)
+            ),
+        )
+    })
 }
 
 /// Checks a reply against its request and fills it to one decision per action with the
@@ -758,19 +885,67 @@ fn complete_reply(
                 ),
             ));
         }
-        if let Decision::Edit { edited_action } = decision
-            && edited_action.name.trim().is_empty()
-        {
-            return Err(ValidationError::action(
-                index,
-                format!(
-                    "action {}: the edited action has an empty name",
-                    describe(index, action)
-                ),
-            ));
+        if let Decision::Edit { edited_action } = decision {
+            check_edit(index, action, edited_action)?;
         }
     }
     Ok(reply)
+}
+
+/// Checks the edit of the action at `index`: it calls the same tool, with a JSON object
+/// of arguments that fits the action's `args_schema`, if it has one. An edit replaces the
+/// arguments a human reviewed, never the tool: a reviewer may not turn a call to one tool
+/// into a call to another the agent never proposed (and its review config never covered).
+fn check_edit(
+    index: usize,
+    action: &Action,
+    edited_action: &EditedAction,
+) -> Result<(), ValidationError> {
+    let refuse = |problem: String| {
+        ValidationError::action(
+            index,
+            format!("action {}: {problem}", describe(index, action)),
+        )
+    };
+    if edited_action.name != action.name {
+        return Err(refuse(format!(
+            "decisions[{index}].edited_action.name is {:?}, but an `edit` keeps the action's tool {:?}: edit its args, or reject it",
+            edited_action.name, action.name
+        )));
+    }
+    if !edited_action.args.is_object() {
+        return Err(refuse(format!(
+            "decisions[{index}].edited_action.args must be a JSON object of arguments, not {}",
+            json_type(&edited_action.args)
+        )));
+    }
+    let Some(schema) = &action.args_schema else {
+        return Ok(());
+    };
+    // Checked when the request was made; a request read back from a store may predate it.
+    let validator = args_schema::compile(schema).map_err(|why| {
+        refuse(format!(
+            "its args_schema cannot be used, so no edit can be checked: {why}"
+        ))
+    })?;
+    args_schema::check(
+        &validator,
+        &edited_action.args,
+        &format!("decisions[{index}].edited_action.args"),
+    )
+    .map_err(|why| refuse(format!("the edited args do not fit its args_schema: {why}")))
+}
+
+/// `an array`: how a message names the type of a JSON value.
+fn json_type(value: &serde_json::Value) -> &'static str {
+    match value {
+        serde_json::Value::Null => "null",
+        serde_json::Value::Bool(_) => "a boolean",
+        serde_json::Value::Number(_) => "a number",
+        serde_json::Value::String(_) => "a string",
+        serde_json::Value::Array(_) => "an array",
+        serde_json::Value::Object(_) => "an object",
+    }
 }
 
 /// `1 ("read"), 2 ("execute_trade")`: every action, as [`describe`] names one.

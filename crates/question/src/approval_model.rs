@@ -8,6 +8,8 @@
 use std::sync::Arc;
 
 use askbus_bus::{Event, Id, IdKind};
+
+use crate::identity::Identity;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -38,6 +40,12 @@ pub struct Action {
     /// What the call does, in words for the human.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub description: Option<String>,
+    /// The JSON Schema of the tool's arguments, if known: `args`, and the arguments of any
+    /// `edit` of this action, must fit it. It must be a valid JSON Schema that refers to
+    /// nothing outside itself (nothing is fetched).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "openapi", schema(value_type = Option<Object>))]
+    pub args_schema: Option<Value>,
 }
 
 /// The decisions a human may take on the actions of one tool.
@@ -78,7 +86,9 @@ pub enum DecisionType {
 pub enum Decision {
     /// Run the action as asked.
     Approve,
-    /// Run this action instead (the human replaced the call).
+    /// Run this action with other arguments (the human replaced the call). The edited
+    /// action names the same tool, its `args` are a JSON object, and they fit the action's
+    /// `args_schema` if it has one.
     Edit {
         /// The call to make instead.
         edited_action: EditedAction,
@@ -96,13 +106,13 @@ pub enum Decision {
     },
 }
 
-/// The call a human put in place of an action.
+/// The call a human put in place of an action: the same tool, other arguments.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct EditedAction {
-    /// The tool to call.
+    /// The tool to call: the action's own.
     pub name: String,
-    /// Its arguments.
+    /// Its arguments: a JSON object.
     #[cfg_attr(feature = "openapi", schema(value_type = Object))]
     pub args: Value,
 }
@@ -146,6 +156,10 @@ pub struct ApprovalRequest {
     /// epoch; absent: never.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub expires_at: Option<u64>,
+    /// Who asked: the identity of the credential that made the request (`local` without
+    /// credentials); absent on requests recorded before identities were.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub asked_by: Option<Identity>,
 }
 
 /// `approval.asked`: a new request is waiting; its properties are the request itself.
@@ -168,6 +182,9 @@ pub struct ApprovalReplied {
     /// The decisions, one per action, and the human's text.
     #[serde(flatten)]
     pub reply: Arc<ApprovalReply>,
+    /// Who decided.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub answered_by: Option<Identity>,
 }
 
 /// `approval.timed_out`: nobody decided before the deadline; every action is rejected.
@@ -234,6 +251,7 @@ impl Action {
             args,
             tool_use_id: None,
             description: None,
+            args_schema: None,
         }
     }
 
@@ -248,6 +266,14 @@ impl Action {
     #[must_use]
     pub fn with_description(mut self, description: impl Into<String>) -> Self {
         self.description = Some(description.into());
+        self
+    }
+
+    /// Gives the JSON Schema of the tool's arguments: the request is refused unless
+    /// `args` fit it, and so is a human's `edit` whose arguments do not.
+    #[must_use]
+    pub fn with_args_schema(mut self, args_schema: Value) -> Self {
+        self.args_schema = Some(args_schema);
         self
     }
 }

@@ -12,6 +12,7 @@ use tokio::sync::watch;
 use crate::approval::{ApprovalConfig, ApprovalService, PendingApproval};
 use crate::approval_model::{Action, ApprovalReply, Decision, DecisionType, ReviewConfig};
 use crate::follow::{self, Followed};
+use crate::identity::{Duties, Identity, NotAllowed};
 use crate::interrupt::{
     InterruptState, PendingRequest, RequestId, ResumeError, ResumeInput, confirmation_phrase,
 };
@@ -56,6 +57,17 @@ pub struct RequestHub {
     approvals: ApprovalService,
     /// The store this hub shares with other instances, if it does.
     shared: Option<Shared>,
+}
+
+/// Why [`RequestHub::reject_session`] did not refuse everything.
+#[derive(Debug, thiserror::Error)]
+pub enum SessionRejectError {
+    /// The identity may not decide a request of the session (HTTP: 403).
+    #[error(transparent)]
+    NotAllowed(#[from] NotAllowed),
+    /// The store could not record a refusal (HTTP: 503).
+    #[error(transparent)]
+    Durable(#[from] DurableError),
 }
 
 /// A hub's link to the store it shares with other instances.
@@ -295,6 +307,35 @@ impl RequestHub {
         charged
     }
 
+    /// Another handle on the same requests that acts as `identity`: its new requests (of
+    /// either kind) record it as their asker, and its replies, rejections, reviews and
+    /// resumes are decided by it, so [`Duties`] apply to it. A hub acts as
+    /// [`Identity::local`] until told otherwise. The server gives each credential's
+    /// requests a handle acting as the credential's identity.
+    #[must_use]
+    pub fn acting_as(&self, identity: Identity) -> Self {
+        let mut acting = self.clone();
+        acting.questions.actor = identity.clone();
+        acting.approvals.actor = identity;
+        acting
+    }
+
+    /// Who this handle acts as (see [`acting_as`](Self::acting_as)).
+    pub fn actor(&self) -> &Identity {
+        &self.questions.actor
+    }
+
+    /// Sets the separation-of-duties policy of both kinds' requests (see [`Duties`]): with
+    /// [`never_the_asker`](Duties::never_the_asker), no identity decides a request it
+    /// asked. Roles are checked whatever the policy. A hub's policy is set once, before it
+    /// is shared; a second call changes nothing.
+    #[must_use]
+    pub fn with_duties(self, duties: Duties) -> Self {
+        self.questions.registry().set_duties(duties);
+        self.approvals.registry().set_duties(duties);
+        self
+    }
+
     /// The store the hub records its requests in ([`with_store`](Self::with_store),
     /// [`shared`](Self::shared)), where each session's history is kept too; `None` for a
     /// hub that keeps everything in memory.
@@ -364,8 +405,10 @@ impl RequestHub {
     ///
     /// # Errors
     ///
-    /// [`DurableError::Store`] if the store could not record a change (the other changes
-    /// still complete; see [`Durable`]).
+    /// [`SessionRejectError::NotAllowed`] if this handle's identity may not decide one of
+    /// the session's requests (an agent; or the asker, see [`Duties`]): then nothing of
+    /// that kind was refused. [`SessionRejectError::Durable`] if the store could not
+    /// record a change (the other changes still complete; see [`Durable`]).
     ///
     /// # Examples
     ///
@@ -391,16 +434,16 @@ impl RequestHub {
         &self,
         session_id: &str,
         reason: Option<&str>,
-    ) -> Result<SessionRejected, DurableError> {
-        let questions = self.questions.reject_session(session_id, reason);
-        let approvals = self.approvals.reject_session(session_id, reason);
+    ) -> Result<SessionRejected, SessionRejectError> {
+        let questions = self.questions.reject_session(session_id, reason)?;
+        let approvals = self.approvals.reject_session(session_id, reason)?;
         let mut rejected = SessionRejected::default();
         for (kind, durable) in questions.into_iter().chain(approvals) {
             match durable.await {
                 Ok(()) => {}
                 // Another instance resolved it first: not refused here.
                 Err(DurableError::AlreadyResolved { .. }) => continue,
-                Err(error @ DurableError::Store(_)) => return Err(error),
+                Err(error @ DurableError::Store(_)) => return Err(error.into()),
             }
             let count = match kind {
                 OutcomeKind::Rejected => &mut rejected.questions,

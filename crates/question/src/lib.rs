@@ -47,8 +47,10 @@
 
 mod approval;
 mod approval_model;
+mod args_schema;
 mod follow;
 mod hub;
+mod identity;
 mod interrupt;
 mod model;
 mod quota;
@@ -68,8 +70,10 @@ pub use approval_model::{
     ReviewConfig,
 };
 pub use hub::{
-    CONFIRMATION_ACTION, PendingSessions, RequestHub, Resumed, SessionPending, SessionRejected,
+    CONFIRMATION_ACTION, PendingSessions, RequestHub, Resumed, SessionPending, SessionRejectError,
+    SessionRejected,
 };
+pub use identity::{Duties, Identity, NotAllowed, Role};
 pub use interrupt::{
     CONFIRMATION_PHRASES, InputField, InputFieldType, InterruptState, PendingRequest, RequestId,
     ResumeError, ResumeInput, confirmation_phrase,

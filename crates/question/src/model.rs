@@ -7,6 +7,8 @@
 use std::sync::Arc;
 
 use askbus_bus::{Event, Id, IdKind};
+
+use crate::identity::Identity;
 use serde::{Deserialize, Serialize};
 
 /// Kind marker for question ids (`que_`).
@@ -97,6 +99,10 @@ pub struct QuestionRequest {
     /// When the request times out, milliseconds since the Unix epoch; absent: never.
     #[serde(rename = "expiresAt", default, skip_serializing_if = "Option::is_none")]
     pub expires_at: Option<u64>,
+    /// Who asked: the identity of the credential that made the request (`local` without
+    /// credentials); absent on requests recorded before identities were.
+    #[serde(rename = "askedBy", default, skip_serializing_if = "Option::is_none")]
+    pub asked_by: Option<Identity>,
 }
 
 /// `question.asked`: a new request is waiting; its properties are the request itself.
@@ -118,6 +124,9 @@ pub struct QuestionReplied {
     pub request_id: QuestionId,
     /// One answer per question.
     pub answers: Answers,
+    /// Who answered.
+    #[serde(rename = "answeredBy", skip_serializing_if = "Option::is_none")]
+    pub answered_by: Option<Identity>,
 }
 
 /// `question.rejected`: a human refused to answer.
@@ -132,6 +141,9 @@ pub struct QuestionRejected {
     /// Why, if the human said.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
+    /// Who rejected it.
+    #[serde(rename = "answeredBy", skip_serializing_if = "Option::is_none")]
+    pub answered_by: Option<Identity>,
 }
 
 /// `question.timed_out`: nobody answered before the deadline.

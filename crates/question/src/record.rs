@@ -34,6 +34,7 @@ use serde::de::DeserializeOwned;
 
 use crate::approval::{ApprovalOutcome, ApprovalRegistryKind};
 use crate::approval_model::{ApprovalId, ApprovalRequest};
+use crate::identity::Identity;
 use crate::interrupt::RequestId;
 use crate::model::{QuestionId, QuestionRequest};
 use crate::registry::{Kind, Outcome, OutcomeKind};
@@ -121,6 +122,8 @@ pub enum RecordedChange {
         id: QuestionId,
         /// How.
         outcome: QuestionOutcome,
+        /// Who decided it, if the record says.
+        decided_by: Option<Identity>,
     },
     /// An approval was asked.
     ApprovalAsked(ApprovalRequest),
@@ -130,6 +133,8 @@ pub enum RecordedChange {
         id: ApprovalId,
         /// How.
         outcome: ApprovalOutcome,
+        /// Who decided it, if the record says.
+        decided_by: Option<Identity>,
     },
 }
 
@@ -154,10 +159,12 @@ impl RecordedChange {
                 RequestKind::Question => Self::QuestionEnded {
                     id: parse_id(id)?,
                     outcome: outcome_from::<QuestionRegistryKind>(id, outcome)?,
+                    decided_by: decided_by(outcome),
                 },
                 RequestKind::Approval => Self::ApprovalEnded {
                     id: parse_id(id)?,
                     outcome: outcome_from::<ApprovalRegistryKind>(id, outcome)?,
+                    decided_by: decided_by(outcome),
                 },
             },
             ChangeKind::Event(_) => return Ok(None),
@@ -273,12 +280,14 @@ impl Recorder {
             .write(askbus_store::Write::Insert(request_record::<K>(request)))
     }
 
-    /// Queues the outcome of `request`, with its audit receipt: the store appends the
-    /// receipt to its audit log if (and only if) this outcome wins, in the same step.
+    /// Queues the outcome of `request`, decided `by` someone (if anyone), with its audit
+    /// receipt: the store appends the receipt to its audit log if (and only if) this
+    /// outcome wins, in the same step.
     pub(crate) fn resolve<K: Kind>(
         &self,
         request: &K::Request,
         outcome: &Outcome<K::Reply>,
+        by: Option<&Identity>,
     ) -> Ack {
         let (state, body) = match outcome {
             Outcome::Replied(reply) => (OutcomeState::Replied, to_json(reply)),
@@ -290,8 +299,9 @@ impl Recorder {
             Outcome::Cancelled => (OutcomeState::Cancelled, "null".to_owned()),
         };
         let record = request_record::<K>(request);
-        let outcome = OutcomeRecord::new(state, body, now_ms());
-        let audit = AuditDraft::new(&record, &outcome, None).to_json();
+        let outcome = OutcomeRecord::new(state, body, now_ms()).decided_by(by.map(to_json));
+        let asked_by = K::asked_by(request).and_then(|who| serde_json::to_value(who).ok());
+        let audit = AuditDraft::new(&record, &outcome, asked_by).to_json();
         self.store.write(askbus_store::Write::Resolve {
             kind: K::RECORD_KIND,
             id: record.id,
@@ -355,6 +365,12 @@ pub(crate) fn outcome_from<K: Kind>(
         OutcomeState::TimedOut => Outcome::TimedOut,
         OutcomeState::Cancelled => Outcome::Cancelled,
     })
+}
+
+/// Who decided a stored outcome, if it says (outcomes recorded before identities were do
+/// not; an unreadable name is treated the same, the outcome itself being what matters).
+pub(crate) fn decided_by(outcome: &OutcomeRecord) -> Option<Identity> {
+    serde_json::from_str(outcome.decided_by.as_deref()?).ok()
 }
 
 /// A request id read from a store.

@@ -49,6 +49,7 @@ use serde::de::DeserializeOwned;
 use tokio::sync::{Notify, oneshot};
 use tokio::time::Instant;
 
+use crate::identity::{Duties, Identity, NotAllowed};
 use crate::interrupt::RequestId;
 use crate::quota::{Charge, Quota, QuotaExceeded, Weight};
 use crate::record::{self, Durable, DurableError, Recorder};
@@ -90,9 +91,18 @@ pub struct Snapshot<Request, Reply> {
     pub request: Arc<Request>,
     /// How it ended, or `None` while it waits for a human.
     pub outcome: Option<Outcome<Reply>>,
+    /// Who decided the outcome (or cancelled the request); `None` while pending, for a
+    /// timeout, and for outcomes recorded before identities were.
+    pub decided_by: Option<Identity>,
 }
 
 impl<R> Outcome<R> {
+    /// Whether this outcome is someone's decision about the request (replied, rejected),
+    /// which only an identity allowed to decide it may make; a timeout or a cancel is not.
+    pub fn is_decision(&self) -> bool {
+        matches!(self, Self::Replied(_) | Self::Rejected { .. })
+    }
+
     /// Which outcome this is.
     pub fn kind(&self) -> OutcomeKind {
         match self {
@@ -161,14 +171,21 @@ pub(crate) trait Kind: Send + Sync + Sized + 'static {
     fn asks(request: &Self::Request, content: &Self::Content) -> bool;
     /// When the request times out, milliseconds since the Unix epoch.
     fn expires_at(request: &Self::Request) -> Option<u64>;
+    /// Who asked the request (`None` for requests recorded before identities were).
+    fn asked_by(request: &Self::Request) -> Option<&Identity>;
     /// Adds `request`, read back from a store, to `index`.
     fn remember(index: &mut Self::Index, request: &Self::Request);
     /// Drops what `index` holds for `request`, which the registry no longer remembers.
     fn forget(index: &mut Self::Index, request: &Self::Request);
     /// Announces a newly registered request.
     fn publish_asked(bus: &Bus, request: &Arc<Self::Request>);
-    /// Announces a request's terminal outcome.
-    fn publish_outcome(bus: &Bus, request: &Arc<Self::Request>, outcome: &Outcome<Self::Reply>);
+    /// Announces a request's terminal outcome, decided `by` someone (`None`: a timeout).
+    fn publish_outcome(
+        bus: &Bus,
+        request: &Arc<Self::Request>,
+        outcome: &Outcome<Self::Reply>,
+        by: Option<&Identity>,
+    );
 }
 
 /// Why a request could not be resolved.
@@ -180,6 +197,8 @@ pub(crate) enum ResolveError<E> {
     AlreadyResolved(OutcomeKind),
     /// The resolution was refused by the caller's check (an invalid answer).
     Refused(E),
+    /// The identity deciding may not decide this request ([`Duties::check_decide`]).
+    NotAllowed(NotAllowed),
 }
 
 /// Why [`Registry::register`] made no request.
@@ -189,6 +208,8 @@ pub(crate) enum Refused<Id> {
     CallReused(Id),
     /// A limit of the registry's quota would be passed.
     OverQuota(QuotaExceeded),
+    /// The identity asking may not make requests ([`Duties::check_ask`]).
+    NotAllowed(NotAllowed),
     /// The content has more JSON values than one request may
     /// ([`PendingLimits::values_per_request`](crate::PendingLimits::values_per_request)).
     TooLarge {
@@ -261,6 +282,9 @@ struct Inner<K: Kind> {
     /// The pending-request caps, once installed; shared by the registries of one hub and,
     /// like `ids`, taken only under this registry's lock (registry → quota).
     quota: OnceLock<Arc<Quota>>,
+    /// The separation-of-duties policy, once set ([`Registry::set_duties`]); the default
+    /// before.
+    duties: OnceLock<Duties>,
 }
 
 /// An id source shared by registries.
@@ -310,6 +334,8 @@ struct Resolved<K: Kind> {
     request: Arc<K::Request>,
     /// How it ended.
     outcome: Outcome<K::Reply>,
+    /// Who decided it, if anyone did.
+    decided_by: Option<Identity>,
     /// Its weight in bytes, as it had while pending.
     weight: usize,
 }
@@ -375,6 +401,17 @@ impl<K: Kind> Registry<K> {
         }
     }
 
+    /// Sets the separation-of-duties policy checked by [`register`](Self::register) and
+    /// [`resolve`](Self::resolve). A registry has one policy for good: a second is ignored.
+    pub(crate) fn set_duties(&self, duties: Duties) {
+        let _ = self.inner.duties.set(duties);
+    }
+
+    /// The separation-of-duties policy in force.
+    fn duties(&self) -> Duties {
+        self.inner.duties.get().copied().unwrap_or_default()
+    }
+
     fn with_parts(
         bus: Bus,
         retain_resolved: usize,
@@ -400,6 +437,7 @@ impl<K: Kind> Registry<K> {
                 recorder,
                 ids,
                 quota: OnceLock::new(),
+                duties: OnceLock::new(),
             }),
         }
     }
@@ -447,6 +485,7 @@ impl<K: Kind> Registry<K> {
                 let outcome = outcome.ok_or_else(|| {
                     StoreError::Corrupt(format!("request {} has no outcome", stored.request.id))
                 })?;
+                let decided_by = stored.outcome.as_ref().and_then(record::decided_by);
                 K::remember(&mut state.index, &request);
                 state.index_call(&request);
                 state.resolved.insert(
@@ -454,6 +493,7 @@ impl<K: Kind> Registry<K> {
                     Resolved {
                         request: Arc::new(request),
                         outcome,
+                        decided_by,
                         weight: 0,
                     },
                 );
@@ -513,16 +553,24 @@ impl<K: Kind> Registry<K> {
     /// ([`Refused::OverQuota`]). Checked here for the same reason, before the request gets
     /// an id, so a refusal leaves no trace.
     ///
+    /// `asker` must be allowed to ask ([`Duties::check_ask`]; [`Refused::NotAllowed`]
+    /// otherwise, before anything else), and `build` must record it as the request's
+    /// [`asked_by`](Kind::asked_by).
+    ///
     /// `build` runs under the registry lock, so it must be cheap and must not call back
     /// into the registry.
     pub(crate) fn register(
         &self,
+        asker: &Identity,
         call: Option<CallKey>,
         mut charge: Charge,
         content: K::Content,
         build: impl FnOnce(Id<K::IdKind>, &mut K::Index, K::Content) -> K::Request,
         deadline: Option<Instant>,
     ) -> Result<Ticket<K>, Refused<Id<K::IdKind>>> {
+        self.duties()
+            .check_ask(asker)
+            .map_err(Refused::NotAllowed)?;
         if deadline.is_some() {
             self.ensure_timer_driver();
         }
@@ -635,13 +683,22 @@ impl<K: Kind> Registry<K> {
         })
     }
 
-    /// Resolves a pending request with the outcome `decide` returns for it.
+    /// Resolves a pending request with the outcome `decide` returns for it, decided `by`
+    /// an identity (`None`: the request's own asker going away, which decides nothing).
+    ///
+    /// A decision ([`Outcome::is_decision`]: replied, rejected) must be one `by` may make
+    /// of this request ([`Duties::check_decide`]: never an agent's, never the asker's
+    /// while the policy says so); otherwise nothing changes and
+    /// [`ResolveError::NotAllowed`] says why. This is the one place that rule is kept:
+    /// every answer, from any entry, comes here. A cancel is no decision: the routes that
+    /// let a caller cancel check its session.
     ///
     /// `decide` runs under the registry lock (it validates an answer against the request);
     /// it must not call back into the registry.
     pub(crate) fn resolve<E>(
         &self,
         id: Id<K::IdKind>,
+        by: Option<&Identity>,
         decide: impl FnOnce(&K::Request) -> Result<Outcome<K::Reply>, E>,
     ) -> Result<Durable, ResolveError<E>> {
         let mut state = self.inner.lock();
@@ -652,11 +709,19 @@ impl<K: Kind> Registry<K> {
             });
         };
         let outcome = decide(&entry.request).map_err(ResolveError::Refused)?;
+        if let Some(by) = by
+            && outcome.is_decision()
+        {
+            self.duties()
+                .check_decide(by, K::asked_by(&entry.request))
+                .map_err(ResolveError::NotAllowed)?;
+        }
+        let by = by.cloned();
         if let Some(store) = self.inner.deciding_store() {
             let request = Arc::clone(&entry.request);
-            return Ok(self.propose(store, &mut state, &request, outcome));
+            return Ok(self.propose(store, &mut state, &request, outcome, by));
         }
-        let delivery = self.inner.finish(&mut state, id, outcome);
+        let delivery = self.inner.finish(&mut state, id, outcome, by);
         drop(state);
         Ok(delivery.map_or_else(Durable::done, Delivery::send))
     }
@@ -670,9 +735,10 @@ impl<K: Kind> Registry<K> {
         state: &mut State<K>,
         request: &K::Request,
         outcome: Outcome<K::Reply>,
+        by: Option<Identity>,
     ) -> Durable {
         let id = K::id(request);
-        let verdict = store.resolve::<K>(request, &outcome);
+        let verdict = store.resolve::<K>(request, &outcome, by.as_ref());
         // Registered before the proposal can come back through the log.
         let (applied_sender, applied) = oneshot::channel();
         state.watch(id, applied_sender);
@@ -689,7 +755,7 @@ impl<K: Kind> Registry<K> {
                     request: K::request_id(id),
                     outcome: record::outcome_kind(state),
                 }),
-                Written::NotFound => match registry.end_orphan(id, outcome) {
+                Written::NotFound => match registry.end_orphan(id, outcome, by) {
                     Ended::Now => Ok(()),
                     // Withdrawn meanwhile (its insert failed), or ended otherwise: this
                     // outcome was not taken.
@@ -708,9 +774,14 @@ impl<K: Kind> Registry<K> {
 
     /// Ends a request the shared store does not know (see the module docs): nothing but
     /// this registry can. Says whether it ended it now, or how it had ended before.
-    fn end_orphan(&self, id: Id<K::IdKind>, outcome: Outcome<K::Reply>) -> Ended {
+    fn end_orphan(
+        &self,
+        id: Id<K::IdKind>,
+        outcome: Outcome<K::Reply>,
+        by: Option<Identity>,
+    ) -> Ended {
         let mut state = self.inner.lock();
-        let Some(delivery) = self.inner.finish(&mut state, id, outcome) else {
+        let Some(delivery) = self.inner.finish(&mut state, id, outcome, by) else {
             return Ended::Before(state.outcome_kind(id));
         };
         drop(state);
@@ -739,7 +810,7 @@ impl<K: Kind> Registry<K> {
         else {
             return Ended::Before(state.outcome_kind(id));
         };
-        let delivery = self.inner.finish(&mut state, id, Outcome::Cancelled);
+        let delivery = self.inner.finish(&mut state, id, Outcome::Cancelled, None);
         drop(state);
         tracing::warn!(
             "{} could not be recorded in the store; cancelled",
@@ -757,7 +828,7 @@ impl<K: Kind> Registry<K> {
                 for _ in 0..WITHDRAW_ATTEMPTS {
                     // Taken, refused as already ended, or "not found": all final.
                     if recorder
-                        .resolve::<K>(&request, &Outcome::Cancelled)
+                        .resolve::<K>(&request, &Outcome::Cancelled, None)
                         .await
                         .is_ok()
                     {
@@ -841,10 +912,11 @@ impl<K: Kind> Registry<K> {
                 }
             }
             ChangeKind::Resolved { id, outcome, .. } => {
+                let decided_by = record::decided_by(outcome);
                 let outcome = record::outcome_from::<K>(id, outcome)?;
                 let id = record::parse_id::<K::IdKind>(id)?;
                 let mut state = self.inner.lock();
-                let delivery = self.inner.finish(&mut state, id, outcome);
+                let delivery = self.inner.finish(&mut state, id, outcome, decided_by);
                 drop(state);
                 if let Some(delivery) = delivery {
                     delivery.send().in_background();
@@ -854,9 +926,12 @@ impl<K: Kind> Registry<K> {
         Ok(())
     }
 
-    /// Cancels every pending request of `session_id`; returns how many there were.
-    pub(crate) fn cancel_session(&self, session_id: &str) -> usize {
-        let cancelled = self.resolve_session(session_id, |_| Outcome::Cancelled);
+    /// Cancels every pending request of `session_id`, `by` whoever asks it to; returns how
+    /// many there were.
+    pub(crate) fn cancel_session(&self, session_id: &str, by: &Identity) -> usize {
+        let cancelled = self
+            .resolve_session(session_id, by, |_| Outcome::Cancelled)
+            .unwrap_or_default();
         let count = cancelled.len();
         // Cancelling is not acknowledged to anyone: nothing waits for the record.
         cancelled
@@ -866,35 +941,49 @@ impl<K: Kind> Registry<K> {
     }
 
     /// Resolves every pending request of `session_id` with the outcome `decide` gives it,
-    /// all under one lock acquisition (as [`resolve`](Self::resolve) each: over a shared
-    /// store, proposed). Returns each outcome's kind with what completes once it is durable
-    /// (or fails, over a shared store, if another outcome won).
+    /// `by` one identity, all under one lock acquisition (as [`resolve`](Self::resolve)
+    /// each: over a shared store, proposed). Returns each outcome's kind with what
+    /// completes once it is durable (or fails, over a shared store, if another outcome
+    /// won).
+    ///
+    /// # Errors
+    ///
+    /// [`NotAllowed`] when `by` may not make one of the decisions (see
+    /// [`resolve`](Self::resolve)): then nothing changes, for any request of the session.
     ///
     /// `decide` runs under the registry lock; it must not call back into the registry.
     pub(crate) fn resolve_session(
         &self,
         session_id: &str,
+        by: &Identity,
         mut decide: impl FnMut(&K::Request) -> Outcome<K::Reply>,
-    ) -> Vec<(OutcomeKind, Durable)> {
+    ) -> Result<Vec<(OutcomeKind, Durable)>, NotAllowed> {
         let mut state = self.inner.lock();
-        let requests: Vec<_> = state
+        let duties = self.duties();
+        let decided = state
             .sessions
             .ids(session_id, Bound::Unbounded)
             .filter_map(|id| state.pending.get(&id))
-            .map(|entry| Arc::clone(&entry.request))
-            .collect();
-        let mut resolved = Vec::with_capacity(requests.len());
+            .map(|entry| {
+                let outcome = decide(&entry.request);
+                if outcome.is_decision() {
+                    duties.check_decide(by, K::asked_by(&entry.request))?;
+                }
+                Ok((Arc::clone(&entry.request), outcome))
+            })
+            .collect::<Result<Vec<_>, NotAllowed>>()?;
+        let mut resolved = Vec::with_capacity(decided.len());
         let mut deliveries = Vec::new();
-        for request in requests {
-            let outcome = decide(&request);
+        for (request, outcome) in decided {
             let kind = outcome.kind();
+            let by = Some(by.clone());
             match self.inner.deciding_store() {
                 Some(store) => {
-                    resolved.push((kind, self.propose(store, &mut state, &request, outcome)));
+                    resolved.push((kind, self.propose(store, &mut state, &request, outcome, by)));
                 }
                 None => deliveries.extend(
                     self.inner
-                        .finish(&mut state, K::id(&request), outcome)
+                        .finish(&mut state, K::id(&request), outcome, by)
                         .map(|delivery| (kind, delivery)),
                 ),
             }
@@ -905,7 +994,7 @@ impl<K: Kind> Registry<K> {
                 .into_iter()
                 .map(|(kind, delivery)| (kind, delivery.send())),
         );
-        resolved
+        Ok(resolved)
     }
 
     /// The oldest pending request of `session_id`.
@@ -998,11 +1087,13 @@ impl<K: Kind> Registry<K> {
             return Some(Snapshot {
                 request: Arc::clone(&entry.request),
                 outcome: None,
+                decided_by: None,
             });
         }
         state.resolved.get(&id).map(|resolved| Snapshot {
             request: Arc::clone(&resolved.request),
             outcome: Some(resolved.outcome.clone()),
+            decided_by: resolved.decided_by.clone(),
         })
     }
 
@@ -1048,11 +1139,14 @@ impl<K: Kind> Registry<K> {
         {
             state.deadlines.pop_first();
             match self.inner.deciding_store() {
-                None => deliveries.extend(self.inner.finish(&mut state, id, Outcome::TimedOut)),
+                None => {
+                    deliveries.extend(self.inner.finish(&mut state, id, Outcome::TimedOut, None));
+                }
                 Some(store) => {
                     if let Some(entry) = state.pending.get(&id) {
                         let request = Arc::clone(&entry.request);
-                        let proposal = self.propose(store, &mut state, &request, Outcome::TimedOut);
+                        let proposal =
+                            self.propose(store, &mut state, &request, Outcome::TimedOut, None);
                         proposals.push((id, proposal));
                     }
                 }
@@ -1126,13 +1220,15 @@ impl<K: Kind> Inner<K> {
         }
     }
 
-    /// Moves a pending request to resolved, publishes its outcome and returns what must be
-    /// delivered once the lock is released. `None` if it was not pending.
+    /// Moves a pending request to resolved, decided `by` someone (if anyone), publishes its
+    /// outcome and returns what must be delivered once the lock is released. `None` if it
+    /// was not pending.
     fn finish(
         &self,
         state: &mut State<K>,
         id: Id<K::IdKind>,
         outcome: Outcome<K::Reply>,
+        by: Option<Identity>,
     ) -> Option<Delivery<K>> {
         let entry = state.pending.remove(&id)?;
         if let Some(quota) = self.quota.get() {
@@ -1157,13 +1253,13 @@ impl<K: Kind> Inner<K> {
         // itself (it is applying the store's change log): nothing to write.
         let recorded = match &self.recorder {
             Some((recorder, StoreRole::Record)) => {
-                Some(recorder.resolve::<K>(&entry.request, &outcome))
+                Some(recorder.resolve::<K>(&entry.request, &outcome, by.as_ref()))
             }
             Some((_, StoreRole::Shared)) | None => None,
         };
         // An orphan never announced ends without events: nobody saw it asked.
         if entry.announced {
-            K::publish_outcome(&self.bus, &entry.request, &outcome);
+            K::publish_outcome(&self.bus, &entry.request, &outcome, by.as_ref());
         }
         if self.retain_resolved > 0 {
             // The oldest go first: past the count, and past a quarter of the quota's bytes.
@@ -1186,6 +1282,7 @@ impl<K: Kind> Inner<K> {
                 Resolved {
                     request: entry.request,
                     outcome: outcome.clone(),
+                    decided_by: by,
                     weight: entry.weight,
                 },
             );
@@ -1264,9 +1361,9 @@ impl<K: Kind> Drop for Ticket<K> {
     fn drop(&mut self) {
         if !self.settled && self.owns {
             // Already resolved (the outcome is waiting unread) is fine: nothing to cancel.
-            if let Ok(cancelled) = self
-                .registry
-                .resolve::<Infallible>(K::id(&self.request), |_| Ok(Outcome::Cancelled))
+            if let Ok(cancelled) =
+                self.registry
+                    .resolve::<Infallible>(K::id(&self.request), None, |_| Ok(Outcome::Cancelled))
             {
                 cancelled.in_background();
             }

@@ -11,6 +11,7 @@ use askbus_bus::Bus;
 use askbus_store::{RequestKind, Store, StoreError};
 use tokio::time::Instant;
 
+use crate::identity::{Identity, NotAllowed};
 use crate::interrupt::RequestId;
 use crate::model::{
     Answer, Answers, QuestionAsked, QuestionCancelled, QuestionId, QuestionInfo, QuestionKind,
@@ -64,6 +65,10 @@ pub struct QuestionService {
     /// The account new requests are charged to
     /// ([`RequestHub::for_account`](crate::RequestHub::for_account)).
     pub(crate) account: Option<Arc<str>>,
+    /// Who this handle acts as: the asker of its new requests, the decider of its replies
+    /// ([`RequestHub::acting_as`](crate::RequestHub::acting_as)); [`Identity::local`] by
+    /// default.
+    pub(crate) actor: Identity,
 }
 
 /// Settings of a [`QuestionService`].
@@ -105,6 +110,9 @@ pub enum SubmitError {
     /// have ended. See [`PendingLimits`](crate::PendingLimits).
     #[error(transparent)]
     OverQuota(#[from] QuotaExceeded),
+    /// The identity asking may not make requests (a reviewer; HTTP: 403).
+    #[error(transparent)]
+    NotAllowed(#[from] NotAllowed),
 }
 
 /// Why `ask` did not return answers.
@@ -117,6 +125,9 @@ pub enum AskError {
     /// have ended may work.
     #[error("the question was not asked: {0}")]
     OverQuota(QuotaExceeded),
+    /// The question was not asked: this identity may not make requests.
+    #[error("the question was not asked: {0}")]
+    NotAllowed(NotAllowed),
     /// The human declined to answer.
     #[error("the human rejected the question{}", reason_suffix(.reason))]
     Rejected {
@@ -153,6 +164,9 @@ pub enum ReplyError {
     /// The answers do not fit the questions.
     #[error("invalid answer: {0}")]
     Invalid(#[from] ValidationError),
+    /// The identity answering may not decide this request (HTTP: 403).
+    #[error(transparent)]
+    NotAllowed(#[from] NotAllowed),
 }
 
 /// The future of one asked request; resolves to the answers or the reason there are none.
@@ -230,7 +244,16 @@ impl Kind for QuestionRegistryKind {
         });
     }
 
-    fn publish_outcome(bus: &Bus, request: &Arc<QuestionRequest>, outcome: &Outcome<Answers>) {
+    fn asked_by(request: &QuestionRequest) -> Option<&Identity> {
+        request.asked_by.as_ref()
+    }
+
+    fn publish_outcome(
+        bus: &Bus,
+        request: &Arc<QuestionRequest>,
+        outcome: &Outcome<Answers>,
+        by: Option<&Identity>,
+    ) {
         let session_id = Arc::clone(&request.session_id);
         let request_id = request.id;
         match outcome {
@@ -238,11 +261,13 @@ impl Kind for QuestionRegistryKind {
                 session_id,
                 request_id,
                 answers: Arc::clone(answers),
+                answered_by: by.cloned(),
             }),
             Outcome::Rejected { reason } => bus.publish(QuestionRejected {
                 session_id,
                 request_id,
                 reason: reason.clone(),
+                answered_by: by.cloned(),
             }),
             Outcome::TimedOut => bus.publish(QuestionTimedOut {
                 session_id,
@@ -261,6 +286,7 @@ impl From<SubmitError> for AskError {
         match error {
             SubmitError::Invalid(invalid) => Self::Invalid(invalid),
             SubmitError::OverQuota(exceeded) => Self::OverQuota(exceeded),
+            SubmitError::NotAllowed(refused) => Self::NotAllowed(refused),
         }
     }
 }
@@ -292,6 +318,7 @@ impl QuestionService {
             registry: Registry::new(bus, config.retain_resolved, ids),
             config,
             account: None,
+            actor: Identity::local(),
         }
     }
 
@@ -329,6 +356,7 @@ impl QuestionService {
             registry: Registry::restore(bus, config.retain_resolved, ids, store, role).await?,
             config,
             account: None,
+            actor: Identity::local(),
         })
     }
 
@@ -407,7 +435,9 @@ impl QuestionService {
             account: self.account.clone(),
             weight: 0,
         };
+        let asker = self.actor.clone();
         let ticket = self.registry.register(
+            &self.actor,
             call.clone(),
             charge,
             questions,
@@ -420,6 +450,7 @@ impl QuestionService {
                     tool,
                     created_at,
                     expires_at: deadline.expires_at(created_at),
+                    asked_by: Some(asker),
                 }
             },
             deadline.at,
@@ -435,6 +466,7 @@ impl QuestionService {
             )
             .into()),
             Err(Refused::OverQuota(exceeded)) => Err(exceeded.into()),
+            Err(Refused::NotAllowed(refused)) => Err(refused.into()),
             Err(Refused::TooLarge { values, limit }) => {
                 Err(ValidationError::too_many_values(values, limit).into())
             }
@@ -496,7 +528,7 @@ impl QuestionService {
 
     /// Cancels every pending request of a session; returns how many were cancelled.
     pub fn cancel_session(&self, session_id: &str) -> usize {
-        self.registry.cancel_session(session_id)
+        self.registry.cancel_session(session_id, &self.actor)
     }
 
     /// Pending requests in ascending id (creation) order, all or one session's.
@@ -545,9 +577,9 @@ impl QuestionService {
         &self,
         session_id: &str,
         reason: Option<&str>,
-    ) -> Vec<(OutcomeKind, Durable)> {
+    ) -> Result<Vec<(OutcomeKind, Durable)>, NotAllowed> {
         self.registry
-            .resolve_session(session_id, |_| Outcome::Rejected {
+            .resolve_session(session_id, &self.actor, |_| Outcome::Rejected {
                 reason: reason.map(str::to_owned),
             })
     }
@@ -588,13 +620,14 @@ impl QuestionService {
         decide: impl FnOnce(&QuestionRequest) -> Result<Outcome<Answers>, ValidationError>,
     ) -> Result<Durable, ReplyError> {
         self.registry
-            .resolve(id, decide)
+            .resolve(id, Some(&self.actor), decide)
             .map_err(|error| match error {
                 ResolveError::NotFound => ReplyError::NotFound(id),
                 ResolveError::AlreadyResolved(outcome) => {
                     ReplyError::AlreadyResolved { id, outcome }
                 }
                 ResolveError::Refused(invalid) => ReplyError::Invalid(invalid),
+                ResolveError::NotAllowed(refused) => ReplyError::NotAllowed(refused),
             })
     }
 }

@@ -17,9 +17,20 @@
 //!   `--cors-origin`) may not change anything, nor read; a body that changes something is
 //!   JSON. Listening on every address (0.0.0.0) needs `--allowed-host`, since askbus cannot
 //!   know the names it is reached under; `--allowed-host '*'` needs a token.
-//! - **Tokens.** `--token` (env `ASKBUS_TOKEN`) may be repeated or comma-separated. Each
-//!   entry is `TOKEN` (every session) or `TOKEN@SESSION_ID` (that session only: it can
-//!   neither list, see, answer nor stream another session's requests). A token cannot
+//! - **Tokens and roles.** Every credential is an identity, a name and a role, recorded as
+//!   the asker of the requests it makes and the decider of those it answers.
+//!   `--agent-token NAME=SECRET[@SESSION]` (env `ASKBUS_AGENT_TOKENS`): an agent, which
+//!   makes requests, reads and waits on them and cancels its session, and never answers,
+//!   rejects, reviews or resumes one. `--reviewer-token NAME=SECRET[@SESSION]` (env
+//!   `ASKBUS_REVIEWER_TOKENS`): a human's, which reads and decides requests and never makes
+//!   one. `--token SECRET` (env `ASKBUS_TOKEN`): an admin (named `admin`, or `admin-N` with
+//!   several), which may do everything. `--token SECRET@SESSION` is an agent of that
+//!   session (named `agent@SESSION`): one credential never both asks and answers. With
+//!   `@SESSION` a token can neither list, see, answer nor stream another session's
+//!   requests. Whenever an agent or reviewer token is configured, **no identity decides a
+//!   request it asked** (admins included), so an agent's credential can never approve its
+//!   own request. A wrong token is 401; a right one with the wrong role or session 403.
+//!   Each flag may be repeated or comma-separated; names are unique; secrets cannot
 //!   contain `@` or `,`; use long random ones (`openssl rand -hex 32`).
 //! - **Stores.** By default requests, outcomes, events and session histories are kept in an
 //!   embedded SQLite file (`sqlite:askbus.db` in the working directory), so a restart loses
@@ -101,7 +112,9 @@ use askbus_http::{
     SiteGuard, StreamSlots, TokenScope,
 };
 use askbus_mcp::{ElicitationBridge, McpConfig};
-use askbus_question::{ApprovalConfig, PendingLimits, QuestionConfig, RequestHub};
+use askbus_question::{
+    ApprovalConfig, Duties, Identity, PendingLimits, QuestionConfig, RequestHub, Role,
+};
 use askbus_store::{RedisLocation, RedisStore, SqliteStore, Store, StoreError};
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
@@ -171,6 +184,26 @@ pub struct Cli {
         global = true
     )]
     pub tokens: Vec<String>,
+    /// Agent credential(s), `NAME=SECRET` or `NAME=SECRET@SESSION_ID`: make requests and
+    /// wait on them, never answer one. Repeat the flag or separate with commas.
+    #[arg(
+        long = "agent-token",
+        env = "ASKBUS_AGENT_TOKENS",
+        value_delimiter = ',',
+        hide_env_values = true,
+        global = true
+    )]
+    pub agent_tokens: Vec<String>,
+    /// Reviewer credential(s), `NAME=SECRET` or `NAME=SECRET@SESSION_ID`: read and answer
+    /// requests, never make one. Repeat the flag or separate with commas.
+    #[arg(
+        long = "reviewer-token",
+        env = "ASKBUS_REVIEWER_TOKENS",
+        value_delimiter = ',',
+        hide_env_values = true,
+        global = true
+    )]
+    pub reviewer_tokens: Vec<String>,
     /// Host name the server answers for beside its listen address and the loopback names
     /// (`NAME` on any port, `NAME:PORT`, or `*` for any host, which needs a --token):
     /// requests naming any other `Host` are refused (421), which stops DNS rebinding.
@@ -303,6 +336,9 @@ pub struct Settings {
     /// How many requests may be pending (per session, per token, in total). The stream
     /// slots are in [`HttpConfig::event_streams`].
     pub pending: PendingLimits,
+    /// The separation-of-duties policy: never the asker whenever an agent or reviewer
+    /// credential is configured.
+    pub duties: Duties,
     /// The key that signs each audit log entry (`--audit-key`); `None`: entries are
     /// chained, not signed.
     pub audit_key: Option<askbus_audit::SigningKey>,
@@ -403,9 +439,14 @@ pub enum ConfigError {
     /// A Redis URL that cannot be used.
     #[error("bad --store: {0}")]
     BadRedisUrl(String),
-    /// A malformed `--token` entry.
-    #[error("bad --token entry: {0}")]
-    BadToken(&'static str),
+    /// A malformed `--token`, `--agent-token` or `--reviewer-token` entry.
+    #[error("bad {0} entry: {1}")]
+    BadToken(&'static str, &'static str),
+    /// Two credentials with one name.
+    #[error(
+        "two credentials are named {0:?}: names must be unique, since they say who asked and who decided"
+    )]
+    DuplicateTokenName(String),
     /// A malformed `--cors-origin`.
     #[error("--cors-origin {0}")]
     BadCorsOrigin(#[from] InvalidOrigin),
@@ -458,13 +499,12 @@ impl Cli {
             Some(url) => url.parse()?,
             None => StoreUrl::default_for(self.command.as_ref()),
         };
-        let tokens = self
-            .tokens
-            .iter()
-            .map(|entry| entry.trim())
-            .filter(|entry| !entry.is_empty())
-            .map(parse_token)
-            .collect::<Result<Vec<_>, _>>()?;
+        let tokens = self.credentials()?;
+        let duties = Duties {
+            never_the_asker: tokens
+                .iter()
+                .any(|token| token.identity().role != Role::Admin),
+        };
         if tokens.is_empty() && !listen.ip().is_loopback() {
             return Err(ConfigError::TokenRequired(listen));
         }
@@ -543,8 +583,49 @@ impl Cli {
                 None | Some(Command::Audit(_)) => McpStdio::Off,
             },
             pending,
+            duties,
             audit_key: audit::load_audit_key(self.audit_key.as_deref())?,
         })
+    }
+
+    /// Every credential of `--token`, `--agent-token` and `--reviewer-token`, named.
+    fn credentials(&self) -> Result<Vec<AccessToken>, ConfigError> {
+        let entries = |flag: &[String]| -> Vec<String> {
+            flag.iter()
+                .map(|entry| entry.trim().to_owned())
+                .filter(|entry| !entry.is_empty())
+                .collect()
+        };
+        let admins = entries(&self.tokens);
+        let mut tokens = Vec::new();
+        for (position, entry) in admins.iter().enumerate() {
+            let name = match admins.len() {
+                1 => "admin".to_owned(),
+                _ => format!("admin-{}", position + 1),
+            };
+            tokens.push(parse_token(entry, name)?);
+        }
+        for (flag, role, entries) in [
+            ("--agent-token", Role::Agent, entries(&self.agent_tokens)),
+            (
+                "--reviewer-token",
+                Role::Reviewer,
+                entries(&self.reviewer_tokens),
+            ),
+        ] {
+            for entry in entries {
+                tokens.push(parse_named_token(flag, role, &entry)?);
+            }
+        }
+        let mut names = std::collections::HashSet::new();
+        for token in &tokens {
+            if !names.insert(Arc::clone(&token.identity().name)) {
+                return Err(ConfigError::DuplicateTokenName(
+                    token.identity().name.to_string(),
+                ));
+            }
+        }
+        Ok(tokens)
     }
 
     /// The quota flags, with their defaults filled in for `tokens` tokens.
@@ -646,25 +727,79 @@ fn open_files_limit() -> Option<u64> {
     }
 }
 
-/// One `--token` entry: `TOKEN` or `TOKEN@SESSION_ID`.
-fn parse_token(entry: &str) -> Result<AccessToken, ConfigError> {
+/// One `--token` entry: `TOKEN` (an admin named `admin_name`) or `TOKEN@SESSION_ID` (an
+/// agent of that session, named `agent@SESSION_ID`).
+fn parse_token(entry: &str, admin_name: String) -> Result<AccessToken, ConfigError> {
+    let (secret, session) = secret_and_session("--token", entry)?;
+    Ok(match session {
+        None => AccessToken::all_sessions(secret).named(admin_name),
+        Some(session) => {
+            AccessToken::for_session(secret, session).named(format!("agent@{session}"))
+        }
+    })
+}
+
+/// One `--agent-token` or `--reviewer-token` entry: `NAME=SECRET[@SESSION_ID]`.
+fn parse_named_token(
+    flag: &'static str,
+    role: Role,
+    entry: &str,
+) -> Result<AccessToken, ConfigError> {
+    let Some((name, rest)) = entry.split_once('=') else {
+        return Err(ConfigError::BadToken(
+            flag,
+            "expected NAME=SECRET or NAME=SECRET@SESSION_ID",
+        ));
+    };
+    let name = name.trim();
+    if name.is_empty()
+        || name.len() > 64
+        || name.chars().any(|c| c.is_whitespace() || c.is_control())
+    {
+        return Err(ConfigError::BadToken(
+            flag,
+            "the name before `=` must be 1 to 64 characters, without whitespace or control characters",
+        ));
+    }
+    if name == Identity::LOCAL {
+        return Err(ConfigError::BadToken(
+            flag,
+            "`local` names whoever needs no credential (this server's own demo agent, say); choose another name",
+        ));
+    }
+    let (secret, session) = secret_and_session(flag, rest)?;
+    let token = AccessToken::new(secret, Identity::new(name, role));
+    Ok(match session {
+        None => token,
+        Some(session) => token.in_session(session),
+    })
+}
+
+/// A token's secret and the session after its `@`, if any, both checked.
+fn secret_and_session<'a>(
+    flag: &'static str,
+    entry: &'a str,
+) -> Result<(&'a str, Option<&'a str>), ConfigError> {
     let (secret, session) = match entry.split_once('@') {
         None => (entry, None),
         Some((secret, session)) => (secret, Some(session)),
     };
     if secret.is_empty() {
-        return Err(ConfigError::BadToken("the token before `@` is empty"));
+        return Err(ConfigError::BadToken(flag, "the secret is empty"));
     }
     if secret.chars().any(|c| c.is_whitespace() || c.is_control()) {
         return Err(ConfigError::BadToken(
-            "a token cannot contain whitespace or control characters",
+            flag,
+            "a secret cannot contain whitespace or control characters",
         ));
     }
-    Ok(match session {
-        None => AccessToken::all_sessions(secret),
-        Some("") => return Err(ConfigError::BadToken("the session after `@` is empty")),
-        Some(session) => AccessToken::for_session(secret, session),
-    })
+    if session == Some("") {
+        return Err(ConfigError::BadToken(
+            flag,
+            "the session after `@` is empty",
+        ));
+    }
+    Ok((secret, session))
 }
 
 /// Opens the store, then serves the API on `listener` until `shutdown` is cancelled, then
@@ -683,7 +818,8 @@ pub async fn serve(
     let hub = open_hub(&settings)
         .await
         .map_err(std::io::Error::other)?
-        .with_pending_limits(settings.pending);
+        .with_pending_limits(settings.pending)
+        .with_duties(settings.duties);
     serve_hub(listener, hub, settings, shutdown).await;
     Ok(())
 }
@@ -730,7 +866,8 @@ pub async fn run(settings: Settings, shutdown: CancellationToken) -> std::io::Re
     let hub = open_hub(&settings)
         .await
         .map_err(|error| std::io::Error::other(format!("cannot open the store {store}: {error}")))?
-        .with_pending_limits(settings.pending);
+        .with_pending_limits(settings.pending)
+        .with_duties(settings.duties);
     let auth = describe_auth(&settings.http.tokens);
     tracing::info!("limits: {}", describe_limits(&settings));
     tracing::info!("askbus listening on http://{address} ({auth}; store: {store})");
@@ -820,8 +957,19 @@ fn describe_auth(tokens: &[AccessToken]) -> String {
         .iter()
         .filter(|token| matches!(token.scope(), TokenScope::Session(_)))
         .count();
+    let named = |role| {
+        tokens
+            .iter()
+            .filter(|token| token.identity().role == role)
+            .map(|token| token.identity().name.to_string())
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
     format!(
-        "bearer auth: {} token(s), {scoped} session-scoped",
-        tokens.len()
+        "bearer auth: {} token(s), {scoped} session-scoped; admins [{}], agents [{}], reviewers [{}]",
+        tokens.len(),
+        named(Role::Admin),
+        named(Role::Agent),
+        named(Role::Reviewer),
     )
 }

@@ -28,7 +28,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use askbus_http::{AccessToken, ApiError, Authorized, ErrorCode, StreamSlots, TokenScope};
-use askbus_mcp::{AskbusMcp, HttpOptions, ScopedSession};
+use askbus_mcp::{AskbusMcp, HttpOptions, McpCaller, ScopedSession};
 use askbus_question::RequestHub;
 use axum::Router;
 use axum::body::Body;
@@ -89,24 +89,23 @@ struct Gate {
     streams: StreamSlots,
 }
 
-/// The API's bearer check (a session-scoped token becomes a [`ScopedSession`] the MCP
+/// The API's bearer check (the caller's identity becomes an [`McpCaller`], a session-scoped
+/// token also a [`ScopedSession`] the MCP
 /// server reads), a stream slot of the caller's token held by the response, then a POST's
 /// body read whole within [`Gate::body_timeout`].
 async fn pass_gate(State(gate): State<Arc<Gate>>, mut request: Request, next: Next) -> Response {
-    let token = match askbus_http::authorize(&gate.tokens, request.headers()) {
-        Ok(Authorized {
-            scope: TokenScope::AllSessions,
-            token,
-        }) => token,
-        Ok(Authorized {
-            scope: TokenScope::Session(session),
-            token,
-        }) => {
-            request.extensions_mut().insert(ScopedSession(session));
-            token
-        }
+    let Authorized {
+        scope,
+        token,
+        identity,
+    } = match askbus_http::authorize(&gate.tokens, request.headers()) {
+        Ok(authorized) => authorized,
         Err(refused) => return refused.into_response(),
     };
+    if let TokenScope::Session(session) = scope {
+        request.extensions_mut().insert(ScopedSession(session));
+    }
+    request.extensions_mut().insert(McpCaller(identity));
     // Every MCP response may be held open (the GET stream; a tool call waiting for its
     // human, or joining another's wait): each takes a slot, the caller's token's too.
     let slot = match gate.streams.try_take_for(token) {

@@ -87,6 +87,9 @@ async fn a_signed_export_verifies_and_a_changed_byte_is_named() {
     let first: Value = serde_json::from_str(entries[0]["draft"].as_str().unwrap()).unwrap();
     assert_eq!(first["request_id"], answered.as_str());
     assert_eq!(first["decision"], json!([["Rust"]]));
+    // Without tokens the server's one user asks and decides.
+    let local = json!({"name": "local", "role": "admin"});
+    assert_eq!((&first["asked_by"], &first["decided_by"]), (&local, &local));
     let status = server.stop_with("TERM").await;
     assert!(status.success());
 

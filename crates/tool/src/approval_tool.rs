@@ -115,6 +115,9 @@ pub struct ToolAction {
     /// What the human may decide on this call (default: all); calls to one tool share one list.
     #[schemars(length(min = 1))]
     pub allowed_decisions: Option<Vec<DecisionType>>,
+    /// The tool's JSON Schema for `args` (its parameters), if you have it: `args` must fit
+    /// it, and so must a human's edit.
+    pub args_schema: Option<Map<String, Value>>,
 }
 
 /// A call of the approval tool whose request is made: the future of its outcome.
@@ -216,6 +219,7 @@ impl ApprovalTool {
                 args: Value::Object(proposed.args),
                 tool_use_id: proposed.tool_use_id,
                 description: proposed.description,
+                args_schema: proposed.args_schema.map(Value::Object),
             })
             .collect();
         let pending = submit_review(
@@ -257,6 +261,9 @@ impl Future for ApprovalCall {
             }
             Err(ApprovalError::OverQuota(exceeded)) => {
                 return Poll::Ready(Err(ToolError::over_quota(APPROVAL_TOOL_NAME, &exceeded)));
+            }
+            Err(ApprovalError::NotAllowed(refused)) => {
+                return Poll::Ready(Err(ToolError::not_allowed(APPROVAL_TOOL_NAME, &refused)));
             }
         };
         let text = outcome.text_for_model(&self.pending.request().action_requests);
@@ -375,20 +382,21 @@ fn review_configs(actions: &[ToolAction]) -> Result<Vec<ReviewConfig>, ToolError
     Ok(configs)
 }
 
-/// Parses the model's arguments. Some models send `actions`, or an action's `args`, as a
-/// JSON-encoded string; those are decoded once rather than failing the call.
+/// Parses the model's arguments. Some models send `actions`, or an action's `args` (or
+/// `args_schema`), as a JSON-encoded string; those are decoded once rather than failing the call.
 fn parse_args(mut args: Value) -> Result<ApprovalToolArgs, ToolError> {
     decode_encoded_field(&mut args, "actions");
     if let Some(Value::Array(actions)) = args.get_mut("actions") {
         for action in actions {
             decode_encoded_field(action, "args");
+            decode_encoded_field(action, "args_schema");
         }
     }
     serde_json::from_value(args).map_err(|error| {
         ToolError::invalid(
             APPROVAL_TOOL_NAME,
             format!(
-                "{error}. Expected {{\"actions\": [{{\"name\": string, \"args\": object, \"description\": string (optional), \"tool_use_id\": string (optional), \"allowed_decisions\": [\"approve\" | \"edit\" | \"reject\" | \"respond\"] (optional)}}]}}"
+                "{error}. Expected {{\"actions\": [{{\"name\": string, \"args\": object, \"description\": string (optional), \"tool_use_id\": string (optional), \"allowed_decisions\": [\"approve\" | \"edit\" | \"reject\" | \"respond\"] (optional), \"args_schema\": object (optional)}}]}}"
             ),
         )
     })

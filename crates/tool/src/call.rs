@@ -4,7 +4,7 @@
 
 use std::sync::Arc;
 
-use askbus_question::{QuotaExceeded, SubmitError, ToolRef};
+use askbus_question::{NotAllowed, QuotaExceeded, SubmitError, ToolRef};
 use serde::Serialize;
 use serde_json::Value;
 
@@ -63,6 +63,15 @@ pub enum ToolError {
         /// Which limit, and what to do.
         message: String,
     },
+    /// The identity the tool acts as may not make requests (a reviewer's credential).
+    /// Nothing was asked (and a guarded tool did not run).
+    #[error("the `{tool}` tool asked nothing: {message}")]
+    NotAllowed {
+        /// The tool that was called.
+        tool: String,
+        /// Why.
+        message: String,
+    },
 }
 
 impl ToolContext {
@@ -114,6 +123,15 @@ impl ToolError {
         match refused {
             SubmitError::Invalid(invalid) => Self::invalid(tool, invalid.to_string()),
             SubmitError::OverQuota(exceeded) => Self::over_quota(tool, &exceeded),
+            SubmitError::NotAllowed(refused) => Self::not_allowed(tool, &refused),
+        }
+    }
+
+    /// A request to `tool` its identity may not make.
+    pub(crate) fn not_allowed(tool: &str, refused: &NotAllowed) -> Self {
+        Self::NotAllowed {
+            tool: tool.to_owned(),
+            message: refused.to_string(),
         }
     }
 }

@@ -7,11 +7,16 @@
 //! - **approve**: the tool runs with the model's arguments; its result is the result.
 //! - **edit**: the tool runs with the human's arguments, and the result starts with a notice
 //!   that a human replaced the call, and with what, so the model does not believe its own
-//!   arguments were used. An edit that names another tool runs nothing (the guard only runs
-//!   the tool it wraps) and says so.
+//!   arguments were used. The approval service checks every edit before it is a decision
+//!   (the same check for every way a reply comes in): it keeps the tool's name, its
+//!   arguments are a JSON object, and they fit the tool's [`args_schema`] when it has one.
+//!   A human whose edit does not fit is told why and decides again; the guard only ever
+//!   runs the tool it wraps, with arguments that passed.
 //! - **reject**: nothing runs; the human's message is the result (or a default text).
 //! - **respond**: nothing runs; the human's message is the result.
 //! - **timeout** or **cancel**: nothing runs, and the text says so.
+//!
+//! [`args_schema`]: GuardedTool::args_schema
 //!
 //! Every non-run outcome tells the model the tool did not run, so it cannot report work as
 //! done that never happened.
@@ -72,13 +77,21 @@ pub trait GuardedTool: Send + Sync {
     /// Runs the tool with `args`. `Ok` is the result text for the model; `Err` is an error
     /// text for the model (the tool ran and failed).
     fn run(&self, args: Value) -> impl Future<Output = Result<String, String>> + Send;
+
+    /// The JSON Schema of the tool's arguments, if the runtime knows it (the `parameters`
+    /// of its definition). The review then refuses a call whose arguments do not fit it
+    /// ([`ToolError::InvalidArguments`], nothing asked), and a human's edit that does not
+    /// fit it (the human is told why and decides again). Default: none.
+    fn args_schema(&self) -> Option<Value> {
+        None
+    }
 }
 
 /// A tool whose every call a human approves, edits or rejects before it runs.
 ///
 /// Approve runs the call; edit runs the human's arguments and puts a notice in front of the
-/// result; reject, respond, timeout and cancel run nothing and tell the model so (an edit
-/// that names another tool runs nothing either). [`GuardedOutput::outcome`] says which.
+/// result; reject, respond, timeout and cancel run nothing and tell the model so.
+/// [`GuardedOutput::outcome`] says which.
 pub struct ApprovalGuard<T> {
     /// The tool that runs once approved.
     tool: T,
@@ -106,8 +119,7 @@ pub enum GuardOutcome {
         /// Whether the tool reported an error.
         failed: bool,
     },
-    /// The human decided against running it (reject, respond, or an edit naming another
-    /// tool).
+    /// The human decided against running it (reject or respond).
     Refused {
         /// The decision.
         decision: Decision,
@@ -153,8 +165,9 @@ impl<T: GuardedTool> ApprovalGuard<T> {
     ///
     /// # Errors
     ///
-    /// [`ToolError::InvalidArguments`] when the request cannot be made (an empty session),
-    /// or when the context's call id already asked in this session about other arguments
+    /// [`ToolError::InvalidArguments`] when the request cannot be made (an empty session,
+    /// arguments that do not fit the tool's [`args_schema`](GuardedTool::args_schema)), or
+    /// when the context's call id already asked in this session about other arguments
     /// (the earlier request is left as it was, and nothing runs); [`ToolError::Unavailable`]
     /// if the store could not record the request (nobody saw it, and nothing runs);
     /// [`ToolError::OverQuota`] if too many requests are pending (nothing asked, nothing
@@ -171,6 +184,7 @@ impl<T: GuardedTool> ApprovalGuard<T> {
         let name = self.tool.name();
         let mut action = Action::new(name, args.clone());
         action.tool_use_id = context.tool.map(|tool| tool.call_id);
+        action.args_schema = self.tool.args_schema();
         let reviews = self
             .allowed
             .iter()
@@ -195,10 +209,14 @@ impl<T: GuardedTool> ApprovalGuard<T> {
             Err(ApprovalError::OverQuota(exceeded)) => {
                 return Err(ToolError::over_quota(name, &exceeded));
             }
+            Err(ApprovalError::NotAllowed(refused)) => {
+                return Err(ToolError::not_allowed(name, &refused));
+            }
         };
         Ok(match decision {
             Decision::Approve => self.run(args, false).await,
-            Decision::Edit { edited_action } if edited_action.name == name => {
+            // The service accepted this edit only for this tool, with arguments it takes.
+            Decision::Edit { edited_action } => {
                 let mut output = self.run(edited_action.args, true).await;
                 output.text = format!(
                     "{}\n\n{}",
@@ -241,14 +259,6 @@ impl GuardOutcome {
         let refusal = match self {
             Self::Ran { .. } => return format!("`{tool}` ran."),
             Self::Refused {
-                decision: Decision::Edit { edited_action },
-            } => {
-                return format!(
-                    "A human replaced this call to `{tool}` with a call to `{}` ({}), which this tool cannot make. Nothing ran.",
-                    edited_action.name, edited_action.args
-                );
-            }
-            Self::Refused {
                 decision: Decision::Reject { message },
             } => Refusal::Decided {
                 message: message.as_deref(),
@@ -258,9 +268,9 @@ impl GuardOutcome {
             } => Refusal::Decided {
                 message: Some(message),
             },
-            // A refusal never holds an approval; were it to, nothing ran all the same.
+            // A refusal never holds a decision that runs; were it to, nothing ran all the same.
             Self::Refused {
-                decision: Decision::Approve,
+                decision: Decision::Approve | Decision::Edit { .. },
             } => Refusal::Decided { message: None },
             Self::TimedOut => Refusal::TimedOut,
             Self::Cancelled => Refusal::Cancelled,

@@ -250,6 +250,9 @@ impl Future for QuestionCall {
             Err(AskError::OverQuota(exceeded)) => {
                 return Poll::Ready(Err(ToolError::over_quota(QUESTION_TOOL_NAME, &exceeded)));
             }
+            Err(AskError::NotAllowed(refused)) => {
+                return Poll::Ready(Err(ToolError::not_allowed(QUESTION_TOOL_NAME, &refused)));
+            }
         };
         Poll::Ready(Ok(outcome.into_output()))
     }

@@ -140,13 +140,18 @@ const state = {
 
 const path = (kind, id, verb) => `/${kind}/${encodeURIComponent(id)}/${verb}`;
 
-/** Runs `call` for request `id` while marking it as being resolved by this tab. */
+/**
+ * Runs `call` for request `id` while marking it as being resolved by this tab. Resolves to
+ * `{answeredBy}`: who the outcome's event, if it came while the call was in flight, says
+ * resolved it (this tab's identity; a later event names it to the card instead).
+ */
 async function resolving(id, call) {
   state.submitting.add(id);
   try {
-    const result = await call();
+    await call();
+    const deferred = state.deferred.get(id);
     state.deferred.delete(id);
-    return result;
+    return { answeredBy: deferred?.answeredBy };
   } finally {
     state.submitting.delete(id);
   }
@@ -182,6 +187,7 @@ function describeError(error, what) {
     case 401:
       return `The server needs a valid access token. Enter it, then send your ${noun} again.`;
     case 403:
+      if (mayNotAnswer(error)) return `${AGENT_TOKEN_TEXT} Then send your ${noun} again.`;
       return `Your access token does not allow this: ${error.message}`;
     case 404:
       return 'This request no longer exists on the server.';
@@ -195,6 +201,23 @@ function describeError(error, what) {
   }
 }
 
+/** What the human reads when the token they gave belongs to an agent. */
+const AGENT_TOKEN_TEXT = 'This token belongs to an agent; agents cannot answer. Enter a reviewer token.';
+
+/**
+ * Whether `error` is the server refusing an answer because the token's identity may not
+ * answer at all (an agent's: `forbidden`, "agent-1 (agent) may not answer, reject or
+ * review requests: that is a reviewer's"), as opposed to a reviewer refused one request.
+ */
+function mayNotAnswer(error) {
+  return (
+    error instanceof api.ApiError &&
+    error.status === 403 &&
+    error.code === 'forbidden' &&
+    /\bmay not answer\b/.test(error.message)
+  );
+}
+
 /**
  * After a failed answer: an outcome that arrived while it was in flight stands (the
  * failure may even be the lost response to this very answer); a 409 or 404 means someone
@@ -203,6 +226,8 @@ function describeError(error, what) {
 async function afterFailure(request, error, card) {
   const deferred = state.deferred.get(request.id);
   state.deferred.delete(request.id);
+  // An agent's token: no answer of this tab will go through until it has a reviewer's.
+  if (mayNotAnswer(error)) askForToken(AGENT_TOKEN_TEXT);
   if (!(error instanceof api.ApiError) || ![404, 409].includes(error.status)) {
     if (deferred) settle(request.id, deferred);
     return;
@@ -222,6 +247,7 @@ async function afterFailure(request, error, card) {
         answers: current?.answers,
         reason: current?.reason,
         decisions: current?.decisions,
+        answeredBy: current?.answeredBy ?? current?.answered_by,
       };
     } catch {
       outcome = null;
@@ -446,10 +472,18 @@ function applyEvent(event) {
       add('question', properties, { announce: true });
       break;
     case 'question.replied':
-      ended(event, 'question', properties.sessionID, properties.requestID, { status: 'replied', answers: properties.answers });
+      ended(event, 'question', properties.sessionID, properties.requestID, {
+        status: 'replied',
+        answers: properties.answers,
+        answeredBy: properties.answeredBy,
+      });
       break;
     case 'question.rejected':
-      ended(event, 'question', properties.sessionID, properties.requestID, { status: 'rejected', reason: properties.reason });
+      ended(event, 'question', properties.sessionID, properties.requestID, {
+        status: 'rejected',
+        reason: properties.reason,
+        answeredBy: properties.answeredBy,
+      });
       break;
     case 'question.timed_out':
       ended(event, 'question', properties.sessionID, properties.requestID, { status: 'timed_out' });
@@ -462,7 +496,11 @@ function applyEvent(event) {
       add('approval', properties, { announce: true });
       break;
     case 'approval.replied':
-      ended(event, 'approval', properties.session_id, properties.request_id, { status: 'replied', decisions: properties.decisions });
+      ended(event, 'approval', properties.session_id, properties.request_id, {
+        status: 'replied',
+        decisions: properties.decisions,
+        answeredBy: properties.answered_by,
+      });
       break;
     case 'approval.timed_out':
       ended(event, 'approval', properties.session_id, properties.request_id, { status: 'timed_out', decisions: properties.decisions });
@@ -536,7 +574,12 @@ function fits(id) {
 
 function settle(id, outcome) {
   const card = id && state.cards.get(id);
-  if (!card || card.resolved) return;
+  if (!card) return;
+  if (card.resolved) {
+    // This tab's own answer, whose call ended before its event came: now it says who.
+    card.noteAnsweredBy(outcome.answeredBy);
+    return;
+  }
   if (state.submitting.has(id)) {
     // This tab's own call is in flight; its answer decides how the card reads.
     state.deferred.set(id, outcome);
@@ -806,12 +849,17 @@ function say(text) {
 
 // ---- Token ----------------------------------------------------------------------------
 
-function askForToken() {
-  setConnection('locked', 'Token needed');
+/**
+ * Opens the token dialog. `why`: what is wrong with the token this tab has, when the server
+ * took it but refused what it tried (an agent's token answering); without it, a token this
+ * tab has was not accepted at all (401).
+ */
+function askForToken(why) {
+  if (!why) setConnection('locked', 'Token needed');
   if (ui.tokenDialog.open) return;
   const rejected = Boolean(api.token());
-  ui.tokenError.textContent = rejected ? 'The server did not accept that token. Check it and try again.' : '';
-  ui.tokenError.hidden = !rejected;
+  ui.tokenError.textContent = why ?? (rejected ? 'The server did not accept that token. Check it and try again.' : '');
+  ui.tokenError.hidden = !why && !rejected;
   ui.tokenInput.value = '';
   ui.tokenDialog.showModal();
   ui.tokenInput.focus();

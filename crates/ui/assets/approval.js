@@ -6,7 +6,7 @@
 // "respond" a required one. Decisions are sent together, one per action in order, as
 // `POST /approval/{id}/reply {"decisions": [...]}`.
 
-import { countdown, dismissButton, domId, h, jsonText, nameFor, oneLine, prettyJson, sessionLink, setText, visibleString } from './dom.js';
+import { byLine, countdown, dismissButton, domId, h, jsonText, nameFor, oneLine, prettyJson, sessionLink, setText, visibleString } from './dom.js';
 
 /** What an action no review config names may get: every decision, as the server allows. */
 const DEFAULT_ALLOWED = ['approve', 'edit', 'reject', 'respond'];
@@ -46,6 +46,8 @@ export function approvalCard(request, actions) {
   const errorBox = h('p', { class: 'card-error', role: 'alert', hidden: true });
   let touched = false;
   let resolved = false;
+  /** Who decided it (`{name, role}`), once an outcome said. */
+  let answeredBy = null;
   const actionList = request.action_requests ?? [];
 
   const editors = actionList.map((action, index) =>
@@ -88,6 +90,7 @@ export function approvalCard(request, actions) {
       h('span', { class: 'kind' }, 'Approval'),
       sessionLink(request.session_id),
       request.approval_key ? h('span', { class: 'key', title: 'Approval key' }, oneLine(request.approval_key)) : null,
+      byLine('asked', request.asked_by, 'by asked-by'),
       timer.element,
     ),
     h('h2', { id: titleId, class: 'card-title' }, title),
@@ -114,8 +117,8 @@ export function approvalCard(request, actions) {
   const send = async (decisions) => {
     setBusy(true);
     try {
-      await actions.decide(request, decisions);
-      controller.resolve({ status: 'replied', decisions, here: true });
+      const sent = await actions.decide(request, decisions);
+      controller.resolve({ status: 'replied', decisions, here: true, answeredBy: sent?.answeredBy });
       element.focus();
     } catch (error) {
       setBusy(false);
@@ -162,9 +165,17 @@ export function approvalCard(request, actions) {
       timer.element.hidden = true;
       element.classList.add('resolved');
       element.dataset.status = outcome.status;
+      answeredBy = outcome.answeredBy;
       resolution.replaceChildren(...resolutionView(request, outcome, subject, () => actions.dismiss(id)));
       resolution.hidden = false;
       actions.changed?.(id);
+    },
+    /** Names who decided it, when the outcome's event arrives after the card resolved. */
+    noteAnsweredBy(identity) {
+      if (!resolved || answeredBy || !identity) return;
+      answeredBy = identity;
+      const line = decidedByLine(element.dataset.status, identity);
+      if (line) resolution.querySelector('.status-line')?.after(line);
     },
     showError,
   };
@@ -326,6 +337,8 @@ function resolutionView(request, outcome, subject, dismiss) {
     gone: 'No longer pending: it was resolved while this page was not connected',
   }[outcome.status] ?? 'Resolved';
   const parts = [h('p', { class: 'status-line', dataset: { status: outcome.status } }, status)];
+  const by = decidedByLine(outcome.status, outcome.answeredBy);
+  if (by) parts.push(by);
   if (Array.isArray(outcome.decisions)) {
     parts.push(
       h(
@@ -341,6 +354,12 @@ function resolutionView(request, outcome, subject, dismiss) {
   if (outcome.note) parts.push(h('p', { class: 'note' }, outcome.note));
   parts.push(dismissButton(subject, dismiss));
   return parts;
+}
+
+/** `decided by alice (reviewer)` under a resolved card's status, or `null`. */
+function decidedByLine(status, identity) {
+  const line = byLine(status === 'cancelled' ? 'withdrawn' : 'decided', identity, 'by answered-by');
+  return line && h('p', { class: 'answered-by-line' }, line);
 }
 
 /** A decision in words, as the card and the timeline show it. */

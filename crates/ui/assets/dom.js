@@ -193,6 +193,19 @@ export function countdown(expiresAt) {
   return { element, tick };
 }
 
+/**
+ * Who asked or answered a request, as a line: `asked by agent-1 (agent)`. `identity` is the
+ * wire's `{name, role}`, or only a name (the timeline's histories carry the name alone); the
+ * name is agent-controlled text, so it is one-line text with hidden characters marked.
+ * `null` when the wire names nobody (a server without roles, an outcome nobody decided).
+ */
+export function byLine(verb, identity, className = 'by') {
+  const name = typeof identity === 'string' ? identity : identity?.name;
+  if (typeof name !== 'string' || name === '') return null;
+  const role = typeof identity === 'object' && typeof identity.role === 'string' ? ` (${identity.role})` : '';
+  return h('span', { class: className }, `${verb} by `, h('span', { class: 'by-name' }, oneLine(name)), role);
+}
+
 /** A request's session, as a link to that session's timeline (`?session=`). */
 export function sessionLink(session) {
   return h(

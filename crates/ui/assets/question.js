@@ -6,7 +6,7 @@
 // a request are answered together with one submit; "Decline" rejects the request with an
 // optional reason. A draft survives a reload (sessionStorage, per request id).
 
-import { countdown, dismissButton, domId, h, nameFor, oneLine, sessionLink, setText } from './dom.js';
+import { byLine, countdown, dismissButton, domId, h, nameFor, oneLine, sessionLink, setText } from './dom.js';
 
 export const NO_PREFERENCE = '[No preference]';
 const OTHER = '\u0000other';
@@ -28,6 +28,8 @@ export function questionCard(request, actions) {
   const errorBox = h('p', { class: 'card-error', role: 'alert', hidden: true });
   let touched = false;
   let resolved = false;
+  /** Who resolved it (`{name, role}`), once an outcome said. */
+  let answeredBy = null;
 
   const fields = request.questions.map((info, index) => questionField(request, info, index, multi));
   const subject = questionSubject(request.questions);
@@ -75,6 +77,7 @@ export function questionCard(request, actions) {
       { class: 'card-meta' },
       h('span', { class: 'kind' }, 'Question'),
       sessionLink(request.sessionID),
+      byLine('asked', request.askedBy, 'by asked-by'),
       timer.element,
     ),
     title,
@@ -125,8 +128,8 @@ export function questionCard(request, actions) {
     const answers = results.map((result) => result.answer);
     setBusy(true);
     try {
-      await actions.reply(request, answers);
-      controller.resolve({ status: 'replied', answers, here: true });
+      const sent = await actions.reply(request, answers);
+      controller.resolve({ status: 'replied', answers, here: true, answeredBy: sent?.answeredBy });
       element.focus();
     } catch (error) {
       setBusy(false);
@@ -157,8 +160,8 @@ export function questionCard(request, actions) {
     const text = reason.value.trim();
     setBusy(true);
     try {
-      await actions.reject(request, text || undefined);
-      controller.resolve({ status: 'rejected', reason: text || undefined, here: true });
+      const sent = await actions.reject(request, text || undefined);
+      controller.resolve({ status: 'rejected', reason: text || undefined, here: true, answeredBy: sent?.answeredBy });
       element.focus();
     } catch (error) {
       setBusy(false);
@@ -188,9 +191,20 @@ export function questionCard(request, actions) {
       timer.element.hidden = true;
       element.classList.add('resolved');
       element.dataset.status = outcome.status;
+      answeredBy = outcome.answeredBy;
       resolution.replaceChildren(...resolutionView(request, outcome, subject, () => actions.dismiss(id)));
       resolution.hidden = false;
       actions.changed?.(id);
+    },
+    /**
+     * Names who resolved it, when the outcome's event arrives after the card resolved (this
+     * tab's own answer: its call ended first).
+     */
+    noteAnsweredBy(identity) {
+      if (!resolved || answeredBy || !identity) return;
+      answeredBy = identity;
+      const line = answeredByLine(element.dataset.status, identity);
+      if (line) resolution.querySelector('.status-line')?.after(line);
     },
     /** A failure that left the request as it was (e.g. a 409 without details yet). */
     showError,
@@ -352,6 +366,8 @@ function resolutionView(request, outcome, subject, dismiss) {
     gone: 'No longer pending: it was resolved while this page was not connected',
   }[outcome.status] ?? 'Resolved';
   const parts = [h('p', { class: 'status-line', dataset: { status: outcome.status } }, status)];
+  const by = answeredByLine(outcome.status, outcome.answeredBy);
+  if (by) parts.push(by);
   if (outcome.status === 'rejected' && outcome.reason) {
     parts.push(h('p', { class: 'reason' }, `Reason: ${outcome.reason}`));
   }
@@ -370,6 +386,13 @@ function resolutionView(request, outcome, subject, dismiss) {
   if (outcome.note) parts.push(h('p', { class: 'note' }, outcome.note));
   parts.push(dismissButton(subject, dismiss));
   return parts;
+}
+
+/** `answered by alice (reviewer)` under a resolved card's status, or `null`. */
+function answeredByLine(status, identity) {
+  const verb = status === 'rejected' ? 'declined' : status === 'cancelled' ? 'withdrawn' : 'answered';
+  const line = byLine(verb, identity, 'by answered-by');
+  return line && h('p', { class: 'answered-by-line' }, line);
 }
 
 /** An answer as the seeds show it: labels joined with ", "; skipped reads as such. */

@@ -24,7 +24,7 @@
 // `data-focus-key`.
 
 import { approvalSubject, describeDecision } from './approval.js';
-import { h, nameFor, oneLine } from './dom.js';
+import { byLine, h, nameFor, oneLine } from './dom.js';
 import { NO_PREFERENCE, questionSubject } from './question.js';
 
 /** The tool name under which questions appear (seed 000). */
@@ -285,6 +285,7 @@ function partBlock(part) {
         decisions: part.decisions,
         timedOut: Boolean(part.timedOut),
         cancelled: Boolean(part.cancelled),
+        answeredBy: part.answeredBy,
       };
     default:
       return null;
@@ -329,7 +330,10 @@ function startBlock(blocks, open, index, content) {
       break;
     case 'approval_result': {
       const request = findRequest(blocks, content.approval_key);
-      if (request) open.set(index, request);
+      if (request) {
+        if (content.answered_by) request.answeredBy = content.answered_by;
+        open.set(index, request);
+      }
       return false;
     }
     case 'approval_timeout': {
@@ -407,6 +411,7 @@ function questionView(block, review) {
       ? null
       : pendingView('Waiting for your answer.', 'Answer it', questionSubject(questions), block.key, review),
     answered ? null : outcomeLine(block),
+    answeredByLine(block),
     h(
       'dl',
       { class: 'answers' },
@@ -427,7 +432,7 @@ function approvalView(block, review) {
     { class: 'tl-approval', dataset: { resolved: String(block.resolved), key: block.key } },
     h('span', { class: 'tl-label' }, `Approval: ${names}`),
     block.resolved
-      ? outcomeLine(block) ?? h('p', { class: 'tl-state' }, decided)
+      ? [outcomeLine(block) ?? h('p', { class: 'tl-state' }, decided), answeredByLine(block)]
       : pendingView('Waiting for your decision.', 'Review it', approvalSubject(block.actionRequests), block.key, review),
   );
 }
@@ -446,6 +451,19 @@ function pendingView(text, action, subject, key, review) {
     action,
   );
   return h('p', { class: 'tl-state tl-pending' }, text, ' ', button);
+}
+
+/**
+ * Who resolved a request, as the history (`answeredBy`) or the stream (`answered_by`) names
+ * them: `answered by alice`, or `null` when pending or nobody is named.
+ */
+function answeredByLine(block) {
+  if (!block.resolved || block.timedOut) return null;
+  let verb = 'decided';
+  if (block.cancelled) verb = 'withdrawn';
+  else if (isQuestion(block)) verb = block.answers !== undefined ? 'answered' : 'declined';
+  const line = byLine(verb, block.answeredBy, 'by answered-by');
+  return line && h('p', { class: 'tl-state' }, line);
 }
 
 /** How a request ended when it was not answered normally, or `null`. */

@@ -1,0 +1,353 @@
+//! Roles and identities over HTTP: an agent's credential never decides, a reviewer's never
+//! asks, nobody decides what they asked, and every outcome says who decided it.
+
+use askbus::question::{Duties, Identity, RequestHub, Role};
+use askbus_http::{AccessToken, HttpConfig};
+use axum::body::Body;
+use axum::http::{Request, StatusCode, header};
+use serde_json::{Value, json};
+
+use super::{TestApp, language};
+
+const ADMIN: &str = "admin-secret-0123456789";
+const AGENT: &str = "agent-secret-0123456789";
+const SCOPED_AGENT: &str = "scoped-agent-secret-0123456789";
+const ALICE: &str = "alice-secret-0123456789";
+const BOB: &str = "bob-secret-0123456789";
+const BOB_IN_OTHER: &str = "bob-other-secret-0123456789";
+
+/// A router with an admin, two agents (one scoped to `mine`), two reviewers (one scoped to
+/// `other`), and the server's duties for such a set: never the asker.
+fn app() -> TestApp {
+    let hub = RequestHub::new(askbus::bus::Bus::new()).with_duties(Duties {
+        never_the_asker: true,
+    });
+    TestApp::with_hub(
+        hub,
+        HttpConfig {
+            tokens: vec![
+                AccessToken::all_sessions(ADMIN),
+                AccessToken::new(AGENT, Identity::new("agent-1", Role::Agent)),
+                AccessToken::new(SCOPED_AGENT, Identity::new("agent-2", Role::Agent))
+                    .in_session("mine"),
+                AccessToken::new(ALICE, Identity::new("alice", Role::Reviewer)),
+                AccessToken::new(BOB_IN_OTHER, Identity::new("bob", Role::Reviewer))
+                    .in_session("other"),
+                AccessToken::new(BOB, Identity::new("bob-everywhere", Role::Reviewer)),
+            ],
+            ..HttpConfig::default()
+        },
+    )
+}
+
+fn request(method: &str, uri: &str, token: &str, body: Option<Value>) -> Request<Body> {
+    let request = Request::builder()
+        .method(method)
+        .uri(uri)
+        .header(header::AUTHORIZATION, format!("Bearer {token}"));
+    match body {
+        Some(body) => request
+            .header(header::CONTENT_TYPE, "application/json")
+            .body(Body::from(body.to_string())),
+        None => request.body(Body::empty()),
+    }
+    .expect("request")
+}
+
+/// A question created over HTTP with `token` in `session`; its id.
+async fn ask(app: &TestApp, token: &str, session: &str) -> String {
+    let body =
+        json!({"sessionID": session, "questions": [serde_json::to_value(language()).unwrap()]});
+    let (status, created) = app
+        .call(request("POST", "/question", token, Some(body)))
+        .await;
+    assert_eq!(status, StatusCode::OK, "{created}");
+    created["id"].as_str().expect("an id").to_owned()
+}
+
+/// An approval created over HTTP with `token` in `session`; its id.
+async fn request_approval(app: &TestApp, token: &str, session: &str) -> String {
+    let body = json!({
+        "session_id": session,
+        "action_requests": [{"name": "delete_rows", "args": {"table": "users"}}],
+    });
+    let (status, created) = app
+        .call(request("POST", "/approval", token, Some(body)))
+        .await;
+    assert_eq!(status, StatusCode::OK, "{created}");
+    created["id"].as_str().expect("an id").to_owned()
+}
+
+/// Every route that decides a request, for question `question` and approval `approval`
+/// of session `session`.
+fn deciding_routes(question: &str, approval: &str, session: &str) -> Vec<(String, Value)> {
+    vec![
+        (
+            format!("/question/{question}/reply"),
+            json!({"answers": [["Rust"]]}),
+        ),
+        (format!("/question/{question}/reject"), json!({})),
+        (
+            format!("/approval/{approval}/reply"),
+            json!({"decisions": [{"type": "approve"}]}),
+        ),
+        (
+            format!("/session/{session}/resume"),
+            json!({"input": {"answers": [["Rust"]]}}),
+        ),
+        (
+            format!("/session/{session}/reject"),
+            json!({"reason": "stop"}),
+        ),
+    ]
+}
+
+#[tokio::test]
+async fn an_agent_token_decides_nothing_it_may_ask_for() {
+    let app = app();
+    let question = ask(&app, AGENT, "mine").await;
+    let approval = request_approval(&app, AGENT, "mine").await;
+    for token in [AGENT, SCOPED_AGENT] {
+        for (uri, body) in deciding_routes(&question, &approval, "mine") {
+            let (status, refused) = app.call(request("POST", &uri, token, Some(body))).await;
+            assert_eq!(status, StatusCode::FORBIDDEN, "{uri}: {refused}");
+            assert_eq!(refused["code"], "forbidden", "{uri}");
+            assert!(
+                refused["message"]
+                    .as_str()
+                    .unwrap()
+                    .contains("may not answer"),
+                "{uri}: {refused}"
+            );
+        }
+    }
+    // Nothing was decided: both still wait for a human.
+    for uri in [
+        format!("/question/{question}"),
+        format!("/approval/{approval}"),
+    ] {
+        let (_, body) = app.call(request("GET", &uri, ADMIN, None)).await;
+        assert_eq!(body["status"], "pending", "{uri}");
+    }
+    // The agent may still read, wait on and cancel what it asked.
+    let (status, _) = app
+        .call(request(
+            "GET",
+            &format!("/question/{question}"),
+            AGENT,
+            None,
+        ))
+        .await;
+    assert_eq!(status, StatusCode::OK);
+    let (status, cancelled) = app
+        .call(request("POST", "/session/mine/cancel", SCOPED_AGENT, None))
+        .await;
+    assert_eq!(
+        (status, cancelled["cancelled"].as_u64()),
+        (StatusCode::OK, Some(2))
+    );
+}
+
+#[tokio::test]
+async fn a_reviewer_token_asks_nothing() {
+    let app = app();
+    let body =
+        json!({"sessionID": "mine", "questions": [serde_json::to_value(language()).unwrap()]});
+    let approval = json!({
+        "session_id": "mine",
+        "action_requests": [{"name": "delete_rows", "args": {}}],
+    });
+    let step = json!({"type": "text", "text": "hello"});
+    for (uri, body) in [
+        ("/question", body),
+        ("/approval", approval),
+        ("/session/mine/step", step),
+    ] {
+        let (status, refused) = app.call(request("POST", uri, ALICE, Some(body))).await;
+        assert_eq!(status, StatusCode::FORBIDDEN, "{uri}: {refused}");
+        assert_eq!(refused["code"], "forbidden");
+    }
+    assert_eq!(app.hub.questions().pending_count(), 0);
+    assert_eq!(app.hub.approvals().pending_count(), 0);
+}
+
+#[tokio::test]
+async fn nobody_decides_what_they_asked_not_even_an_admin() {
+    let app = app();
+    let question = ask(&app, ADMIN, "mine").await;
+    let (status, refused) = app
+        .call(request(
+            "POST",
+            &format!("/question/{question}/reply"),
+            ADMIN,
+            Some(json!({"answers": [["Rust"]]})),
+        ))
+        .await;
+    assert_eq!(status, StatusCode::FORBIDDEN, "{refused}");
+    assert!(
+        refused["message"]
+            .as_str()
+            .unwrap()
+            .contains("asked this request")
+    );
+    // Another human may.
+    let (status, _) = app
+        .call(request(
+            "POST",
+            &format!("/question/{question}/reply"),
+            ALICE,
+            Some(json!({"answers": [["Rust"]]})),
+        ))
+        .await;
+    assert_eq!(status, StatusCode::OK);
+}
+
+#[tokio::test]
+async fn a_scoped_reviewer_cannot_cross_sessions() {
+    let app = app();
+    let question = ask(&app, AGENT, "mine").await;
+    let (status, _) = app
+        .call(request(
+            "POST",
+            &format!("/question/{question}/reply"),
+            BOB_IN_OTHER,
+            Some(json!({"answers": [["Rust"]]})),
+        ))
+        .await;
+    // Another session's request does not exist for this token.
+    assert_eq!(status, StatusCode::NOT_FOUND);
+    let (status, _) = app
+        .call(request(
+            "POST",
+            "/session/mine/reject",
+            BOB_IN_OTHER,
+            Some(json!({})),
+        ))
+        .await;
+    assert_eq!(status, StatusCode::FORBIDDEN);
+    let (_, body) = app
+        .call(request(
+            "GET",
+            &format!("/question/{question}"),
+            ADMIN,
+            None,
+        ))
+        .await;
+    assert_eq!(body["status"], "pending");
+}
+
+#[tokio::test]
+async fn outcomes_say_who_asked_and_who_decided_in_views_events_and_history() {
+    let app = app();
+    let mut events = app
+        .events("/event", &[("authorization", &format!("Bearer {ADMIN}"))])
+        .await;
+    let question = ask(&app, AGENT, "mine").await;
+    let approval = request_approval(&app, SCOPED_AGENT, "mine").await;
+    let (status, _) = app
+        .call(request(
+            "POST",
+            &format!("/question/{question}/reply"),
+            ALICE,
+            Some(json!({"answers": [["Rust"]]})),
+        ))
+        .await;
+    assert_eq!(status, StatusCode::OK);
+    let (status, _) = app
+        .call(request(
+            "POST",
+            &format!("/approval/{approval}/reply"),
+            BOB,
+            Some(json!({"decisions": [{"type": "approve"}]})),
+        ))
+        .await;
+    assert_eq!(status, StatusCode::OK);
+
+    let (_, answered) = app
+        .call(request(
+            "GET",
+            &format!("/question/{question}"),
+            ADMIN,
+            None,
+        ))
+        .await;
+    assert_eq!(
+        answered["askedBy"],
+        json!({"name": "agent-1", "role": "agent"})
+    );
+    assert_eq!(
+        answered["answeredBy"],
+        json!({"name": "alice", "role": "reviewer"})
+    );
+    let (_, approved) = app
+        .call(request(
+            "GET",
+            &format!("/approval/{approval}"),
+            ADMIN,
+            None,
+        ))
+        .await;
+    assert_eq!(
+        approved["asked_by"],
+        json!({"name": "agent-2", "role": "agent"})
+    );
+    assert_eq!(
+        approved["answered_by"],
+        json!({"name": "bob-everywhere", "role": "reviewer"})
+    );
+    // The long poll, which reads the outcome as it comes, says it too.
+    let (_, waited) = app
+        .call(request(
+            "GET",
+            &format!("/question/{question}/wait"),
+            AGENT,
+            None,
+        ))
+        .await;
+    assert_eq!(waited["answeredBy"]["name"], "alice");
+
+    let mut seen = Vec::new();
+    while seen.len() < 2 {
+        let frame = events.next().await;
+        match frame.kind() {
+            "question.replied" | "approval.replied" => seen.push(frame.data),
+            _ => {}
+        }
+    }
+    assert_eq!(seen[0]["properties"]["answeredBy"]["name"], "alice");
+    assert_eq!(
+        seen[1]["properties"]["answered_by"]["name"],
+        "bob-everywhere"
+    );
+
+    let (_, history) = app
+        .call(request("GET", "/session/mine/history", ADMIN, None))
+        .await;
+    let deciders: Vec<&str> = history["messages"]
+        .as_array()
+        .expect("messages")
+        .iter()
+        .flat_map(|message| message["content"].as_array().into_iter().flatten())
+        .filter_map(|part| part["answeredBy"].as_str())
+        .collect();
+    assert_eq!(deciders, ["alice", "bob-everywhere"], "{history}");
+}
+
+#[tokio::test]
+async fn without_tokens_everyone_is_local_and_everything_works_as_before() {
+    let app = TestApp::new();
+    let id = app.ask("s");
+    let (status, _) = app
+        .call(super::post_json(
+            &format!("/question/{id}/reply"),
+            &json!({"answers": [["Rust"]]}),
+        ))
+        .await;
+    assert_eq!(status, StatusCode::OK);
+    let (_, body) = app.call(super::get(&format!("/question/{id}"))).await;
+    assert_eq!(body["askedBy"], json!({"name": "local", "role": "admin"}));
+    assert_eq!(
+        body["answeredBy"],
+        json!({"name": "local", "role": "admin"})
+    );
+}

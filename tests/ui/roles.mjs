@@ -1,0 +1,140 @@
+// Who asked and who answered, in Debian's chromium, on a server with roles.
+//
+// Run by tests/ui.rs (`the_web_ui_names_who_asked_and_who_answered`), which serves askbus
+// with an agent token (agent-1), a second agent's (named with a right-to-left override), a
+// reviewer's (alice) and an admin's, never the asker deciding. The agents ask over HTTP with
+// their tokens, as agents in other processes do; then, as a human would:
+//   - a tab given the reviewer token (the watcher) shows each card "asked by" its agent,
+//     the hidden character of the second agent's name marked;
+//   - a tab given agent-1's token tries to answer: the server refuses (403), and the page
+//     asks for a reviewer token, saying why; given the reviewer's, the same answer goes
+//     through, and the card reads "answered by alice (reviewer)";
+//   - the watcher's card reads "Answered elsewhere" and "answered by alice (reviewer)", and
+//     its session timeline "answered by alice" (live from the stream, then from the
+//     history after a reload); the watcher declines the second question: "declined by".
+// stdout: one line, {"done": {"answered": id, "declined": id}}; the test checks the server.
+// Environment: ASKBUS_UI_ROLES_URL, ASKBUS_UI_AGENT_TOKEN, ASKBUS_UI_AGENT2_TOKEN,
+// ASKBUS_UI_REVIEWER_TOKEN, ASKBUS_UI_CHROMIUM.
+
+import assert from 'node:assert/strict';
+import { launch } from './chromium.mjs';
+
+const env = (name) => {
+  const value = process.env[name];
+  if (!value) throw new Error(`${name} is not set`);
+  return value;
+};
+const BASE = env('ASKBUS_UI_ROLES_URL');
+const AGENT = env('ASKBUS_UI_AGENT_TOKEN');
+const AGENT2 = env('ASKBUS_UI_AGENT2_TOKEN');
+const REVIEWER = env('ASKBUS_UI_REVIEWER_TOKEN');
+const SESSION = 'ui-roles';
+const WAIT = 10_000;
+const AGENT_PROMPT = 'This token belongs to an agent; agents cannot answer. Enter a reviewer token.';
+const log = (...parts) => console.error('[ui roles]', ...parts);
+
+/** An agent asks one yes/no question over HTTP with its `token`; the created request. */
+async function ask(token, question, header) {
+  const response = await fetch(`${BASE}/question`, {
+    method: 'POST',
+    headers: { 'Content-Type': 'application/json', Authorization: `Bearer ${token}` },
+    body: JSON.stringify({
+      sessionID: SESSION,
+      questions: [
+        {
+          question,
+          header,
+          options: [
+            { label: 'Yes', description: 'go ahead' },
+            { label: 'No', description: 'not now' },
+          ],
+        },
+      ],
+    }),
+  });
+  const text = await response.text();
+  assert.equal(response.status, 200, text);
+  return JSON.parse(text);
+}
+
+/** A tab on the session, given `token` through the token dialog, as a human gives it. */
+async function openWith(context, token, pageErrors) {
+  const page = await context.newPage();
+  page.on('pageerror', (error) => pageErrors.push(`${page.url()}: ${error.stack || error}`));
+  await page.goto(`${BASE}/?session=${SESSION}`);
+  const dialog = page.getByRole('dialog', { name: 'Access token needed' });
+  await dialog.waitFor({ timeout: WAIT });
+  await dialog.getByLabel('Access token').fill(token);
+  await dialog.getByRole('button', { name: 'Use token' }).click();
+  await page.locator('#connection[data-state="live"]').waitFor({ timeout: WAIT });
+  return page;
+}
+
+const card = (page, id) => page.locator(`article.card[data-id="${id}"]`);
+/** Waits until `scope` shows `text` in an element of class `className`. */
+const reads = (scope, className, text) => scope.locator(`.${className}`, { hasText: text }).waitFor({ timeout: WAIT });
+
+async function main() {
+  const first = await ask(AGENT, 'Deploy the release now?', 'Deploy');
+  assert.deepEqual(first.askedBy, { name: 'agent-1', role: 'agent' });
+  const second = await ask(AGENT2, 'Rotate the keys?', 'Keys');
+
+  const pageErrors = [];
+  const context = await launch();
+  try {
+    // The reviewer's tab: who asked each card, the hidden character marked.
+    const watcher = await openWith(context, REVIEWER, pageErrors);
+    await reads(card(watcher, first.id), 'asked-by', 'asked by agent-1 (agent)');
+    await reads(card(watcher, second.id), 'asked-by', 'asked by agent-2⟨U+202E⟩gpj.exe (agent)');
+    log('cards name who asked');
+
+    // The agent's token answers: refused, and the page asks for a reviewer's.
+    const answerer = await openWith(context, AGENT, pageErrors);
+    const form = card(answerer, first.id);
+    await reads(form, 'asked-by', 'asked by agent-1 (agent)');
+    await form.getByRole('radio', { name: /Yes/ }).check();
+    await form.getByRole('button', { name: 'Submit answer' }).click();
+    const dialog = answerer.getByRole('dialog', { name: 'Access token needed' });
+    await dialog.waitFor({ timeout: WAIT });
+    assert.equal(await dialog.locator('#token-error').innerText(), AGENT_PROMPT);
+    await reads(form, 'card-error', AGENT_PROMPT);
+    log('an agent token that answers is asked for a reviewer token');
+    await dialog.getByLabel('Access token').fill(REVIEWER);
+    await dialog.getByRole('button', { name: 'Use token' }).click();
+    await form.getByRole('button', { name: 'Submit answer' }).click();
+    await reads(form, 'status-line', 'You answered');
+    await reads(form, 'answered-by', 'answered by alice (reviewer)');
+    log('the answering tab names who answered');
+
+    // The watcher: the card and the session timeline (live) name who answered.
+    const watched = card(watcher, first.id);
+    await reads(watched, 'status-line', 'Answered elsewhere');
+    await reads(watched, 'answered-by', 'answered by alice (reviewer)');
+    const timelineQuestion = (page, header) => page.locator('#timeline .tl-question', { hasText: header });
+    await reads(timelineQuestion(watcher, 'Deploy'), 'answered-by', 'answered by alice');
+
+    // The watcher declines the second question.
+    const other = card(watcher, second.id);
+    await other.getByRole('button', { name: /^Decline/ }).click();
+    await other.getByRole('button', { name: 'Decline question' }).click();
+    await reads(other, 'status-line', 'You declined this question');
+    await reads(other, 'answered-by', 'declined by alice (reviewer)');
+    await reads(timelineQuestion(watcher, 'Keys'), 'answered-by', 'declined by alice');
+
+    // After a reload, the timeline comes from the history, and still names them.
+    await watcher.reload();
+    await watcher.locator('#timeline-status[data-state="live"]').waitFor({ timeout: WAIT });
+    await reads(timelineQuestion(watcher, 'Deploy'), 'answered-by', 'answered by alice');
+    await reads(timelineQuestion(watcher, 'Keys'), 'answered-by', 'declined by alice');
+    log('the timeline names who answered, live and from the history');
+  } finally {
+    await context.close();
+  }
+  assert.deepEqual(pageErrors, [], 'no script errors in the page');
+  console.log(JSON.stringify({ done: { answered: first.id, declined: second.id } }));
+}
+
+main().catch((error) => {
+  console.error(error);
+  process.exit(1);
+});
