@@ -238,6 +238,10 @@ fn credentials_have_names_and_roles_and_roles_separate_duties() {
         &["--agent-token", "twin=one", "--reviewer-token", "twin=two"],
         "two credentials are named \"twin\"",
     );
+    refused(
+        &["--agent-token", "bot=same", "--reviewer-token", "rev=same"],
+        "the credentials \"bot\" and \"rev\" have the same secret",
+    );
     // Secrets never show in debug output.
     let settings = settings(&["--reviewer-token", "alice=alicesecret"]).expect("valid");
     assert!(!format!("{:?}", settings.http.tokens).contains("alicesecret"));

@@ -203,6 +203,38 @@ async fn nobody_decides_what_they_asked_not_even_an_admin() {
 }
 
 #[tokio::test]
+async fn a_session_reject_that_includes_the_callers_own_request_refuses_nothing() {
+    let app = app();
+    let question = ask(&app, AGENT, "mine").await;
+    let own = request_approval(&app, ADMIN, "mine").await;
+    let (status, refused) = app
+        .call(request(
+            "POST",
+            "/session/mine/reject",
+            ADMIN,
+            Some(json!({})),
+        ))
+        .await;
+    assert_eq!(status, StatusCode::FORBIDDEN, "{refused}");
+    for uri in [format!("/question/{question}"), format!("/approval/{own}")] {
+        let (_, body) = app.call(request("GET", &uri, ALICE, None)).await;
+        assert_eq!(body["status"], "pending", "{uri}: nothing was refused");
+    }
+    let (status, rejected) = app
+        .call(request(
+            "POST",
+            "/session/mine/reject",
+            ALICE,
+            Some(json!({})),
+        ))
+        .await;
+    assert_eq!(
+        (status, rejected["rejected"].as_u64()),
+        (StatusCode::OK, Some(2))
+    );
+}
+
+#[tokio::test]
 async fn a_scoped_reviewer_cannot_cross_sessions() {
     let app = app();
     let question = ask(&app, AGENT, "mine").await;

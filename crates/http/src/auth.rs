@@ -99,6 +99,12 @@ impl AccessToken {
     pub fn identity(&self) -> &Identity {
         &self.identity
     }
+
+    /// Whether `other` has the same secret: two credentials with one secret are one, whose
+    /// bearer would be whichever matched (a configuration to refuse).
+    pub fn shares_secret_with(&self, other: &Self) -> bool {
+        bool::from(secret_eq(self.secret.as_bytes(), other.secret.as_bytes()))
+    }
 }
 
 impl std::fmt::Debug for AccessToken {

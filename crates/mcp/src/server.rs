@@ -252,10 +252,15 @@ impl AskbusMcp {
         args: Value,
     ) -> Result<Started, ToolError> {
         let context = ToolContext::new(session);
-        let asking = self
-            .inner
-            .hub
-            .acting_as(Identity::new(Arc::clone(&caller.name), Role::Agent));
+        // An agent of the caller's name; a caller who may not ask at all (a reviewer) asks
+        // as itself, which the hub refuses, so no credential asks through MCP what it could
+        // not ask over HTTP.
+        let asker = if caller.may_ask() {
+            Identity::new(Arc::clone(&caller.name), Role::Agent)
+        } else {
+            caller.clone()
+        };
+        let asking = self.inner.hub.acting_as(asker);
         let timeout = self.inner.config.timeout;
         Ok(match tool {
             Offered::Question => {
@@ -946,5 +951,21 @@ mod tests {
         let resolved = hub.questions().get(request.id).expect("known");
         assert_eq!(resolved.decided_by.map(|by| by.name), Some("alice".into()));
         drop(started);
+    }
+
+    #[test]
+    fn a_reviewer_asks_nothing_through_mcp() {
+        let hub = RequestHub::new(Bus::new());
+        let server = AskbusMcp::new(hub.clone(), McpConfig::default());
+        let alice = Identity::new("alice", Role::Reviewer);
+        let delete = json!({"actions": [{"name": "drop_table", "args": {"table": "users"}}]});
+        let Err(refused) = server.start(Offered::Approval, "s1".into(), alice, delete) else {
+            panic!("a reviewer's credential made a request");
+        };
+        assert!(
+            refused.to_string().contains("may not make requests"),
+            "{refused}"
+        );
+        assert_eq!(hub.approvals().pending_count(), 0);
     }
 }

@@ -435,6 +435,14 @@ impl RequestHub {
         session_id: &str,
         reason: Option<&str>,
     ) -> Result<SessionRejected, SessionRejectError> {
+        // Both kinds are checked before either changes, so a refusal refuses nothing.
+        let actor = self.actor();
+        self.questions
+            .registry()
+            .may_decide_session(session_id, actor)?;
+        self.approvals
+            .registry()
+            .may_decide_session(session_id, actor)?;
         let questions = self.questions.reject_session(session_id, reason)?;
         let approvals = self.approvals.reject_session(session_id, reason)?;
         let mut rejected = SessionRejected::default();

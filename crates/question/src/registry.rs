@@ -997,6 +997,27 @@ impl<K: Kind> Registry<K> {
         Ok(resolved)
     }
 
+    /// Whether `by` may decide every pending request of `session_id` (see
+    /// [`resolve`](Self::resolve)), so that a caller refusing a whole session across both
+    /// kinds can learn it before changing either.
+    ///
+    /// # Errors
+    ///
+    /// The first refusal.
+    pub(crate) fn may_decide_session(
+        &self,
+        session_id: &str,
+        by: &Identity,
+    ) -> Result<(), NotAllowed> {
+        let state = self.inner.lock();
+        let duties = self.duties();
+        state
+            .sessions
+            .ids(session_id, Bound::Unbounded)
+            .filter_map(|id| state.pending.get(&id))
+            .try_for_each(|entry| duties.check_decide(by, K::asked_by(&entry.request)))
+    }
+
     /// The oldest pending request of `session_id`.
     pub(crate) fn oldest_pending(&self, session_id: &str) -> Option<Arc<K::Request>> {
         let state = self.inner.lock();

@@ -447,6 +447,9 @@ pub enum ConfigError {
         "two credentials are named {0:?}: names must be unique, since they say who asked and who decided"
     )]
     DuplicateTokenName(String),
+    /// Two credentials with one secret: its bearer would be either.
+    #[error("the credentials {0:?} and {1:?} have the same secret: each needs its own")]
+    DuplicateTokenSecret(String, String),
     /// A malformed `--cors-origin`.
     #[error("--cors-origin {0}")]
     BadCorsOrigin(#[from] InvalidOrigin),
@@ -618,9 +621,18 @@ impl Cli {
             }
         }
         let mut names = std::collections::HashSet::new();
-        for token in &tokens {
+        for (position, token) in tokens.iter().enumerate() {
             if !names.insert(Arc::clone(&token.identity().name)) {
                 return Err(ConfigError::DuplicateTokenName(
+                    token.identity().name.to_string(),
+                ));
+            }
+            if let Some(twin) = tokens[..position]
+                .iter()
+                .find(|earlier| earlier.shares_secret_with(token))
+            {
+                return Err(ConfigError::DuplicateTokenSecret(
+                    twin.identity().name.to_string(),
                     token.identity().name.to_string(),
                 ));
             }
