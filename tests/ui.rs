@@ -115,6 +115,13 @@ const FLOOD_APPROVAL_EVERY: usize = 7;
 #[test]
 fn the_web_ui_answers_questions_in_chromium() {
     let started = Instant::now();
+    in_browser(drive);
+    eprintln!("ui: done in {:.1?}", started.elapsed());
+}
+
+/// Runs `drive` with the browser tests' npm package (`tests/ui`), once Node.js, Debian's
+/// chromium and playwright-core are there, on a runtime of its own.
+fn in_browser<F: std::future::Future<Output = ()>>(drive: impl FnOnce(PathBuf) -> F) {
     node::check_node();
     assert!(
         Path::new(CHROMIUM).is_file(),
@@ -129,9 +136,8 @@ fn the_web_ui_answers_questions_in_chromium() {
         .expect("a tokio runtime");
     runtime.block_on(async {
         node::npm_ci(&package, "playwright-core").await;
-        drive(&package).await;
+        drive(package).await;
     });
-    eprintln!("ui: done in {:.1?}", started.elapsed());
 }
 
 /// The tokens of the server with roles (`tests/ui/roles.mjs`): two agents, a reviewer, an
@@ -149,27 +155,12 @@ const ROLES_TIMEOUT: Duration = Duration::from_secs(60);
 /// an agent's token that tries to answer is asked for a reviewer's (`tests/ui/roles.mjs`).
 #[test]
 fn the_web_ui_names_who_asked_and_who_answered() {
-    node::check_node();
-    assert!(
-        Path::new(CHROMIUM).is_file(),
-        "{CHROMIUM} is missing: the browser tests of the web UI drive Debian's chromium. \
-         `cargo xtask ci` installs it; by hand: `sudo apt-get install -y chromium`"
-    );
-    let package = Path::new(env!("CARGO_MANIFEST_DIR")).join("ui");
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .expect("a tokio runtime");
-    runtime.block_on(async {
-        node::npm_ci(&package, "playwright-core").await;
-        drive_roles(&package).await;
-    });
+    in_browser(drive_roles);
 }
 
 /// Serves askbus with roles as the server does with `--agent-token` and `--reviewer-token`
 /// (never the asker deciding), runs `roles.mjs`, then reads the outcomes from the server.
-async fn drive_roles(package: &Path) {
+async fn drive_roles(package: PathBuf) {
     let shutdown = CancellationToken::new();
     let hub = RequestHub::new(Bus::new()).with_duties(Duties {
         never_the_asker: true,
@@ -1025,7 +1016,7 @@ fn approval_outcome_json(outcome: Result<ApprovalReply, ApprovalError>) -> Value
 }
 
 /// Serves askbus three ways, runs `browser.mjs` and answers its agent requests.
-async fn drive(package: &Path) {
+async fn drive(package: PathBuf) {
     let shutdown = CancellationToken::new();
     let open = RequestHub::new(Bus::new());
     let auth = RequestHub::new(Bus::new());

@@ -6,7 +6,7 @@ use axum::body::Body;
 use axum::http::{Request, StatusCode, header};
 use serde_json::json;
 
-use super::TestApp;
+use super::{TestApp, request};
 
 const ADMIN: &str = "admin-secret-0123456789";
 const SCOPED: &str = "scoped-secret-0123456789";
@@ -20,25 +20,6 @@ fn app() -> TestApp {
         ],
         ..HttpConfig::default()
     })
-}
-
-fn request(
-    method: &str,
-    uri: &str,
-    token: Option<&str>,
-    body: Option<serde_json::Value>,
-) -> Request<Body> {
-    let mut request = Request::builder().method(method).uri(uri);
-    if let Some(token) = token {
-        request = request.header(header::AUTHORIZATION, format!("Bearer {token}"));
-    }
-    match body {
-        Some(body) => request
-            .header(header::CONTENT_TYPE, "application/json")
-            .body(Body::from(body.to_string())),
-        None => request.body(Body::empty()),
-    }
-    .expect("request")
 }
 
 #[tokio::test]

@@ -264,6 +264,27 @@ pub(crate) fn post_json(uri: &str, body: &Value) -> Request<Body> {
         .expect("request")
 }
 
+/// `method uri` with a bearer `token` (`None`: no `Authorization` header) and a JSON body
+/// if given.
+pub(crate) fn request<'a>(
+    method: &str,
+    uri: &str,
+    token: impl Into<Option<&'a str>>,
+    body: Option<Value>,
+) -> Request<Body> {
+    let mut request = Request::builder().method(method).uri(uri);
+    if let Some(token) = token.into() {
+        request = request.header(header::AUTHORIZATION, format!("Bearer {token}"));
+    }
+    match body {
+        Some(body) => request
+            .header(header::CONTENT_TYPE, "application/json")
+            .body(Body::from(body.to_string())),
+        None => request.body(Body::empty()),
+    }
+    .expect("request")
+}
+
 /// A bodiless GET.
 pub(crate) fn get(uri: &str) -> Request<Body> {
     Request::get(uri).body(Body::empty()).expect("request")

@@ -3,11 +3,10 @@
 
 use askbus::question::{Duties, Identity, RequestHub, Role};
 use askbus_http::{AccessToken, HttpConfig};
-use axum::body::Body;
-use axum::http::{Request, StatusCode, header};
+use axum::http::StatusCode;
 use serde_json::{Value, json};
 
-use super::{TestApp, language};
+use super::{TestApp, language, request};
 
 const ADMIN: &str = "admin-secret-0123456789";
 const AGENT: &str = "agent-secret-0123456789";
@@ -40,18 +39,9 @@ fn app() -> TestApp {
     )
 }
 
-fn request(method: &str, uri: &str, token: &str, body: Option<Value>) -> Request<Body> {
-    let request = Request::builder()
-        .method(method)
-        .uri(uri)
-        .header(header::AUTHORIZATION, format!("Bearer {token}"));
-    match body {
-        Some(body) => request
-            .header(header::CONTENT_TYPE, "application/json")
-            .body(Body::from(body.to_string())),
-        None => request.body(Body::empty()),
-    }
-    .expect("request")
+/// `GET uri` with `token`: the JSON answer, whatever its status.
+async fn read(app: &TestApp, token: &str, uri: &str) -> Value {
+    app.call(request("GET", uri, token, None)).await.1
 }
 
 /// A question created over HTTP with `token` in `session`; its id.
@@ -126,7 +116,7 @@ async fn an_agent_token_decides_nothing_it_may_ask_for() {
         format!("/question/{question}"),
         format!("/approval/{approval}"),
     ] {
-        let (_, body) = app.call(request("GET", &uri, ADMIN, None)).await;
+        let body = read(&app, ADMIN, &uri).await;
         assert_eq!(body["status"], "pending", "{uri}");
     }
     // The agent may still read, wait on and cancel what it asked.
@@ -217,7 +207,7 @@ async fn a_session_reject_that_includes_the_callers_own_request_refuses_nothing(
         .await;
     assert_eq!(status, StatusCode::FORBIDDEN, "{refused}");
     for uri in [format!("/question/{question}"), format!("/approval/{own}")] {
-        let (_, body) = app.call(request("GET", &uri, ALICE, None)).await;
+        let body = read(&app, ALICE, &uri).await;
         assert_eq!(body["status"], "pending", "{uri}: nothing was refused");
     }
     let (status, rejected) = app
@@ -257,14 +247,7 @@ async fn a_scoped_reviewer_cannot_cross_sessions() {
         ))
         .await;
     assert_eq!(status, StatusCode::FORBIDDEN);
-    let (_, body) = app
-        .call(request(
-            "GET",
-            &format!("/question/{question}"),
-            ADMIN,
-            None,
-        ))
-        .await;
+    let body = read(&app, ADMIN, &format!("/question/{question}")).await;
     assert_eq!(body["status"], "pending");
 }
 
@@ -295,14 +278,7 @@ async fn outcomes_say_who_asked_and_who_decided_in_views_events_and_history() {
         .await;
     assert_eq!(status, StatusCode::OK);
 
-    let (_, answered) = app
-        .call(request(
-            "GET",
-            &format!("/question/{question}"),
-            ADMIN,
-            None,
-        ))
-        .await;
+    let answered = read(&app, ADMIN, &format!("/question/{question}")).await;
     assert_eq!(
         answered["askedBy"],
         json!({"name": "agent-1", "role": "agent"})
@@ -311,14 +287,7 @@ async fn outcomes_say_who_asked_and_who_decided_in_views_events_and_history() {
         answered["answeredBy"],
         json!({"name": "alice", "role": "reviewer"})
     );
-    let (_, approved) = app
-        .call(request(
-            "GET",
-            &format!("/approval/{approval}"),
-            ADMIN,
-            None,
-        ))
-        .await;
+    let approved = read(&app, ADMIN, &format!("/approval/{approval}")).await;
     assert_eq!(
         approved["asked_by"],
         json!({"name": "agent-2", "role": "agent"})
@@ -328,14 +297,7 @@ async fn outcomes_say_who_asked_and_who_decided_in_views_events_and_history() {
         json!({"name": "bob-everywhere", "role": "reviewer"})
     );
     // The long poll, which reads the outcome as it comes, says it too.
-    let (_, waited) = app
-        .call(request(
-            "GET",
-            &format!("/question/{question}/wait"),
-            AGENT,
-            None,
-        ))
-        .await;
+    let waited = read(&app, AGENT, &format!("/question/{question}/wait")).await;
     assert_eq!(waited["answeredBy"]["name"], "alice");
 
     let mut seen = Vec::new();
@@ -352,9 +314,7 @@ async fn outcomes_say_who_asked_and_who_decided_in_views_events_and_history() {
         "bob-everywhere"
     );
 
-    let (_, history) = app
-        .call(request("GET", "/session/mine/history", ADMIN, None))
-        .await;
+    let history = read(&app, ADMIN, "/session/mine/history").await;
     let deciders: Vec<&str> = history["messages"]
         .as_array()
         .expect("messages")
