@@ -65,13 +65,32 @@ impl AuditDraft {
     /// Stored JSON that does not parse (the store does not check what it keeps) is kept as
     /// a JSON string rather than refused: a receipt is never lost to a malformed field.
     pub fn new(request: &RequestRecord, outcome: &OutcomeRecord, asked_by: Option<Value>) -> Self {
+        Self::of_digest(
+            RequestShown {
+                id: request.id.clone(),
+                kind: request.kind,
+                session_id: request.session_id.clone(),
+                digest: request_digest(&request.body),
+            },
+            outcome,
+            asked_by,
+        )
+    }
+
+    /// As [`new`](Self::new), for a request whose stored JSON was hashed when it was
+    /// stored ([`request_digest`]), so that deciding it need not write it again.
+    pub fn of_digest(
+        request: RequestShown,
+        outcome: &OutcomeRecord,
+        asked_by: Option<Value>,
+    ) -> Self {
         Self {
-            request_id: request.id.clone(),
+            request_id: request.id,
             kind: request.kind,
-            session_id: request.session_id.clone(),
+            session_id: request.session_id,
             asked_by,
             decided_by: outcome.decided_by.as_deref().map(json_or_text),
-            request_sha256: hex::encode(Sha256::digest(request.body.as_bytes())),
+            request_sha256: hex::encode(request.digest),
             outcome: outcome.state,
             decision: json_or_text(&outcome.body),
             resolved_at_ms: outcome.resolved_at_ms,
@@ -83,6 +102,26 @@ impl AuditDraft {
         // Strings, numbers and parsed values only: serialising cannot fail.
         serde_json::to_string(self).unwrap_or_default()
     }
+}
+
+/// What a receipt says of the request decided: which one, and the SHA-256 of its stored
+/// JSON ([`request_digest`]), what the human was shown.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RequestShown {
+    /// The request's id (`que_…`, `apr_…`).
+    pub id: String,
+    /// Its kind.
+    pub kind: RequestKind,
+    /// The session that asked.
+    pub session_id: String,
+    /// [`request_digest`] of its stored JSON.
+    pub digest: [u8; 32],
+}
+
+/// The SHA-256 of a request's stored JSON (`RequestRecord::body`), byte for byte: what a
+/// receipt's `request_sha256` is the hex of.
+pub fn request_digest(body: &str) -> [u8; 32] {
+    Sha256::digest(body.as_bytes()).into()
 }
 
 /// `text` parsed as JSON, or as a JSON string if it is not JSON.

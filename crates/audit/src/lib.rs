@@ -88,7 +88,7 @@ mod sealer;
 mod verify;
 
 pub use chain::{AuditLine, GENESIS, Seal, entry_hash};
-pub use draft::AuditDraft;
+pub use draft::{AuditDraft, RequestShown, request_digest};
 pub use ed25519_dalek::{SigningKey, VerifyingKey};
 pub use keys::{
     generate_key, parse_public_key, public_key_path, public_key_pem, read_signing_key,

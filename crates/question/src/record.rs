@@ -24,7 +24,7 @@ use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
 
-use askbus_audit::AuditDraft;
+use askbus_audit::{AuditDraft, RequestShown, request_digest};
 use askbus_store::{
     Ack, ChangeKind, OutcomeRecord, OutcomeState, RequestKind, RequestRecord, Store, StoreError,
     StoredRequest, Written, now_ms,
@@ -274,18 +274,28 @@ impl std::fmt::Debug for Durable {
 }
 
 impl Recorder {
-    /// Queues the registration of `request`.
-    pub(crate) fn insert<K: Kind>(&self, request: &K::Request) -> Ack {
-        self.store
-            .write(askbus_store::Write::Insert(request_record::<K>(request)))
+    /// Queues the registration of `request`; with the digest of the JSON stored, which its
+    /// outcome's receipt names (keep it with the pending request: see [`resolve`](Self::resolve)).
+    pub(crate) fn insert<K: Kind>(&self, request: &K::Request) -> (Ack, RequestDigest) {
+        let record = request_record::<K>(request);
+        let digest = request_digest(&record.body);
+        (
+            self.store.write(askbus_store::Write::Insert(record)),
+            digest,
+        )
     }
 
     /// Queues the outcome of `request`, decided `by` someone (if anyone), with its audit
     /// receipt: the store appends the receipt to its audit log if (and only if) this
     /// outcome wins, in the same step.
+    ///
+    /// `digest` is the one [`insert`](Self::insert) (or [`stored_digest`]) gave: the
+    /// request's JSON is then not written again, under the registry lock, on every
+    /// outcome. Without one (a request withdrawn, no longer pending) it is made here.
     pub(crate) fn resolve<K: Kind>(
         &self,
         request: &K::Request,
+        digest: Option<RequestDigest>,
         outcome: &Outcome<K::Reply>,
         by: Option<&Identity>,
     ) -> Ack {
@@ -298,13 +308,19 @@ impl Recorder {
             Outcome::TimedOut => (OutcomeState::TimedOut, "null".to_owned()),
             Outcome::Cancelled => (OutcomeState::Cancelled, "null".to_owned()),
         };
-        let record = request_record::<K>(request);
+        let shown = RequestShown {
+            id: K::id(request).to_string(),
+            kind: K::RECORD_KIND,
+            session_id: K::session_id(request).to_owned(),
+            digest: digest.unwrap_or_else(|| request_digest(&request_record::<K>(request).body)),
+        };
         let outcome = OutcomeRecord::new(state, body, now_ms()).decided_by(by.map(to_json));
         let asked_by = K::asked_by(request).and_then(|who| serde_json::to_value(who).ok());
-        let audit = AuditDraft::new(&record, &outcome, asked_by).to_json();
+        let id = shown.id.clone();
+        let audit = AuditDraft::of_digest(shown, &outcome, asked_by).to_json();
         self.store.write(askbus_store::Write::Resolve {
             kind: K::RECORD_KIND,
-            id: record.id,
+            id,
             outcome,
             audit: Some(audit),
         })
@@ -324,6 +340,15 @@ fn request_record<K: Kind>(request: &K::Request) -> RequestRecord {
         expires_at_ms: K::expires_at(request),
         body: to_json(request),
     }
+}
+
+/// The SHA-256 of a request's stored JSON, which its receipt names.
+pub(crate) type RequestDigest = [u8; 32];
+
+/// The digest of a request read back from the store: of the bytes stored, whichever
+/// version wrote them.
+pub(crate) fn stored_digest(record: &RequestRecord) -> RequestDigest {
+    request_digest(&record.body)
 }
 
 /// A request and its outcome (`None` while pending), as read back from a store.

@@ -52,7 +52,7 @@ use tokio::time::Instant;
 use crate::identity::{Duties, Identity, NotAllowed};
 use crate::interrupt::RequestId;
 use crate::quota::{Charge, Quota, QuotaExceeded, Weight};
-use crate::record::{self, Durable, DurableError, Recorder};
+use crate::record::{self, Durable, DurableError, Recorder, RequestDigest};
 use crate::session_index::SessionIndex;
 
 /// The single terminal outcome of a request.
@@ -326,6 +326,9 @@ struct Pending<K: Kind> {
     account: Option<Arc<str>>,
     /// Its [`Weight`] in bytes, measured while a quota is installed (0 otherwise).
     weight: usize,
+    /// The digest of its stored JSON, which its receipt names (with a store): made once,
+    /// when it was stored or read, not again on every outcome under the lock.
+    digest: Option<RequestDigest>,
 }
 
 /// A request that reached its outcome, remembered for late readers.
@@ -478,7 +481,7 @@ impl<K: Kind> Registry<K> {
             let mut state = registry.inner.lock();
             for stored in &pending {
                 let (request, _) = record::read_back::<K>(stored)?;
-                state.insert_recorded(request);
+                state.insert_recorded(request, record::stored_digest(&stored.request));
             }
             for stored in &resolved {
                 let (request, outcome) = record::read_back::<K>(stored)?;
@@ -651,6 +654,14 @@ impl<K: Kind> Registry<K> {
         state
             .sessions
             .insert(K::session_id(&request), id, announced);
+        // Queued before the `asked` event, so the record never announces an unknown request.
+        let (recorded, digest) = match &self.inner.recorder {
+            Some((recorder, _)) => {
+                let (ack, digest) = recorder.insert::<K>(&request);
+                (Some(Durable::waiting(Some(ack))), Some(digest))
+            }
+            None => (None, None),
+        };
         state.pending.insert(
             id,
             Pending {
@@ -660,15 +671,10 @@ impl<K: Kind> Registry<K> {
                 announced,
                 account: charge.account,
                 weight: charge.weight,
+                digest,
             },
         );
         state.index_call(&request);
-        // Queued before the `asked` event, so the record never announces an unknown request.
-        let recorded = self
-            .inner
-            .recorder
-            .as_ref()
-            .map(|(recorder, _)| Durable::waiting(Some(recorder.insert::<K>(&request))));
         if announced {
             K::publish_asked(&self.inner.bus, &request);
         }
@@ -738,7 +744,8 @@ impl<K: Kind> Registry<K> {
         by: Option<Identity>,
     ) -> Durable {
         let id = K::id(request);
-        let verdict = store.resolve::<K>(request, &outcome, by.as_ref());
+        let digest = state.pending.get(&id).and_then(|entry| entry.digest);
+        let verdict = store.resolve::<K>(request, digest, &outcome, by.as_ref());
         // Registered before the proposal can come back through the log.
         let (applied_sender, applied) = oneshot::channel();
         state.watch(id, applied_sender);
@@ -828,7 +835,7 @@ impl<K: Kind> Registry<K> {
                 for _ in 0..WITHDRAW_ATTEMPTS {
                     // Taken, refused as already ended, or "not found": all final.
                     if recorder
-                        .resolve::<K>(&request, &Outcome::Cancelled, None)
+                        .resolve::<K>(&request, None, &Outcome::Cancelled, None)
                         .await
                         .is_ok()
                     {
@@ -886,7 +893,7 @@ impl<K: Kind> Registry<K> {
                             // Known a moment ago, ended since (an orphan): nothing to add.
                             return Ok(());
                         };
-                        let request = state.insert_recorded(request);
+                        let request = state.insert_recorded(request, record::stored_digest(record));
                         // Another instance's request: it exists, so it counts, unrefused.
                         if let Some(quota) = self.inner.quota.get() {
                             let weight = K::weight(&request).bytes();
@@ -1274,7 +1281,7 @@ impl<K: Kind> Inner<K> {
         // itself (it is applying the store's change log): nothing to write.
         let recorded = match &self.recorder {
             Some((recorder, StoreRole::Record)) => {
-                Some(recorder.resolve::<K>(&entry.request, &outcome, by.as_ref()))
+                Some(recorder.resolve::<K>(&entry.request, entry.digest, &outcome, by.as_ref()))
             }
             Some((_, StoreRole::Shared)) | None => None,
         };
@@ -1478,8 +1485,9 @@ impl<K: Kind> State<K> {
     /// Adds a request read from the store (at start, or from another instance through a
     /// shared store's change log) as pending, with no asker in this process, and indexes
     /// it. Its wall-clock expiry becomes a deadline on this process's clock; one already
-    /// past is due at once.
-    fn insert_recorded(&mut self, request: K::Request) -> Arc<K::Request> {
+    /// past is due at once. `digest` is that of the JSON it was read from
+    /// ([`record::stored_digest`]), which its receipt will name.
+    fn insert_recorded(&mut self, request: K::Request, digest: RequestDigest) -> Arc<K::Request> {
         let id = K::id(&request);
         let deadline = K::expires_at(&request).map(|at| {
             let now = Instant::now();
@@ -1504,6 +1512,7 @@ impl<K: Kind> State<K> {
                 announced: true,
                 account: None,
                 weight: 0,
+                digest: Some(digest),
             },
         );
         request
