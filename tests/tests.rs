@@ -29,6 +29,8 @@ mod question_model;
 mod question_races;
 // Caps on pending requests: per session, per account, in total; joins; races.
 mod quota;
+// M of N distinct reviewers: votes, vetoes, named reviewers, across stores and instances.
+mod quorum;
 // Several hubs over one shared store (in process, and the real Redis) as server instances.
 mod shared;
 // Races between hubs sharing a store, checked by proptest: they agree whatever interleaves.

@@ -10,7 +10,7 @@ use std::sync::Arc;
 
 use askbus_question::{
     Action, ApprovalId, ApprovalReply, ApprovalReplyError, ApprovalRequest, ApprovalSnapshot,
-    Decision, Identity, Outcome, RequestId, ReviewConfig,
+    ApprovalVote, Decision, Identity, Outcome, RequestId, ReviewConfig,
 };
 use axum::Json;
 use axum::extract::State;
@@ -69,6 +69,10 @@ pub(crate) struct ApprovalStatus {
     /// Who decided (or cancelled) it, once resolved.
     #[serde(skip_serializing_if = "Option::is_none")]
     answered_by: Option<Identity>,
+    /// Under a quorum (`review_configs[].quorum`): every reviewer's vote so far, in the
+    /// order they came, while pending; all of them once replied.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    votes: Vec<ApprovalVote>,
 }
 
 /// List pending approval requests, ascending by id: all of them, or one page with `limit`.
@@ -173,15 +177,18 @@ pub(crate) async fn wait(
         Some(outcome) => Some(outcome.map_err(ApiError::from)?),
         None => None,
     };
-    // Who decided is in the registry's record of the outcome, read back once it came.
-    let decided_by = outcome
-        .as_ref()
-        .and_then(|_| state.inner.hub.approvals().get(id))
-        .and_then(|resolved| resolved.decided_by);
+    // Who decided, and the votes so far, are in the registry's record, read back now.
+    let latest = state.inner.hub.approvals().get(id);
+    let (decided_by, votes) = match (&outcome, latest) {
+        (Some(_), Some(resolved)) => (resolved.decided_by, Vec::new()),
+        (None, Some(pending)) => (None, pending.votes),
+        (_, None) => (None, Vec::new()),
+    };
     Ok(Json(ApprovalStatus::from(ApprovalSnapshot {
         request: snapshot.request,
         outcome,
         decided_by,
+        votes,
     })))
 }
 
@@ -316,10 +323,12 @@ impl From<ApprovalReplyError> for ApiError {
 
 impl From<ApprovalSnapshot> for ApprovalStatus {
     fn from(snapshot: ApprovalSnapshot) -> Self {
+        let mut votes: Vec<ApprovalVote> = snapshot.votes.iter().map(ApprovalVote::from).collect();
         let (status, decisions, user_edit_content) = match snapshot.outcome {
             None => (RequestState::Pending, None, None),
             Some(Outcome::Replied(reply)) => {
                 let reply = Arc::unwrap_or_clone(reply);
+                votes = reply.votes;
                 (
                     RequestState::Replied,
                     Some(reply.decisions),
@@ -340,6 +349,7 @@ impl From<ApprovalSnapshot> for ApprovalStatus {
             decisions,
             user_edit_content,
             answered_by: snapshot.decided_by,
+            votes,
         }
     }
 }

@@ -220,6 +220,7 @@ pub(crate) async fn wait(
         request: snapshot.request,
         outcome,
         decided_by,
+        votes: Vec::new(),
     })))
 }
 

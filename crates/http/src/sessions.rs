@@ -272,10 +272,9 @@ fn parse_input(input: Option<Value>) -> Result<ResumeInput, ApiError> {
             Some(Value::String(text)) => Some(text),
             Some(_) => return Err(invalid("`user_edit_content` must be a string")),
         };
-        return Ok(ResumeInput::Decisions(ApprovalReply {
-            decisions,
-            user_edit_content,
-        }));
+        let mut reply = ApprovalReply::new(decisions);
+        reply.user_edit_content = user_edit_content;
+        return Ok(ResumeInput::Decisions(reply));
     }
     Err(ApiError::bad_request(EXPECTED))
 }

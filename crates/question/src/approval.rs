@@ -12,12 +12,13 @@ use std::task::{Context, Poll};
 use std::time::Duration;
 
 use askbus_bus::Bus;
-use askbus_store::{RequestKind, Store, StoreError};
+use askbus_bus::Event;
+use askbus_store::{RequestKind, SessionEvent, Store, StoreError};
 
 use crate::approval_model::{
-    Action, ApprovalAsked, ApprovalCancelled, ApprovalId, ApprovalKind, ApprovalReplied,
-    ApprovalReply, ApprovalRequest, ApprovalTimedOut, Decision, DecisionType, EditedAction,
-    ReviewConfig,
+    Action, ApprovalAsked, ApprovalCancelled, ApprovalDecided, ApprovalId, ApprovalKind,
+    ApprovalReplied, ApprovalReply, ApprovalRequest, ApprovalTimedOut, ApprovalVote, Decision,
+    DecisionType, EditedAction, ReviewConfig,
 };
 use crate::args_schema;
 use crate::identity::{Identity, NotAllowed};
@@ -26,7 +27,7 @@ use crate::quota::{Charge, QuotaExceeded, Weight};
 use crate::record::Durable;
 use crate::registry::{
     self, Kind, Outcome, OutcomeKind, Refused, Registry, ResolveError, SharedIds, Snapshot,
-    StoreRole, Ticket,
+    StoreRole, Ticket, Vote,
 };
 use crate::service::{Deadline, SubmitError, Timeout};
 use crate::validate::ValidationError;
@@ -303,6 +304,106 @@ impl Kind for ApprovalRegistryKind {
                 approval_key,
             }),
         };
+    }
+
+    fn quorum(request: &ApprovalRequest) -> u32 {
+        request.quorum()
+    }
+
+    fn names_decider(request: &ApprovalRequest, by: &Identity) -> bool {
+        request.names_reviewer(&by.name)
+    }
+
+    /// A vote that runs nothing needs no quorum: no one reviewer can make a tool run, but
+    /// any one can stop it.
+    fn vetoes(reply: &Arc<ApprovalReply>) -> bool {
+        reply.runs_nothing()
+    }
+
+    fn agree(one: &Arc<ApprovalReply>, other: &Arc<ApprovalReply>) -> bool {
+        one.agrees_with(other)
+    }
+
+    fn settle(
+        deciding: &Arc<ApprovalReply>,
+        votes: &[Vote<Arc<ApprovalReply>>],
+    ) -> Arc<ApprovalReply> {
+        let mut reply = ApprovalReply::clone(deciding);
+        reply.votes = votes.iter().map(ApprovalVote::from).collect();
+        Arc::new(reply)
+    }
+
+    fn vote_record(
+        request: &ApprovalRequest,
+        vote: &Vote<Arc<ApprovalReply>>,
+        agreeing: u32,
+    ) -> Option<SessionEvent> {
+        let decided = ApprovalDecided::of(request, vote, agreeing);
+        Some(SessionEvent {
+            session_id: request.session_id.to_string(),
+            event_type: ApprovalDecided::TYPE.to_owned(),
+            properties: serde_json::to_string(&decided).ok()?,
+        })
+    }
+
+    fn read_vote(event: &SessionEvent) -> Option<(ApprovalId, Vote<Arc<ApprovalReply>>)> {
+        if event.event_type != ApprovalDecided::TYPE {
+            return None;
+        }
+        let decided: ApprovalDecided = serde_json::from_str(&event.properties).ok()?;
+        let ApprovalVote {
+            decided_by,
+            decisions,
+            user_edit_content,
+            decided_at,
+        } = decided.vote;
+        let reply = ApprovalReply {
+            decisions,
+            user_edit_content,
+            votes: Vec::new(),
+        };
+        Some((
+            decided.request_id,
+            Vote {
+                by: decided_by,
+                reply: Arc::new(reply),
+                at: decided_at,
+            },
+        ))
+    }
+
+    fn publish_vote(
+        bus: &Bus,
+        request: &Arc<ApprovalRequest>,
+        vote: &Vote<Arc<ApprovalReply>>,
+        agreeing: u32,
+    ) {
+        bus.publish(ApprovalDecided::of(request, vote, agreeing));
+    }
+}
+
+impl ApprovalDecided {
+    /// The event of `vote` on `request`, with `agreeing` votes alike so far.
+    fn of(request: &ApprovalRequest, vote: &Vote<Arc<ApprovalReply>>, agreeing: u32) -> Self {
+        Self {
+            session_id: Arc::clone(&request.session_id),
+            request_id: request.id,
+            approval_key: Arc::clone(&request.approval_key),
+            vote: ApprovalVote::from(vote),
+            agreeing,
+            quorum: request.quorum(),
+        }
+    }
+}
+
+impl From<&Vote<Arc<ApprovalReply>>> for ApprovalVote {
+    fn from(vote: &Vote<Arc<ApprovalReply>>) -> Self {
+        Self {
+            decided_by: vote.by.clone(),
+            decisions: vote.reply.decisions.clone(),
+            user_edit_content: vote.reply.user_edit_content.clone(),
+            decided_at: vote.at,
+        }
     }
 }
 
@@ -747,6 +848,9 @@ impl std::fmt::Debug for PendingApproval {
     }
 }
 
+/// The largest quorum a review config may ask for: more reviewers than any team has.
+pub const MAX_QUORUM: u32 = 100;
+
 /// Checks a new request: a session, at least one action, each named, and review configs
 /// that each name an action's tool, once, and allow at least one decision (a request that
 /// allows none could only time out).
@@ -791,6 +895,33 @@ fn check_request(
                 "{:?} has more than one review config",
                 config.action_name
             )));
+        }
+        if config.quorum == Some(0) || config.quorum > Some(MAX_QUORUM) {
+            return Err(ValidationError::action(
+                index,
+                format!(
+                    "action {}: review_configs[{position}].quorum must be between 1 and {MAX_QUORUM} reviewers",
+                    describe(index, &actions[index])
+                ),
+            ));
+        }
+        if let Some(reviewers) = &config.reviewers {
+            let distinct: std::collections::HashSet<&str> = reviewers
+                .iter()
+                .map(String::as_str)
+                .filter(|name| !name.trim().is_empty())
+                .collect();
+            let quorum = config.quorum.unwrap_or(1);
+            if distinct.len() < usize::try_from(quorum).unwrap_or(usize::MAX) {
+                return Err(ValidationError::action(
+                    index,
+                    format!(
+                        "action {}: review_configs[{position}] names {} distinct reviewer(s) but needs a quorum of {quorum}, so it could never be decided",
+                        describe(index, &actions[index]),
+                        distinct.len()
+                    ),
+                ));
+            }
         }
         if config.allowed_decisions.is_empty() {
             return Err(ValidationError::action(
@@ -871,6 +1002,8 @@ fn complete_reply(
         )));
     }
     reply.decisions.resize(actions.len(), first);
+    // The votes of a quorum are the service's to list, never a client's to claim.
+    reply.votes.clear();
     for (index, (action, decision)) in actions.iter().zip(&reply.decisions).enumerate() {
         let allowed = request.allowed_decisions(index);
         let decision_type = decision.decision_type();

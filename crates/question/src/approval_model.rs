@@ -57,6 +57,19 @@ pub struct ReviewConfig {
     /// What the human may decide; absent: every decision.
     #[serde(default = "every_decision")]
     pub allowed_decisions: Vec<DecisionType>,
+    /// How many distinct reviewers must take the same decisions before this tool runs:
+    /// `M` of an "M of N" rule. Absent or 1: the first reply decides. Above 1, each
+    /// reply is one reviewer's vote (`approval.decided`), and the request ends when `M`
+    /// reviewers have decided alike, or at once when one of them runs nothing (every
+    /// action rejected or responded to: a veto needs no quorum). No identity votes twice,
+    /// and the asker never votes. The request's quorum is the largest of its actions'.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub quorum: Option<u32>,
+    /// The names of the reviewers who may decide this tool (the `N` of "M of N"); absent:
+    /// any identity allowed to decide. A reviewer must be named by every review config of
+    /// the request that names reviewers.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reviewers: Option<Vec<String>>,
 }
 
 /// The type of a [`Decision`], as listed in [`ReviewConfig::allowed_decisions`].
@@ -129,6 +142,27 @@ pub struct ApprovalReply {
     /// Free text the human added.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub user_edit_content: Option<String>,
+    /// Under a quorum (see [`ReviewConfig::quorum`]), every reviewer's decision, in the
+    /// order they came: the outcome's `decisions` are the ones the quorum agreed on (or
+    /// the veto). Empty otherwise. Set by the service: what a client sends here is
+    /// ignored.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub votes: Vec<ApprovalVote>,
+}
+
+/// One reviewer's decisions on a request under a quorum: a vote.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct ApprovalVote {
+    /// Who decided.
+    pub decided_by: Identity,
+    /// Their decisions, one per action.
+    pub decisions: Vec<Decision>,
+    /// Their free text, if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub user_edit_content: Option<String>,
+    /// When, milliseconds since the Unix epoch.
+    pub decided_at: u64,
 }
 
 /// A pending (or resolved) request to review tool calls.
@@ -187,6 +221,30 @@ pub struct ApprovalReplied {
     pub answered_by: Option<Identity>,
 }
 
+/// `approval.decided`: one reviewer decided a request that needs a quorum (see
+/// [`ReviewConfig::quorum`]). Partial: the request stays pending until the quorum agrees
+/// (or a veto), and then `approval.replied` follows, once, listing every vote.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct ApprovalDecided {
+    /// The request's session.
+    #[cfg_attr(feature = "openapi", schema(value_type = String))]
+    pub session_id: Arc<str>,
+    /// The request decided.
+    #[cfg_attr(feature = "openapi", schema(value_type = String))]
+    pub request_id: ApprovalId,
+    /// Its key.
+    #[cfg_attr(feature = "openapi", schema(value_type = String))]
+    pub approval_key: Arc<str>,
+    /// The reviewer's vote.
+    #[serde(flatten)]
+    pub vote: ApprovalVote,
+    /// How many reviewers have now decided alike with this one (itself included).
+    pub agreeing: u32,
+    /// How many must.
+    pub quorum: u32,
+}
+
 /// `approval.timed_out`: nobody decided before the deadline; every action is rejected.
 #[derive(Debug, Clone, Serialize)]
 pub struct ApprovalTimedOut {
@@ -221,6 +279,14 @@ impl Event for ApprovalAsked {
 
 impl Event for ApprovalReplied {
     const TYPE: &'static str = "approval.replied";
+
+    fn session_id(&self) -> Option<&str> {
+        Some(&self.session_id)
+    }
+}
+
+impl Event for ApprovalDecided {
+    const TYPE: &'static str = "approval.decided";
 
     fn session_id(&self) -> Option<&str> {
         Some(&self.session_id)
@@ -287,7 +353,26 @@ impl ReviewConfig {
         Self {
             action_name: action_name.into(),
             allowed_decisions: allowed_decisions.into_iter().collect(),
+            quorum: None,
+            reviewers: None,
         }
+    }
+
+    /// Requires `quorum` distinct reviewers to decide alike (see [`Self::quorum`]).
+    #[must_use]
+    pub fn with_quorum(mut self, quorum: u32) -> Self {
+        self.quorum = Some(quorum);
+        self
+    }
+
+    /// Lets only the reviewers named `reviewers` decide (see [`Self::reviewers`]).
+    #[must_use]
+    pub fn with_reviewers(
+        mut self,
+        reviewers: impl IntoIterator<Item = impl Into<String>>,
+    ) -> Self {
+        self.reviewers = Some(reviewers.into_iter().map(Into::into).collect());
+        self
     }
 }
 
@@ -335,6 +420,7 @@ impl ApprovalReply {
         Self {
             decisions: decisions.into_iter().collect(),
             user_edit_content: None,
+            votes: Vec::new(),
         }
     }
 
@@ -358,6 +444,60 @@ impl ApprovalRequest {
                     .find(|config| config.action_name == action.name)
             })
             .map_or(&DecisionType::ALL, |config| &config.allowed_decisions)
+    }
+
+    /// The review configs of this request's actions (a config naming no action of it is
+    /// refused when the request is made).
+    fn action_configs(&self) -> impl Iterator<Item = &ReviewConfig> {
+        self.review_configs.iter().filter(|config| {
+            self.action_requests
+                .iter()
+                .any(|action| action.name == config.action_name)
+        })
+    }
+
+    /// How many distinct reviewers must decide alike: the largest quorum of its actions'
+    /// review configs, at least 1.
+    pub fn quorum(&self) -> u32 {
+        self.action_configs()
+            .filter_map(|config| config.quorum)
+            .fold(1, u32::max)
+    }
+
+    /// Whether the reviewer named `name` may decide this request: it is named by every
+    /// review config that names reviewers.
+    pub fn names_reviewer(&self, name: &str) -> bool {
+        self.action_configs().all(|config| {
+            config
+                .reviewers
+                .as_ref()
+                .is_none_or(|named| named.iter().any(|reviewer| reviewer == name))
+        })
+    }
+}
+
+impl ApprovalReply {
+    /// Whether `self` and `other` run the same calls: per action, both approve, both edit
+    /// to the same arguments, or both run nothing (reject or respond, whatever the
+    /// message). A quorum counts votes that agree so.
+    pub fn agrees_with(&self, other: &Self) -> bool {
+        self.decisions.len() == other.decisions.len()
+            && self
+                .decisions
+                .iter()
+                .zip(&other.decisions)
+                .all(|(mine, theirs)| match (mine, theirs) {
+                    (Decision::Approve, Decision::Approve) => true,
+                    (Decision::Edit { edited_action: a }, Decision::Edit { edited_action: b }) => {
+                        a == b
+                    }
+                    (mine, theirs) => !mine.runs() && !theirs.runs(),
+                })
+    }
+
+    /// Whether this reply runs none of the actions: under a quorum, a veto.
+    pub fn runs_nothing(&self) -> bool {
+        !self.decisions.iter().any(Decision::runs)
     }
 }
 

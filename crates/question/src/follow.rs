@@ -30,7 +30,10 @@ use std::time::Duration;
 use askbus_store::{ChangeKind, LogPosition, RequestKind, Store, StoreError};
 use tokio::sync::watch;
 
+use askbus_bus::Event;
+
 use crate::approval::ApprovalRegistryKind;
+use crate::approval_model::ApprovalDecided;
 use crate::registry::{Kind, Registry, WeakRegistry};
 use crate::service::QuestionRegistryKind;
 
@@ -127,6 +130,10 @@ impl Followed {
 impl Registries {
     fn apply(&self, change: &ChangeKind) -> Result<(), StoreError> {
         if let ChangeKind::Event(event) = change {
+            if event.event_type == ApprovalDecided::TYPE {
+                // A reviewer's vote, which the approvals' registry counts and announces.
+                return self.approvals.apply_vote(event);
+            }
             // No registry keeps it: it is passed on, for this instance's streams.
             return self
                 .questions

@@ -4,8 +4,9 @@
 //! exactly it. An agent is untrusted relative to the human who reviews it, so the
 //! credential an agent holds must never be the one that answers its request. That rule is
 //! kept here, in [`Duties`], and checked in exactly two places of the registry:
-//! `Registry::register` (may this identity ask?) and `Registry::resolve` (may it decide
-//! this request?). Every way into a request (the services, HTTP, MCP, the tools, the
+//! `Registry::register` (may this identity ask?) and `Registry::check_decider` (may it
+//! decide this request? which also keeps a request's own rules: the reviewers it names,
+//! and one vote per reviewer under a quorum). Every way into a request (the services, HTTP, MCP, the tools, the
 //! guard, the web UI, resume) goes through those two, so none can walk around it.
 //!
 //! An identity is a name and a [`Role`]. The HTTP server gives each bearer token one; an
@@ -102,6 +103,12 @@ pub enum NotAllowed {
     /// The identity that asked a request tried to decide it.
     #[error("{0} asked this request, so it may not decide it: another reviewer must")]
     OwnRequest(Identity),
+    /// The request names its reviewers, and this identity is not one of them.
+    #[error("{0} is not one of the reviewers this request names")]
+    NotNamed(Identity),
+    /// The request needs several reviewers, and this one has decided already.
+    #[error("{0} has decided this request already: it needs the decisions of other reviewers")]
+    AlreadyDecided(Identity),
 }
 
 /// The separation-of-duties policy of a hub: whether the identity that asked a request may

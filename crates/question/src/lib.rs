@@ -62,12 +62,12 @@ mod validate;
 
 pub use approval::{
     ApprovalConfig, ApprovalError, ApprovalOutcome, ApprovalReplyError, ApprovalService,
-    ApprovalSnapshot, PendingApproval,
+    ApprovalSnapshot, MAX_QUORUM, PendingApproval,
 };
 pub use approval_model::{
-    Action, ApprovalAsked, ApprovalCancelled, ApprovalId, ApprovalKind, ApprovalReplied,
-    ApprovalReply, ApprovalRequest, ApprovalTimedOut, Decision, DecisionType, EditedAction,
-    ReviewConfig,
+    Action, ApprovalAsked, ApprovalCancelled, ApprovalDecided, ApprovalId, ApprovalKind,
+    ApprovalReplied, ApprovalReply, ApprovalRequest, ApprovalTimedOut, ApprovalVote, Decision,
+    DecisionType, EditedAction, ReviewConfig,
 };
 pub use hub::{
     CONFIRMATION_ACTION, PendingSessions, RequestHub, Resumed, SessionPending, SessionRejectError,
@@ -86,7 +86,7 @@ pub use model::{
 };
 pub use quota::{PendingLimits, QuotaExceeded};
 pub use record::{Durable, DurableError, RecordedChange};
-pub use registry::{Outcome, OutcomeKind, Snapshot};
+pub use registry::{Outcome, OutcomeKind, Snapshot, Vote};
 pub use service::{
     AskError, MAX_TIMEOUT, PendingQuestion, QuestionConfig, QuestionOutcome, QuestionService,
     QuestionSnapshot, ReplyError, SubmitError, Timeout,

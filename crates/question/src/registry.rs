@@ -43,7 +43,9 @@ use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError, Weak};
 use std::task::{Context, Poll};
 
 use askbus_bus::{Bus, EventId, Id, IdGenerator, IdKind};
-use askbus_store::{ChangeKind, Loaded, RequestKind, Store, StoreError, Written};
+use askbus_store::{
+    ChangeKind, Loaded, RequestKind, SessionEvent, Store, StoreError, Write, Written,
+};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use tokio::sync::{Notify, oneshot};
@@ -94,6 +96,21 @@ pub struct Snapshot<Request, Reply> {
     /// Who decided the outcome (or cancelled the request); `None` while pending, for a
     /// timeout, and for outcomes recorded before identities were.
     pub decided_by: Option<Identity>,
+    /// While a request that needs a quorum is pending, the votes it has so far, in the
+    /// order they came; empty otherwise (a resolved request's reply lists its votes).
+    pub votes: Vec<Vote<Reply>>,
+}
+
+/// One identity's reply to a pending request that needs several (a quorum: see
+/// [`ReviewConfig::quorum`](crate::ReviewConfig::quorum)).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Vote<Reply> {
+    /// Who replied.
+    pub by: Identity,
+    /// Their reply, validated as any reply is.
+    pub reply: Reply,
+    /// When, milliseconds since the Unix epoch.
+    pub at: u64,
 }
 
 impl<R> Outcome<R> {
@@ -186,6 +203,55 @@ pub(crate) trait Kind: Send + Sync + Sized + 'static {
         outcome: &Outcome<Self::Reply>,
         by: Option<&Identity>,
     );
+
+    // A quorum: requests of a kind that can need several replies. Questions cannot, and
+    // take the defaults (a quorum of 1: the first reply decides, no vote is ever cast).
+
+    /// How many distinct identities must reply alike before a reply ends `request`; at
+    /// most 1 means the first reply does. Above 1, each reply is a [`Vote`].
+    fn quorum(_request: &Self::Request) -> u32 {
+        1
+    }
+    /// Whether `request` lets `by` decide it: `by` is one of the deciders it names, if it
+    /// names any.
+    fn names_decider(_request: &Self::Request, _by: &Identity) -> bool {
+        true
+    }
+    /// Whether a vote with `reply` ends the request at once, whatever the quorum.
+    fn vetoes(_reply: &Self::Reply) -> bool {
+        true
+    }
+    /// Whether two votes count toward the same outcome.
+    fn agree(_one: &Self::Reply, _other: &Self::Reply) -> bool {
+        false
+    }
+    /// The reply that ends the request: `deciding`, the reply of the vote that the quorum
+    /// (or a veto) decided, listing `votes`.
+    fn settle(deciding: &Self::Reply, _votes: &[Vote<Self::Reply>]) -> Self::Reply {
+        deciding.clone()
+    }
+    /// The record of `vote` (with `agreeing` votes alike so far) in its session's history,
+    /// and in a shared store's log, from which every instance counts it.
+    fn vote_record(
+        _request: &Self::Request,
+        _vote: &Vote<Self::Reply>,
+        _agreeing: u32,
+    ) -> Option<SessionEvent> {
+        None
+    }
+    /// The request a [`vote_record`](Self::vote_record) is for, and its vote; `None` for a
+    /// session event that is no vote of this kind.
+    fn read_vote(_event: &SessionEvent) -> Option<(Id<Self::IdKind>, Vote<Self::Reply>)> {
+        None
+    }
+    /// Announces `vote` on `request`, with `agreeing` votes alike so far.
+    fn publish_vote(
+        _bus: &Bus,
+        _request: &Arc<Self::Request>,
+        _vote: &Vote<Self::Reply>,
+        _agreeing: u32,
+    ) {
+    }
 }
 
 /// Why a request could not be resolved.
@@ -287,6 +353,15 @@ struct Inner<K: Kind> {
     duties: OnceLock<Duties>,
 }
 
+/// How many votes agree with `vote` once it joins `cast`, itself included.
+fn agreeing<K: Kind>(cast: &[Vote<K::Reply>], vote: &Vote<K::Reply>) -> u32 {
+    let alike = cast
+        .iter()
+        .filter(|earlier| K::agree(&earlier.reply, &vote.reply))
+        .count();
+    u32::try_from(alike + 1).unwrap_or(u32::MAX)
+}
+
 /// An id source shared by registries.
 pub(crate) type SharedIds = Arc<Mutex<IdGenerator>>;
 
@@ -329,6 +404,9 @@ struct Pending<K: Kind> {
     /// The digest of its stored JSON, which its receipt names (with a store): made once,
     /// when it was stored or read, not again on every outcome under the lock.
     digest: Option<RequestDigest>,
+    /// Under a quorum, the votes so far, in the order they were counted (over a shared
+    /// store: the order of its log, the same on every instance).
+    votes: Vec<Vote<K::Reply>>,
 }
 
 /// A request that reached its outcome, remembered for late readers.
@@ -353,6 +431,15 @@ struct Delivery<K: Kind> {
     outcome: Outcome<K::Reply>,
     /// The store's acknowledgement of the outcome, if there is a store.
     recorded: Option<askbus_store::Ack>,
+}
+
+/// What counting one vote came to ([`Registry::count`]).
+struct Counted<K: Kind> {
+    /// The vote's record for the session's history.
+    record: Option<SessionEvent>,
+    /// The reply that ends the request and who cast the deciding vote, if the vote
+    /// reached the quorum or vetoed.
+    settled: Option<(K::Reply, Identity)>,
 }
 
 /// A handle that does not keep its registry alive (for tasks that serve it).
@@ -672,6 +759,7 @@ impl<K: Kind> Registry<K> {
                 account: charge.account,
                 weight: charge.weight,
                 digest,
+                votes: Vec::new(),
             },
         );
         state.index_call(&request);
@@ -718,9 +806,19 @@ impl<K: Kind> Registry<K> {
         if let Some(by) = by
             && outcome.is_decision()
         {
-            self.duties()
-                .check_decide(by, K::asked_by(&entry.request))
+            self.check_decider(entry, by)
                 .map_err(ResolveError::NotAllowed)?;
+        }
+        let quorum = K::quorum(&entry.request);
+        if quorum > 1
+            && let Outcome::Replied(reply) = outcome
+        {
+            let vote = Vote {
+                by: by.cloned().unwrap_or_default(),
+                reply,
+                at: askbus_store::now_ms(),
+            };
+            return Ok(self.vote(state, id, vote, quorum));
         }
         let by = by.cloned();
         if let Some(store) = self.inner.deciding_store() {
@@ -730,6 +828,145 @@ impl<K: Kind> Registry<K> {
         let delivery = self.inner.finish(&mut state, id, outcome, by);
         drop(state);
         Ok(delivery.map_or_else(Durable::done, Delivery::send))
+    }
+
+    /// Whether `by` may decide the pending request `entry`: its role and the hub's duties
+    /// ([`Duties::check_decide`]), the deciders the request names, and (under a quorum)
+    /// one vote each. The one check every decision passes, whichever way it came.
+    fn check_decider(&self, entry: &Pending<K>, by: &Identity) -> Result<(), NotAllowed> {
+        self.duties()
+            .check_decide(by, K::asked_by(&entry.request))?;
+        if !K::names_decider(&entry.request, by) {
+            return Err(NotAllowed::NotNamed(by.clone()));
+        }
+        if entry.votes.iter().any(|vote| vote.by.name == by.name) {
+            return Err(NotAllowed::AlreadyDecided(by.clone()));
+        }
+        Ok(())
+    }
+
+    /// Casts `vote` on pending request `id`, which needs `quorum` votes alike.
+    ///
+    /// Over a shared store the vote is only written: every instance, this one included,
+    /// counts it when it reads it in the store's log ([`apply_vote`](Self::apply_vote)),
+    /// so all count the same votes in the same order, and one of them proposes the outcome
+    /// the quorum reached (the store takes one proposal). Otherwise it is counted here, and
+    /// recorded in the session's history; the vote that reaches the quorum (or vetoes)
+    /// ends the request at once.
+    fn vote(
+        &self,
+        mut state: MutexGuard<'_, State<K>>,
+        id: Id<K::IdKind>,
+        vote: Vote<K::Reply>,
+        quorum: u32,
+    ) -> Durable {
+        if let Some(store) = self.inner.deciding_store() {
+            let Some(record) = state.pending.get(&id).and_then(|entry| {
+                K::vote_record(&entry.request, &vote, agreeing::<K>(&entry.votes, &vote))
+            }) else {
+                return Durable::done();
+            };
+            return Durable::waiting(Some(store.store.write(Write::Event(record))));
+        }
+        let Some(counted) = self.count(&mut state, id, vote, quorum) else {
+            return Durable::done();
+        };
+        let recorded = match (&self.inner.recorder, counted.record) {
+            (Some((recorder, StoreRole::Record)), Some(record)) => {
+                Some(recorder.store.write(Write::Event(record)))
+            }
+            _ => None,
+        };
+        let Some((reply, by)) = counted.settled else {
+            return Durable::waiting(recorded);
+        };
+        // Queued after the vote's record: the outcome's acknowledgement covers both.
+        let delivery = self
+            .inner
+            .finish(&mut state, id, Outcome::Replied(reply), Some(by));
+        drop(state);
+        delivery.map_or_else(Durable::done, Delivery::send)
+    }
+
+    /// Counts `vote` on pending request `id` and announces it: `None` if the request is
+    /// not pending or its voter has voted already (a vote raced through two instances).
+    /// Says what to record, and the reply that ends the request and who cast the deciding
+    /// vote, once the votes alike reach `quorum` or the vote vetoes.
+    fn count(
+        &self,
+        state: &mut State<K>,
+        id: Id<K::IdKind>,
+        vote: Vote<K::Reply>,
+        quorum: u32,
+    ) -> Option<Counted<K>> {
+        let entry = state.pending.get_mut(&id)?;
+        if entry.votes.iter().any(|cast| cast.by.name == vote.by.name) {
+            return None;
+        }
+        let vetoes = K::vetoes(&vote.reply);
+        let agreeing = agreeing::<K>(&entry.votes, &vote);
+        let record = K::vote_record(&entry.request, &vote, agreeing);
+        if entry.announced {
+            K::publish_vote(&self.inner.bus, &entry.request, &vote, agreeing);
+        }
+        let voter = vote.by.clone();
+        entry.votes.push(vote);
+        let deciding = if vetoes {
+            entry.votes.last()
+        } else if agreeing >= quorum {
+            // The earliest of the votes alike: its messages and text are the outcome's.
+            entry
+                .votes
+                .iter()
+                .find(|cast| K::agree(&cast.reply, &entry.votes[entry.votes.len() - 1].reply))
+        } else {
+            None
+        };
+        let settled = deciding.map(|deciding| (K::settle(&deciding.reply, &entry.votes), voter));
+        Some(Counted { record, settled })
+    }
+
+    /// Counts a vote some instance wrote to the shared store, as its log tells it (see
+    /// [`vote`](Self::vote)); proposes the outcome when it reaches the quorum. A vote on a
+    /// request not pending here, or a second vote of one voter, changes nothing.
+    ///
+    /// # Errors
+    ///
+    /// [`StoreError::Corrupt`] for an event that is no vote of this kind.
+    pub(crate) fn apply_vote(&self, event: &SessionEvent) -> Result<(), StoreError> {
+        let (id, vote) = K::read_vote(event)
+            .ok_or_else(|| StoreError::Corrupt(format!("not a vote: {}", event.properties)))?;
+        let mut state = self.inner.lock();
+        let Some(quorum) = state
+            .pending
+            .get(&id)
+            .map(|entry| K::quorum(&entry.request))
+        else {
+            return Ok(());
+        };
+        let Some(Counted {
+            settled: Some((reply, by)),
+            ..
+        }) = self.count(&mut state, id, vote, quorum)
+        else {
+            return Ok(());
+        };
+        if let Some(store) = self.inner.deciding_store()
+            && let Some(request) = state
+                .pending
+                .get(&id)
+                .map(|entry| Arc::clone(&entry.request))
+        {
+            self.propose(
+                store,
+                &mut state,
+                &request,
+                Outcome::Replied(reply),
+                Some(by),
+            )
+            .in_background();
+        }
+        Ok(())
     }
 
     /// Proposes `outcome` for pending request `id` to the shared store, which decides; see
@@ -966,7 +1203,6 @@ impl<K: Kind> Registry<K> {
         mut decide: impl FnMut(&K::Request) -> Outcome<K::Reply>,
     ) -> Result<Vec<(OutcomeKind, Durable)>, NotAllowed> {
         let mut state = self.inner.lock();
-        let duties = self.duties();
         let decided = state
             .sessions
             .ids(session_id, Bound::Unbounded)
@@ -974,7 +1210,7 @@ impl<K: Kind> Registry<K> {
             .map(|entry| {
                 let outcome = decide(&entry.request);
                 if outcome.is_decision() {
-                    duties.check_decide(by, K::asked_by(&entry.request))?;
+                    self.check_decider(entry, by)?;
                 }
                 Ok((Arc::clone(&entry.request), outcome))
             })
@@ -1017,12 +1253,11 @@ impl<K: Kind> Registry<K> {
         by: &Identity,
     ) -> Result<(), NotAllowed> {
         let state = self.inner.lock();
-        let duties = self.duties();
         state
             .sessions
             .ids(session_id, Bound::Unbounded)
             .filter_map(|id| state.pending.get(&id))
-            .try_for_each(|entry| duties.check_decide(by, K::asked_by(&entry.request)))
+            .try_for_each(|entry| self.check_decider(entry, by))
     }
 
     /// The oldest pending request of `session_id`.
@@ -1116,12 +1351,14 @@ impl<K: Kind> Registry<K> {
                 request: Arc::clone(&entry.request),
                 outcome: None,
                 decided_by: None,
+                votes: entry.votes.clone(),
             });
         }
         state.resolved.get(&id).map(|resolved| Snapshot {
             request: Arc::clone(&resolved.request),
             outcome: Some(resolved.outcome.clone()),
             decided_by: resolved.decided_by.clone(),
+            votes: Vec::new(),
         })
     }
 
@@ -1513,6 +1750,7 @@ impl<K: Kind> State<K> {
                 account: None,
                 weight: 0,
                 digest: Some(digest),
+                votes: Vec::new(),
             },
         );
         request

@@ -1,0 +1,475 @@
+//! Quorum: an approval that needs M of N distinct reviewers. Every reviewer's decision is a
+//! vote (`approval.decided`); the request ends once, when M of them decided alike or one
+//! of them ran nothing (a veto), and its outcome lists every vote. No voter votes twice,
+//! the asker never votes, and a request naming its reviewers takes no one else's vote.
+//! Checked without a store, over SQLite (votes are recorded, outcomes keep them) and over
+//! shared stores (votes cast through different instances at once reach one outcome).
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use askbus::bus::{Envelope, Subscription};
+use askbus::question::{
+    Action, ApprovalConfig, ApprovalDecided, ApprovalReplied, ApprovalReply, ApprovalReplyError,
+    ApprovalVote, Decision, DecisionType, Duties, EditedAction, Identity, NotAllowed, OutcomeKind,
+    PendingApproval, QuestionConfig, RequestHub, ReviewConfig, Role, SubmitError, Timeout,
+};
+use askbus_store::{ChangeKind, HistoryPage, MemoryStore, SqliteStore, Store};
+use futures_util::StreamExt;
+use serde_json::json;
+
+use crate::support::{TestRedis, poll_once, ready_envelopes, roomy_bus};
+
+/// How long a check waits for what another instance must cause, before failing.
+const EVENT_TIMEOUT: Duration = Duration::from_secs(10);
+
+fn delete_rows() -> Action {
+    Action::new("delete_rows", json!({"table": "users"}))
+}
+
+/// `delete_rows` needs `quorum` reviewers alike, of those named if any are.
+fn needs(quorum: u32, reviewers: Option<&[&str]>) -> Vec<ReviewConfig> {
+    let config = ReviewConfig::new("delete_rows", DecisionType::ALL).with_quorum(quorum);
+    vec![match reviewers {
+        Some(names) => config.with_reviewers(names.iter().copied()),
+        None => config,
+    }]
+}
+
+fn reviewer(name: &str) -> Identity {
+    Identity::new(name, Role::Reviewer)
+}
+
+fn approve() -> ApprovalReply {
+    ApprovalReply::new([Decision::Approve])
+}
+
+fn edit(table: &str) -> ApprovalReply {
+    ApprovalReply::new([Decision::Edit {
+        edited_action: EditedAction {
+            name: "delete_rows".into(),
+            args: json!({ "table": table }),
+        },
+    }])
+}
+
+fn reject(message: &str) -> ApprovalReply {
+    ApprovalReply::new([Decision::Reject {
+        message: Some(message.into()),
+    }])
+}
+
+/// A hub with separation of duties on, as a server with credentials runs it.
+fn separated(hub: RequestHub) -> RequestHub {
+    hub.with_duties(Duties {
+        never_the_asker: true,
+    })
+}
+
+/// `hub`'s handle for `name`, a reviewer.
+fn as_reviewer(hub: &RequestHub, name: &str) -> RequestHub {
+    hub.acting_as(reviewer(name))
+}
+
+fn voters(votes: &[ApprovalVote]) -> Vec<&str> {
+    votes.iter().map(|vote| &*vote.decided_by.name).collect()
+}
+
+/// The `approval.*` events among `events`, as `(type, voter or decider)`.
+fn approval_events(events: &[Envelope]) -> Vec<(String, String)> {
+    events
+        .iter()
+        .filter_map(|event| {
+            if let Some(decided) = event.downcast_ref::<ApprovalDecided>() {
+                let vote = &decided.vote;
+                let tally = format!(
+                    "{} {}/{}",
+                    vote.decided_by.name, decided.agreeing, decided.quorum
+                );
+                return Some(("decided".to_owned(), tally));
+            }
+            if let Some(replied) = event.downcast_ref::<ApprovalReplied>() {
+                let by = replied.answered_by.as_ref().map(|by| by.name.to_string());
+                return Some(("replied".to_owned(), by.unwrap_or_default()));
+            }
+            event
+                .event_type()
+                .starts_with("approval.")
+                .then(|| (event.event_type().to_owned(), String::new()))
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn two_of_two_needs_two_distinct_reviewers_and_never_the_asker() {
+    let hub = separated(RequestHub::new(roomy_bus()));
+    let mut events = hub.bus().subscribe_all();
+    let agent = hub.acting_as(Identity::new("agent-1", Role::Agent));
+    let mut pending = agent
+        .approvals()
+        .submit("ops", vec![delete_rows()], needs(2, None), Timeout::Never)
+        .unwrap();
+    let id = pending.id();
+    assert_eq!(pending.request().quorum(), 2);
+
+    // The asker is no reviewer; nor is an admin that asked.
+    assert!(matches!(
+        agent.approvals().reply(id, approve()),
+        Err(ApprovalReplyError::NotAllowed(NotAllowed::MayNotDecide(_)))
+    ));
+    let ops = hub.acting_as(Identity::new("ops", Role::Admin));
+    let own = ops
+        .approvals()
+        .submit("ops", vec![delete_rows()], needs(2, None), Timeout::Never)
+        .unwrap();
+    assert!(matches!(
+        ops.approvals().reply(own.id(), approve()),
+        Err(ApprovalReplyError::NotAllowed(NotAllowed::OwnRequest(_)))
+    ));
+
+    // Alice's approval is one vote: the request stays pending, and says so.
+    as_reviewer(&hub, "alice")
+        .approvals()
+        .reply(id, approve())
+        .unwrap()
+        .await
+        .unwrap();
+    assert!(
+        poll_once(&mut pending).is_none(),
+        "one vote of two decides nothing"
+    );
+    let snapshot = hub.approvals().get(id).unwrap();
+    assert_eq!(snapshot.outcome, None);
+    assert_eq!(snapshot.votes.len(), 1);
+    assert_eq!(&*snapshot.votes[0].by.name, "alice");
+    // Alice cannot make the quorum alone.
+    assert!(matches!(
+        as_reviewer(&hub, "alice").approvals().reply(id, approve()),
+        Err(ApprovalReplyError::NotAllowed(NotAllowed::AlreadyDecided(
+            _
+        )))
+    ));
+
+    as_reviewer(&hub, "bob")
+        .approvals()
+        .reply(id, approve())
+        .unwrap()
+        .await
+        .unwrap();
+    let decided = pending.await.unwrap();
+    assert_eq!(decided.decisions, [Decision::Approve]);
+    assert_eq!(voters(&decided.votes), ["alice", "bob"]);
+    let resolved = hub.approvals().get(id).unwrap();
+    assert_eq!(resolved.decided_by.unwrap().name.as_ref(), "bob");
+    assert!(matches!(
+        as_reviewer(&hub, "carol").approvals().reply(id, approve()),
+        Err(ApprovalReplyError::AlreadyResolved {
+            outcome: OutcomeKind::Replied,
+            ..
+        })
+    ));
+
+    // Each vote once, then the one outcome, once.
+    let seen = ready_envelopes(&mut events);
+    let of_this: Vec<Envelope> = seen
+        .into_iter()
+        .filter(|event| event.json().contains(&id.to_string()))
+        .collect();
+    assert_eq!(
+        approval_events(&of_this),
+        [
+            ("approval.asked", ""),
+            ("decided", "alice 1/2"),
+            ("decided", "bob 2/2"),
+            ("replied", "bob"),
+        ]
+        .map(|(kind, by)| (kind.to_owned(), by.to_owned()))
+    );
+    drop(own);
+}
+
+#[tokio::test]
+async fn votes_count_when_alike_and_one_that_runs_nothing_is_a_veto() {
+    let hub = separated(RequestHub::new(roomy_bus()));
+    let vote = |name: &str, id, reply| {
+        as_reviewer(&hub, name)
+            .approvals()
+            .reply(id, reply)
+            .map(drop)
+    };
+
+    // Alice approves, Bob edits: no two alike yet. Carol approves: Alice's and Carol's
+    // are two alike, and the outcome is theirs.
+    let mut split = hub
+        .approvals()
+        .submit("ops", vec![delete_rows()], needs(2, None), Timeout::Never)
+        .unwrap();
+    vote("alice", split.id(), approve()).unwrap();
+    vote("bob", split.id(), edit("tmp")).unwrap();
+    assert!(
+        poll_once(&mut split).is_none(),
+        "an approve and an edit are not alike"
+    );
+    vote("carol", split.id(), approve()).unwrap();
+    let decided = split.await.unwrap();
+    assert_eq!(decided.decisions, [Decision::Approve]);
+    assert_eq!(voters(&decided.votes), ["alice", "bob", "carol"]);
+
+    // Two edits to the same arguments are alike.
+    let edited = hub
+        .approvals()
+        .submit("ops", vec![delete_rows()], needs(2, None), Timeout::Never)
+        .unwrap();
+    vote("alice", edited.id(), edit("tmp")).unwrap();
+    vote("bob", edited.id(), edit("tmp")).unwrap();
+    assert_eq!(edited.await.unwrap().decisions, edit("tmp").decisions);
+
+    // One reviewer may stop what none alone may run.
+    let vetoed = hub
+        .approvals()
+        .submit("ops", vec![delete_rows()], needs(3, None), Timeout::Never)
+        .unwrap();
+    vote("alice", vetoed.id(), approve()).unwrap();
+    vote("bob", vetoed.id(), reject("not in production")).unwrap();
+    let decided = vetoed.await.unwrap();
+    assert_eq!(decided.decisions, reject("not in production").decisions);
+    assert_eq!(voters(&decided.votes), ["alice", "bob"]);
+}
+
+#[tokio::test]
+async fn a_request_that_names_its_reviewers_takes_only_their_votes() {
+    let hub = separated(RequestHub::new(roomy_bus()));
+    let named = hub
+        .approvals()
+        .submit(
+            "ops",
+            vec![delete_rows()],
+            needs(2, Some(&["alice", "bob"])),
+            Timeout::Never,
+        )
+        .unwrap();
+    for outsider in [reviewer("carol"), Identity::new("root", Role::Admin)] {
+        let refused = hub
+            .acting_as(outsider)
+            .approvals()
+            .reply(named.id(), reject("no"));
+        assert!(
+            matches!(
+                refused,
+                Err(ApprovalReplyError::NotAllowed(NotAllowed::NotNamed(_)))
+            ),
+            "{refused:?}"
+        );
+    }
+    for name in ["alice", "bob"] {
+        as_reviewer(&hub, name)
+            .approvals()
+            .reply(named.id(), approve())
+            .unwrap();
+    }
+    assert_eq!(named.await.unwrap().decisions, [Decision::Approve]);
+
+    // A review config that could never be decided is refused when asked.
+    let refused = |configs| {
+        hub.approvals()
+            .submit("ops", vec![delete_rows()], configs, Timeout::Never)
+            .map(drop)
+    };
+    for configs in [
+        needs(0, None),
+        needs(101, None),
+        needs(3, Some(&["alice", "bob"])),
+        needs(2, Some(&["alice", "alice"])),
+    ] {
+        let error = refused(configs.clone()).unwrap_err();
+        assert!(
+            matches!(error, SubmitError::Invalid(_)),
+            "{configs:?}: {error}"
+        );
+    }
+
+    // Without a quorum, votes a client sends are not the outcome's.
+    let plain = hub
+        .approvals()
+        .submit("ops", vec![delete_rows()], vec![], Timeout::Never)
+        .unwrap();
+    let mut forged = approve();
+    forged.votes = vec![ApprovalVote {
+        decided_by: reviewer("mallory"),
+        decisions: vec![Decision::Approve],
+        user_edit_content: None,
+        decided_at: 0,
+    }];
+    as_reviewer(&hub, "alice")
+        .approvals()
+        .reply(plain.id(), forged)
+        .unwrap();
+    assert!(plain.await.unwrap().votes.is_empty());
+}
+
+#[tokio::test]
+async fn sqlite_records_each_vote_and_the_outcome_keeps_them_across_a_restart() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("askbus.db");
+    let open = || async {
+        let store: Arc<dyn Store> = Arc::new(SqliteStore::open(&path).unwrap());
+        let hub = RequestHub::with_store(
+            roomy_bus(),
+            QuestionConfig::default(),
+            ApprovalConfig::default(),
+            Arc::clone(&store),
+        )
+        .await
+        .unwrap();
+        (separated(hub), store)
+    };
+    let (hub, store) = open().await;
+    let pending = hub
+        .approvals()
+        .submit("ops", vec![delete_rows()], needs(2, None), Timeout::Never)
+        .unwrap();
+    let id = pending.id();
+    let detached = pending.detach();
+    for name in ["alice", "bob"] {
+        as_reviewer(&hub, name)
+            .approvals()
+            .reply(id, approve())
+            .unwrap()
+            .await
+            .unwrap();
+    }
+    let history = store
+        .history("ops", HistoryPage::From(0), 100)
+        .await
+        .unwrap();
+    let votes: Vec<String> = history
+        .iter()
+        .filter_map(|record| match &record.entry {
+            ChangeKind::Event(event) if event.event_type == "approval.decided" => {
+                let decided: ApprovalDecided = serde_json::from_str(&event.properties).unwrap();
+                Some(decided.vote.decided_by.name.to_string())
+            }
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        votes,
+        ["alice", "bob"],
+        "each vote is in the session's history"
+    );
+    drop((hub, store));
+
+    let (hub, _store) = open().await;
+    let snapshot = hub.approvals().get(detached.id).unwrap();
+    let Some(askbus::question::Outcome::Replied(reply)) = snapshot.outcome else {
+        panic!("the restarted hub lost the outcome: {snapshot:?}");
+    };
+    assert_eq!(voters(&reply.votes), ["alice", "bob"]);
+    assert_eq!(snapshot.decided_by.unwrap().name.as_ref(), "bob");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn memory_votes_through_different_instances_reach_one_outcome() {
+    let store = MemoryStore::new();
+    check_votes_across_instances([(); 3].map(|()| Arc::new(store.clone()) as Arc<dyn Store>)).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn redis_votes_through_different_instances_reach_one_outcome() {
+    let redis = TestRedis::new().await;
+    check_votes_across_instances([
+        Arc::new(redis.open().await) as Arc<dyn Store>,
+        Arc::new(redis.open().await),
+        Arc::new(redis.open().await),
+    ])
+    .await;
+}
+
+/// Alice votes through B and Bob through C at the same moment, on a request A asked: each
+/// instance counts both votes in the log's order, the request ends once, and every
+/// instance tells the same story.
+async fn check_votes_across_instances(stores: [Arc<dyn Store>; 3]) {
+    let [a, b, c] = stores;
+    let instance = |store| async move {
+        let bus = roomy_bus();
+        let events = bus.subscribe_all();
+        let hub = RequestHub::shared(
+            bus,
+            QuestionConfig::default(),
+            ApprovalConfig::default(),
+            store,
+        )
+        .await
+        .unwrap();
+        (separated(hub), events)
+    };
+    let (a, mut a_events) = instance(a).await;
+    let (b, _) = instance(b).await;
+    let (c, mut c_events) = instance(c).await;
+    for round in 0..5 {
+        let session = format!("ops-{round}");
+        let mut pending: PendingApproval = a
+            .acting_as(Identity::new("agent-1", Role::Agent))
+            .approvals()
+            .submit(session, vec![delete_rows()], needs(2, None), Timeout::Never)
+            .unwrap();
+        pending.recorded().await.unwrap();
+        let id = pending.id();
+        b.caught_up().await.unwrap();
+        c.caught_up().await.unwrap();
+        let alice = as_reviewer(&b, "alice");
+        let bob = as_reviewer(&c, "bob");
+        let (by_alice, by_bob) = tokio::join!(
+            async { alice.approvals().reply(id, approve()).unwrap().await },
+            async { bob.approvals().reply(id, approve()).unwrap().await },
+        );
+        by_alice.unwrap();
+        by_bob.unwrap();
+        let decided = tokio::time::timeout(EVENT_TIMEOUT, pending)
+            .await
+            .expect("the quorum ended the request")
+            .unwrap();
+        assert_eq!(decided.decisions, [Decision::Approve]);
+        let mut names = voters(&decided.votes);
+        names.sort_unstable();
+        assert_eq!(names, ["alice", "bob"]);
+
+        for events in [&mut a_events, &mut c_events] {
+            let seen = events_until_replied(events, &id.to_string()).await;
+            let kinds: Vec<String> = approval_events(&seen)
+                .into_iter()
+                .map(|(kind, _)| kind)
+                .collect();
+            assert_eq!(kinds, ["approval.asked", "decided", "decided", "replied"]);
+        }
+    }
+}
+
+/// The events of request `id` up to its `approval.replied`, and a moment more to show
+/// there is no second outcome.
+async fn events_until_replied(events: &mut Subscription, id: &str) -> Vec<Envelope> {
+    let mut seen = Vec::new();
+    let collect = async {
+        while let Some(event) = events.next().await {
+            let event = event.expect("the test bus is roomy enough never to lag");
+            if !event.json().contains(id) {
+                continue;
+            }
+            let replied = event.downcast_ref::<ApprovalReplied>().is_some();
+            seen.push(event);
+            if replied {
+                return;
+            }
+        }
+    };
+    if tokio::time::timeout(EVENT_TIMEOUT, collect).await.is_err() {
+        panic!("no approval.replied for {id}; saw {seen:?}");
+    }
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    seen.extend(
+        ready_envelopes(events)
+            .into_iter()
+            .filter(|event| event.json().contains(id)),
+    );
+    seen
+}
