@@ -27,7 +27,7 @@ use crate::quota::{Charge, QuotaExceeded, Weight};
 use crate::record::Durable;
 use crate::registry::{
     self, Kind, Outcome, OutcomeKind, Refused, Registry, ResolveError, SharedIds, Snapshot,
-    StoreRole, Ticket, Vote,
+    StoreRole, Ticket, Vote, VoteOn,
 };
 use crate::service::{Deadline, SubmitError, Timeout};
 use crate::validate::ValidationError;
@@ -346,7 +346,7 @@ impl Kind for ApprovalRegistryKind {
         })
     }
 
-    fn read_vote(event: &SessionEvent) -> Option<(ApprovalId, Vote<Arc<ApprovalReply>>)> {
+    fn read_vote(event: &SessionEvent) -> Option<VoteOn<Self>> {
         if event.event_type != ApprovalDecided::TYPE {
             return None;
         }

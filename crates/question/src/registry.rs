@@ -241,7 +241,7 @@ pub(crate) trait Kind: Send + Sync + Sized + 'static {
     }
     /// The request a [`vote_record`](Self::vote_record) is for, and its vote; `None` for a
     /// session event that is no vote of this kind.
-    fn read_vote(_event: &SessionEvent) -> Option<(Id<Self::IdKind>, Vote<Self::Reply>)> {
+    fn read_vote(_event: &SessionEvent) -> Option<VoteOn<Self>> {
         None
     }
     /// Announces `vote` on `request`, with `agreeing` votes alike so far.
@@ -253,6 +253,9 @@ pub(crate) trait Kind: Send + Sync + Sized + 'static {
     ) {
     }
 }
+
+/// A vote and the request it is on.
+pub(crate) type VoteOn<K> = (Id<<K as Kind>::IdKind>, Vote<<K as Kind>::Reply>);
 
 /// Why a request could not be resolved.
 #[derive(Debug)]
