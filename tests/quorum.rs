@@ -330,6 +330,17 @@ async fn sqlite_records_each_vote_and_the_outcome_keeps_them_across_a_restart() 
         .unwrap();
     let id = pending.id();
     let detached = pending.detach();
+    let half = hub
+        .approvals()
+        .submit("ops", vec![delete_rows()], needs(2, None), Timeout::Never)
+        .unwrap()
+        .detach();
+    as_reviewer(&hub, "alice")
+        .approvals()
+        .reply(half.id, approve())
+        .unwrap()
+        .await
+        .unwrap();
     for name in ["alice", "bob"] {
         as_reviewer(&hub, name)
             .approvals()
@@ -354,7 +365,7 @@ async fn sqlite_records_each_vote_and_the_outcome_keeps_them_across_a_restart() 
         .collect();
     assert_eq!(
         votes,
-        ["alice", "bob"],
+        ["alice", "alice", "bob"],
         "each vote is in the session's history"
     );
     drop((hub, store));
@@ -366,12 +377,36 @@ async fn sqlite_records_each_vote_and_the_outcome_keeps_them_across_a_restart() 
     };
     assert_eq!(voters(&reply.votes), ["alice", "bob"]);
     assert_eq!(snapshot.decided_by.unwrap().name.as_ref(), "bob");
+
+    // A vote cast before the restart still counts after it, once.
+    let half_way = hub.approvals().get(half.id).unwrap();
+    assert_eq!(half_way.outcome, None);
+    assert_eq!(half_way.votes.len(), 1);
+    assert!(matches!(
+        as_reviewer(&hub, "alice")
+            .approvals()
+            .reply(half.id, approve()),
+        Err(ApprovalReplyError::NotAllowed(NotAllowed::AlreadyDecided(
+            _
+        )))
+    ));
+    as_reviewer(&hub, "bob")
+        .approvals()
+        .reply(half.id, approve())
+        .unwrap()
+        .await
+        .unwrap();
+    let outcome = hub.approvals().wait(half.id).await.unwrap();
+    let askbus::question::Outcome::Replied(reply) = outcome else {
+        panic!("not replied: {outcome:?}");
+    };
+    assert_eq!(voters(&reply.votes), ["alice", "bob"]);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn memory_votes_through_different_instances_reach_one_outcome() {
     let store = MemoryStore::new();
-    check_votes_across_instances([(); 3].map(|()| Arc::new(store.clone()) as Arc<dyn Store>)).await;
+    check_votes_across_instances([(); 4].map(|()| Arc::new(store.clone()) as Arc<dyn Store>)).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -381,6 +416,7 @@ async fn redis_votes_through_different_instances_reach_one_outcome() {
         Arc::new(redis.open().await) as Arc<dyn Store>,
         Arc::new(redis.open().await),
         Arc::new(redis.open().await),
+        Arc::new(redis.open().await),
     ])
     .await;
 }
@@ -388,8 +424,8 @@ async fn redis_votes_through_different_instances_reach_one_outcome() {
 /// Alice votes through B and Bob through C at the same moment, on a request A asked: each
 /// instance counts both votes in the log's order, the request ends once, and every
 /// instance tells the same story.
-async fn check_votes_across_instances(stores: [Arc<dyn Store>; 3]) {
-    let [a, b, c] = stores;
+async fn check_votes_across_instances(stores: [Arc<dyn Store>; 4]) {
+    let [a, b, c, d] = stores;
     let instance = |store| async move {
         let bus = roomy_bus();
         let events = bus.subscribe_all();
@@ -406,6 +442,31 @@ async fn check_votes_across_instances(stores: [Arc<dyn Store>; 3]) {
     let (a, mut a_events) = instance(a).await;
     let (b, _) = instance(b).await;
     let (c, mut c_events) = instance(c).await;
+
+    // An instance started after a vote was cast counts it too.
+    let asked = a
+        .approvals()
+        .submit("late", vec![delete_rows()], needs(2, None), Timeout::Never)
+        .unwrap()
+        .detach();
+    b.caught_up().await.unwrap();
+    as_reviewer(&b, "alice")
+        .approvals()
+        .reply(asked.id, approve())
+        .unwrap()
+        .await
+        .unwrap();
+    let (late, _) = instance(d).await;
+    assert_eq!(voters_so_far(&late, asked.id), ["alice"]);
+    assert!(matches!(
+        as_reviewer(&late, "alice")
+            .approvals()
+            .reply(asked.id, approve()),
+        Err(ApprovalReplyError::NotAllowed(NotAllowed::AlreadyDecided(
+            _
+        )))
+    ));
+
     for round in 0..5 {
         let session = format!("ops-{round}");
         let mut pending: PendingApproval = a
@@ -443,6 +504,16 @@ async fn check_votes_across_instances(stores: [Arc<dyn Store>; 3]) {
             assert_eq!(kinds, ["approval.asked", "decided", "decided", "replied"]);
         }
     }
+}
+
+/// The names of the reviewers who voted on pending request `id`, as `hub` knows them.
+fn voters_so_far(hub: &RequestHub, id: askbus::question::ApprovalId) -> Vec<String> {
+    let snapshot = hub.approvals().get(id).expect("the request is known");
+    snapshot
+        .votes
+        .iter()
+        .map(|vote| vote.by.name.to_string())
+        .collect()
 }
 
 /// The events of request `id` up to its `approval.replied`, and a moment more to show

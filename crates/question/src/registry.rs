@@ -44,7 +44,7 @@ use std::task::{Context, Poll};
 
 use askbus_bus::{Bus, EventId, Id, IdGenerator, IdKind};
 use askbus_store::{
-    ChangeKind, Loaded, RequestKind, SessionEvent, Store, StoreError, Write, Written,
+    ChangeKind, HistoryPage, Loaded, RequestKind, SessionEvent, Store, StoreError, Write, Written,
 };
 use serde::Serialize;
 use serde::de::DeserializeOwned;
@@ -356,6 +356,47 @@ struct Inner<K: Kind> {
     duties: OnceLock<Duties>,
 }
 
+/// How many history records one read of [`read_votes`] takes.
+const VOTE_PAGE: usize = 256;
+
+/// The votes on requests `ids` of `session` recorded in its history, oldest first. Reads
+/// back from the newest record until the inserts of all of them were passed.
+async fn read_votes<K: Kind>(
+    store: &dyn Store,
+    session: &str,
+    ids: &[Id<K::IdKind>],
+) -> Result<Vec<VoteOn<K>>, StoreError> {
+    let mut inserts_to_pass: BTreeSet<String> = ids.iter().map(ToString::to_string).collect();
+    let mut votes = Vec::new();
+    let mut before = u64::MAX;
+    while !inserts_to_pass.is_empty() {
+        let page = store
+            .history(session, HistoryPage::Before(before), VOTE_PAGE)
+            .await?;
+        for record in page.iter().rev() {
+            match &record.entry {
+                ChangeKind::Event(event) => {
+                    if let Some((id, vote)) = K::read_vote(event)
+                        && ids.contains(&id)
+                    {
+                        votes.push((id, vote));
+                    }
+                }
+                ChangeKind::Inserted(request) => {
+                    inserts_to_pass.remove(&request.id);
+                }
+                _ => {}
+            }
+        }
+        match page.first() {
+            Some(oldest) if page.len() == VOTE_PAGE => before = oldest.position,
+            _ => break,
+        }
+    }
+    votes.reverse();
+    Ok(votes)
+}
+
 /// How many votes agree with `vote` once it joins `cast`, itself included.
 fn agreeing<K: Kind>(cast: &[Vote<K::Reply>], vote: &Vote<K::Reply>) -> u32 {
     let alike = cast
@@ -434,6 +475,14 @@ struct Delivery<K: Kind> {
     outcome: Outcome<K::Reply>,
     /// The store's acknowledgement of the outcome, if there is a store.
     recorded: Option<askbus_store::Ack>,
+}
+
+/// Whether counting a vote announces it: not when votes announced before are counted again
+/// (by a restarted instance).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Announce {
+    Yes,
+    No,
 }
 
 /// What counting one vote came to ([`Registry::count`]).
@@ -596,7 +645,81 @@ impl<K: Kind> Registry<K> {
                 registry.ensure_timer_driver();
             }
         }
+        registry.restore_votes().await?;
         Ok(registry)
+    }
+
+    /// Counts again the votes cast on the pending requests that need a quorum, from their
+    /// sessions' histories (where [`vote`](Self::vote) records each vote): a restarted
+    /// instance, or one joining a shared store, knows the votes cast before it started.
+    /// A request whose votes reached its quorum (the outcome was lost to a crash between
+    /// the deciding vote and its outcome) ends now.
+    async fn restore_votes(&self) -> Result<(), StoreError> {
+        let Some(store) = self.store() else {
+            return Ok(());
+        };
+        let mut sessions: BTreeMap<Arc<str>, Vec<Id<K::IdKind>>> = BTreeMap::new();
+        for entry in self.inner.lock().pending.values() {
+            if K::quorum(&entry.request) > 1 {
+                let session = Arc::from(K::session_id(&entry.request));
+                sessions
+                    .entry(session)
+                    .or_default()
+                    .push(K::id(&entry.request));
+            }
+        }
+        for (session, ids) in sessions {
+            let votes = read_votes::<K>(&**store, &session, &ids).await?;
+            let mut settled = Vec::new();
+            let mut state = self.inner.lock();
+            for (id, vote) in votes {
+                let Some(quorum) = state
+                    .pending
+                    .get(&id)
+                    .map(|entry| K::quorum(&entry.request))
+                else {
+                    continue;
+                };
+                if let Some(Counted {
+                    settled: Some((reply, by)),
+                    ..
+                }) = self.count(&mut state, id, vote, quorum, Announce::No)
+                {
+                    settled.push((id, reply, by));
+                }
+            }
+            for (id, reply, by) in settled {
+                self.settle_restored(&mut state, id, reply, by);
+            }
+        }
+        Ok(())
+    }
+
+    /// Ends pending request `id` with the `reply` its restored votes reached.
+    fn settle_restored(
+        &self,
+        state: &mut State<K>,
+        id: Id<K::IdKind>,
+        reply: K::Reply,
+        by: Identity,
+    ) {
+        tracing::info!(
+            "{} had the votes of its quorum but no outcome; ended now",
+            K::request_id(id)
+        );
+        let outcome = Outcome::Replied(reply);
+        if let Some(store) = self.inner.deciding_store() {
+            if let Some(request) = state
+                .pending
+                .get(&id)
+                .map(|entry| Arc::clone(&entry.request))
+            {
+                self.propose(store, state, &request, outcome, Some(by))
+                    .in_background();
+            }
+        } else if let Some(delivery) = self.inner.finish(state, id, outcome, Some(by)) {
+            delivery.send().in_background();
+        }
     }
 
     pub(crate) fn bus(&self) -> &Bus {
@@ -871,7 +994,7 @@ impl<K: Kind> Registry<K> {
             };
             return Durable::waiting(Some(store.store.write(Write::Event(record))));
         }
-        let Some(counted) = self.count(&mut state, id, vote, quorum) else {
+        let Some(counted) = self.count(&mut state, id, vote, quorum, Announce::Yes) else {
             return Durable::done();
         };
         let recorded = match (&self.inner.recorder, counted.record) {
@@ -901,6 +1024,7 @@ impl<K: Kind> Registry<K> {
         id: Id<K::IdKind>,
         vote: Vote<K::Reply>,
         quorum: u32,
+        announce: Announce,
     ) -> Option<Counted<K>> {
         let entry = state.pending.get_mut(&id)?;
         if entry.votes.iter().any(|cast| cast.by.name == vote.by.name) {
@@ -909,7 +1033,7 @@ impl<K: Kind> Registry<K> {
         let vetoes = K::vetoes(&vote.reply);
         let agreeing = agreeing::<K>(&entry.votes, &vote);
         let record = K::vote_record(&entry.request, &vote, agreeing);
-        if entry.announced {
+        if entry.announced && announce == Announce::Yes {
             K::publish_vote(&self.inner.bus, &entry.request, &vote, agreeing);
         }
         let voter = vote.by.clone();
@@ -950,7 +1074,7 @@ impl<K: Kind> Registry<K> {
         let Some(Counted {
             settled: Some((reply, by)),
             ..
-        }) = self.count(&mut state, id, vote, quorum)
+        }) = self.count(&mut state, id, vote, quorum, Announce::Yes)
         else {
             return Ok(());
         };
