@@ -343,3 +343,126 @@ async fn without_tokens_everyone_is_local_and_everything_works_as_before() {
         json!({"name": "local", "role": "admin"})
     );
 }
+
+/// An approval of `delete_rows` in `session` that needs `quorum` reviewers alike, asked
+/// with `token`; its id.
+async fn request_quorum(app: &TestApp, token: &str, session: &str, quorum: u32) -> String {
+    let body = json!({
+        "session_id": session,
+        "action_requests": [{"name": "delete_rows", "args": {"table": "users"}}],
+        "review_configs": [{"action_name": "delete_rows", "quorum": quorum}],
+    });
+    let (status, created) = app
+        .call(request("POST", "/approval", token, Some(body)))
+        .await;
+    assert_eq!(status, StatusCode::OK, "{created}");
+    created["id"].as_str().expect("an id").to_owned()
+}
+
+/// The names in the `votes` of a view or an event.
+fn voter_names(body: &Value) -> Vec<&str> {
+    body["votes"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|vote| vote["decided_by"]["name"].as_str())
+        .collect()
+}
+
+#[tokio::test]
+async fn two_of_two_over_http_needs_two_reviewers_and_says_each_vote() {
+    let app = app();
+    let mut events = app
+        .events("/event", &[("authorization", &format!("Bearer {ADMIN}"))])
+        .await;
+    let approval = request_quorum(&app, AGENT, "mine", 2).await;
+    let reply = |token: &'static str| {
+        let uri = format!("/approval/{approval}/reply");
+        let app = &app;
+        async move {
+            app.call(request(
+                "POST",
+                &uri,
+                token,
+                Some(json!({"decisions": [{"type": "approve"}]})),
+            ))
+            .await
+        }
+    };
+    assert_eq!(reply(AGENT).await.0, StatusCode::FORBIDDEN);
+    assert_eq!(reply(ALICE).await.0, StatusCode::OK);
+    let half = read(&app, ADMIN, &format!("/approval/{approval}")).await;
+    assert_eq!(half["status"], "pending", "{half}");
+    assert_eq!(voter_names(&half), ["alice"]);
+    let (status, again) = reply(ALICE).await;
+    assert_eq!(status, StatusCode::FORBIDDEN, "{again}");
+    assert!(
+        again["message"].as_str().unwrap().contains("already"),
+        "{again}"
+    );
+    assert_eq!(reply(BOB).await.0, StatusCode::OK);
+    let done = read(&app, AGENT, &format!("/approval/{approval}")).await;
+    assert_eq!(done["status"], "replied", "{done}");
+    assert_eq!(done["decisions"], json!([{"type": "approve"}]));
+    assert_eq!(done["answered_by"]["name"], "bob-everywhere");
+    assert_eq!(voter_names(&done), ["alice", "bob-everywhere"]);
+
+    let mut seen = Vec::new();
+    while !seen.iter().any(|(kind, _)| kind == "approval.replied") {
+        let frame = events.next().await;
+        if frame.kind().starts_with("approval.") {
+            seen.push((frame.kind().to_owned(), frame.data["properties"].clone()));
+        }
+    }
+    let kinds: Vec<&str> = seen.iter().map(|(kind, _)| kind.as_str()).collect();
+    assert_eq!(
+        kinds,
+        [
+            "approval.asked",
+            "approval.decided",
+            "approval.decided",
+            "approval.replied"
+        ]
+    );
+    assert_eq!(
+        (
+            &seen[1].1["decided_by"]["name"],
+            &seen[1].1["agreeing"],
+            &seen[1].1["quorum"]
+        ),
+        (&json!("alice"), &json!(1), &json!(2))
+    );
+    assert_eq!(voter_names(&seen[3].1), ["alice", "bob-everywhere"]);
+
+    // A session resume is a vote too: every way in counts the same.
+    let resumed = request_quorum(&app, AGENT, "mine", 2).await;
+    let (status, body) = app
+        .call(request(
+            "POST",
+            "/session/mine/resume",
+            ALICE,
+            Some(json!({"input": {"decisions": [{"type": "approve"}]}})),
+        ))
+        .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let after = read(&app, ADMIN, &format!("/approval/{resumed}")).await;
+    assert_eq!(
+        (after["status"].as_str(), voter_names(&after)),
+        (Some("pending"), vec!["alice"])
+    );
+
+    // A quorum its named reviewers could never reach is refused when asked.
+    let body = json!({
+        "session_id": "mine",
+        "action_requests": [{"name": "delete_rows", "args": {}}],
+        "review_configs": [{"action_name": "delete_rows", "quorum": 2, "reviewers": ["alice"]}],
+    });
+    let (status, refused) = app
+        .call(request("POST", "/approval", AGENT, Some(body)))
+        .await;
+    assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{refused}");
+    assert!(
+        refused["message"].as_str().unwrap().contains("quorum"),
+        "{refused}"
+    );
+}

@@ -195,6 +195,10 @@ pub(crate) async fn wait(
 /// Decide a pending approval request: one decision per action, by position (fewer are
 /// filled with the first). An `edit` keeps the action's tool and gives it other `args`: a
 /// JSON object that fits the action's `args_schema`, if it has one.
+///
+/// Under a quorum (`review_configs[].quorum` above 1), this is one reviewer's vote
+/// (`approval.decided`): the request ends once that many distinct reviewers decided alike,
+/// or at once when a vote runs no action (a veto). `votes` in the body is ignored.
 #[utoipa::path(
     post,
     path = "/approval/{id}/reply",
@@ -203,8 +207,10 @@ pub(crate) async fn wait(
     params(("id" = String, Path, description = "`apr_` + ULID, or the `approval_key`")),
     request_body = ApprovalReply,
     responses(
-        (status = 200, description = "Decided", body = bool, content_type = "application/json"),
+        (status = 200, description = "Decided (under a quorum: this reviewer's vote is recorded, and the request may still wait for others)", body = bool, content_type = "application/json"),
         (status = 400, description = "Malformed JSON", body = crate::error::ErrorBody),
+        (status = 401, description = "Missing or unknown token", body = crate::error::ErrorBody),
+        (status = 403, description = "This credential may not decide it: an agent's, the asker's own, one the request's `reviewers` do not name, or a reviewer who voted already (`forbidden`)", body = crate::error::ErrorBody),
         (status = 404, description = "No such request (or not visible to this token)", body = crate::error::ErrorBody),
         (status = 409, description = "Already decided, timed out or cancelled", body = crate::error::ErrorBody),
         (status = 415, description = "Not JSON", body = crate::error::ErrorBody),

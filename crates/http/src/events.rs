@@ -105,7 +105,7 @@ struct EventStream {
     tag = "events",
     params(EventQuery, ("Last-Event-ID" = Option<String>, Header, description = "Resume after this event id")),
     responses(
-        (status = 200, description = "Server-Sent Events: every frame is `data: {\"id\",\"type\",\"properties\"}` with an `id:` line", content_type = "text/event-stream", body = String),
+        (status = 200, description = "Server-Sent Events: every frame is `data: {\"id\",\"type\",\"properties\"}` with an `id:` line. Under a quorum (`review_configs[].quorum`), each reviewer's vote is an `approval.decided` frame (properties: the `ApprovalDecided` schema) before the request's one `approval.replied`, which lists every vote in `votes`", content_type = "text/event-stream", body = String),
         (status = 401, description = "Missing or unknown token", body = crate::error::ErrorBody),
         (status = 403, description = "The token is scoped to another session", body = crate::error::ErrorBody),
         (status = 429, description = "This token holds as many open streams and long polls as it may (`quota`)", body = crate::error::ErrorBody, headers(("Retry-After" = u64, description = "Seconds to wait before trying again"))),

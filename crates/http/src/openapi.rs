@@ -20,6 +20,7 @@ use utoipa::{Modify, OpenApi, ToSchema};
         license(name = "MIT OR Apache-2.0"),
     ),
     modifiers(&BearerAuth),
+    components(schemas(askbus_question::ApprovalDecided)),
     tags(
         (name = "question", description = "Questions: list, read, answer, reject; create and wait in server mode"),
         (name = "approval", description = "Approvals of tool calls: list, read, decide; create and wait in server mode"),

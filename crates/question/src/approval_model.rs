@@ -64,6 +64,7 @@ pub struct ReviewConfig {
     /// action rejected or responded to: a veto needs no quorum). No identity votes twice,
     /// and the asker never votes. The request's quorum is the largest of its actions'.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "openapi", schema(minimum = 1, maximum = 100))]
     pub quorum: Option<u32>,
     /// The names of the reviewers who may decide this tool (the `N` of "M of N"); absent:
     /// any identity allowed to decide. A reviewer must be named by every review config of
@@ -142,7 +143,7 @@ pub struct ApprovalReply {
     /// Free text the human added.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub user_edit_content: Option<String>,
-    /// Under a quorum (see [`ReviewConfig::quorum`]), every reviewer's decision, in the
+    /// Under a quorum (`review_configs[].quorum`), every reviewer's decision, in the
     /// order they came: the outcome's `decisions` are the ones the quorum agreed on (or
     /// the veto). Empty otherwise. Set by the service: what a client sends here is
     /// ignored.
@@ -221,8 +222,8 @@ pub struct ApprovalReplied {
     pub answered_by: Option<Identity>,
 }
 
-/// `approval.decided`: one reviewer decided a request that needs a quorum (see
-/// [`ReviewConfig::quorum`]). Partial: the request stays pending until the quorum agrees
+/// `approval.decided`: one reviewer decided a request that needs a quorum
+/// (`review_configs[].quorum`). Partial: the request stays pending until the quorum agrees
 /// (or a veto), and then `approval.replied` follows, once, listing every vote.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
