@@ -1,6 +1,7 @@
 //! Roles through the real `askbus` binary, configured as its README says: an agent's token
 //! asks and can never approve what it asked, a reviewer's token approves and can never ask,
-//! and the outcome, the audit log and a restart all say who decided.
+//! and the outcome, the audit log and a restart all say who decided. A request that needs
+//! two reviewers takes two distinct ones, across a `kill -9`.
 
 #![allow(clippy::unwrap_used)]
 
@@ -11,6 +12,7 @@ use support::Server;
 
 const AGENT: &str = "agent-secret-0123456789abcdef";
 const ALICE: &str = "alice-secret-0123456789abcdef";
+const BOB: &str = "bob-secret-0123456789abcdef0123";
 
 /// `method path` with `token` (and a JSON body); the status and the JSON answer.
 async fn call(
@@ -108,5 +110,89 @@ async fn an_agent_token_never_approves_its_own_request_and_a_restart_remembers_w
     let (_, approved) = call(&server, &http, ALICE, &path, None).await;
     assert_eq!(approved["answered_by"], alice_identity);
     assert_eq!(approved["asked_by"]["name"], "agent-1");
+    server.kill_9().await;
+}
+
+/// The names in `votes` of an approval view (or of an audit entry's decision).
+fn voter_names(body: &Value) -> Vec<&str> {
+    body["votes"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|vote| vote["decided_by"]["name"].as_str())
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_of_two_takes_two_distinct_reviewers_across_a_kill_9() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = format!("sqlite:{}", dir.path().join("askbus.db").display());
+    let agent = format!("agent-1={AGENT}");
+    let alice = format!("alice={ALICE}");
+    let bob = format!("bob={BOB}");
+    let args = [
+        "--listen",
+        "127.0.0.1:0",
+        "--store",
+        &store,
+        "--agent-token",
+        &agent,
+        "--reviewer-token",
+        &alice,
+        "--reviewer-token",
+        &bob,
+    ];
+    let server = Server::start_with(dir.path(), &args, &[]).await;
+    let http = reqwest::Client::new();
+    let create = json!({
+        "session_id": "deploy",
+        "action_requests": [{"name": "drop_table", "args": {"table": "users"}}],
+        "review_configs": [{"action_name": "drop_table", "quorum": 2}],
+    });
+    let (status, created) = call(&server, &http, AGENT, "/approval", Some(&create)).await;
+    assert_eq!(status, 200, "{created}");
+    let path = format!("/approval/{}", created["id"].as_str().unwrap());
+    let reply = format!("{path}/reply");
+    let approve = json!({"decisions": [{"type": "approve"}]});
+
+    // The asker never votes; Alice votes once.
+    assert_eq!(
+        call(&server, &http, AGENT, &reply, Some(&approve)).await.0,
+        403
+    );
+    assert_eq!(
+        call(&server, &http, ALICE, &reply, Some(&approve)).await.0,
+        200
+    );
+    let (status, again) = call(&server, &http, ALICE, &reply, Some(&approve)).await;
+    assert_eq!(status, 403, "{again}");
+    let (_, half) = call(&server, &http, AGENT, &path, None).await;
+    assert_eq!(half["status"], "pending", "{half}");
+    assert_eq!(voter_names(&half), ["alice"]);
+    server.kill_9().await;
+
+    // Her vote outlives the process, and still counts once.
+    let server = Server::start_with(dir.path(), &args, &[]).await;
+    let (_, half) = call(&server, &http, BOB, &path, None).await;
+    assert_eq!(voter_names(&half), ["alice"], "{half}");
+    assert_eq!(
+        call(&server, &http, ALICE, &reply, Some(&approve)).await.0,
+        403
+    );
+    assert_eq!(
+        call(&server, &http, BOB, &reply, Some(&approve)).await.0,
+        200
+    );
+    let (_, done) = call(&server, &http, AGENT, &path, None).await;
+    assert_eq!(done["status"], "replied", "{done}");
+    assert_eq!(done["answered_by"]["name"], "bob");
+    assert_eq!(voter_names(&done), ["alice", "bob"]);
+
+    // The receipt names the reviewer who completed the quorum and lists every vote.
+    let (_, entries) = call(&server, &http, ALICE, "/audit", None).await;
+    let last = entries.as_array().unwrap().last().unwrap();
+    let draft: Value = serde_json::from_str(last["draft"].as_str().unwrap()).unwrap();
+    assert_eq!(draft["decided_by"]["name"], "bob");
+    assert_eq!(voter_names(&draft["decision"]), ["alice", "bob"], "{draft}");
     server.kill_9().await;
 }
