@@ -383,6 +383,47 @@ mod guard {
     }
 
     #[tokio::test]
+    async fn a_guard_needing_two_reviewers_runs_only_once_two_approved() {
+        use askbus::question::{Identity, RequestHub, Role};
+        let hub = RequestHub::new(Bus::new());
+        let guard = ApprovalGuard::new(DeleteRows::default(), hub.approvals().clone())
+            .allowing([DecisionType::Approve, DecisionType::Reject])
+            .needing(2)
+            .reviewed_by(["alice", "bob"]);
+        let call = guard.call(ToolContext::new("s1"), json!({"table": "users"}));
+        let humans = async {
+            tokio::task::yield_now().await;
+            let pending = hub.approvals().list(Some("s1"));
+            let review = &pending[0].review_configs[0];
+            assert_eq!(
+                (
+                    review.action_name.as_str(),
+                    review.quorum,
+                    review.allowed_decisions.len()
+                ),
+                ("delete_rows", Some(2), 2)
+            );
+            let vote = |name: &str| {
+                hub.acting_as(Identity::new(name, Role::Reviewer))
+                    .approvals()
+                    .reply(pending[0].id, ApprovalReply::new([Decision::Approve]))
+                    .map(drop)
+            };
+            assert!(matches!(
+                vote("carol"),
+                Err(ApprovalReplyError::NotAllowed(_))
+            ));
+            vote("alice").unwrap();
+            tokio::task::yield_now().await;
+            assert!(runs(&guard).is_empty(), "one approval of two runs nothing");
+            vote("bob").unwrap();
+        };
+        let output = tokio::join!(call, humans).0.unwrap();
+        assert_eq!(runs(&guard), [json!({"table": "users"})]);
+        assert!(matches!(output.outcome, GuardOutcome::Ran { .. }));
+    }
+
+    #[tokio::test]
     async fn approve_runs_the_call_as_asked() {
         let (guard, approvals) = guarded();
         let output = decide(&guard, &approvals, Decision::Approve).await;

@@ -97,8 +97,9 @@ pub struct ApprovalGuard<T> {
     tool: T,
     /// Where the approval requests are made.
     approvals: ApprovalService,
-    /// What the human may decide; every decision when `None`.
-    allowed: Option<Vec<DecisionType>>,
+    /// What the human may decide, and how many reviewers must (its `action_name` is filled
+    /// in per call); `None`: every decision, by any one reviewer.
+    review: Option<ReviewConfig>,
     /// How long each request waits for the human.
     timeout: Timeout,
 }
@@ -137,7 +138,7 @@ impl<T: GuardedTool> ApprovalGuard<T> {
         Self {
             tool,
             approvals,
-            allowed: None,
+            review: None,
             timeout: Timeout::Default,
         }
     }
@@ -145,8 +146,31 @@ impl<T: GuardedTool> ApprovalGuard<T> {
     /// Offers the human only these decisions.
     #[must_use]
     pub fn allowing(mut self, decisions: impl IntoIterator<Item = DecisionType>) -> Self {
-        self.allowed = Some(decisions.into_iter().collect());
+        self.review_mut().allowed_decisions = decisions.into_iter().collect();
         self
+    }
+
+    /// Runs the tool only once `quorum` distinct reviewers decided alike (any one of them
+    /// may still refuse it alone); see
+    /// [`ReviewConfig::quorum`](askbus_question::ReviewConfig::quorum).
+    #[must_use]
+    pub fn needing(mut self, quorum: u32) -> Self {
+        self.review_mut().quorum = Some(quorum);
+        self
+    }
+
+    /// Lets only the reviewers named `reviewers` decide; see
+    /// [`ReviewConfig::reviewers`](askbus_question::ReviewConfig::reviewers).
+    #[must_use]
+    pub fn reviewed_by(mut self, reviewers: impl IntoIterator<Item = impl Into<String>>) -> Self {
+        self.review_mut().reviewers = Some(reviewers.into_iter().map(Into::into).collect());
+        self
+    }
+
+    /// The review config this guard asks with, made on first need.
+    fn review_mut(&mut self) -> &mut ReviewConfig {
+        self.review
+            .get_or_insert_with(|| ReviewConfig::new(String::new(), DecisionType::ALL))
     }
 
     /// Waits this long for each decision.
@@ -186,9 +210,12 @@ impl<T: GuardedTool> ApprovalGuard<T> {
         action.tool_use_id = context.tool.map(|tool| tool.call_id);
         action.args_schema = self.tool.args_schema();
         let reviews = self
-            .allowed
+            .review
             .iter()
-            .map(|allowed| ReviewConfig::new(name, allowed.iter().copied()))
+            .map(|review| ReviewConfig {
+                action_name: name.to_owned(),
+                ..review.clone()
+            })
             .collect();
         let pending = submit_review(
             &self.approvals,
