@@ -173,6 +173,7 @@ async function main() {
     await reads(pending, 'status-line', 'You sent your decision');
     await reads(pending, 'answered-by', 'decided by bob (reviewer)');
     await reads(pending, 'votes-line', 'Votes: alice approved; bob approved');
+    assert.equal(await pending.locator('.quorum').isHidden(), true, 'a resolved card no longer waits');
     log('the second vote ends it, and the card lists both');
 
     // One reviewer's reject is a veto: it ends the request at once.

@@ -296,6 +296,7 @@ export function approvalCard(request, actions) {
       if (resolved && !outcome.override) return;
       resolved = true;
       form.hidden = true;
+      if (quorumBox) quorumBox.hidden = true;
       timer.element.hidden = true;
       element.classList.add('resolved');
       element.dataset.status = outcome.status;
