@@ -54,7 +54,7 @@ export function allowedDecisions(action, configs) {
  * How many reviewers must decide `request` alike, as the server counts it: the largest
  * quorum of the review configs of its actions, at least 1.
  */
-export function quorumOf(request) {
+function quorumOf(request) {
   return Math.max(1, ...actionConfigs(request).map((config) => config.quorum ?? 1));
 }
 
