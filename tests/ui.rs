@@ -40,7 +40,10 @@
 //! admin tokens, never the asker deciding; agents ask over HTTP with their tokens, the
 //! page names who asked each card and who answered it (the card, the other tab's card, the
 //! timeline live and from the history), and a tab holding an agent's token that answers
-//! is asked for a reviewer's token; the server's records are checked against the page.
+//! is asked for a reviewer's token; approvals that need two reviewers to agree (alice on
+//! the page, bob over HTTP) show their votes, wait after the page's vote, end on the
+//! second or at once on a veto, and refuse a reviewer's second vote; the server's records
+//! are checked against the page.
 //!
 //! Needs Node.js 20+ with npm, the npm registry the first time, and the `chromium` Debian
 //! package (`cargo xtask ci` installs it when it is missing).
@@ -140,11 +143,13 @@ fn in_browser<F: std::future::Future<Output = ()>>(drive: impl FnOnce(PathBuf) -
     });
 }
 
-/// The tokens of the server with roles (`tests/ui/roles.mjs`): two agents, a reviewer, an
-/// admin (who reads the outcomes here).
+/// The tokens of the server with roles (`tests/ui/roles.mjs`): two agents, two reviewers
+/// (alice on the page, bob over HTTP: a quorum needs both), an admin (who reads the
+/// outcomes here).
 const ROLES_AGENT: &str = "ui-agent-1-token-0123456789";
 const ROLES_AGENT2: &str = "ui-agent-2-token-0123456789";
 const ROLES_REVIEWER: &str = "ui-alice-token-0123456789";
+const ROLES_REVIEWER2: &str = "ui-bob-token-0123456789";
 const ROLES_ADMIN: &str = "ui-admin-token-0123456789";
 /// The second agent's name: agent-controlled text with a right-to-left override.
 const ROLES_AGENT2_NAME: &str = "agent-2\u{202e}gpj.exe";
@@ -171,6 +176,7 @@ async fn drive_roles(package: PathBuf) {
             AccessToken::new(ROLES_AGENT, Identity::new("agent-1", Role::Agent)),
             AccessToken::new(ROLES_AGENT2, Identity::new(ROLES_AGENT2_NAME, Role::Agent)),
             AccessToken::new(ROLES_REVIEWER, Identity::new("alice", Role::Reviewer)),
+            AccessToken::new(ROLES_REVIEWER2, Identity::new("bob", Role::Reviewer)),
         ],
         ..HttpConfig::default()
     };
@@ -183,6 +189,7 @@ async fn drive_roles(package: PathBuf) {
         .env("ASKBUS_UI_AGENT_TOKEN", ROLES_AGENT)
         .env("ASKBUS_UI_AGENT2_TOKEN", ROLES_AGENT2)
         .env("ASKBUS_UI_REVIEWER_TOKEN", ROLES_REVIEWER)
+        .env("ASKBUS_UI_REVIEWER2_TOKEN", ROLES_REVIEWER2)
         .env("ASKBUS_UI_CHROMIUM", CHROMIUM)
         .kill_on_drop(true)
         .output();
@@ -203,18 +210,18 @@ async fn drive_roles(package: PathBuf) {
 
     // What the page showed is what the server recorded.
     let http = reqwest::Client::new();
-    let resolved = |id: &Value| {
+    let resolved = |kind: &str, id: &Value| {
         let request = http
-            .get(format!("{url}/question/{}", id.as_str().expect("an id")))
+            .get(format!("{url}/{kind}/{}", id.as_str().expect("an id")))
             .bearer_auth(ROLES_ADMIN)
             .send();
         async move {
-            let response = request.await.expect("GET /question/{id}");
+            let response = request.await.expect("GET /{kind}/{id}");
             assert!(response.status().is_success(), "{}", response.status());
-            response.json::<Value>().await.expect("a question")
+            response.json::<Value>().await.expect("a request")
         }
     };
-    let answered = resolved(&done["done"]["answered"]).await;
+    let answered = resolved("question", &done["done"]["answered"]).await;
     assert_eq!(answered["status"], "replied", "{answered}");
     assert_eq!(answered["answers"], json!([["Yes"]]), "{answered}");
     assert_eq!(
@@ -225,7 +232,7 @@ async fn drive_roles(package: PathBuf) {
         answered["answeredBy"],
         json!({"name": "alice", "role": "reviewer"})
     );
-    let declined = resolved(&done["done"]["declined"]).await;
+    let declined = resolved("question", &done["done"]["declined"]).await;
     assert_eq!(declined["status"], "rejected", "{declined}");
     assert_eq!(
         declined["askedBy"],
@@ -236,6 +243,42 @@ async fn drive_roles(package: PathBuf) {
         json!({"name": "alice", "role": "reviewer"})
     );
     assert_eq!(hub.questions().pending_count(), 0);
+
+    // The quorums: who voted what, in order, and whose vote ended each.
+    let reviewer = |name: &str| json!({"name": name, "role": "reviewer"});
+    let voters = |approval: &Value| -> Vec<(Value, Value)> {
+        approval["votes"]
+            .as_array()
+            .unwrap_or_else(|| panic!("votes: {approval}"))
+            .iter()
+            .map(|vote| (vote["decided_by"].clone(), vote["decisions"].clone()))
+            .collect()
+    };
+    let approved = json!([{"type": "approve"}]);
+    for key in ["quorum", "twice"] {
+        let approval = resolved("approval", &done["done"][key]).await;
+        assert_eq!(approval["status"], "replied", "{approval}");
+        assert_eq!(approval["decisions"], approved, "{approval}");
+        assert_eq!(approval["answered_by"], reviewer("bob"), "{approval}");
+        assert_eq!(
+            voters(&approval),
+            [
+                (reviewer("alice"), approved.clone()),
+                (reviewer("bob"), approved.clone())
+            ],
+            "{approval}"
+        );
+    }
+    let vetoed = resolved("approval", &done["done"]["vetoed"]).await;
+    assert_eq!(vetoed["status"], "replied", "{vetoed}");
+    assert_eq!(vetoed["decisions"], json!([{"type": "reject"}]), "{vetoed}");
+    assert_eq!(vetoed["answered_by"], reviewer("alice"), "{vetoed}");
+    assert_eq!(
+        voters(&vetoed),
+        [(reviewer("alice"), json!([{"type": "reject"}]))],
+        "{vetoed}"
+    );
+    assert_eq!(hub.approvals().pending_count(), 0);
     shutdown.cancel();
 }
 

@@ -12,9 +12,16 @@
 //   - the watcher's card reads "Answered elsewhere" and "answered by alice (reviewer)", and
 //     its session timeline "answered by alice" (live from the stream, then from the
 //     history after a reload); the watcher declines the second question: "declined by".
-// stdout: one line, {"done": {"answered": id, "declined": id}}; the test checks the server.
+//   - approvals that need two reviewers to agree (`quorum: 2`), alice on the page and bob
+//     over HTTP: alice's approval leaves the card pending, "1 so far: alice approved",
+//     "waiting for 1 more reviewer", its buttons disabled; bob's ends it, the card listing
+//     both votes and "decided by bob". Alice's reject vetoes another at once. On a third,
+//     alice's vote over HTTP shows on the page (live, then from the server after a reload),
+//     and her second vote from the page is refused (403) with the server's words.
+// stdout: one line, {"done": {"answered": id, "declined": id, "quorum": id, "vetoed": id,
+// "twice": id}}; the test checks the server.
 // Environment: ASKBUS_UI_ROLES_URL, ASKBUS_UI_AGENT_TOKEN, ASKBUS_UI_AGENT2_TOKEN,
-// ASKBUS_UI_REVIEWER_TOKEN, ASKBUS_UI_CHROMIUM.
+// ASKBUS_UI_REVIEWER_TOKEN, ASKBUS_UI_REVIEWER2_TOKEN, ASKBUS_UI_CHROMIUM.
 
 import assert from 'node:assert/strict';
 import { launch } from './chromium.mjs';
@@ -28,34 +35,53 @@ const BASE = env('ASKBUS_UI_ROLES_URL');
 const AGENT = env('ASKBUS_UI_AGENT_TOKEN');
 const AGENT2 = env('ASKBUS_UI_AGENT2_TOKEN');
 const REVIEWER = env('ASKBUS_UI_REVIEWER_TOKEN');
+const REVIEWER2 = env('ASKBUS_UI_REVIEWER2_TOKEN');
 const SESSION = 'ui-roles';
 const WAIT = 10_000;
 const AGENT_PROMPT = 'This token belongs to an agent; agents cannot answer. Enter a reviewer token.';
 const log = (...parts) => console.error('[ui roles]', ...parts);
 
-/** An agent asks one yes/no question over HTTP with its `token`; the created request. */
-async function ask(token, question, header) {
-  const response = await fetch(`${BASE}/question`, {
+/** POSTs `body` to `path` over HTTP with `token`, as another process would; the answer. */
+async function post(token, path, body) {
+  const response = await fetch(`${BASE}${path}`, {
     method: 'POST',
     headers: { 'Content-Type': 'application/json', Authorization: `Bearer ${token}` },
-    body: JSON.stringify({
-      sessionID: SESSION,
-      questions: [
-        {
-          question,
-          header,
-          options: [
-            { label: 'Yes', description: 'go ahead' },
-            { label: 'No', description: 'not now' },
-          ],
-        },
-      ],
-    }),
+    body: JSON.stringify(body),
   });
   const text = await response.text();
   assert.equal(response.status, 200, text);
   return JSON.parse(text);
 }
+
+/** An agent asks one yes/no question over HTTP with its `token`; the created request. */
+function ask(token, question, header) {
+  return post(token, '/question', {
+    sessionID: SESSION,
+    questions: [
+      {
+        question,
+        header,
+        options: [
+          { label: 'Yes', description: 'go ahead' },
+          { label: 'No', description: 'not now' },
+        ],
+      },
+    ],
+  });
+}
+
+/** agent-1 asks to run `delete_rows` once two reviewers agree (of `reviewers`, if named). */
+function askQuorum(table, reviewers) {
+  return post(AGENT, '/approval', {
+    session_id: SESSION,
+    action_requests: [{ name: 'delete_rows', args: { table }, description: `Delete every row of ${table}` }],
+    review_configs: [{ action_name: 'delete_rows', quorum: 2, ...(reviewers ? { reviewers } : {}) }],
+  });
+}
+
+/** A reviewer (`token`) approves approval `id` over HTTP. */
+const approveOverHttp = (token, id) =>
+  post(token, `/approval/${encodeURIComponent(id)}/reply`, { decisions: [{ type: 'approve' }] });
 
 /** A tab on the session, given `token` through the token dialog, as a human gives it. */
 async function openWith(context, token, pageErrors) {
@@ -80,6 +106,8 @@ async function main() {
   const second = await ask(AGENT2, 'Rotate the keys?', 'Keys');
 
   const pageErrors = [];
+  /** The approvals asked below, for the test to check on the server. */
+  const approvals = {};
   const context = await launch();
   try {
     // The reviewer's tab: who asked each card, the hidden character marked.
@@ -127,11 +155,67 @@ async function main() {
     await reads(timelineQuestion(watcher, 'Deploy'), 'answered-by', 'answered by alice');
     await reads(timelineQuestion(watcher, 'Keys'), 'answered-by', 'declined by alice');
     log('the timeline names who answered, live and from the history');
+
+    // Two reviewers must agree: alice (the page) approves first, bob (over HTTP) second.
+    const quorum = await askQuorum('users', ['alice', 'bob']);
+    approvals.quorum = quorum.id;
+    const pending = card(watcher, quorum.id);
+    await reads(pending, 'quorum-line', 'Needs 2 reviewers to agree · none so far');
+    await reads(pending, 'reviewers', 'Reviewers: alice, bob');
+    const approve = pending.getByRole('button', { name: 'Approve: delete_rows' });
+    await approve.click();
+    await reads(pending, 'quorum-wait', 'Your decision is recorded; waiting for 1 more reviewer.');
+    await reads(pending, 'quorum-line', 'Needs 2 reviewers to agree · 1 so far: alice approved');
+    assert.equal(await approve.isDisabled(), true, 'a recorded vote disables the buttons');
+    assert.equal(await pending.locator('.resolution').isHidden(), true, 'one vote does not end it');
+    log('one vote of two: the card waits for another reviewer');
+    await approveOverHttp(REVIEWER2, quorum.id);
+    await reads(pending, 'status-line', 'You sent your decision');
+    await reads(pending, 'answered-by', 'decided by bob (reviewer)');
+    await reads(pending, 'votes-line', 'Votes: alice approved; bob approved');
+    assert.equal(await pending.locator('.quorum').isHidden(), true, 'a resolved card no longer waits');
+    log('the second vote ends it, and the card lists both');
+
+    // One reviewer's reject is a veto: it ends the request at once.
+    const vetoed = await askQuorum('orders');
+    approvals.vetoed = vetoed.id;
+    const veto = card(watcher, vetoed.id);
+    await reads(veto, 'quorum-line', 'none so far');
+    assert.equal(await veto.locator('.reviewers').count(), 0, 'no reviewers named');
+    await veto.getByRole('radio', { name: 'Reject' }).check();
+    await veto.getByRole('button', { name: /^Send decision/ }).click();
+    await reads(veto, 'status-line', 'You sent your decision');
+    await reads(veto, 'answered-by', 'decided by alice (reviewer)');
+    await reads(veto, 'votes-line', 'Votes: alice rejected');
+    log('a reject vetoes at once');
+
+    // Alice votes over HTTP: the page shows it live, and from the server after a reload;
+    // her second vote from the page is refused with the server's words.
+    const twice = await askQuorum('invoices');
+    approvals.twice = twice.id;
+    // A locator: it finds the card again after the reload.
+    const repeat = card(watcher, twice.id);
+    await reads(repeat, 'quorum-line', 'none so far');
+    await approveOverHttp(REVIEWER, twice.id);
+    await reads(repeat, 'quorum-line', '1 so far: alice approved');
+    await watcher.reload();
+    await reads(repeat, 'quorum-line', '1 so far: alice approved');
+    await repeat.getByRole('button', { name: 'Approve: delete_rows' }).click();
+    await reads(
+      repeat,
+      'card-error',
+      'Your access token does not allow this: alice (reviewer) has decided this request already: ' +
+        'it needs the decisions of other reviewers',
+    );
+    log('a second vote of the same reviewer is refused with the server’s message');
+    await approveOverHttp(REVIEWER2, twice.id);
+    await reads(repeat, 'status-line', 'Decided elsewhere');
+    await reads(repeat, 'votes-line', 'Votes: alice approved; bob approved');
   } finally {
     await context.close();
   }
   assert.deepEqual(pageErrors, [], 'no script errors in the page');
-  console.log(JSON.stringify({ done: { answered: first.id, declined: second.id } }));
+  console.log(JSON.stringify({ done: { answered: first.id, declined: second.id, ...approvals } }));
 }
 
 main().catch((error) => {

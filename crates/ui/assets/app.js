@@ -138,12 +138,14 @@ const state = {
 
 // ---- Talking to the server -------------------------------------------------------------
 
-const path = (kind, id, verb) => `/${kind}/${encodeURIComponent(id)}/${verb}`;
+const requestPath = (kind, id) => `/${kind}/${encodeURIComponent(id)}`;
+const path = (kind, id, verb) => `${requestPath(kind, id)}/${verb}`;
 
 /**
  * Runs `call` for request `id` while marking it as being resolved by this tab. Resolves to
- * `{answeredBy}`: who the outcome's event, if it came while the call was in flight, says
- * resolved it (this tab's identity; a later event names it to the card instead).
+ * `{answeredBy, outcome}`: the outcome whose event came while the call was in flight, if
+ * one did, and who it says resolved it (this tab's identity; a later event names it to the
+ * card instead). Under a quorum the call is one vote: no outcome means the request goes on.
  */
 async function resolving(id, call) {
   state.submitting.add(id);
@@ -151,7 +153,7 @@ async function resolving(id, call) {
     await call();
     const deferred = state.deferred.get(id);
     state.deferred.delete(id);
-    return { answeredBy: deferred?.answeredBy };
+    return { answeredBy: deferred?.answeredBy, outcome: deferred };
   } finally {
     state.submitting.delete(id);
   }
@@ -166,6 +168,8 @@ const actions = {
     ),
   decide: (request, decisions) =>
     resolving(request.id, () => api.post(path('approval', request.id, 'reply'), { decisions })),
+  /** The request as it stands now, with the votes so far of one that needs a quorum. */
+  fetch: (request) => api.get(requestPath('approval', request.id)),
   describe: describeError,
   dismiss: (id) => removeCard(id, true),
   failed: afterFailure,
@@ -241,12 +245,13 @@ async function afterFailure(request, error, card) {
   let outcome = deferred;
   if (!outcome && error.status === 409) {
     try {
-      const current = await api.get(`/${kind}/${encodeURIComponent(request.id)}`);
+      const current = await api.get(requestPath(kind, request.id));
       outcome = {
         status: current?.status ?? 'gone',
         answers: current?.answers,
         reason: current?.reason,
         decisions: current?.decisions,
+        votes: current?.votes,
         answeredBy: current?.answeredBy ?? current?.answered_by,
       };
     } catch {
@@ -420,8 +425,11 @@ function applySnapshot({ page, counts }) {
   for (const [id, card] of [...state.cards]) {
     if (state.session && card.element.dataset.session !== state.session) {
       removeCard(id, false);
-    } else if (card.resolved || listed.has(id) || state.submitting.has(id)) {
+    } else if (card.resolved || state.submitting.has(id)) {
       continue;
+    } else if (listed.has(id)) {
+      // Still pending: its votes cast while this page did not follow the stream were missed.
+      card.refreshVotes?.();
     } else if (covers(id)) {
       gone += 1;
       if (card.touched()) card.resolve({ status: 'gone' });
@@ -499,8 +507,13 @@ function applyEvent(event) {
       ended(event, 'approval', properties.session_id, properties.request_id, {
         status: 'replied',
         decisions: properties.decisions,
+        votes: properties.votes,
         answeredBy: properties.answered_by,
       });
+      break;
+    case 'approval.decided':
+      // One reviewer's vote on a request that needs a quorum: it stays pending.
+      state.cards.get(properties.request_id)?.noteVotes([properties]);
       break;
     case 'approval.timed_out':
       ended(event, 'approval', properties.session_id, properties.request_id, { status: 'timed_out', decisions: properties.decisions });

@@ -5,6 +5,13 @@
 // opens a JSON editor that validates as you type, "reject" takes an optional message,
 // "respond" a required one. Decisions are sent together, one per action in order, as
 // `POST /approval/{id}/reply {"decisions": [...]}`.
+//
+// A request that needs a quorum (`review_configs[].quorum` above 1) takes one vote per
+// reviewer: the card says how many must agree, who voted what so far (from
+// `GET /approval/{id}`, the list carries no votes, then live from `approval.decided`), and
+// which reviewers it names. This page's own vote does not end the request: the card stays,
+// its controls disabled, and says how many more reviewers it waits for (another tab or
+// reviewer can still vote), until `approval.replied` ends it, listing every vote.
 
 import { byLine, countdown, dismissButton, domId, h, jsonText, nameFor, oneLine, prettyJson, sessionLink, setText, visibleString } from './dom.js';
 
@@ -28,6 +35,14 @@ export function toMillis(value) {
   return null;
 }
 
+/** A decision type in a vote's summary: `alice approved`. */
+const VOTED = {
+  approve: 'approved',
+  edit: 'edited',
+  reject: 'rejected',
+  respond: 'responded',
+};
+
 /** The decisions `action` allows under `configs`. */
 export function allowedDecisions(action, configs) {
   const config = (configs ?? []).find((entry) => entry.action_name === action.name);
@@ -36,8 +51,74 @@ export function allowedDecisions(action, configs) {
 }
 
 /**
+ * How many reviewers must decide `request` alike, as the server counts it: the largest
+ * quorum of the review configs of its actions, at least 1.
+ */
+function quorumOf(request) {
+  return Math.max(1, ...actionConfigs(request).map((config) => config.quorum ?? 1));
+}
+
+/**
+ * The reviewers who may decide `request`, or `null` when any may: the server lets a
+ * reviewer decide only if every review config of its actions that names reviewers names it.
+ */
+function namedReviewers(request) {
+  const lists = actionConfigs(request)
+    .map((config) => config.reviewers)
+    .filter(Array.isArray);
+  if (lists.length === 0) return null;
+  return lists.reduce((named, list) => named.filter((name) => list.includes(name)));
+}
+
+/** The review configs of `request` that are about one of its actions. */
+function actionConfigs(request) {
+  const names = new Set((request.action_requests ?? []).map((action) => action.name));
+  return (request.review_configs ?? []).filter((config) => names.has(config.action_name));
+}
+
+/**
+ * How many of `votes` agree with each other at most: the server ends the request when
+ * this reaches its quorum. Mirrors the server's `ApprovalReply::agrees_with`: per action,
+ * both approve, both edit to the same call, or both run nothing (reject or respond).
+ */
+function mostAgreeing(votes) {
+  const groups = new Map();
+  for (const vote of votes) {
+    const key = JSON.stringify(
+      (vote.decisions ?? []).map((decision) => {
+        if (decision?.type === 'approve') return 'approve';
+        if (decision?.type === 'edit') return ['edit', decision.edited_action];
+        return 'none';
+      }),
+    );
+    groups.set(key, (groups.get(key) ?? 0) + 1);
+  }
+  return Math.max(0, ...groups.values());
+}
+
+/**
+ * `alice approved; bob edited delete_rows, rejected send_mail`: who voted what, each
+ * vote's decision once when it is the same for every action, else per action.
+ */
+function votesText(votes, actionList) {
+  return votes.flatMap((vote, position) => {
+    const types = actionList.map(
+      (_, index) => VOTED[(vote.decisions?.[index] ?? vote.decisions?.[0])?.type] ?? 'decided',
+    );
+    const what = types.every((type) => type === types[0])
+      ? [` ${types[0] ?? 'decided'}`]
+      : actionList.flatMap((action, index) => [index > 0 ? ',' : '', ` ${types[index]} `, oneLine(action.name)]);
+    return [
+      position > 0 ? '; ' : '',
+      h('span', { class: 'vote' }, h('span', { class: 'by-name' }, oneLine(vote.decided_by?.name ?? 'someone')), what),
+    ];
+  });
+}
+
+/**
  * Builds the card for approval `request`; `actions` as for questions, with
- * `actions.decide(request, decisions)`. Returns the same controller shape.
+ * `actions.decide(request, decisions)` and `actions.fetch(request)` (the request as it
+ * stands, with its votes so far). Returns the same controller shape, with `noteVotes`.
  */
 export function approvalCard(request, actions) {
   const id = request.id;
@@ -49,6 +130,13 @@ export function approvalCard(request, actions) {
   /** Who decided it (`{name, role}`), once an outcome said. */
   let answeredBy = null;
   const actionList = request.action_requests ?? [];
+  const quorum = quorumOf(request);
+  const reviewers = namedReviewers(request);
+  /** The votes so far, in the order they came (quorum only). */
+  let votes = [];
+  /** Whether this page's vote was accepted (quorum only): it waits for the others. */
+  let voted = false;
+  const quorumBox = quorum > 1 ? h('div', { class: 'quorum', 'aria-live': 'polite' }) : null;
 
   const editors = actionList.map((action, index) =>
     actionReview(request, action, index, allowedDecisions(action, request.review_configs)),
@@ -94,6 +182,7 @@ export function approvalCard(request, actions) {
       timer.element,
     ),
     h('h2', { id: titleId, class: 'card-title' }, title),
+    quorumBox,
     form,
     resolution,
   );
@@ -105,8 +194,9 @@ export function approvalCard(request, actions) {
   form.addEventListener('input', edited);
   form.addEventListener('change', edited);
 
-  const setBusy = (busy) => {
-    for (const control of form.querySelectorAll('button, input, textarea')) control.disabled = busy;
+  /** Whether a call is in flight (`busy`), and whether the controls take input. */
+  const setBusy = (busy, disabled = busy) => {
+    for (const control of form.querySelectorAll('button, input, textarea')) control.disabled = disabled;
     form.setAttribute('aria-busy', String(busy));
   };
   const showError = (message) => {
@@ -118,7 +208,16 @@ export function approvalCard(request, actions) {
     setBusy(true);
     try {
       const sent = await actions.decide(request, decisions);
-      controller.resolve({ status: 'replied', decisions, here: true, answeredBy: sent?.answeredBy });
+      if (quorum > 1 && !sent?.outcome) {
+        // A vote: the request goes on until the quorum agrees; this page has had its say.
+        voted = true;
+        setBusy(false, true);
+        showQuorum();
+        refreshVotes();
+      } else {
+        // Under a quorum, the outcome that came meanwhile is what the votes decided.
+        controller.resolve({ status: 'replied', decisions, answeredBy: sent?.answeredBy, ...sent?.outcome, here: true });
+      }
       element.focus();
     } catch (error) {
       setBusy(false);
@@ -140,6 +239,41 @@ export function approvalCard(request, actions) {
     }
     send(results.map((result) => result.decision));
   });
+  /** The quorum's state on the card: how many must agree, the votes, who may vote. */
+  const showQuorum = () => {
+    if (!quorumBox) return;
+    const lines = [
+      h(
+        'p',
+        { class: 'quorum-line' },
+        `Needs ${quorum} reviewers to agree · `,
+        ...(votes.length === 0 ? ['none so far'] : [`${votes.length} so far: `, ...votesText(votes, actionList)]),
+      ),
+    ];
+    if (reviewers) lines.push(h('p', { class: 'reviewers' }, 'Reviewers: ', oneLine(reviewers.join(', '))));
+    if (voted) {
+      // This page's vote agrees at least with itself, whether or not its event came yet.
+      const more = Math.max(1, quorum - Math.max(1, mostAgreeing(votes)));
+      lines.push(
+        h(
+          'p',
+          { class: 'quorum-wait' },
+          `Your decision is recorded; waiting for ${more} more ${more === 1 ? 'reviewer' : 'reviewers'}.`,
+        ),
+      );
+    }
+    quorumBox.replaceChildren(...lines);
+  };
+  /** Learns the votes so far from the server (the list of requests carries none). */
+  const refreshVotes = async () => {
+    try {
+      const current = await actions.fetch(request);
+      controller.noteVotes(current?.votes ?? []);
+    } catch {
+      // The votes' events still come; the card shows those.
+    }
+  };
+
   approveAll?.addEventListener('click', () => {
     if (resolved) return;
     showError('');
@@ -162,11 +296,14 @@ export function approvalCard(request, actions) {
       if (resolved && !outcome.override) return;
       resolved = true;
       form.hidden = true;
+      if (quorumBox) quorumBox.hidden = true;
       timer.element.hidden = true;
       element.classList.add('resolved');
       element.dataset.status = outcome.status;
       answeredBy = outcome.answeredBy;
-      resolution.replaceChildren(...resolutionView(request, outcome, subject, () => actions.dismiss(id)));
+      // A request that ends after this page's vote ends as this page's decision did.
+      const ended = { ...outcome, here: outcome.here || voted, votes: outcome.votes ?? (quorum > 1 ? votes : []) };
+      resolution.replaceChildren(...resolutionView(request, ended, subject, () => actions.dismiss(id)));
       resolution.hidden = false;
       actions.changed?.(id);
     },
@@ -177,9 +314,27 @@ export function approvalCard(request, actions) {
       const line = decidedByLine(element.dataset.status, identity);
       if (line) resolution.querySelector('.status-line')?.after(line);
     },
+    /**
+     * Adds the reviewers' `incoming` votes (from `approval.decided`, or all so far from the
+     * server) to those shown; a reviewer votes once, so a vote already shown is skipped.
+     */
+    noteVotes(incoming) {
+      if (!quorumBox || resolved) return;
+      const known = new Set(votes.map((vote) => vote.decided_by?.name));
+      const added = incoming.filter((vote) => !known.has(vote.decided_by?.name));
+      if (added.length === 0) return;
+      votes = [...votes, ...added].sort((a, b) => (a.decided_at ?? 0) - (b.decided_at ?? 0));
+      showQuorum();
+    },
+    /** Reads the votes so far again (a fresh snapshot: events may have been missed). */
+    refreshVotes: () => (quorumBox && !resolved ? refreshVotes() : undefined),
     showError,
   };
   timer.tick(Date.now());
+  if (quorumBox) {
+    showQuorum();
+    refreshVotes();
+  }
   return controller;
 }
 
@@ -350,6 +505,9 @@ function resolutionView(request, outcome, subject, dismiss) {
         }),
       ),
     );
+  }
+  if (outcome.votes?.length > 0) {
+    parts.push(h('p', { class: 'votes-line' }, 'Votes: ', votesText(outcome.votes, request.action_requests ?? [])));
   }
   if (outcome.note) parts.push(h('p', { class: 'note' }, outcome.note));
   parts.push(dismissButton(subject, dismiss));
