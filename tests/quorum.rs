@@ -12,7 +12,8 @@ use askbus::bus::{Envelope, Subscription};
 use askbus::question::{
     Action, ApprovalConfig, ApprovalDecided, ApprovalReplied, ApprovalReply, ApprovalReplyError,
     ApprovalVote, Decision, DecisionType, Duties, EditedAction, Identity, NotAllowed, OutcomeKind,
-    PendingApproval, QuestionConfig, RequestHub, ReviewConfig, Role, SubmitError, Timeout,
+    PendingApproval, QuestionConfig, QuorumFloor, RequestHub, ReviewConfig, Role, SubmitError,
+    Timeout,
 };
 use askbus_store::{ChangeKind, HistoryPage, MemoryStore, SqliteStore, Store};
 use futures_util::StreamExt;
@@ -252,7 +253,7 @@ async fn a_request_that_names_its_reviewers_takes_only_their_votes() {
         let refused = hub
             .acting_as(outsider)
             .approvals()
-            .reply(named.id(), reject("no"));
+            .reply(named.id(), edit("tmp"));
         assert!(
             matches!(
                 refused,
@@ -295,6 +296,7 @@ async fn a_request_that_names_its_reviewers_takes_only_their_votes() {
         .unwrap();
     let mut forged = approve();
     forged.votes = vec![ApprovalVote {
+        id: "vot_01JZ6Q3V8R5M2K7D4T9WXYZABC".parse().unwrap(),
         decided_by: reviewer("mallory"),
         decisions: vec![Decision::Approve],
         user_edit_content: None,
@@ -444,11 +446,12 @@ async fn check_votes_across_instances(stores: [Arc<dyn Store>; 4]) {
     let (c, mut c_events) = instance(c).await;
 
     // An instance started after a vote was cast counts it too.
-    let asked = a
+    let mut asking = a
         .approvals()
         .submit("late", vec![delete_rows()], needs(2, None), Timeout::Never)
-        .unwrap()
-        .detach();
+        .unwrap();
+    asking.recorded().await.unwrap();
+    let asked = asking.detach();
     b.caught_up().await.unwrap();
     as_reviewer(&b, "alice")
         .approvals()
@@ -466,6 +469,31 @@ async fn check_votes_across_instances(stores: [Arc<dyn Store>; 4]) {
             _
         )))
     ));
+
+    // One reviewer voting through two instances at once counts once; the other vote is
+    // refused, at once or once the log says which came first, never taken silently.
+    let mut asking = a
+        .approvals()
+        .submit("twice", vec![delete_rows()], needs(2, None), Timeout::Never)
+        .unwrap();
+    asking.recorded().await.unwrap();
+    let twice = asking.detach().id;
+    b.caught_up().await.unwrap();
+    c.caught_up().await.unwrap();
+    let (through_b, through_c) = (as_reviewer(&b, "dave"), as_reviewer(&c, "dave"));
+    let cast = |hub: RequestHub, reply: ApprovalReply| async move {
+        match hub.approvals().reply(twice, reply) {
+            Ok(durable) => durable.await.map_err(|error| error.to_string()),
+            Err(refused) => Err(refused.to_string()),
+        }
+    };
+    let (by_b, by_c) = tokio::join!(cast(through_b, approve()), cast(through_c, edit("tmp")));
+    let counted = [&by_b, &by_c].iter().filter(|cast| cast.is_ok()).count();
+    assert_eq!(counted, 1, "{by_b:?} {by_c:?}");
+    let refused = by_b.err().or(by_c.err()).unwrap();
+    assert!(refused.contains("already"), "{refused}");
+    a.caught_up().await.unwrap();
+    assert_eq!(voters_so_far(&a, twice), ["dave"]);
 
     for round in 0..5 {
         let session = format!("ops-{round}");
@@ -543,4 +571,143 @@ async fn events_until_replied(events: &mut Subscription, id: &str) -> Vec<Envelo
             .filter(|event| event.json().contains(id)),
     );
     seen
+}
+
+#[tokio::test]
+async fn any_reviewer_may_stop_what_the_named_ones_would_approve() {
+    let hub = separated(RequestHub::new(roomy_bus()));
+    let agent = hub.acting_as(Identity::new("agent-1", Role::Agent));
+    // The agent names the one reviewer it hopes to fool: only bob may approve, but
+    // anyone may refuse, and the session's kill switch still works for everyone.
+    let ask = |session: &str| {
+        agent
+            .approvals()
+            .submit(
+                session,
+                vec![delete_rows()],
+                needs(1, Some(&["bob"])),
+                Timeout::Never,
+            )
+            .unwrap()
+    };
+    let vetoed = ask("ops");
+    assert!(matches!(
+        as_reviewer(&hub, "alice")
+            .approvals()
+            .reply(vetoed.id(), approve()),
+        Err(ApprovalReplyError::NotAllowed(NotAllowed::NotNamed(_)))
+    ));
+    as_reviewer(&hub, "alice")
+        .approvals()
+        .reply(vetoed.id(), reject("no"))
+        .unwrap();
+    assert!(!vetoed.await.unwrap().decisions[0].runs());
+
+    let stopped = ask("ops");
+    let rejected = as_reviewer(&hub, "alice")
+        .reject_session("ops", Some("stop"))
+        .await
+        .unwrap();
+    assert_eq!(rejected.approvals, 1);
+    assert!(!stopped.await.unwrap().decisions[0].runs());
+
+    // A reviewer who approved may still veto: the approval is not what runs.
+    let changed = agent
+        .approvals()
+        .submit("ops", vec![delete_rows()], needs(2, None), Timeout::Never)
+        .unwrap();
+    let alice = as_reviewer(&hub, "alice");
+    alice.approvals().reply(changed.id(), approve()).unwrap();
+    alice
+        .approvals()
+        .reply(changed.id(), reject("on second thought"))
+        .unwrap();
+    let decided = changed.await.unwrap();
+    assert_eq!(decided.decisions, reject("on second thought").decisions);
+    assert_eq!(voters(&decided.votes), ["alice", "alice"]);
+}
+
+#[tokio::test]
+async fn review_configs_whose_named_reviewers_could_never_approve_are_refused() {
+    let hub = RequestHub::new(roomy_bus());
+    let read = Action::new("read_rows", json!({"table": "users"}));
+    let ask = |configs: Vec<ReviewConfig>| {
+        hub.approvals()
+            .submit(
+                "ops",
+                vec![delete_rows(), read.clone()],
+                configs,
+                Timeout::Never,
+            )
+            .map(drop)
+    };
+    let config = |name: &str| ReviewConfig::new(name, DecisionType::ALL);
+    // A quorum of 3 on one tool, two reviewers named on the other: nobody else may approve.
+    let error = ask(vec![
+        config("delete_rows").with_quorum(3),
+        config("read_rows").with_reviewers(["x", "y"]),
+    ])
+    .unwrap_err();
+    assert!(error.to_string().contains("quorum of 3"), "{error}");
+    // Two lists with no one in common.
+    assert!(
+        ask(vec![
+            config("delete_rows").with_reviewers(["alice"]),
+            config("read_rows").with_reviewers(["bob"]),
+        ])
+        .is_err()
+    );
+    ask(vec![
+        config("delete_rows")
+            .with_reviewers(["alice", "bob"])
+            .with_quorum(2),
+        config("read_rows").with_reviewers(["bob", "alice", "carol"]),
+    ])
+    .unwrap();
+}
+
+#[tokio::test]
+async fn the_operators_floor_raises_every_request_and_no_agent_lowers_it() {
+    let floor: QuorumFloor = "delete_rows=2".parse().unwrap();
+    let hub = separated(RequestHub::new(roomy_bus()).with_quorum_floor(floor));
+    let agent = hub.acting_as(Identity::new("agent-1", Role::Agent));
+    let quorum_of = |configs: Vec<ReviewConfig>| {
+        let pending = agent
+            .approvals()
+            .submit("ops", vec![delete_rows()], configs, Timeout::Never)
+            .unwrap();
+        let request = pending.detach();
+        (request.quorum(), request.review_configs.len())
+    };
+    assert_eq!(quorum_of(vec![]), (2, 1), "a config is added");
+    assert_eq!(quorum_of(needs(1, None)), (2, 1), "raised, not added");
+    assert_eq!(quorum_of(needs(3, None)), (3, 1), "more is kept");
+    // Other tools are not touched.
+    let read = agent
+        .approvals()
+        .submit(
+            "ops",
+            vec![Action::new("read_rows", json!({}))],
+            vec![],
+            Timeout::Never,
+        )
+        .unwrap()
+        .detach();
+    assert_eq!((read.quorum(), read.review_configs.len()), (1, 0));
+    // And one reviewer's approval is a vote, not a run.
+    let pending = agent
+        .approvals()
+        .submit("ops", vec![delete_rows()], vec![], Timeout::Never)
+        .unwrap();
+    as_reviewer(&hub, "alice")
+        .approvals()
+        .reply(pending.id(), approve())
+        .unwrap();
+    assert_eq!(hub.approvals().get(pending.id()).unwrap().outcome, None);
+
+    for bad in ["drop_table", "drop_table=0", "=2", "*=x", "*=101"] {
+        assert!(bad.parse::<QuorumFloor>().is_err(), "{bad}");
+    }
+    let every: QuorumFloor = "*=3".parse().unwrap();
+    assert_eq!((every.of("anything"), every.highest()), (3, 3));
 }

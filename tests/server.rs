@@ -169,6 +169,24 @@ fn tokens_are_repeatable_comma_separated_and_scopable() {
 }
 
 #[test]
+fn the_quorum_floor_is_parsed_and_needs_enough_reviewers() {
+    let reviewers = ["--reviewer-token", "alice=alicesecret,bob=bobsecret"];
+    let floor = |extra: &[&str]| {
+        let args: Vec<&str> = reviewers.iter().chain(extra).copied().collect();
+        settings(&args).map(|settings| settings.quorum_floor)
+    };
+    let set = floor(&["--quorum", "drop_table=2,*=1"]).expect("valid");
+    assert_eq!((set.of("drop_table"), set.of("read_file")), (2, 1));
+    let error = floor(&["--quorum", "*=3"]).unwrap_err().to_string();
+    assert!(error.contains("needs 3 distinct reviewers"), "{error}");
+    let error = floor(&["--quorum", "drop_table"]).unwrap_err().to_string();
+    assert!(error.contains("bad --quorum"), "{error}");
+    // Without credentials everyone is one identity: no quorum above 1.
+    assert!(settings(&["--quorum", "drop_table=2"]).is_err());
+    assert_eq!(settings(&[]).unwrap().quorum_floor.highest(), 1);
+}
+
+#[test]
 fn credentials_have_names_and_roles_and_roles_separate_duties() {
     let identities = |args: &[&str]| {
         let settings = settings(args).expect("valid");

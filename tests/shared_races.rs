@@ -269,6 +269,7 @@ async fn race(
             Ok(()) => Answered::Taken(given),
             Err(DurableError::AlreadyResolved { .. }) => Answered::Refused,
             Err(DurableError::Store(error)) => panic!("the memory store failed: {error}"),
+            Err(DurableError::NotCounted(why)) => panic!("no question takes votes: {why}"),
         },
         Err(ReplyError::AlreadyResolved { .. } | ReplyError::NotFound(_)) => Answered::Refused,
         Err(refused) => panic!("a valid answer was refused: {refused}"),

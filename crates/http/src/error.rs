@@ -259,13 +259,15 @@ impl From<SessionRejectError> for ApiError {
 
 impl From<DurableError> for ApiError {
     /// Another instance sharing the store answered first: `409`, as when this instance
-    /// knew it already; a store that could not record the change: `503`.
+    /// knew it already; a store that could not record the change: `503`; a vote another
+    /// of the same reviewer's beat: `403`, as when this instance knew of that one.
     fn from(error: DurableError) -> Self {
         match error {
             DurableError::AlreadyResolved { .. } => {
                 Self::new(ErrorCode::AlreadyResolved, error.to_string())
             }
             DurableError::Store(error) => Self::from(error),
+            DurableError::NotCounted(refused) => Self::from(refused),
         }
     }
 }

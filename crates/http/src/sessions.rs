@@ -129,7 +129,7 @@ pub(crate) async fn pending(
         (status = 200, description = "What was refused (zeros when nothing was pending)", body = SessionRejected),
         (status = 400, description = "Malformed JSON", body = crate::error::ErrorBody),
         (status = 401, description = "Missing or unknown token", body = crate::error::ErrorBody),
-        (status = 403, description = "The token is scoped to another session", body = crate::error::ErrorBody),
+        (status = 403, description = "The token is scoped to another session, is an agent's, or asked one of the session's requests (nothing is refused then)", body = crate::error::ErrorBody),
         (status = 415, description = "A body that is not JSON", body = crate::error::ErrorBody),
         (status = 422, description = "A body that is not `{\"reason\": \"...\"}`", body = crate::error::ErrorBody),
         (status = 503, description = "A change could not be stored durably", body = crate::error::ErrorBody),

@@ -4,10 +4,10 @@
 //! ordering, same single outcome per request, same timer, same drop-cancels rule. What is
 //! its own: the `approval_key`, the decisions, and their validation.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::task::{Context, Poll};
 use std::time::Duration;
 
@@ -71,6 +71,33 @@ pub struct ApprovalService {
     /// ([`RequestHub::acting_as`](crate::RequestHub::acting_as)); [`Identity::local`] by
     /// default.
     pub(crate) actor: Identity,
+    /// The operator's least quorum per tool, once set
+    /// ([`RequestHub::with_quorum_floor`](crate::RequestHub::with_quorum_floor)); shared by
+    /// every handle on this service.
+    pub(crate) quorum_floor: Arc<OnceLock<QuorumFloor>>,
+}
+
+/// The least quorum an operator requires of approvals: for every tool, and per tool. A
+/// request may ask for more reviewers (`review_configs[].quorum`), never fewer: the
+/// request's review configs are raised to the floor when it is made, so what reviewers see
+/// (and what the store keeps) is what is enforced. The agent writes its requests, and is
+/// not trusted to ask for its own reviewers: this is how the server's operator does.
+///
+/// # Examples
+///
+/// ```
+/// use askbus_question::QuorumFloor;
+///
+/// let floor: QuorumFloor = "drop_table=2".parse().unwrap();
+/// let floor = floor.and("*=1".parse().unwrap());
+/// assert_eq!((floor.of("drop_table"), floor.of("read_file")), (2, 1));
+/// ```
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct QuorumFloor {
+    /// The least quorum of every tool (`*=M`); 1 when unset.
+    every_tool: u32,
+    /// The least quorum of tools by name (`NAME=M`).
+    tools: BTreeMap<String, u32>,
 }
 
 /// Settings of an [`ApprovalService`].
@@ -352,10 +379,11 @@ impl Kind for ApprovalRegistryKind {
         }
         let decided: ApprovalDecided = serde_json::from_str(&event.properties).ok()?;
         let ApprovalVote {
+            id,
             decided_by,
             decisions,
             user_edit_content,
-            decided_at,
+            ..
         } = decided.vote;
         let reply = ApprovalReply {
             decisions,
@@ -367,7 +395,7 @@ impl Kind for ApprovalRegistryKind {
             Vote {
                 by: decided_by,
                 reply: Arc::new(reply),
-                at: decided_at,
+                id,
             },
         ))
     }
@@ -402,7 +430,8 @@ impl From<&Vote<Arc<ApprovalReply>>> for ApprovalVote {
             decided_by: vote.by.clone(),
             decisions: vote.reply.decisions.clone(),
             user_edit_content: vote.reply.user_edit_content.clone(),
-            decided_at: vote.at,
+            id: vote.id,
+            decided_at: vote.id.timestamp_ms(),
         }
     }
 }
@@ -497,6 +526,7 @@ impl ApprovalService {
             config,
             account: None,
             actor: Identity::local(),
+            quorum_floor: Arc::default(),
         }
     }
 
@@ -528,6 +558,7 @@ impl ApprovalService {
             config,
             account: None,
             actor: Identity::local(),
+            quorum_floor: Arc::default(),
         })
     }
 
@@ -601,6 +632,10 @@ impl ApprovalService {
         timeout: Timeout,
     ) -> Result<PendingApproval, SubmitError> {
         let session_id = session_id.into();
+        let mut review_configs = review_configs;
+        if let Some(floor) = self.quorum_floor.get() {
+            floor.raise(&actions, &mut review_configs);
+        }
         check_request(&session_id, &actions, &review_configs)?;
         let deadline = Deadline::after(timeout, self.config.default_timeout)?;
         let call = actions
@@ -848,6 +883,89 @@ impl std::fmt::Debug for PendingApproval {
     }
 }
 
+impl QuorumFloor {
+    /// The larger floor of each tool, of `self` and `other`.
+    #[must_use]
+    pub fn and(mut self, other: Self) -> Self {
+        self.every_tool = self.every_tool.max(other.every_tool);
+        for (tool, quorum) in other.tools {
+            let floor = self.tools.entry(tool).or_insert(quorum);
+            *floor = (*floor).max(quorum);
+        }
+        self
+    }
+
+    /// The least quorum of approvals of `tool`: 1 (any one reviewer) unless set.
+    pub fn of(&self, tool: &str) -> u32 {
+        let named = self.tools.get(tool).copied().unwrap_or(1);
+        named.max(self.every_tool).max(1)
+    }
+
+    /// The largest floor of any tool: how many reviewers a server needs at least.
+    pub fn highest(&self) -> u32 {
+        self.tools
+            .values()
+            .fold(self.every_tool.max(1), |highest, &quorum| {
+                highest.max(quorum)
+            })
+    }
+
+    /// Raises the quorum of each of `actions`' tools in `review_configs` to the floor,
+    /// adding a config (every decision allowed) for a tool that has none.
+    fn raise(&self, actions: &[Action], review_configs: &mut Vec<ReviewConfig>) {
+        let mut seen = HashSet::new();
+        for action in actions {
+            let floor = self.of(&action.name);
+            if floor <= 1 || !seen.insert(action.name.as_str()) {
+                continue;
+            }
+            match review_configs
+                .iter_mut()
+                .find(|config| config.action_name == action.name)
+            {
+                Some(config) => {
+                    config.quorum = Some(config.quorum.unwrap_or(1).max(floor));
+                }
+                None => review_configs.push(
+                    ReviewConfig::new(action.name.clone(), DecisionType::ALL).with_quorum(floor),
+                ),
+            }
+        }
+    }
+}
+
+impl std::str::FromStr for QuorumFloor {
+    type Err = String;
+
+    /// `TOOL=M` (approvals of `TOOL` need `M` reviewers alike), or `*=M` (every tool's do).
+    fn from_str(text: &str) -> Result<Self, String> {
+        let (tool, quorum) = text
+            .split_once('=')
+            .ok_or_else(|| format!("expected TOOL=M or *=M, got {text:?}"))?;
+        let quorum: u32 = quorum
+            .trim()
+            .parse()
+            .ok()
+            .filter(|quorum| (1..=MAX_QUORUM).contains(quorum))
+            .ok_or_else(|| format!("{text:?}: M must be a whole number from 1 to {MAX_QUORUM}"))?;
+        let tool = tool.trim();
+        if tool.is_empty() {
+            return Err(format!("{text:?}: name a tool, or `*` for every tool"));
+        }
+        Ok(if tool == "*" {
+            Self {
+                every_tool: quorum,
+                tools: BTreeMap::new(),
+            }
+        } else {
+            Self {
+                every_tool: 1,
+                tools: BTreeMap::from([(tool.to_owned(), quorum)]),
+            }
+        })
+    }
+}
+
 /// The largest quorum a review config may ask for: more reviewers than any team has.
 pub const MAX_QUORUM: u32 = 100;
 
@@ -905,24 +1023,6 @@ fn check_request(
                 ),
             ));
         }
-        if let Some(reviewers) = &config.reviewers {
-            let distinct: std::collections::HashSet<&str> = reviewers
-                .iter()
-                .map(String::as_str)
-                .filter(|name| !name.trim().is_empty())
-                .collect();
-            let quorum = config.quorum.unwrap_or(1);
-            if distinct.len() < usize::try_from(quorum).unwrap_or(usize::MAX) {
-                return Err(ValidationError::action(
-                    index,
-                    format!(
-                        "action {}: review_configs[{position}] names {} distinct reviewer(s) but needs a quorum of {quorum}, so it could never be decided",
-                        describe(index, &actions[index]),
-                        distinct.len()
-                    ),
-                ));
-            }
-        }
         if config.allowed_decisions.is_empty() {
             return Err(ValidationError::action(
                 index,
@@ -933,8 +1033,40 @@ fn check_request(
             ));
         }
     }
+    check_reviewers(review_configs)?;
     for (index, action) in actions.iter().enumerate() {
         check_args_schema(index, action)?;
+    }
+    Ok(())
+}
+
+/// Checks that the reviewers the review configs name could approve the request: a
+/// reviewer must be named by every config that names reviewers, and the request needs as
+/// many as its largest quorum (configs name only actions of the request: checked before).
+fn check_reviewers(review_configs: &[ReviewConfig]) -> Result<(), ValidationError> {
+    let mut named = review_configs
+        .iter()
+        .filter_map(|config| config.reviewers.as_ref());
+    let Some(first) = named.next() else {
+        return Ok(());
+    };
+    let mut eligible: HashSet<&str> = first
+        .iter()
+        .map(String::as_str)
+        .filter(|name| !name.trim().is_empty())
+        .collect();
+    for reviewers in named {
+        eligible.retain(|name| reviewers.iter().any(|reviewer| reviewer == name));
+    }
+    let quorum = review_configs
+        .iter()
+        .filter_map(|config| config.quorum)
+        .fold(1, u32::max);
+    if eligible.len() < usize::try_from(quorum).unwrap_or(usize::MAX) {
+        return Err(ValidationError::request(format!(
+            "the review configs need a quorum of {quorum}, but only {} distinct reviewer(s) are named by every config that names reviewers, so the request could never be approved",
+            eligible.len()
+        )));
     }
     Ok(())
 }

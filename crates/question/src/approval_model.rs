@@ -10,6 +10,7 @@ use std::sync::Arc;
 use askbus_bus::{Event, Id, IdKind};
 
 use crate::identity::Identity;
+use crate::registry::VoteId;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -155,6 +156,9 @@ pub struct ApprovalReply {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct ApprovalVote {
+    /// The vote's id (`vot_` + an ascending ULID).
+    #[cfg_attr(feature = "openapi", schema(value_type = String, example = "vot_01JZ6Q3V8R5M2K7D4T9WXYZABC"))]
+    pub id: VoteId,
     /// Who decided.
     pub decided_by: Identity,
     /// Their decisions, one per action.

@@ -164,6 +164,8 @@ async fn resync(registries: &Registries, store: &dyn Store) -> Result<LogPositio
     let head = log.head().await?;
     resync_kind(&registries.questions, store).await?;
     resync_kind(&registries.approvals, store).await?;
+    // Votes cast in the gap are in their sessions' histories.
+    registries.approvals.recount_votes().await?;
     Ok(head)
 }
 

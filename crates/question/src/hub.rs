@@ -9,7 +9,7 @@ use serde::Serialize;
 use serde_json::json;
 use tokio::sync::watch;
 
-use crate::approval::{ApprovalConfig, ApprovalService, PendingApproval};
+use crate::approval::{ApprovalConfig, ApprovalService, PendingApproval, QuorumFloor};
 use crate::approval_model::{Action, ApprovalReply, Decision, DecisionType, ReviewConfig};
 use crate::follow::{self, Followed};
 use crate::identity::{Duties, Identity, NotAllowed};
@@ -325,6 +325,16 @@ impl RequestHub {
         &self.questions.actor
     }
 
+    /// Sets the least quorum of approvals, per tool (see [`QuorumFloor`]): every approval
+    /// request made from now on, through any handle, needs at least that many reviewers
+    /// alike for each of its tools, whatever its review configs ask. Set once, before the
+    /// hub is shared; a second call changes nothing.
+    #[must_use]
+    pub fn with_quorum_floor(self, floor: QuorumFloor) -> Self {
+        let _ = self.approvals.quorum_floor.set(floor);
+        self
+    }
+
     /// Sets the separation-of-duties policy of both kinds' requests (see [`Duties`]): with
     /// [`never_the_asker`](Duties::never_the_asker), no identity decides a request it
     /// asked. Roles are checked whatever the policy. A hub's policy is set once, before it
@@ -451,7 +461,9 @@ impl RequestHub {
                 Ok(()) => {}
                 // Another instance resolved it first: not refused here.
                 Err(DurableError::AlreadyResolved { .. }) => continue,
-                Err(error @ DurableError::Store(_)) => return Err(error.into()),
+                Err(error @ (DurableError::Store(_) | DurableError::NotCounted(_))) => {
+                    return Err(error.into());
+                }
             }
             let count = match kind {
                 OutcomeKind::Rejected => &mut rejected.questions,

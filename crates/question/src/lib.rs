@@ -62,7 +62,7 @@ mod validate;
 
 pub use approval::{
     ApprovalConfig, ApprovalError, ApprovalOutcome, ApprovalReplyError, ApprovalService,
-    ApprovalSnapshot, MAX_QUORUM, PendingApproval,
+    ApprovalSnapshot, MAX_QUORUM, PendingApproval, QuorumFloor,
 };
 pub use approval_model::{
     Action, ApprovalAsked, ApprovalCancelled, ApprovalDecided, ApprovalId, ApprovalKind,
@@ -86,7 +86,7 @@ pub use model::{
 };
 pub use quota::{PendingLimits, QuotaExceeded};
 pub use record::{Durable, DurableError, RecordedChange};
-pub use registry::{Outcome, OutcomeKind, Snapshot, Vote};
+pub use registry::{Outcome, OutcomeKind, Snapshot, Vote, VoteId, VoteKind};
 pub use service::{
     AskError, MAX_TIMEOUT, PendingQuestion, QuestionConfig, QuestionOutcome, QuestionService,
     QuestionSnapshot, ReplyError, SubmitError, Timeout,

@@ -34,7 +34,7 @@ use serde::de::DeserializeOwned;
 
 use crate::approval::{ApprovalOutcome, ApprovalRegistryKind};
 use crate::approval_model::{ApprovalId, ApprovalRequest};
-use crate::identity::Identity;
+use crate::identity::{Identity, NotAllowed};
 use crate::interrupt::RequestId;
 use crate::model::{QuestionId, QuestionRequest};
 use crate::registry::{Kind, Outcome, OutcomeKind};
@@ -78,6 +78,11 @@ pub enum DurableError {
     /// The store could not record the change.
     #[error(transparent)]
     Store(#[from] StoreError),
+    /// A vote was recorded but does not count: over a shared store, another vote of the
+    /// same reviewer, cast through another instance, was counted first (an HTTP client
+    /// hears `403`).
+    #[error("the vote does not count: {0}")]
+    NotCounted(NotAllowed),
 }
 
 /// What a [`Durable`] waits for.

@@ -105,13 +105,24 @@ pub struct Snapshot<Request, Reply> {
 /// [`ReviewConfig::quorum`](crate::ReviewConfig::quorum)).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Vote<Reply> {
+    /// The vote's own id: ascending, and when it was cast.
+    pub id: VoteId,
     /// Who replied.
     pub by: Identity,
     /// Their reply, validated as any reply is.
     pub reply: Reply,
-    /// When, milliseconds since the Unix epoch.
-    pub at: u64,
 }
+
+/// Kind marker for vote ids (`vot_`).
+#[derive(Debug)]
+pub enum VoteKind {}
+
+impl IdKind for VoteKind {
+    const PREFIX: &'static str = "vot_";
+}
+
+/// The id of a [`Vote`]: `vot_` + an ascending ULID, which tells when it was cast.
+pub type VoteId = Id<VoteKind>;
 
 impl<R> Outcome<R> {
     /// Whether this outcome is someone's decision about the request (replied, rejected),
@@ -428,7 +439,13 @@ struct State<K: Kind> {
     calls: HashMap<CallKey, Id<K::IdKind>>,
     /// The pending requests by session, in step with `pending`.
     sessions: SessionIndex<Id<K::IdKind>>,
+    /// Over a shared store, the votes cast here and not yet read back from its log, with
+    /// where to say whether each counted ([`Registry::vote`]).
+    vote_waiters: HashMap<VoteKey<K>, oneshot::Sender<Result<(), DurableError>>>,
 }
+
+/// One vote cast on one request.
+type VoteKey<K> = (Id<<K as Kind>::IdKind>, VoteId);
 
 /// A request waiting for its outcome.
 struct Pending<K: Kind> {
@@ -572,6 +589,7 @@ impl<K: Kind> Registry<K> {
                     index: K::Index::default(),
                     calls: HashMap::new(),
                     sessions: SessionIndex::default(),
+                    vote_waiters: HashMap::new(),
                 }),
                 timer_wakeup: Arc::new(Notify::new()),
                 timer_started: AtomicBool::new(false),
@@ -645,16 +663,17 @@ impl<K: Kind> Registry<K> {
                 registry.ensure_timer_driver();
             }
         }
-        registry.restore_votes().await?;
+        registry.recount_votes().await?;
         Ok(registry)
     }
 
     /// Counts again the votes cast on the pending requests that need a quorum, from their
     /// sessions' histories (where [`vote`](Self::vote) records each vote): a restarted
-    /// instance, or one joining a shared store, knows the votes cast before it started.
-    /// A request whose votes reached its quorum (the outcome was lost to a crash between
-    /// the deciding vote and its outcome) ends now.
-    async fn restore_votes(&self) -> Result<(), StoreError> {
+    /// instance, or one joining a shared store, knows the votes cast before it started,
+    /// and a follower that missed part of the log ([`follow`](crate::follow)) the votes in
+    /// it. Votes counted already count once. A request whose votes reached its quorum (the
+    /// outcome was lost to a crash between the deciding vote and its outcome) ends now.
+    pub(crate) async fn recount_votes(&self) -> Result<(), StoreError> {
         let Some(store) = self.store() else {
             return Ok(());
         };
@@ -932,7 +951,11 @@ impl<K: Kind> Registry<K> {
         if let Some(by) = by
             && outcome.is_decision()
         {
-            self.check_decider(entry, by)
+            let stops = match &outcome {
+                Outcome::Replied(reply) => K::vetoes(reply),
+                _ => true,
+            };
+            self.check_decider(entry, by, stops)
                 .map_err(ResolveError::NotAllowed)?;
         }
         let quorum = K::quorum(&entry.request);
@@ -942,7 +965,7 @@ impl<K: Kind> Registry<K> {
             let vote = Vote {
                 by: by.cloned().unwrap_or_default(),
                 reply,
-                at: askbus_store::now_ms(),
+                id: lock_ids(&self.inner.ids).next_id(),
             };
             return Ok(self.vote(state, id, vote, quorum));
         }
@@ -959,9 +982,22 @@ impl<K: Kind> Registry<K> {
     /// Whether `by` may decide the pending request `entry`: its role and the hub's duties
     /// ([`Duties::check_decide`]), the deciders the request names, and (under a quorum)
     /// one vote each. The one check every decision passes, whichever way it came.
-    fn check_decider(&self, entry: &Pending<K>, by: &Identity) -> Result<(), NotAllowed> {
+    ///
+    /// A decision that `stops` the request (runs nothing: a veto, a rejection, a session
+    /// rejected) needs only the first: the named deciders and the quorum restrain what may
+    /// *run*, and any reviewer may always stop what none alone may run, even after voting
+    /// for it.
+    fn check_decider(
+        &self,
+        entry: &Pending<K>,
+        by: &Identity,
+        stops: bool,
+    ) -> Result<(), NotAllowed> {
         self.duties()
             .check_decide(by, K::asked_by(&entry.request))?;
+        if stops {
+            return Ok(());
+        }
         if !K::names_decider(&entry.request, by) {
             return Err(NotAllowed::NotNamed(by.clone()));
         }
@@ -992,7 +1028,32 @@ impl<K: Kind> Registry<K> {
             }) else {
                 return Durable::done();
             };
-            return Durable::waiting(Some(store.store.write(Write::Event(record))));
+            // Whether it counted is known once the log brings it back (another vote of the
+            // same reviewer, cast through another instance, may come first).
+            let cast = (id, vote.id);
+            let (sender, fate) = oneshot::channel();
+            state.vote_waiters.insert(cast, sender);
+            let written = store.store.write(Write::Event(record));
+            drop(state);
+            let registry = self.clone();
+            return Durable::decided(async move {
+                let fate = match written.await {
+                    Ok(_) => tokio::time::timeout(APPLY_WAIT, fate).await.ok(),
+                    Err(error) => {
+                        registry.inner.lock().vote_waiters.remove(&cast);
+                        return Err(error.into());
+                    }
+                };
+                match fate {
+                    Some(Ok(fate)) => fate,
+                    // Durable, but not read back in time: it is in the log, so it counts
+                    // unless the same reviewer's other vote came first.
+                    _ => {
+                        registry.inner.lock().vote_waiters.remove(&cast);
+                        Ok(())
+                    }
+                }
+            });
         }
         let Some(counted) = self.count(&mut state, id, vote, quorum, Announce::Yes) else {
             return Durable::done();
@@ -1027,10 +1088,11 @@ impl<K: Kind> Registry<K> {
         announce: Announce,
     ) -> Option<Counted<K>> {
         let entry = state.pending.get_mut(&id)?;
-        if entry.votes.iter().any(|cast| cast.by.name == vote.by.name) {
+        let vetoes = K::vetoes(&vote.reply);
+        // One vote each for what runs; a veto stops the request whoever voted before.
+        if !vetoes && entry.votes.iter().any(|cast| cast.by.name == vote.by.name) {
             return None;
         }
-        let vetoes = K::vetoes(&vote.reply);
         let agreeing = agreeing::<K>(&entry.votes, &vote);
         let record = K::vote_record(&entry.request, &vote, agreeing);
         if entry.announced && announce == Announce::Yes {
@@ -1064,17 +1126,32 @@ impl<K: Kind> Registry<K> {
         let (id, vote) = K::read_vote(event)
             .ok_or_else(|| StoreError::Corrupt(format!("not a vote: {}", event.properties)))?;
         let mut state = self.inner.lock();
+        let waiter = state.vote_waiters.remove(&(id, vote.id));
         let Some(quorum) = state
             .pending
             .get(&id)
             .map(|entry| K::quorum(&entry.request))
         else {
+            if let Some(waiter) = waiter {
+                let _ = waiter.send(Err(DurableError::AlreadyResolved {
+                    request: K::request_id(id),
+                    outcome: state.outcome_kind(id),
+                }));
+            }
             return Ok(());
         };
+        let voter = vote.by.clone();
+        let counted = self.count(&mut state, id, vote, quorum, Announce::Yes);
+        if let Some(waiter) = waiter {
+            let _ = waiter.send(match counted {
+                Some(_) => Ok(()),
+                None => Err(DurableError::NotCounted(NotAllowed::AlreadyDecided(voter))),
+            });
+        }
         let Some(Counted {
             settled: Some((reply, by)),
             ..
-        }) = self.count(&mut state, id, vote, quorum, Announce::Yes)
+        }) = counted
         else {
             return Ok(());
         };
@@ -1337,7 +1414,11 @@ impl<K: Kind> Registry<K> {
             .map(|entry| {
                 let outcome = decide(&entry.request);
                 if outcome.is_decision() {
-                    self.check_decider(entry, by)?;
+                    let stops = match &outcome {
+                        Outcome::Replied(reply) => K::vetoes(reply),
+                        _ => true,
+                    };
+                    self.check_decider(entry, by, stops)?;
                 }
                 Ok((Arc::clone(&entry.request), outcome))
             })
@@ -1384,7 +1465,7 @@ impl<K: Kind> Registry<K> {
             .sessions
             .ids(session_id, Bound::Unbounded)
             .filter_map(|id| state.pending.get(&id))
-            .try_for_each(|entry| self.check_decider(entry, by))
+            .try_for_each(|entry| self.check_decider(entry, by, true))
     }
 
     /// The oldest pending request of `session_id`.

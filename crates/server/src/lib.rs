@@ -113,7 +113,7 @@ use askbus_http::{
 };
 use askbus_mcp::{ElicitationBridge, McpConfig};
 use askbus_question::{
-    ApprovalConfig, Duties, Identity, PendingLimits, QuestionConfig, RequestHub, Role,
+    ApprovalConfig, Duties, Identity, PendingLimits, QuestionConfig, QuorumFloor, RequestHub, Role,
 };
 use askbus_store::{RedisLocation, RedisStore, SqliteStore, Store, StoreError};
 use tokio::net::TcpListener;
@@ -204,6 +204,17 @@ pub struct Cli {
         global = true
     )]
     pub reviewer_tokens: Vec<String>,
+    /// The least quorum of approvals: `TOOL=M` (approvals of that tool need M distinct
+    /// reviewers alike; any one of them may still refuse alone) or `*=M` for every tool. A
+    /// request may ask for more (`review_configs[].quorum`), never fewer. Needs at least M
+    /// reviewer or admin credentials. Repeat the flag or separate with commas.
+    #[arg(
+        long = "quorum",
+        env = "ASKBUS_QUORUM",
+        value_delimiter = ',',
+        global = true
+    )]
+    pub quorum: Vec<String>,
     /// Host name the server answers for beside its listen address and the loopback names
     /// (`NAME` on any port, `NAME:PORT`, or `*` for any host, which needs a --token):
     /// requests naming any other `Host` are refused (421), which stops DNS rebinding.
@@ -339,6 +350,8 @@ pub struct Settings {
     /// The separation-of-duties policy: never the asker whenever an agent or reviewer
     /// credential is configured.
     pub duties: Duties,
+    /// The least quorum of approvals per tool (`--quorum`).
+    pub quorum_floor: QuorumFloor,
     /// The key that signs each audit log entry (`--audit-key`); `None`: entries are
     /// chained, not signed.
     pub audit_key: Option<askbus_audit::SigningKey>,
@@ -442,6 +455,20 @@ pub enum ConfigError {
     /// A malformed `--token`, `--agent-token` or `--reviewer-token` entry.
     #[error("bad {0} entry: {1}")]
     BadToken(&'static str, &'static str),
+    /// A malformed `--quorum` entry.
+    #[error("bad --quorum entry: {0}")]
+    BadQuorum(String),
+    /// A `--quorum` no set of the configured credentials could reach.
+    #[error(
+        "--quorum needs {needed} distinct reviewers, but only {deciders} configured credential(s) may decide: \
+         add --reviewer-token NAME=SECRET for each reviewer (without credentials, everyone is one identity, `local`)"
+    )]
+    QuorumUnreachable {
+        /// The highest quorum asked for.
+        needed: u32,
+        /// How many identities may decide.
+        deciders: usize,
+    },
     /// Two credentials with one name.
     #[error(
         "two credentials are named {0:?}: names must be unique, since they say who asked and who decided"
@@ -511,6 +538,7 @@ impl Cli {
         if tokens.is_empty() && !listen.ip().is_loopback() {
             return Err(ConfigError::TokenRequired(listen));
         }
+        let quorum_floor = self.quorum_floor(&tokens)?;
         let allowed_hosts = self
             .allowed_hosts
             .iter()
@@ -587,8 +615,34 @@ impl Cli {
             },
             pending,
             duties,
+            quorum_floor,
             audit_key: audit::load_audit_key(self.audit_key.as_deref())?,
         })
+    }
+
+    /// The `--quorum` floor, if the credentials can reach it: a quorum of M needs M
+    /// identities that may decide (reviewers and admins; without credentials there is one,
+    /// `local`).
+    fn quorum_floor(&self, tokens: &[AccessToken]) -> Result<QuorumFloor, ConfigError> {
+        let floor = self
+            .quorum
+            .iter()
+            .map(|entry| entry.trim())
+            .filter(|entry| !entry.is_empty())
+            .map(|entry| entry.parse().map_err(ConfigError::BadQuorum))
+            .try_fold(QuorumFloor::default(), |floor, entry| {
+                entry.map(|entry| floor.and(entry))
+            })?;
+        let deciders = tokens
+            .iter()
+            .filter(|token| token.identity().may_decide())
+            .count()
+            .max(1);
+        let needed = floor.highest();
+        if usize::try_from(needed).unwrap_or(usize::MAX) > deciders {
+            return Err(ConfigError::QuorumUnreachable { needed, deciders });
+        }
+        Ok(floor)
     }
 
     /// Every credential of `--token`, `--agent-token` and `--reviewer-token`, named.
@@ -831,7 +885,8 @@ pub async fn serve(
         .await
         .map_err(std::io::Error::other)?
         .with_pending_limits(settings.pending)
-        .with_duties(settings.duties);
+        .with_duties(settings.duties)
+        .with_quorum_floor(settings.quorum_floor.clone());
     serve_hub(listener, hub, settings, shutdown).await;
     Ok(())
 }
@@ -879,7 +934,8 @@ pub async fn run(settings: Settings, shutdown: CancellationToken) -> std::io::Re
         .await
         .map_err(|error| std::io::Error::other(format!("cannot open the store {store}: {error}")))?
         .with_pending_limits(settings.pending)
-        .with_duties(settings.duties);
+        .with_duties(settings.duties)
+        .with_quorum_floor(settings.quorum_floor.clone());
     let auth = describe_auth(&settings.http.tokens);
     tracing::info!("limits: {}", describe_limits(&settings));
     tracing::info!("askbus listening on http://{address} ({auth}; store: {store})");

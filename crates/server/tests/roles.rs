@@ -1,7 +1,7 @@
 //! Roles through the real `askbus` binary, configured as its README says: an agent's token
 //! asks and can never approve what it asked, a reviewer's token approves and can never ask,
-//! and the outcome, the audit log and a restart all say who decided. A request that needs
-//! two reviewers takes two distinct ones, across a `kill -9`.
+//! and the outcome, the audit log and a restart all say who decided. A tool the operator
+//! gave a quorum of two (`--quorum`) takes two distinct reviewers, across a `kill -9`.
 
 #![allow(clippy::unwrap_used)]
 
@@ -124,7 +124,7 @@ fn voter_names(body: &Value) -> Vec<&str> {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn two_of_two_takes_two_distinct_reviewers_across_a_kill_9() {
+async fn the_operators_two_of_two_takes_two_distinct_reviewers_across_a_kill_9() {
     let dir = tempfile::tempdir().unwrap();
     let store = format!("sqlite:{}", dir.path().join("askbus.db").display());
     let agent = format!("agent-1={AGENT}");
@@ -141,16 +141,20 @@ async fn two_of_two_takes_two_distinct_reviewers_across_a_kill_9() {
         &alice,
         "--reviewer-token",
         &bob,
+        "--quorum",
+        "drop_table=2",
     ];
     let server = Server::start_with(dir.path(), &args, &[]).await;
     let http = reqwest::Client::new();
     let create = json!({
         "session_id": "deploy",
         "action_requests": [{"name": "drop_table", "args": {"table": "users"}}],
-        "review_configs": [{"action_name": "drop_table", "quorum": 2}],
+        "review_configs": [{"action_name": "drop_table", "quorum": 1}],
     });
     let (status, created) = call(&server, &http, AGENT, "/approval", Some(&create)).await;
     assert_eq!(status, 200, "{created}");
+    // The agent asked for one reviewer; the operator's --quorum makes it two.
+    assert_eq!(created["review_configs"][0]["quorum"], 2, "{created}");
     let path = format!("/approval/{}", created["id"].as_str().unwrap());
     let reply = format!("{path}/reply");
     let approve = json!({"decisions": [{"type": "approve"}]});

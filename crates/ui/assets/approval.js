@@ -316,14 +316,15 @@ export function approvalCard(request, actions) {
     },
     /**
      * Adds the reviewers' `incoming` votes (from `approval.decided`, or all so far from the
-     * server) to those shown; a reviewer votes once, so a vote already shown is skipped.
+     * server) to those shown; a vote already shown (by its `id`) is skipped. Vote ids
+     * ascend in the order votes were cast.
      */
     noteVotes(incoming) {
       if (!quorumBox || resolved) return;
-      const known = new Set(votes.map((vote) => vote.decided_by?.name));
-      const added = incoming.filter((vote) => !known.has(vote.decided_by?.name));
+      const known = new Set(votes.map((vote) => vote.id));
+      const added = incoming.filter((vote) => !known.has(vote.id));
       if (added.length === 0) return;
-      votes = [...votes, ...added].sort((a, b) => (a.decided_at ?? 0) - (b.decided_at ?? 0));
+      votes = [...votes, ...added].sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
       showQuorum();
     },
     /** Reads the votes so far again (a fresh snapshot: events may have been missed). */
