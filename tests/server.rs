@@ -1,5 +1,7 @@
 //! The server binary's configuration (`askbus-server`): flags, validation, refusals.
 
+use std::time::Duration;
+
 use askbus::question::{Identity, Role};
 use askbus_http::TokenScope;
 use askbus_server::{Cli, ConfigError, Demo, StoreUrl};
@@ -184,6 +186,42 @@ fn the_quorum_floor_is_parsed_and_needs_enough_reviewers() {
     // Without credentials everyone is one identity: no quorum above 1.
     assert!(settings(&["--quorum", "drop_table=2"]).is_err());
     assert_eq!(settings(&[]).unwrap().quorum_floor.highest(), 1);
+}
+
+#[test]
+fn default_timeouts_take_seconds_units_or_never() {
+    let timeouts = |args: &[&str]| {
+        settings(args).map(|settings| {
+            (
+                settings.questions.default_timeout,
+                settings.approvals.default_timeout,
+            )
+        })
+    };
+    let minutes = |n: u64| Some(Duration::from_secs(60 * n));
+    assert_eq!(timeouts(&[]).unwrap(), (minutes(10), minutes(5)));
+    assert_eq!(
+        timeouts(&["--question-timeout", "never", "--approval-timeout", "90"]).unwrap(),
+        (None, Some(Duration::from_secs(90)))
+    );
+    assert_eq!(
+        timeouts(&["--question-timeout", "2h", "--approval-timeout", "1.5m"]).unwrap(),
+        (minutes(120), Some(Duration::from_secs(90)))
+    );
+    for bad in ["0", "-1", "10y", "soon", "400d", ""] {
+        let flag = format!("--approval-timeout={bad}");
+        let error = timeouts(&[&flag]).unwrap_err().to_string();
+        assert!(error.contains("--approval-timeout"), "{bad}: {error}");
+    }
+}
+
+#[test]
+fn a_link_secret_must_be_long_enough_to_sign_with() {
+    let error = settings(&["--link-secret", "short"])
+        .unwrap_err()
+        .to_string();
+    assert!(error.contains("--link-secret"), "{error}");
+    assert!(settings(&["--link-secret", &"x".repeat(32)]).is_ok());
 }
 
 #[test]

@@ -113,7 +113,8 @@ use askbus_http::{
 };
 use askbus_mcp::{ElicitationBridge, McpConfig};
 use askbus_question::{
-    ApprovalConfig, Duties, Identity, PendingLimits, QuestionConfig, QuorumFloor, RequestHub, Role,
+    ApprovalConfig, Duties, Identity, MAX_TIMEOUT, PendingLimits, QuestionConfig, QuorumFloor,
+    RequestHub, Role,
 };
 use askbus_store::{RedisLocation, RedisStore, SqliteStore, Store, StoreError};
 use tokio::net::TcpListener;
@@ -155,6 +156,25 @@ pub struct Cli {
         global = true
     )]
     pub keep_resolved_days: u32,
+    /// How long a question waits for a human when its request does not say (`timeout`
+    /// absent): seconds, or with a unit (`90s`, `10m`, `2h`, `7d`), or `never`. At most a
+    /// year. Default: 10m.
+    #[arg(
+        long,
+        env = "ASKBUS_QUESTION_TIMEOUT",
+        value_name = "DURATION",
+        global = true
+    )]
+    pub question_timeout: Option<String>,
+    /// How long an approval request waits for a decision when it does not say: as
+    /// --question-timeout. On expiry every action is rejected. Default: 5m.
+    #[arg(
+        long,
+        env = "ASKBUS_APPROVAL_TIMEOUT",
+        value_name = "DURATION",
+        global = true
+    )]
+    pub approval_timeout: Option<String>,
     /// Records (steps, requests, outcomes) each session's history keeps, about: the oldest
     /// are dropped past it, a batch at a time. Bounds what one history read costs.
     #[arg(
@@ -344,6 +364,10 @@ pub struct Settings {
     pub store: StoreUrl,
     /// How long the store keeps resolved requests; `None`: for good.
     pub keep_resolved: Option<Duration>,
+    /// The questions' settings (their default timeout).
+    pub questions: QuestionConfig,
+    /// The approvals' settings (their default timeout).
+    pub approvals: ApprovalConfig,
     /// The HTTP API's settings (tokens, CORS, limits).
     pub http: HttpConfig,
     /// Whether to run the demo agent.
@@ -468,6 +492,16 @@ pub enum ConfigError {
     /// A `--link-secret` too short to sign with.
     #[error("--link-secret: {0}")]
     ShortLinkSecret(#[from] ShortLinkSecret),
+    /// A malformed `--question-timeout` or `--approval-timeout`.
+    #[error(
+        "bad {flag} {value:?}: give seconds, a number with a unit (90s, 10m, 2h, 7d) up to a year, or `never`"
+    )]
+    BadTimeout {
+        /// The flag.
+        flag: &'static str,
+        /// What it was given.
+        value: String,
+    },
     /// A malformed `--quorum` entry.
     #[error("bad --quorum entry: {0}")]
     BadQuorum(String),
@@ -601,6 +635,22 @@ impl Cli {
             listen,
             store,
             keep_resolved: (self.keep_resolved_days > 0).then(|| DAY * self.keep_resolved_days),
+            questions: QuestionConfig {
+                default_timeout: Self::default_timeout(
+                    self.question_timeout.as_deref(),
+                    "--question-timeout",
+                    QuestionConfig::default().default_timeout,
+                )?,
+                ..QuestionConfig::default()
+            },
+            approvals: ApprovalConfig {
+                default_timeout: Self::default_timeout(
+                    self.approval_timeout.as_deref(),
+                    "--approval-timeout",
+                    ApprovalConfig::default().default_timeout,
+                )?,
+                ..ApprovalConfig::default()
+            },
             http: HttpConfig {
                 tokens,
                 cors_origins,
@@ -660,6 +710,43 @@ impl Cli {
             return Err(ConfigError::QuorumUnreachable { needed, deciders });
         }
         Ok(floor)
+    }
+
+    /// A default timeout flag's value: `never`, seconds, or a number with a unit (`s`, `m`,
+    /// `h`, `d`), at most [`MAX_TIMEOUT`]; `default` when the flag is absent.
+    fn default_timeout(
+        value: Option<&str>,
+        flag: &'static str,
+        default: Option<Duration>,
+    ) -> Result<Option<Duration>, ConfigError> {
+        let Some(value) = value.map(str::trim) else {
+            return Ok(default);
+        };
+        if value.eq_ignore_ascii_case("never") {
+            return Ok(None);
+        }
+        let refused = || ConfigError::BadTimeout {
+            flag,
+            value: value.to_owned(),
+        };
+        let (number, unit) = value.split_at(
+            value
+                .find(|c: char| c.is_ascii_alphabetic())
+                .unwrap_or(value.len()),
+        );
+        let seconds_per = match unit {
+            "" | "s" => 1.0,
+            "m" => 60.0,
+            "h" => 3600.0,
+            "d" => 86_400.0,
+            _ => return Err(refused()),
+        };
+        let seconds: f64 = number.trim().parse().map_err(|_| refused())?;
+        Duration::try_from_secs_f64(seconds * seconds_per)
+            .ok()
+            .filter(|timeout| !timeout.is_zero() && *timeout <= MAX_TIMEOUT)
+            .map(Some)
+            .ok_or_else(refused)
     }
 
     /// Every credential of `--token`, `--agent-token` and `--reviewer-token`, named.
@@ -967,7 +1054,13 @@ pub async fn run(settings: Settings, shutdown: CancellationToken) -> std::io::Re
 async fn open_hub(settings: &Settings) -> Result<RequestHub, StoreError> {
     let history = settings.http.history;
     let store: Arc<dyn Store> = match &settings.store {
-        StoreUrl::Memory => return Ok(RequestHub::new(Bus::new())),
+        StoreUrl::Memory => {
+            return Ok(RequestHub::with_config(
+                Bus::new(),
+                settings.questions,
+                settings.approvals,
+            ));
+        }
         StoreUrl::Sqlite(path) => Arc::new(
             SqliteStore::open(path)?
                 .with_history_limit(history.records_per_session)
@@ -990,22 +1083,10 @@ async fn open_hub(settings: &Settings) -> Result<RequestHub, StoreError> {
     if store.change_log().is_some() {
         // Redis. Its bus is this server's own: the store's change log brings it every
         // instance's request events, and its event ids are this server's cursors.
-        return RequestHub::shared(
-            Bus::new(),
-            QuestionConfig::default(),
-            ApprovalConfig::default(),
-            store,
-        )
-        .await;
+        return RequestHub::shared(Bus::new(), settings.questions, settings.approvals, store).await;
     }
     let bus = askbus_store::resume_bus(BusConfig::default(), Arc::clone(&store)).await?;
-    let hub = RequestHub::with_store(
-        bus,
-        QuestionConfig::default(),
-        ApprovalConfig::default(),
-        store,
-    )
-    .await?;
+    let hub = RequestHub::with_store(bus, settings.questions, settings.approvals, store).await?;
     let restored = hub.questions().pending_count() + hub.approvals().pending_count();
     if restored > 0 {
         tracing::info!("{restored} pending request(s) restored from the store");
