@@ -216,6 +216,16 @@ fn default_timeouts_take_seconds_units_or_never() {
 }
 
 #[test]
+fn listen_takes_a_host_name_and_resolves_it_once() {
+    let listen = settings(&["--listen", "localhost:4717"]).expect("localhost resolves");
+    assert_eq!(listen.listen, "127.0.0.1:4717".parse().unwrap());
+    for bad in ["localhost", "no-such-host.invalid:4717", "localhost:port"] {
+        let error = settings(&["--listen", bad]).unwrap_err().to_string();
+        assert!(error.contains("--listen"), "{bad}: {error}");
+    }
+}
+
+#[test]
 fn a_link_secret_must_be_long_enough_to_sign_with() {
     let error = settings(&["--link-secret", "short"])
         .unwrap_err()
@@ -326,7 +336,7 @@ fn bad_flags_are_refused_with_a_clear_message() {
     let tls = settings(&["--store", "rediss://u:secret@host:6380"]).expect_err("refused");
     assert!(!tls.to_string().contains("secret"), "{tls}");
     check(&["--store", "sqlite:"], "use `sqlite:PATH`");
-    check(&["--listen", "localhost:4717"], "IP:PORT");
+    check(&["--listen", "no-such-host.invalid:4717"], "HOST:PORT");
     check(&["--token", "@session"], "empty");
     check(&["--token", "secret@"], "empty");
     check(&["--cors-origin", "*"], "is not a browser origin");

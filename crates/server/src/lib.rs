@@ -131,7 +131,9 @@ pub use audit::{AuditCommand, AuditCommandError, run as run_audit};
     about = "Let AI agents stop and ask a human, and get the answer back: the askbus server"
 )]
 pub struct Cli {
-    /// Address to listen on, IP:PORT. A non-loopback address needs a --token.
+    /// Address to listen on, IP:PORT or HOST:PORT (`localhost:4717`: a name is resolved
+    /// once, at start, and the server answers for it). A non-loopback address needs a
+    /// --token.
     #[arg(
         long,
         env = "ASKBUS_LISTEN",
@@ -467,8 +469,10 @@ pub enum Demo {
 /// Flags that cannot be served as given; the message says what to change.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ConfigError {
-    /// `--listen` is not `IP:PORT`.
-    #[error("--listen {0:?} is not an IP:PORT address (for example 127.0.0.1:4717)")]
+    /// `--listen` is neither `IP:PORT` nor a `HOST:PORT` that resolves.
+    #[error(
+        "--listen {0:?} is not an IP:PORT or HOST:PORT address that resolves (for example 127.0.0.1:4717 or localhost:4717)"
+    )]
     BadListen(String),
     /// A non-loopback address without a token.
     #[error(
@@ -567,11 +571,7 @@ impl Cli {
     /// this is called ([`event_streams_for`]); the binary raises it first
     /// ([`raise_open_files_limit`]).
     pub fn settings(&self) -> Result<Settings, ConfigError> {
-        let listen: SocketAddr = self
-            .listen
-            .trim()
-            .parse()
-            .map_err(|_| ConfigError::BadListen(self.listen.clone()))?;
+        let (listen, listen_name) = resolve_listen(&self.listen)?;
         let store = match &self.store {
             Some(url) => url.parse()?,
             None => StoreUrl::default_for(self.command.as_ref()),
@@ -591,6 +591,7 @@ impl Cli {
             .iter()
             .map(|host| host.trim())
             .filter(|host| !host.is_empty())
+            .chain(listen_name.as_deref())
             .map(AllowedHost::from_str)
             .collect::<Result<Vec<_>, _>>()?;
         if allowed_hosts.contains(&AllowedHost::Any) && tokens.is_empty() {
@@ -970,6 +971,30 @@ fn secret_and_session<'a>(
         ));
     }
     Ok((secret, session))
+}
+
+/// The address `--listen` names, and the host name it gave (other than `localhost`, which
+/// the server answers for anyway), which the server then answers for too. A name is
+/// resolved once, here; of its addresses an IPv4 one is taken first, the address clients
+/// most often reach a name by.
+fn resolve_listen(listen: &str) -> Result<(SocketAddr, Option<String>), ConfigError> {
+    let listen = listen.trim();
+    if let Ok(address) = listen.parse() {
+        return Ok((address, None));
+    }
+    let refused = || ConfigError::BadListen(listen.to_owned());
+    let (host, _) = listen.rsplit_once(':').ok_or_else(refused)?;
+    let addresses: Vec<SocketAddr> = std::net::ToSocketAddrs::to_socket_addrs(listen)
+        .map_err(|_| refused())?
+        .collect();
+    let address = addresses
+        .iter()
+        .find(|address| address.is_ipv4())
+        .or(addresses.first())
+        .copied()
+        .ok_or_else(refused)?;
+    let name = (!host.eq_ignore_ascii_case("localhost")).then(|| host.to_owned());
+    Ok((address, name))
 }
 
 /// Opens the store, then serves the API on `listener` until `shutdown` is cancelled, then
