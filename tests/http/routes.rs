@@ -20,6 +20,50 @@ async fn health_answers_without_auth() {
     assert_eq!(body["healthy"], true);
 }
 
+/// `/ready` says whether the store answers: ready on Redis, not ready (`503`, within its
+/// two seconds) once Redis is gone, ready again once it is back.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ready_follows_the_store() {
+    let mut redis = crate::support::PrivateRedis::start().await;
+    let store: std::sync::Arc<dyn askbus_store::Store> = std::sync::Arc::new(redis.open().await);
+    let hub = askbus::question::RequestHub::shared(
+        askbus::bus::Bus::new(),
+        askbus::question::QuestionConfig::default(),
+        askbus::question::ApprovalConfig::default(),
+        store,
+    )
+    .await
+    .unwrap();
+    let app = TestApp::with_hub(
+        hub,
+        askbus_http::HttpConfig {
+            tokens: vec![askbus_http::AccessToken::all_sessions("secret-token")],
+            ..Default::default()
+        },
+    );
+    let (status, body) = app.call(get("/ready")).await;
+    assert_eq!((status, &body["ready"]), (StatusCode::OK, &json!(true)));
+    redis.kill();
+    let started = std::time::Instant::now();
+    let (status, body) = app.call(get("/ready")).await;
+    assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE, "{body}");
+    assert!(
+        started.elapsed() < Duration::from_secs(5),
+        "{:?}",
+        started.elapsed()
+    );
+    // Liveness is another question: the process is up.
+    assert_eq!(app.call(get("/health")).await.0, StatusCode::OK);
+    redis.restart().await;
+    crate::support::until_ok(|| async {
+        match app.call(get("/ready")).await {
+            (StatusCode::OK, _) => Ok(()),
+            (status, body) => Err(format!("{status}: {body}")),
+        }
+    })
+    .await;
+}
+
 #[tokio::test]
 async fn list_is_ascending_and_filters_by_session() {
     let app = TestApp::new();

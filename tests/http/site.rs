@@ -253,3 +253,22 @@ async fn a_header_larger_than_the_server_reads_is_431() {
     let (status, _) = check(&app, "GET", "/health", &[host, ("x-big", &fits)], None).await;
     assert_eq!(status, StatusCode::OK);
 }
+
+#[tokio::test]
+async fn probes_pass_by_ip_address_and_nothing_else_does() {
+    let app = guarded_app(HttpConfig::default());
+    let by_ip = [("host", "10.1.2.3:4717")];
+    for probe in ["/health", "/ready"] {
+        assert_eq!(
+            check(&app, "GET", probe, &by_ip, None).await.0,
+            StatusCode::OK
+        );
+    }
+    let (status, code) = check(&app, "GET", "/question", &by_ip, None).await;
+    assert_eq!(
+        (status, code.as_str()),
+        (StatusCode::MISDIRECTED_REQUEST, "misdirected_request")
+    );
+    let (status, _) = check(&app, "POST", "/health", &by_ip, Some("{}")).await;
+    assert_eq!(status, StatusCode::MISDIRECTED_REQUEST);
+}

@@ -290,6 +290,7 @@ fn build(
         ));
     let public = OpenApiRouter::new()
         .routes(routes!(openapi::health))
+        .routes(routes!(openapi::ready))
         .merge(linked);
 
     let (router, mut document) = OpenApiRouter::with_openapi(openapi::ApiDoc::openapi())

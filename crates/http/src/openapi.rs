@@ -113,13 +113,52 @@ pub(crate) struct Health {
     version: &'static str,
 }
 
-/// Whether the server is up, and its version.
+/// `GET /ready` answer.
+#[derive(serde::Serialize, ToSchema)]
+pub(crate) struct Ready {
+    /// True: the store answers and (with a shared store) this server has caught up with it.
+    ready: bool,
+}
+
+/// How long `/ready` waits for the store before it says "not ready".
+const READY_WAIT: std::time::Duration = std::time::Duration::from_secs(2);
+
+/// Whether the server can serve requests now (a readiness probe): its store answers and,
+/// with a store shared by several servers, this one has applied everything in it. `/health`
+/// only says the process is up (a liveness probe). Neither needs a token, and neither
+/// checks the `Host`, so probes by IP address work.
+#[utoipa::path(
+    get,
+    path = "/ready",
+    operation_id = "global.ready",
+    tag = "server",
+    responses(
+        (status = 200, description = "Ready", body = Ready),
+        (status = 503, description = "The store does not answer (within 2 s), or this server has not caught up with it (`store_unavailable`)", body = crate::error::ErrorBody),
+    ),
+    security(())
+)]
+pub(crate) async fn ready(
+    axum::extract::State(state): axum::extract::State<crate::AppState>,
+) -> Result<Json<Ready>, crate::error::ApiError> {
+    match tokio::time::timeout(READY_WAIT, state.inner.hub.ready()).await {
+        Ok(Ok(())) => Ok(Json(Ready { ready: true })),
+        Ok(Err(error)) => Err(error.into()),
+        Err(_) => Err(crate::error::ApiError::new(
+            crate::error::ErrorCode::StoreUnavailable,
+            "not ready: the store did not answer within 2 s",
+        )),
+    }
+}
+
+/// Whether the server is up (a liveness probe), and its version.
 #[utoipa::path(
     get,
     path = "/health",
     operation_id = "global.health",
     tag = "server",
-    responses((status = 200, description = "The server is up", body = Health))
+    responses((status = 200, description = "The server is up", body = Health)),
+    security(())
 )]
 pub(crate) async fn health() -> Json<Health> {
     Json(Health {

@@ -16,7 +16,8 @@
 //!   absolute-form target) must name the listen address, a loopback name (`localhost`,
 //!   `127.0.0.1`, `[::1]`) with the listen port, or a configured [`AllowedHost`]; anything
 //!   else is `421 misdirected_request`, before any route runs. A request without a `Host`
-//!   cannot come from a browser and passes.
+//!   cannot come from a browser and passes. So do the probes, `GET /health` and
+//!   `GET /ready`, which orchestrators send by IP address and which reveal nothing.
 //! - **No cross-site request changes anything.** A request other than `GET`, `HEAD` or
 //!   `OPTIONS` whose `Origin` is neither the server's own (the `Host` it named) nor a
 //!   configured CORS origin, or that the browser marks `Sec-Fetch-Site: cross-site`, is
@@ -159,6 +160,13 @@ impl SiteGuard {
         }
     }
 
+    /// Whether `request` reads `/health` or `/ready`, which say nothing worth a rebinding
+    /// page's while (up or not, and the version) and which probes send by IP address.
+    fn is_probe<B>(request: &Request<B>) -> bool {
+        matches!(*request.method(), Method::GET | Method::HEAD)
+            && matches!(request.uri().path(), "/health" | "/ready")
+    }
+
     /// `Ok`, or the answer that refuses `request`; see the module docs.
     fn check<B>(&self, request: &Request<B>) -> Result<(), ApiError> {
         let headers = request.headers();
@@ -176,6 +184,10 @@ impl SiteGuard {
             ));
         }
         let host = headers.get(header::HOST);
+        if Self::is_probe(request) {
+            // Probes name the address they reach (a pod's IP): nothing to protect in them.
+            return Ok(());
+        }
         // Every `Host` a request carries (a browser sends one; a second could disagree).
         for named in headers
             .get_all(header::HOST)

@@ -381,6 +381,21 @@ impl RequestHub {
         Ok(())
     }
 
+    /// Whether this hub can serve: its store answers a read, and (over a shared store) its
+    /// follower has applied the store's log up to now. At once without a store. Wrap it in
+    /// a timeout: a store that does not answer makes it wait as long as the store's own
+    /// time limit.
+    ///
+    /// # Errors
+    ///
+    /// The store's error.
+    pub async fn ready(&self) -> Result<(), StoreError> {
+        if let Some(store) = self.store() {
+            store.recent_events(1).await?;
+        }
+        self.caught_up().await
+    }
+
     /// The bus both services publish on.
     pub fn bus(&self) -> &Bus {
         self.questions.bus()
