@@ -55,6 +55,7 @@
 //! # drop(app);
 //! ```
 
+mod access;
 mod approvals;
 mod audit;
 mod auth;
@@ -87,6 +88,7 @@ use utoipa::OpenApi;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
+pub use access::{REQUEST_ID, log as access_log};
 pub use askbus_protocol::HistoryLimits;
 pub use auth::{AccessToken, Authorized, TokenScope, Unauthorized, authorize};
 pub use cors::{CorsOrigin, InvalidOrigin};

@@ -123,6 +123,15 @@ use tokio_util::sync::CancellationToken;
 pub use accept::{ConnectionLimits, serve_router};
 pub use audit::{AuditCommand, AuditCommandError, run as run_audit};
 
+/// How log lines are written (`--log-format`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum LogFormat {
+    /// Human-readable lines; ANSI colours only when stderr is a terminal.
+    Text,
+    /// One JSON object per line.
+    Json,
+}
+
 /// Command-line flags of `askbus`; each also reads an environment variable.
 #[derive(Debug, Clone, clap::Parser)]
 #[command(
@@ -340,6 +349,17 @@ pub struct Cli {
         global = true
     )]
     pub link_secret: Option<String>,
+    /// How log lines are written to stderr: `text` (colours only on a terminal) or `json`
+    /// (one object per line, with the request's span fields). Levels: `RUST_LOG` (default
+    /// `info`: one access line per request, target `askbus::access`).
+    #[arg(
+        long,
+        env = "ASKBUS_LOG_FORMAT",
+        value_enum,
+        default_value_t = LogFormat::Text,
+        global = true
+    )]
+    pub log_format: LogFormat,
     /// What to run; without one, the HTTP server.
     #[command(subcommand)]
     pub command: Option<Command>,
@@ -1043,6 +1063,8 @@ async fn serve_hub(
     // The web UI at `/`: public pages whose API calls carry the human's token.
     let app = app.merge(askbus_ui::router());
     let app = mcp::mount(app, hub, &settings, shutdown.clone());
+    // An access line for every route (the API, the UI, MCP), in a span naming the request.
+    let app = app.layer(axum::middleware::from_fn(askbus_http::access_log));
     // One guard in front of every route: the Host, and the site of a browser's request.
     let listen = listener.local_addr().unwrap_or(settings.listen);
     let app = askbus_http::guarded(app, SiteGuard::new(listen, &settings.http));

@@ -4,7 +4,9 @@
 use std::process::ExitCode;
 
 use anyhow::Context;
-use askbus_server::{Cli, Command};
+use std::io::IsTerminal;
+
+use askbus_server::{Cli, Command, LogFormat};
 use clap::Parser;
 use tokio_util::sync::CancellationToken;
 use tracing_subscriber::EnvFilter;
@@ -20,13 +22,17 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    tracing_subscriber::fmt()
+    let logs = tracing_subscriber::fmt()
         .with_env_filter(
             EnvFilter::try_from_default_env()
                 .unwrap_or_else(|_| EnvFilter::new("info,tower_http=warn,hyper=warn")),
         )
-        .with_writer(std::io::stderr)
-        .init();
+        .with_writer(std::io::stderr);
+    match cli.log_format {
+        // Colour codes only where a terminal shows them: never into a file or a collector.
+        LogFormat::Text => logs.with_ansi(std::io::stderr().is_terminal()).init(),
+        LogFormat::Json => logs.json().with_current_span(true).init(),
+    }
     match run(&cli) {
         Ok(()) => ExitCode::SUCCESS,
         Err(error) => {
