@@ -17,6 +17,8 @@ mod events;
 mod openapi;
 // What a human needs under a flood: paged lists, counts per session, rejecting a session.
 mod pending;
+// Answer links: single use, unforgeable, expiring, acting as their reviewer.
+mod links;
 // Quotas: 429 for creates past a pending limit, 503 and 429 for streams past their slots.
 mod quotas;
 // Roles: agents never decide, reviewers never ask, nobody decides what they asked; who

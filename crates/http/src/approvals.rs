@@ -280,7 +280,7 @@ pub(crate) async fn create(
 /// The request `key` names (an `apr_` id or an `approval_key`) if it exists and the caller
 /// may see it; otherwise 404, the same answer whether it does not exist or belongs to
 /// another session.
-async fn visible(
+pub(crate) async fn visible(
     state: &AppState,
     caller: &Caller,
     key: &str,

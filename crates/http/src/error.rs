@@ -34,6 +34,8 @@ pub enum ErrorCode {
     RequestTimeout,
     /// 409: the request already has its outcome.
     AlreadyResolved,
+    /// 410: an answer link expired (with its request, or after its lifetime).
+    LinkExpired,
     /// 409: the tool call id (`tool.callID`, `tool_use_id`) of a new request already asked
     /// something else in its session; the message names the call and the earlier request.
     /// A request joins the earlier one only when it asks exactly the same.
@@ -114,6 +116,7 @@ impl ErrorCode {
             Self::MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
             Self::RequestTimeout => StatusCode::REQUEST_TIMEOUT,
             Self::AlreadyResolved | Self::CallIdReused => StatusCode::CONFLICT,
+            Self::LinkExpired => StatusCode::GONE,
             Self::PayloadTooLarge => StatusCode::PAYLOAD_TOO_LARGE,
             Self::UnsupportedMediaType => StatusCode::UNSUPPORTED_MEDIA_TYPE,
             Self::NotAcceptable => StatusCode::NOT_ACCEPTABLE,
@@ -137,6 +140,7 @@ impl ErrorCode {
             StatusCode::METHOD_NOT_ALLOWED => Self::MethodNotAllowed,
             StatusCode::REQUEST_TIMEOUT => Self::RequestTimeout,
             StatusCode::CONFLICT => Self::AlreadyResolved,
+            StatusCode::GONE => Self::LinkExpired,
             StatusCode::PAYLOAD_TOO_LARGE => Self::PayloadTooLarge,
             StatusCode::UNSUPPORTED_MEDIA_TYPE => Self::UnsupportedMediaType,
             StatusCode::NOT_ACCEPTABLE => Self::NotAcceptable,

@@ -62,6 +62,7 @@ mod cors;
 mod error;
 mod events;
 mod extract;
+mod links;
 mod long_poll;
 mod openapi;
 mod paging;
@@ -91,6 +92,7 @@ pub use auth::{AccessToken, Authorized, TokenScope, Unauthorized, authorize};
 pub use cors::{CorsOrigin, InvalidOrigin};
 pub use error::{ApiError, ErrorCode};
 pub use extract::read_body;
+pub use links::{LINK_LIFETIME, LinkKey, ShortLinkSecret};
 pub use site::{AllowedHost, InvalidHost, MAX_HEADER_BYTES, SiteGuard, guarded};
 pub use streams::{STREAM_RETRY_AFTER, StreamSlot, StreamSlots};
 
@@ -136,6 +138,10 @@ pub struct HttpConfig {
     /// What a hub without a store keeps of its sessions' histories in memory (a store
     /// keeps them by its own limit). Default: [`HistoryLimits::default`].
     pub history: HistoryLimits,
+    /// The key that signs answer links (`/answer/{token}`). Default: a random one, so
+    /// links work until the process ends; give every instance of a shared store the same
+    /// ([`LinkKey::from_secret`]).
+    pub link_key: LinkKey,
 }
 
 impl Default for HttpConfig {
@@ -152,6 +158,7 @@ impl Default for HttpConfig {
             event_streams: StreamSlots::default(),
             max_event_streams_per_token: usize::MAX,
             history: HistoryLimits::default(),
+            link_key: LinkKey::random(),
         }
     }
 }
@@ -256,6 +263,8 @@ fn build(
         .routes(routes!(transcript::history))
         .routes(routes!(transcript::step))
         .routes(routes!(audit::list))
+        .routes(routes!(links::mint_question))
+        .routes(routes!(links::mint_approval))
         .route_layer(ServiceBuilder::new().layer(authenticate.clone()).layer(
             TimeoutLayer::with_status_code(StatusCode::REQUEST_TIMEOUT, request_timeout),
         ));
@@ -270,7 +279,18 @@ fn build(
             axum::middleware::from_fn_with_state(state.clone(), streams::hold_slot),
         ));
     let protected = timed.merge(streaming);
-    let public = OpenApiRouter::new().routes(routes!(openapi::health));
+    // An answer link is its own credential: no bearer token, but a request timeout.
+    let linked = OpenApiRouter::new()
+        .routes(routes!(links::read))
+        .routes(routes!(links::reply))
+        .routes(routes!(links::reject))
+        .route_layer(TimeoutLayer::with_status_code(
+            StatusCode::REQUEST_TIMEOUT,
+            request_timeout,
+        ));
+    let public = OpenApiRouter::new()
+        .routes(routes!(openapi::health))
+        .merge(linked);
 
     let (router, mut document) = OpenApiRouter::with_openapi(openapi::ApiDoc::openapi())
         .merge(protected)

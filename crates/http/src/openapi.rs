@@ -26,6 +26,7 @@ use utoipa::{Modify, OpenApi, ToSchema};
         (name = "approval", description = "Approvals of tool calls: list, read, decide; create and wait in server mode"),
         (name = "session", description = "Sessions: interrupt state, resume, cancel"),
         (name = "events", description = "Server-Sent Events"),
+        (name = "answer", description = "Answer links: one request, one reviewer, no token (`POST /question/{id}/link` mints them)"),
         (name = "audit", description = "The audit log: a hash-chained receipt of every decision"),
         (name = "server", description = "Health and this document"),
     )

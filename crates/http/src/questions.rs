@@ -360,7 +360,7 @@ async fn may_act_on(state: &AppState, caller: &Caller, id: QuestionId) -> Result
 ///
 /// An id this server does not know may have been asked through another server sharing
 /// its store a moment ago: it catches up with the store before answering 404.
-async fn visible(
+pub(crate) async fn visible(
     state: &AppState,
     caller: &Caller,
     id: QuestionId,

@@ -109,7 +109,7 @@ use std::sync::Arc;
 use askbus_bus::{Bus, BusConfig};
 use askbus_http::{
     AccessToken, AllowedHost, CorsOrigin, HistoryLimits, HttpConfig, InvalidHost, InvalidOrigin,
-    SiteGuard, StreamSlots, TokenScope,
+    LinkKey, ShortLinkSecret, SiteGuard, StreamSlots, TokenScope,
 };
 use askbus_mcp::{ElicitationBridge, McpConfig};
 use askbus_question::{
@@ -308,6 +308,16 @@ pub struct Cli {
     /// every audit log entry. Without it entries are hash-chained but unsigned.
     #[arg(long, env = "ASKBUS_AUDIT_KEY", value_name = "FILE", global = true)]
     pub audit_key: Option<std::path::PathBuf>,
+    /// Secret (32+ characters) that signs answer links (`/answer/{token}`). Without it a
+    /// random key is made at start: links then stop working when the server restarts, and
+    /// work on this instance only. Give every instance of a shared store the same.
+    #[arg(
+        long,
+        env = "ASKBUS_LINK_SECRET",
+        hide_env_values = true,
+        global = true
+    )]
+    pub link_secret: Option<String>,
     /// What to run; without one, the HTTP server.
     #[command(subcommand)]
     pub command: Option<Command>,
@@ -455,6 +465,9 @@ pub enum ConfigError {
     /// A malformed `--token`, `--agent-token` or `--reviewer-token` entry.
     #[error("bad {0} entry: {1}")]
     BadToken(&'static str, &'static str),
+    /// A `--link-secret` too short to sign with.
+    #[error("--link-secret: {0}")]
+    ShortLinkSecret(#[from] ShortLinkSecret),
     /// A malformed `--quorum` entry.
     #[error("bad --quorum entry: {0}")]
     BadQuorum(String),
@@ -603,6 +616,10 @@ impl Cli {
                     bytes_per_session: at_least_one(self.max_history_mib, "--max-history-mib")?
                         .saturating_mul(1024 * 1024),
                     ..HistoryLimits::default()
+                },
+                link_key: match &self.link_secret {
+                    Some(secret) => LinkKey::from_secret(secret)?,
+                    None => LinkKey::random(),
                 },
                 ..HttpConfig::default()
             },

@@ -143,6 +143,8 @@ async fn the_operators_two_of_two_takes_two_distinct_reviewers_across_a_kill_9()
         &bob,
         "--quorum",
         "drop_table=2",
+        "--link-secret",
+        "link-secret-0123456789abcdef0123456789",
     ];
     let server = Server::start_with(dir.path(), &args, &[]).await;
     let http = reqwest::Client::new();
@@ -173,6 +175,11 @@ async fn the_operators_two_of_two_takes_two_distinct_reviewers_across_a_kill_9()
     let (_, half) = call(&server, &http, AGENT, &path, None).await;
     assert_eq!(half["status"], "pending", "{half}");
     assert_eq!(voter_names(&half), ["alice"]);
+    // Bob gets an answer link, signed with the configured secret.
+    let mint = format!("{path}/link");
+    let (status, minted) = call(&server, &http, BOB, &mint, Some(&json!({}))).await;
+    assert_eq!(status, 200, "{minted}");
+    let link = minted["path"].as_str().unwrap().to_owned();
     server.kill_9().await;
 
     // Her vote outlives the process, and still counts once.
@@ -183,10 +190,14 @@ async fn the_operators_two_of_two_takes_two_distinct_reviewers_across_a_kill_9()
         call(&server, &http, ALICE, &reply, Some(&approve)).await.0,
         403
     );
-    assert_eq!(
-        call(&server, &http, BOB, &reply, Some(&approve)).await.0,
-        200
-    );
+    // Bob decides through his link, which outlived the process: no token needed.
+    let answered = http
+        .post(format!("{}{link}", server.base))
+        .json(&approve)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(answered.status().as_u16(), 200);
     let (_, done) = call(&server, &http, AGENT, &path, None).await;
     assert_eq!(done["status"], "replied", "{done}");
     assert_eq!(done["answered_by"]["name"], "bob");
