@@ -208,11 +208,7 @@ fn page(headers: &HeaderMap, body: &'static str) -> Response {
     let mut response = if fresh {
         StatusCode::NOT_MODIFIED.into_response()
     } else {
-        (
-            [(header::CONTENT_TYPE, "text/html; charset=utf-8")],
-            body,
-        )
-            .into_response()
+        ([(header::CONTENT_TYPE, "text/html; charset=utf-8")], body).into_response()
     };
     let headers = response.headers_mut();
     headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
