@@ -133,7 +133,6 @@ function show({ kind, request, acts_as: actsAs, expires_at: expiresAt }) {
   tick();
 }
 
-
 /**
  * Resolves `card` with how `current` (the request, no longer pending) ended, `note` saying
  * what became of this page's answer if it sent one.
