@@ -45,6 +45,12 @@
 //! second or at once on a veto, and refuse a reviewer's second vote; the server's records
 //! are checked against the page.
 //!
+//! Answer links (`tests/ui/links.mjs`, a test of its own): the agent asks a question and
+//! an approval over HTTP, a reviewer mints an answer link to each, and a browser that holds
+//! no token answers both from their pages; the used link reads "already answered" by that
+//! reviewer, a forged one is not valid, and the server records the reviewer as the one who
+//! answered.
+//!
 //! Needs Node.js 20+ with npm, the npm registry the first time, and the `chromium` Debian
 //! package (`cargo xtask ci` installs it when it is missing).
 
@@ -182,44 +188,27 @@ async fn drive_roles(package: PathBuf) {
     };
     let address = serve(hub.clone(), config, &shutdown).await;
     let url = format!("http://{address}");
-    let run = Command::new("node")
-        .arg("roles.mjs")
-        .current_dir(package)
-        .env("ASKBUS_UI_ROLES_URL", &url)
-        .env("ASKBUS_UI_AGENT_TOKEN", ROLES_AGENT)
-        .env("ASKBUS_UI_AGENT2_TOKEN", ROLES_AGENT2)
-        .env("ASKBUS_UI_REVIEWER_TOKEN", ROLES_REVIEWER)
-        .env("ASKBUS_UI_REVIEWER2_TOKEN", ROLES_REVIEWER2)
-        .env("ASKBUS_UI_CHROMIUM", CHROMIUM)
-        .kill_on_drop(true)
-        .output();
-    let output = tokio::time::timeout(ROLES_TIMEOUT, run)
-        .await
-        .unwrap_or_else(|_| panic!("roles.mjs took longer than {ROLES_TIMEOUT:?}"))
-        .expect("run node roles.mjs");
-    let log = String::from_utf8_lossy(&output.stderr);
-    assert!(
-        output.status.success(),
-        "roles.mjs failed ({}); log:\n{log}",
-        output.status
-    );
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    let done: Value = serde_json::from_str(stdout.trim()).unwrap_or_else(|error| {
-        panic!("roles.mjs printed no `done` line ({error}): {stdout}; log:\n{log}")
-    });
+    let done = run_script(
+        &package,
+        "roles.mjs",
+        &[
+            ("ASKBUS_UI_ROLES_URL", &url),
+            ("ASKBUS_UI_AGENT_TOKEN", ROLES_AGENT),
+            ("ASKBUS_UI_AGENT2_TOKEN", ROLES_AGENT2),
+            ("ASKBUS_UI_REVIEWER_TOKEN", ROLES_REVIEWER),
+            ("ASKBUS_UI_REVIEWER2_TOKEN", ROLES_REVIEWER2),
+        ],
+        ROLES_TIMEOUT,
+    )
+    .await;
 
     // What the page showed is what the server recorded.
     let http = reqwest::Client::new();
     let resolved = |kind: &str, id: &Value| {
-        let request = http
-            .get(format!("{url}/{kind}/{}", id.as_str().expect("an id")))
-            .bearer_auth(ROLES_ADMIN)
-            .send();
-        async move {
-            let response = request.await.expect("GET /{kind}/{id}");
-            assert!(response.status().is_success(), "{}", response.status());
-            response.json::<Value>().await.expect("a request")
-        }
+        call_json(
+            http.get(format!("{url}/{kind}/{}", id.as_str().expect("an id")))
+                .bearer_auth(ROLES_ADMIN),
+        )
     };
     let answered = resolved("question", &done["done"]["answered"]).await;
     assert_eq!(answered["status"], "replied", "{answered}");
@@ -280,6 +269,201 @@ async fn drive_roles(package: PathBuf) {
     );
     assert_eq!(hub.approvals().pending_count(), 0);
     shutdown.cancel();
+}
+
+/// The tokens of the server of answer links (`tests/ui/links.mjs`): the agent asks, alice
+/// mints the links (the browser holds no token), bob completes a quorum over HTTP, the
+/// admin reads the outcomes.
+const LINKS_AGENT: &str = "ui-links-agent-token-0123456789";
+const LINKS_REVIEWER: &str = "ui-links-alice-token-0123456789";
+const LINKS_REVIEWER2: &str = "ui-links-bob-token-0123456789";
+const LINKS_ADMIN: &str = "ui-links-admin-token-0123456789";
+/// Limit of the answer links' browser run (it takes a few seconds).
+const LINKS_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// A reviewer answers a question and approvals from their answer links, in a browser that
+/// holds no token; a used link says who answered, a vote under a quorum waits, a refusal
+/// reads as the server says it, a forged link is not valid (`tests/ui/links.mjs`).
+#[test]
+fn answer_links_answer_without_a_token() {
+    in_browser(drive_links);
+}
+
+/// Serves askbus with an agent, two reviewers and an admin token (links signed by the
+/// default random key); asks a question and three approvals (one plain, one that needs two
+/// reviewers, one that names bob) as the agent, mints alice's links to them over HTTP, runs
+/// `links.mjs` with their paths, then has bob decide the two alice could not end, and
+/// reads the outcomes from the server.
+async fn drive_links(package: PathBuf) {
+    let shutdown = CancellationToken::new();
+    let hub = RequestHub::new(Bus::new()).with_duties(Duties {
+        never_the_asker: true,
+    });
+    let config = HttpConfig {
+        tokens: vec![
+            AccessToken::all_sessions(LINKS_ADMIN),
+            AccessToken::new(LINKS_AGENT, Identity::new("agent-1", Role::Agent)),
+            AccessToken::new(LINKS_REVIEWER, Identity::new("alice", Role::Reviewer)),
+            AccessToken::new(LINKS_REVIEWER2, Identity::new("bob", Role::Reviewer)),
+        ],
+        ..HttpConfig::default()
+    };
+    let address = serve(hub.clone(), config, &shutdown).await;
+    let url = format!("http://{address}");
+    let http = reqwest::Client::new();
+    let post = |token: &str, path: &str, body: Value| {
+        call_json(
+            http.post(format!("{url}{path}"))
+                .bearer_auth(token)
+                .json(&body),
+        )
+    };
+
+    let question = post(
+        LINKS_AGENT,
+        "/question",
+        json!({
+            "sessionID": "ui-links",
+            "questions": [{
+                "question": "Ship the release?",
+                "header": "Ship",
+                "options": [
+                    {"label": "Yes", "description": "ship it now"},
+                    {"label": "No", "description": "not yet"},
+                ],
+            }],
+        }),
+    )
+    .await;
+    // A `deploy` approval under `review_configs`, as the agent asks it.
+    let ask_approval = |review_configs: Value| {
+        post(
+            LINKS_AGENT,
+            "/approval",
+            json!({
+                "session_id": "ui-links",
+                "action_requests": [{"name": "deploy", "args": {"env": "production"}}],
+                "review_configs": review_configs,
+            }),
+        )
+    };
+    let approval = ask_approval(json!([])).await;
+    let quorum = ask_approval(json!([{"action_name": "deploy", "quorum": 2}])).await;
+    let named = ask_approval(json!([{"action_name": "deploy", "reviewers": ["bob"]}])).await;
+    let id = |request: &Value| request["id"].as_str().expect("an id").to_owned();
+    let alice = json!({"name": "alice", "role": "reviewer"});
+    let mut links = Vec::new();
+    for (kind, request) in [
+        ("question", &question),
+        ("approval", &approval),
+        ("approval", &quorum),
+        ("approval", &named),
+    ] {
+        let link = post(
+            LINKS_REVIEWER,
+            &format!("/{kind}/{}/link", id(request)),
+            json!({}),
+        )
+        .await;
+        assert_eq!(link["acts_as"], alice, "{link}");
+        let path = link["path"].as_str().expect("a path").to_owned();
+        assert_eq!(
+            path,
+            format!("/answer/{}", link["token"].as_str().expect("a token"))
+        );
+        links.push(path);
+    }
+
+    let done = run_script(
+        &package,
+        "links.mjs",
+        &[
+            ("ASKBUS_UI_LINKS_URL", &url),
+            ("ASKBUS_UI_QUESTION_LINK", &links[0]),
+            ("ASKBUS_UI_APPROVAL_LINK", &links[1]),
+            ("ASKBUS_UI_QUORUM_LINK", &links[2]),
+            ("ASKBUS_UI_NAMED_LINK", &links[3]),
+        ],
+        LINKS_TIMEOUT,
+    )
+    .await;
+    assert_eq!(done, json!({"done": true}));
+    // Bob decides what alice's links could not end.
+    let approve = json!({"decisions": [{"type": "approve"}]});
+    for request in [&quorum, &named] {
+        let path = format!("/approval/{}/reply", id(request));
+        post(LINKS_REVIEWER2, &path, approve.clone()).await;
+    }
+
+    // What the page showed is what the server recorded: alice answered, through her links.
+    let read = |kind: &str, request: &Value| {
+        call_json(
+            http.get(format!("{url}/{kind}/{}", id(request)))
+                .bearer_auth(LINKS_ADMIN),
+        )
+    };
+    let answered = read("question", &question).await;
+    assert_eq!(answered["status"], "replied", "{answered}");
+    assert_eq!(answered["answers"], json!([["Yes"]]), "{answered}");
+    assert_eq!(answered["answeredBy"], alice, "{answered}");
+    let approved = read("approval", &approval).await;
+    assert_eq!(approved["status"], "replied", "{approved}");
+    assert_eq!(approved["decisions"], approve["decisions"], "{approved}");
+    assert_eq!(approved["answered_by"], alice, "{approved}");
+    let bob = json!({"name": "bob", "role": "reviewer"});
+    let agreed = read("approval", &quorum).await;
+    assert_eq!(agreed["status"], "replied", "{agreed}");
+    let voters: Vec<&Value> = agreed["votes"]
+        .as_array()
+        .unwrap_or_else(|| panic!("votes: {agreed}"))
+        .iter()
+        .map(|vote| &vote["decided_by"])
+        .collect();
+    assert_eq!(voters, [&alice, &bob], "{agreed}");
+    // Had alice's refused approval counted, it alone would have ended this one.
+    let refused = read("approval", &named).await;
+    assert_eq!(refused["status"], "replied", "{refused}");
+    assert_eq!(refused["answered_by"], bob, "{refused}");
+    assert_eq!(hub.questions().pending_count(), 0);
+    assert_eq!(hub.approvals().pending_count(), 0);
+    shutdown.cancel();
+}
+
+/// Runs `node <script>` in the browser tests' npm `package` with `env` (and chromium's
+/// path), within `limit`: its one line on stdout, as JSON. Its log (stderr) is in the
+/// panic message of a failure.
+async fn run_script(package: &Path, script: &str, env: &[(&str, &str)], limit: Duration) -> Value {
+    let run = Command::new("node")
+        .arg(script)
+        .current_dir(package)
+        .envs(env.iter().copied())
+        .env("ASKBUS_UI_CHROMIUM", CHROMIUM)
+        .kill_on_drop(true)
+        .output();
+    let output = tokio::time::timeout(limit, run)
+        .await
+        .unwrap_or_else(|_| panic!("{script} took longer than {limit:?}"))
+        .unwrap_or_else(|error| panic!("run node {script}: {error}"));
+    let log = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        output.status.success(),
+        "{script} failed ({}); log:\n{log}",
+        output.status
+    );
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    serde_json::from_str(stdout.trim()).unwrap_or_else(|error| {
+        panic!("{script} printed no `done` line ({error}): {stdout}; log:\n{log}")
+    })
+}
+
+/// Sends `request` to the API: its JSON answer, which must be a success.
+async fn call_json(request: reqwest::RequestBuilder) -> Value {
+    let response = request.send().await.expect("an answer of the API");
+    let status = response.status();
+    let url = response.url().clone();
+    let body = response.text().await.expect("a body");
+    assert!(status.is_success(), "{url}: {status} {body}");
+    serde_json::from_str(&body).unwrap_or_else(|error| panic!("{url}: {error}: {body}"))
 }
 
 /// Which served askbus a case is asked on.

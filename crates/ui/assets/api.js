@@ -1,7 +1,8 @@
 // The JSON API client: bearer token, error shapes, and the server's clock.
 //
 // Every call sends `Authorization: Bearer <token>` when the human entered a token; the
-// token lives in sessionStorage (this tab only, gone when it closes). Failures are thrown as
+// token lives in sessionStorage (this tab only, gone when it closes). An answer link's calls
+// (`linkCall`) send none: the link is their authority. Failures are thrown as
 // `ApiError` (the server answered with an error; `status`, `code`, `message` from its JSON
 // body) or `NetworkError` (no answer at all), so views can say which happened.
 
@@ -91,9 +92,33 @@ export async function getPage(path) {
   return { items: Array.isArray(json) ? json : [], next: headers.get('x-next-cursor') };
 }
 
+/**
+ * `call` for the routes of an answer link (`/answer/{token}…`), without the tab's token: the
+ * link acts as the identity it was minted for, and a token this tab holds from the main
+ * page must not make the answer someone else's.
+ */
+export async function linkCall(method, path, body) {
+  return (await exchange(method, path, body, { authenticated: false })).json;
+}
+
+/**
+ * How request `current` ended, as a card's `resolve(outcome)` shows it, from the JSON of
+ * `GET /question/{id}` (camelCase) or `GET /approval/{id}` (snake_case).
+ */
+export function outcomeOf(current) {
+  return {
+    status: current?.status ?? 'gone',
+    answers: current?.answers,
+    reason: current?.reason,
+    decisions: current?.decisions,
+    votes: current?.votes,
+    answeredBy: current?.answeredBy ?? current?.answered_by,
+  };
+}
+
 /** `call`, resolving to the parsed answer and the response's headers. */
-async function exchange(method, path, body) {
-  const headers = { Accept: 'application/json', ...authHeaders() };
+async function exchange(method, path, body, { authenticated = true } = {}) {
+  const headers = { Accept: 'application/json', ...(authenticated ? authHeaders() : {}) };
   if (body !== undefined) headers['Content-Type'] = 'application/json';
   let response;
   try {

@@ -245,15 +245,7 @@ async function afterFailure(request, error, card) {
   let outcome = deferred;
   if (!outcome && error.status === 409) {
     try {
-      const current = await api.get(requestPath(kind, request.id));
-      outcome = {
-        status: current?.status ?? 'gone',
-        answers: current?.answers,
-        reason: current?.reason,
-        decisions: current?.decisions,
-        votes: current?.votes,
-        answeredBy: current?.answeredBy ?? current?.answered_by,
-      };
+      outcome = api.outcomeOf(await api.get(requestPath(kind, request.id)));
     } catch {
       outcome = null;
     }

@@ -118,7 +118,8 @@ function votesText(votes, actionList) {
 /**
  * Builds the card for approval `request`; `actions` as for questions, with
  * `actions.decide(request, decisions)` and `actions.fetch(request)` (the request as it
- * stands, with its votes so far). Returns the same controller shape, with `noteVotes`.
+ * stands, with its votes so far). Returns the same controller shape, with `noteVotes` and
+ * `noteVoted`.
  */
 export function approvalCard(request, actions) {
   const id = request.id;
@@ -325,6 +326,16 @@ export function approvalCard(request, actions) {
       const added = incoming.filter((vote) => !known.has(vote.id));
       if (added.length === 0) return;
       votes = [...votes, ...added].sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
+      showQuorum();
+    },
+    /**
+     * Says this page's reviewer has voted already, before the card was built (an answer
+     * link opened again after its vote): the card waits for the others as after its own.
+     */
+    noteVoted() {
+      if (!quorumBox || resolved) return;
+      voted = true;
+      setBusy(false, true);
       showQuorum();
     },
     /** Reads the votes so far again (a fresh snapshot: events may have been missed). */

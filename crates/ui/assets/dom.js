@@ -206,13 +206,16 @@ export function byLine(verb, identity, className = 'by') {
   return h('span', { class: className }, `${verb} by `, h('span', { class: 'by-name' }, oneLine(name)), role);
 }
 
-/** A request's session, as a link to that session's timeline (`?session=`). */
+/**
+ * A request's session, as a link to that session's timeline on the main page
+ * (`/?session=`: from an answer link's page too).
+ */
 export function sessionLink(session) {
   return h(
     'a',
     {
       class: 'session',
-      href: `?session=${encodeURIComponent(session)}`,
+      href: `/?session=${encodeURIComponent(session)}`,
       title: 'Show this session and its timeline',
       dataset: { session },
     },

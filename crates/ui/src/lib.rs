@@ -7,15 +7,22 @@
 //! count, answers them (or all of a session at once) through the JSON API of
 //! `askbus-http`, and shows a chosen session's
 //! timeline in the seeds' group style from `GET /session/{id}/history` followed by
-//! `GET /session/{id}/stream`. This crate knows nothing about questions: it serves files.
-//! The app is the only client of the API here, and it talks to it exactly as any other
-//! client does.
+//! `GET /session/{id}/stream`. A second page, at `/answer/{token}`, is where a single-use
+//! answer link lands: it shows that one request's card and sends its answer through the
+//! link's own routes (`GET /answer/{token}/request`, `POST /answer/{token}`), so a reviewer
+//! answers from a phone or a chat without any token. This crate knows nothing about
+//! questions: it serves files. The pages are the only clients of the API here, and they
+//! talk to it exactly as any other client does.
 //!
 //! Policy, in exact words:
 //!
-//! - **The UI routes are public.** `GET /` and `GET /ui/{version}/{file}` need no token:
-//!   they hold no data. Every API call the app makes sends `Authorization: Bearer` with the
-//!   token the human entered (kept in `sessionStorage`); a 401 brings up a token prompt.
+//! - **The UI routes are public.** `GET /`, `GET /answer/{token}` and
+//!   `GET /ui/{version}/{file}` need no token: they hold no data (the answer page is the
+//!   same shell for every link; its script reads the link from the address). Every API call
+//!   the app makes sends `Authorization: Bearer` with the token the human entered (kept in
+//!   `sessionStorage`); a 401 brings up a token prompt. The answer page sends none: the
+//!   link is its authority, and it acts as the identity it was minted for, whatever token
+//!   the tab holds.
 //! - **No external requests.** Every asset comes from this router, and the page's
 //!   `Content-Security-Policy` allows only its own origin (`default-src 'none'` plus
 //!   `'self'` for scripts, styles, images and `connect-src`), so neither a CDN nor any other
@@ -24,7 +31,9 @@
 //!   under the current version they are `immutable` for a year; the page itself is
 //!   `no-cache` with that version as its `ETag`, so a new binary is picked up on the next
 //!   load and an unchanged one costs a `304`. A page of an older version still gets the
-//!   current files (uncached) rather than a 404.
+//!   current files (uncached) rather than a 404. Both pages are served alike.
+//! - **No referrer.** Every UI response says `Referrer-Policy: no-referrer`, so the answer
+//!   link in the address bar never leaves the page in a `Referer` header.
 //!
 //! ```
 //! # use axum::Router;
@@ -42,10 +51,12 @@ use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 
-/// The routes of the UI: `GET /` (the page) and `GET /ui/{version}/{file}` (its assets).
+/// The routes of the UI: `GET /` (the page), `GET /answer/{token}` (the page of an answer
+/// link) and `GET /ui/{version}/{file}` (their assets).
 ///
 /// Stateless, without a fallback, so it merges into any router whose own paths are not
-/// `/` or under `/ui/`.
+/// `/` or under `/ui/`, and whose routes at `/answer/{token}` (the API's `POST`) use other
+/// methods than `GET`: axum merges the methods of one path.
 ///
 /// # Examples
 ///
@@ -56,6 +67,7 @@ use axum::routing::get;
 pub fn router() -> Router {
     Router::new()
         .route("/", get(index))
+        .route("/answer/{token}", get(answer))
         .route("/ui/{version}/{file}", get(asset))
 }
 
@@ -78,12 +90,18 @@ struct Asset {
 /// `text/javascript` for the modules (what browsers require for `type="module"`).
 const JS: &str = "text/javascript; charset=utf-8";
 
-/// Every asset the page loads. `index.html` is not among them: it is served at `/`.
+/// Every asset the pages load. The pages are not among them: `index.html` is served at
+/// `/`, `answer.html` at `/answer/{token}`.
 const ASSETS: &[Asset] = &[
     Asset {
         name: "app.js",
         content_type: JS,
         body: include_bytes!("../assets/app.js"),
+    },
+    Asset {
+        name: "answer.js",
+        content_type: JS,
+        body: include_bytes!("../assets/answer.js"),
     },
     Asset {
         name: "api.js",
@@ -134,6 +152,8 @@ const ASSETS: &[Asset] = &[
 
 /// The page, with `{{version}}` still to be filled in.
 const INDEX_TEMPLATE: &str = include_str!("../assets/index.html");
+/// The page of an answer link, likewise.
+const ANSWER_TEMPLATE: &str = include_str!("../assets/answer.html");
 
 /// What the page may load and connect to: its own origin only.
 const CONTENT_SECURITY_POLICY: &str = "default-src 'none'; script-src 'self'; \
@@ -148,11 +168,15 @@ static VERSION: LazyLock<String> = LazyLock::new(|| {
         hash = fnv1a(hash, asset.body);
     }
     hash = fnv1a(hash, INDEX_TEMPLATE.as_bytes());
+    hash = fnv1a(hash, ANSWER_TEMPLATE.as_bytes());
     format!("{hash:016x}")
 });
 
 /// The page with its asset URLs.
 static INDEX: LazyLock<String> = LazyLock::new(|| INDEX_TEMPLATE.replace("{{version}}", &VERSION));
+/// The page of an answer link with its asset URLs.
+static ANSWER: LazyLock<String> =
+    LazyLock::new(|| ANSWER_TEMPLATE.replace("{{version}}", &VERSION));
 
 const FNV_OFFSET: u64 = 0xcbf2_9ce4_8422_2325;
 
@@ -166,6 +190,16 @@ fn fnv1a(mut hash: u64, bytes: &[u8]) -> u64 {
 }
 
 async fn index(headers: HeaderMap) -> Response {
+    page(&headers, &INDEX)
+}
+
+/// The same shell for every link: the token stays in the address, for the script to read.
+async fn answer(headers: HeaderMap) -> Response {
+    page(&headers, &ANSWER)
+}
+
+/// `body`, a page: revalidated on every load by [`version`] as its `ETag`, under the CSP.
+fn page(headers: &HeaderMap, body: &'static str) -> Response {
     let etag = format!("\"{}\"", version());
     let fresh = headers
         .get(header::IF_NONE_MATCH)
@@ -174,11 +208,7 @@ async fn index(headers: HeaderMap) -> Response {
     let mut response = if fresh {
         StatusCode::NOT_MODIFIED.into_response()
     } else {
-        (
-            [(header::CONTENT_TYPE, "text/html; charset=utf-8")],
-            INDEX.as_str(),
-        )
-            .into_response()
+        ([(header::CONTENT_TYPE, "text/html; charset=utf-8")], body).into_response()
     };
     let headers = response.headers_mut();
     headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
@@ -267,33 +297,41 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn the_page_links_versioned_assets_and_forbids_other_origins() {
-        let (status, headers, body) = get("/", None).await;
-        assert_eq!(status, StatusCode::OK);
-        assert_eq!(
-            header(&headers, header::CONTENT_TYPE),
-            "text/html; charset=utf-8"
-        );
-        assert_eq!(header(&headers, header::CACHE_CONTROL), "no-cache");
-        assert_eq!(header(&headers, header::ETAG), format!("\"{}\"", version()));
-        let policy = header(&headers, header::CONTENT_SECURITY_POLICY);
-        assert!(policy.starts_with("default-src 'none'"), "{policy}");
-        assert!(policy.contains("connect-src 'self'"), "{policy}");
-        assert!(!body.contains("{{version}}"));
-        assert!(body.contains(&format!("/ui/{}/app.js", version())));
-        // No absolute URL to anywhere: the page is self-contained.
-        assert!(!body.contains("http://") && !body.contains("https://"));
+    async fn the_pages_link_versioned_assets_and_forbid_other_origins() {
+        for (uri, script) in [("/", "app.js"), ("/answer/some.link-token_1", "answer.js")] {
+            let (status, headers, body) = get(uri, None).await;
+            assert_eq!(status, StatusCode::OK, "{uri}");
+            assert_eq!(
+                header(&headers, header::CONTENT_TYPE),
+                "text/html; charset=utf-8"
+            );
+            assert_eq!(header(&headers, header::CACHE_CONTROL), "no-cache");
+            assert_eq!(header(&headers, header::ETAG), format!("\"{}\"", version()));
+            assert_eq!(header(&headers, header::REFERRER_POLICY), "no-referrer");
+            let policy = header(&headers, header::CONTENT_SECURITY_POLICY);
+            assert!(policy.starts_with("default-src 'none'"), "{policy}");
+            assert!(policy.contains("connect-src 'self'"), "{policy}");
+            assert!(!body.contains("{{version}}"), "{uri}");
+            assert!(
+                body.contains(&format!("/ui/{}/{script}", version())),
+                "{uri}"
+            );
+            // No absolute URL to anywhere: the page is self-contained.
+            assert!(!body.contains("http://") && !body.contains("https://"));
+        }
     }
 
     #[tokio::test]
     async fn an_unchanged_page_is_not_modified() {
         let tag = format!("\"{}\"", version());
-        let (status, headers, body) = get("/", Some(&tag)).await;
-        assert_eq!(status, StatusCode::NOT_MODIFIED);
-        assert_eq!(header(&headers, header::ETAG), tag);
-        assert!(body.is_empty());
-        let (status, ..) = get("/", Some("\"0000\"")).await;
-        assert_eq!(status, StatusCode::OK);
+        for uri in ["/", "/answer/some-token"] {
+            let (status, headers, body) = get(uri, Some(&tag)).await;
+            assert_eq!(status, StatusCode::NOT_MODIFIED, "{uri}");
+            assert_eq!(header(&headers, header::ETAG), tag);
+            assert!(body.is_empty());
+            let (status, ..) = get(uri, Some("\"0000\"")).await;
+            assert_eq!(status, StatusCode::OK, "{uri}");
+        }
     }
 
     #[tokio::test]
