@@ -10,6 +10,7 @@
 
 use std::path::Path;
 use std::process::Stdio;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use serde_json::{Value, json};
@@ -21,6 +22,8 @@ pub(crate) struct Server {
     child: Child,
     /// `http://127.0.0.1:<port>`.
     pub(crate) base: String,
+    /// Every line it logged after the one with its URL.
+    log: Arc<Mutex<Vec<String>>>,
 }
 
 impl Server {
@@ -89,9 +92,20 @@ impl Server {
         })
         .await
         .expect("askbus logs its URL within 30 s");
-        // Keep draining the log so the pipe never fills.
-        tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
-        Self { child, base }
+        // Keep draining the log so the pipe never fills, and keep it for `logged`.
+        let log = Arc::new(Mutex::new(Vec::new()));
+        let kept = Arc::clone(&log);
+        tokio::spawn(async move {
+            while let Ok(Some(line)) = lines.next_line().await {
+                kept.lock().unwrap().push(line);
+            }
+        });
+        Self { child, base, log }
+    }
+
+    /// The lines it has logged since it logged its URL.
+    pub(crate) fn logged(&self) -> Vec<String> {
+        self.log.lock().unwrap().clone()
     }
 
     /// The process id.
