@@ -6,7 +6,7 @@
 use std::time::Duration;
 
 use askbus::question::{Duties, Identity, RequestHub, Role};
-use askbus_http::{AccessToken, HttpConfig};
+use askbus_http::{AccessToken, HttpConfig, LinkKey};
 use axum::http::StatusCode;
 use serde_json::{Value, json};
 
@@ -19,21 +19,30 @@ const BOB: &str = "bob-secret-0123456789abc";
 
 /// A router with an admin, an agent and two reviewers, never the asker deciding.
 fn app() -> TestApp {
-    let hub = RequestHub::new(askbus::bus::Bus::new()).with_duties(Duties {
+    TestApp::with_hub(separated_hub(), config(LinkKey::random(), tokens()))
+}
+
+fn separated_hub() -> RequestHub {
+    RequestHub::new(askbus::bus::Bus::new()).with_duties(Duties {
         never_the_asker: true,
-    });
-    TestApp::with_hub(
-        hub,
-        HttpConfig {
-            tokens: vec![
-                AccessToken::all_sessions(ADMIN),
-                AccessToken::new(AGENT, Identity::new("agent-1", Role::Agent)),
-                AccessToken::new(ALICE, Identity::new("alice", Role::Reviewer)),
-                AccessToken::new(BOB, Identity::new("bob", Role::Reviewer)),
-            ],
-            ..HttpConfig::default()
-        },
-    )
+    })
+}
+
+fn tokens() -> Vec<AccessToken> {
+    vec![
+        AccessToken::all_sessions(ADMIN),
+        AccessToken::new(AGENT, Identity::new("agent-1", Role::Agent)),
+        AccessToken::new(ALICE, Identity::new("alice", Role::Reviewer)),
+        AccessToken::new(BOB, Identity::new("bob", Role::Reviewer)),
+    ]
+}
+
+fn config(link_key: LinkKey, tokens: Vec<AccessToken>) -> HttpConfig {
+    HttpConfig {
+        tokens,
+        link_key,
+        ..HttpConfig::default()
+    }
 }
 
 /// A question the agent asks in `session`, waiting `timeout` seconds (`None`: the
@@ -201,29 +210,22 @@ async fn a_link_acts_as_its_reviewer_under_every_rule_a_token_would() {
     let app = app();
     let question = ask(&app, "ops", None).await;
     let path = format!("/question/{question}");
-    // Agents decide nothing, so they hand out no links.
+    // Agents decide nothing, so they hand out no links; a link acts as its minter only.
     assert_eq!(
         mint(&app, &path, AGENT, None).await.0,
         StatusCode::FORBIDDEN
     );
-    // A reviewer mints for itself only; an admin for a configured reviewer.
-    let for_bob = Some(json!({"for": "bob"}));
-    assert_eq!(
-        mint(&app, &path, ALICE, for_bob.clone()).await.0,
-        StatusCode::FORBIDDEN
-    );
-    let (status, minted) = mint(&app, &path, ADMIN, for_bob).await;
+    let (status, minted) = mint(&app, &path, ADMIN, Some(json!({"for": "bob"}))).await;
     assert_eq!(status, StatusCode::OK, "{minted}");
-    assert_eq!(minted["acts_as"]["name"], "bob");
-    let (status, _) = mint(&app, &path, ADMIN, Some(json!({"for": "agent-1"}))).await;
-    assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY);
-    let bobs = minted["path"].as_str().unwrap().to_owned();
+    assert_eq!(minted["acts_as"]["name"], "admin", "never another's");
+    // Alice's link renamed to bob (the name is base64url in the token) is no link.
+    let alices = alices_link(&app, &path).await;
+    assert!(alices.contains(".YWxpY2U."), "{alices}");
+    let bobs = alices.replace(".YWxpY2U.", ".Ym9i.");
     assert_eq!(
         app.call(request("POST", &bobs, None, Some(rust()))).await.0,
-        StatusCode::OK
+        StatusCode::NOT_FOUND
     );
-    let (_, read) = app.call(request("GET", &path, ADMIN, None)).await;
-    assert_eq!(read["answeredBy"]["name"], "bob");
 
     // An admin that asked cannot answer through its own link either.
     let body =
@@ -264,4 +266,35 @@ async fn a_link_acts_as_its_reviewer_under_every_rule_a_token_would() {
     assert_eq!(read["kind"], "approval");
     assert_eq!(read["request"]["status"], "pending");
     assert_eq!(read["request"]["votes"][0]["decided_by"]["name"], "alice");
+}
+
+#[tokio::test]
+async fn a_link_answers_only_for_a_credential_as_it_is_configured_now() {
+    let hub = separated_hub();
+    let key = LinkKey::random();
+    let before = TestApp::with_hub(hub.clone(), config(key.clone(), tokens()));
+    let question = ask(&before, "ops", None).await;
+    let link = alices_link(&before, &format!("/question/{question}")).await;
+
+    // The same server restarted with the same secret, alice no longer configured.
+    let removed: Vec<AccessToken> = tokens()
+        .into_iter()
+        .filter(|token| &*token.identity().name != "alice")
+        .collect();
+    let after = TestApp::with_hub(hub.clone(), config(key.clone(), removed));
+    let (status, _) = after.call(request("POST", &link, None, Some(rust()))).await;
+    assert_eq!(status, StatusCode::NOT_FOUND);
+    // Alice now reviewing another session only.
+    let mut moved = tokens();
+    moved.retain(|token| &*token.identity().name != "alice");
+    moved.push(
+        AccessToken::new(ALICE, Identity::new("alice", Role::Reviewer)).in_session("elsewhere"),
+    );
+    let after = TestApp::with_hub(hub.clone(), config(key.clone(), moved));
+    let (status, _) = after.call(request("POST", &link, None, Some(rust()))).await;
+    assert_eq!(status, StatusCode::FORBIDDEN);
+    // Configured as before, the link works.
+    let again = TestApp::with_hub(hub, config(key, tokens()));
+    let (status, _) = again.call(request("POST", &link, None, Some(rust()))).await;
+    assert_eq!(status, StatusCode::OK);
 }

@@ -1,17 +1,23 @@
 //! Answer links: a signed, expiring URL that lets one reviewer answer one request from
 //! wherever the link lands (a chat message, an email, a phone), without a bearer token.
 //!
-//! A reviewer (or an admin, for a reviewer it names) mints a link for a pending request:
-//! `POST /question/{id}/link`, `POST /approval/{id}/link`. The link names the request, the
-//! identity it acts as and when it expires, and carries an HMAC-SHA256 of those under the
-//! server's [`LinkKey`], so it cannot be forged, nor moved to another request, identity or
-//! lifetime: changing any byte makes it invalid. Whoever holds it may read its request
-//! (`GET /answer/{token}/request`) and answer it (`POST /answer/{token}`, the body of the
-//! reply route of its kind) as that identity, through the very handlers the API answers
-//! with: the same checks (roles, the asker rule, named reviewers, one vote each), the same
-//! exactly-once resolution. So the first use wins and every later one is `409`; a link
-//! reveals nothing about any other request; and it expires with its request (or after
-//! [`LINK_LIFETIME`], whichever comes first), then `410`.
+//! A reviewer (or an admin) mints a link for a pending request, to answer it elsewhere:
+//! `POST /question/{id}/link`, `POST /approval/{id}/link`. The link acts as its minter and
+//! no one else: a link for another name would let one person decide as several (an admin
+//! minting for bob and carol would meet a quorum of two alone, and the audit log would
+//! name them). It names the request, the minter and when it expires, and carries an
+//! HMAC-SHA256 of those under the server's [`LinkKey`], so it cannot be forged, nor moved
+//! to another request, identity or lifetime: changing any byte makes it invalid. Whoever
+//! holds it may read its request (`GET /answer/{token}/request`) and answer it
+//! (`POST /answer/{token}`, the body of the reply route of its kind) as that identity,
+//! through the very handlers the API answers with: the same checks (roles, the asker rule,
+//! named reviewers, one vote each), the same exactly-once resolution. So a link decides
+//! what its reviewer could, once: a question's first answer wins and later ones are `409`;
+//! under a quorum it casts that reviewer's one vote (and, as any reviewer may, a later
+//! veto). Each use checks the minter's credential as it is configured now: a reviewer
+//! removed from the configuration (or moved to another session) is no longer answered for
+//! by its old links. A link reveals nothing about any other request, and expires with its
+//! request (or after [`LINK_LIFETIME`], whichever comes first), then `410`.
 //!
 //! The key is the server's: random per process by default (links die with it), or given
 //! (`--link-secret`) so links survive restarts and work on every instance of a shared
@@ -26,7 +32,7 @@ use axum::extract::{Request, State};
 use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use hmac::{Hmac, KeyInit, Mac};
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 use serde_json::Value;
 use sha2::Sha256;
 
@@ -150,32 +156,62 @@ impl Link {
     }
 
     /// The link of `token` while it is valid: `404` for a token that is no link of this
-    /// server's, `410` once it expired.
+    /// server's, or whose minter is no longer a credential that may decide; `410` once it
+    /// expired.
     fn open(token: &str, state: &AppState) -> Result<Self, ApiError> {
-        let link = Self::verify(token, &state.inner.config.link_key).ok_or_else(|| {
+        let invalid = || {
             ApiError::new(
                 ErrorCode::NotFound,
                 "this answer link is not valid: ask for a new one",
             )
-        })?;
+        };
+        let mut link = Self::verify(token, &state.inner.config.link_key).ok_or_else(invalid)?;
         if askbus_store::now_ms() > link.expires_at {
             return Err(ApiError::new(
                 ErrorCode::LinkExpired,
                 "this answer link has expired: ask for a new one if the request still waits",
             ));
         }
+        link.acts_as = current(state, &link.acts_as).ok_or_else(invalid)?.0;
         Ok(link)
     }
 
-    /// Who a request through this link is: its identity, in its request's session only,
-    /// on no token's account.
-    fn caller(&self, session_id: Arc<str>) -> Caller {
-        Caller(Authorized {
+    /// Who a request through this link is: its minter as configured now, in its request's
+    /// session (and only if the minter's credential reaches that session), on no token's
+    /// account.
+    fn caller(&self, state: &AppState, session_id: Arc<str>) -> Result<Caller, ApiError> {
+        let scope =
+            current(state, &self.acts_as).map_or(TokenScope::AllSessions, |(_, scope)| scope);
+        if !scope.allows(&session_id) {
+            return Err(ApiError::new(
+                ErrorCode::Forbidden,
+                format!(
+                    "{} may no longer act in this request's session",
+                    self.acts_as
+                ),
+            ));
+        }
+        Ok(Caller(Authorized {
             scope: TokenScope::Session(session_id),
             token: None,
             identity: self.acts_as.clone(),
-        })
+        }))
     }
+}
+
+/// The credential named as `identity` is, as the server is configured now, with its scope;
+/// `None` if none may decide under that name. Without credentials everyone is
+/// [`Identity::local`], in every session.
+fn current(state: &AppState, identity: &Identity) -> Option<(Identity, TokenScope)> {
+    let tokens = &state.inner.config.tokens;
+    if tokens.is_empty() {
+        return (identity.name.as_ref() == Identity::LOCAL)
+            .then(|| (Identity::local(), TokenScope::AllSessions));
+    }
+    tokens
+        .iter()
+        .find(|token| token.identity().name == identity.name && token.identity().may_decide())
+        .map(|token| (token.identity().clone(), token.scope().clone()))
 }
 
 fn role_name(role: Role) -> &'static str {
@@ -193,16 +229,6 @@ fn role_named(name: &str) -> Option<Role> {
         // An agent never decides: no link acts as one.
         _ => None,
     }
-}
-
-/// The body of a link's minting: for whom, if not the caller.
-#[derive(Debug, Default, Deserialize, utoipa::ToSchema)]
-#[serde(deny_unknown_fields)]
-pub(crate) struct MintLink {
-    /// The name of the configured reviewer (or admin) the link acts as; only an admin may
-    /// name another than itself. Absent: the caller.
-    #[serde(default, rename = "for")]
-    for_name: Option<String>,
 }
 
 /// A minted link.
@@ -239,14 +265,12 @@ pub(crate) struct Linked {
     operation_id = "question.link",
     tag = "question",
     params(("id" = String, Path, description = "Question id, `que_` + ULID")),
-    request_body(content = Option<MintLink>, description = "Optional: `{\"for\": \"alice\"}` (admins only)"),
     responses(
         (status = 200, description = "The link", body = Minted),
         (status = 401, description = "Missing or unknown token", body = crate::error::ErrorBody),
-        (status = 403, description = "An agent's token, or a reviewer's naming another (`forbidden`)", body = crate::error::ErrorBody),
+        (status = 403, description = "An agent's token (`forbidden`): agents decide nothing", body = crate::error::ErrorBody),
         (status = 404, description = "No such question (or not visible to this token)", body = crate::error::ErrorBody),
         (status = 409, description = "Already resolved", body = crate::error::ErrorBody),
-        (status = 422, description = "`for` names no configured reviewer", body = crate::error::ErrorBody),
     ),
     security(("bearer" = []), ())
 )]
@@ -254,7 +278,6 @@ pub(crate) async fn mint_question(
     State(state): State<AppState>,
     caller: Caller,
     QuestionPath(id): QuestionPath,
-    request: Request,
 ) -> Result<Json<Minted>, ApiError> {
     let snapshot = questions::visible(&state, &caller, id).await?;
     let pending = snapshot.outcome.is_none();
@@ -265,9 +288,7 @@ pub(crate) async fn mint_question(
         RequestId::Question(id),
         pending,
         expires_at,
-        request,
     )
-    .await
 }
 
 /// Mint an answer link for a pending approval request.
@@ -277,14 +298,12 @@ pub(crate) async fn mint_question(
     operation_id = "approval.link",
     tag = "approval",
     params(("id" = String, Path, description = "`apr_` + ULID, or the `approval_key`")),
-    request_body(content = Option<MintLink>, description = "Optional: `{\"for\": \"alice\"}` (admins only)"),
     responses(
         (status = 200, description = "The link", body = Minted),
         (status = 401, description = "Missing or unknown token", body = crate::error::ErrorBody),
-        (status = 403, description = "An agent's token, or a reviewer's naming another (`forbidden`)", body = crate::error::ErrorBody),
+        (status = 403, description = "An agent's token (`forbidden`): agents decide nothing", body = crate::error::ErrorBody),
         (status = 404, description = "No such request (or not visible to this token)", body = crate::error::ErrorBody),
         (status = 409, description = "Already decided, timed out or cancelled", body = crate::error::ErrorBody),
-        (status = 422, description = "`for` names no configured reviewer", body = crate::error::ErrorBody),
     ),
     security(("bearer" = []), ())
 )]
@@ -292,29 +311,32 @@ pub(crate) async fn mint_approval(
     State(state): State<AppState>,
     caller: Caller,
     SegmentPath(key): SegmentPath,
-    request: Request,
 ) -> Result<Json<Minted>, ApiError> {
     let snapshot = approvals::visible(&state, &caller, &key).await?;
     let pending = snapshot.outcome.is_none();
     let id = RequestId::Approval(snapshot.request.id);
     let expires_at = snapshot.request.expires_at;
-    mint(&state, &caller, id, pending, expires_at, request).await
+    mint(&state, &caller, id, pending, expires_at)
 }
 
-/// Mints the link of `request`, which expires at `expires_at` if ever, for the caller or
-/// the reviewer its body names.
-async fn mint(
+/// Mints the link of `request`, which expires at `expires_at` if ever, acting as the
+/// caller.
+fn mint(
     state: &AppState,
     caller: &Caller,
     request: RequestId,
     pending: bool,
     expires_at: Option<u64>,
-    body: Request,
 ) -> Result<Json<Minted>, ApiError> {
-    let body: MintLink = questions::optional_json(body, state)
-        .await?
-        .unwrap_or_default();
-    let acts_as = acts_as(state, &caller.0.identity, body.for_name.as_deref())?;
+    let acts_as = caller.0.identity.clone();
+    if !acts_as.may_decide() {
+        return Err(ApiError::new(
+            ErrorCode::Forbidden,
+            format!(
+                "{acts_as} may not answer requests, so it may not hand out links to answer them"
+            ),
+        ));
+    }
     if !pending {
         return Err(ApiError::new(
             ErrorCode::AlreadyResolved,
@@ -335,39 +357,6 @@ async fn mint(
         expires_at: link.expires_at,
         acts_as: link.acts_as,
     }))
-}
-
-/// Whom a link minted by `minter` acts as: the minter, or the configured credential it
-/// names (admins only). Never an agent: agents decide nothing.
-fn acts_as(state: &AppState, minter: &Identity, named: Option<&str>) -> Result<Identity, ApiError> {
-    let forbidden = |why: String| ApiError::new(ErrorCode::Forbidden, why);
-    if !minter.may_decide() {
-        return Err(forbidden(format!(
-            "{minter} may not answer requests, so it may not hand out links to answer them"
-        )));
-    }
-    let Some(name) = named.filter(|name| *name != &*minter.name) else {
-        return Ok(minter.clone());
-    };
-    if minter.role != Role::Admin {
-        return Err(forbidden(format!(
-            "{minter} may mint links for itself only: an admin mints them for others"
-        )));
-    }
-    state
-        .inner
-        .config
-        .tokens
-        .iter()
-        .map(|token| token.identity())
-        .find(|identity| &*identity.name == name && identity.may_decide())
-        .cloned()
-        .ok_or_else(|| {
-            ApiError::new(
-                ErrorCode::Invalid,
-                format!("`for`: no reviewer or admin credential is named {name:?}"),
-            )
-        })
 }
 
 /// Read the request an answer link is for (no token: the link is the credential).
@@ -391,12 +380,12 @@ pub(crate) async fn read(
     let link = Link::open(&token, &state)?;
     let (kind, request) = match link.request {
         RequestId::Question(id) => {
-            let caller = link.caller(session_of(&state, &link).await?);
+            let caller = link.caller(&state, session_of(&state, &link).await?)?;
             let Json(status) = questions::get(State(state), caller, QuestionPath(id)).await?;
             ("question", serde_json::to_value(status))
         }
         RequestId::Approval(id) => {
-            let caller = link.caller(session_of(&state, &link).await?);
+            let caller = link.caller(&state, session_of(&state, &link).await?)?;
             let Json(status) =
                 approvals::get(State(state), caller, SegmentPath(id.to_string())).await?;
             ("approval", serde_json::to_value(status))
@@ -439,7 +428,7 @@ pub(crate) async fn reply(
     ApiJson(body): ApiJson<Value>,
 ) -> Result<Json<bool>, ApiError> {
     let link = Link::open(&token, &state)?;
-    let caller = link.caller(session_of(&state, &link).await?);
+    let caller = link.caller(&state, session_of(&state, &link).await?)?;
     match link.request {
         RequestId::Question(id) => {
             questions::reply(State(state), caller, QuestionPath(id), ApiJson(body)).await
@@ -492,7 +481,7 @@ pub(crate) async fn reject(
             "an approval is not rejected as a whole: send `reject` decisions to /answer/{token}",
         ));
     };
-    let caller = link.caller(session_of(&state, &link).await?);
+    let caller = link.caller(&state, session_of(&state, &link).await?)?;
     questions::reject(State(state), caller, QuestionPath(id), request).await
 }
 

@@ -141,8 +141,8 @@ pub enum LogFormat {
 )]
 pub struct Cli {
     /// Address to listen on, IP:PORT or HOST:PORT (`localhost:4717`: a name is resolved
-    /// once, at start, and the server answers for it). A non-loopback address needs a
-    /// --token.
+    /// once, at start; to answer for a name other than `localhost`, give it to
+    /// --allowed-host too). A non-loopback address needs a --token.
     #[arg(
         long,
         env = "ASKBUS_LISTEN",
@@ -591,7 +591,7 @@ impl Cli {
     /// this is called ([`event_streams_for`]); the binary raises it first
     /// ([`raise_open_files_limit`]).
     pub fn settings(&self) -> Result<Settings, ConfigError> {
-        let (listen, listen_name) = resolve_listen(&self.listen)?;
+        let listen = resolve_listen(&self.listen)?;
         let store = match &self.store {
             Some(url) => url.parse()?,
             None => StoreUrl::default_for(self.command.as_ref()),
@@ -611,7 +611,6 @@ impl Cli {
             .iter()
             .map(|host| host.trim())
             .filter(|host| !host.is_empty())
-            .chain(listen_name.as_deref())
             .map(AllowedHost::from_str)
             .collect::<Result<Vec<_>, _>>()?;
         if allowed_hosts.contains(&AllowedHost::Any) && tokens.is_empty() {
@@ -993,28 +992,27 @@ fn secret_and_session<'a>(
     Ok((secret, session))
 }
 
-/// The address `--listen` names, and the host name it gave (other than `localhost`, which
-/// the server answers for anyway), which the server then answers for too. A name is
-/// resolved once, here; of its addresses an IPv4 one is taken first, the address clients
-/// most often reach a name by.
-fn resolve_listen(listen: &str) -> Result<(SocketAddr, Option<String>), ConfigError> {
+/// The address `--listen` names. A name is resolved once, here; of its addresses an IPv4
+/// one is taken first, the address clients most often reach a name by. The name is not
+/// added to the names the server answers for (beside `localhost`): whoever controls its DNS
+/// could point it elsewhere and back (rebinding), so answering for it takes an explicit
+/// `--allowed-host`.
+fn resolve_listen(listen: &str) -> Result<SocketAddr, ConfigError> {
     let listen = listen.trim();
     if let Ok(address) = listen.parse() {
-        return Ok((address, None));
+        return Ok(address);
     }
     let refused = || ConfigError::BadListen(listen.to_owned());
-    let (host, _) = listen.rsplit_once(':').ok_or_else(refused)?;
+    listen.rsplit_once(':').ok_or_else(refused)?;
     let addresses: Vec<SocketAddr> = std::net::ToSocketAddrs::to_socket_addrs(listen)
         .map_err(|_| refused())?
         .collect();
-    let address = addresses
+    addresses
         .iter()
         .find(|address| address.is_ipv4())
         .or(addresses.first())
         .copied()
-        .ok_or_else(refused)?;
-    let name = (!host.eq_ignore_ascii_case("localhost")).then(|| host.to_owned());
-    Ok((address, name))
+        .ok_or_else(refused)
 }
 
 /// Opens the store, then serves the API on `listener` until `shutdown` is cancelled, then
@@ -1063,11 +1061,12 @@ async fn serve_hub(
     // The web UI at `/`: public pages whose API calls carry the human's token.
     let app = app.merge(askbus_ui::router());
     let app = mcp::mount(app, hub, &settings, shutdown.clone());
-    // An access line for every route (the API, the UI, MCP), in a span naming the request.
-    let app = app.layer(axum::middleware::from_fn(askbus_http::access_log));
     // One guard in front of every route: the Host, and the site of a browser's request.
     let listen = listener.local_addr().unwrap_or(settings.listen);
     let app = askbus_http::guarded(app, SiteGuard::new(listen, &settings.http));
+    // An access line for every request (the API, the UI, MCP, and what the guard refused),
+    // in a span naming the request.
+    let app = app.layer(axum::middleware::from_fn(askbus_http::access_log));
     serve_router(listener, app, settings.connections, shutdown).await;
 }
 

@@ -265,7 +265,7 @@ function tick() {
   ui.expiry.textContent =
     left === null
       ? `This link expired at ${at}: answers sent from it are refused.`
-      : `This link expires in ${left} (at ${at}) and answers once.`;
+      : `This link expires in ${left} (at ${at}); it decides as its reviewer, once.`;
 }
 
 ui.retry.addEventListener('click', load);
