@@ -87,6 +87,12 @@ export class ArrivalNotifier {
     this.shown = new Map();
     toggle.addEventListener('click', () => this.choose());
     document.addEventListener('visibilitychange', () => this.visibilityChanged());
+    // Another tab of this server changed the choice.
+    window.addEventListener('storage', (event) => {
+      if (event.key !== CHOICE_KEY) return;
+      this.on = this.supported && readChoice();
+      this.renderControl();
+    });
     this.renderControl();
   }
 
@@ -129,6 +135,7 @@ export class ArrivalNotifier {
       notification.onclick = () => {
         window.focus();
         notification.close();
+        this.shown.delete(id);
         this.reveal(id);
       };
       this.shown.set(id, notification);
@@ -151,10 +158,8 @@ export class ArrivalNotifier {
     if (this.enabled()) {
       this.on = false;
     } else {
-      // Asked here, on the human's click, and only when the browser has not answered yet.
-      const permission =
-        Notification.permission === 'default' ? await Notification.requestPermission() : Notification.permission;
-      this.on = permission === 'granted';
+      // Asked here, on the human's click; the browser prompts only if it has no answer yet.
+      this.on = (await Notification.requestPermission()) === 'granted';
     }
     // A refusal is not stored as a choice: the browser remembers it, and the note says so.
     if (this.on || Notification.permission === 'granted') storeChoice(this.on);
