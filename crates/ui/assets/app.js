@@ -64,13 +64,13 @@ const ui = {
   bannerButton: byId('banner-retry'),
   announcer: byId('announcer'),
   tokenButton: byId('token-button'),
-  notifyToggle: byId('notify-toggle'),
-  notifyBlocked: byId('notify-blocked'),
   tokenDialog: byId('token-dialog'),
   tokenForm: byId('token-form'),
   tokenInput: byId('token-input'),
   tokenError: byId('token-error'),
   tokenCancel: byId('token-cancel'),
+  notifyToggle: byId('notify-toggle'),
+  notifyBlocked: byId('notify-blocked'),
   timelineTitle: byId('timeline-title'),
   rejectOpen: byId('reject-all'),
   rejectPanel: byId('reject-all-panel'),
@@ -554,7 +554,8 @@ function arrived(event, kind, request, session) {
  * Whether `event` happened while the stream was open, rather than being replayed by a
  * stream that resumed (`Last-Event-ID`): a replay after a laptop slept all night is no
  * news to notify of. Event ids carry the server's time, and a replayed one predates the
- * resumption.
+ * resumption (as far as `api.serverNow` knows the server's clock: to within 2 s, so an
+ * event that close to a resumption may go either way).
  */
 function isLive(event) {
   return mintedAt(String(event.id)) >= state.resumedAt;
@@ -706,8 +707,9 @@ function render() {
         : 'Nothing is waiting for you. When an agent asks a question or wants approval, it appears here.',
     );
   }
-  // A hidden tab counts what arrived since it was hidden (`notify.js`): `(N)`, the pending
-  // total, would not tell it from what the human saw.
+  // A hidden tab counts what arrived since it was hidden and is still pending (`notify.js`),
+  // as `(N new)`: `(N)` is the pending total, and a count that drops when a request
+  // arrives would read wrong.
   const unseen = notifier.unseenCount;
   const title = unseen > 0 ? `(${unseen} new) askbus` : total > 0 ? `(${total}) askbus` : 'askbus';
   if (document.title !== title) document.title = title;
