@@ -51,6 +51,11 @@
 //! reviewer, a forged one is not valid, and the server records the reviewer as the one who
 //! answered.
 //!
+//! Notifications (`tests/ui/notify.mjs`, a test of its own): after the human opts in, a
+//! request that arrives while the tab is hidden raises one desktop notification and counts
+//! in the title until the tab is shown; none for what was pending on load, what arrives
+//! while the tab is shown, or what a resumed stream replays.
+//!
 //! Needs Node.js 20+ with npm, the npm registry the first time, and the `chromium` Debian
 //! package (`cargo xtask ci` installs it when it is missing).
 
@@ -425,6 +430,36 @@ async fn drive_links(package: PathBuf) {
     assert_eq!(refused["status"], "replied", "{refused}");
     assert_eq!(refused["answered_by"], bob, "{refused}");
     assert_eq!(hub.questions().pending_count(), 0);
+    assert_eq!(hub.approvals().pending_count(), 0);
+    shutdown.cancel();
+}
+
+/// Limit of the notifications' browser run (it takes a few seconds).
+const NOTIFY_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// Requests that arrive while the tab is hidden raise desktop notifications, once the
+/// human opted in, and count in the tab's title (`tests/ui/notify.mjs`).
+#[test]
+fn the_web_ui_notifies_of_requests_while_hidden() {
+    in_browser(drive_notify);
+}
+
+/// Serves askbus without tokens and runs `notify.mjs`, which asks its requests over HTTP
+/// at the moments it needs them and approves one, as an agent and a reviewer elsewhere.
+async fn drive_notify(package: PathBuf) {
+    let shutdown = CancellationToken::new();
+    let hub = RequestHub::new(Bus::new());
+    let address = serve(hub.clone(), HttpConfig::default(), &shutdown).await;
+    let url = format!("http://{address}");
+    let done = run_script(
+        &package,
+        "notify.mjs",
+        &[("ASKBUS_UI_NOTIFY_URL", &url)],
+        NOTIFY_TIMEOUT,
+    )
+    .await;
+    assert_eq!(done, json!({"done": true}));
+    // The approval the script decided while the tab was hidden.
     assert_eq!(hub.approvals().pending_count(), 0);
     shutdown.cancel();
 }

@@ -38,6 +38,7 @@
 import * as api from './api.js';
 import { approvalCard } from './approval.js';
 import { h, setText, visibleString } from './dom.js';
+import { ArrivalNotifier } from './notify.js';
 import { pruneDrafts, questionCard } from './question.js';
 import { SessionTimeline } from './session.js';
 import { EventStreamClient } from './sse.js';
@@ -68,6 +69,8 @@ const ui = {
   tokenInput: byId('token-input'),
   tokenError: byId('token-error'),
   tokenCancel: byId('token-cancel'),
+  notifyToggle: byId('notify-toggle'),
+  notifyBlocked: byId('notify-blocked'),
   timelineTitle: byId('timeline-title'),
   rejectOpen: byId('reject-all'),
   rejectPanel: byId('reject-all-panel'),
@@ -121,6 +124,9 @@ const state = {
   listed: null,
   /** Whether the stream is open. */
   live: false,
+  /** When (server time) the stream last resumed with `Last-Event-ID`; 0 if it started
+   * fresh. Events from before it are replayed, not live (`isLive`). */
+  resumedAt: 0,
   /** Whether a standalone refresh (stream down) is in flight, and when the last ran. */
   refreshing: false,
   lastRefresh: 0,
@@ -260,6 +266,16 @@ async function afterFailure(request, error, card) {
 /** Ids order by their ULID, whatever their kind prefix (both kinds share one order). */
 function orderKey(id) {
   return String(id).slice(String(id).indexOf('_') + 1);
+}
+
+const CROCKFORD = '0123456789ABCDEFGHJKMNPQRSTVWXYZ';
+
+/** When the server minted `id` (ms since the epoch): a ULID starts with it, in ten
+ * characters of Crockford's base 32. */
+function mintedAt(id) {
+  let time = 0;
+  for (const char of orderKey(id).slice(0, 10)) time = time * 32 + CROCKFORD.indexOf(char);
+  return time;
 }
 
 /** Where `key` goes in `list`, ascending by `keyOf`: the index of its first larger entry. */
@@ -470,6 +486,7 @@ function applyEvent(event) {
     case 'question.asked':
       count(event, 'question', properties.sessionID, 1);
       add('question', properties, { announce: true });
+      arrived(event, 'question', properties, properties.sessionID);
       break;
     case 'question.replied':
       ended(event, 'question', properties.sessionID, properties.requestID, {
@@ -494,6 +511,7 @@ function applyEvent(event) {
     case 'approval.asked':
       count(event, 'approval', properties.session_id, 1);
       add('approval', properties, { announce: true });
+      arrived(event, 'approval', properties, properties.session_id);
       break;
     case 'approval.replied':
       ended(event, 'approval', properties.session_id, properties.request_id, {
@@ -522,7 +540,25 @@ function applyEvent(event) {
 /** A request's outcome event: one fewer pending in its session, and its card settles. */
 function ended(event, kind, session, id, outcome) {
   count(event, kind, session, -1);
+  notifier.ended(id);
   settle(id, outcome);
+}
+
+/** A request asked on the stream: news for a hidden tab (`notify.js`), if it is of the view. */
+function arrived(event, kind, request, session) {
+  if (!request.id || (state.session && session !== state.session)) return;
+  notifier.arrived(kind, request, { notify: isLive(event) });
+}
+
+/**
+ * Whether `event` happened while the stream was open, rather than being replayed by a
+ * stream that resumed (`Last-Event-ID`): a replay after a laptop slept all night is no
+ * news to notify of. Event ids carry the server's time, and a replayed one predates the
+ * resumption (as far as `api.serverNow` knows the server's clock: to within 2 s, so an
+ * event that close to a resumption may go either way).
+ */
+function isLive(event) {
+  return mintedAt(String(event.id)) >= state.resumedAt;
 }
 
 /** Applies `delta` to `session`'s count of `kind`, unless the counts include `event`. */
@@ -671,7 +707,11 @@ function render() {
         : 'Nothing is waiting for you. When an agent asks a question or wants approval, it appears here.',
     );
   }
-  const title = total > 0 ? `(${total}) askbus` : 'askbus';
+  // A hidden tab counts what arrived since it was hidden and is still pending (`notify.js`),
+  // as `(N new)`: `(N)` is the pending total, and a count that drops when a request
+  // arrives would read wrong.
+  const unseen = notifier.unseenCount;
+  const title = unseen > 0 ? `(${unseen} new) askbus` : total > 0 ? `(${total}) askbus` : 'askbus';
   if (document.title !== title) document.title = title;
   const more = Math.max(0, total - shown);
   ui.more.hidden = !state.loaded || state.frontier === null || more === 0;
@@ -916,10 +956,25 @@ api.onUnauthorized(() => askForToken());
 
 // ---- Wiring -----------------------------------------------------------------------------
 
+const notifier = new ArrivalNotifier(
+  { toggle: ui.notifyToggle, blocked: ui.notifyBlocked },
+  {
+    changed: render,
+    // A request beyond the window, or dismissed meanwhile, has no card: the list, then.
+    reveal: (id) => {
+      const card = state.cards.get(id);
+      if (card) reveal(card);
+      else ui.listTitle.focus();
+    },
+    say,
+  },
+);
+
 const stream = new EventStreamClient({
   url: () => '/event',
   headers: api.authHeaders,
   onConnected({ resumed }) {
+    state.resumedAt = resumed ? api.serverNow() : 0;
     if (!resumed) resnapshot();
   },
   onResync() {
@@ -990,6 +1045,11 @@ function reviewRequest(key) {
     say('That request is not in the list: it is no longer pending, or further down (use “Show more”).');
     return;
   }
+  reveal(card);
+}
+
+/** Scrolls `card` into view and moves the keyboard focus into it. */
+function reveal(card) {
   card.element.scrollIntoView({ block: 'start' });
   card.focus();
 }

@@ -134,6 +134,11 @@ const ASSETS: &[Asset] = &[
         body: include_bytes!("../assets/session.js"),
     },
     Asset {
+        name: "notify.js",
+        content_type: JS,
+        body: include_bytes!("../assets/notify.js"),
+    },
+    Asset {
         name: "timeline.js",
         content_type: JS,
         body: include_bytes!("../assets/timeline.js"),
