@@ -184,17 +184,15 @@ impl SiteGuard {
             ));
         }
         let host = headers.get(header::HOST);
-        if Self::is_probe(request) {
-            // Probes name the address they reach (a pod's IP): nothing to protect in them.
-            return Ok(());
-        }
         // Every `Host` a request carries (a browser sends one; a second could disagree).
-        for named in headers
+        // Probes name the address they reach (a pod's IP), and read nothing to protect.
+        let named_hosts = headers
             .get_all(header::HOST)
             .iter()
             .map(HeaderValue::as_bytes)
             .chain(request.uri().authority().map(|a| a.as_str().as_bytes()))
-        {
+            .filter(|_| !Self::is_probe(request));
+        for named in named_hosts {
             if !self.rules.answers_for(named) {
                 return Err(ApiError::new(
                     ErrorCode::MisdirectedRequest,
