@@ -338,6 +338,9 @@ pub struct Cli {
         global = true
     )]
     pub link_secret: Option<String>,
+    /// Serve no `GET /metrics` (404) and count nothing for it.
+    #[arg(long, env = "ASKBUS_NO_METRICS", global = true)]
+    pub no_metrics: bool,
     /// What to run; without one, the HTTP server.
     #[command(subcommand)]
     pub command: Option<Command>,
@@ -671,6 +674,7 @@ impl Cli {
                     Some(secret) => LinkKey::from_secret(secret)?,
                     None => LinkKey::random(),
                 },
+                metrics: !self.no_metrics,
                 ..HttpConfig::default()
             },
             demo: if self.demo { Demo::On } else { Demo::Off },
