@@ -267,3 +267,44 @@ async fn open_streams_and_their_resyncs_are_counted() {
         "{text}"
     );
 }
+
+#[tokio::test]
+async fn a_stream_lagging_past_the_history_is_counted() {
+    let app = TestApp::with_history(3, 2);
+    let mut events = app.events("/event", &[]).await;
+    events.next().await;
+    for _ in 0..10 {
+        app.ask("s1");
+    }
+    assert_eq!(events.next().await.kind(), "server.resync");
+    let text = scrape(&app, None).await.1;
+    assert_eq!(value(&text, "askbus_event_stream_lagged_total"), Some(1.0));
+    assert_eq!(
+        value(
+            &text,
+            "askbus_event_stream_resyncs_total{reason=\"lagged\"}"
+        ),
+        Some(1.0),
+        "{text}"
+    );
+}
+
+#[tokio::test]
+async fn the_follower_lag_is_served_over_a_shared_store_only() {
+    let store: std::sync::Arc<dyn askbus_store::Store> =
+        std::sync::Arc::new(askbus_store::MemoryStore::new());
+    let hub = askbus::question::RequestHub::shared(
+        askbus::bus::Bus::new(),
+        askbus::question::QuestionConfig::default(),
+        askbus::question::ApprovalConfig::default(),
+        store,
+    )
+    .await
+    .expect("a memory store is shared");
+    let app = TestApp::with_hub(hub, HttpConfig::default());
+    create(&app, "question", "s1").await;
+    scrape_until(&app, &[("askbus_follower_lag_changes", 0.0)]).await;
+
+    let text = scrape(&TestApp::new(), None).await.1;
+    assert!(!text.contains("askbus_follower_lag_changes"), "{text}");
+}
