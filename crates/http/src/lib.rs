@@ -38,6 +38,8 @@
 //! - **The audit log is read a page at a time.** `GET /audit` answers at most 1,000
 //!   entries after the number `after`, the next page named as for lists; a token scoped
 //!   to one session may not read it (403).
+//! - **Metrics are an admin's.** `GET /metrics` (OpenMetrics text) answers an admin's
+//!   token for every session, 403 any other; [`HttpConfig::metrics`] off, 404.
 //! - **Streams end on shutdown.** Cancelling the [`CancellationToken`] given to [`router`]
 //!   ends every open event stream and long poll at once, so a graceful shutdown never
 //!   waits on a client.
