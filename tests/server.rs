@@ -226,6 +226,12 @@ fn listen_takes_a_host_name_and_resolves_it_once() {
 }
 
 #[test]
+fn metrics_are_on_unless_turned_off() {
+    assert!(settings(&[]).expect("valid").http.metrics);
+    assert!(!settings(&["--no-metrics"]).expect("valid").http.metrics);
+}
+
+#[test]
 fn a_link_secret_must_be_long_enough_to_sign_with() {
     let error = settings(&["--link-secret", "short"])
         .unwrap_err()

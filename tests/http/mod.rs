@@ -13,6 +13,8 @@ mod e2e;
 mod errors;
 // SSE framing, replay after Last-Event-ID, resync, session filter, heartbeat, shutdown.
 mod events;
+// `GET /metrics`: admins only; counters, gauges and histograms match what happened.
+mod metrics;
 // The OpenAPI document, as an insta snapshot.
 mod openapi;
 // What a human needs under a flood: paged lists, counts per session, rejecting a session.

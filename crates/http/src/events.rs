@@ -43,6 +43,7 @@ use crate::AppState;
 use crate::auth::Caller;
 use crate::error::ApiError;
 use crate::extract::ApiQuery;
+use crate::metrics::Metrics;
 
 /// Query parameters of the event streams.
 #[derive(Debug, Default, Deserialize, utoipa::IntoParams)]
@@ -95,6 +96,8 @@ struct EventStream {
     heartbeat: Interval,
     /// Cancelled on graceful shutdown.
     shutdown: CancellationToken,
+    /// Where lags and resyncs are counted, when metrics are on.
+    metrics: Option<Arc<Metrics>>,
 }
 
 /// Subscribe to every event as Server-Sent Events.
@@ -208,14 +211,14 @@ fn open(
         queued: VecDeque::new(),
         heartbeat,
         shutdown: state.inner.shutdown.clone(),
+        metrics: state.inner.metrics.clone(),
     };
     let connected = stream
         .server_frame("server.connected", "{}")
         .id(cursor.to_string());
     stream.queued.push_back(connected);
     if let Some(reason) = resync {
-        let frame = stream.resync_frame(reason);
-        stream.queued.push_back(frame);
+        stream.resync(reason);
     }
     Ok(Sse::new(frames(stream)))
 }
@@ -261,13 +264,15 @@ impl EventStream {
     /// After a lag: resume from the history if it still holds what was missed, otherwise
     /// restart live and queue a `server.resync`.
     fn recover(&mut self, missed: u64) {
+        if let Some(metrics) = &self.metrics {
+            metrics.stream_lagged();
+        }
         match self.bus.subscribe_from(self.cursor) {
             Ok(subscription) => self.subscription = subscription,
             Err(_) => {
                 self.subscription = self.bus.subscribe_all();
                 self.cursor = self.subscription.start();
-                let frame = self.resync_frame(ResyncReason::Lagged(missed));
-                self.queued.push_back(frame);
+                self.resync(ResyncReason::Lagged(missed));
             }
         }
     }
@@ -302,17 +307,30 @@ impl EventStream {
         SseFrame::default().data(data)
     }
 
-    /// A `server.resync` frame whose `id:` is the cursor the stream now continues after.
-    fn resync_frame(&self, reason: ResyncReason) -> SseFrame {
-        let properties = match reason {
-            ResyncReason::CursorTooOld => r#"{"reason":"cursor_too_old"}"#.to_owned(),
-            ResyncReason::UnknownCursor => r#"{"reason":"unknown_cursor"}"#.to_owned(),
-            ResyncReason::Lagged(missed) => {
-                format!(r#"{{"reason":"lagged","missed":{missed}}}"#)
-            }
+    /// Queues a `server.resync` frame whose `id:` is the cursor the stream now continues
+    /// after, and counts it.
+    fn resync(&mut self, reason: ResyncReason) {
+        let (name, properties) = match reason {
+            ResyncReason::CursorTooOld => (
+                "cursor_too_old",
+                r#"{"reason":"cursor_too_old"}"#.to_owned(),
+            ),
+            ResyncReason::UnknownCursor => (
+                "unknown_cursor",
+                r#"{"reason":"unknown_cursor"}"#.to_owned(),
+            ),
+            ResyncReason::Lagged(missed) => (
+                "lagged",
+                format!(r#"{{"reason":"lagged","missed":{missed}}}"#),
+            ),
         };
-        self.server_frame("server.resync", &properties)
-            .id(self.cursor.to_string())
+        if let Some(metrics) = &self.metrics {
+            metrics.stream_resynced(name);
+        }
+        let frame = self
+            .server_frame("server.resync", &properties)
+            .id(self.cursor.to_string());
+        self.queued.push_back(frame);
     }
 }
 

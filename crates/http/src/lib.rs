@@ -38,6 +38,8 @@
 //! - **The audit log is read a page at a time.** `GET /audit` answers at most 1,000
 //!   entries after the number `after`, the next page named as for lists; a token scoped
 //!   to one session may not read it (403).
+//! - **Metrics are an admin's.** `GET /metrics` (OpenMetrics text) answers an admin's
+//!   token for every session, 403 any other; [`HttpConfig::metrics`] off, 404.
 //! - **Streams end on shutdown.** Cancelling the [`CancellationToken`] given to [`router`]
 //!   ends every open event stream and long poll at once, so a graceful shutdown never
 //!   waits on a client.
@@ -65,6 +67,7 @@ mod events;
 mod extract;
 mod links;
 mod long_poll;
+mod metrics;
 mod openapi;
 mod paging;
 mod questions;
@@ -144,6 +147,9 @@ pub struct HttpConfig {
     /// links work until the process ends; give every instance of a shared store the same
     /// ([`LinkKey::from_secret`]).
     pub link_key: LinkKey,
+    /// Whether `GET /metrics` counts and serves (see the `metrics` module); off, it is 404
+    /// and no request pays for counting. Default: on.
+    pub metrics: bool,
 }
 
 impl Default for HttpConfig {
@@ -161,6 +167,7 @@ impl Default for HttpConfig {
             max_event_streams_per_token: usize::MAX,
             history: HistoryLimits::default(),
             link_key: LinkKey::random(),
+            metrics: true,
         }
     }
 }
@@ -182,6 +189,8 @@ struct Inner {
     shutdown: CancellationToken,
     /// Every session's seed-protocol history and stream, from the hub's store (or memory).
     transcripts: askbus_protocol::Transcripts,
+    /// What `GET /metrics` serves; `None` when [`HttpConfig::metrics`] is off.
+    metrics: Option<Arc<metrics::Metrics>>,
 }
 
 impl AppState {
@@ -221,7 +230,12 @@ pub fn router(
 /// The OpenAPI document of the routes [`router`] serves, as served at `GET /openapi.json`.
 pub fn openapi() -> utoipa::openapi::OpenApi {
     let hub = RequestHub::new(askbus_bus::Bus::new());
-    let (_, document) = build(hub, HttpConfig::default(), CancellationToken::new());
+    // Metrics off: nothing of this router is served, so nothing needs counting.
+    let config = HttpConfig {
+        metrics: false,
+        ..HttpConfig::default()
+    };
+    let (_, document) = build(hub, config, CancellationToken::new());
     document
 }
 
@@ -235,9 +249,13 @@ fn build(
     config
         .event_streams
         .divide_among_tokens(config.tokens.len(), config.max_event_streams_per_token);
+    let metrics = config
+        .metrics
+        .then(|| metrics::Metrics::start(&hub, &shutdown));
     let state = AppState {
         inner: Arc::new(Inner {
             transcripts: askbus_protocol::Transcripts::with_limits(&hub, config.history),
+            metrics: metrics.clone(),
             hub,
             config,
             shutdown,
@@ -267,6 +285,7 @@ fn build(
         .routes(routes!(audit::list))
         .routes(routes!(links::mint_question))
         .routes(routes!(links::mint_approval))
+        .routes(routes!(metrics::scrape))
         .route_layer(ServiceBuilder::new().layer(authenticate.clone()).layer(
             TimeoutLayer::with_status_code(StatusCode::REQUEST_TIMEOUT, request_timeout),
         ));
@@ -320,6 +339,12 @@ fn build(
         })
         .layer(axum::middleware::map_response(json_errors))
         .with_state(state);
+    if let Some(metrics) = metrics {
+        router = router.layer(axum::middleware::from_fn_with_state(
+            metrics,
+            metrics::time_requests,
+        ));
+    }
     if let Some(cors) = cors {
         router = router.layer(cors);
     }

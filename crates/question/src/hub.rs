@@ -396,6 +396,20 @@ impl RequestHub {
         self.caught_up().await
     }
 
+    /// How many changes of the shared store's log this hub has yet to apply: the log's
+    /// head now, less the last change its follower applied. `None` for a hub that shares
+    /// no store (nothing to follow).
+    ///
+    /// # Errors
+    ///
+    /// The store's error if its change log cannot be read.
+    pub async fn follower_lag(&self) -> Option<Result<u64, StoreError>> {
+        let shared = self.shared.as_ref()?;
+        let log = shared.store.change_log()?;
+        let applied = shared.applied.borrow().0;
+        Some(log.head().await.map(|head| head.0.saturating_sub(applied)))
+    }
+
     /// The bus both services publish on.
     pub fn bus(&self) -> &Bus {
         self.questions.bus()

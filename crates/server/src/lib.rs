@@ -360,6 +360,9 @@ pub struct Cli {
         global = true
     )]
     pub log_format: LogFormat,
+    /// Serve no `GET /metrics` (404) and count nothing for it.
+    #[arg(long, env = "ASKBUS_NO_METRICS", global = true)]
+    pub no_metrics: bool,
     /// What to run; without one, the HTTP server.
     #[command(subcommand)]
     pub command: Option<Command>,
@@ -691,6 +694,7 @@ impl Cli {
                     Some(secret) => LinkKey::from_secret(secret)?,
                     None => LinkKey::random(),
                 },
+                metrics: !self.no_metrics,
                 ..HttpConfig::default()
             },
             demo: if self.demo { Demo::On } else { Demo::Off },

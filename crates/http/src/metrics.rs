@@ -1,0 +1,424 @@
+//! `GET /metrics`: the server's figures in the OpenMetrics text format, for Prometheus.
+//!
+//! Why it is built this way:
+//!
+//! - **One registry per router, no global recorder** (`prometheus-client`): two routers in
+//!   one process (the tests run hundreds) count apart, and nothing outside the router can
+//!   add a series to what it serves.
+//! - **What the hub already knows is read at scrape**, never kept in step by hand: the
+//!   pending requests (`RequestHub`'s counts), the taken stream slots ([`StreamSlots`]),
+//!   the follower's lag behind a shared store. A scrape costs two lock-and-len reads and,
+//!   over a shared store, one read of the change log's head.
+//! - **What happened is counted from the bus**, by one task subscribed to every event: the
+//!   requests asked, their outcomes and how long a human took (now, less the time in the
+//!   request id's ULID), the votes of a quorum. So every way a request ends (a reply over
+//!   HTTP or MCP, the guard, a timer, a session cancel) is counted once, where it is
+//!   announced, and no request path pays more than the bus publish it already makes. Over
+//!   a shared store every instance's bus hears every request, so each instance counts
+//!   them all: sum one instance's counters, not the instances'. Events published before
+//!   the router was built (requests restored from a store) were not heard: their outcomes
+//!   count, their `asked` does not.
+//! - **HTTP requests are timed by one layer over every route** ([`time_requests`]),
+//!   labelled by the route's template (`/question/{id}/reply`), never the raw path, so
+//!   the series stay as few as the routes.
+//!
+//! Who may read it: an admin with a token for every session (without tokens, the local
+//! caller, who is an admin). Turned off ([`HttpConfig::metrics`](crate::HttpConfig)), the
+//! route answers 404 and nothing is counted.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use askbus_bus::{Envelope, Event, Id, IdKind, Lagged, Subscription};
+use askbus_question::{
+    ApprovalAsked, ApprovalCancelled, ApprovalDecided, ApprovalReplied, ApprovalTimedOut,
+    QuestionAsked, QuestionCancelled, QuestionRejected, QuestionReplied, QuestionTimedOut,
+    RequestHub, Role,
+};
+use axum::extract::{MatchedPath, Request, State};
+use axum::http::{Method, header};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::metrics::histogram::Histogram;
+use prometheus_client::registry::{Registry, Unit};
+use tokio_stream::StreamExt;
+use tokio_util::sync::CancellationToken;
+
+use crate::AppState;
+use crate::auth::Caller;
+use crate::error::{ApiError, ErrorCode};
+
+/// The content type of the OpenMetrics text format, which `prometheus-client` writes.
+const CONTENT_TYPE: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
+
+/// Upper bounds of the HTTP request histogram, in seconds: replies take well under a
+/// millisecond, a long poll up to its wait.
+const HTTP_BUCKETS: [f64; 14] = [
+    0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 5.0, 30.0, 120.0,
+];
+
+/// Upper bounds of the ask-to-outcome histogram, in seconds: a human answers in seconds to
+/// hours; a timeout may be days away.
+const HUMAN_BUCKETS: [f64; 14] = [
+    1.0, 5.0, 15.0, 30.0, 60.0, 120.0, 300.0, 600.0, 1_800.0, 3_600.0, 7_200.0, 21_600.0, 86_400.0,
+    604_800.0,
+];
+
+/// The request kinds, as labelled.
+const QUESTION: &str = "question";
+const APPROVAL: &str = "approval";
+
+/// Every series the router serves.
+pub(crate) struct Metrics {
+    /// What `GET /metrics` encodes; holds a handle on every metric below.
+    registry: Registry,
+    /// `askbus_pending_requests{kind}`, set at scrape.
+    pending: Family<KindLabel, Gauge>,
+    /// `askbus_requests_asked_total{kind}`.
+    asked: Family<KindLabel, Counter>,
+    /// `askbus_outcomes_total{kind, outcome}`.
+    outcomes: Family<OutcomeLabels, Counter>,
+    /// `askbus_ask_to_outcome_seconds{kind, outcome}`.
+    ask_to_outcome: Family<OutcomeLabels, Histogram>,
+    /// `askbus_votes_total`.
+    votes: Counter,
+    /// `askbus_metrics_missed_events_total`: events the counting task lagged past.
+    missed_events: Counter,
+    /// `askbus_http_request_duration_seconds{method, route, status}`.
+    http: Family<HttpLabels, Histogram>,
+    /// `askbus_event_streams_open`, set at scrape.
+    streams_open: Gauge,
+    /// `askbus_event_stream_lagged_total`.
+    stream_lagged: Counter,
+    /// `askbus_event_stream_resyncs_total{reason}`.
+    stream_resyncs: Family<ReasonLabel, Counter>,
+    /// `askbus_follower_lag_changes`, set at scrape; only over a shared store.
+    follower_lag: Option<Gauge>,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct KindLabel {
+    /// `question` or `approval`.
+    kind: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct OutcomeLabels {
+    /// `question` or `approval`.
+    kind: &'static str,
+    /// `replied`, `rejected` (questions only), `timed_out` or `cancelled`.
+    outcome: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct HttpLabels {
+    /// The request method (`other` for one the API has no route for).
+    method: &'static str,
+    /// The matched route's template, or `unmatched`.
+    route: String,
+    /// The response status.
+    status: u16,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct ReasonLabel {
+    /// Why the stream sent `server.resync`.
+    reason: &'static str,
+}
+
+impl Metrics {
+    /// Every series registered, and the task counting `hub`'s events started (when a Tokio
+    /// runtime is there to run it) until `shutdown`.
+    pub(crate) fn start(hub: &RequestHub, shutdown: &CancellationToken) -> Arc<Self> {
+        let mut registry = Registry::with_prefix("askbus");
+        let pending = Family::<KindLabel, Gauge>::default();
+        registry.register(
+            "pending_requests",
+            "Requests waiting for a human",
+            pending.clone(),
+        );
+        let asked = Family::<KindLabel, Counter>::default();
+        registry.register("requests_asked", "Requests asked", asked.clone());
+        let outcomes = Family::<OutcomeLabels, Counter>::default();
+        registry.register("outcomes", "Requests ended, by how", outcomes.clone());
+        let ask_to_outcome = Family::<OutcomeLabels, Histogram>::new_with_constructor(
+            (|| Histogram::new(HUMAN_BUCKETS)) as fn() -> Histogram,
+        );
+        registry.register_with_unit(
+            "ask_to_outcome",
+            "Time from a request's ask to its outcome",
+            Unit::Seconds,
+            ask_to_outcome.clone(),
+        );
+        let votes = Counter::default();
+        registry.register(
+            "votes",
+            "Reviewers' votes on approvals under a quorum (approval.decided)",
+            votes.clone(),
+        );
+        let missed_events = Counter::default();
+        registry.register(
+            "metrics_missed_events",
+            "Events the metrics fell too far behind to count: the request counters are short by as many",
+            missed_events.clone(),
+        );
+        let http = Family::<HttpLabels, Histogram>::new_with_constructor(
+            (|| Histogram::new(HTTP_BUCKETS)) as fn() -> Histogram,
+        );
+        registry.register_with_unit(
+            "http_request_duration",
+            "Time to answer an HTTP request (a stream: to its first byte)",
+            Unit::Seconds,
+            http.clone(),
+        );
+        let streams_open = Gauge::default();
+        registry.register(
+            "event_streams_open",
+            "Stream slots taken: open event streams, frame streams, long polls and MCP requests",
+            streams_open.clone(),
+        );
+        let stream_lagged = Counter::default();
+        registry.register(
+            "event_stream_lagged",
+            "Times an event stream fell behind the bus (caught up from the history, or resynced)",
+            stream_lagged.clone(),
+        );
+        let stream_resyncs = Family::<ReasonLabel, Counter>::default();
+        registry.register(
+            "event_stream_resyncs",
+            "server.resync frames sent on event streams, by reason",
+            stream_resyncs.clone(),
+        );
+        let follower_lag = hub.shares_store().then(|| {
+            let gauge = Gauge::default();
+            registry.register(
+                "follower_lag_changes",
+                "Changes of the shared store's log not yet applied by this instance",
+                gauge.clone(),
+            );
+            gauge
+        });
+        let metrics = Arc::new(Self {
+            registry,
+            pending,
+            asked,
+            outcomes,
+            ask_to_outcome,
+            votes,
+            missed_events,
+            http,
+            streams_open,
+            stream_lagged,
+            stream_resyncs,
+            follower_lag,
+        });
+        if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+            runtime.spawn(count_events(
+                Arc::clone(&metrics),
+                hub.bus().subscribe_all(),
+                shutdown.clone(),
+            ));
+        }
+        metrics
+    }
+
+    /// An event stream fell behind the bus.
+    pub(crate) fn stream_lagged(&self) {
+        self.stream_lagged.inc();
+    }
+
+    /// An event stream sent `server.resync` for `reason` (its wire name).
+    pub(crate) fn stream_resynced(&self, reason: &'static str) {
+        self.stream_resyncs
+            .get_or_create(&ReasonLabel { reason })
+            .inc();
+    }
+
+    /// Counts one event of the bus, if it is a request's.
+    fn count(&self, envelope: &Envelope) {
+        match envelope.event_type() {
+            QuestionAsked::TYPE => self.asked(QUESTION),
+            ApprovalAsked::TYPE => self.asked(APPROVAL),
+            ApprovalDecided::TYPE => {
+                self.votes.inc();
+            }
+            QuestionReplied::TYPE => self.ended(envelope, |e: &QuestionReplied| e.request_id),
+            QuestionRejected::TYPE => self.ended(envelope, |e: &QuestionRejected| e.request_id),
+            QuestionTimedOut::TYPE => self.ended(envelope, |e: &QuestionTimedOut| e.request_id),
+            QuestionCancelled::TYPE => {
+                self.ended(envelope, |e: &QuestionCancelled| e.request_id);
+            }
+            ApprovalReplied::TYPE => self.ended(envelope, |e: &ApprovalReplied| e.request_id),
+            ApprovalTimedOut::TYPE => self.ended(envelope, |e: &ApprovalTimedOut| e.request_id),
+            ApprovalCancelled::TYPE => {
+                self.ended(envelope, |e: &ApprovalCancelled| e.request_id);
+            }
+            _ => {}
+        }
+    }
+
+    /// Counts the outcome event `E` in `envelope`, labelled by its type name (`kind.outcome`),
+    /// and how long its request waited, from the time in the request's id. An envelope
+    /// read back as JSON only (no `E` in it) counts, without a wait.
+    fn ended<E: Event, K: IdKind>(&self, envelope: &Envelope, request: impl FnOnce(&E) -> Id<K>) {
+        let Some((kind, outcome)) = E::TYPE.split_once('.') else {
+            return;
+        };
+        let labels = OutcomeLabels { kind, outcome };
+        self.outcomes.get_or_create(&labels).inc();
+        if let Some(asked_ms) = envelope
+            .downcast_ref::<E>()
+            .map(|event| request(event).timestamp_ms())
+        {
+            let waited = Duration::from_millis(now_ms().saturating_sub(asked_ms));
+            self.ask_to_outcome
+                .get_or_create(&labels)
+                .observe(waited.as_secs_f64());
+        }
+    }
+
+    fn asked(&self, kind: &'static str) {
+        self.asked.get_or_create(&KindLabel { kind }).inc();
+    }
+}
+
+/// Milliseconds since the Unix epoch, the unit of request ids' time.
+fn now_ms() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |since| since.as_millis() as u64)
+}
+
+/// The counting task: every event of `subscription` until the bus or the router ends.
+async fn count_events(
+    metrics: Arc<Metrics>,
+    mut subscription: Subscription,
+    shutdown: CancellationToken,
+) {
+    loop {
+        let item = tokio::select! {
+            biased;
+            () = shutdown.cancelled() => return,
+            item = subscription.next() => item,
+        };
+        match item {
+            None => return,
+            Some(Ok(envelope)) => metrics.count(&envelope),
+            Some(Err(Lagged(missed))) => {
+                metrics.missed_events.inc_by(missed);
+            }
+        }
+    }
+}
+
+/// Serve the server's metrics (OpenMetrics text, for Prometheus).
+#[utoipa::path(
+    get,
+    path = "/metrics",
+    operation_id = "server.metrics",
+    tag = "server",
+    responses(
+        (status = 200, description = "Every `askbus_` series in the OpenMetrics text format (README, \"Metrics\", lists them)", content_type = "application/openmetrics-text; version=1.0.0; charset=utf-8", body = String),
+        (status = 401, description = "Missing or unknown token", body = crate::error::ErrorBody),
+        (status = 403, description = "Not an admin's token for every session", body = crate::error::ErrorBody),
+        (status = 404, description = "Metrics are turned off (`--no-metrics`)", body = crate::error::ErrorBody),
+    ),
+    security(("bearer" = []), ())
+)]
+pub(crate) async fn scrape(
+    State(state): State<AppState>,
+    caller: Caller,
+) -> Result<Response, ApiError> {
+    if caller.0.identity.role != Role::Admin || caller.0.scope.session().is_some() {
+        return Err(ApiError::forbidden(
+            "only an admin's token for every session may read the metrics",
+        ));
+    }
+    let Some(metrics) = &state.inner.metrics else {
+        return Err(ApiError::new(
+            ErrorCode::NotFound,
+            "metrics are turned off on this server",
+        ));
+    };
+    let hub = &state.inner.hub;
+    for (kind, count) in [
+        (QUESTION, hub.questions().pending_count()),
+        (APPROVAL, hub.approvals().pending_count()),
+    ] {
+        metrics
+            .pending
+            .get_or_create(&KindLabel { kind })
+            .set(gauge_value(count));
+    }
+    let slots = &state.inner.config.event_streams;
+    metrics
+        .streams_open
+        .set(gauge_value(slots.limit() - slots.available()));
+    if let Some(gauge) = &metrics.follower_lag {
+        // A store that cannot be read leaves the last figure: the other series still serve.
+        match hub.follower_lag().await {
+            Some(Ok(lag)) => {
+                gauge.set(i64::try_from(lag).unwrap_or(i64::MAX));
+            }
+            Some(Err(error)) => {
+                tracing::warn!(%error, "metrics: cannot read the change log's head")
+            }
+            None => {}
+        }
+    }
+    let mut text = String::new();
+    prometheus_client::encoding::text::encode(&mut text, &metrics.registry)
+        .map_err(|_| ApiError::new(ErrorCode::Internal, "the metrics could not be written"))?;
+    Ok(([(header::CONTENT_TYPE, CONTENT_TYPE)], text).into_response())
+}
+
+/// `count` as a gauge's value.
+fn gauge_value(count: usize) -> i64 {
+    i64::try_from(count).unwrap_or(i64::MAX)
+}
+
+/// The layer over every route: times each request to its response's head, labelled by its
+/// method, route template and status.
+pub(crate) async fn time_requests(
+    State(metrics): State<Arc<Metrics>>,
+    route: Option<MatchedPath>,
+    request: Request,
+    next: Next,
+) -> Response {
+    let started = Instant::now();
+    let method = method_label(request.method());
+    let route = route
+        .as_ref()
+        .map_or("unmatched", MatchedPath::as_str)
+        .to_owned();
+    let response = next.run(request).await;
+    let labels = HttpLabels {
+        method,
+        route,
+        status: response.status().as_u16(),
+    };
+    metrics
+        .http
+        .get_or_create(&labels)
+        .observe(started.elapsed().as_secs_f64());
+    response
+}
+
+/// A method's label: the API's methods by name, any other as `other`, so a client cannot
+/// make up series.
+fn method_label(method: &Method) -> &'static str {
+    match *method {
+        Method::GET => "GET",
+        Method::POST => "POST",
+        Method::PUT => "PUT",
+        Method::DELETE => "DELETE",
+        Method::PATCH => "PATCH",
+        Method::HEAD => "HEAD",
+        Method::OPTIONS => "OPTIONS",
+        _ => "other",
+    }
+}
