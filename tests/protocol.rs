@@ -124,6 +124,17 @@ fn seed_questions_json() -> Value {
     ])
 }
 
+/// Seed 000's questions in its own words, parsed as askbus questions and shown again as an
+/// `ask_user_question` action, are the seed's JSON unchanged: "Khác" (`"input": true`) is
+/// the free-text option, so no "Other" is added beside it.
+#[test]
+fn the_seeds_questions_are_shown_as_the_seed_wrote_them() {
+    let seed = crate::support::seed_000_questions();
+    let questions: Vec<QuestionInfo> = serde_json::from_value(seed.clone()).unwrap();
+    let request = Request::question("que_1", &questions, Some(600));
+    assert_eq!(request.action_requests[0].args, json!({"questions": seed}));
+}
+
 /// One question, as a record.
 fn ask(request_id: &str, questions: &[QuestionInfo]) -> Record {
     Record::Request(RequestEvent::Asked(Request::question(

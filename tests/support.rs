@@ -25,6 +25,54 @@ pub(crate) fn language() -> QuestionInfo {
     )
 }
 
+/// Seed 000's `ask_user_question` questions, copied verbatim from its `content_block_delta`
+/// (`action_requests[0].args.questions`): `multiSelect`, and the free-text "Khác" option
+/// with `"input": true`.
+pub(crate) fn seed_000_questions() -> serde_json::Value {
+    serde_json::json!([
+        {
+            "question": "Thảo muốn tập trung vào mục tiêu nào?",
+            "header": "Mục tiêu chính",
+            "multiSelect": false,
+            "options": [
+                {
+                    "label": "Cổ tức bền vững (Recommended)",
+                    "description": "Tập trung cổ phiếu trả cổ tức đều"
+                },
+                {
+                    "label": "Tăng trưởng dài hạn",
+                    "description": "Lợi nhuận từ giá tăng trưởng"
+                },
+                {
+                    "label": "Khác",
+                    "description": "Nhập giá trị tùy chỉnh",
+                    "input": true
+                }
+            ]
+        },
+        {
+            "question": "Thời gian nắm giữ dự kiến?",
+            "header": "Kỳ hạn đầu tư",
+            "multiSelect": false,
+            "options": [
+                {
+                    "label": "Trên 3 năm",
+                    "description": "Tích lũy dài hạn"
+                },
+                {
+                    "label": "1-3 năm",
+                    "description": "Theo chu kỳ ngành"
+                },
+                {
+                    "label": "Khác",
+                    "description": "Nhập giá trị tùy chỉnh",
+                    "input": true
+                }
+            ]
+        }
+    ])
+}
+
 /// A multi-choice question restricted to its options; one label contains `", "`.
 pub(crate) fn targets() -> QuestionInfo {
     QuestionInfo::new(

@@ -96,6 +96,44 @@ async fn answers_read_back_as_question_answer_pairs() {
     assert_eq!(answers[1].answer, vec!["Linux", "macOS"]);
 }
 
+/// A model prompted with seed 000's shape is understood: its questions verbatim
+/// (`multiSelect`, the free-text "Khác"), and one with `"multiSelect": true` and neither
+/// `header` nor `description`; the human answers in the seed's keyed form.
+#[tokio::test]
+async fn the_seeds_question_shape_is_understood() {
+    let mut questions = crate::support::seed_000_questions();
+    questions.as_array_mut().unwrap().push(json!({
+        "question": "Nhóm ngành quan tâm?",
+        "multiSelect": true,
+        "options": [{"label": "Ngân hàng"}, {"label": "Thép (Steel)"}]
+    }));
+    let output = call_and_answer(json!({ "questions": questions }), |questions, id| {
+        let asked = questions.get(id).unwrap().request;
+        let multiple: Vec<bool> = asked.questions.iter().map(|info| info.multiple).collect();
+        assert_eq!(multiple, [false, false, true]);
+        assert!(asked.questions[0].offers_free_text() && asked.questions[0].custom);
+        assert_eq!(asked.questions[2].header, "");
+        let keyed = [
+            (
+                "Thảo muốn tập trung vào mục tiêu nào?",
+                "Cổ tức bền vững (Recommended)",
+            ),
+            ("Thời gian nắm giữ dự kiến?", "Trên 3 năm"),
+            ("Nhóm ngành quan tâm?", "Ngân hàng, Thép (Steel)"),
+        ]
+        .into_iter()
+        .map(|(question, answer)| (question.to_owned(), answer.to_owned()))
+        .collect();
+        questions.reply_keyed(id, &keyed).unwrap();
+    })
+    .await
+    .unwrap();
+    let ToolOutcome::Answered { answers } = output.outcome else {
+        panic!("expected answers, got {:?}", output.outcome)
+    };
+    assert_eq!(answers[2].answer, vec!["Ngân hàng", "Thép (Steel)"]);
+}
+
 #[tokio::test]
 async fn skipped_questions_read_as_unanswered() {
     let output = call_and_answer(two_questions(), |questions, id| {

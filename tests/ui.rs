@@ -600,12 +600,14 @@ fn case(key: &str) -> Option<Case> {
                     ],
                 )
                 .multiple(),
+                // Seed 000's free-text option, shown as the question's "Other".
                 QuestionInfo::new(
                     "Which compression should responses use?",
                     "Compression",
                     [
                         option("gzip", "everywhere"),
                         option("zstd", "smaller, newer"),
+                        QuestionOption::free_text("Khác", "Nhập giá trị tùy chỉnh"),
                     ],
                 ),
                 QuestionInfo::new(

@@ -30,6 +30,8 @@ mod roles;
 mod routes;
 // The site guard: foreign Hosts, cross-site requests, non-JSON bodies.
 mod site;
+// The seeds' own question and reply JSON, verbatim, beside askbus's shapes.
+mod seeds;
 // Session interrupt state and resume (seed 002).
 mod sessions;
 // The seeds' stream and history per session, and steps posted by agents.

@@ -336,7 +336,8 @@ const scenarios = {
     await page.close();
   },
 
-  /** Three questions at once: multi-select with Other, custom text, and a skip. */
+  /** Three questions at once: multi-select with Other, custom text through the question's
+   * own free-text option (seed 000's "Khác"), and a skip. */
   async multi_custom_skip() {
     const page = await open(URL_OPEN, '?session=ui-multi');
     await live(page);
@@ -346,6 +347,10 @@ const scenarios = {
     );
     assert.equal(await form.getByRole('heading', { level: 2 }).textContent(), '3 questions');
     assert.equal(await region.getByText('Other', { exact: true }).count(), 0);
+    // "Khác" is the free-text choice itself: one radio, its own words, no "Other" beside it.
+    assert.equal(await compression.getByText('Other', { exact: true }).count(), 0);
+    assert.equal(await radio(compression, /Khác/).count(), 1);
+    assert.equal(await compression.getByText('Nhập giá trị tùy chỉnh').count(), 1);
 
     await checkbox(telemetry, /Logs/).check();
     await checkbox(telemetry, /Traces/).check();
@@ -364,8 +369,8 @@ const scenarios = {
     assert.match(await form.locator('.card-error').textContent(), /2 still need an answer/);
     assert.equal(await compression.evaluate((field) => field.contains(document.activeElement)), true);
     assert.equal(await compression.getAttribute('aria-invalid'), '');
-    // "Other" chosen but left empty: the focus goes to its text box, not to the radio.
-    await radio(compression, /^Other/).check();
+    // "Khác" chosen but left empty: the focus goes to its text box, not to the radio.
+    await radio(compression, /^Khác/).check();
     await form.getByRole('button', { name: 'Submit answers' }).click();
     assert.equal(await hasFocus(compression.getByRole('textbox')), true, 'focus on the empty Other text');
     assert.match(await compression.locator('.field-error').textContent(), /^Type your own answer/);

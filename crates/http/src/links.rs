@@ -408,7 +408,7 @@ pub(crate) async fn read(
     operation_id = "answer.reply",
     tag = "answer",
     params(("token" = String, Path, description = "The link's token")),
-    request_body(content = Object, description = "A question's reply body (`{\"answers\": [[...]]}`) or an approval's (`{\"decisions\": [...]}`)"),
+    request_body(content = Object, description = "A question's reply body (`{\"answers\": [[...]]}`, or keyed by question text) or an approval's (`{\"decisions\": [...]}`)"),
     responses(
         (status = 200, description = "Answered (under a quorum: this reviewer's vote is recorded)", body = bool, content_type = "application/json"),
         (status = 400, description = "Malformed JSON", body = crate::error::ErrorBody),

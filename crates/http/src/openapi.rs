@@ -3,7 +3,7 @@
 //! Schemas come from the types that are really (de)serialised: the question crate derives
 //! them behind its `openapi` feature, the route modules on their own bodies, so the document
 //! cannot drift from the wire. The one exception is the reply body, which is parsed by hand
-//! (it accepts two shapes) and so is described here.
+//! (it accepts three shapes) and so is described here.
 
 use std::collections::BTreeMap;
 
@@ -92,7 +92,21 @@ pub(crate) struct ReplyAnswersSchema {
     answers: Vec<Vec<String>>,
 }
 
-/// A reply: the answers by position, or keyed by question text.
+/// `{"answers": {"<question text>": "A, B"}}`, the seeds' reply. Documentation only: see
+/// the module docs.
+#[derive(ToSchema)]
+#[schema(as = ReplyKeyedAnswers)]
+#[allow(dead_code)]
+pub(crate) struct ReplyKeyedAnswersSchema {
+    /// One answer per question text: the selected labels joined with `", "`, or custom
+    /// text (the answer of a free-text option); `"[No preference]"`, an empty string or a
+    /// question left out skips it. The seeds' `type`, `session_id` and `approval_key`
+    /// beside `answers` are accepted and ignored: the path names the request.
+    answers: BTreeMap<String, String>,
+}
+
+/// A reply: the answers by position, or keyed by question text, under `answers` (the seeds'
+/// form) or as the whole body.
 #[derive(ToSchema)]
 #[schema(as = ReplyBody)]
 #[serde(untagged)]
@@ -100,6 +114,8 @@ pub(crate) struct ReplyAnswersSchema {
 pub(crate) enum ReplyBodySchema {
     /// By position.
     Answers(ReplyAnswersSchema),
+    /// Keyed by question text, under `answers`.
+    KeyedAnswers(ReplyKeyedAnswersSchema),
     /// `{"<question text>": "A, B"}`: multi-select labels joined with `", "`.
     Keyed(BTreeMap<String, String>),
 }

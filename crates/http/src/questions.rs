@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use askbus_question::{
     Answer, Answers, Identity, Outcome, QuestionId, QuestionInfo, QuestionRequest,
-    QuestionSnapshot, RequestId, ToolRef,
+    QuestionSnapshot, RequestId, ResumeInput, ToolRef,
 };
 use axum::Json;
 use axum::extract::{Request, State};
@@ -231,7 +231,7 @@ pub(crate) async fn wait(
     operation_id = "question.reply",
     tag = "question",
     params(("id" = String, Path, description = "Question id, `que_` + ULID")),
-    request_body(content = crate::openapi::ReplyBodySchema, description = "`{\"answers\": [[...], ...]}`, or the keyed form `{\"<question text>\": \"A, B\"}`"),
+    request_body(content = crate::openapi::ReplyBodySchema, description = "`{\"answers\": [[...], ...]}`, or keyed by question text: the seeds' `{\"answers\": {\"<question text>\": \"A, B\"}}` (its `type`, `session_id` and `approval_key` ignored) or the bare `{\"<question text>\": \"A, B\"}`"),
     responses(
         (status = 200, description = "Answered", body = bool, content_type = "application/json"),
         (status = 400, description = "Malformed id or JSON", body = crate::error::ErrorBody),
@@ -378,41 +378,69 @@ pub(crate) async fn visible(
         .ok_or_else(|| ApiError::question_not_found(id))
 }
 
-/// The two accepted reply bodies.
-enum ReplyForm {
+/// The accepted reply bodies: `answers` by position, or keyed by question text, the keyed
+/// map either under `answers` (the seeds' reply) or as the whole body.
+pub(crate) enum ReplyForm {
     /// `{"answers": [["A"], ["B", "C"]]}`.
     Answers(Vec<Answer>),
-    /// `{"<question text>": "A, B"}`.
+    /// `{"answers": {"<question text>": "A, B"}}` or `{"<question text>": "A, B"}`.
     Keyed(BTreeMap<String, String>),
 }
 
 impl ReplyForm {
+    /// A reply body. With `answers` an array or an object, the other fields are ignored:
+    /// the seeds' reply message carries `type`, `session_id` and `approval_key` beside
+    /// its `answers`, and the path already names the request here.
     fn parse(body: Value) -> Result<Self, ApiError> {
         let Value::Object(mut fields) = body else {
             return Err(ApiError::invalid(
-                "expected a JSON object: {\"answers\": [[\"label\"], ...]} or {\"<question text>\": \"label, label\"}",
+                "expected a JSON object: {\"answers\": [[\"label\"], ...]}, {\"answers\": {\"<question text>\": \"label, label\"}} or {\"<question text>\": \"label, label\"}",
             ));
         };
-        if let Some(Value::Array(_)) = fields.get("answers") {
-            let answers = fields.remove("answers").unwrap_or_default();
-            return serde_json::from_value(answers)
+        // A string under `answers` is the keyed answer to a question whose text is "answers".
+        match fields.get("answers") {
+            Some(Value::Array(_) | Value::Object(_)) => {
+                Self::from_answers(fields.remove("answers").unwrap_or_default())
+            }
+            _ => keyed(fields).map(Self::Keyed),
+        }
+    }
+
+    /// The value of an `answers` field, in a reply body or a session's resume input: an
+    /// array of one answer per question, or an object keyed by question text.
+    pub(crate) fn from_answers(answers: Value) -> Result<Self, ApiError> {
+        match answers {
+            Value::Object(fields) => keyed(fields).map(Self::Keyed),
+            answers => serde_json::from_value(answers)
                 .map(Self::Answers)
                 .map_err(|_| {
                     ApiError::invalid(
-                        "`answers` must be an array with one array of strings per question",
+                        "`answers` must be an array with one array of strings per question, or an object of one string per question text",
                     )
-                });
+                }),
         }
-        fields
-            .into_iter()
-            .map(|(question, answer)| match answer {
-                Value::String(text) => Ok((question, text)),
-                _ => Err(ApiError::invalid(format!(
-                    "the keyed answer to {question:?} must be a string (labels joined with \", \")"
-                ))),
-            })
-            .collect::<Result<_, _>>()
-            .map(Self::Keyed)
+    }
+}
+
+/// Keyed answers: every value a string (labels joined with `", "`).
+fn keyed(fields: serde_json::Map<String, Value>) -> Result<BTreeMap<String, String>, ApiError> {
+    fields
+        .into_iter()
+        .map(|(question, answer)| match answer {
+            Value::String(text) => Ok((question, text)),
+            _ => Err(ApiError::invalid(format!(
+                "the keyed answer to {question:?} must be a string (labels joined with \", \")"
+            ))),
+        })
+        .collect()
+}
+
+impl From<ReplyForm> for ResumeInput {
+    fn from(form: ReplyForm) -> Self {
+        match form {
+            ReplyForm::Answers(answers) => Self::Answers(answers),
+            ReplyForm::Keyed(keyed) => Self::KeyedAnswers(keyed),
+        }
     }
 }
 

@@ -29,7 +29,7 @@ use crate::AppState;
 use crate::auth::Caller;
 use crate::error::{ApiError, ErrorCode};
 use crate::extract::{ApiJson, SegmentPath};
-use crate::questions::{RejectBody, optional_json};
+use crate::questions::{RejectBody, ReplyForm, optional_json};
 
 /// `GET /session/{id}/interrupt` answer: `{"interrupted": false}` or
 /// `{"interrupted": true, "state": {...}}`.
@@ -46,7 +46,8 @@ pub(crate) struct Interrupt {
 /// seed's clients send, are accepted; a `session_id` must match the path.
 #[derive(Debug, Deserialize, utoipa::ToSchema)]
 pub(crate) struct ResumeBody {
-    /// The human's input: `{"confirm": true|false}`, `{"answers": [[...], ...]}` or
+    /// The human's input: `{"confirm": true|false}`, `{"answers": [[...], ...]}`, the
+    /// seeds' keyed `{"answers": {"<question text>": "A, B"}}`, or
     /// `{"decisions": [...], "user_edit_content"?: "..."}`.
     #[schema(value_type = Object)]
     input: Option<Value>,
@@ -248,7 +249,7 @@ pub(crate) async fn resume(
 /// The seed's `input` object as a [`ResumeInput`]: exactly one of `confirm`, `answers`,
 /// `decisions`.
 fn parse_input(input: Option<Value>) -> Result<ResumeInput, ApiError> {
-    const EXPECTED: &str = "expected `input`: {\"confirm\": true|false}, {\"answers\": [[\"label\"], ...]} or {\"decisions\": [{\"type\": \"approve\"}, ...]}";
+    const EXPECTED: &str = "expected `input`: {\"confirm\": true|false}, {\"answers\": [[\"label\"], ...]}, {\"answers\": {\"<question text>\": \"label, label\"}} or {\"decisions\": [{\"type\": \"approve\"}, ...]}";
     let Some(Value::Object(mut input)) = input else {
         return Err(ApiError::bad_request(EXPECTED));
     };
@@ -260,9 +261,7 @@ fn parse_input(input: Option<Value>) -> Result<ResumeInput, ApiError> {
             .ok_or_else(|| invalid("`confirm` must be true or false"));
     }
     if let Some(answers) = input.remove("answers") {
-        return serde_json::from_value(answers)
-            .map(ResumeInput::Answers)
-            .map_err(|_| invalid("`answers` must hold one array of strings per question"));
+        return ReplyForm::from_answers(answers).map(ResumeInput::from);
     }
     if let Some(decisions) = input.remove("decisions") {
         let decisions: Vec<Decision> = serde_json::from_value(decisions)

@@ -8,11 +8,14 @@
 //! - `qn_other`: a free-text string, when it allows custom answers and has options; a
 //!   question with no options and custom answers is only the string `qn`.
 //!
+//! A free-text option of the question's own (the seeds' `"input": true`, as "Khác") is
+//! that free-text string, titled with its label, not one of the enum's choices.
+//!
 //! No property is required: leaving a question empty skips it, as an empty answer does over
 //! HTTP. The question service validates whatever comes back, exactly as it validates an
 //! HTTP reply.
 
-use askbus_question::{Answer, QuestionInfo};
+use askbus_question::{Answer, QuestionInfo, QuestionOption};
 use rmcp::model::{ElicitRequestParams, ElicitResult, ElicitationAction, ElicitationSchema};
 use serde_json::{Map, Value, json};
 
@@ -33,16 +36,14 @@ pub(crate) fn form(questions: &[QuestionInfo]) -> ElicitRequestParams {
     for (index, info) in questions.iter().enumerate() {
         let key = choice_key(index);
         let description = describe(info);
-        if info.options.is_empty() {
+        if fixed_options(info).next().is_none() {
             properties.insert(
                 key,
                 json!({"type": "string", "title": info.header, "description": description}),
             );
             continue;
         }
-        let choices: Vec<Value> = info
-            .options
-            .iter()
+        let choices: Vec<Value> = fixed_options(info)
             .map(|option| {
                 let title = if option.description.is_empty() {
                     option.label.clone()
@@ -69,11 +70,16 @@ pub(crate) fn form(questions: &[QuestionInfo]) -> ElicitRequestParams {
         };
         properties.insert(key, choice);
         if info.custom {
+            let other = info
+                .options
+                .iter()
+                .find(|option| option.input)
+                .map_or("other answer", |option| option.label.as_str());
             properties.insert(
                 other_key(index),
                 json!({
                     "type": "string",
-                    "title": format!("{}: other answer", info.header),
+                    "title": format!("{}: {other}", info.header),
                     "description": "Type your own answer instead (optional).",
                 }),
             );
@@ -130,7 +136,7 @@ fn answer(info: &QuestionInfo, index: usize, content: &Map<String, Value>) -> An
             .map(str::to_owned)
     };
     let choice_key = choice_key(index);
-    if info.options.is_empty() {
+    if fixed_options(info).next().is_none() {
         return text(&choice_key).into_iter().collect();
     }
     let other = text(&other_key(index));
@@ -152,6 +158,11 @@ fn answer(info: &QuestionInfo, index: usize, content: &Map<String, Value>) -> An
         }
         None => chosen,
     }
+}
+
+/// The options offered as choices: all but the free-text one, which is the `qn_other` field.
+fn fixed_options(info: &QuestionInfo) -> impl Iterator<Item = &QuestionOption> {
+    info.options.iter().filter(|option| !option.input)
 }
 
 fn choice_key(index: usize) -> String {
@@ -189,7 +200,6 @@ fn message(questions: &[QuestionInfo]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use askbus_question::QuestionOption;
 
     fn questions() -> Vec<QuestionInfo> {
         vec![
@@ -248,6 +258,44 @@ mod tests {
             schema
                 .get("required")
                 .is_none_or(|required| required == &json!([]))
+        );
+    }
+
+    /// Seed 000's free-text option is the question's other-answer field, not a choice.
+    #[test]
+    fn a_free_text_option_is_the_other_field() {
+        let seed: QuestionInfo = serde_json::from_value(json!({
+            "question": "Thời gian nắm giữ dự kiến?",
+            "header": "Kỳ hạn đầu tư",
+            "multiSelect": false,
+            "options": [
+                {"label": "Trên 3 năm", "description": "Tích lũy dài hạn"},
+                {"label": "1-3 năm", "description": "Theo chu kỳ ngành"},
+                {"label": "Khác", "description": "Nhập giá trị tùy chỉnh", "input": true}
+            ]
+        }))
+        .unwrap_or_else(|error| panic!("the seed's question: {error}"));
+        let ElicitRequestParams::FormElicitationParams {
+            requested_schema, ..
+        } = form(std::slice::from_ref(&seed))
+        else {
+            panic!("a form elicitation")
+        };
+        let schema = serde_json::to_value(requested_schema).unwrap_or_default();
+        let labels: Vec<&Value> = schema["properties"]["q1"]["oneOf"]
+            .as_array()
+            .map(|choices| choices.iter().map(|choice| &choice["const"]).collect())
+            .unwrap_or_default();
+        assert_eq!(labels, [&json!("Trên 3 năm"), &json!("1-3 năm")]);
+        assert_eq!(
+            schema["properties"]["q1_other"]["title"],
+            "Kỳ hạn đầu tư: Khác"
+        );
+        let mut result = ElicitResult::new(ElicitationAction::Accept);
+        result.content = Some(json!({"q1_other": "5 năm"}));
+        assert_eq!(
+            resolution(&[seed], &result),
+            Resolution::Reply(vec![vec!["5 năm".to_owned()]])
         );
     }
 

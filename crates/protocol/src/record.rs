@@ -508,7 +508,7 @@ impl Request {
     /// are `{"questions": [...]}` in the seeds' field names (`multiSelect`, and an
     /// [`OTHER_LABEL`] option with `"input": true` when a custom answer is allowed), the
     /// review config of seed 000, and the timeout in seconds. The "Other" option is not added
-    /// twice when the question already offers one.
+    /// when the question already offers one, or a free-text option of its own.
     pub fn question(
         request_id: impl Into<String>,
         questions: &[QuestionInfo],
@@ -585,14 +585,13 @@ pub fn keyed_answers(questions: &[String], answers: &[Answer]) -> BTreeMap<Strin
         .collect()
 }
 
-/// One question in the seeds' shape.
+/// One question in the seeds' shape. A question that takes custom answers gets an
+/// [`OTHER_LABEL`] option with `"input": true`, unless it offers a free-text option of its
+/// own (its `"input": true`, the seeds' "Khác") or an option already labelled so.
 fn question_json(info: &QuestionInfo) -> Value {
-    let mut options: Vec<Value> = info
-        .options
-        .iter()
-        .map(|option| json!({ "label": option.label, "description": option.description }))
-        .collect();
+    let mut options: Vec<Value> = info.options.iter().map(same_shape).collect();
     if info.custom
+        && !info.offers_free_text()
         && !info
             .options
             .iter()

@@ -590,6 +590,9 @@ impl RequestHub {
             (RequestId::Question(id), ResumeInput::Answers(answers)) => {
                 self.questions.reply(id, answers)?
             }
+            (RequestId::Question(id), ResumeInput::KeyedAnswers(keyed)) => {
+                self.questions.reply_keyed(id, &keyed)?
+            }
             (RequestId::Question(id), ResumeInput::Confirm(false)) => {
                 self.questions.reject(id, None)?
             }
@@ -609,7 +612,7 @@ impl RequestHub {
             (RequestId::Approval(id), ResumeInput::Decisions(reply)) => {
                 self.approvals.reply(id, reply)?
             }
-            (RequestId::Approval(id), ResumeInput::Answers(_)) => {
+            (RequestId::Approval(id), ResumeInput::Answers(_) | ResumeInput::KeyedAnswers(_)) => {
                 return Err(ResumeError::WrongInput(format!(
                     "{id} is an approval: resume it with {{\"confirm\": true|false}} or {{\"decisions\": [...]}}"
                 )));

@@ -13,6 +13,7 @@
 //! The [confirmation detector](confirmation_phrase) lets a runtime turn model text that
 //! asks for confirmation ("Shall I proceed?") into an approval request.
 
+use std::collections::BTreeMap;
 use std::fmt;
 use std::str::FromStr;
 use std::sync::Arc;
@@ -113,6 +114,9 @@ pub enum ResumeInput {
     Confirm(bool),
     /// `{"answers": [...]}`: answers a question request, one answer per question.
     Answers(Vec<Answer>),
+    /// `{"answers": {"<question text>": "A, B"}}`: answers a question request in the seeds'
+    /// keyed form (see [`QuestionService::reply_keyed`](crate::QuestionService::reply_keyed)).
+    KeyedAnswers(BTreeMap<String, String>),
     /// `{"decisions": [...]}`: decides an approval request (fewer decisions than actions
     /// are filled with the first).
     Decisions(ApprovalReply),

@@ -35,14 +35,27 @@ pub type Answers = Arc<[Answer]>;
 pub const NO_PREFERENCE: &str = "[No preference]";
 
 /// One choice offered for a question.
+// Besides OpenCode's `{label, description}`, the seeds' shape is accepted: `description`
+// may be left out, and `{"label": "Khác", "input": true}` marks the option whose choice is
+// an answer typed by the human (the question's free-text choice, in place of the "Other" a
+// UI would otherwise add). Plain comments, not docs: the docs are the schema's descriptions,
+// which models and API clients read.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct QuestionOption {
     /// Display text, one to five words.
     pub label: String,
-    /// What choosing this option means.
+    /// What choosing this option means. Optional.
+    #[serde(default)]
+    #[cfg_attr(feature = "openapi", schema(default = ""))]
     pub description: String,
+    /// `true` marks the free-text option: choosing it means typing an answer of one's own,
+    /// so the question takes custom answers and gets no separate "Other".
+    // Written only when `true`, so OpenCode's option shape is unchanged.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    #[cfg_attr(feature = "openapi", schema(default = false))]
+    pub input: bool,
 }
 
 /// One question shown to the human.
@@ -51,15 +64,20 @@ pub struct QuestionOption {
 pub struct QuestionInfo {
     /// The complete question.
     pub question: String,
-    /// A very short label shown as a chip, at most 30 characters.
+    /// A very short label shown as a chip, at most 30 characters. Optional: empty shows no
+    /// chip.
+    #[serde(default)]
+    #[cfg_attr(feature = "openapi", schema(default = ""))]
     pub header: String,
     /// The offered choices.
     pub options: Vec<QuestionOption>,
-    /// Whether several options may be selected. Defaults to `false`.
-    #[serde(default)]
+    /// Whether several options may be selected. Defaults to `false`. Also accepted as
+    /// `multiSelect`.
+    #[serde(default, alias = "multiSelect")]
     #[cfg_attr(feature = "openapi", schema(default = false))]
     pub multiple: bool,
-    /// Whether the human may type an answer of their own ("Other"). Defaults to `true`.
+    /// Whether the human may type an answer of their own ("Other"). Defaults to `true`;
+    /// an option with `"input": true` requires it.
     #[serde(default = "custom_by_default")]
     #[cfg_attr(feature = "openapi", schema(default = true))]
     pub custom: bool,
@@ -214,6 +232,15 @@ impl QuestionOption {
         Self {
             label: label.into(),
             description: description.into(),
+            input: false,
+        }
+    }
+
+    /// The free-text option (`"input": true`): choosing it means typing an answer.
+    pub fn free_text(label: impl Into<String>, description: impl Into<String>) -> Self {
+        Self {
+            input: true,
+            ..Self::new(label, description)
         }
     }
 }
@@ -246,6 +273,12 @@ impl QuestionInfo {
     pub fn options_only(mut self) -> Self {
         self.custom = false;
         self
+    }
+
+    /// Whether one of the options is the free-text one (`"input": true`), which a UI shows
+    /// as the field for a custom answer instead of adding an "Other" of its own.
+    pub fn offers_free_text(&self) -> bool {
+        self.options.iter().any(|option| option.input)
     }
 }
 

@@ -95,7 +95,8 @@ impl ValidationError {
 }
 
 /// Checks a new request: a session, at least one question, each with text, a short header
-/// and unique, non-empty labels, and some way to answer it.
+/// and unique, non-empty labels, at most one free-text (`input`) option and only where
+/// custom answers are on, and some way to answer it.
 pub(crate) fn check_questions(
     session_id: &str,
     questions: &[QuestionInfo],
@@ -148,6 +149,20 @@ pub(crate) fn check_questions(
                     ),
                 ));
             }
+        }
+        if info.options.iter().filter(|option| option.input).count() > 1 {
+            return Err(ValidationError::question(
+                index,
+                info,
+                "more than one option is marked `input` (the free-text option); one is enough",
+            ));
+        }
+        if info.offers_free_text() && !info.custom {
+            return Err(ValidationError::question(
+                index,
+                info,
+                "an option is marked `input` (free text) but `custom` is false; drop one of them",
+            ));
         }
         if info.options.is_empty() && !info.custom {
             return Err(ValidationError::question(

@@ -97,12 +97,15 @@ pub struct ToolQuestion {
     /// The complete question.
     pub question: String,
     /// A very short label for the question, at most 30 characters.
+    #[serde(default)]
     #[schemars(length(max = 30))]
     pub header: String,
     /// The choices offered.
     pub options: Vec<QuestionOption>,
     /// Whether the user may select more than one option.
-    #[serde(default)]
+    // The seeds' `multiSelect` is accepted for it, so a model prompted with their shape is
+    // understood; the schema names `multiple` only.
+    #[serde(default, alias = "multiSelect")]
     pub multiple: bool,
 }
 
@@ -333,7 +336,7 @@ fn parse_args(mut args: Value) -> Result<QuestionToolArgs, ToolError> {
     decode_encoded_field(&mut args, "questions");
     let args: QuestionToolArgs = serde_json::from_value(args).map_err(|error| {
         ToolError::invalid(QUESTION_TOOL_NAME, format!(
-            "{error}. Expected {{\"questions\": [{{\"question\": string, \"header\": string (at most 30 characters), \"options\": [{{\"label\": string, \"description\": string}}], \"multiple\": boolean (optional)}}]}}"
+            "{error}. Expected {{\"questions\": [{{\"question\": string, \"header\": string (optional, at most 30 characters), \"options\": [{{\"label\": string, \"description\": string (optional)}}], \"multiple\": boolean (optional)}}]}}"
         ))
     })?;
     Ok(args)

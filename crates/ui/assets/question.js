@@ -253,11 +253,16 @@ function questionField(request, info, index, multi) {
     );
   };
 
-  const options = info.options.map((choice) => option(choice.label, choice.label, choice.description));
+  // A free-text option of the question's own (the seeds' `"input": true`, as "Khác") is
+  // the "Other" choice under its own words, not a fixed choice beside an added "Other".
+  const freeText = info.options.find((choice) => choice.input);
+  const options = info.options
+    .filter((choice) => !choice.input)
+    .map((choice) => option(choice.label, choice.label, choice.description));
   let otherInput = null;
   let otherText = null;
   if (info.custom) {
-    options.push(option(OTHER, 'Other', 'Type your own answer', 'other'));
+    options.push(option(OTHER, freeText?.label ?? 'Other', freeText?.description || 'Type your own answer', 'other'));
     otherInput = inputs[inputs.length - 1];
     otherText = h('input', {
       type: 'text',
