@@ -32,7 +32,7 @@ const MAX_METHOD: usize = 16;
 /// route (after they are added, so that the matched route template is known).
 ///
 /// ```
-/// let app = axum::Router::new()
+/// let app: axum::Router = axum::Router::new()
 ///     .route("/hello", axum::routing::get(|| async { "hello" }))
 ///     .layer(axum::middleware::from_fn(askbus_http::access_log));
 /// # drop(app);
