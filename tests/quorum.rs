@@ -603,13 +603,31 @@ async fn any_reviewer_may_stop_what_the_named_ones_would_approve() {
         .unwrap();
     assert!(!vetoed.await.unwrap().decisions[0].runs());
 
-    let stopped = ask("ops");
+    let stopped = agent
+        .approvals()
+        .submit("ops", vec![delete_rows()], needs(2, None), Timeout::Never)
+        .unwrap();
+    as_reviewer(&hub, "bob")
+        .approvals()
+        .reply(stopped.id(), approve())
+        .unwrap();
     let rejected = as_reviewer(&hub, "alice")
         .reject_session("ops", Some("stop"))
         .await
         .unwrap();
     assert_eq!(rejected.approvals, 1);
-    assert!(!stopped.await.unwrap().decisions[0].runs());
+    let decided = stopped.await.unwrap();
+    assert!(!decided.decisions[0].runs());
+    // The session's refusal is alice's vote, listed after bob's.
+    assert_eq!(voters(&decided.votes), ["bob", "alice"]);
+    // Naming only bob does not take the kill switch from alice either.
+    let named = ask("ops");
+    let rejected = as_reviewer(&hub, "alice")
+        .reject_session("ops", None)
+        .await
+        .unwrap();
+    assert_eq!(rejected.approvals, 1);
+    assert!(!named.await.unwrap().decisions[0].runs());
 
     // A reviewer who approved may still veto: the approval is not what runs.
     let changed = agent

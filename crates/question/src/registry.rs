@@ -1412,13 +1412,26 @@ impl<K: Kind> Registry<K> {
             .ids(session_id, Bound::Unbounded)
             .filter_map(|id| state.pending.get(&id))
             .map(|entry| {
-                let outcome = decide(&entry.request);
+                let mut outcome = decide(&entry.request);
                 if outcome.is_decision() {
                     let stops = match &outcome {
                         Outcome::Replied(reply) => K::vetoes(reply),
                         _ => true,
                     };
                     self.check_decider(entry, by, stops)?;
+                }
+                // Under a quorum the refusal is this reviewer's vote, the last of those the
+                // outcome lists.
+                if K::quorum(&entry.request) > 1
+                    && let Outcome::Replied(reply) = &outcome
+                {
+                    let mut votes = entry.votes.clone();
+                    votes.push(Vote {
+                        id: lock_ids(&self.inner.ids).next_id(),
+                        by: by.clone(),
+                        reply: reply.clone(),
+                    });
+                    outcome = Outcome::Replied(K::settle(reply, &votes));
                 }
                 Ok((Arc::clone(&entry.request), outcome))
             })
