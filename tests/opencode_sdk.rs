@@ -367,6 +367,19 @@ fn check_summary(summary: &Value, setup_id: &str, deploy_id: &str) -> Vec<Vec<St
     assert_eq!(global["byType"]["question.asked"], 2, "{}", context());
     assert_eq!(global["byType"]["question.replied"], 1, "{}", context());
     assert_eq!(global["byType"]["question.rejected"], 1, "{}", context());
+
+    // `global.health` and `session.abort`, as the SDK calls them.
+    assert_eq!(summary["health"]["healthy"], true, "{}", context());
+    assert!(summary["health"]["version"].is_string(), "{}", context());
+    let abort = &summary["abort"];
+    assert!(abort["requestID"].is_string(), "{}", context());
+    assert_eq!(abort["result"], true, "{}", context());
+    assert_eq!(
+        abort["stillListed"],
+        false,
+        "the aborted session's question is gone; {}",
+        context()
+    );
     assert_eq!(
         global["sample"],
         json!({"directory": DIRECTORY, "hasPayload": true})

@@ -223,6 +223,21 @@ async function main() {
   await plain.waitFor((event) => event.type === "server.heartbeat");
 
   streams.abort();
+
+  // `global.health`, and `session.abort` of a session with a question pending (asked through
+  // askbus's own create route: the SDK has none), which must then be gone from the list.
+  const { data: health } = await client.global.health(call());
+  const created = await fetch(`${baseUrl}/question`, {
+    method: "POST",
+    headers: { "content-type": "application/json", ...(token ? { authorization: `Bearer ${token}` } : {}) },
+    body: JSON.stringify({
+      sessionID: "ses_abort",
+      questions: [{ question: "Abort me?", header: "Abort", options: [{ label: "Yes", description: "yes" }] }],
+    }),
+    signal: AbortSignal.timeout(REQUEST_TIMEOUT_MS),
+  }).then((response) => response.json());
+  const { data: aborted } = await client.session.abort({ sessionID: "ses_abort", directory: DIRECTORY }, call());
+  const { data: afterAbort } = await client.question.list({ directory: DIRECTORY }, call());
   clearTimeout(watchdog);
 
   await emit({
@@ -233,6 +248,12 @@ async function main() {
     reply: { requestID: replyTo.id, answers, result: replied },
     reject: { requestID: rejectIt.id, result: rejected },
     errors: { replyAgain, rejectUnknown },
+    health,
+    abort: {
+      requestID: created.id,
+      result: aborted,
+      stillListed: afterAbort.some((request) => request.id === created.id),
+    },
     events: {
       byType: plain.byType(),
       log: plain.events.map(({ id, type, properties }) => ({

@@ -273,6 +273,8 @@ fn build(
         .routes(routes!(questions::reply))
         .routes(routes!(questions::reject))
         .routes(routes!(questions::cancel_session))
+        .routes(routes!(questions::abort_session))
+        .routes(routes!(openapi::global_health))
         .routes(routes!(approvals::list, approvals::create))
         .routes(routes!(approvals::get))
         .routes(routes!(approvals::reply))

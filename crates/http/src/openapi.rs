@@ -171,7 +171,7 @@ pub(crate) async fn ready(
 #[utoipa::path(
     get,
     path = "/health",
-    operation_id = "global.health",
+    operation_id = "server.health",
     tag = "server",
     responses((status = 200, description = "The server is up", body = Health)),
     security(())
@@ -181,4 +181,17 @@ pub(crate) async fn health() -> Json<Health> {
         healthy: true,
         version: env!("CARGO_PKG_VERSION"),
     })
+}
+
+/// OpenCode's `global.health`: the same as `/health`, where OpenCode's SDK asks.
+#[utoipa::path(
+    get,
+    path = "/global/health",
+    operation_id = "global.health",
+    tag = "server",
+    responses((status = 200, description = "The server is up", body = Health)),
+    security(("bearer" = []), ())
+)]
+pub(crate) async fn global_health() -> Json<Health> {
+    health().await
 }

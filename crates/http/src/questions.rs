@@ -516,3 +516,28 @@ pub(crate) async fn cancel_session(
         cancelled: state.hub_for(&caller).cancel_session(&session_id),
     }))
 }
+
+/// OpenCode's `session.abort`: cancel every pending request of a session (as
+/// `POST /session/{id}/cancel`), answering `true` as OpenCode's server does.
+#[utoipa::path(
+    post,
+    path = "/session/{sessionID}/abort",
+    operation_id = "session.abort",
+    tag = "session",
+    params(("sessionID" = String, Path, description = "Session id")),
+    responses(
+        (status = 200, description = "The session's pending requests were cancelled", body = bool, content_type = "application/json"),
+        (status = 401, description = "Missing or unknown token", body = crate::error::ErrorBody),
+        (status = 403, description = "The token is scoped to another session", body = crate::error::ErrorBody),
+    ),
+    security(("bearer" = []), ())
+)]
+pub(crate) async fn abort_session(
+    state: State<AppState>,
+    caller: Caller,
+    session: crate::extract::SegmentPath,
+) -> Result<Json<bool>, ApiError> {
+    cancel_session(state, caller, session)
+        .await
+        .map(|_| Json(true))
+}
