@@ -217,3 +217,53 @@ async fn bad_resumes_are_refused_with_the_right_status() {
     app.hub.cancel_session("s1");
     assert_eq!(approval.await, Err(ApprovalError::Cancelled));
 }
+
+/// Seed 002's detector over HTTP: the model's text (the seed's own, verbatim) that asks for
+/// confirmation becomes an approval the session waits on, answered by resume; other text
+/// changes nothing.
+#[tokio::test]
+async fn text_asking_for_confirmation_becomes_a_request_and_other_text_does_not() {
+    let app = TestApp::new();
+    let reason = "Please confirm: 即将删除 1,234 条记录,此操作不可逆。";
+    let (status, found) = app
+        .call(post_json(
+            "/session/session-123/confirmation",
+            &json!({"text": reason}),
+        ))
+        .await;
+    assert_eq!(status, StatusCode::OK, "{found}");
+    assert_eq!(found["phrase"], "please confirm");
+    assert_eq!(found["interrupted"], true);
+    assert_eq!(found["state"]["reason"], reason);
+    assert_eq!(found["state"]["fields"][0]["name"], "confirm");
+    let (_, interrupt) = app.call(get("/session/session-123/interrupt")).await;
+    assert_eq!(
+        interrupt["state"]["checkpoint_id"],
+        found["state"]["checkpoint_id"]
+    );
+    let (status, _) = app
+        .call(post_json(
+            "/session/session-123/resume",
+            &json!({"agent_id": "approval-agent", "session_id": "session-123", "input": {"confirm": true}}),
+        ))
+        .await;
+    assert_eq!(status, StatusCode::OK);
+
+    let (status, quiet) = app
+        .call(post_json(
+            "/session/quiet/confirmation",
+            &json!({"text": "I am sure it went fine."}),
+        ))
+        .await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(quiet, json!({"phrase": null, "interrupted": false}));
+    let (_, interrupt) = app.call(get("/session/quiet/interrupt")).await;
+    assert_eq!(interrupt["interrupted"], false);
+    let (status, _) = app
+        .call(post_json(
+            "/session/quiet/confirmation",
+            &json!({"words": "please confirm"}),
+        ))
+        .await;
+    assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY);
+}

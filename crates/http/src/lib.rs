@@ -280,6 +280,7 @@ fn build(
         .routes(routes!(approvals::reply))
         .routes(routes!(sessions::interrupt))
         .routes(routes!(sessions::resume))
+        .routes(routes!(sessions::confirmation))
         .routes(routes!(sessions::pending))
         .routes(routes!(sessions::reject))
         .routes(routes!(transcript::history))

@@ -18,7 +18,8 @@
 //! the counts only once the store has every change.
 
 use askbus_question::{
-    ApprovalReply, Decision, InterruptState, PendingSessions, RequestId, ResumeError, ResumeInput,
+    ApprovalReply, Decision, InterruptState, PendingRequest, PendingSessions, RequestId,
+    ResumeError, ResumeInput, confirmation_phrase,
 };
 use axum::Json;
 use axum::extract::{Request, State};
@@ -28,7 +29,7 @@ use serde_json::Value;
 use crate::AppState;
 use crate::auth::Caller;
 use crate::error::{ApiError, ErrorCode};
-use crate::extract::{ApiJson, SegmentPath};
+use crate::extract::{ApiJson, RequestTimeout, SegmentPath};
 use crate::questions::{RejectBody, ReplyForm, optional_json};
 
 /// `GET /session/{id}/interrupt` answer: `{"interrupted": false}` or
@@ -157,6 +158,84 @@ pub(crate) async fn reject(
         questions: rejected.questions,
         approvals: rejected.approvals,
         cancelled: rejected.cancelled,
+    }))
+}
+
+/// `POST /session/{id}/confirmation` body: what the model said.
+#[derive(Debug, Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct ConfirmationBody {
+    /// The model's text (its last message, say).
+    text: String,
+    /// Seconds the confirmation waits for a human; absent: the approvals' default; `null`:
+    /// for good.
+    #[serde(default)]
+    #[schema(value_type = Option<f64>)]
+    timeout: RequestTimeout,
+}
+
+/// What `POST /session/{id}/confirmation` found.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+pub(crate) struct Confirmation {
+    /// The confirmation phrase found in the text (`please confirm`), if any.
+    phrase: Option<&'static str>,
+    /// Whether a confirmation request was made: the session now waits for a human.
+    interrupted: bool,
+    /// The request made, as an interrupt state (answer it with `resume`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    state: Option<InterruptState>,
+}
+
+/// Seed 002's interrupt detector: when the model's `text` asks for confirmation (a phrase
+/// such as "please confirm", "are you sure", "shall I proceed", case-insensitive), make
+/// an approval request of it (one `confirm` action, approve or reject) and return its
+/// interrupt state; otherwise change nothing.
+#[utoipa::path(
+    post,
+    path = "/session/{id}/confirmation",
+    operation_id = "session.confirmation",
+    tag = "session",
+    params(("id" = String, Path, description = "Session id")),
+    request_body = ConfirmationBody,
+    responses(
+        (status = 200, description = "What was found, and the request made if any", body = Confirmation),
+        (status = 400, description = "Malformed JSON", body = crate::error::ErrorBody),
+        (status = 401, description = "Missing or unknown token", body = crate::error::ErrorBody),
+        (status = 403, description = "The token is scoped to another session, or is a reviewer's (reviewers make no requests)", body = crate::error::ErrorBody),
+        (status = 415, description = "Not JSON", body = crate::error::ErrorBody),
+        (status = 422, description = "A body that is not `{\"text\"}`, or a bad timeout", body = crate::error::ErrorBody),
+        (status = 429, description = "Too many requests are pending (`quota`)", body = crate::error::ErrorBody),
+        (status = 503, description = "The request could not be stored durably", body = crate::error::ErrorBody),
+    ),
+    security(("bearer" = []), ())
+)]
+pub(crate) async fn confirmation(
+    State(state): State<AppState>,
+    caller: Caller,
+    SegmentPath(session_id): SegmentPath,
+    ApiJson(body): ApiJson<ConfirmationBody>,
+) -> Result<Json<Confirmation>, ApiError> {
+    caller.act_for(&session_id)?;
+    let timeout = body.timeout.timeout()?;
+    let phrase = confirmation_phrase(&body.text);
+    let asked = state
+        .hub_for(&caller)
+        .request_confirmation(session_id, &body.text, timeout)?;
+    let Some(mut pending) = asked else {
+        return Ok(Json(Confirmation {
+            phrase,
+            interrupted: false,
+            state: None,
+        }));
+    };
+    let recorded = pending.recorded();
+    // Detached first, so a client that goes away while the store writes does not cancel it.
+    let request = pending.detach();
+    recorded.await?;
+    Ok(Json(Confirmation {
+        phrase,
+        interrupted: true,
+        state: Some(PendingRequest::Approval { request }.interrupt_state()),
     }))
 }
 
