@@ -267,3 +267,42 @@ async fn text_asking_for_confirmation_becomes_a_request_and_other_text_does_not(
         .await;
     assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY);
 }
+
+/// The interrupt state's form, filled in by its own field names, resumes the session, and
+/// the state names the asking agent as the seed's `agent_name`.
+#[tokio::test]
+async fn the_forms_own_field_names_answer_it() {
+    let app = TestApp::new();
+    let id = app.ask("form");
+    let (_, interrupt) = app.call(get("/session/form/interrupt")).await;
+    let state = &interrupt["state"];
+    assert_eq!(state["agent_name"], "local");
+    let field = state["fields"][0]["name"].as_str().unwrap().to_owned();
+    assert_eq!(field, "answers.0");
+    let label = state["fields"][0]["options"][0]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let (status, body) = app
+        .call(post_json(
+            "/session/form/resume",
+            &json!({"input": {field: label.clone()}}),
+        ))
+        .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let (_, answered) = app.call(get(&format!("/question/{id}"))).await;
+    assert_eq!(answered["answers"], json!([[label]]));
+    let id = app.ask("form");
+    for bad in [
+        json!({"answers.x": "A"}),
+        json!({"answers.9999": "A"}),
+        json!({"answers.0": 7}),
+    ] {
+        let (status, body) = app
+            .call(post_json("/session/form/resume", &json!({"input": bad})))
+            .await;
+        assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{bad}: {body}");
+    }
+    let (_, pending) = app.call(get(&format!("/question/{id}"))).await;
+    assert_eq!(pending["status"], "pending");
+}

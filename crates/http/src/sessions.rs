@@ -328,7 +328,7 @@ pub(crate) async fn resume(
 /// The seed's `input` object as a [`ResumeInput`]: exactly one of `confirm`, `answers`,
 /// `decisions`.
 fn parse_input(input: Option<Value>) -> Result<ResumeInput, ApiError> {
-    const EXPECTED: &str = "expected `input`: {\"confirm\": true|false}, {\"answers\": [[\"label\"], ...]}, {\"answers\": {\"<question text>\": \"label, label\"}} or {\"decisions\": [{\"type\": \"approve\"}, ...]}";
+    const EXPECTED: &str = "expected `input`: {\"confirm\": true|false}, {\"answers\": [[\"label\"], ...]}, {\"answers\": {\"<question text>\": \"label, label\"}}, the form's fields {\"answers.0\": \"label\", ...} or {\"decisions\": [{\"type\": \"approve\"}, ...]}";
     let Some(Value::Object(mut input)) = input else {
         return Err(ApiError::bad_request(EXPECTED));
     };
@@ -341,6 +341,9 @@ fn parse_input(input: Option<Value>) -> Result<ResumeInput, ApiError> {
     }
     if let Some(answers) = input.remove("answers") {
         return ReplyForm::from_answers(answers).map(ResumeInput::from);
+    }
+    if let Some(answers) = field_answers(&input)? {
+        return Ok(ResumeInput::Answers(answers));
     }
     if let Some(decisions) = input.remove("decisions") {
         let decisions: Vec<Decision> = serde_json::from_value(decisions)
@@ -355,6 +358,47 @@ fn parse_input(input: Option<Value>) -> Result<ResumeInput, ApiError> {
         return Ok(ResumeInput::Decisions(reply));
     }
     Err(ApiError::bad_request(EXPECTED))
+}
+
+/// The answers of a form filled in by the interrupt state's own field names
+/// (`{"answers.0": "Rust", "answers.1": ["A", "B"]}`), if `input` has any: a field left out
+/// skips its question.
+fn field_answers(
+    input: &serde_json::Map<String, Value>,
+) -> Result<Option<Vec<askbus_question::Answer>>, ApiError> {
+    /// More questions than any request may hold: no index past it is read.
+    const MAX_FIELDS: usize = 256;
+    let mut answers: Vec<askbus_question::Answer> = Vec::new();
+    for (name, value) in input {
+        let Some(index) = name.strip_prefix("answers.") else {
+            continue;
+        };
+        let index: usize = index
+            .parse()
+            .ok()
+            .filter(|index| *index < MAX_FIELDS)
+            .ok_or_else(|| ApiError::invalid(format!("{name:?} names no question of a form")))?;
+        let answer = match value {
+            Value::String(label) => vec![label.clone()],
+            Value::Array(labels) => labels
+                .iter()
+                .map(|label| label.as_str().map(str::to_owned))
+                .collect::<Option<_>>()
+                .ok_or_else(|| {
+                    ApiError::invalid(format!("{name:?} must be a label or a list of labels"))
+                })?,
+            _ => {
+                return Err(ApiError::invalid(format!(
+                    "{name:?} must be a label or a list of labels"
+                )));
+            }
+        };
+        if answers.len() <= index {
+            answers.resize(index + 1, Vec::new());
+        }
+        answers[index] = answer;
+    }
+    Ok((!answers.is_empty()).then_some(answers))
 }
 
 impl From<ResumeError> for ApiError {

@@ -33,6 +33,11 @@ pub struct InterruptState {
     /// The interrupted session.
     #[cfg_attr(feature = "openapi", schema(value_type = String))]
     pub session_id: Arc<str>,
+    /// The seed's `agent_name`: who asked (the name of the asking credential, `local`
+    /// without credentials); absent for requests recorded before askers were.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "openapi", schema(value_type = Option<String>))]
+    pub agent_name: Option<Arc<str>>,
     /// What the human is asked, in words.
     pub reason: String,
     /// The form a UI shows to collect the input.
@@ -228,8 +233,13 @@ impl PendingRequest {
                 request.created_at,
             ),
         };
+        let asked_by = match self {
+            Self::Question { request } => request.asked_by.as_ref(),
+            Self::Approval { request } => request.asked_by.as_ref(),
+        };
         InterruptState {
             session_id: Arc::clone(self.session_id()),
+            agent_name: asked_by.map(|identity| Arc::clone(&identity.name)),
             reason,
             fields,
             timestamp: created_at / 1000,
