@@ -408,6 +408,15 @@ async fn read_votes<K: Kind>(
     Ok(votes)
 }
 
+/// Whether `outcome`, as a decision, runs nothing: a rejection, or a reply that vetoes
+/// (see [`Registry::check_decider`]).
+fn stops<K: Kind>(outcome: &Outcome<K::Reply>) -> bool {
+    match outcome {
+        Outcome::Replied(reply) => K::vetoes(reply),
+        _ => true,
+    }
+}
+
 /// How many votes agree with `vote` once it joins `cast`, itself included.
 fn agreeing<K: Kind>(cast: &[Vote<K::Reply>], vote: &Vote<K::Reply>) -> u32 {
     let alike = cast
@@ -951,11 +960,7 @@ impl<K: Kind> Registry<K> {
         if let Some(by) = by
             && outcome.is_decision()
         {
-            let stops = match &outcome {
-                Outcome::Replied(reply) => K::vetoes(reply),
-                _ => true,
-            };
-            self.check_decider(entry, by, stops)
+            self.check_decider(entry, by, stops::<K>(&outcome))
                 .map_err(ResolveError::NotAllowed)?;
         }
         let quorum = K::quorum(&entry.request);
@@ -1414,11 +1419,7 @@ impl<K: Kind> Registry<K> {
             .map(|entry| {
                 let mut outcome = decide(&entry.request);
                 if outcome.is_decision() {
-                    let stops = match &outcome {
-                        Outcome::Replied(reply) => K::vetoes(reply),
-                        _ => true,
-                    };
-                    self.check_decider(entry, by, stops)?;
+                    self.check_decider(entry, by, stops::<K>(&outcome))?;
                 }
                 // Under a quorum the refusal is this reviewer's vote, the last of those the
                 // outcome lists.
