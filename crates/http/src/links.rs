@@ -155,10 +155,11 @@ impl Link {
         })
     }
 
-    /// The link of `token` while it is valid: `404` for a token that is no link of this
-    /// server's, or whose minter is no longer a credential that may decide; `410` once it
-    /// expired.
-    fn open(token: &str, state: &AppState) -> Result<Self, ApiError> {
+    /// The link of `token` while it is valid, acting as its minter as configured now, with
+    /// the sessions the minter's credential reaches: `404` for a token that is no link of
+    /// this server's, or whose minter is no longer a credential that may decide; `410` once
+    /// it expired.
+    fn open(token: &str, state: &AppState) -> Result<(Self, TokenScope), ApiError> {
         let invalid = || {
             ApiError::new(
                 ErrorCode::NotFound,
@@ -172,16 +173,14 @@ impl Link {
                 "this answer link has expired: ask for a new one if the request still waits",
             ));
         }
-        link.acts_as = current(state, &link.acts_as).ok_or_else(invalid)?.0;
-        Ok(link)
+        let (acts_as, scope) = current(state, &link.acts_as).ok_or_else(invalid)?;
+        link.acts_as = acts_as;
+        Ok((link, scope))
     }
 
-    /// Who a request through this link is: its minter as configured now, in its request's
-    /// session (and only if the minter's credential reaches that session), on no token's
-    /// account.
-    fn caller(&self, state: &AppState, session_id: Arc<str>) -> Result<Caller, ApiError> {
-        let scope =
-            current(state, &self.acts_as).map_or(TokenScope::AllSessions, |(_, scope)| scope);
+    /// Who a request through this link is: its minter, in its request's session (and only
+    /// if `scope`, the minter's credential's, reaches that session), on no token's account.
+    fn caller(&self, scope: &TokenScope, session_id: Arc<str>) -> Result<Caller, ApiError> {
         if !scope.allows(&session_id) {
             return Err(ApiError::new(
                 ErrorCode::Forbidden,
@@ -377,15 +376,14 @@ pub(crate) async fn read(
     State(state): State<AppState>,
     SegmentPath(token): SegmentPath,
 ) -> Result<Json<Linked>, ApiError> {
-    let link = Link::open(&token, &state)?;
+    let (link, scope) = Link::open(&token, &state)?;
+    let caller = link.caller(&scope, session_of(&state, &link).await?)?;
     let (kind, request) = match link.request {
         RequestId::Question(id) => {
-            let caller = link.caller(&state, session_of(&state, &link).await?)?;
             let Json(status) = questions::get(State(state), caller, QuestionPath(id)).await?;
             ("question", serde_json::to_value(status))
         }
         RequestId::Approval(id) => {
-            let caller = link.caller(&state, session_of(&state, &link).await?)?;
             let Json(status) =
                 approvals::get(State(state), caller, SegmentPath(id.to_string())).await?;
             ("approval", serde_json::to_value(status))
@@ -427,8 +425,8 @@ pub(crate) async fn reply(
     SegmentPath(token): SegmentPath,
     ApiJson(body): ApiJson<Value>,
 ) -> Result<Json<bool>, ApiError> {
-    let link = Link::open(&token, &state)?;
-    let caller = link.caller(&state, session_of(&state, &link).await?)?;
+    let (link, scope) = Link::open(&token, &state)?;
+    let caller = link.caller(&scope, session_of(&state, &link).await?)?;
     match link.request {
         RequestId::Question(id) => {
             questions::reply(State(state), caller, QuestionPath(id), ApiJson(body)).await
@@ -474,14 +472,14 @@ pub(crate) async fn reject(
     SegmentPath(token): SegmentPath,
     request: Request,
 ) -> Result<Json<bool>, ApiError> {
-    let link = Link::open(&token, &state)?;
+    let (link, scope) = Link::open(&token, &state)?;
     let RequestId::Question(id) = link.request else {
         return Err(ApiError::new(
             ErrorCode::NotFound,
             "an approval is not rejected as a whole: send `reject` decisions to /answer/{token}",
         ));
     };
-    let caller = link.caller(&state, session_of(&state, &link).await?)?;
+    let caller = link.caller(&scope, session_of(&state, &link).await?)?;
     questions::reject(State(state), caller, QuestionPath(id), request).await
 }
 
