@@ -1007,7 +1007,6 @@ fn resolve_listen(listen: &str) -> Result<SocketAddr, ConfigError> {
         return Ok(address);
     }
     let refused = || ConfigError::BadListen(listen.to_owned());
-    listen.rsplit_once(':').ok_or_else(refused)?;
     let addresses: Vec<SocketAddr> = std::net::ToSocketAddrs::to_socket_addrs(listen)
         .map_err(|_| refused())?
         .collect();
