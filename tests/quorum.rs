@@ -429,17 +429,8 @@ async fn redis_votes_through_different_instances_reach_one_outcome() {
 async fn check_votes_across_instances(stores: [Arc<dyn Store>; 4]) {
     let [a, b, c, d] = stores;
     let instance = |store| async move {
-        let bus = roomy_bus();
-        let events = bus.subscribe_all();
-        let hub = RequestHub::shared(
-            bus,
-            QuestionConfig::default(),
-            ApprovalConfig::default(),
-            store,
-        )
-        .await
-        .unwrap();
-        (separated(hub), events)
+        let instance = crate::shared::instance(store).await;
+        (separated(instance.hub), instance.events)
     };
     let (a, mut a_events) = instance(a).await;
     let (b, _) = instance(b).await;

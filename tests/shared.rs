@@ -275,10 +275,10 @@ async fn a_store_only_one_process_may_use_cannot_be_shared() {
 }
 
 /// One instance: a hub, and its bus's events since before it could publish any.
-struct Instance {
-    hub: RequestHub,
+pub(crate) struct Instance {
+    pub(crate) hub: RequestHub,
     /// The bus's events not read yet.
-    events: Subscription,
+    pub(crate) events: Subscription,
     /// The bus's events read so far, in order.
     seen: Vec<Envelope>,
 }
@@ -699,7 +699,8 @@ async fn instances(stores: [Arc<dyn Store>; 3]) -> [Instance; 3] {
     [instance(a).await, instance(b).await, instance(c).await]
 }
 
-async fn instance(store: Arc<dyn Store>) -> Instance {
+/// An instance over `store`, one of several sharing it.
+pub(crate) async fn instance(store: Arc<dyn Store>) -> Instance {
     let bus = roomy_bus();
     let events = bus.subscribe_all();
     let hub = RequestHub::shared(

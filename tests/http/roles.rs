@@ -44,6 +44,11 @@ async fn read(app: &TestApp, token: &str, uri: &str) -> Value {
     app.call(request("GET", uri, token, None)).await.1
 }
 
+/// `POST uri` with `token` and a JSON `body`: the status and the JSON answer.
+async fn post(app: &TestApp, token: &str, uri: &str, body: Value) -> (StatusCode, Value) {
+    app.call(request("POST", uri, token, Some(body))).await
+}
+
 /// A question created over HTTP with `token` in `session`; its id.
 async fn ask(app: &TestApp, token: &str, session: &str) -> String {
     let body =
@@ -165,14 +170,13 @@ async fn a_reviewer_token_asks_nothing() {
 async fn nobody_decides_what_they_asked_not_even_an_admin() {
     let app = app();
     let question = ask(&app, ADMIN, "mine").await;
-    let (status, refused) = app
-        .call(request(
-            "POST",
-            &format!("/question/{question}/reply"),
-            ADMIN,
-            Some(json!({"answers": [["Rust"]]})),
-        ))
-        .await;
+    let (status, refused) = post(
+        &app,
+        ADMIN,
+        &format!("/question/{question}/reply"),
+        json!({"answers": [["Rust"]]}),
+    )
+    .await;
     assert_eq!(status, StatusCode::FORBIDDEN, "{refused}");
     assert!(
         refused["message"]
@@ -181,14 +185,13 @@ async fn nobody_decides_what_they_asked_not_even_an_admin() {
             .contains("asked this request")
     );
     // Another human may.
-    let (status, _) = app
-        .call(request(
-            "POST",
-            &format!("/question/{question}/reply"),
-            ALICE,
-            Some(json!({"answers": [["Rust"]]})),
-        ))
-        .await;
+    let (status, _) = post(
+        &app,
+        ALICE,
+        &format!("/question/{question}/reply"),
+        json!({"answers": [["Rust"]]}),
+    )
+    .await;
     assert_eq!(status, StatusCode::OK);
 }
 
@@ -197,27 +200,13 @@ async fn a_session_reject_that_includes_the_callers_own_request_refuses_nothing(
     let app = app();
     let question = ask(&app, AGENT, "mine").await;
     let own = request_approval(&app, ADMIN, "mine").await;
-    let (status, refused) = app
-        .call(request(
-            "POST",
-            "/session/mine/reject",
-            ADMIN,
-            Some(json!({})),
-        ))
-        .await;
+    let (status, refused) = post(&app, ADMIN, "/session/mine/reject", json!({})).await;
     assert_eq!(status, StatusCode::FORBIDDEN, "{refused}");
     for uri in [format!("/question/{question}"), format!("/approval/{own}")] {
         let body = read(&app, ALICE, &uri).await;
         assert_eq!(body["status"], "pending", "{uri}: nothing was refused");
     }
-    let (status, rejected) = app
-        .call(request(
-            "POST",
-            "/session/mine/reject",
-            ALICE,
-            Some(json!({})),
-        ))
-        .await;
+    let (status, rejected) = post(&app, ALICE, "/session/mine/reject", json!({})).await;
     assert_eq!(
         (status, rejected["rejected"].as_u64()),
         (StatusCode::OK, Some(2))
@@ -228,24 +217,16 @@ async fn a_session_reject_that_includes_the_callers_own_request_refuses_nothing(
 async fn a_scoped_reviewer_cannot_cross_sessions() {
     let app = app();
     let question = ask(&app, AGENT, "mine").await;
-    let (status, _) = app
-        .call(request(
-            "POST",
-            &format!("/question/{question}/reply"),
-            BOB_IN_OTHER,
-            Some(json!({"answers": [["Rust"]]})),
-        ))
-        .await;
+    let (status, _) = post(
+        &app,
+        BOB_IN_OTHER,
+        &format!("/question/{question}/reply"),
+        json!({"answers": [["Rust"]]}),
+    )
+    .await;
     // Another session's request does not exist for this token.
     assert_eq!(status, StatusCode::NOT_FOUND);
-    let (status, _) = app
-        .call(request(
-            "POST",
-            "/session/mine/reject",
-            BOB_IN_OTHER,
-            Some(json!({})),
-        ))
-        .await;
+    let (status, _) = post(&app, BOB_IN_OTHER, "/session/mine/reject", json!({})).await;
     assert_eq!(status, StatusCode::FORBIDDEN);
     let body = read(&app, ADMIN, &format!("/question/{question}")).await;
     assert_eq!(body["status"], "pending");
@@ -259,23 +240,21 @@ async fn outcomes_say_who_asked_and_who_decided_in_views_events_and_history() {
         .await;
     let question = ask(&app, AGENT, "mine").await;
     let approval = request_approval(&app, SCOPED_AGENT, "mine").await;
-    let (status, _) = app
-        .call(request(
-            "POST",
-            &format!("/question/{question}/reply"),
-            ALICE,
-            Some(json!({"answers": [["Rust"]]})),
-        ))
-        .await;
+    let (status, _) = post(
+        &app,
+        ALICE,
+        &format!("/question/{question}/reply"),
+        json!({"answers": [["Rust"]]}),
+    )
+    .await;
     assert_eq!(status, StatusCode::OK);
-    let (status, _) = app
-        .call(request(
-            "POST",
-            &format!("/approval/{approval}/reply"),
-            BOB,
-            Some(json!({"decisions": [{"type": "approve"}]})),
-        ))
-        .await;
+    let (status, _) = post(
+        &app,
+        BOB,
+        &format!("/approval/{approval}/reply"),
+        json!({"decisions": [{"type": "approve"}]}),
+    )
+    .await;
     assert_eq!(status, StatusCode::OK);
 
     let answered = read(&app, ADMIN, &format!("/question/{question}")).await;
@@ -436,14 +415,13 @@ async fn two_of_two_over_http_needs_two_reviewers_and_says_each_vote() {
 
     // A session resume is a vote too: every way in counts the same.
     let resumed = request_quorum(&app, AGENT, "mine", 2).await;
-    let (status, body) = app
-        .call(request(
-            "POST",
-            "/session/mine/resume",
-            ALICE,
-            Some(json!({"input": {"decisions": [{"type": "approve"}]}})),
-        ))
-        .await;
+    let (status, body) = post(
+        &app,
+        ALICE,
+        "/session/mine/resume",
+        json!({"input": {"decisions": [{"type": "approve"}]}}),
+    )
+    .await;
     assert_eq!(status, StatusCode::OK, "{body}");
     let after = read(&app, ADMIN, &format!("/approval/{resumed}")).await;
     assert_eq!(
