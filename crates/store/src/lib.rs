@@ -131,6 +131,7 @@ mod history;
 mod journal;
 mod log;
 mod memory;
+mod outbox;
 mod redis;
 mod retention;
 mod sqlite;
@@ -147,6 +148,7 @@ pub use history::{
 pub use journal::{EventJournal, resume_bus};
 pub use log::{Change, ChangeKind, ChangeLog, LOG_RETENTION, LogPosition};
 pub use memory::MemoryStore;
+pub use outbox::{AfterAttempt, Attempt, Delivery, DeliveryQuery, DeliveryState, OutboxMessage};
 pub use redis::{RedisLocation, RedisStore};
 pub use retention::{
     SWEEP_BATCH, SWEEP_INTERVAL, forget_quiet_histories_older_than, forget_resolved_older_than,
@@ -259,6 +261,46 @@ pub trait Store: Send + Sync + 'static {
     /// [`StoreError`] if the backend cannot be written.
     fn seal_audit(&self, seals: Vec<(u64, String)>) -> BoxFuture<'_, ()>;
 
+    /// Claims up to `limit` deliveries due at `now_ms` (pending, next attempt at or before
+    /// it), the longest due first, for `lease_ms`: they are not due again, to anyone, until
+    /// `now_ms + lease_ms` unless an [`Write::Attempted`] says otherwise. A store only one
+    /// process opens (SQLite) ignores the leases of the process that opened it before; see
+    /// the `outbox` module docs.
+    ///
+    /// # Errors
+    ///
+    /// [`StoreError`] if the backend cannot be written.
+    fn claim_deliveries(
+        &self,
+        now_ms: u64,
+        lease_ms: u64,
+        limit: usize,
+    ) -> BoxFuture<'_, Vec<Delivery>>;
+
+    /// The deliveries `query` names, newest message first (a message's deliveries by
+    /// target name).
+    ///
+    /// # Errors
+    ///
+    /// [`StoreError`] if the backend cannot be read.
+    fn deliveries(&self, query: DeliveryQuery) -> BoxFuture<'_, Vec<Delivery>>;
+
+    /// How many deliveries are pending.
+    ///
+    /// # Errors
+    ///
+    /// [`StoreError`] if the backend cannot be read.
+    fn pending_deliveries(&self) -> BoxFuture<'_, u64>;
+
+    /// Deletes up to `limit` settled deliveries (delivered or abandoned) whose last attempt
+    /// ended before `settled_before_ms`, the oldest first; answers how many it deleted.
+    /// Pending deliveries are never deleted.
+    ///
+    /// # Errors
+    ///
+    /// [`StoreError`] if the backend cannot be written.
+    fn forget_deliveries(&self, settled_before_ms: u64, limit: usize) -> BoxFuture<'_, usize>;
+
     /// The log of this store's changes, if several registries can share the store by
     /// following it; `None` (the default) for a store only one registry uses (SQLite).
     fn change_log(&self) -> Option<&dyn ChangeLog> {
@@ -296,12 +338,29 @@ pub enum Write {
         /// look inside), appended to the audit log as its next entry in the same atomic
         /// step as the resolution, if and only if this resolution wins.
         audit: Option<String>,
+        /// The message telling of this outcome, added to the outbox in the same atomic step
+        /// as the resolution, if and only if this resolution wins (see the `outbox` module).
+        outbox: Option<OutboxMessage>,
     },
     /// Appends a published event to the bus's record.
     Append(EventRecord),
     /// Appends an event (an agent step) to its session's history, and to the change log of
     /// a shared store, so every instance hears of it.
     Event(SessionEvent),
+    /// Adds a message to the outbox, one pending delivery per target, due at once. Queue
+    /// it right after the change it tells of: its ack then completes after both.
+    Enqueue(OutboxMessage),
+    /// Records one attempt to deliver a message to a target, and what becomes of the
+    /// delivery ([`Attempt::then`]). Answers [`Written::NotFound`] if there is no such
+    /// delivery (forgotten), [`Written::Appended`] otherwise.
+    Attempted {
+        /// The message's id.
+        message_id: String,
+        /// The target's name.
+        target: String,
+        /// What the attempt did.
+        attempt: Attempt,
+    },
 }
 
 /// What a durable [`Write`] did.
@@ -315,7 +374,8 @@ pub enum Written {
     AlreadyResolved(OutcomeState),
     /// No request has that id; nothing changed.
     NotFound,
-    /// The event was appended (to the bus's record, or to its session's history).
+    /// The event was appended (to the bus's record, or to its session's history), the
+    /// message to the outbox, or the attempt to its delivery.
     Appended,
 }
 

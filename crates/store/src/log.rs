@@ -150,7 +150,7 @@ pub(crate) enum LogEntry<'a> {
 
 impl<'a> LogEntry<'a> {
     /// What `write` logs if it takes effect; `None` for an event appended to the bus's
-    /// record, which is no change.
+    /// record or the outbox's bookkeeping, which change no request.
     pub(crate) fn of(write: &'a Write) -> Option<Self> {
         match write {
             Write::Insert(request) => Some(Self::Inserted(request)),
@@ -162,7 +162,7 @@ impl<'a> LogEntry<'a> {
                 outcome,
             }),
             Write::Event(event) => Some(Self::Event(event)),
-            Write::Append(_) => None,
+            Write::Append(_) | Write::Enqueue(_) | Write::Attempted { .. } => None,
         }
     }
 

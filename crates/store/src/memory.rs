@@ -8,9 +8,10 @@ use tokio::sync::watch;
 
 use crate::log::check_continues;
 use crate::{
-    Ack, AuditRecord, BoxFuture, Change, ChangeKind, ChangeLog, EventRecord, HistoryLimit,
-    HistoryPage, HistoryRecord, KeptHistory, LOG_RETENTION, Loaded, LogPosition, RequestKind,
-    Store, StoreError, StoredRequest, Write, Written, now_ms,
+    Ack, AuditRecord, BoxFuture, Change, ChangeKind, ChangeLog, Delivery, DeliveryQuery,
+    DeliveryState, EventRecord, HistoryLimit, HistoryPage, HistoryRecord, KeptHistory,
+    LOG_RETENTION, Loaded, LogPosition, OutboxMessage, RequestKind, Store, StoreError,
+    StoredRequest, Write, Written, now_ms,
 };
 
 /// A [`Store`] in this process's memory: nothing survives the process.
@@ -62,6 +63,9 @@ struct State {
     history_limit: HistoryLimit,
     /// The audit log: entry `seq` is at `audit[seq - 1]`, never removed.
     audit: Vec<AuditRecord>,
+    /// Every delivery of the outbox, by message id (ascending in creation order), then
+    /// target.
+    deliveries: BTreeMap<(String, String), Delivery>,
 }
 
 /// One session's history.
@@ -85,6 +89,7 @@ impl Default for MemoryStore {
                 histories: HashMap::new(),
                 history_limit: HistoryLimit::default(),
                 audit: Vec::new(),
+                deliveries: BTreeMap::new(),
             })),
             head: Arc::default(),
         }
@@ -146,6 +151,25 @@ impl State {
         history.newest_at_ms = now_ms();
     }
 
+    /// Adds `message` to the outbox: one pending delivery per target, due at once.
+    fn enqueue(&mut self, message: OutboxMessage) {
+        for target in message.targets {
+            let delivery = Delivery {
+                message_id: message.id.clone(),
+                target: target.clone(),
+                payload: message.payload.clone(),
+                created_at_ms: message.created_at_ms,
+                state: DeliveryState::Pending,
+                attempts: 0,
+                next_attempt_ms: Some(message.created_at_ms),
+                last_attempt: None,
+            };
+            self.deliveries
+                .entry((message.id.clone(), target))
+                .or_insert(delivery);
+        }
+    }
+
     /// Up to `limit` changes after `after`, oldest first.
     fn changes_after(&self, after: LogPosition, limit: usize) -> Result<Vec<Change>, StoreError> {
         if after > LogPosition(self.appended) {
@@ -195,6 +219,7 @@ impl Store for MemoryStore {
                 id,
                 outcome,
                 audit,
+                outbox,
             } => match state.requests.get_mut(&id) {
                 Some(stored) if stored.request.kind == kind => match &stored.outcome {
                     Some(existing) => Written::AlreadyResolved(existing.state),
@@ -210,6 +235,9 @@ impl Store for MemoryStore {
                                 draft,
                                 seal: None,
                             });
+                        }
+                        if let Some(message) = outbox {
+                            state.enqueue(message);
                         }
                         Written::Resolved
                     }
@@ -228,6 +256,25 @@ impl Store for MemoryStore {
                 state.events.push_back(event);
                 Written::Appended
             }
+            Write::Enqueue(message) => {
+                state.enqueue(message);
+                Written::Appended
+            }
+            Write::Attempted {
+                message_id,
+                target,
+                attempt,
+            } => match state.deliveries.get_mut(&(message_id, target)) {
+                // A settled delivery stays settled (a sender whose lease ran out, late).
+                Some(delivery) if delivery.state == DeliveryState::Pending => {
+                    (delivery.state, delivery.next_attempt_ms) = attempt.outcome();
+                    delivery.attempts += 1;
+                    delivery.last_attempt = Some(attempt);
+                    Written::Appended
+                }
+                Some(_) => Written::Appended,
+                None => Written::NotFound,
+            },
         }))
     }
 
@@ -370,6 +417,90 @@ impl Store for MemoryStore {
             }
         }
         Box::pin(std::future::ready(Ok(())))
+    }
+
+    fn claim_deliveries(
+        &self,
+        now_ms: u64,
+        lease_ms: u64,
+        limit: usize,
+    ) -> BoxFuture<'_, Vec<Delivery>> {
+        let mut state = self.lock();
+        let mut due: Vec<(u64, (String, String))> = state
+            .deliveries
+            .iter()
+            .filter_map(|(key, delivery)| {
+                let at = delivery.next_attempt_ms?;
+                (delivery.state == DeliveryState::Pending && at <= now_ms)
+                    .then(|| (at, key.clone()))
+            })
+            .collect();
+        due.sort_unstable();
+        due.truncate(limit);
+        let lease_end = now_ms.saturating_add(lease_ms);
+        let claimed = due
+            .into_iter()
+            .filter_map(|(_, key)| {
+                let delivery = state.deliveries.get_mut(&key)?;
+                delivery.next_attempt_ms = Some(lease_end);
+                Some(delivery.clone())
+            })
+            .collect();
+        Box::pin(std::future::ready(Ok(claimed)))
+    }
+
+    fn deliveries(&self, query: DeliveryQuery) -> BoxFuture<'_, Vec<Delivery>> {
+        let state = self.lock();
+        let mut page: Vec<Delivery> = state
+            .deliveries
+            .values()
+            .rev()
+            .filter(|delivery| {
+                query
+                    .before
+                    .as_ref()
+                    .is_none_or(|before| delivery.message_id < *before)
+                    && query.state.is_none_or(|wanted| delivery.state == wanted)
+            })
+            .take(query.limit)
+            .cloned()
+            .collect();
+        // Newest message first, a message's deliveries by target.
+        page.sort_by(|a, b| {
+            b.message_id
+                .cmp(&a.message_id)
+                .then_with(|| a.target.cmp(&b.target))
+        });
+        Box::pin(std::future::ready(Ok(page)))
+    }
+
+    fn pending_deliveries(&self) -> BoxFuture<'_, u64> {
+        let pending = self
+            .lock()
+            .deliveries
+            .values()
+            .filter(|delivery| delivery.state == DeliveryState::Pending)
+            .count() as u64;
+        Box::pin(std::future::ready(Ok(pending)))
+    }
+
+    fn forget_deliveries(&self, settled_before_ms: u64, limit: usize) -> BoxFuture<'_, usize> {
+        let mut state = self.lock();
+        let mut settled: Vec<(u64, (String, String))> = state
+            .deliveries
+            .iter()
+            .filter(|(_, delivery)| delivery.state != DeliveryState::Pending)
+            .filter_map(|(key, delivery)| {
+                let at = delivery.last_attempt.as_ref()?.at_ms;
+                (at < settled_before_ms).then(|| (at, key.clone()))
+            })
+            .collect();
+        settled.sort_unstable();
+        settled.truncate(limit);
+        for (_, key) in &settled {
+            state.deliveries.remove(key);
+        }
+        Box::pin(std::future::ready(Ok(settled.len())))
     }
 
     fn change_log(&self) -> Option<&dyn ChangeLog> {
