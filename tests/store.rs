@@ -287,6 +287,7 @@ async fn keep_resolved_for_sweeps_each_interval_until_the_store_is_gone() {
             askbus_store::now_ms() - days * 86_400_000,
         ),
         audit: None,
+        outbox: None,
     };
     let store: Arc<dyn Store> = Arc::new(MemoryStore::new());
     for id in ["que_1", "que_2"] {
@@ -813,6 +814,7 @@ async fn check_contract(store: &dyn Store) {
         id: "apr_1".into(),
         outcome: outcome(OutcomeState::Replied),
         audit: None,
+        outbox: None,
     };
     assert_eq!(write(store, wrong_kind).await, Written::NotFound);
 
@@ -1019,6 +1021,7 @@ async fn check_forget_histories(store: &dyn Store) {
             id: "que_2".into(),
             outcome: outcome(OutcomeState::Cancelled),
             audit: None,
+            outbox: None,
         },
     )
     .await;
@@ -1038,6 +1041,7 @@ async fn check_forget(store: &dyn Store) {
         id: id.into(),
         outcome: OutcomeRecord::new(OutcomeState::Replied, "[]", at_ms),
         audit: None,
+        outbox: None,
     };
     let approval = RequestRecord {
         kind: RequestKind::Approval,
@@ -1063,6 +1067,7 @@ async fn check_forget(store: &dyn Store) {
             id: "apr_1".into(),
             outcome: OutcomeRecord::new(OutcomeState::Rejected, "{}", 1_500),
             audit: None,
+            outbox: None,
         },
     )
     .await;
@@ -1139,6 +1144,7 @@ async fn check_exactly_once<S: Store + Clone>(handles: &[S]) {
                     id: id.clone(),
                     outcome: OutcomeRecord::new(OutcomeState::Replied, attempt.to_string(), 7),
                     audit: Some(format!("{round}:{attempt}")),
+                    outbox: None,
                 };
                 tokio::spawn(async move { (attempt, store.write(resolve).await.unwrap()) })
             })
@@ -1186,6 +1192,7 @@ async fn check_audit(store: &dyn Store, other: &dyn Store) {
         id: id.into(),
         outcome: outcome(state),
         audit: Some(draft.into()),
+        outbox: None,
     };
     // Any text is kept byte for byte: the store does not look inside.
     let first = "{\"n\":\"ü\\n\"}\n+-";
@@ -1395,6 +1402,7 @@ fn resolve(id: &str, state: OutcomeState) -> Write {
         id: id.into(),
         outcome: outcome(state),
         audit: None,
+        outbox: None,
     }
 }
 

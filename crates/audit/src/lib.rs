@@ -67,6 +67,7 @@
 //!         id: request.id.clone(),
 //!         outcome,
 //!         audit: Some(draft),
+//!         outbox: None,
 //!     })
 //!     .await
 //!     .unwrap();

@@ -23,6 +23,7 @@ use crate::approval_model::{
 use crate::args_schema;
 use crate::identity::{Identity, NotAllowed};
 use crate::interrupt::RequestId;
+use crate::notify::EventSink;
 use crate::quota::{Charge, QuotaExceeded, Weight};
 use crate::record::Durable;
 use crate::registry::{
@@ -290,8 +291,8 @@ impl Kind for ApprovalRegistryKind {
         }
     }
 
-    fn publish_asked(bus: &Bus, request: &Arc<ApprovalRequest>) {
-        bus.publish(ApprovalAsked {
+    fn announce_asked(to: &mut impl EventSink, request: &Arc<ApprovalRequest>) {
+        to.announce(ApprovalAsked {
             request: Arc::clone(request),
         });
     }
@@ -300,8 +301,8 @@ impl Kind for ApprovalRegistryKind {
         request.asked_by.as_ref()
     }
 
-    fn publish_outcome(
-        bus: &Bus,
+    fn announce_outcome(
+        to: &mut impl EventSink,
         request: &Arc<ApprovalRequest>,
         outcome: &ApprovalOutcome,
         by: Option<&Identity>,
@@ -310,7 +311,7 @@ impl Kind for ApprovalRegistryKind {
         let request_id = request.id;
         let approval_key = Arc::clone(&request.approval_key);
         match outcome {
-            Outcome::Replied(reply) => bus.publish(ApprovalReplied {
+            Outcome::Replied(reply) => to.announce(ApprovalReplied {
                 session_id,
                 request_id,
                 approval_key,
@@ -319,13 +320,13 @@ impl Kind for ApprovalRegistryKind {
             }),
             // Approvals are not rejected as a whole (a reply rejects actions); should a
             // caller reach this, the request ended with every action rejected, as on expiry.
-            Outcome::TimedOut | Outcome::Rejected { .. } => bus.publish(ApprovalTimedOut {
+            Outcome::TimedOut | Outcome::Rejected { .. } => to.announce(ApprovalTimedOut {
                 session_id,
                 request_id,
                 approval_key,
                 decisions: request.rejections(),
             }),
-            Outcome::Cancelled => bus.publish(ApprovalCancelled {
+            Outcome::Cancelled => to.announce(ApprovalCancelled {
                 session_id,
                 request_id,
                 approval_key,

@@ -16,6 +16,7 @@ use crate::identity::{Duties, Identity, NotAllowed};
 use crate::interrupt::{
     InterruptState, PendingRequest, RequestId, ResumeError, ResumeInput, confirmation_phrase,
 };
+use crate::notify::Notifier;
 use crate::quota::{PendingLimits, Quota};
 use crate::record::{Durable, DurableError};
 use crate::registry::{OutcomeKind, StoreRole};
@@ -343,6 +344,18 @@ impl RequestHub {
     pub fn with_duties(self, duties: Duties) -> Self {
         self.questions.registry().set_duties(duties);
         self.approvals.registry().set_duties(duties);
+        self
+    }
+
+    /// Tells the outside world of every request from now on, through the store's outbox:
+    /// `notifier` makes the message of each request event (see [`Notifier`]), which is
+    /// written with the change it tells of. Only a hub with a store
+    /// ([`with_store`](Self::with_store), [`shared`](Self::shared)) has an outbox: without
+    /// one, or on a second call, nothing changes. Set it before the hub is shared.
+    #[must_use]
+    pub fn with_notifier(self, notifier: Arc<dyn Notifier>) -> Self {
+        self.questions.registry().set_notifier(&notifier);
+        self.approvals.registry().set_notifier(&notifier);
         self
     }
 

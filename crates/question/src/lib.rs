@@ -53,6 +53,7 @@ mod hub;
 mod identity;
 mod interrupt;
 mod model;
+mod notify;
 mod quota;
 mod record;
 mod registry;
@@ -74,6 +75,7 @@ pub use hub::{
     SessionRejected,
 };
 pub use identity::{Duties, Identity, NotAllowed, Role};
+pub use notify::{Notice, Notifier};
 pub use interrupt::{
     CONFIRMATION_PHRASES, InputField, InputFieldType, InterruptState, PendingRequest, RequestId,
     ResumeError, ResumeInput, confirmation_phrase,

@@ -21,13 +21,13 @@
 
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::task::{Context, Poll};
 
 use askbus_audit::{AuditDraft, RequestShown, request_digest};
 use askbus_store::{
-    Ack, ChangeKind, OutcomeRecord, OutcomeState, RequestKind, RequestRecord, Store, StoreError,
-    StoredRequest, Written, now_ms,
+    Ack, ChangeKind, OutboxMessage, OutcomeRecord, OutcomeState, RequestKind, RequestRecord,
+    SessionEvent, Store, StoreError, StoredRequest, Write, Written, now_ms,
 };
 use serde::Serialize;
 use serde::de::DeserializeOwned;
@@ -37,6 +37,7 @@ use crate::approval_model::{ApprovalId, ApprovalRequest};
 use crate::identity::{Identity, NotAllowed};
 use crate::interrupt::RequestId;
 use crate::model::{QuestionId, QuestionRequest};
+use crate::notify::{Notice, Notifier};
 use crate::registry::{Kind, Outcome, OutcomeKind};
 use crate::service::{QuestionOutcome, QuestionRegistryKind};
 
@@ -182,6 +183,9 @@ impl RecordedChange {
 pub(crate) struct Recorder {
     /// Where requests and outcomes are recorded.
     pub(crate) store: Arc<dyn Store>,
+    /// What makes the outbox message of each change, once one is set (see the `notify`
+    /// module).
+    pub(crate) notifier: OnceLock<Arc<dyn Notifier>>,
 }
 
 impl Durable {
@@ -279,31 +283,66 @@ impl std::fmt::Debug for Durable {
 }
 
 impl Recorder {
-    /// Queues the registration of `request`; with the digest of the JSON stored, which its
-    /// outcome's receipt names (keep it with the pending request: see [`resolve`](Self::resolve)).
-    pub(crate) fn insert<K: Kind>(&self, request: &K::Request) -> (Ack, RequestDigest) {
+    /// A recorder writing to `store`, telling nobody outside until a notifier is set.
+    pub(crate) fn new(store: Arc<dyn Store>) -> Self {
+        Self {
+            store,
+            notifier: OnceLock::new(),
+        }
+    }
+
+    /// Queues the registration of `request`, and the message telling of it; with the
+    /// digest of the JSON stored, which its outcome's receipt names (keep it with the
+    /// pending request: see [`resolve`](Self::resolve)). The ack covers both.
+    pub(crate) fn insert<K: Kind>(&self, request: &Arc<K::Request>) -> (Ack, RequestDigest) {
         let record = request_record::<K>(request);
         let digest = request_digest(&record.body);
-        (
-            self.store.write(askbus_store::Write::Insert(record)),
-            digest,
-        )
+        let inserted = self.store.write(Write::Insert(record));
+        let ack = match self.message(|sink| K::announce_asked(sink, request)) {
+            Some(message) => inserted.followed_by(self.store.write(Write::Enqueue(message))),
+            None => inserted,
+        };
+        (ack, digest)
+    }
+
+    /// Queues `event` (a vote's record) to its session's history, and the message telling
+    /// of it; the ack covers both.
+    pub(crate) fn event(&self, event: SessionEvent) -> Ack {
+        let message = self
+            .notifier
+            .get()
+            .and_then(|notifier| notifier.message(Notice::of_session_event(&event)));
+        let written = self.store.write(Write::Event(event));
+        match message {
+            Some(message) => written.followed_by(self.store.write(Write::Enqueue(message))),
+            None => written,
+        }
+    }
+
+    /// The outbox message of the event `announce` announces, if a notifier is set and
+    /// wants it told (the event is not even made otherwise).
+    fn message(&self, announce: impl FnOnce(&mut Option<Notice>)) -> Option<OutboxMessage> {
+        let notifier = self.notifier.get()?;
+        let mut notice = None;
+        announce(&mut notice);
+        notifier.message(notice?)
     }
 
     /// Queues the outcome of `request`, decided `by` someone (if anyone), with its audit
-    /// receipt: the store appends the receipt to its audit log if (and only if) this
-    /// outcome wins, in the same step.
+    /// receipt and the message telling of it: the store appends both (to its audit log,
+    /// to its outbox) if (and only if) this outcome wins, in the same step.
     ///
     /// `digest` is the one [`insert`](Self::insert) (or [`stored_digest`]) gave: the
     /// request's JSON is then not written again, under the registry lock, on every
     /// outcome. Without one (a request withdrawn, no longer pending) it is made here.
     pub(crate) fn resolve<K: Kind>(
         &self,
-        request: &K::Request,
+        request: &Arc<K::Request>,
         digest: Option<RequestDigest>,
         outcome: &Outcome<K::Reply>,
         by: Option<&Identity>,
     ) -> Ack {
+        let message = self.message(|sink| K::announce_outcome(sink, request, outcome, by));
         let (state, body) = match outcome {
             Outcome::Replied(reply) => (OutcomeState::Replied, to_json(reply)),
             Outcome::Rejected { reason } => (
@@ -323,11 +362,12 @@ impl Recorder {
         let asked_by = K::asked_by(request).and_then(|who| serde_json::to_value(who).ok());
         let id = shown.id.clone();
         let audit = AuditDraft::of_digest(shown, &outcome, asked_by).to_json();
-        self.store.write(askbus_store::Write::Resolve {
+        self.store.write(Write::Resolve {
             kind: K::RECORD_KIND,
             id,
             outcome,
             audit: Some(audit),
+            outbox: message,
         })
     }
 }

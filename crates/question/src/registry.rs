@@ -44,7 +44,7 @@ use std::task::{Context, Poll};
 
 use askbus_bus::{Bus, EventId, Id, IdGenerator, IdKind};
 use askbus_store::{
-    ChangeKind, HistoryPage, Loaded, RequestKind, SessionEvent, Store, StoreError, Write, Written,
+    ChangeKind, HistoryPage, Loaded, RequestKind, SessionEvent, Store, StoreError, Written,
 };
 use serde::Serialize;
 use serde::de::DeserializeOwned;
@@ -53,6 +53,7 @@ use tokio::time::Instant;
 
 use crate::identity::{Duties, Identity, NotAllowed};
 use crate::interrupt::RequestId;
+use crate::notify::{EventSink, Notifier};
 use crate::quota::{Charge, Quota, QuotaExceeded, Weight};
 use crate::record::{self, Durable, DurableError, Recorder, RequestDigest};
 use crate::session_index::SessionIndex;
@@ -205,11 +206,11 @@ pub(crate) trait Kind: Send + Sync + Sized + 'static {
     fn remember(index: &mut Self::Index, request: &Self::Request);
     /// Drops what `index` holds for `request`, which the registry no longer remembers.
     fn forget(index: &mut Self::Index, request: &Self::Request);
-    /// Announces a newly registered request.
-    fn publish_asked(bus: &Bus, request: &Arc<Self::Request>);
+    /// Announces a newly registered request (to the bus, or to the outbox's notice).
+    fn announce_asked(to: &mut impl EventSink, request: &Arc<Self::Request>);
     /// Announces a request's terminal outcome, decided `by` someone (`None`: a timeout).
-    fn publish_outcome(
-        bus: &Bus,
+    fn announce_outcome(
+        to: &mut impl EventSink,
         request: &Arc<Self::Request>,
         outcome: &Outcome<Self::Reply>,
         by: Option<&Identity>,
@@ -569,6 +570,14 @@ impl<K: Kind> Registry<K> {
         }
     }
 
+    /// Makes `notifier` tell the outside world of this registry's request changes, if it
+    /// has a store (see the `notify` module). Set once: a second is ignored.
+    pub(crate) fn set_notifier(&self, notifier: &Arc<dyn Notifier>) {
+        if let Some((recorder, _)) = &self.inner.recorder {
+            let _ = recorder.notifier.set(Arc::clone(notifier));
+        }
+    }
+
     /// Sets the separation-of-duties policy checked by [`register`](Self::register) and
     /// [`resolve`](Self::resolve). A registry has one policy for good: a second is ignored.
     pub(crate) fn set_duties(&self, duties: Duties) {
@@ -642,7 +651,7 @@ impl<K: Kind> Registry<K> {
             lock_ids(&ids).skip_past(newest.ulid());
         }
         let registry =
-            Self::with_parts(bus, retain_resolved, ids, Some((Recorder { store }, role)));
+            Self::with_parts(bus, retain_resolved, ids, Some((Recorder::new(store), role)));
         {
             let mut state = registry.inner.lock();
             for stored in &pending {
@@ -918,7 +927,7 @@ impl<K: Kind> Registry<K> {
         );
         state.index_call(&request);
         if announced {
-            K::publish_asked(&self.inner.bus, &request);
+            K::announce_asked(&mut &self.inner.bus, &request);
         }
         drop(guard);
         Ok(Ticket {
@@ -1038,7 +1047,7 @@ impl<K: Kind> Registry<K> {
             let cast = (id, vote.id);
             let (sender, fate) = oneshot::channel();
             state.vote_waiters.insert(cast, sender);
-            let written = store.store.write(Write::Event(record));
+            let written = store.event(record);
             drop(state);
             let registry = self.clone();
             return Durable::decided(async move {
@@ -1065,7 +1074,7 @@ impl<K: Kind> Registry<K> {
         };
         let recorded = match (&self.inner.recorder, counted.record) {
             (Some((recorder, StoreRole::Record)), Some(record)) => {
-                Some(recorder.store.write(Write::Event(record)))
+                Some(recorder.event(record))
             }
             _ => None,
         };
@@ -1185,7 +1194,7 @@ impl<K: Kind> Registry<K> {
         &self,
         store: &Recorder,
         state: &mut State<K>,
-        request: &K::Request,
+        request: &Arc<K::Request>,
         outcome: Outcome<K::Reply>,
         by: Option<Identity>,
     ) -> Durable {
@@ -1277,7 +1286,7 @@ impl<K: Kind> Registry<K> {
         {
             let store = Arc::clone(&store.store);
             runtime.spawn(async move {
-                let recorder = Recorder { store };
+                let recorder = Recorder::new(store);
                 for _ in 0..WITHDRAW_ATTEMPTS {
                     // Taken, refused as already ended, or "not found": all final.
                     if recorder
@@ -1357,7 +1366,7 @@ impl<K: Kind> Registry<K> {
                     }
                 };
                 if let Some(request) = announce {
-                    K::publish_asked(&self.inner.bus, &request);
+                    K::announce_asked(&mut &self.inner.bus, &request);
                     if K::expires_at(&request).is_some() {
                         drop(state);
                         self.ensure_timer_driver();
@@ -1746,7 +1755,7 @@ impl<K: Kind> Inner<K> {
         };
         // An orphan never announced ends without events: nobody saw it asked.
         if entry.announced {
-            K::publish_outcome(&self.bus, &entry.request, &outcome, by.as_ref());
+            K::announce_outcome(&mut &self.bus, &entry.request, &outcome, by.as_ref());
         }
         if self.retain_resolved > 0 {
             // The oldest go first: past the count, and past a quarter of the quota's bytes.

@@ -13,6 +13,7 @@ use tokio::time::Instant;
 
 use crate::identity::{Identity, NotAllowed};
 use crate::interrupt::RequestId;
+use crate::notify::EventSink;
 use crate::model::{
     Answer, Answers, QuestionAsked, QuestionCancelled, QuestionId, QuestionInfo, QuestionKind,
     QuestionRejected, QuestionReplied, QuestionRequest, QuestionTimedOut, ToolRef,
@@ -238,8 +239,8 @@ impl Kind for QuestionRegistryKind {
 
     fn forget((): &mut (), _: &QuestionRequest) {}
 
-    fn publish_asked(bus: &Bus, request: &Arc<QuestionRequest>) {
-        bus.publish(QuestionAsked {
+    fn announce_asked(to: &mut impl EventSink, request: &Arc<QuestionRequest>) {
+        to.announce(QuestionAsked {
             request: Arc::clone(request),
         });
     }
@@ -248,8 +249,8 @@ impl Kind for QuestionRegistryKind {
         request.asked_by.as_ref()
     }
 
-    fn publish_outcome(
-        bus: &Bus,
+    fn announce_outcome(
+        to: &mut impl EventSink,
         request: &Arc<QuestionRequest>,
         outcome: &Outcome<Answers>,
         by: Option<&Identity>,
@@ -257,23 +258,23 @@ impl Kind for QuestionRegistryKind {
         let session_id = Arc::clone(&request.session_id);
         let request_id = request.id;
         match outcome {
-            Outcome::Replied(answers) => bus.publish(QuestionReplied {
+            Outcome::Replied(answers) => to.announce(QuestionReplied {
                 session_id,
                 request_id,
                 answers: Arc::clone(answers),
                 answered_by: by.cloned(),
             }),
-            Outcome::Rejected { reason } => bus.publish(QuestionRejected {
+            Outcome::Rejected { reason } => to.announce(QuestionRejected {
                 session_id,
                 request_id,
                 reason: reason.clone(),
                 answered_by: by.cloned(),
             }),
-            Outcome::TimedOut => bus.publish(QuestionTimedOut {
+            Outcome::TimedOut => to.announce(QuestionTimedOut {
                 session_id,
                 request_id,
             }),
-            Outcome::Cancelled => bus.publish(QuestionCancelled {
+            Outcome::Cancelled => to.announce(QuestionCancelled {
                 session_id,
                 request_id,
             }),

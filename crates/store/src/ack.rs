@@ -28,6 +28,16 @@ enum AckState {
     Ready(Option<Result<Written, StoreError>>),
     /// Sent by the writer once the write is durable.
     Waiting(oneshot::Receiver<Result<Written, StoreError>>),
+    /// Two writes, the second queued after the first: what the first did, once both are
+    /// durable.
+    Both {
+        /// The first write.
+        first: Box<Ack>,
+        /// What it did, once known.
+        did: Option<Result<Written, StoreError>>,
+        /// The write queued after it.
+        next: Box<Ack>,
+    },
 }
 
 /// The writer's end of an [`Ack`].
@@ -53,6 +63,21 @@ impl Ack {
     }
 }
 
+impl Ack {
+    /// Completes once this write and `next` (queued after it) are both durable, with what
+    /// this one did; fails if either failed. For a write and the outbox message that tells
+    /// of it: whoever waits for the pair is told "done" only once nothing of it can be lost.
+    pub fn followed_by(self, next: Ack) -> Self {
+        Self {
+            state: AckState::Both {
+                first: Box::new(self),
+                did: None,
+                next: Box::new(next),
+            },
+        }
+    }
+}
+
 impl Future for Ack {
     type Output = Result<Written, StoreError>;
 
@@ -65,6 +90,14 @@ impl Future for Ack {
             AckState::Waiting(receiver) => Pin::new(receiver)
                 .poll(cx)
                 .map(|received| received.unwrap_or(Err(StoreError::Closed))),
+            AckState::Both { first, did, next } => {
+                if did.is_none() {
+                    *did = Some(std::task::ready!(Pin::new(&mut **first).poll(cx)));
+                }
+                let then = std::task::ready!(Pin::new(&mut **next).poll(cx));
+                let did = did.take().unwrap_or(Err(StoreError::Closed));
+                Poll::Ready(did.and_then(|written| then.map(|_| written)))
+            }
         }
     }
 }

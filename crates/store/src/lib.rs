@@ -113,6 +113,7 @@
 //!     id: request.id.clone(),
 //!     outcome: answer.clone(),
 //!     audit: None,
+//!     outbox: None,
 //! };
 //! assert_eq!(store.write(resolve()).await.unwrap(), Written::Resolved);
 //! assert_eq!(
