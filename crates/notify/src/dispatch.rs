@@ -1,0 +1,477 @@
+//! The dispatcher: claims due deliveries, posts them, records every attempt.
+//!
+//! It never blocks an ask or a reply: messages are already in the store when it hears of
+//! them, and it works from there. At most `concurrency` posts are in flight; a slow
+//! receiver holds only its own slots (each post is bounded by the timeout), and a claim asks
+//! only for as many deliveries as there are free slots, so nothing claimed waits behind a
+//! slow batch while its lease runs out.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+use askbus_store::{AfterAttempt, Attempt, Delivery, Store, Write, now_ms};
+use tokio::sync::{Notify, OwnedSemaphorePermit, Semaphore};
+
+use crate::sign::WebhookSecret;
+use crate::target::{OutboxNotifier, Webhook};
+
+/// The most deliveries one claim takes.
+const CLAIM_BATCH: usize = 256;
+
+/// How often the dispatcher looks for due deliveries when nothing woke it: retries come
+/// due, and other instances of a shared store write messages it is not woken for.
+const POLL: Duration = Duration::from_secs(1);
+
+/// After a wake, how long between looks while the woken-for message is not durable yet (it
+/// is claimable only once its write commits), and how many looks.
+const SOON: (Duration, u32) = (Duration::from_millis(10), 20);
+
+/// How long a claim keeps a delivery from other dispatchers: longer than any attempt.
+const LEASE_MARGIN: Duration = Duration::from_secs(30);
+
+/// How long to wait after the store failed before trying it again.
+const STORE_RETRY: Duration = Duration::from_secs(1);
+
+/// The most of a receiver's answer read (so the connection can be reused); the rest is
+/// dropped with the connection.
+const MAX_ANSWER: usize = 64 * 1024;
+
+/// Makes the answer links that `*.asked` messages carry for a target's recipient.
+pub trait AnswerLinks: Send + Sync + 'static {
+    /// An absolute URL that answers the request `request_id` (`que_…`, `apr_…`) acting as
+    /// `recipient`, expiring no later than the request (`expires_at_ms`), or `None` if the
+    /// recipient may not answer it (no such credential, or one that decides nothing).
+    fn answer_url(
+        &self,
+        recipient: &str,
+        request_id: &str,
+        expires_at_ms: Option<u64>,
+    ) -> Option<String>;
+}
+
+/// When a failed delivery is tried again: exponential backoff with jitter, until the retry
+/// window since the message was made has passed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RetryPolicy {
+    /// The wait after the first failure (before jitter).
+    pub first: Duration,
+    /// The longest wait between two attempts (before jitter).
+    pub longest: Duration,
+    /// How long after its message was made a delivery is still tried: its last attempt is
+    /// at the end of the window, then it is abandoned.
+    pub window: Duration,
+}
+
+impl Default for RetryPolicy {
+    /// 1 s, doubling to 10 minutes, for 24 hours.
+    fn default() -> Self {
+        Self {
+            first: Duration::from_secs(1),
+            longest: Duration::from_secs(600),
+            window: Duration::from_secs(24 * 60 * 60),
+        }
+    }
+}
+
+impl RetryPolicy {
+    /// What becomes of a delivery made at `created_at_ms` whose `attempts`-th attempt (from
+    /// 1) failed at `now_ms`: due again after the backoff, scaled by `jitter` (0 to 1) into
+    /// its upper half, but never after the window's end; abandoned once the window is over.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use askbus_notify::RetryPolicy;
+    /// use askbus_store::AfterAttempt;
+    ///
+    /// let policy = RetryPolicy::default();
+    /// // The third failure waits 4 s, give or take half of it.
+    /// let AfterAttempt::RetryAt { at_ms } = policy.after_failure(3, 0, 10_000, 0.0) else {
+    ///     panic!("retried");
+    /// };
+    /// assert_eq!(at_ms, 12_000);
+    /// // A day later, nothing more is tried.
+    /// assert_eq!(policy.after_failure(90, 0, 86_400_000, 0.5), AfterAttempt::Abandon);
+    /// ```
+    pub fn after_failure(
+        &self,
+        attempts: u32,
+        created_at_ms: u64,
+        now_ms: u64,
+        jitter: f64,
+    ) -> AfterAttempt {
+        let end = created_at_ms.saturating_add(millis(self.window));
+        if now_ms >= end {
+            return AfterAttempt::Abandon;
+        }
+        let doubling = 2_u32.saturating_pow(attempts.saturating_sub(1).min(31));
+        let backoff = self.first.saturating_mul(doubling).min(self.longest);
+        let wait = backoff.mul_f64(0.5 + 0.5 * jitter.clamp(0.0, 1.0));
+        AfterAttempt::RetryAt {
+            at_ms: now_ms.saturating_add(millis(wait)).min(end),
+        }
+    }
+}
+
+/// What the dispatcher did, for metrics.
+#[derive(Debug, Default)]
+pub struct DeliveryStats {
+    /// Deliveries the receiver took.
+    delivered: AtomicU64,
+    /// Attempts that failed (each retry counts).
+    failed_attempts: AtomicU64,
+    /// Deliveries given up on.
+    abandoned: AtomicU64,
+    /// Posts in flight now.
+    in_flight: AtomicU64,
+}
+
+impl DeliveryStats {
+    /// Deliveries the receiver took, since the start.
+    pub fn delivered(&self) -> u64 {
+        self.delivered.load(Ordering::Relaxed)
+    }
+
+    /// Attempts that failed (each retry counts), since the start.
+    pub fn failed_attempts(&self) -> u64 {
+        self.failed_attempts.load(Ordering::Relaxed)
+    }
+
+    /// Deliveries given up on, since the start.
+    pub fn abandoned(&self) -> u64 {
+        self.abandoned.load(Ordering::Relaxed)
+    }
+
+    /// Posts in flight now.
+    pub fn in_flight(&self) -> u64 {
+        self.in_flight.load(Ordering::Relaxed)
+    }
+}
+
+/// Delivers the outbox's messages to webhooks; see the crate docs.
+pub struct Dispatcher {
+    /// Shared with the posting tasks.
+    inner: Arc<Inner>,
+    /// How many posts may be in flight at once.
+    concurrency: usize,
+}
+
+/// What every posting task needs.
+struct Inner {
+    store: Arc<dyn Store>,
+    /// The targets by name.
+    targets: HashMap<String, Webhook>,
+    secret: WebhookSecret,
+    links: Option<Arc<dyn AnswerLinks>>,
+    retry: RetryPolicy,
+    /// The longest one post may take.
+    timeout: Duration,
+    client: reqwest::Client,
+    stats: Arc<DeliveryStats>,
+    /// Woken by the notifier on every message.
+    wake: Arc<Notify>,
+}
+
+impl Dispatcher {
+    /// A dispatcher delivering the messages of `store` to `webhooks`, signed with `secret`:
+    /// 10 s per post, 64 posts at once, [`RetryPolicy::default`]. Start it with
+    /// [`spawn`](Self::spawn) after giving the hub its [`notifier`](Self::notifier).
+    pub fn new(store: Arc<dyn Store>, webhooks: Vec<Webhook>, secret: WebhookSecret) -> Self {
+        Self {
+            inner: Arc::new(Inner {
+                store,
+                targets: webhooks
+                    .into_iter()
+                    .map(|webhook| (webhook.name(), webhook))
+                    .collect(),
+                secret,
+                links: None,
+                retry: RetryPolicy::default(),
+                timeout: Duration::from_secs(10),
+                client: reqwest::Client::new(),
+                stats: Arc::default(),
+                wake: Arc::default(),
+            }),
+            concurrency: 64,
+        }
+    }
+
+    /// Makes answer links for targets that name a recipient.
+    #[must_use]
+    pub fn with_links(mut self, links: Arc<dyn AnswerLinks>) -> Self {
+        self.inner_mut().links = Some(links);
+        self
+    }
+
+    /// Retries failed deliveries by `policy`.
+    #[must_use]
+    pub fn with_retry(mut self, policy: RetryPolicy) -> Self {
+        self.inner_mut().retry = policy;
+        self
+    }
+
+    /// Gives up on one post after `timeout` (and tries again later).
+    #[must_use]
+    pub fn with_timeout(mut self, timeout: Duration) -> Self {
+        self.inner_mut().timeout = timeout;
+        self
+    }
+
+    /// Keeps at most `concurrency` posts in flight (at least 1).
+    #[must_use]
+    pub fn with_concurrency(mut self, concurrency: usize) -> Self {
+        self.concurrency = concurrency.max(1);
+        self
+    }
+
+    /// The notifier to give the hub
+    /// ([`RequestHub::with_notifier`](askbus_question::RequestHub::with_notifier)): it
+    /// addresses every request event to this dispatcher's targets and wakes it.
+    pub fn notifier(&self) -> Arc<OutboxNotifier> {
+        let mut names: Vec<String> = self.inner.targets.keys().cloned().collect();
+        names.sort();
+        Arc::new(OutboxNotifier::new(names, Arc::clone(&self.inner.wake)))
+    }
+
+    /// Its counters, for metrics.
+    pub fn stats(&self) -> Arc<DeliveryStats> {
+        Arc::clone(&self.inner.stats)
+    }
+
+    /// Delivers from now on, in a task of the current runtime, until the runtime stops.
+    pub fn spawn(self) -> tokio::task::JoinHandle<()> {
+        tokio::spawn(self.run())
+    }
+
+    fn inner_mut(&mut self) -> &mut Inner {
+        Arc::get_mut(&mut self.inner)
+            .unwrap_or_else(|| unreachable!("configured before it is spawned or cloned"))
+    }
+
+    async fn run(self) {
+        let slots = Arc::new(Semaphore::new(self.concurrency));
+        let lease = millis(self.inner.timeout + LEASE_MARGIN);
+        let mut soon = 0;
+        loop {
+            let Ok(first) = Arc::clone(&slots).acquire_owned().await else {
+                return;
+            };
+            let free = slots.available_permits() + 1;
+            match self
+                .inner
+                .store
+                .claim_deliveries(now_ms(), lease, free.min(CLAIM_BATCH))
+                .await
+            {
+                Err(error) => {
+                    drop(first);
+                    tracing::warn!("webhooks: could not claim deliveries: {error}");
+                    tokio::time::sleep(STORE_RETRY).await;
+                }
+                Ok(claimed) if claimed.is_empty() => {
+                    drop(first);
+                    let wait = if soon > 0 {
+                        soon -= 1;
+                        SOON.0
+                    } else {
+                        POLL
+                    };
+                    tokio::select! {
+                        () = self.inner.wake.notified() => soon = SOON.1,
+                        () = tokio::time::sleep(wait) => {}
+                    }
+                }
+                Ok(claimed) => {
+                    let mut first = Some(first);
+                    for delivery in claimed {
+                        let slot = match first.take() {
+                            Some(slot) => slot,
+                            None => match Arc::clone(&slots).acquire_owned().await {
+                                Ok(slot) => slot,
+                                Err(_) => return,
+                            },
+                        };
+                        tokio::spawn(Arc::clone(&self.inner).deliver(delivery, slot));
+                    }
+                }
+            }
+        }
+    }
+}
+
+impl Inner {
+    /// Makes one attempt at `delivery` and records it, holding `_slot` meanwhile.
+    async fn deliver(self: Arc<Self>, delivery: Delivery, _slot: OwnedSemaphorePermit) {
+        self.stats.in_flight.fetch_add(1, Ordering::Relaxed);
+        let attempt = match self.targets.get(&delivery.target) {
+            Some(webhook) => self.post(webhook, &delivery).await,
+            None => Attempt {
+                at_ms: now_ms(),
+                status: None,
+                error: Some(format!(
+                    "no target named {:?} is configured here any more",
+                    delivery.target
+                )),
+                then: AfterAttempt::Abandon,
+            },
+        };
+        self.stats.in_flight.fetch_sub(1, Ordering::Relaxed);
+        let counter = match attempt.then {
+            AfterAttempt::Delivered => &self.stats.delivered,
+            AfterAttempt::RetryAt { .. } => &self.stats.failed_attempts,
+            AfterAttempt::Abandon => &self.stats.abandoned,
+        };
+        counter.fetch_add(1, Ordering::Relaxed);
+        if let Some(error) = &attempt.error {
+            tracing::info!(
+                "webhooks: {} to {} failed (attempt {}): {error}",
+                delivery.message_id,
+                delivery.target,
+                delivery.attempts + 1
+            );
+        }
+        let recorded = self.store.write(Write::Attempted {
+            message_id: delivery.message_id,
+            target: delivery.target,
+            attempt,
+        });
+        if let Err(error) = recorded.await {
+            // Its lease runs out and it is sent again: at least once, never lost.
+            tracing::warn!("webhooks: could not record an attempt: {error}");
+        }
+    }
+
+    /// Posts `delivery` to `webhook`, signed, and says how it went.
+    async fn post(&self, webhook: &Webhook, delivery: &Delivery) -> Attempt {
+        let body = self.body_for(webhook, &delivery.payload);
+        let timestamp = now_ms() / 1000;
+        let signature = self.secret.sign(&delivery.message_id, timestamp, &body);
+        let sent = self
+            .client
+            .post(webhook.url.clone())
+            .header("webhook-id", &delivery.message_id)
+            .header("webhook-timestamp", timestamp)
+            .header("webhook-signature", signature)
+            .header(reqwest::header::CONTENT_TYPE, "application/json")
+            .header(reqwest::header::USER_AGENT, "askbus-webhooks")
+            .timeout(self.timeout)
+            .body(body)
+            .send()
+            .await;
+        let (status, error) = match sent {
+            Ok(mut response) => {
+                let status = response.status();
+                let mut read = 0;
+                while read < MAX_ANSWER {
+                    match response.chunk().await {
+                        Ok(Some(chunk)) => read += chunk.len(),
+                        Ok(None) | Err(_) => break,
+                    }
+                }
+                let error = (!status.is_success())
+                    .then(|| format!("the receiver answered {status}"));
+                (Some(status.as_u16()), error)
+            }
+            Err(error) if error.is_timeout() => (
+                None,
+                Some(format!("no answer within {:?}", self.timeout)),
+            ),
+            Err(error) => (None, Some(describe(&error))),
+        };
+        let at_ms = now_ms();
+        let then = match (&error, status) {
+            (None, _) => AfterAttempt::Delivered,
+            // Standard Webhooks: 410 Gone asks the sender to stop.
+            (Some(_), Some(410)) => AfterAttempt::Abandon,
+            (Some(_), _) => self.retry.after_failure(
+                delivery.attempts + 1,
+                delivery.created_at_ms,
+                at_ms,
+                jitter(),
+            ),
+        };
+        Attempt {
+            at_ms,
+            status,
+            error,
+            then,
+        }
+    }
+
+    /// The body `webhook` gets for `payload`: the payload itself, with the answer link of
+    /// the webhook's recipient added to an `*.asked` message's data.
+    fn body_for(&self, webhook: &Webhook, payload: &str) -> String {
+        let (Some(recipient), Some(links)) = (&webhook.recipient, &self.links) else {
+            return payload.to_owned();
+        };
+        let Ok(mut message) = serde_json::from_str::<serde_json::Value>(payload) else {
+            return payload.to_owned();
+        };
+        let asked = message["type"]
+            .as_str()
+            .is_some_and(|kind| kind.ends_with(".asked"));
+        let data = &message["data"];
+        let (Some(id), true) = (data["id"].as_str(), asked) else {
+            return payload.to_owned();
+        };
+        let expires_at = data["expiresAt"]
+            .as_u64()
+            .or_else(|| data["expires_at"].as_u64());
+        let Some(url) = links.answer_url(recipient, id, expires_at) else {
+            return payload.to_owned();
+        };
+        message["data"]["answer_url"] = serde_json::Value::String(url);
+        message.to_string()
+    }
+}
+
+/// A connection error in a few words, with its cause (reqwest's own display says only
+/// "error sending request").
+fn describe(error: &reqwest::Error) -> String {
+    let mut text = error.to_string();
+    let mut source = std::error::Error::source(error);
+    while let Some(cause) = source {
+        text.push_str(": ");
+        text.push_str(&cause.to_string());
+        source = cause.source();
+    }
+    text
+}
+
+/// A number from 0 to 1 that spreads retries apart.
+fn jitter() -> f64 {
+    f64::from(getrandom::u32().unwrap_or(u32::MAX / 2)) / f64::from(u32::MAX)
+}
+
+/// A duration in whole milliseconds.
+fn millis(duration: Duration) -> u64 {
+    u64::try_from(duration.as_millis()).unwrap_or(u64::MAX)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn backs_off_exponentially_within_jitter_and_the_window() {
+        let policy = RetryPolicy::default();
+        let wait = |attempts, jitter| match policy.after_failure(attempts, 0, 1_000, jitter) {
+            AfterAttempt::RetryAt { at_ms } => at_ms - 1_000,
+            other => panic!("{other:?}"),
+        };
+        assert_eq!((wait(1, 0.0), wait(1, 1.0)), (500, 1_000));
+        assert_eq!((wait(2, 0.0), wait(2, 1.0)), (1_000, 2_000));
+        // Capped at 10 minutes, however many failures.
+        assert_eq!(wait(40, 1.0), 600_000);
+        // Never past the window's end: the last attempt is at its end.
+        let end = 86_400_000;
+        assert_eq!(
+            policy.after_failure(30, 0, end - 10, 1.0),
+            AfterAttempt::RetryAt { at_ms: end }
+        );
+        assert_eq!(policy.after_failure(31, 0, end, 0.0), AfterAttempt::Abandon);
+    }
+}

@@ -1,0 +1,125 @@
+//! Where messages go, and the notifier that addresses them.
+
+use std::sync::Arc;
+
+use askbus_question::{Notice, Notifier};
+use askbus_store::{OutboxMessage, now_ms};
+use tokio::sync::Notify;
+
+/// A webhook endpoint: where every request event is posted.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Webhook {
+    /// The URL posted to.
+    pub url: reqwest::Url,
+    /// Whose answer links its `*.asked` messages carry, if anyone's.
+    pub recipient: Option<String>,
+}
+
+/// Why a `--webhook` value is not one.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum BadWebhook {
+    /// Not an `http://` or `https://` URL.
+    #[error("{0:?} is not an http:// or https:// URL (write `URL` or `NAME=URL`)")]
+    NotHttp(String),
+    /// The recipient's name is empty.
+    #[error("{0:?} names no recipient before `=` (write `URL` or `NAME=URL`)")]
+    NoRecipient(String),
+}
+
+impl Webhook {
+    /// A webhook written `URL`, or `NAME=URL` for one whose `*.asked` messages carry answer
+    /// links acting as `NAME`.
+    ///
+    /// # Errors
+    ///
+    /// [`BadWebhook`] if the URL is not http(s), or the name is empty.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use askbus_notify::Webhook;
+    ///
+    /// let plain = Webhook::parse("http://127.0.0.1:9000/hook?team=ops").unwrap();
+    /// assert_eq!(plain.recipient, None);
+    /// let alice = Webhook::parse("alice=https://hooks.example.com/alice").unwrap();
+    /// assert_eq!(alice.recipient.as_deref(), Some("alice"));
+    /// assert_eq!(alice.url.as_str(), "https://hooks.example.com/alice");
+    /// assert!(Webhook::parse("ftp://example.com").is_err());
+    /// ```
+    pub fn parse(written: &str) -> Result<Self, BadWebhook> {
+        let written = written.trim();
+        // A `NAME=` prefix comes before the scheme; an `=` after it is the URL's own.
+        let (recipient, url) = match written.split_once('=') {
+            Some((name, url)) if !name.contains("://") => (Some(name.trim()), url.trim()),
+            _ => (None, written),
+        };
+        if recipient.is_some_and(str::is_empty) {
+            return Err(BadWebhook::NoRecipient(written.to_owned()));
+        }
+        let url = reqwest::Url::parse(url)
+            .ok()
+            .filter(|url| matches!(url.scheme(), "http" | "https") && url.has_host())
+            .ok_or_else(|| BadWebhook::NotHttp(url.to_owned()))?;
+        Ok(Self {
+            url,
+            recipient: recipient.map(str::to_owned),
+        })
+    }
+
+    /// The name its deliveries are kept under: the recipient and the URL without its query
+    /// (which may hold a receiver's secret), stable across restarts so deliveries queued
+    /// before one find their target after it.
+    pub fn name(&self) -> String {
+        let mut url = self.url.clone();
+        url.set_query(None);
+        url.set_fragment(None);
+        let _ = url.set_password(None);
+        match &self.recipient {
+            Some(recipient) => format!("{recipient}={url}"),
+            None => url.to_string(),
+        }
+    }
+}
+
+/// The [`Notifier`] that addresses every request event to every target, as a Standard
+/// Webhooks payload, and wakes the [`Dispatcher`](crate::Dispatcher) that sends it.
+#[derive(Debug)]
+pub struct OutboxNotifier {
+    /// The targets' names.
+    targets: Vec<String>,
+    /// Wakes the dispatcher.
+    wake: Arc<Notify>,
+}
+
+impl OutboxNotifier {
+    /// A notifier for the targets named `targets`, waking `wake` on every message.
+    pub(crate) fn new(targets: Vec<String>, wake: Arc<Notify>) -> Self {
+        Self { targets, wake }
+    }
+}
+
+impl Notifier for OutboxNotifier {
+    fn message(&self, notice: Notice) -> Option<OutboxMessage> {
+        if self.targets.is_empty() {
+            return None;
+        }
+        let created_at_ms = now_ms();
+        let timestamp = i64::try_from(created_at_ms)
+            .ok()
+            .and_then(chrono::DateTime::from_timestamp_millis)
+            .map(|at| at.to_rfc3339_opts(chrono::SecondsFormat::Millis, true))
+            .unwrap_or_default();
+        let payload = serde_json::json!({
+            "type": notice.event_type,
+            "timestamp": timestamp,
+            "data": notice.properties,
+        });
+        self.wake.notify_one();
+        Some(OutboxMessage {
+            id: format!("msg_{}", ulid::Ulid::generate()),
+            targets: self.targets.clone(),
+            payload: payload.to_string(),
+            created_at_ms,
+        })
+    }
+}
