@@ -75,6 +75,7 @@ mod sessions;
 mod site;
 mod streams;
 mod transcript;
+mod webhooks;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -97,7 +98,7 @@ pub use auth::{AccessToken, Authorized, TokenScope, Unauthorized, authorize};
 pub use cors::{CorsOrigin, InvalidOrigin};
 pub use error::{ApiError, ErrorCode};
 pub use extract::read_body;
-pub use links::{LINK_LIFETIME, LinkKey, ShortLinkSecret};
+pub use links::{LINK_LIFETIME, LinkKey, Minted, ShortLinkSecret};
 pub use site::{AllowedHost, InvalidHost, MAX_HEADER_BYTES, SiteGuard, guarded};
 pub use streams::{STREAM_RETRY_AFTER, StreamSlot, StreamSlots};
 
@@ -150,6 +151,9 @@ pub struct HttpConfig {
     /// Whether `GET /metrics` counts and serves (see the `metrics` module); off, it is 404
     /// and no request pays for counting. Default: on.
     pub metrics: bool,
+    /// The counters of the webhook dispatcher, when the server delivers webhooks, for
+    /// `/metrics`. Default: none.
+    pub webhooks: Option<Arc<askbus_notify::DeliveryStats>>,
 }
 
 impl Default for HttpConfig {
@@ -168,6 +172,7 @@ impl Default for HttpConfig {
             history: HistoryLimits::default(),
             link_key: LinkKey::random(),
             metrics: true,
+            webhooks: None,
         }
     }
 }
@@ -251,7 +256,7 @@ fn build(
         .divide_among_tokens(config.tokens.len(), config.max_event_streams_per_token);
     let metrics = config
         .metrics
-        .then(|| metrics::Metrics::start(&hub, &shutdown));
+        .then(|| metrics::Metrics::start(&hub, config.webhooks.clone(), &shutdown));
     let state = AppState {
         inner: Arc::new(Inner {
             transcripts: askbus_protocol::Transcripts::with_limits(&hub, config.history),
@@ -289,6 +294,7 @@ fn build(
         .routes(routes!(links::mint_question))
         .routes(routes!(links::mint_approval))
         .routes(routes!(metrics::scrape))
+        .routes(routes!(webhooks::deliveries))
         .route_layer(ServiceBuilder::new().layer(authenticate.clone()).layer(
             TimeoutLayer::with_status_code(StatusCode::REQUEST_TIMEOUT, request_timeout),
         ));

@@ -90,6 +90,28 @@ impl LinkKey {
         Ok(Self(Arc::from(secret.trim().as_bytes())))
     }
 
+    /// A link that answers `request` acting as `acts_as`, until the request expires
+    /// (`expires_at`, milliseconds since the Unix epoch) or [`LINK_LIFETIME`] from now,
+    /// whichever comes first. The one way links are made (the mint routes, webhooks' answer
+    /// links, MCP's URL elicitation): whoever asks for one has checked that `acts_as` is a
+    /// credential of theirs that may decide; every use checks it again.
+    pub fn mint(&self, request: RequestId, acts_as: Identity, expires_at: Option<u64>) -> Minted {
+        let lifetime = u64::try_from(LINK_LIFETIME.as_millis()).unwrap_or(u64::MAX);
+        let until = askbus_store::now_ms().saturating_add(lifetime);
+        let link = Link {
+            request,
+            acts_as,
+            expires_at: expires_at.map_or(until, |at| at.min(until)),
+        };
+        let token = link.token(self);
+        Minted {
+            path: format!("/answer/{token}"),
+            token,
+            expires_at: link.expires_at,
+            acts_as: link.acts_as,
+        }
+    }
+
     fn mac(&self, signed: &str) -> Hmac<Sha256> {
         let mut mac = Hmac::<Sha256>::new_from_slice(&self.0)
             .unwrap_or_else(|_| unreachable!("HMAC takes keys of any length"));
@@ -231,16 +253,16 @@ fn role_named(name: &str) -> Option<Role> {
 }
 
 /// A minted link.
-#[derive(Debug, Serialize, utoipa::ToSchema)]
-pub(crate) struct Minted {
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
+pub struct Minted {
     /// The link's path on this server: `/answer/{token}` (the page, for a browser).
-    path: String,
+    pub path: String,
     /// The token alone.
-    token: String,
+    pub token: String,
     /// When it stops working, milliseconds since the Unix epoch.
-    expires_at: u64,
+    pub expires_at: u64,
     /// Who answers through it.
-    acts_as: Identity,
+    pub acts_as: Identity,
 }
 
 /// What `GET /answer/{token}/request` answers: the request as its `GET` route shows it.
@@ -342,20 +364,7 @@ fn mint(
             format!("{request} already has its outcome: there is nothing left to answer"),
         ));
     }
-    let lifetime = u64::try_from(LINK_LIFETIME.as_millis()).unwrap_or(u64::MAX);
-    let until = askbus_store::now_ms().saturating_add(lifetime);
-    let link = Link {
-        request,
-        acts_as,
-        expires_at: expires_at.map_or(until, |at| at.min(until)),
-    };
-    let token = link.token(&state.inner.config.link_key);
-    Ok(Json(Minted {
-        path: format!("/answer/{token}"),
-        token,
-        expires_at: link.expires_at,
-        acts_as: link.acts_as,
-    }))
+    Ok(Json(state.inner.config.link_key.mint(request, acts_as, expires_at)))
 }
 
 /// Read the request an answer link is for (no token: the link is the credential).

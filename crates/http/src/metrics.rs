@@ -39,10 +39,13 @@ use axum::extract::{MatchedPath, Request, State};
 use axum::http::{Method, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
-use prometheus_client::encoding::EncodeLabelSet;
-use prometheus_client::metrics::counter::Counter;
+use askbus_notify::DeliveryStats;
+use prometheus_client::collector::Collector;
+use prometheus_client::encoding::{DescriptorEncoder, EncodeLabelSet, EncodeMetric};
+use prometheus_client::metrics::counter::{ConstCounter, Counter};
 use prometheus_client::metrics::family::Family;
-use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::metrics::gauge::{ConstGauge, Gauge};
+use prometheus_client::metrics::MetricType;
 use prometheus_client::metrics::histogram::Histogram;
 use prometheus_client::registry::{Registry, Unit};
 use tokio_stream::StreamExt;
@@ -98,6 +101,8 @@ pub(crate) struct Metrics {
     stream_resyncs: Family<ReasonLabel, Counter>,
     /// `askbus_follower_lag_changes`, set at scrape; only over a shared store.
     follower_lag: Option<Gauge>,
+    /// `askbus_webhook_pending`, set at scrape; only when the server delivers webhooks.
+    webhook_pending: Option<Gauge>,
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
@@ -133,7 +138,11 @@ struct ReasonLabel {
 impl Metrics {
     /// Every series registered, and the task counting `hub`'s events started (when a Tokio
     /// runtime is there to run it) until `shutdown`.
-    pub(crate) fn start(hub: &RequestHub, shutdown: &CancellationToken) -> Arc<Self> {
+    pub(crate) fn start(
+        hub: &RequestHub,
+        webhooks: Option<Arc<DeliveryStats>>,
+        shutdown: &CancellationToken,
+    ) -> Arc<Self> {
         let mut registry = Registry::with_prefix("askbus");
         let pending = Family::<KindLabel, Gauge>::default();
         registry.register(
@@ -202,6 +211,16 @@ impl Metrics {
             );
             gauge
         });
+        let webhook_pending = webhooks.map(|stats| {
+            registry.register_collector(Box::new(WebhookSeries(stats)));
+            let gauge = Gauge::default();
+            registry.register(
+                "webhook_pending",
+                "Webhook deliveries not delivered yet (due, retrying, or in flight), every instance's",
+                gauge.clone(),
+            );
+            gauge
+        });
         let metrics = Arc::new(Self {
             registry,
             pending,
@@ -215,6 +234,7 @@ impl Metrics {
             stream_lagged,
             stream_resyncs,
             follower_lag,
+            webhook_pending,
         });
         if let Ok(runtime) = tokio::runtime::Handle::try_current() {
             runtime.spawn(count_events(
@@ -370,10 +390,56 @@ pub(crate) async fn scrape(
             None => {}
         }
     }
+    if let (Some(gauge), Some(store)) = (&metrics.webhook_pending, hub.store()) {
+        match store.pending_deliveries().await {
+            Ok(pending) => {
+                gauge.set(i64::try_from(pending).unwrap_or(i64::MAX));
+            }
+            Err(error) => tracing::warn!(%error, "metrics: cannot count pending deliveries"),
+        }
+    }
     let mut text = String::new();
     prometheus_client::encoding::text::encode(&mut text, &metrics.registry)
         .map_err(|_| ApiError::new(ErrorCode::Internal, "the metrics could not be written"))?;
     Ok(([(header::CONTENT_TYPE, CONTENT_TYPE)], text).into_response())
+}
+
+/// The webhook dispatcher's counters, read at scrape: `askbus_webhook_deliveries_total
+/// {result}` (`delivered`, `failed` attempts, `abandoned`) and `askbus_webhook_in_flight`.
+#[derive(Debug)]
+struct WebhookSeries(Arc<DeliveryStats>);
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct ResultLabel {
+    /// `delivered`, `failed` or `abandoned`.
+    result: &'static str,
+}
+
+impl Collector for WebhookSeries {
+    fn encode(&self, mut encoder: DescriptorEncoder) -> Result<(), std::fmt::Error> {
+        let stats = &self.0;
+        let mut deliveries = encoder.encode_descriptor(
+            "webhook_deliveries",
+            "Webhook delivery attempts, by result (each failed attempt counts; abandoned: given up)",
+            None,
+            MetricType::Counter,
+        )?;
+        for (result, count) in [
+            ("delivered", stats.delivered()),
+            ("failed", stats.failed_attempts()),
+            ("abandoned", stats.abandoned()),
+        ] {
+            ConstCounter::new(count)
+                .encode(deliveries.encode_family(&ResultLabel { result })?)?;
+        }
+        let in_flight = ConstGauge::new(i64::try_from(stats.in_flight()).unwrap_or(i64::MAX));
+        in_flight.encode(encoder.encode_descriptor(
+            "webhook_in_flight",
+            "Webhook posts in flight now",
+            None,
+            in_flight.metric_type(),
+        )?)
+    }
 }
 
 /// `count` as a gauge's value.

@@ -28,6 +28,7 @@ use utoipa::{Modify, OpenApi, ToSchema};
         (name = "events", description = "Server-Sent Events"),
         (name = "answer", description = "Answer links: one request, one reviewer, no token (`POST /question/{id}/link` mints them)"),
         (name = "audit", description = "The audit log: a hash-chained receipt of every decision"),
+        (name = "webhook", description = "Outbound webhooks: every request event, signed per Standard Webhooks, delivered at least once"),
         (name = "server", description = "Health and this document"),
     )
 )]
