@@ -364,7 +364,13 @@ fn mint(
             format!("{request} already has its outcome: there is nothing left to answer"),
         ));
     }
-    Ok(Json(state.inner.config.link_key.mint(request, acts_as, expires_at)))
+    Ok(Json(
+        state
+            .inner
+            .config
+            .link_key
+            .mint(request, acts_as, expires_at),
+    ))
 }
 
 /// Read the request an answer link is for (no token: the link is the credential).

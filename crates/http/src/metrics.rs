@@ -30,6 +30,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use askbus_bus::{Envelope, Event, Id, IdKind, Lagged, Subscription};
+use askbus_notify::DeliveryStats;
 use askbus_question::{
     ApprovalAsked, ApprovalCancelled, ApprovalDecided, ApprovalReplied, ApprovalTimedOut,
     QuestionAsked, QuestionCancelled, QuestionRejected, QuestionReplied, QuestionTimedOut,
@@ -39,13 +40,12 @@ use axum::extract::{MatchedPath, Request, State};
 use axum::http::{Method, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
-use askbus_notify::DeliveryStats;
 use prometheus_client::collector::Collector;
 use prometheus_client::encoding::{DescriptorEncoder, EncodeLabelSet, EncodeMetric};
+use prometheus_client::metrics::MetricType;
 use prometheus_client::metrics::counter::{ConstCounter, Counter};
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::{ConstGauge, Gauge};
-use prometheus_client::metrics::MetricType;
 use prometheus_client::metrics::histogram::Histogram;
 use prometheus_client::registry::{Registry, Unit};
 use tokio_stream::StreamExt;
@@ -429,8 +429,7 @@ impl Collector for WebhookSeries {
             ("failed", stats.failed_attempts()),
             ("abandoned", stats.abandoned()),
         ] {
-            ConstCounter::new(count)
-                .encode(deliveries.encode_family(&ResultLabel { result })?)?;
+            ConstCounter::new(count).encode(deliveries.encode_family(&ResultLabel { result })?)?;
         }
         let in_flight = ConstGauge::new(i64::try_from(stats.in_flight()).unwrap_or(i64::MAX));
         in_flight.encode(encoder.encode_descriptor(

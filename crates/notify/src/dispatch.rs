@@ -13,6 +13,7 @@ use std::time::Duration;
 
 use askbus_store::{AfterAttempt, Attempt, Delivery, Store, Write, now_ms};
 use tokio::sync::{Notify, OwnedSemaphorePermit, Semaphore};
+use tokio_util::sync::CancellationToken;
 
 use crate::sign::WebhookSecret;
 use crate::target::{OutboxNotifier, Webhook};
@@ -76,9 +77,10 @@ impl Default for RetryPolicy {
 }
 
 impl RetryPolicy {
-    /// What becomes of a delivery made at `created_at_ms` whose `attempts`-th attempt (from
-    /// 1) failed at `now_ms`: due again after the backoff, scaled by `jitter` (0 to 1) into
-    /// its upper half, but never after the window's end; abandoned once the window is over.
+    /// What becomes of a delivery made at `created_at_ms` whose attempt number `attempts`
+    /// (counted from 1) failed at `now_ms`: due again after the backoff, scaled by `jitter`
+    /// (0 to 1) into its upper half, but never after the window's end; abandoned once the
+    /// window is over.
     ///
     /// # Examples
     ///
@@ -241,9 +243,15 @@ impl Dispatcher {
         Arc::clone(&self.inner.stats)
     }
 
-    /// Delivers from now on, in a task of the current runtime, until the runtime stops.
-    pub fn spawn(self) -> tokio::task::JoinHandle<()> {
-        tokio::spawn(self.run())
+    /// Delivers from now on, in a task of the current runtime, until `shutdown` is
+    /// cancelled (posts in flight then finish on their own, bounded by the timeout).
+    pub fn spawn(self, shutdown: CancellationToken) -> tokio::task::JoinHandle<()> {
+        tokio::spawn(async move {
+            tokio::select! {
+                () = shutdown.cancelled() => {}
+                () = self.run() => {}
+            }
+        })
     }
 
     fn inner_mut(&mut self) -> &mut Inner {
@@ -371,14 +379,13 @@ impl Inner {
                         Ok(None) | Err(_) => break,
                     }
                 }
-                let error = (!status.is_success())
-                    .then(|| format!("the receiver answered {status}"));
+                let error =
+                    (!status.is_success()).then(|| format!("the receiver answered {status}"));
                 (Some(status.as_u16()), error)
             }
-            Err(error) if error.is_timeout() => (
-                None,
-                Some(format!("no answer within {:?}", self.timeout)),
-            ),
+            Err(error) if error.is_timeout() => {
+                (None, Some(format!("no answer within {:?}", self.timeout)))
+            }
             Err(error) => (None, Some(describe(&error))),
         };
         let at_ms = now_ms();
@@ -453,6 +460,8 @@ fn millis(duration: Duration) -> u64 {
 
 #[cfg(test)]
 mod tests {
+    #![allow(clippy::unwrap_used)]
+
     use super::*;
 
     #[test]

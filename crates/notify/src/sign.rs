@@ -31,7 +31,9 @@ pub struct WebhookSecret(Vec<u8>);
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum BadSecret {
     /// Not `whsec_` and base64.
-    #[error("a webhook secret is `whsec_` followed by base64 (for example `whsec_$(openssl rand -base64 32)`)")]
+    #[error(
+        "a webhook secret is `whsec_` followed by base64 (for example `whsec_$(openssl rand -base64 32)`)"
+    )]
     NotBase64,
     /// Too short or too long.
     #[error("a webhook secret holds {MIN_BYTES} to {MAX_BYTES} bytes; this one holds {0}")]
@@ -47,9 +49,7 @@ impl WebhookSecret {
     pub fn parse(written: &str) -> Result<Self, BadSecret> {
         let encoded = written.trim();
         let encoded = encoded.strip_prefix(PREFIX).ok_or(BadSecret::NotBase64)?;
-        let bytes = STANDARD
-            .decode(encoded)
-            .map_err(|_| BadSecret::NotBase64)?;
+        let bytes = STANDARD.decode(encoded).map_err(|_| BadSecret::NotBase64)?;
         if !(MIN_BYTES..=MAX_BYTES).contains(&bytes.len()) {
             return Err(BadSecret::Length(bytes.len()));
         }
@@ -78,6 +78,8 @@ impl std::fmt::Debug for WebhookSecret {
 
 #[cfg(test)]
 mod tests {
+    #![allow(clippy::unwrap_used)]
+
     use super::*;
 
     /// The example of the Standard Webhooks specification's reference libraries.

@@ -99,6 +99,9 @@ mod audit;
 mod demo;
 mod mcp;
 mod parse_errors;
+mod webhooks;
+
+pub use webhooks::WebhookSettings;
 
 use std::net::SocketAddr;
 use std::str::FromStr;
@@ -116,7 +119,7 @@ use askbus_question::{
     ApprovalConfig, Duties, Identity, MAX_TIMEOUT, PendingLimits, QuestionConfig, QuorumFloor,
     RequestHub, Role,
 };
-use askbus_store::{RedisLocation, RedisStore, SqliteStore, Store, StoreError};
+use askbus_store::{MemoryStore, RedisLocation, RedisStore, SqliteStore, Store, StoreError};
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
@@ -363,6 +366,30 @@ pub struct Cli {
     /// Serve no `GET /metrics` (404) and count nothing for it.
     #[arg(long, env = "ASKBUS_NO_METRICS", global = true)]
     pub no_metrics: bool,
+    /// Post every request event (asked, each outcome, each vote) to this URL, signed per
+    /// Standard Webhooks, at least once (kept in the store until delivered). Repeatable.
+    /// `NAME=URL`: its `*.asked` messages also carry `data.answer_url`, a single-use link
+    /// answering as NAME (a reviewer or admin credential; `local` without tokens).
+    #[arg(long, value_name = "[NAME=]URL", global = true)]
+    pub webhook: Vec<String>,
+    /// The secret that signs webhook deliveries: `whsec_` and the base64 of 24 to 64
+    /// random bytes (`echo whsec_$(openssl rand -base64 32)`). Required with --webhook.
+    #[arg(
+        long,
+        env = "ASKBUS_WEBHOOK_SECRET",
+        hide_env_values = true,
+        global = true
+    )]
+    pub webhook_secret: Option<String>,
+    /// How long a failed webhook delivery is retried (with exponential backoff and jitter,
+    /// 1 s doubling to 10 minutes) before it is abandoned: seconds or a number with a unit
+    /// (90s, 10m, 2h, 7d). Default: 24h.
+    #[arg(long, value_name = "DURATION", global = true)]
+    pub webhook_retry_window: Option<String>,
+    /// The URL people reach this server at, for the answer links it sends out (webhooks).
+    /// Default: `http://` and the address it listens on.
+    #[arg(long, env = "ASKBUS_PUBLIC_URL", value_name = "URL", global = true)]
+    pub public_url: Option<String>,
     /// What to run; without one, the HTTP server.
     #[command(subcommand)]
     pub command: Option<Command>,
@@ -414,6 +441,11 @@ pub struct Settings {
     /// The key that signs each audit log entry (`--audit-key`); `None`: entries are
     /// chained, not signed.
     pub audit_key: Option<askbus_audit::SigningKey>,
+    /// Where request events are posted (`--webhook`), if anywhere.
+    pub webhooks: Option<WebhookSettings>,
+    /// The URL people reach the server at (`--public-url`), for links it sends out;
+    /// `None`: `http://` and the address it listens on.
+    pub public_url: Option<String>,
 }
 
 /// Where the server keeps requests, outcomes and events.
@@ -529,6 +561,25 @@ pub enum ConfigError {
         /// What it was given.
         value: String,
     },
+    /// A malformed `--webhook`.
+    #[error("bad --webhook: {0}")]
+    BadWebhook(#[from] askbus_notify::BadWebhook),
+    /// A malformed `--webhook-secret`.
+    #[error("bad --webhook-secret: {0}")]
+    BadWebhookSecret(#[from] askbus_notify::BadSecret),
+    /// `--webhook` without `--webhook-secret`.
+    #[error(
+        "--webhook needs --webhook-secret (receivers verify every delivery with it): for example --webhook-secret whsec_$(openssl rand -base64 32)"
+    )]
+    WebhookSecretRequired,
+    /// A `--webhook NAME=URL` whose NAME is no credential that may answer.
+    #[error(
+        "--webhook {0}=…: {0:?} is not a reviewer's or admin's credential (answer links act as one)"
+    )]
+    UnknownRecipient(String),
+    /// A `--public-url` that is not an http(s) URL.
+    #[error("--public-url {0:?} is not an http:// or https:// URL")]
+    BadPublicUrl(String),
     /// A malformed `--quorum` entry.
     #[error("bad --quorum entry: {0}")]
     BadQuorum(String),
@@ -653,6 +704,24 @@ impl Cli {
         let directory = std::env::current_dir()
             .map(|path| path.display().to_string())
             .unwrap_or_default();
+        let retry_window = self
+            .webhook_retry_window
+            .as_deref()
+            .map(|window| {
+                Self::default_timeout(Some(window), "--webhook-retry-window", None)?.ok_or(
+                    ConfigError::BadTimeout {
+                        flag: "--webhook-retry-window",
+                        value: window.to_owned(),
+                    },
+                )
+            })
+            .transpose()?;
+        let webhooks = WebhookSettings::parse(
+            &self.webhook,
+            self.webhook_secret.as_deref(),
+            retry_window,
+            &deciders(&tokens),
+        )?;
         const DAY: Duration = Duration::from_secs(24 * 3600);
         Ok(Settings {
             listen,
@@ -708,6 +777,8 @@ impl Cli {
             duties,
             quorum_floor,
             audit_key: audit::load_audit_key(self.audit_key.as_deref())?,
+            webhooks,
+            public_url: self.public_url.as_deref().map(public_url).transpose()?,
         })
     }
 
@@ -1045,9 +1116,15 @@ pub async fn serve(
 async fn serve_hub(
     listener: TcpListener,
     hub: RequestHub,
-    settings: Settings,
+    mut settings: Settings,
     shutdown: CancellationToken,
 ) {
+    let listen = listener.local_addr().unwrap_or(settings.listen);
+    let public_url = settings
+        .public_url
+        .clone()
+        .unwrap_or_else(|| format!("http://{listen}"));
+    let hub = webhooks::start(hub, &mut settings, &public_url, &shutdown);
     if settings.demo == Demo::On {
         tokio::spawn(demo::run(hub.clone(), shutdown.clone()));
     }
@@ -1065,7 +1142,6 @@ async fn serve_hub(
     let app = app.merge(askbus_ui::router());
     let app = mcp::mount(app, hub, &settings, shutdown.clone());
     // One guard in front of every route: the Host, and the site of a browser's request.
-    let listen = listener.local_addr().unwrap_or(settings.listen);
     let app = askbus_http::guarded(app, SiteGuard::new(listen, &settings.http));
     // An access line for every request (the API, the UI, MCP, and what the guard refused),
     // in a span naming the request.
@@ -1103,6 +1179,18 @@ pub async fn run(settings: Settings, shutdown: CancellationToken) -> std::io::Re
 async fn open_hub(settings: &Settings) -> Result<RequestHub, StoreError> {
     let history = settings.http.history;
     let store: Arc<dyn Store> = match &settings.store {
+        // Webhooks need an outbox: a memory store then keeps it (for this process's life),
+        // as this hub's record only.
+        StoreUrl::Memory if settings.webhooks.is_some() => {
+            let store: Arc<dyn Store> = Arc::new(MemoryStore::new());
+            return RequestHub::with_store(
+                Bus::new(),
+                settings.questions,
+                settings.approvals,
+                store,
+            )
+            .await;
+        }
         StoreUrl::Memory => {
             return Ok(RequestHub::with_config(
                 Bus::new(),
@@ -1162,6 +1250,36 @@ fn describe_limits(settings: &Settings) -> String {
         http.history.records_per_session,
         http.history.bytes_per_session / (1024 * 1024),
     )
+}
+
+/// The identities that may answer requests: every reviewer's and admin's credential, or
+/// the local caller when there are none.
+fn deciders(tokens: &[AccessToken]) -> Vec<Identity> {
+    if tokens.is_empty() {
+        return vec![Identity::local()];
+    }
+    tokens
+        .iter()
+        .map(|token| token.identity().clone())
+        .filter(Identity::may_decide)
+        .collect()
+}
+
+/// A `--public-url`: an http(s) URL, kept without its trailing `/`.
+fn public_url(url: &str) -> Result<String, ConfigError> {
+    let url = url.trim().trim_end_matches('/');
+    let http = url.starts_with("http://") || url.starts_with("https://");
+    if !http || url.contains(char::is_whitespace) {
+        return Err(ConfigError::BadPublicUrl(url.to_owned()));
+    }
+    Ok(url.to_owned())
+}
+
+impl Settings {
+    /// The identities that may answer requests (see [`deciders`]).
+    pub(crate) fn deciders(&self) -> Vec<Identity> {
+        deciders(&self.http.tokens)
+    }
 }
 
 fn describe_auth(tokens: &[AccessToken]) -> String {
