@@ -75,11 +75,11 @@ pub use hub::{
     SessionRejected,
 };
 pub use identity::{Duties, Identity, NotAllowed, Role};
-pub use notify::{Notice, Notifier};
 pub use interrupt::{
     CONFIRMATION_PHRASES, InputField, InputFieldType, InterruptState, PendingRequest, RequestId,
     ResumeError, ResumeInput, confirmation_phrase,
 };
+pub use notify::{Notice, Notifier};
 
 pub use model::{
     Answer, Answers, NO_PREFERENCE, QuestionAsked, QuestionCancelled, QuestionId, QuestionInfo,

@@ -650,8 +650,12 @@ impl<K: Kind> Registry<K> {
         if let Some(newest) = newest {
             lock_ids(&ids).skip_past(newest.ulid());
         }
-        let registry =
-            Self::with_parts(bus, retain_resolved, ids, Some((Recorder::new(store), role)));
+        let registry = Self::with_parts(
+            bus,
+            retain_resolved,
+            ids,
+            Some((Recorder::new(store), role)),
+        );
         {
             let mut state = registry.inner.lock();
             for stored in &pending {
@@ -1073,9 +1077,7 @@ impl<K: Kind> Registry<K> {
             return Durable::done();
         };
         let recorded = match (&self.inner.recorder, counted.record) {
-            (Some((recorder, StoreRole::Record)), Some(record)) => {
-                Some(recorder.event(record))
-            }
+            (Some((recorder, StoreRole::Record)), Some(record)) => Some(recorder.event(record)),
             _ => None,
         };
         let Some((reply, by)) = counted.settled else {

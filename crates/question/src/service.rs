@@ -13,11 +13,11 @@ use tokio::time::Instant;
 
 use crate::identity::{Identity, NotAllowed};
 use crate::interrupt::RequestId;
-use crate::notify::EventSink;
 use crate::model::{
     Answer, Answers, QuestionAsked, QuestionCancelled, QuestionId, QuestionInfo, QuestionKind,
     QuestionRejected, QuestionReplied, QuestionRequest, QuestionTimedOut, ToolRef,
 };
+use crate::notify::EventSink;
 use crate::quota::{Charge, QuotaExceeded, Weight};
 use crate::record::Durable;
 use crate::registry::{
