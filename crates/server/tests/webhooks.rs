@@ -1,0 +1,286 @@
+//! Webhooks from the real binary to a real receiver: every request event delivered, signed
+//! so that the Standard Webhooks reference library (`standardwebhooks` on npm, in
+//! `tests/webhooks/`, not askbus's code) verifies it, at least once, through a receiver that
+//! is down and through a `kill -9` of askbus itself.
+//!
+//! Needs Node.js 20+ with npm, and the npm registry the first time (or after the lock file
+//! changes).
+
+#![allow(clippy::unwrap_used)]
+
+// Node.js, `npm ci` and the script driver of the workspace's tests.
+#[allow(dead_code)]
+#[path = "../../../tests/node.rs"]
+mod node;
+mod support;
+
+use std::collections::{BTreeSet, HashMap};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use node::{Script, Steps};
+use serde_json::{Value, json};
+use support::{Server, question};
+use tokio::process::Command;
+
+/// The secret every test signs with: `whsec_` and the base64 of 32 bytes.
+const SECRET: &str = "whsec_C2FtcGxlLXNlY3JldC1mb3ItYXNrYnVzLXRlc3RzIQ==";
+
+/// How long every message may take to arrive, retries included.
+const DELIVERED_WITHIN: Duration = Duration::from_secs(40);
+
+/// `tests/webhooks`, the npm package of the receiver.
+fn package() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/webhooks")
+}
+
+/// A receiver on `port` (0: any), answering verified deliveries with `status`.
+struct Receiver {
+    script: Script,
+    port: u16,
+}
+
+impl Receiver {
+    async fn start(port: u16, status: u16) -> Self {
+        let mut command = Command::new("node");
+        command
+            .arg("receiver.mjs")
+            .arg(port.to_string())
+            .arg(SECRET)
+            .arg(status.to_string())
+            .current_dir(package());
+        let mut script =
+            Script::spawn(command, &package(), "standardwebhooks", Steps::OnStdout).await;
+        let listening = script.stage("listening").await;
+        let port = u16::try_from(listening["port"].as_u64().unwrap()).unwrap();
+        Self { script, port }
+    }
+
+    /// The next verified delivery (a delivery that fails verification fails the test).
+    async fn delivery(&mut self) -> Value {
+        self.script.stage("delivery").await
+    }
+
+    /// Deliveries until every message in `wanted` (by `type`) arrived at `path`, at least
+    /// once; answers them by message id.
+    async fn until(&mut self, wanted: usize, path: &str) -> HashMap<String, Value> {
+        let mut seen = HashMap::new();
+        tokio::time::timeout(DELIVERED_WITHIN, async {
+            while seen.len() < wanted {
+                let delivery = self.delivery().await;
+                if delivery["path"] == path {
+                    seen.insert(delivery["id"].as_str().unwrap().to_owned(), delivery);
+                }
+            }
+        })
+        .await
+        .unwrap_or_else(|_| panic!("{} of {wanted} messages arrived", seen.len()));
+        seen
+    }
+
+    fn url(&self, path: &str) -> String {
+        format!("http://127.0.0.1:{}{path}", self.port)
+    }
+}
+
+/// A loopback port nothing listens on (for now).
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_event_arrives_verified_and_a_recipient_s_link_answers() {
+    let mut receiver = Receiver::start(0, 204).await;
+    let (all, local) = (receiver.url("/all"), receiver.url("/local"));
+    let recipient = format!("local={local}");
+    let server = Server::start_with(
+        Path::new("."),
+        &[
+            "--listen",
+            "127.0.0.1:0",
+            "--store",
+            "memory",
+            "--webhook",
+            &all,
+            "--webhook",
+            &recipient,
+            "--webhook-secret",
+            SECRET,
+        ],
+        &[],
+    )
+    .await;
+    let http = reqwest::Client::new();
+    let id = server.ask(&http, &question("call-1")).await;
+
+    let mut asked = Vec::new();
+    while asked.len() < 2 {
+        asked.push(receiver.delivery().await);
+    }
+    asked.sort_by_key(|delivery| delivery["path"].as_str().unwrap().to_owned());
+    let [to_all, to_local] = &asked[..] else {
+        unreachable!()
+    };
+    assert_eq!(
+        (&to_all["path"], &to_local["path"]),
+        (&json!("/all"), &json!("/local"))
+    );
+    for delivery in &asked {
+        assert_eq!(delivery["type"], "question.asked");
+        assert_eq!(delivery["data"]["id"], id.as_str());
+        assert_eq!(
+            delivery["data"]["questions"][0]["question"],
+            "Which region?"
+        );
+    }
+    // One message, two deliveries: the same `webhook-id`, for the receiver to deduplicate.
+    assert_eq!(to_all["id"], to_local["id"]);
+    assert!(to_all["id"].as_str().unwrap().starts_with("msg_"));
+    // Only the recipient's target holds a link, and it answers as the recipient.
+    assert!(to_all["data"].get("answer_url").is_none());
+    let link = to_local["data"]["answer_url"].as_str().unwrap();
+    assert!(
+        link.starts_with(&format!("{}/answer/", server.base)),
+        "{link}"
+    );
+    let answered = http
+        .post(link)
+        .json(&json!({"answers": [["eu"]]}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(answered.status(), 200);
+
+    let mut replied = Vec::new();
+    while replied.len() < 2 {
+        replied.push(receiver.delivery().await);
+    }
+    for delivery in &replied {
+        assert_eq!(delivery["type"], "question.replied");
+        assert_eq!(delivery["data"]["requestID"], id.as_str());
+        assert_eq!(delivery["data"]["answers"], json!([["eu"]]));
+        assert_eq!(delivery["data"]["answeredBy"]["name"], "local");
+    }
+    // Every delivery is listed as delivered, with its attempt.
+    let listed = server.get(&http, "/webhook/deliveries").await;
+    let listed = listed.as_array().unwrap();
+    assert_eq!(listed.len(), 4, "{listed:?}");
+    for delivery in listed {
+        assert_eq!(delivery["state"], "delivered", "{delivery}");
+        assert_eq!(delivery["attempts"], 1);
+        assert_eq!(delivery["last_attempt"]["status"], 204);
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_receiver_that_is_down_then_up_gets_every_message() {
+    let port = free_port();
+    let url = format!("http://127.0.0.1:{port}/hook");
+    let server = Server::start_with(
+        Path::new("."),
+        &[
+            "--listen",
+            "127.0.0.1:0",
+            "--store",
+            "memory",
+            "--webhook",
+            &url,
+            "--webhook-secret",
+            SECRET,
+        ],
+        &[],
+    )
+    .await;
+    let http = reqwest::Client::new();
+    let mut ids = Vec::new();
+    for call in 0..20 {
+        ids.push(server.ask(&http, &question(&format!("call-{call}"))).await);
+    }
+    for id in &ids[..10] {
+        let path = format!("/question/{id}/reply");
+        assert_eq!(
+            server
+                .post_status(&http, &path, &json!({"answers": [["us"]]}))
+                .await,
+            200
+        );
+    }
+    // Nothing listens: attempts fail and are recorded, nothing is lost.
+    let failed = tokio::time::timeout(Duration::from_secs(10), async {
+        loop {
+            let pending = server.get(&http, "/webhook/deliveries?state=pending").await;
+            let failed = pending
+                .as_array()
+                .unwrap()
+                .iter()
+                .filter(|delivery| delivery["last_attempt"]["error"].is_string())
+                .count();
+            if failed > 0 {
+                return pending;
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    })
+    .await
+    .expect("failed attempts are listed");
+    let error = failed[0]["last_attempt"]["error"].as_str().unwrap();
+    assert!(
+        error.contains("refused") || error.contains("connect"),
+        "{error}"
+    );
+
+    let mut receiver = Receiver::start(port, 204).await;
+    let arrived = receiver.until(30, "/hook").await;
+    let asked: BTreeSet<&str> = arrived
+        .values()
+        .filter(|delivery| delivery["type"] == "question.asked")
+        .map(|delivery| delivery["data"]["id"].as_str().unwrap())
+        .collect();
+    let replied: BTreeSet<&str> = arrived
+        .values()
+        .filter(|delivery| delivery["type"] == "question.replied")
+        .map(|delivery| delivery["data"]["requestID"].as_str().unwrap())
+        .collect();
+    assert_eq!(asked, ids.iter().map(String::as_str).collect());
+    assert_eq!(replied, ids[..10].iter().map(String::as_str).collect());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kill_9_mid_queue_loses_no_delivery() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = format!("sqlite:{}", dir.path().join("askbus.db").display());
+    let port = free_port();
+    let url = format!("http://127.0.0.1:{port}/hook");
+    let args = [
+        "--listen",
+        "127.0.0.1:0",
+        "--store",
+        &store,
+        "--webhook",
+        &url,
+        "--webhook-secret",
+        SECRET,
+    ];
+    let server = Server::start_with(dir.path(), &args, &[]).await;
+    let http = reqwest::Client::new();
+    let mut ids = BTreeSet::new();
+    for call in 0..15 {
+        ids.insert(server.ask(&http, &question(&format!("call-{call}"))).await);
+    }
+    // Acknowledged (200) while the receiver is down, then killed with the queue full.
+    server.kill_9().await;
+
+    let mut receiver = Receiver::start(port, 204).await;
+    let server = Server::start_with(dir.path(), &args, &[]).await;
+    let arrived = receiver.until(15, "/hook").await;
+    let asked: BTreeSet<String> = arrived
+        .values()
+        .map(|delivery| delivery["data"]["id"].as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(asked, ids);
+    drop(server);
+}
