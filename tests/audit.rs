@@ -43,6 +43,7 @@ async fn decide(store: &dyn Store, id: &str, outcome: OutcomeRecord) -> Written 
             id: id.into(),
             outcome,
             audit: Some(draft),
+            outbox: None,
         })
         .await
         .unwrap()

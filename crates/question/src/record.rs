@@ -328,6 +328,7 @@ impl Recorder {
             id,
             outcome,
             audit: Some(audit),
+            outbox: None,
         })
     }
 }
