@@ -6,7 +6,8 @@ use std::time::Duration;
 
 use crate::support::{PrivateRedis, TestRedis, until_ok};
 use askbus_store::{
-    AuditRecord, ChangeKind, EventRecord, HistoryPage, HistoryRecord, LogPosition, MemoryStore,
+    AfterAttempt, Attempt, AuditRecord, ChangeKind, Delivery, DeliveryQuery, DeliveryState,
+    EventRecord, HistoryPage, HistoryRecord, LogPosition, MemoryStore, OutboxMessage,
     OutcomeRecord, OutcomeState, RedisStore, RequestKind, RequestRecord, SWEEP_INTERVAL,
     SessionEvent, SqliteStore, Store, StoreError, Write, Written, keep_resolved_for,
 };
@@ -132,7 +133,7 @@ async fn sqlite_store_upgrade_counts_the_bytes_of_histories() {
         .unwrap()
         .execute_batch(
             "ALTER TABLE histories DROP COLUMN bytes; ALTER TABLE requests DROP COLUMN decided_by;
-             DROP TABLE audit; PRAGMA user_version = 3;",
+             DROP TABLE audit; DROP TABLE deliveries; PRAGMA user_version = 3;",
         )
         .unwrap();
     let store = SqliteStore::open(&path)
@@ -186,7 +187,7 @@ async fn sqlite_store_upgrades_an_older_schema_and_refuses_a_newer_one() {
     };
     schema(
         "DROP TABLE history; DROP TABLE histories; ALTER TABLE requests DROP COLUMN decided_by;
-         DROP TABLE audit; PRAGMA user_version = 2;",
+         DROP TABLE audit; DROP TABLE deliveries; PRAGMA user_version = 2;",
     );
 
     let store = SqliteStore::open(&path).unwrap();
@@ -207,7 +208,7 @@ async fn sqlite_store_upgrades_an_older_schema_and_refuses_a_newer_one() {
     schema("PRAGMA user_version = 99;");
     match SqliteStore::open(&path) {
         Err(StoreError::NewerSchema { found, supported }) => {
-            assert_eq!((found, supported), (99, 6))
+            assert_eq!((found, supported), (99, 7))
         }
         other => panic!("a newer schema was not refused: {other:?}"),
     }
@@ -549,14 +550,14 @@ async fn redis_store_upgrades_an_older_schema_and_refuses_a_newer_one() {
         write(&store, Write::Insert(question("que_1", None))).await,
         Written::Inserted
     );
-    assert_eq!(redis.get(&schema), "6");
+    assert_eq!(redis.get(&schema), "7");
 
-    redis.command(redis::cmd("SET").arg(&schema).arg(7));
+    redis.command(redis::cmd("SET").arg(&schema).arg(8));
     match RedisStore::open(crate::support::REDIS_URL, &redis.prefix).await {
-        Err(StoreError::NewerSchema { found, supported }) => assert_eq!((found, supported), (7, 6)),
+        Err(StoreError::NewerSchema { found, supported }) => assert_eq!((found, supported), (8, 7)),
         other => panic!("a newer schema was not refused: {other:?}"),
     }
-    assert_eq!(redis.get(&schema), "7");
+    assert_eq!(redis.get(&schema), "8");
 }
 
 /// Requests left pending under schema version 3 (which did not count each session's
@@ -1492,4 +1493,731 @@ fn resolutions_without_a_decider_read_back_naming_nobody() {
     let named = nobody.decided_by(Some(r#"{"name":"bob"}"#.into()));
     let json = serde_json::to_string(&named).unwrap();
     assert_eq!(serde_json::from_str::<OutcomeRecord>(&json).unwrap(), named);
+}
+
+// The outbox: the same checks over the three backends.
+
+#[tokio::test]
+async fn memory_outbox_lists_deliveries() {
+    check_outbox_listing(&MemoryStore::new()).await;
+}
+
+#[tokio::test]
+async fn sqlite_outbox_lists_deliveries() {
+    let dir = tempfile::tempdir().unwrap();
+    check_outbox_listing(&SqliteStore::open(dir.path().join("askbus.db")).unwrap()).await;
+}
+
+#[tokio::test]
+async fn redis_outbox_lists_deliveries() {
+    let redis = TestRedis::new().await;
+    check_outbox_listing(&redis.open().await).await;
+}
+
+#[tokio::test]
+async fn memory_outbox_takes_a_message_only_from_the_winning_resolution() {
+    check_outbox_resolve(&MemoryStore::new()).await;
+}
+
+#[tokio::test]
+async fn sqlite_outbox_takes_a_message_only_from_the_winning_resolution() {
+    let dir = tempfile::tempdir().unwrap();
+    check_outbox_resolve(&SqliteStore::open(dir.path().join("askbus.db")).unwrap()).await;
+}
+
+#[tokio::test]
+async fn redis_outbox_takes_a_message_only_from_the_winning_resolution() {
+    let redis = TestRedis::new().await;
+    check_outbox_resolve(&redis.open().await).await;
+}
+
+#[tokio::test]
+async fn memory_outbox_claims_due_deliveries_for_a_lease() {
+    check_outbox_claims(&MemoryStore::new()).await;
+}
+
+#[tokio::test]
+async fn sqlite_outbox_claims_due_deliveries_for_a_lease() {
+    let dir = tempfile::tempdir().unwrap();
+    check_outbox_claims(&SqliteStore::open(dir.path().join("askbus.db")).unwrap()).await;
+}
+
+#[tokio::test]
+async fn redis_outbox_claims_due_deliveries_for_a_lease() {
+    let redis = TestRedis::new().await;
+    check_outbox_claims(&redis.open().await).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn memory_outbox_claims_each_delivery_once_under_racing_claimers() {
+    let store = MemoryStore::new();
+    check_claim_race(&[store.clone(), store.clone(), store]).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn sqlite_outbox_claims_each_delivery_once_under_racing_claimers() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = SqliteStore::open(dir.path().join("askbus.db")).unwrap();
+    check_claim_race(&[store.clone(), store]).await;
+}
+
+/// Three handles with their own connections and writer tasks stand for three instances.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn redis_outbox_claims_each_delivery_once_across_instances() {
+    let redis = TestRedis::new().await;
+    let instances = [redis.open().await, redis.open().await, redis.open().await];
+    check_claim_race(&instances).await;
+}
+
+#[tokio::test]
+async fn memory_outbox_forgets_settled_deliveries() {
+    check_forget_deliveries(&MemoryStore::new()).await;
+}
+
+#[tokio::test]
+async fn sqlite_outbox_forgets_settled_deliveries() {
+    let dir = tempfile::tempdir().unwrap();
+    check_forget_deliveries(&SqliteStore::open(dir.path().join("askbus.db")).unwrap()).await;
+}
+
+#[tokio::test]
+async fn redis_outbox_forgets_settled_deliveries() {
+    let redis = TestRedis::new().await;
+    check_forget_deliveries(&redis.open().await).await;
+}
+
+/// Only one process opens a SQLite file, so the leases found in it are a gone process's:
+/// a reopened store claims its claimed deliveries again at once (a retry keeps its time),
+/// and keeps what was settled and every payload byte for byte.
+#[tokio::test]
+async fn sqlite_outbox_forgets_the_leases_of_the_process_before() {
+    const HOUR: u64 = 3_600_000;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("askbus.db");
+    let sent = message("msg_1", &["a", "b", "c"], 1_000);
+    let store = SqliteStore::open(&path).unwrap();
+    write(&store, Write::Enqueue(sent.clone())).await;
+    assert_eq!(
+        claimed(&store.claim_deliveries(2_000, HOUR, 10).await.unwrap()),
+        ["msg_1/a", "msg_1/b", "msg_1/c"]
+    );
+    write(&store, attempted("msg_1", "b", failed(2_100, 100_000))).await;
+    write(&store, attempted("msg_1", "c", delivered(2_200))).await;
+    assert!(
+        store
+            .claim_deliveries(2_300, HOUR, 10)
+            .await
+            .unwrap()
+            .is_empty()
+    );
+    drop(store);
+
+    let store = SqliteStore::open(&path).unwrap();
+    let again = store.claim_deliveries(2_300, HOUR, 10).await.unwrap();
+    assert_eq!(
+        again,
+        [Delivery {
+            next_attempt_ms: Some(2_300 + HOUR),
+            ..pending_delivery(&sent, "a")
+        }]
+    );
+    assert_eq!(again[0].payload.as_bytes(), sent.payload.as_bytes());
+    assert_eq!(
+        claimed(&store.claim_deliveries(100_000, HOUR, 10).await.unwrap()),
+        ["msg_1/b"]
+    );
+    let kept = store.deliveries(everything()).await.unwrap();
+    assert_eq!(
+        kept[2],
+        Delivery {
+            state: DeliveryState::Delivered,
+            attempts: 1,
+            next_attempt_ms: None,
+            last_attempt: Some(delivered(2_200)),
+            ..pending_delivery(&sent, "c")
+        }
+    );
+    assert_eq!(store.pending_deliveries().await.unwrap(), 2);
+}
+
+/// A file of schema 6 (before the outbox) is upgraded with an empty outbox, its requests
+/// kept.
+#[tokio::test]
+async fn sqlite_store_upgrade_adds_the_outbox() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("askbus.db");
+    let store = SqliteStore::open(&path).unwrap();
+    write(&store, Write::Insert(question("que_1", None))).await;
+    drop(store);
+    rusqlite::Connection::open(&path)
+        .unwrap()
+        .execute_batch("DROP TABLE deliveries; PRAGMA user_version = 6;")
+        .unwrap();
+
+    let store = SqliteStore::open(&path).unwrap();
+    assert_eq!(store.pending_deliveries().await.unwrap(), 0);
+    assert_eq!(
+        write(&store, resolve_telling("que_1", "msg_1", &["hook"])).await,
+        Written::Resolved
+    );
+    assert_eq!(
+        claimed(&store.claim_deliveries(u64::MAX, 1, 10).await.unwrap()),
+        ["msg_1/hook"]
+    );
+    drop(store);
+    let version: i64 = rusqlite::Connection::open(&path)
+        .unwrap()
+        .query_row("PRAGMA user_version", [], |row| row.get(0))
+        .unwrap();
+    assert_eq!(version, 7);
+}
+
+/// A prefix of schema 6 (before the outbox) is upgraded by setting its version: the outbox
+/// starts empty, the requests are kept.
+#[tokio::test]
+async fn redis_store_upgrade_adds_the_outbox() {
+    let redis = TestRedis::new().await;
+    let store = redis.open().await;
+    write(&store, Write::Insert(question("que_1", None))).await;
+    drop(store);
+    let schema = format!("{}:schema", redis.prefix);
+    redis.command(redis::cmd("SET").arg(&schema).arg(6));
+
+    let store = redis.open().await;
+    assert_eq!(redis.get(&schema), "7");
+    assert_eq!(store.pending_deliveries().await.unwrap(), 0);
+    assert_eq!(
+        write(&store, resolve_telling("que_1", "msg_1", &["hook"])).await,
+        Written::Resolved
+    );
+    assert_eq!(
+        claimed(&store.claim_deliveries(u64::MAX, 1, 10).await.unwrap()),
+        ["msg_1/hook"]
+    );
+}
+
+/// A damaged delivery fails the listing with its reason, and is passed over by a claim,
+/// which still claims the others.
+#[tokio::test]
+async fn sqlite_outbox_passes_over_a_damaged_delivery() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("askbus.db");
+    let store = SqliteStore::open(&path).unwrap();
+    write(&store, Write::Enqueue(message("msg_1", &["a", "b"], 1_000))).await;
+    drop(store);
+    rusqlite::Connection::open(&path)
+        .unwrap()
+        .execute_batch("UPDATE deliveries SET last_attempt = '{' WHERE target = 'a';")
+        .unwrap();
+    let store = SqliteStore::open(&path).unwrap();
+    check_damaged_delivery(&store).await;
+}
+
+#[tokio::test]
+async fn redis_outbox_passes_over_a_damaged_delivery() {
+    let redis = TestRedis::new().await;
+    let store = redis.open().await;
+    write(&store, Write::Enqueue(message("msg_1", &["a", "b"], 1_000))).await;
+    redis.command(
+        redis::cmd("HSET")
+            .arg(format!("{}:dlv:msg_1\ta", redis.prefix))
+            .arg("attempts")
+            .arg("many"),
+    );
+    check_damaged_delivery(&store).await;
+    // A due entry with no delivery behind it is taken off the due ones.
+    redis.command(
+        redis::cmd("ZADD")
+            .arg(format!("{}:outbox:due", redis.prefix))
+            .arg(0)
+            .arg("msg_0\tgone"),
+    );
+    assert_eq!(store.pending_deliveries().await.unwrap(), 2);
+    assert!(
+        store
+            .claim_deliveries(2_000, 1, 10)
+            .await
+            .unwrap()
+            .is_empty()
+    );
+    assert_eq!(
+        store.pending_deliveries().await.unwrap(),
+        1,
+        "the damaged one, leased"
+    );
+}
+
+async fn check_damaged_delivery(store: &dyn Store) {
+    match store.deliveries(everything()).await {
+        Err(StoreError::Corrupt(reason)) => assert!(reason.contains("msg_1"), "{reason}"),
+        other => panic!("a damaged delivery was read: {other:?}"),
+    }
+    assert_eq!(
+        claimed(&store.claim_deliveries(2_000, 60_000, 10).await.unwrap()),
+        ["msg_1/b"]
+    );
+    assert_eq!(
+        write(store, attempted("msg_1", "b", delivered(2_100))).await,
+        Written::Appended
+    );
+}
+
+/// Two messages to three targets each: six pending deliveries, listed newest message first
+/// (a message's by target), by state, a page at a time; a message enqueued again adds only
+/// the deliveries it did not have.
+async fn check_outbox_listing(store: &dyn Store) {
+    let older = message("msg_01", &["c", "a", "b"], 1_000);
+    let newer = message("msg_02", &["b", "c", "a"], 2_000);
+    for sent in [&older, &newer] {
+        assert_eq!(
+            write(store, Write::Enqueue(sent.clone())).await,
+            Written::Appended
+        );
+    }
+    assert_eq!(store.pending_deliveries().await.unwrap(), 6);
+    let all = store.deliveries(everything()).await.unwrap();
+    assert_eq!(
+        claimed(&all),
+        [
+            "msg_02/a", "msg_02/b", "msg_02/c", "msg_01/a", "msg_01/b", "msg_01/c"
+        ]
+    );
+    assert_eq!(all[0], pending_delivery(&newer, "a"));
+    assert_eq!(all[5], pending_delivery(&older, "c"));
+
+    write(store, attempted("msg_01", "b", delivered(3_000))).await;
+    write(store, attempted("msg_02", "c", abandoned(3_100))).await;
+    write(store, attempted("msg_02", "a", failed(3_200, 9_000))).await;
+    assert_eq!(store.pending_deliveries().await.unwrap(), 4);
+    let only = |state| DeliveryQuery {
+        state: Some(state),
+        ..everything()
+    };
+    let done = store
+        .deliveries(only(DeliveryState::Delivered))
+        .await
+        .unwrap();
+    assert_eq!(
+        done,
+        [Delivery {
+            state: DeliveryState::Delivered,
+            attempts: 1,
+            next_attempt_ms: None,
+            last_attempt: Some(delivered(3_000)),
+            ..pending_delivery(&older, "b")
+        }]
+    );
+    let given_up = store
+        .deliveries(only(DeliveryState::Abandoned))
+        .await
+        .unwrap();
+    assert_eq!(claimed(&given_up), ["msg_02/c"]);
+    let pending = store
+        .deliveries(only(DeliveryState::Pending))
+        .await
+        .unwrap();
+    assert_eq!(
+        claimed(&pending),
+        ["msg_02/a", "msg_02/b", "msg_01/a", "msg_01/c"]
+    );
+    assert_eq!(
+        pending[0],
+        Delivery {
+            attempts: 1,
+            next_attempt_ms: Some(9_000),
+            last_attempt: Some(failed(3_200, 9_000)),
+            ..pending_delivery(&newer, "a")
+        }
+    );
+    let limited = DeliveryQuery {
+        limit: 1,
+        ..only(DeliveryState::Pending)
+    };
+    assert_eq!(
+        claimed(&store.deliveries(limited).await.unwrap()),
+        ["msg_02/b"]
+    );
+
+    // A page at a time: each page ends with a whole message here.
+    let page = |before: Option<&str>| DeliveryQuery {
+        before: before.map(Into::into),
+        state: None,
+        limit: 3,
+    };
+    let first = store.deliveries(page(None)).await.unwrap();
+    assert_eq!(claimed(&first), ["msg_02/a", "msg_02/b", "msg_02/c"]);
+    let second = store
+        .deliveries(page(Some(&first[2].message_id)))
+        .await
+        .unwrap();
+    assert_eq!(claimed(&second), ["msg_01/a", "msg_01/b", "msg_01/c"]);
+    assert!(
+        store
+            .deliveries(page(Some("msg_01")))
+            .await
+            .unwrap()
+            .is_empty()
+    );
+    let pending_before = DeliveryQuery {
+        before: Some("msg_02".into()),
+        ..only(DeliveryState::Pending)
+    };
+    assert_eq!(
+        claimed(&store.deliveries(pending_before).await.unwrap()),
+        ["msg_01/a", "msg_01/c"]
+    );
+    assert!(
+        store
+            .deliveries(DeliveryQuery {
+                limit: 0,
+                ..everything()
+            })
+            .await
+            .unwrap()
+            .is_empty()
+    );
+
+    // Enqueued again, with one more target: the delivered one stays delivered.
+    let again = message("msg_01", &["b", "d"], 1_000);
+    assert_eq!(write(store, Write::Enqueue(again)).await, Written::Appended);
+    assert_eq!(store.pending_deliveries().await.unwrap(), 5);
+    let all = store.deliveries(everything()).await.unwrap();
+    assert_eq!(all.len(), 7);
+    assert_eq!(
+        all[3..],
+        [
+            pending_delivery(&older, "a"),
+            done[0].clone(),
+            pending_delivery(&older, "c"),
+            pending_delivery(&older, "d"),
+        ]
+    );
+}
+
+/// A resolution's message is added with it if it wins, and only then.
+async fn check_outbox_resolve(store: &dyn Store) {
+    write(store, Write::Insert(question("que_1", None))).await;
+    let won = Write::Resolve {
+        kind: RequestKind::Question,
+        id: "que_1".into(),
+        outcome: outcome(OutcomeState::Replied),
+        audit: Some(r#"{"draft":1}"#.into()),
+        outbox: Some(telling("msg_1", &["hook", "chat"])),
+    };
+    assert_eq!(write(store, won).await, Written::Resolved);
+    assert_eq!(store.pending_deliveries().await.unwrap(), 2);
+    assert_eq!(store.audit_entries(0, 10).await.unwrap().len(), 1);
+    let lost = resolve_telling("que_1", "msg_2", &["hook", "mail"]);
+    assert_eq!(
+        write(store, lost).await,
+        Written::AlreadyResolved(OutcomeState::Replied)
+    );
+    let unknown = resolve_telling("que_404", "msg_3", &["hook"]);
+    assert_eq!(write(store, unknown).await, Written::NotFound);
+    assert_eq!(store.pending_deliveries().await.unwrap(), 2);
+    let all = store.deliveries(everything()).await.unwrap();
+    assert_eq!(claimed(&all), ["msg_1/chat", "msg_1/hook"]);
+    assert_eq!(
+        all[1],
+        pending_delivery(&telling("msg_1", &["hook", "chat"]), "hook")
+    );
+    // A resolution telling nobody adds nothing.
+    write(store, Write::Insert(question("que_2", None))).await;
+    write(store, resolve("que_2", OutcomeState::Rejected)).await;
+    assert_eq!(store.pending_deliveries().await.unwrap(), 2);
+}
+
+/// Claims take the due deliveries, the longest due first, for a lease; an attempt's
+/// outcome decides what becomes of a delivery, unless it is settled already.
+async fn check_outbox_claims(store: &dyn Store) {
+    const LEASE: u64 = 60_000;
+    write(store, Write::Enqueue(message("msg_1", &["b", "a"], 1_000))).await;
+    write(store, Write::Enqueue(message("msg_2", &["a"], 500))).await;
+    write(store, Write::Enqueue(message("msg_3", &["a"], 5_000))).await;
+    assert!(
+        store
+            .claim_deliveries(2_000, LEASE, 0)
+            .await
+            .unwrap()
+            .is_empty()
+    );
+
+    let first = store.claim_deliveries(2_000, LEASE, 2).await.unwrap();
+    assert_eq!(
+        claimed(&first),
+        ["msg_2/a", "msg_1/a"],
+        "the longest due first"
+    );
+    assert!(
+        first
+            .iter()
+            .all(|delivery| delivery.next_attempt_ms == Some(2_000 + LEASE))
+    );
+    assert_eq!(
+        first[1],
+        Delivery {
+            next_attempt_ms: Some(2_000 + LEASE),
+            ..pending_delivery(&message("msg_1", &[], 1_000), "a")
+        }
+    );
+    assert_eq!(
+        claimed(&store.claim_deliveries(2_000, LEASE, 10).await.unwrap()),
+        ["msg_1/b"]
+    );
+    assert!(
+        store
+            .claim_deliveries(3_000, LEASE, 10)
+            .await
+            .unwrap()
+            .is_empty(),
+        "within the lease, and msg_3 is not due yet"
+    );
+
+    // Failed, due again at 10 s; delivered, never again.
+    let retry = failed(2_500, 10_000);
+    assert_eq!(
+        write(store, attempted("msg_2", "a", retry.clone())).await,
+        Written::Appended
+    );
+    assert_eq!(
+        write(store, attempted("msg_1", "a", delivered(2_600))).await,
+        Written::Appended
+    );
+    assert_eq!(
+        claimed(&store.claim_deliveries(9_000, LEASE, 10).await.unwrap()),
+        ["msg_3/a"]
+    );
+    let after_lease = store
+        .claim_deliveries(2_000 + LEASE, 1_000, 10)
+        .await
+        .unwrap();
+    assert_eq!(claimed(&after_lease), ["msg_2/a", "msg_1/b"]);
+    assert_eq!(after_lease[0].attempts, 1);
+    assert_eq!(after_lease[0].last_attempt, Some(retry));
+
+    // A late attempt on a settled delivery changes nothing.
+    assert_eq!(
+        write(store, attempted("msg_1", "a", failed(2_700, 3_000))).await,
+        Written::Appended
+    );
+    let settled = Delivery {
+        state: DeliveryState::Delivered,
+        attempts: 1,
+        next_attempt_ms: None,
+        last_attempt: Some(delivered(2_600)),
+        ..pending_delivery(&message("msg_1", &[], 1_000), "a")
+    };
+    let everyone = store.deliveries(everything()).await.unwrap();
+    assert_eq!(
+        everyone
+            .iter()
+            .find(|d| claimed(&[(*d).clone()]) == ["msg_1/a"]),
+        Some(&settled)
+    );
+    for now in [1 << 40, u64::MAX - 1] {
+        let late = store.claim_deliveries(now, 1, 100).await.unwrap();
+        assert_eq!(
+            claimed(&late),
+            ["msg_1/b", "msg_2/a", "msg_3/a"].map(String::from)
+        );
+    }
+
+    // Given up: settled too.
+    assert_eq!(
+        write(store, attempted("msg_1", "b", abandoned(4_000))).await,
+        Written::Appended
+    );
+    assert_eq!(store.pending_deliveries().await.unwrap(), 2);
+    assert_eq!(
+        write(store, attempted("msg_9", "a", delivered(4_000))).await,
+        Written::NotFound
+    );
+    assert_eq!(
+        write(store, attempted("msg_1", "z", delivered(4_000))).await,
+        Written::NotFound
+    );
+}
+
+/// Many claimers, through every handle, race for 200 deliveries: each is claimed once.
+async fn check_claim_race<S: Store + Clone>(handles: &[S]) {
+    const TARGETS: [&str; 5] = ["t1", "t2", "t3", "t4", "t5"];
+    for n in 0..40 {
+        write(
+            &handles[0],
+            Write::Enqueue(message(&format!("msg_{n:03}"), &TARGETS, 1)),
+        )
+        .await;
+    }
+    let claimers: Vec<_> = (0..16)
+        .map(|claimer| {
+            let store = handles[claimer % handles.len()].clone();
+            tokio::spawn(async move {
+                let mut mine = Vec::new();
+                loop {
+                    let batch = store
+                        .claim_deliveries(1_000, 3_600_000, 1 + claimer % 5)
+                        .await
+                        .unwrap();
+                    if batch.is_empty() {
+                        return mine;
+                    }
+                    mine.extend(claimed(&batch));
+                }
+            })
+        })
+        .collect();
+    let mut all = Vec::new();
+    for claimer in claimers {
+        all.extend(claimer.await.unwrap());
+    }
+    let unique: std::collections::BTreeSet<_> = all.iter().collect();
+    assert_eq!(all.len(), 200, "claimed more than once, or not at all");
+    assert_eq!(unique.len(), 200);
+    assert_eq!(handles[0].pending_deliveries().await.unwrap(), 200);
+}
+
+/// Settled deliveries are forgotten by the time of their last attempt, the oldest first and
+/// no more than asked; pending ones never, whatever their age; the sweep forgets them after
+/// the retention period.
+async fn check_forget_deliveries(store: &dyn Store) {
+    write(
+        store,
+        Write::Enqueue(message("msg_1", &["a", "b", "c", "d"], 100)),
+    )
+    .await;
+    write(store, Write::Enqueue(message("msg_2", &["a"], 100))).await;
+    write(store, attempted("msg_1", "a", delivered(1_000))).await;
+    write(store, attempted("msg_1", "b", abandoned(3_000))).await;
+    write(store, attempted("msg_1", "c", delivered(2_000))).await;
+    write(store, attempted("msg_1", "d", failed(500, 600))).await;
+    let left = || async { claimed(&store.deliveries(everything()).await.unwrap()) };
+
+    assert_eq!(store.forget_deliveries(2_500, 0).await.unwrap(), 0);
+    assert_eq!(store.forget_deliveries(2_500, 1).await.unwrap(), 1);
+    assert_eq!(left().await, ["msg_2/a", "msg_1/b", "msg_1/c", "msg_1/d"]);
+    assert_eq!(store.forget_deliveries(2_500, 10).await.unwrap(), 1);
+    assert_eq!(store.forget_deliveries(2_500, 10).await.unwrap(), 0);
+    assert_eq!(
+        store.forget_deliveries(3_000, 10).await.unwrap(),
+        0,
+        "not before"
+    );
+    assert_eq!(store.forget_deliveries(u64::MAX, 10).await.unwrap(), 1);
+    assert_eq!(left().await, ["msg_2/a", "msg_1/d"]);
+    assert_eq!(store.forget_deliveries(u64::MAX, 10).await.unwrap(), 0);
+    assert_eq!(store.pending_deliveries().await.unwrap(), 2);
+    assert_eq!(
+        write(store, attempted("msg_1", "a", delivered(4_000))).await,
+        Written::NotFound,
+        "forgotten"
+    );
+    assert_eq!(
+        claimed(&store.claim_deliveries(700, 1, 10).await.unwrap()),
+        ["msg_2/a", "msg_1/d"]
+    );
+
+    // The sweep: settled a day ago, forgotten; settled now, kept; pending, kept.
+    const DAY: Duration = Duration::from_secs(24 * 3600);
+    let now = askbus_store::now_ms();
+    write(
+        store,
+        attempted("msg_1", "d", delivered(now - 2 * 86_400_000)),
+    )
+    .await;
+    write(store, attempted("msg_2", "a", delivered(now))).await;
+    write(store, Write::Enqueue(message("msg_3", &["a"], now))).await;
+    askbus_store::sweep(store, DAY).await;
+    assert_eq!(left().await, ["msg_3/a", "msg_2/a"]);
+}
+
+/// A message of `id` to `targets`, made at `created_at_ms`, whose payload needs escaping.
+fn message(id: &str, targets: &[&str], created_at_ms: u64) -> OutboxMessage {
+    OutboxMessage {
+        id: id.into(),
+        targets: targets.iter().map(|&target| target.into()).collect(),
+        payload: format!("{{\"message\":\"{id}\",\"text\":\"ja \\\"oui\\\"\\n✓\\t\"}}"),
+        created_at_ms,
+    }
+}
+
+/// The message a resolution tells of.
+fn telling(id: &str, targets: &[&str]) -> OutboxMessage {
+    message(id, targets, 1_700_000_001_000)
+}
+
+/// The resolution of `request` (replied) that tells `targets` with the message `message_id`.
+fn resolve_telling(request: &str, message_id: &str, targets: &[&str]) -> Write {
+    Write::Resolve {
+        kind: RequestKind::Question,
+        id: request.into(),
+        outcome: outcome(OutcomeState::Replied),
+        audit: None,
+        outbox: Some(telling(message_id, targets)),
+    }
+}
+
+/// `message`'s delivery to `target` as enqueued: pending, due at its creation.
+fn pending_delivery(message: &OutboxMessage, target: &str) -> Delivery {
+    Delivery {
+        message_id: message.id.clone(),
+        target: target.into(),
+        payload: message.payload.clone(),
+        created_at_ms: message.created_at_ms,
+        state: DeliveryState::Pending,
+        attempts: 0,
+        next_attempt_ms: Some(message.created_at_ms),
+        last_attempt: None,
+    }
+}
+
+/// Every delivery (up to a thousand), newest message first.
+fn everything() -> DeliveryQuery {
+    DeliveryQuery {
+        before: None,
+        state: None,
+        limit: 1000,
+    }
+}
+
+/// `message/target` of each delivery, in order.
+fn claimed(deliveries: &[Delivery]) -> Vec<String> {
+    deliveries
+        .iter()
+        .map(|delivery| format!("{}/{}", delivery.message_id, delivery.target))
+        .collect()
+}
+
+fn attempted(message_id: &str, target: &str, attempt: Attempt) -> Write {
+    Write::Attempted {
+        message_id: message_id.into(),
+        target: target.into(),
+        attempt,
+    }
+}
+
+fn delivered(at_ms: u64) -> Attempt {
+    Attempt {
+        at_ms,
+        status: Some(200),
+        error: None,
+        then: AfterAttempt::Delivered,
+    }
+}
+
+fn failed(at_ms: u64, retry_at_ms: u64) -> Attempt {
+    Attempt {
+        at_ms,
+        status: Some(503),
+        error: Some("503 Service Unavailable".into()),
+        then: AfterAttempt::RetryAt { at_ms: retry_at_ms },
+    }
+}
+
+fn abandoned(at_ms: u64) -> Attempt {
+    Attempt {
+        at_ms,
+        status: None,
+        error: Some("connection refused".into()),
+        then: AfterAttempt::Abandon,
+    }
 }

@@ -42,7 +42,9 @@
 //!   stays (for [`Store::get`], the idempotent ask, reloading) until
 //!   [`Store::forget_resolved`] deletes it; [`forget_resolved_older_than`], [`sweep`] and
 //!   [`keep_resolved_for`] do that by age (the server keeps them 30 days by default).
-//!   Pending requests are never deleted.
+//!   Pending requests are never deleted. The outbox's settled deliveries are kept as long
+//!   after their last attempt ([`Store::forget_deliveries`], in the same sweep); pending
+//!   ones are never deleted.
 //! - **Every session has a history.** A request's insert, its winning outcome, and every
 //!   [`Write::Event`] (an agent step) append a record to their session's history in the
 //!   same atomic step, so the history is never behind or ahead of the requests;
@@ -152,8 +154,8 @@ pub use memory::MemoryStore;
 pub use outbox::{AfterAttempt, Attempt, Delivery, DeliveryQuery, DeliveryState, OutboxMessage};
 pub use redis::{RedisLocation, RedisStore};
 pub use retention::{
-    SWEEP_BATCH, SWEEP_INTERVAL, forget_quiet_histories_older_than, forget_resolved_older_than,
-    keep_resolved_for, sweep,
+    SWEEP_BATCH, SWEEP_INTERVAL, forget_deliveries_older_than, forget_quiet_histories_older_than,
+    forget_resolved_older_than, keep_resolved_for, sweep,
 };
 pub use sqlite::SqliteStore;
 

@@ -90,6 +90,21 @@ impl DeliveryState {
     }
 }
 
+impl std::str::FromStr for DeliveryState {
+    type Err = crate::StoreError;
+
+    fn from_str(text: &str) -> Result<Self, crate::StoreError> {
+        match text {
+            "pending" => Ok(Self::Pending),
+            "delivered" => Ok(Self::Delivered),
+            "abandoned" => Ok(Self::Abandoned),
+            other => Err(crate::StoreError::Corrupt(format!(
+                "unknown delivery state {other:?}"
+            ))),
+        }
+    }
+}
+
 /// What one attempt to deliver did.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Attempt {

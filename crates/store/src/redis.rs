@@ -16,9 +16,10 @@ use crate::ack::AckSender;
 use crate::history::SharedHistoryLimit;
 use crate::log::{LogEntry, check_continues};
 use crate::{
-    Ack, AuditRecord, BoxFuture, Change, ChangeKind, ChangeLog, EventRecord, HistoryPage,
-    HistoryRecord, LOG_RETENTION, Loaded, LogPosition, OutcomeRecord, RequestKind, RequestRecord,
-    Store, StoreError, StoredRequest, Write, Written, now_ms,
+    Ack, AuditRecord, BoxFuture, Change, ChangeKind, ChangeLog, Delivery, DeliveryQuery,
+    EventRecord, HistoryPage, HistoryRecord, LOG_RETENTION, Loaded, LogPosition, OutboxMessage,
+    OutcomeRecord, RequestKind, RequestRecord, Store, StoreError, StoredRequest, Write, Written,
+    now_ms,
 };
 
 /// A [`Store`] in Redis, shared by every server instance that opens it with the same URL
@@ -50,9 +51,21 @@ use crate::{
 /// bytes of its records), `waiting` (a hash from each session with pending requests to
 /// how many), `audit` (the audit log, a stream never trimmed, whose entry ids are `0-<n>`
 /// for the `n`th entry, each a `draft` field), `audit:seq` (the number of the last entry)
-/// and `audit:seals` (a hash from an entry's number to its seal). Durability
-/// is Redis's own: enable `appendonly` with `appendfsync always` (or `everysec`) for writes
-/// to survive a Redis restart.
+/// and `audit:seals` (a hash from an entry's number to its seal). The outbox: each
+/// delivery is a hash `dlv:{message_id}\t{target}` (its member name, below: the message id,
+/// a tab, the target), and three sorted sets of members: `outbox:due` (the pending ones, by
+/// when they are next due, a claimed one's lease end), `outbox:settled` (the delivered or
+/// abandoned ones, by their last attempt's time, for [`Store::forget_deliveries`]) and
+/// `outbox:order` (all of them, score 0, so that their names' order, the message ids'
+/// order, which is their creation order, then the targets', pages them newest first).
+/// Durability is Redis's own: enable `appendonly` with `appendfsync always` (or
+/// `everysec`) for writes to survive a Redis restart.
+///
+/// The outbox is written by the same scripts as the requests, in queue order: a winning
+/// resolution adds its message's deliveries in its own step, and only a winning one.
+/// Claiming ([`Store::claim_deliveries`]) is one script too, so two instances never claim
+/// the same delivery within one lease: the first re-scores it in `outbox:due` to its
+/// lease's end, past the second's `now`.
 ///
 /// # Examples
 ///
@@ -206,7 +219,11 @@ impl std::fmt::Debug for Job {
 ///   `audit:seals`); no upgrade step (the log starts empty). Servers of version 5 should be
 ///   stopped first: their resolutions leave no audit entry, and the scripts' arguments
 ///   changed.
-const SCHEMA_VERSION: i64 = 6;
+/// - 7: the outbox (`dlv:{message}\t{target}` hashes, `outbox:due`, `outbox:settled`,
+///   `outbox:order`), written by the changes script; no upgrade step (the outbox starts
+///   empty). Servers of version 6 should be stopped first: their resolutions add no
+///   message to the outbox, so receivers would not hear of them.
+const SCHEMA_VERSION: i64 = 7;
 
 /// Sets the schema version unless a newer one is there; answers the version found (or
 /// the one set, on a fresh prefix). KEYS: the schema key. ARGV: this build's version.
@@ -231,27 +248,39 @@ return found
 /// module docs). Its bytes are counted in `history_bytes`; a history written before they
 /// were (schema 4) is counted whole at its next record.
 ///
+/// The outbox's writes are changes of this script too (they are not logged: they change no
+/// request), so they keep the queue's order among the others. A delivery's hash key is its
+/// member name (message id, tab, target) after the delivery prefix, made here. Its commands
+/// that can fail on a key of the wrong type run before anything of the change is written.
+///
 /// KEYS: the change log, its counter, the `resolved_at` set, the `histories` set, the
-/// `waiting` hash, the `history_bytes` hash, the audit stream, its counter, then three
-/// keys per request change (insert:
+/// `waiting` hash, the `history_bytes` hash, the audit stream, its counter, the outbox's
+/// `due`, `settled` and `order` sets, then three keys per request change (insert:
 /// request hash, pending set, calls hash; resolve: request hash, pending set, resolved
 /// set). A session's history key is its name after the history prefix, made here (a
 /// resolution learns its session from the request's hash).
 /// ARGV: the log's length, the history key prefix, the time now, a history's records
 /// limit and the count that makes it trimmed, its bytes limit and the count that makes it
-/// trimmed, then per change:
+/// trimmed, the delivery key prefix, then per change:
 /// - insert: `i`, id, calls field (`''` for none), session, n, n hash field/value items, log
 ///   entry; answers 1 (inserted) or 0 (the id exists);
 /// - resolve: `r`, id, kind, state, outcome, resolved_at, decided by (`-` for nobody, or
 ///   `+` and the JSON: a JSON may be any text, the empty one too), audit draft (`-` for
 ///   none, or `+` and the draft: appended to the audit stream as entry `0-<n>`, `n` from
-///   its counter, if the resolution wins), log entry; answers `resolved`,
-///   `not_found`, or the state it already has. Only a pending request of the right kind
-///   changes, so exactly one of any number of attempts, from any instance, is `resolved`;
-/// - event: `e`, session, log entry; answers 1.
+///   its counter, if the resolution wins), log entry, then its outbox message: `-` for
+///   none, or its number of targets n, id, created, payload and the n targets (added to
+///   the outbox if the resolution wins); answers `resolved`, `not_found`, or the state it
+///   already has. Only a pending request of the right kind changes, so exactly one of any
+///   number of attempts, from any instance, is `resolved`;
+/// - event: `e`, session, log entry; answers 1;
+/// - enqueue: `q`, n, message id, created, payload, n targets: one pending delivery per
+///   target, due at `created`, unless there is one already; answers 1;
+/// - attempted: `a`, delivery member, the state after it, next due time (`''` when
+///   settled), the attempt's time and JSON; a pending delivery takes them (and one more
+///   attempt), a settled one stays as it is; answers `appended`, or `not_found`.
 const APPLY: &str = r"
 local results = {}
-local key, arg = 9, 8
+local key, arg = 12, 9
 local records_limit, records_trimmed = tonumber(ARGV[4]), tonumber(ARGV[5])
 local bytes_limit, bytes_trimmed = tonumber(ARGV[6]), tonumber(ARGV[7])
 local function size(history, session, entry)
@@ -304,16 +333,60 @@ local function insert(request, pending, calls, id, field, session, first, last, 
   log(session, entry)
   return 1
 end
+-- Fails (on a key of the wrong type) before anything is written: the outbox's writes
+-- below cannot fail after them.
+local function outbox_ready()
+  redis.call('ZCARD', KEYS[9])
+  redis.call('ZCARD', KEYS[11])
+end
+local function enqueue(id, created, payload, first, last)
+  outbox_ready()
+  for i = first, last do
+    local member = id .. '\t' .. ARGV[i]
+    local delivery = ARGV[8] .. member
+    if redis.call('EXISTS', delivery) == 0 then
+      redis.call('ZADD', KEYS[9], created, member)
+      redis.call('ZADD', KEYS[11], 0, member)
+      redis.call('HSET', delivery, 'message', id, 'target', ARGV[i], 'payload', payload,
+        'created', created, 'state', 'pending', 'attempts', 0, 'next', created)
+    end
+  end
+  return 1
+end
+local function attempted(member, state, next_at, at, last)
+  local delivery = ARGV[8] .. member
+  local found = redis.call('HGET', delivery, 'state')
+  if not found then return 'not_found' end
+  -- A settled delivery stays settled (a sender whose lease ran out, late).
+  if found ~= 'pending' then return 'appended' end
+  if state == 'pending' then
+    redis.call('ZADD', KEYS[9], next_at, member)
+    redis.call('HSET', delivery, 'next', next_at)
+  else
+    redis.call('ZADD', KEYS[10], at, member)
+    redis.call('ZREM', KEYS[9], member)
+    redis.call('HDEL', delivery, 'next')
+  end
+  redis.call('HSET', delivery, 'state', state, 'last', last)
+  redis.call('HINCRBY', delivery, 'attempts', 1)
+  return 'appended'
+end
 local function resolve(request, pending, resolved, id, kind, state, outcome, at, by, audit,
-    entry)
+    entry, message)
   local found = redis.call('HMGET', request, 'kind', 'state', 'session')
   if not found[1] or found[1] ~= kind then return 'not_found' end
   if found[2] ~= 'pending' then return found[2] end
+  local targets = tonumber(ARGV[message])
+  if targets then outbox_ready() end
   -- First: a script's writes are not undone when a later command fails, so an entry that
   -- cannot be appended must stop the resolution before anything of it is written.
   if string.sub(audit, 1, 1) == '+' then
     local seq = redis.call('INCR', KEYS[8])
     redis.call('XADD', KEYS[7], '0-' .. seq, 'draft', string.sub(audit, 2))
+  end
+  if targets then
+    enqueue(ARGV[message + 1], ARGV[message + 2], ARGV[message + 3], message + 4,
+      message + 3 + targets)
   end
   redis.call('HSET', request, 'state', state, 'outcome', outcome, 'resolved_at', at)
   if string.sub(by, 1, 1) == '+' then
@@ -343,9 +416,19 @@ while arg <= #ARGV do
   elseif ARGV[arg] == 'r' then
     ok, result = pcall(resolve, KEYS[key], KEYS[key + 1], KEYS[key + 2], ARGV[arg + 1],
       ARGV[arg + 2], ARGV[arg + 3], ARGV[arg + 4], ARGV[arg + 5], ARGV[arg + 6], ARGV[arg + 7],
-      ARGV[arg + 8])
-    arg = arg + 9
+      ARGV[arg + 8], arg + 9)
+    local targets = tonumber(ARGV[arg + 9])
+    arg = arg + 10 + (targets and 3 + targets or 0)
     key = key + 3
+  elseif ARGV[arg] == 'q' then
+    local targets = tonumber(ARGV[arg + 1])
+    ok, result = pcall(enqueue, ARGV[arg + 2], ARGV[arg + 3], ARGV[arg + 4], arg + 5,
+      arg + 4 + targets)
+    arg = arg + 5 + targets
+  elseif ARGV[arg] == 'a' then
+    ok, result = pcall(attempted, ARGV[arg + 1], ARGV[arg + 2], ARGV[arg + 3], ARGV[arg + 4],
+      ARGV[arg + 5])
+    arg = arg + 6
   else
     ok, result = pcall(event, ARGV[arg + 1], ARGV[arg + 2])
     arg = arg + 3
@@ -362,6 +445,56 @@ return results
 /// The script, with its SHA1 for `EVALSHA`: a call sends 40 bytes instead of the script,
 /// and Redis looks the compiled script up instead of hashing its text each time.
 static APPLY_SCRIPT: LazyLock<redis::Script> = LazyLock::new(|| redis::Script::new(APPLY));
+
+/// Claims up to a number of due deliveries for a lease, the longest due first (ties by
+/// member name: message id, then target): each is re-scored in `outbox:due` to the lease's
+/// end, so no claimer, of any instance, finds it due again before then; answers the
+/// claimed deliveries' hashes, then the members found due that are no pending delivery
+/// (their hash gone or damaged), which are taken out of `outbox:due`.
+///
+/// KEYS: `outbox:due`. ARGV: the time now, the lease's end, the most to claim, the
+/// delivery key prefix.
+const CLAIM_DELIVERIES: &str = r"
+local claimed, unreadable = {}, {}
+local due = redis.call('ZRANGE', KEYS[1], '-inf', ARGV[1], 'BYSCORE', 'LIMIT', 0, ARGV[3])
+for _, member in ipairs(due) do
+  local delivery = ARGV[4] .. member
+  if redis.pcall('HGET', delivery, 'state') == 'pending' then
+    redis.call('ZADD', KEYS[1], ARGV[2], member)
+    redis.call('HSET', delivery, 'next', ARGV[2])
+    claimed[#claimed + 1] = redis.call('HGETALL', delivery)
+  else
+    redis.call('ZREM', KEYS[1], member)
+    unreadable[#unreadable + 1] = member
+  end
+end
+return { claimed, unreadable }
+";
+
+/// [`CLAIM_DELIVERIES`], sent by its SHA1 (and loaded when Redis does not have it).
+static CLAIM_DELIVERIES_SCRIPT: LazyLock<redis::Script> =
+    LazyLock::new(|| redis::Script::new(CLAIM_DELIVERIES));
+
+/// Deletes up to a number of settled deliveries whose last attempt was before a time, the
+/// oldest first (ties by member name); answers how many.
+///
+/// KEYS: `outbox:settled`, `outbox:due`, `outbox:order`. ARGV: the time, the most to
+/// delete, the delivery key prefix.
+const FORGET_DELIVERIES: &str = r"
+local settled = redis.call('ZRANGE', KEYS[1], '-inf', '(' .. ARGV[1], 'BYSCORE', 'LIMIT', 0,
+  ARGV[2])
+for _, member in ipairs(settled) do
+  redis.call('DEL', ARGV[3] .. member)
+  redis.call('ZREM', KEYS[1], member)
+  redis.call('ZREM', KEYS[2], member)
+  redis.call('ZREM', KEYS[3], member)
+end
+return #settled
+";
+
+/// [`FORGET_DELIVERIES`], sent by its SHA1 (and loaded when Redis does not have it).
+static FORGET_DELIVERIES_SCRIPT: LazyLock<redis::Script> =
+    LazyLock::new(|| redis::Script::new(FORGET_DELIVERIES));
 
 /// How much longer than its `BLOCK` a follower's read may take before it is given up
 /// (and its connection dropped): a Redis that answers nothing is a broken connection.
@@ -855,6 +988,80 @@ impl Store for RedisStore {
         })
     }
 
+    fn claim_deliveries(
+        &self,
+        now_ms: u64,
+        lease_ms: u64,
+        limit: usize,
+    ) -> BoxFuture<'_, Vec<Delivery>> {
+        self.read(move |mut connection, keys| async move {
+            if limit == 0 {
+                return Ok(Vec::new());
+            }
+            let (claimed, unreadable): (Vec<HashMap<String, String>>, Vec<String>) =
+                CLAIM_DELIVERIES_SCRIPT
+                    .key(keys.outbox_due())
+                    .arg(now_ms)
+                    .arg(now_ms.saturating_add(lease_ms))
+                    .arg(i64::try_from(limit).unwrap_or(i64::MAX))
+                    .arg(keys.delivery_prefix())
+                    .invoke_async(&mut connection)
+                    .await?;
+            for member in unreadable {
+                tracing::warn!(
+                    "outbox entry {member:?} is due but is no pending delivery (its record \
+                     is gone or damaged): taken off the due ones"
+                );
+            }
+            // Leased all the same, so it does not hold up the ones behind it: it is passed
+            // over once a lease, with its reason, until it is repaired.
+            Ok(claimed
+                .into_iter()
+                .filter_map(|fields| {
+                    read_delivery(fields)
+                        .inspect_err(|error| {
+                            tracing::warn!("a claimed delivery is passed over: {error}");
+                        })
+                        .ok()
+                })
+                .collect())
+        })
+    }
+
+    fn deliveries(&self, query: DeliveryQuery) -> BoxFuture<'_, Vec<Delivery>> {
+        let query = Arc::new(query);
+        self.read(move |mut connection, keys| {
+            let query = Arc::clone(&query);
+            async move { deliveries(&mut connection, &keys, &query).await }
+        })
+    }
+
+    fn pending_deliveries(&self) -> BoxFuture<'_, u64> {
+        self.read(|mut connection, keys| async move {
+            Ok(redis::cmd("ZCARD")
+                .arg(keys.outbox_due())
+                .query_async(&mut connection)
+                .await?)
+        })
+    }
+
+    fn forget_deliveries(&self, settled_before_ms: u64, limit: usize) -> BoxFuture<'_, usize> {
+        self.read(move |mut connection, keys| async move {
+            if limit == 0 {
+                return Ok(0);
+            }
+            Ok(FORGET_DELIVERIES_SCRIPT
+                .key(keys.outbox_settled())
+                .key(keys.outbox_due())
+                .key(keys.outbox_order())
+                .arg(settled_before_ms)
+                .arg(i64::try_from(limit).unwrap_or(i64::MAX))
+                .arg(keys.delivery_prefix())
+                .invoke_async(&mut connection)
+                .await?)
+        })
+    }
+
     fn change_log(&self) -> Option<&dyn ChangeLog> {
         Some(self)
     }
@@ -1191,6 +1398,119 @@ return forgotten
 /// [`FORGET`], sent by its SHA1 (and loaded when Redis does not have it).
 static FORGET_SCRIPT: LazyLock<redis::Script> = LazyLock::new(|| redis::Script::new(FORGET));
 
+/// The deliveries `query` names (see [`Store::deliveries`]): members of `outbox:order` from
+/// the newest down, a batch at a time, their hashes read and filtered by state, until the
+/// page is full. A member whose hash is gone (forgotten meanwhile) is skipped.
+async fn deliveries(
+    connection: &mut MultiplexedConnection,
+    keys: &Keys,
+    query: &DeliveryQuery,
+) -> Result<Vec<Delivery>, StoreError> {
+    let mut page = Vec::new();
+    if query.limit == 0 {
+        return Ok(page);
+    }
+    // Without a state to match, every member read is kept: read no more than the page.
+    let batch = if query.state.is_some() {
+        query.limit.clamp(100, 1000)
+    } else {
+        query.limit.min(1000)
+    };
+    // A member is its message id and a tab then its target: below `before` in lexical
+    // order exactly when its message id is (no message id holds a tab).
+    let mut below = query
+        .before
+        .as_ref()
+        .map_or_else(|| "+".to_owned(), |before| format!("({before}"));
+    loop {
+        let members: Vec<String> = redis::cmd("ZRANGE")
+            .arg(keys.outbox_order())
+            .arg(&below)
+            .arg("-")
+            .arg("BYLEX")
+            .arg("REV")
+            .arg("LIMIT")
+            .arg(0)
+            .arg(batch)
+            .query_async(&mut *connection)
+            .await?;
+        let Some(last) = members.last() else { break };
+        below = format!("({last}");
+        let mut reads = redis::pipe();
+        for member in &members {
+            reads.cmd("HGETALL").arg(keys.delivery(member));
+        }
+        let hashes: Vec<HashMap<String, String>> = reads.query_async(&mut *connection).await?;
+        for fields in hashes.into_iter().filter(|fields| !fields.is_empty()) {
+            let delivery = read_delivery(fields)?;
+            if query.state.is_none_or(|state| delivery.state == state) {
+                page.push(delivery);
+                if page.len() == query.limit {
+                    break;
+                }
+            }
+        }
+        if page.len() == query.limit || members.len() < batch {
+            break;
+        }
+    }
+    // Newest message first, a message's deliveries by target.
+    page.sort_by(|a, b| {
+        b.message_id
+            .cmp(&a.message_id)
+            .then_with(|| a.target.cmp(&b.target))
+    });
+    Ok(page)
+}
+
+/// A delivery's hash back as a delivery.
+fn read_delivery(mut fields: HashMap<String, String>) -> Result<Delivery, StoreError> {
+    let message_id = fields.remove("message").unwrap_or_default();
+    let target = fields.remove("target").unwrap_or_default();
+    let what = || format!("the delivery of {message_id:?} to {target:?}");
+    let mut take = |name: &str| {
+        fields
+            .remove(name)
+            .ok_or_else(|| StoreError::Corrupt(format!("{} has no {name}", what())))
+    };
+    let payload = take("payload")?;
+    let created = take("created")?;
+    let state = take("state")?;
+    let attempts = take("attempts")?;
+    let next = fields.remove("next");
+    let last = fields.remove("last");
+    let number = |text: &str| {
+        text.parse::<u64>()
+            .map_err(|_| StoreError::Corrupt(format!("{}: {text:?} is not a number", what())))
+    };
+    if message_id.is_empty() {
+        return Err(StoreError::Corrupt(format!("{} names no message", what())));
+    }
+    let state = state.parse()?;
+    Ok(Delivery {
+        payload,
+        created_at_ms: number(&created)?,
+        state,
+        attempts: u32::try_from(number(&attempts)?)
+            .map_err(|_| StoreError::Corrupt(format!("{}: too many attempts", what())))?,
+        next_attempt_ms: next.as_deref().map(number).transpose()?,
+        last_attempt: last
+            .map(|json| {
+                serde_json::from_str(&json)
+                    .map_err(|error| StoreError::Corrupt(format!("{}: {error}", what())))
+            })
+            .transpose()?,
+        message_id,
+        target,
+    })
+}
+
+/// The name of a delivery in the outbox's sets: its message id, a tab, its target. Message
+/// ids hold no tab, so the names sort as the message ids do, then as the targets.
+fn delivery_member(message_id: &str, target: &str) -> String {
+    format!("{message_id}\t{target}")
+}
+
 /// The number of the last change logged (the change counter), `START` before any.
 async fn logged(
     connection: &mut MultiplexedConnection,
@@ -1286,6 +1606,28 @@ impl Keys {
 
     fn audit_seals(&self) -> String {
         format!("{}:audit:seals", self.prefix)
+    }
+
+    fn outbox_due(&self) -> String {
+        format!("{}:outbox:due", self.prefix)
+    }
+
+    fn outbox_settled(&self) -> String {
+        format!("{}:outbox:settled", self.prefix)
+    }
+
+    fn outbox_order(&self) -> String {
+        format!("{}:outbox:order", self.prefix)
+    }
+
+    /// What a delivery's hash key is named after: its member name follows (see
+    /// [`delivery_member`]).
+    fn delivery_prefix(&self) -> String {
+        format!("{}:dlv:", self.prefix)
+    }
+
+    fn delivery(&self, member: &str) -> String {
+        format!("{}:dlv:{member}", self.prefix)
     }
 }
 
@@ -1703,12 +2045,12 @@ fn fail(group: Vec<(Write, AckSender)>, error: impl Fn() -> StoreError) {
 fn add_changes(pipeline: &mut redis::Pipeline, keys: &Keys, changes: &[&Write]) {
     let requests = changes
         .iter()
-        .filter(|change| !matches!(change, Write::Event(_)))
+        .filter(|change| matches!(change, Write::Insert(_) | Write::Resolve { .. }))
         .count();
     let command = pipeline
         .cmd("EVALSHA")
         .arg(APPLY_SCRIPT.get_hash())
-        .arg(8 + 3 * requests)
+        .arg(11 + 3 * requests)
         .arg(keys.log())
         .arg(keys.log_counter())
         .arg(keys.resolved_at())
@@ -1716,7 +2058,10 @@ fn add_changes(pipeline: &mut redis::Pipeline, keys: &Keys, changes: &[&Write]) 
         .arg(keys.waiting())
         .arg(keys.history_bytes())
         .arg(keys.audit())
-        .arg(keys.audit_counter());
+        .arg(keys.audit_counter())
+        .arg(keys.outbox_due())
+        .arg(keys.outbox_settled())
+        .arg(keys.outbox_order());
     for change in changes {
         match change {
             Write::Insert(request) => command
@@ -1727,7 +2072,9 @@ fn add_changes(pipeline: &mut redis::Pipeline, keys: &Keys, changes: &[&Write]) 
                 .arg(keys.request(id))
                 .arg(keys.pending(*kind))
                 .arg(keys.resolved(*kind)),
-            Write::Event(_) | Write::Append(_) => command,
+            Write::Event(_) | Write::Append(_) | Write::Enqueue(_) | Write::Attempted { .. } => {
+                &mut *command
+            }
         };
     }
     let limit = keys.history_limit.load();
@@ -1739,7 +2086,8 @@ fn add_changes(pipeline: &mut redis::Pipeline, keys: &Keys, changes: &[&Write]) 
         .arg(limit.records)
         .arg(most_records)
         .arg(limit.bytes)
-        .arg(most_bytes);
+        .arg(most_bytes)
+        .arg(keys.delivery_prefix());
     for change in changes {
         let entry = LogEntry::of(change).map(|entry| entry.json());
         match change {
@@ -1778,6 +2126,7 @@ fn add_changes(pipeline: &mut redis::Pipeline, keys: &Keys, changes: &[&Write]) 
                 id,
                 outcome,
                 audit,
+                outbox,
             } => {
                 command
                     .arg("r")
@@ -1789,13 +2138,51 @@ fn add_changes(pipeline: &mut redis::Pipeline, keys: &Keys, changes: &[&Write]) 
                     .arg(optional_arg(outcome.decided_by.as_deref()))
                     .arg(optional_arg(audit.as_deref()))
                     .arg(entry);
+                match outbox {
+                    Some(message) => add_message(command, message),
+                    None => command.arg("-"),
+                };
             }
             Write::Event(event) => {
                 command.arg("e").arg(&event.session_id).arg(entry);
             }
+            Write::Enqueue(message) => {
+                add_message(command.arg("q"), message);
+            }
+            Write::Attempted {
+                message_id,
+                target,
+                attempt,
+            } => {
+                let (state, next) = attempt.outcome();
+                // Serialising an attempt cannot fail (plain fields); were it to, the
+                // delivery would keep no last attempt, not lose the attempt's outcome.
+                let last = serde_json::to_string(attempt).unwrap_or_default();
+                command
+                    .arg("a")
+                    .arg(delivery_member(message_id, target))
+                    .arg(state.as_str())
+                    .arg(next.map(|at| at.to_string()).unwrap_or_default())
+                    .arg(attempt.at_ms)
+                    .arg(last);
+            }
             Write::Append(_) => {}
         }
     }
+}
+
+/// An outbox message as the changes script takes it: its number of targets, id, creation
+/// time, payload, then its targets.
+fn add_message<'a>(
+    command: &'a mut redis::Pipeline,
+    message: &OutboxMessage,
+) -> &'a mut redis::Pipeline {
+    command
+        .arg(message.targets.len())
+        .arg(&message.id)
+        .arg(message.created_at_ms)
+        .arg(&message.payload)
+        .arg(&message.targets)
 }
 
 /// The `XADD` of an event to the history.
@@ -1842,7 +2229,18 @@ fn written(write: &Write, reply: RedisResult<Value>) -> Result<Written, StoreErr
                 state => Ok(Written::AlreadyResolved(state.parse()?)),
             }
         }
-        Write::Append(_) | Write::Event(_) => Ok(Written::Appended),
+        Write::Append(_) | Write::Event(_) | Write::Enqueue(_) => Ok(Written::Appended),
+        Write::Attempted { .. } => {
+            let answer = redis::from_redis_value::<String>(reply)
+                .map_err(|error| StoreError::Corrupt(error.to_string()))?;
+            match answer.as_str() {
+                "appended" => Ok(Written::Appended),
+                "not_found" => Ok(Written::NotFound),
+                other => Err(StoreError::Corrupt(format!(
+                    "unexpected answer {other:?} to an attempt"
+                ))),
+            }
+        }
     }
 }
 

@@ -1,5 +1,5 @@
-//! How long resolved requests and quiet session histories are kept: a sweep that deletes
-//! what is older than a period.
+//! How long resolved requests, quiet session histories and settled outbox deliveries are
+//! kept: a sweep that deletes what is older than a period.
 //!
 //! Every request ever asked would otherwise stay in the store for good: about a kilobyte
 //! each, on disk for SQLite and in memory for Redis, where that adds up to gigabytes over
@@ -12,7 +12,10 @@
 //! The same period applies to session histories, once a session is done: a history is
 //! deleted by [`forget_quiet_histories_older_than`] when its newest record is older than the
 //! period and none of the session's requests is pending (a session waiting for a human
-//! keeps its timeline, whatever its age). [`sweep`] does both.
+//! keeps its timeline, whatever its age). And to the outbox: a delivery that is settled
+//! (delivered, or given up on) is kept for the same period after its last attempt, for
+//! whoever looks into what was sent, then deleted by [`forget_deliveries_older_than`]; a
+//! pending one is never deleted (someone must still send it). [`sweep`] does all three.
 //!
 //! Each instance sharing a store sweeps it; deleting is idempotent, so sweeps that overlap
 //! only repeat each other's work.
@@ -57,6 +60,20 @@ pub async fn forget_quiet_histories_older_than(
         store.forget_quiet_histories(before, limit)
     })
     .await
+}
+
+/// Deletes every delivery of `store`'s outbox settled (delivered or abandoned) by an
+/// attempt more than `keep` ago, [`SWEEP_BATCH`] at a time; answers how many. Pending
+/// deliveries stay.
+///
+/// # Errors
+///
+/// [`StoreError`] if the store cannot be written; the batches before it stay deleted.
+pub async fn forget_deliveries_older_than(
+    store: &dyn Store,
+    keep: Duration,
+) -> Result<usize, StoreError> {
+    in_batches(keep, |before, limit| store.forget_deliveries(before, limit)).await
 }
 
 /// Calls `forget(before_ms, SWEEP_BATCH)`, `before_ms` being `keep` ago, until a call
@@ -109,9 +126,10 @@ pub async fn keep_resolved_for(store: Weak<dyn Store>, keep: Duration) {
     }
 }
 
-/// One sweep, housekeeping: [`forget_resolved_older_than`] and
-/// [`forget_quiet_histories_older_than`]. What it deleted is logged, and a failure too (it
-/// leaves old records for the next sweep, nothing worse).
+/// One sweep, housekeeping: [`forget_resolved_older_than`],
+/// [`forget_quiet_histories_older_than`] and [`forget_deliveries_older_than`]. What it
+/// deleted is logged, and a failure too (it leaves old records for the next sweep, nothing
+/// worse).
 pub async fn sweep(store: &dyn Store, keep: Duration) {
     match forget_resolved_older_than(store, keep).await {
         Ok(0) => {}
@@ -127,5 +145,12 @@ pub async fn sweep(store: &dyn Store, keep: Duration) {
              with nothing pending"
         ),
         Err(error) => tracing::warn!("could not delete old session histories: {error}"),
+    }
+    match forget_deliveries_older_than(store, keep).await {
+        Ok(0) => {}
+        Ok(forgotten) => {
+            tracing::info!("deleted {forgotten} outbox deliveries settled more than {keep:?} ago")
+        }
+        Err(error) => tracing::warn!("could not delete old outbox deliveries: {error}"),
     }
 }

@@ -13,9 +13,9 @@ use crate::ack::AckSender;
 use crate::history::SharedHistoryLimit;
 use crate::log::LogEntry;
 use crate::{
-    Ack, AuditRecord, BoxFuture, ChangeKind, EventRecord, HistoryLimit, HistoryPage, HistoryRecord,
-    Loaded, OutcomeRecord, RequestKind, RequestRecord, Store, StoreError, StoredRequest, Write,
-    Written, now_ms,
+    Ack, Attempt, AuditRecord, BoxFuture, ChangeKind, Delivery, DeliveryQuery, DeliveryState,
+    EventRecord, HistoryLimit, HistoryPage, HistoryRecord, Loaded, OutboxMessage, OutcomeRecord,
+    RequestKind, RequestRecord, Store, StoreError, StoredRequest, Write, Written, now_ms,
 };
 
 /// A [`Store`] in one SQLite file (WAL, `synchronous = FULL`), for a single server process.
@@ -33,6 +33,14 @@ use crate::{
 /// process (or a second `SqliteStore` in this one) is refused with [`StoreError::Locked`]
 /// rather than racing the first. The lock dies with the process, so a crashed server's
 /// file opens again at once.
+///
+/// The outbox's deliveries are rows of their own table, written in the group's transaction
+/// like every other change (a winning resolution's with it, in its savepoint). Claiming
+/// them ([`Store::claim_deliveries`]) writes their leases, so it runs on the writer thread
+/// in its turn, like the sweeps. Since no other process can have the file open, the leases
+/// found in it on open are those of a process that is gone: opening forgets them, and a
+/// pending delivery is due again when its sender said (its creation, or the retry time of
+/// its last attempt), not when a dead sender's lease would have run out.
 ///
 /// # Examples
 ///
@@ -135,7 +143,34 @@ const MIGRATIONS: &[&str] = &[
         seal   TEXT
     );
 ",
+    // The outbox: one row per delivery. `due_ms` is when the sender wants it tried (its
+    // creation, then the retry time of its last attempt), `next_attempt_ms` the same or,
+    // once claimed, the lease's end; both NULL once settled. `last_attempt` is the
+    // attempt's JSON, `last_at_ms` its time, by which settled rows are forgotten.
+    "
+    CREATE TABLE deliveries (
+        message_id       TEXT NOT NULL,
+        target           TEXT NOT NULL,
+        payload          TEXT NOT NULL,
+        created_at_ms    INTEGER NOT NULL,
+        state            TEXT NOT NULL DEFAULT 'pending',
+        attempts         INTEGER NOT NULL DEFAULT 0,
+        due_ms           INTEGER,
+        next_attempt_ms  INTEGER,
+        last_attempt     TEXT,
+        last_at_ms       INTEGER,
+        PRIMARY KEY (message_id, target)
+    );
+    CREATE INDEX deliveries_due ON deliveries (next_attempt_ms, message_id, target)
+        WHERE state = 'pending';
+    CREATE INDEX deliveries_settled ON deliveries (last_at_ms, message_id, target)
+        WHERE state <> 'pending';
+",
 ];
+
+/// The columns [`read_delivery`] expects, in order.
+const DELIVERY_COLUMNS: &str = "message_id, target, payload, created_at_ms, state, attempts, \
+                                next_attempt_ms, last_attempt";
 
 /// The columns [`read_request`] expects, in order.
 const REQUEST_COLUMNS: &str = "id, kind, session_id, call_id, created_at_ms, expires_at_ms, \
@@ -415,6 +450,117 @@ impl Store for SqliteStore {
         })
     }
 
+    fn claim_deliveries(
+        &self,
+        now_ms: u64,
+        lease_ms: u64,
+        limit: usize,
+    ) -> BoxFuture<'_, Vec<Delivery>> {
+        self.read(move |connection| {
+            let lease_end = now_ms.saturating_add(lease_ms);
+            // One transaction: the leases are set together (one commit), and nothing runs
+            // between the choice and the leases on this thread.
+            let transaction = connection.unchecked_transaction()?;
+            let due = transaction
+                .prepare_cached(&format!(
+                    "SELECT {DELIVERY_COLUMNS} FROM deliveries
+                     WHERE state = 'pending' AND next_attempt_ms <= ?1
+                     ORDER BY next_attempt_ms, message_id, target LIMIT ?2"
+                ))?
+                .query_map(params![to_sql_u64(now_ms), to_sql_count(limit)], |row| {
+                    Ok((
+                        row.get::<_, String>(0)?,
+                        row.get::<_, String>(1)?,
+                        read_delivery(row),
+                    ))
+                })?
+                .collect::<Result<Vec<_>, _>>()?;
+            let mut claimed = Vec::with_capacity(due.len());
+            for (message_id, target, delivery) in due {
+                transaction
+                    .prepare_cached(
+                        "UPDATE deliveries SET next_attempt_ms = ?3
+                         WHERE message_id = ?1 AND target = ?2",
+                    )?
+                    .execute(params![message_id, target, to_sql_u64(lease_end)])?;
+                match delivery {
+                    Ok(delivery) => claimed.push(Delivery {
+                        next_attempt_ms: Some(lease_end),
+                        ..delivery
+                    }),
+                    // Leased all the same, so it does not hold up the ones behind it: it
+                    // is passed over once a lease, with its reason, until it is repaired.
+                    Err(error) => tracing::warn!(
+                        "cannot read the delivery of {message_id:?} to {target:?}, \
+                         passed over: {error}"
+                    ),
+                }
+            }
+            transaction.commit()?;
+            Ok(claimed)
+        })
+    }
+
+    fn deliveries(&self, query: DeliveryQuery) -> BoxFuture<'_, Vec<Delivery>> {
+        self.read(move |connection| {
+            // Newest message first; within a message the page is cut among the last
+            // targets, as the memory store does, and then read by target.
+            let condition = match (query.before.is_some(), query.state.is_some()) {
+                (false, false) => "",
+                (true, false) => "WHERE message_id < ?1",
+                (false, true) => "WHERE state = ?2",
+                (true, true) => "WHERE message_id < ?1 AND state = ?2",
+            };
+            let mut statement = connection.prepare_cached(&format!(
+                "SELECT {DELIVERY_COLUMNS} FROM deliveries {condition}
+                 ORDER BY message_id DESC, target DESC LIMIT ?3"
+            ))?;
+            let before = query.before.as_deref();
+            let state = query.state.map(DeliveryState::as_str);
+            let limit = to_sql_count(query.limit);
+            let mut page = Vec::new();
+            for (index, value) in [(1, before), (2, state)] {
+                if let Some(value) = value {
+                    statement.raw_bind_parameter(index, value)?;
+                }
+            }
+            statement.raw_bind_parameter(3, limit)?;
+            let mut rows = statement.raw_query();
+            while let Some(row) = rows.next()? {
+                page.push(read_delivery(row)?);
+            }
+            page.sort_by(|a, b| {
+                b.message_id
+                    .cmp(&a.message_id)
+                    .then_with(|| a.target.cmp(&b.target))
+            });
+            Ok(page)
+        })
+    }
+
+    fn pending_deliveries(&self) -> BoxFuture<'_, u64> {
+        self.read(|connection| {
+            let pending: i64 = connection
+                .prepare_cached("SELECT count(*) FROM deliveries WHERE state = 'pending'")?
+                .query_row([], |row| row.get(0))?;
+            Ok(from_sql_u64(pending))
+        })
+    }
+
+    fn forget_deliveries(&self, settled_before_ms: u64, limit: usize) -> BoxFuture<'_, usize> {
+        self.read(move |connection| {
+            let deleted = connection
+                .prepare_cached(
+                    "DELETE FROM deliveries WHERE rowid IN (
+                         SELECT rowid FROM deliveries
+                         WHERE state <> 'pending' AND last_at_ms < ?1
+                         ORDER BY last_at_ms, message_id, target LIMIT ?2)",
+                )?
+                .execute(params![to_sql_u64(settled_before_ms), to_sql_count(limit)])?;
+            Ok(deleted)
+        })
+    }
+
     fn recent_events(&self, limit: usize) -> BoxFuture<'_, Vec<EventRecord>> {
         self.read(move |connection| {
             let mut statement = connection.prepare_cached(
@@ -472,6 +618,13 @@ fn connect(path: &Path) -> Result<Connection, StoreError> {
         transaction.execute_batch(migration)?;
     }
     transaction.pragma_update(None, "user_version", supported)?;
+    // The leases in the file are a process's that is gone (the lock says no other has it
+    // open): each pending delivery is due when its sender said, not at a dead lease's end.
+    transaction.execute(
+        "UPDATE deliveries SET next_attempt_ms = due_ms
+         WHERE state = 'pending' AND next_attempt_ms IS NOT due_ms",
+        [],
+    )?;
     transaction.commit()?;
     Ok(connection)
 }
@@ -626,6 +779,7 @@ fn apply(
             id,
             outcome,
             audit,
+            outbox,
         } => {
             // The exactly-once transition: only a pending row changes.
             let won: Option<String> = connection
@@ -658,6 +812,9 @@ fn apply(
                         )?
                         .execute(params![draft])?;
                 }
+                if let Some(message) = outbox {
+                    enqueue(connection, message)?;
+                }
                 return Ok(Written::Resolved);
             }
             let state: Option<String> = connection
@@ -687,7 +844,75 @@ fn apply(
             remember(connection, &event.session_id, &entry(), history_limit)?;
             Ok(Written::Appended)
         }
+        Write::Enqueue(message) => {
+            enqueue(connection, message)?;
+            Ok(Written::Appended)
+        }
+        Write::Attempted {
+            message_id,
+            target,
+            attempt,
+        } => attempted(connection, message_id, target, attempt),
     }
+}
+
+/// Adds `message` to the outbox: one pending delivery per target, due at its creation (at
+/// once). A delivery that is there already stays as it is.
+fn enqueue(connection: &Connection, message: &OutboxMessage) -> Result<(), StoreError> {
+    let mut insert = connection.prepare_cached(
+        "INSERT INTO deliveries (message_id, target, payload, created_at_ms, due_ms,
+                                 next_attempt_ms)
+         VALUES (?1, ?2, ?3, ?4, ?4, ?4)
+         ON CONFLICT (message_id, target) DO NOTHING",
+    )?;
+    for target in &message.targets {
+        insert.execute(params![
+            message.id,
+            target,
+            message.payload,
+            to_sql_u64(message.created_at_ms)
+        ])?;
+    }
+    Ok(())
+}
+
+/// Records `attempt` on a pending delivery: its state and next due time are the attempt's
+/// outcome. A settled delivery stays as it is (a sender whose lease ran out, late).
+fn attempted(
+    connection: &Connection,
+    message_id: &str,
+    target: &str,
+    attempt: &Attempt,
+) -> Result<Written, StoreError> {
+    let (state, next) = attempt.outcome();
+    let last = serde_json::to_string(attempt)
+        .map_err(|error| StoreError::Corrupt(format!("attempt not written: {error}")))?;
+    let changed = connection
+        .prepare_cached(
+            "UPDATE deliveries
+             SET state = ?3, attempts = attempts + 1, due_ms = ?4, next_attempt_ms = ?4,
+                 last_attempt = ?5, last_at_ms = ?6
+             WHERE message_id = ?1 AND target = ?2 AND state = 'pending'",
+        )?
+        .execute(params![
+            message_id,
+            target,
+            state.as_str(),
+            next.map(to_sql_u64),
+            last,
+            to_sql_u64(attempt.at_ms),
+        ])?;
+    if changed > 0 {
+        return Ok(Written::Appended);
+    }
+    let found = connection
+        .prepare_cached("SELECT 1 FROM deliveries WHERE message_id = ?1 AND target = ?2")?
+        .query_row(params![message_id, target], |_| Ok(()))
+        .optional()?;
+    Ok(match found {
+        Some(()) => Written::Appended,
+        None => Written::NotFound,
+    })
 }
 
 /// Appends `entry` to `session_id`'s history; once the history is a batch over
@@ -788,6 +1013,38 @@ fn read_request(row: &Row<'_>) -> Result<StoredRequest, StoreError> {
             body: row.get(6)?,
         },
         outcome,
+    })
+}
+
+/// One row of [`DELIVERY_COLUMNS`].
+fn read_delivery(row: &Row<'_>) -> Result<Delivery, StoreError> {
+    let message_id: String = row.get(0)?;
+    let target: String = row.get(1)?;
+    let state: DeliveryState = row.get::<_, String>(4)?.parse()?;
+    let attempts = u32::try_from(row.get::<_, i64>(5)?).map_err(|_| {
+        StoreError::Corrupt(format!(
+            "the delivery of {message_id} to {target:?} counts no number of attempts"
+        ))
+    })?;
+    let last_attempt = row
+        .get::<_, Option<String>>(7)?
+        .map(|json| {
+            serde_json::from_str::<Attempt>(&json).map_err(|error| {
+                StoreError::Corrupt(format!(
+                    "the last attempt of {message_id} to {target:?}: {error}"
+                ))
+            })
+        })
+        .transpose()?;
+    Ok(Delivery {
+        payload: row.get(2)?,
+        created_at_ms: from_sql_u64(row.get(3)?),
+        state,
+        attempts,
+        next_attempt_ms: row.get::<_, Option<i64>>(6)?.map(from_sql_u64),
+        last_attempt,
+        message_id,
+        target,
     })
 }
 
