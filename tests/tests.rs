@@ -49,3 +49,5 @@ mod support;
 mod tool;
 // The web UI in Debian's chromium (playwright-core, installed by the test) answering an agent.
 mod ui;
+// Webhook delivery in process: retries, timeouts, the retry window, the deliveries route.
+mod webhooks;

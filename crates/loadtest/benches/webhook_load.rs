@@ -158,9 +158,10 @@ async fn run(plan: &Plan) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// The local receiver: answers every post 204 and counts them.
+/// The local receiver: answers every post 204, and counts the baseline's.
 struct Receiver {
     served: Served,
+    /// Posts to `/bare`, the baseline's path.
     received: Arc<AtomicU64>,
 }
 
@@ -168,13 +169,18 @@ impl Receiver {
     async fn start() -> anyhow::Result<Self> {
         let received = Arc::new(AtomicU64::new(0));
         let counted = Arc::clone(&received);
-        let router = Router::new().route(
-            "/{target}",
-            post(move || {
-                counted.fetch_add(1, Ordering::Relaxed);
-                std::future::ready(StatusCode::NO_CONTENT)
-            }),
-        );
+        let router = Router::new()
+            .route(
+                "/bare",
+                post(move || {
+                    counted.fetch_add(1, Ordering::Relaxed);
+                    std::future::ready(StatusCode::NO_CONTENT)
+                }),
+            )
+            .route(
+                "/{target}",
+                post(|| std::future::ready(StatusCode::NO_CONTENT)),
+            );
         let served = Served::start(router, CancellationToken::new()).await?;
         Ok(Self { served, received })
     }

@@ -29,6 +29,11 @@ const POLL: Duration = Duration::from_secs(1);
 /// is claimable only once its write commits), and how many looks.
 const SOON: (Duration, u32) = (Duration::from_millis(10), 20);
 
+/// How long a wake waits before it claims: the change that woke it is being answered (its
+/// HTTP 200, the agent's resumption) on the same cores, and goes first; messages that
+/// arrive meanwhile are claimed together.
+const GATHER: Duration = Duration::from_millis(2);
+
 /// How long a claim keeps a delivery from other dispatchers: longer than any attempt.
 const LEASE_MARGIN: Duration = Duration::from_secs(30);
 
@@ -288,7 +293,10 @@ impl Dispatcher {
                         POLL
                     };
                     tokio::select! {
-                        () = self.inner.wake.notified() => soon = SOON.1,
+                        () = self.inner.wake.notified() => {
+                            soon = SOON.1;
+                            tokio::time::sleep(GATHER).await;
+                        }
                         () = tokio::time::sleep(wait) => {}
                     }
                 }

@@ -1,0 +1,437 @@
+//! Webhook delivery in process: retries of a receiver that fails, times out or is gone, the
+//! retry window, what `GET /webhook/deliveries` shows and to whom, and one message per
+//! event over a shared store. (The real binary against the Standard Webhooks reference
+//! library, a receiver down and `kill -9`: askbus-server's `tests/webhooks.rs`.)
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use askbus::bus::Bus;
+use askbus::question::{
+    ApprovalConfig, Identity, QuestionConfig, QuestionInfo, QuestionOption, RequestHub, Role,
+    Timeout,
+};
+use askbus_http::{AccessToken, HttpConfig};
+use askbus_notify::{DeliveryStats, Dispatcher, RetryPolicy, Webhook, WebhookSecret};
+use askbus_store::{DeliveryQuery, DeliveryState, MemoryStore, Store};
+use axum::Router;
+use axum::http::{HeaderMap, StatusCode};
+use axum::routing::post;
+use http_body_util::BodyExt;
+use serde_json::Value;
+use tokio_util::sync::CancellationToken;
+use tower::ServiceExt;
+
+use crate::http::{TestApp, request};
+
+const SECRET: &str = "whsec_C2FtcGxlLXNlY3JldC1mb3ItYXNrYnVzLXRlc3RzIQ==";
+
+/// Quick retries, so a test sees several attempts in well under a second.
+const QUICK: RetryPolicy = RetryPolicy {
+    first: Duration::from_millis(20),
+    longest: Duration::from_millis(80),
+    window: Duration::from_secs(30),
+};
+
+/// One post a receiver got.
+#[derive(Debug, Clone)]
+struct Received {
+    id: String,
+    kind: String,
+}
+
+/// A local receiver answering each post with what `answer` says for its number (from 0).
+struct Receiver {
+    url: String,
+    received: Arc<Mutex<Vec<Received>>>,
+}
+
+impl Receiver {
+    async fn start(
+        answer: impl Fn(usize) -> (StatusCode, Duration) + Send + Sync + 'static,
+    ) -> Self {
+        let received = Arc::new(Mutex::new(Vec::<Received>::new()));
+        let kept = Arc::clone(&received);
+        let answer = Arc::new(answer);
+        let router = Router::new().route(
+            "/hook",
+            post(move |headers: HeaderMap, body: String| {
+                let (kept, answer) = (Arc::clone(&kept), Arc::clone(&answer));
+                async move {
+                    let number = {
+                        let mut kept = kept.lock().unwrap();
+                        let message: Value = serde_json::from_str(&body).unwrap();
+                        kept.push(Received {
+                            id: headers["webhook-id"].to_str().unwrap().to_owned(),
+                            kind: message["type"].as_str().unwrap().to_owned(),
+                        });
+                        kept.len() - 1
+                    };
+                    let (status, delay) = answer(number);
+                    tokio::time::sleep(delay).await;
+                    status
+                }
+            }),
+        );
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("http://{}/hook", listener.local_addr().unwrap());
+        tokio::spawn(async move { axum::serve(listener, router).await });
+        Self { url, received }
+    }
+
+    fn received(&self) -> Vec<Received> {
+        self.received.lock().unwrap().clone()
+    }
+}
+
+/// A hub over a fresh memory store whose events go to `receiver`, by a dispatcher set up
+/// with `configure`; and the store.
+async fn hub_to(
+    receiver: &Receiver,
+    configure: impl FnOnce(Dispatcher) -> Dispatcher,
+    shutdown: &CancellationToken,
+) -> (RequestHub, Arc<dyn Store>, Arc<DeliveryStats>) {
+    let store: Arc<dyn Store> = Arc::new(MemoryStore::new());
+    let hub = RequestHub::with_store(
+        Bus::new(),
+        QuestionConfig::default(),
+        ApprovalConfig::default(),
+        Arc::clone(&store),
+    )
+    .await
+    .unwrap();
+    let dispatcher = configure(Dispatcher::new(
+        Arc::clone(&store),
+        vec![Webhook::parse(&receiver.url).unwrap()],
+        WebhookSecret::parse(SECRET).unwrap(),
+    ));
+    let hub = hub.with_notifier(dispatcher.notifier());
+    let stats = dispatcher.stats();
+    dispatcher.spawn(shutdown.clone());
+    (hub, store, stats)
+}
+
+fn question() -> Vec<QuestionInfo> {
+    vec![QuestionInfo {
+        question: "Ship it?".into(),
+        header: "Ship".into(),
+        options: vec![QuestionOption {
+            label: "yes".into(),
+            description: String::new(),
+            input: false,
+        }],
+        multiple: false,
+        custom: true,
+    }]
+}
+
+/// Waits until the store's only delivery is settled (or `limit` runs out) and returns it.
+async fn settled(store: &Arc<dyn Store>, limit: Duration) -> askbus_store::Delivery {
+    tokio::time::timeout(limit, async {
+        loop {
+            let deliveries = store
+                .deliveries(DeliveryQuery {
+                    limit: 10,
+                    ..DeliveryQuery::default()
+                })
+                .await
+                .unwrap();
+            if let Some(done) = deliveries
+                .into_iter()
+                .find(|delivery| delivery.state != DeliveryState::Pending)
+            {
+                return done;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    })
+    .await
+    .expect("the delivery settles")
+}
+
+#[tokio::test]
+async fn a_failing_receiver_gets_the_message_again_under_the_same_webhook_id() {
+    let receiver = Receiver::start(|number| match number {
+        0 | 1 => (StatusCode::SERVICE_UNAVAILABLE, Duration::ZERO),
+        _ => (StatusCode::NO_CONTENT, Duration::ZERO),
+    })
+    .await;
+    let shutdown = CancellationToken::new();
+    let (hub, store, _) = hub_to(
+        &receiver,
+        |dispatcher| dispatcher.with_retry(QUICK),
+        &shutdown,
+    )
+    .await;
+    let _pending = hub
+        .questions()
+        .submit("s1", question(), None, Timeout::Never)
+        .unwrap();
+
+    let delivery = settled(&store, Duration::from_secs(10)).await;
+    assert_eq!(delivery.state, DeliveryState::Delivered);
+    assert_eq!(delivery.attempts, 3);
+    assert_eq!(delivery.last_attempt.unwrap().status, Some(204));
+    let received = receiver.received();
+    assert_eq!(received.len(), 3, "{received:?}");
+    assert!(received.iter().all(|post| post.id == delivery.message_id));
+    assert!(received.iter().all(|post| post.kind == "question.asked"));
+    shutdown.cancel();
+}
+
+#[tokio::test]
+async fn a_receiver_that_is_gone_is_abandoned_at_once() {
+    let receiver = Receiver::start(|_| (StatusCode::GONE, Duration::ZERO)).await;
+    let shutdown = CancellationToken::new();
+    let (hub, store, _) = hub_to(
+        &receiver,
+        |dispatcher| dispatcher.with_retry(QUICK),
+        &shutdown,
+    )
+    .await;
+    let _pending = hub
+        .questions()
+        .submit("s1", question(), None, Timeout::Never)
+        .unwrap();
+
+    let delivery = settled(&store, Duration::from_secs(10)).await;
+    assert_eq!(delivery.state, DeliveryState::Abandoned);
+    assert_eq!(delivery.attempts, 1);
+    let attempt = delivery.last_attempt.unwrap();
+    assert_eq!(attempt.status, Some(410));
+    assert!(attempt.error.unwrap().contains("410"));
+    // Never tried again.
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    assert_eq!(receiver.received().len(), 1);
+    shutdown.cancel();
+}
+
+#[tokio::test]
+async fn a_slow_receiver_times_out_and_is_tried_again() {
+    let receiver = Receiver::start(|number| match number {
+        0 => (StatusCode::NO_CONTENT, Duration::from_millis(600)),
+        _ => (StatusCode::NO_CONTENT, Duration::ZERO),
+    })
+    .await;
+    let shutdown = CancellationToken::new();
+    let (hub, store, _) = hub_to(
+        &receiver,
+        |dispatcher| {
+            dispatcher
+                .with_retry(QUICK)
+                .with_timeout(Duration::from_millis(100))
+        },
+        &shutdown,
+    )
+    .await;
+    let _pending = hub
+        .questions()
+        .submit("s1", question(), None, Timeout::Never)
+        .unwrap();
+
+    let delivery = settled(&store, Duration::from_secs(10)).await;
+    assert_eq!(delivery.state, DeliveryState::Delivered);
+    assert_eq!(delivery.attempts, 2);
+    assert_eq!(receiver.received().len(), 2);
+    shutdown.cancel();
+}
+
+#[tokio::test]
+async fn a_receiver_failing_past_the_retry_window_is_abandoned() {
+    let receiver = Receiver::start(|_| (StatusCode::INTERNAL_SERVER_ERROR, Duration::ZERO)).await;
+    let shutdown = CancellationToken::new();
+    let window = RetryPolicy {
+        window: Duration::from_millis(300),
+        ..QUICK
+    };
+    let (hub, store, _) = hub_to(
+        &receiver,
+        |dispatcher| dispatcher.with_retry(window),
+        &shutdown,
+    )
+    .await;
+    let _pending = hub
+        .questions()
+        .submit("s1", question(), None, Timeout::Never)
+        .unwrap();
+
+    let delivery = settled(&store, Duration::from_secs(10)).await;
+    assert_eq!(delivery.state, DeliveryState::Abandoned);
+    // Tried until the window's end, the last attempt at its end.
+    assert!(delivery.attempts >= 3, "{delivery:?}");
+    let last = delivery.last_attempt.unwrap();
+    assert!(last.at_ms >= delivery.created_at_ms + 300, "{last:?}");
+    assert_eq!(last.status, Some(500));
+    shutdown.cancel();
+}
+
+#[tokio::test]
+async fn over_a_shared_store_each_event_is_one_message() {
+    let receiver = Receiver::start(|_| (StatusCode::NO_CONTENT, Duration::ZERO)).await;
+    let shutdown = CancellationToken::new();
+    let store: Arc<dyn Store> = Arc::new(MemoryStore::new());
+    let mut instances = Vec::new();
+    for _ in 0..2 {
+        let hub = RequestHub::shared(
+            Bus::new(),
+            QuestionConfig::default(),
+            ApprovalConfig::default(),
+            Arc::clone(&store),
+        )
+        .await
+        .unwrap();
+        let dispatcher = Dispatcher::new(
+            Arc::clone(&store),
+            vec![Webhook::parse(&receiver.url).unwrap()],
+            WebhookSecret::parse(SECRET).unwrap(),
+        );
+        instances.push(hub.with_notifier(dispatcher.notifier()));
+        dispatcher.spawn(shutdown.clone());
+    }
+    // Asked on one instance, answered on the other.
+    let pending = instances[0]
+        .questions()
+        .submit("s1", question(), None, Timeout::Never)
+        .unwrap();
+    let id = pending.id();
+    let mut pending = pending;
+    pending.recorded().await.unwrap();
+    let request = pending.detach();
+    instances[1].caught_up().await.unwrap();
+    instances[1]
+        .questions()
+        .reply(id, vec![vec!["yes".to_owned()]])
+        .unwrap()
+        .await
+        .unwrap();
+
+    tokio::time::timeout(Duration::from_secs(10), async {
+        while receiver.received().len() < 2 {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    })
+    .await
+    .expect("both messages arrive");
+    // Two dispatchers claim from one outbox: still one post per message, and nothing else.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let kinds: Vec<String> = receiver
+        .received()
+        .into_iter()
+        .map(|post| post.kind)
+        .collect();
+    assert_eq!(
+        kinds,
+        ["question.asked", "question.replied"],
+        "{}",
+        request.id
+    );
+    shutdown.cancel();
+}
+
+#[tokio::test]
+async fn the_deliveries_are_an_admin_s_to_read_a_page_at_a_time() {
+    const ADMIN: &str = "admin-secret-for-the-webhook-tests";
+    const ALICE: &str = "alice-secret-for-the-webhook-tests";
+    const AGENT: &str = "agent-secret-for-the-webhook-tests";
+    let receiver = Receiver::start(|_| (StatusCode::NO_CONTENT, Duration::ZERO)).await;
+    let shutdown = CancellationToken::new();
+    let (hub, store, stats) = hub_to(&receiver, |dispatcher| dispatcher, &shutdown).await;
+    let config = HttpConfig {
+        webhooks: Some(stats),
+        tokens: vec![
+            AccessToken::all_sessions(ADMIN),
+            AccessToken::new(ALICE, Identity::new("alice", Role::Reviewer)),
+            AccessToken::new(AGENT, Identity::new("agent-1", Role::Agent)),
+        ],
+        ..HttpConfig::default()
+    };
+    let app = TestApp::with_hub(hub, config);
+    let mut kept = Vec::new();
+    for session in ["s1", "s2", "s3"] {
+        let mut pending = app
+            .questions
+            .submit(session, question(), None, Timeout::Never)
+            .unwrap();
+        pending.recorded().await.unwrap();
+        kept.push(pending);
+    }
+    tokio::time::timeout(Duration::from_secs(10), async {
+        while store.pending_deliveries().await.unwrap() > 0 {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    })
+    .await
+    .unwrap();
+
+    for token in [AGENT, ALICE] {
+        let (status, body) = app
+            .call(request("GET", "/webhook/deliveries", token, None))
+            .await;
+        assert_eq!(status, StatusCode::FORBIDDEN, "{body}");
+    }
+    let (status, _) = app
+        .call(request(
+            "GET",
+            "/webhook/deliveries?before=que_1",
+            ADMIN,
+            None,
+        ))
+        .await;
+    assert_eq!(status, StatusCode::BAD_REQUEST);
+
+    // Two a page, newest first, following the cursor: every message once.
+    let mut seen = Vec::new();
+    let mut uri = "/webhook/deliveries?limit=2".to_owned();
+    loop {
+        let (status, headers, body) = app
+            .call_with_headers(request("GET", &uri, ADMIN, None))
+            .await;
+        assert_eq!(status, StatusCode::OK, "{body}");
+        for delivery in body.as_array().unwrap() {
+            assert_eq!(delivery["state"], "delivered");
+            assert_eq!(delivery["type"], "question.asked");
+            seen.push(delivery["message_id"].as_str().unwrap().to_owned());
+        }
+        let Some(cursor) = headers.get("x-next-cursor") else {
+            break;
+        };
+        uri = format!(
+            "/webhook/deliveries?limit=2&before={}",
+            cursor.to_str().unwrap()
+        );
+    }
+    let mut newest_first = seen.clone();
+    newest_first.sort_by(|a, b| b.cmp(a));
+    assert_eq!(seen, newest_first);
+    seen.dedup();
+    assert_eq!(seen.len(), 3);
+
+    let (_, pending) = app
+        .call(request(
+            "GET",
+            "/webhook/deliveries?state=pending",
+            ADMIN,
+            None,
+        ))
+        .await;
+    assert_eq!(pending, serde_json::json!([]));
+    // The dispatcher's figures are in the metrics.
+    let response = app
+        .router
+        .clone()
+        .oneshot(request("GET", "/metrics", ADMIN, None))
+        .await
+        .unwrap()
+        .into_body()
+        .collect()
+        .await
+        .unwrap()
+        .to_bytes();
+    let response = String::from_utf8(response.to_vec()).unwrap();
+    assert!(
+        response.contains("askbus_webhook_deliveries_total{result=\"delivered\"} 3"),
+        "{response}"
+    );
+    assert!(response.contains("askbus_webhook_pending 0"), "{response}");
+    shutdown.cancel();
+}
