@@ -20,9 +20,9 @@ use crate::AppState;
 use crate::auth::Caller;
 use crate::error::{ApiError, ErrorCode};
 use crate::extract::{ApiJson, ApiQuery, RequestTimeout, SegmentPath};
+use crate::follow_up::FollowUpFields;
 use crate::long_poll::{WaitQuery, long_poll};
 use crate::paging::{PageQuery, Paged};
-use crate::follow_up::FollowUpFields;
 use crate::questions::RequestState;
 
 /// `GET /approval` query.

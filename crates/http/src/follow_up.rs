@@ -61,18 +61,14 @@ fn seconds((value, field): (Option<f64>, &'static str)) -> Result<Option<Duratio
 /// Whether `name` is a credential of this server that may decide requests: only then may a
 /// request escalate to it. (Its asker never decides it all the same, where the server's
 /// duties say so: the registry's one check keeps that.)
-fn check_decider(
-    state: &AppState,
-    name: &str,
-    field: &str,
-) -> Result<(), ApiError> {
+fn check_decider(state: &AppState, name: &str, field: &str) -> Result<(), ApiError> {
     let tokens = &state.inner.config.tokens;
     let decides = if tokens.is_empty() {
         name == askbus_question::Identity::local().name.as_ref()
     } else {
-        tokens.iter().any(|token| {
-            *token.identity().name == *name && token.identity().may_decide()
-        })
+        tokens
+            .iter()
+            .any(|token| *token.identity().name == *name && token.identity().may_decide())
     };
     if !decides {
         return Err(ApiError::invalid(format!(

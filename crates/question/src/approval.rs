@@ -17,8 +17,8 @@ use askbus_store::{RequestKind, SessionEvent, Store, StoreError};
 
 use crate::approval_model::{
     Action, ApprovalAsked, ApprovalCancelled, ApprovalDecided, ApprovalEscalated, ApprovalId,
-    ApprovalKind, ApprovalReminded, ApprovalReplied, ApprovalReply, ApprovalRequest, ApprovalTimedOut, ApprovalVote, Decision,
-    DecisionType, EditedAction, ReviewConfig,
+    ApprovalKind, ApprovalReminded, ApprovalReplied, ApprovalReply, ApprovalRequest,
+    ApprovalTimedOut, ApprovalVote, Decision, DecisionType, EditedAction, ReviewConfig,
 };
 use crate::args_schema;
 use crate::follow_up::{Due, FollowUp, OnTimeout, Plan};

@@ -200,7 +200,10 @@ impl Plan {
                 return Err(ValidationError::request(format!(
                     "`{field}` ({} s) must come before the request's deadline ({})",
                     after.as_secs_f64(),
-                    limit.map_or_else(|| "none".to_owned(), |limit| format!("{} s", limit.as_secs_f64()))
+                    limit.map_or_else(
+                        || "none".to_owned(),
+                        |limit| format!("{} s", limit.as_secs_f64())
+                    )
                 )));
             }
         }
@@ -234,8 +237,12 @@ impl Plan {
         }
         // The defaults that fit this request.
         let defaults = FollowUp {
-            remind_after: defaults.remind_after.filter(|&after| before_deadline(after)),
-            escalate_after: defaults.escalate_after.filter(|&after| before_deadline(after)),
+            remind_after: defaults
+                .remind_after
+                .filter(|&after| before_deadline(after)),
+            escalate_after: defaults
+                .escalate_after
+                .filter(|&after| before_deadline(after)),
             escalate_to: defaults.escalate_to.clone(),
             on_timeout: defaults
                 .on_timeout

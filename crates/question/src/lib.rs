@@ -68,8 +68,8 @@ pub use approval::{
 };
 pub use approval_model::{
     Action, ApprovalAsked, ApprovalCancelled, ApprovalDecided, ApprovalEscalated, ApprovalId,
-    ApprovalKind, ApprovalReminded, ApprovalReplied, ApprovalReply, ApprovalRequest, ApprovalTimedOut, ApprovalVote, Decision,
-    DecisionType, EditedAction, ReviewConfig,
+    ApprovalKind, ApprovalReminded, ApprovalReplied, ApprovalReply, ApprovalRequest,
+    ApprovalTimedOut, ApprovalVote, Decision, DecisionType, EditedAction, ReviewConfig,
 };
 pub use follow_up::{FollowUp, OnTimeout};
 pub use hub::{
@@ -84,9 +84,9 @@ pub use interrupt::{
 pub use notify::{Notice, Notifier};
 
 pub use model::{
-    Answer, Answers, NO_PREFERENCE, QuestionAsked, QuestionCancelled, QuestionEscalated, QuestionId, QuestionInfo,
-    QuestionKind, QuestionOption, QuestionRejected, QuestionReminded, QuestionReplied, QuestionRequest,
-    QuestionTimedOut, ToolRef, is_skipped,
+    Answer, Answers, NO_PREFERENCE, QuestionAsked, QuestionCancelled, QuestionEscalated,
+    QuestionId, QuestionInfo, QuestionKind, QuestionOption, QuestionRejected, QuestionReminded,
+    QuestionReplied, QuestionRequest, QuestionTimedOut, ToolRef, is_skipped,
 };
 pub use quota::{PendingLimits, QuotaExceeded};
 pub use record::{Durable, DurableError, RecordedChange};

@@ -128,7 +128,11 @@ pub struct QuestionRequest {
     pub remind_at: Option<u64>,
     /// When the request escalates to `escalateTo` (`question.escalated`), milliseconds
     /// since the Unix epoch; absent: never.
-    #[serde(rename = "escalateAt", default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        rename = "escalateAt",
+        default,
+        skip_serializing_if = "Option::is_none"
+    )]
     pub escalate_at: Option<u64>,
     /// Who the request escalates to (credential names); empty: nobody.
     #[serde(rename = "escalateTo", default, skip_serializing_if = "Vec::is_empty")]

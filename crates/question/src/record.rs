@@ -33,8 +33,8 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 
 use crate::approval::{ApprovalOutcome, ApprovalRegistryKind};
-use crate::follow_up::OnTimeout;
 use crate::approval_model::{ApprovalId, ApprovalRequest};
+use crate::follow_up::OnTimeout;
 use crate::identity::{Identity, NotAllowed};
 use crate::interrupt::RequestId;
 use crate::model::{QuestionId, QuestionRequest};
@@ -447,8 +447,7 @@ pub(crate) fn outcome_from<K: Kind>(
                 reason: rejection.reason,
             }
         }
-        OutcomeState::TimedOut => match serde_json::from_str::<Fallback<K::Reply>>(&outcome.body)
-        {
+        OutcomeState::TimedOut => match serde_json::from_str::<Fallback<K::Reply>>(&outcome.body) {
             Ok(Fallback {
                 fallback,
                 answers: Some(answers),

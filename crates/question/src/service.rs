@@ -15,8 +15,8 @@ use crate::follow_up::{Due, FollowUp, OnTimeout, Plan};
 use crate::identity::{Identity, NotAllowed};
 use crate::interrupt::RequestId;
 use crate::model::{
-    Answer, Answers, QuestionAsked, QuestionCancelled, QuestionId, QuestionInfo, QuestionKind,
-    QuestionEscalated, QuestionRejected, QuestionReminded, QuestionReplied, QuestionRequest,
+    Answer, Answers, QuestionAsked, QuestionCancelled, QuestionEscalated, QuestionId, QuestionInfo,
+    QuestionKind, QuestionRejected, QuestionReminded, QuestionReplied, QuestionRequest,
     QuestionTimedOut, ToolRef,
 };
 use crate::notify::EventSink;

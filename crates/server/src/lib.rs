@@ -193,11 +193,21 @@ pub struct Cli {
     /// if nobody answered, unless it says otherwise (`remindAfter`/`remind_after`): as
     /// --question-timeout, without `never`. Left out of a request whose deadline comes
     /// first. Default: no reminder.
-    #[arg(long, env = "ASKBUS_REMIND_AFTER", value_name = "DURATION", global = true)]
+    #[arg(
+        long,
+        env = "ASKBUS_REMIND_AFTER",
+        value_name = "DURATION",
+        global = true
+    )]
     pub remind_after: Option<String>,
     /// Escalate (`*.escalated`) to --escalate-to this long after a request was made if
     /// nobody answered, unless it says otherwise: as --remind-after. Needs --escalate-to.
-    #[arg(long, env = "ASKBUS_ESCALATE_AFTER", value_name = "DURATION", global = true)]
+    #[arg(
+        long,
+        env = "ASKBUS_ESCALATE_AFTER",
+        value_name = "DURATION",
+        global = true
+    )]
     pub escalate_after: Option<String>,
     /// Who requests escalate to, unless they say: a reviewer or admin credential's name,
     /// who may then decide them too. Repeat the flag or separate with commas.
@@ -213,7 +223,12 @@ pub struct Cli {
     /// `reject` (it times out; the default) or `escalate` (escalate to --escalate-to at the
     /// deadline, wait as long once more, then reject). A default answer is per question
     /// only (`onTimeout`), never a server's, and never an approval's.
-    #[arg(long, env = "ASKBUS_ON_TIMEOUT", value_name = "reject|escalate", global = true)]
+    #[arg(
+        long,
+        env = "ASKBUS_ON_TIMEOUT",
+        value_name = "reject|escalate",
+        global = true
+    )]
     pub on_timeout: Option<String>,
     /// Records (steps, requests, outcomes) each session's history keeps, about: the oldest
     /// are dropped past it, a batch at a time. Bounds what one history read costs.
@@ -877,8 +892,8 @@ impl Cli {
                 .collect(),
             on_timeout,
         };
-        let escalates = follow_up.escalate_after.is_some()
-            || follow_up.on_timeout == Some(OnTimeout::Escalate);
+        let escalates =
+            follow_up.escalate_after.is_some() || follow_up.on_timeout == Some(OnTimeout::Escalate);
         if escalates && follow_up.escalate_to.is_empty() {
             return Err(ConfigError::BadFollowUp(
                 "--escalate-after or --on-timeout escalate needs --escalate-to NAME".to_owned(),
