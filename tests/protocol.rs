@@ -1034,6 +1034,10 @@ fn actions(ops: &[Op]) -> Vec<Action> {
                     created_at: 1_000_000,
                     expires_at: Some(1_600_000),
                     asked_by: None,
+                    remind_at: None,
+                    escalate_at: None,
+                    escalate_to: Vec::new(),
+                    on_timeout: None,
                 });
                 pending.push((request.id, *count));
                 Action::Ask(request)

@@ -222,6 +222,9 @@ async fn run(asks: Vec<Ask>, ops: Vec<Op>) -> Result<(), TestCaseError> {
                 Outcome::Replied(answers) => Ok(answers.to_vec()),
                 Outcome::Rejected { reason } => Err(AskError::Rejected { reason }),
                 Outcome::TimedOut => Err(AskError::TimedOut),
+                Outcome::Defaulted(answers) => Err(AskError::DefaultApplied {
+                    answers: answers.to_vec(),
+                }),
                 Outcome::Cancelled => Err(AskError::Cancelled),
             });
             prop_assert_eq!(got, expected, "{}: what its asker got", id);

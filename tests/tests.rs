@@ -45,6 +45,8 @@ mod server_connections;
 mod store;
 // Helpers shared by the question tests: sample questions, services, event bookkeeping.
 mod support;
+// Follow-ups: reminders, escalations and fallbacks on expiry, on paused time and shared.
+mod follow_up;
 // The LLM question tool: definitions, calls, outcome texts.
 mod tool;
 // The web UI in Debian's chromium (playwright-core, installed by the test) answering an agent.

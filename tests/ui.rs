@@ -1242,6 +1242,9 @@ fn question_outcome_json(outcome: Result<Vec<Vec<String>>, AskError>) -> Value {
             json!({"error": {"kind": "rejected", "reason": reason}})
         }
         Err(AskError::TimedOut) => json!({"error": {"kind": "timed_out"}}),
+        Err(AskError::DefaultApplied { answers }) => {
+            json!({"error": {"kind": "default_applied", "answers": answers}})
+        }
         Err(AskError::Cancelled) => json!({"error": {"kind": "cancelled"}}),
         Err(AskError::Invalid(error)) => {
             json!({"error": {"kind": "invalid", "reason": error.to_string()}})

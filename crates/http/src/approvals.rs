@@ -10,7 +10,7 @@ use std::sync::Arc;
 
 use askbus_question::{
     Action, ApprovalId, ApprovalReply, ApprovalReplyError, ApprovalRequest, ApprovalSnapshot,
-    ApprovalVote, Decision, Identity, Outcome, RequestId, ReviewConfig,
+    ApprovalVote, Decision, Identity, OnTimeout, Outcome, RequestId, ReviewConfig,
 };
 use axum::Json;
 use axum::extract::State;
@@ -20,6 +20,7 @@ use crate::AppState;
 use crate::auth::Caller;
 use crate::error::{ApiError, ErrorCode};
 use crate::extract::{ApiJson, ApiQuery, RequestTimeout, SegmentPath};
+use crate::follow_up::FollowUpFields;
 use crate::long_poll::{WaitQuery, long_poll};
 use crate::paging::{PageQuery, Paged};
 use crate::questions::RequestState;
@@ -48,6 +49,25 @@ pub(crate) struct CreateApproval {
     #[serde(default)]
     #[schema(value_type = Option<f64>)]
     timeout: RequestTimeout,
+    /// Seconds after which `approval.reminded` is published, if nobody decided; before the
+    /// deadline. Absent: the server's default (`--remind-after`), if any.
+    #[serde(default)]
+    remind_after: Option<f64>,
+    /// Seconds after which the request escalates to `escalate_to` (`approval.escalated`),
+    /// if nobody decided; before the deadline. From then on they may decide it too, beside
+    /// the reviewers `review_configs` name. Absent: the server's default.
+    #[serde(default)]
+    escalate_after: Option<f64>,
+    /// Who the request escalates to: names of this server's credentials that may decide
+    /// (reviewers, admins). Absent: the server's default (`--escalate-to`).
+    #[serde(default)]
+    escalate_to: Vec<String>,
+    /// What applies if nobody decided by the deadline: `"reject"` (every action rejected)
+    /// or `"escalate"` (escalate at the deadline, wait as long once more, then reject).
+    /// Never a default answer (`{"answer": ...}` is refused with 422): an agent must never
+    /// get its own tool call approved by waiting. Absent: the server's default.
+    #[serde(default)]
+    on_timeout: Option<OnTimeout>,
 }
 
 /// A request with where it stands: the `ApprovalRequest` fields plus `status`, and the
@@ -264,11 +284,19 @@ pub(crate) async fn create(
 ) -> Result<Json<Arc<ApprovalRequest>>, ApiError> {
     caller.act_for(&body.session_id)?;
     let timeout = body.timeout.timeout()?;
-    let mut pending = state.hub_for(&caller).approvals().submit(
+    let follow_up = FollowUpFields {
+        remind_after: (body.remind_after, "remind_after"),
+        escalate_after: (body.escalate_after, "escalate_after"),
+        escalate_to: (body.escalate_to, "escalate_to"),
+        on_timeout: body.on_timeout,
+    }
+    .follow_up(&state)?;
+    let mut pending = state.hub_for(&caller).approvals().submit_with(
         body.session_id,
         body.action_requests,
         body.review_configs,
         timeout,
+        follow_up,
     )?;
     let recorded = pending.recorded();
     // Detached first, so a client that goes away while the store writes does not cancel it.
@@ -342,7 +370,7 @@ impl From<ApprovalSnapshot> for ApprovalStatus {
                 )
             }
             Some(Outcome::Rejected { .. }) => (RequestState::Rejected, None, None),
-            Some(Outcome::TimedOut) => (
+            Some(Outcome::TimedOut | Outcome::Defaulted(_)) => (
                 RequestState::TimedOut,
                 Some(snapshot.request.rejections()),
                 None,

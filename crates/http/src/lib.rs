@@ -65,6 +65,7 @@ mod cors;
 mod error;
 mod events;
 mod extract;
+mod follow_up;
 mod links;
 mod long_poll;
 mod metrics;

@@ -32,9 +32,9 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use askbus_bus::{Envelope, Event, Id, IdKind, Lagged, Subscription};
 use askbus_notify::DeliveryStats;
 use askbus_question::{
-    ApprovalAsked, ApprovalCancelled, ApprovalDecided, ApprovalReplied, ApprovalTimedOut,
-    QuestionAsked, QuestionCancelled, QuestionRejected, QuestionReplied, QuestionTimedOut,
-    RequestHub, Role,
+    ApprovalAsked, ApprovalCancelled, ApprovalDecided, ApprovalEscalated, ApprovalReminded,
+    ApprovalReplied, ApprovalTimedOut, QuestionAsked, QuestionCancelled, QuestionEscalated,
+    QuestionRejected, QuestionReminded, QuestionReplied, QuestionTimedOut, RequestHub, Role,
 };
 use axum::extract::{MatchedPath, Request, State};
 use axum::http::{Method, header};
@@ -99,6 +99,8 @@ pub(crate) struct Metrics {
     stream_lagged: Counter,
     /// `askbus_event_stream_resyncs_total{reason}`.
     stream_resyncs: Family<ReasonLabel, Counter>,
+    /// `askbus_follow_ups_total{kind,step}`: reminders and escalations fired.
+    follow_ups: Family<FollowUpLabels, Counter>,
     /// `askbus_follower_lag_changes`, set at scrape; only over a shared store.
     follower_lag: Option<Gauge>,
     /// `askbus_webhook_pending`, set at scrape; only when the server delivers webhooks.
@@ -117,6 +119,14 @@ struct OutcomeLabels {
     kind: &'static str,
     /// `replied`, `rejected` (questions only), `timed_out` or `cancelled`.
     outcome: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct FollowUpLabels {
+    /// `question` or `approval`.
+    kind: &'static str,
+    /// `reminded` or `escalated`.
+    step: &'static str,
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
@@ -168,6 +178,12 @@ impl Metrics {
             "votes",
             "Reviewers' votes on approvals under a quorum (approval.decided)",
             votes.clone(),
+        );
+        let follow_ups = Family::<FollowUpLabels, Counter>::default();
+        registry.register(
+            "follow_ups",
+            "Reminders and escalations of requests nobody answered yet (*.reminded, *.escalated)",
+            follow_ups.clone(),
         );
         let missed_events = Counter::default();
         registry.register(
@@ -228,6 +244,7 @@ impl Metrics {
             outcomes,
             ask_to_outcome,
             votes,
+            follow_ups,
             missed_events,
             http,
             streams_open,
@@ -266,6 +283,10 @@ impl Metrics {
             ApprovalDecided::TYPE => {
                 self.votes.inc();
             }
+            QuestionReminded::TYPE => self.followed_up(QUESTION, "reminded"),
+            QuestionEscalated::TYPE => self.followed_up(QUESTION, "escalated"),
+            ApprovalReminded::TYPE => self.followed_up(APPROVAL, "reminded"),
+            ApprovalEscalated::TYPE => self.followed_up(APPROVAL, "escalated"),
             QuestionReplied::TYPE => self.ended(envelope, |e: &QuestionReplied| e.request_id),
             QuestionRejected::TYPE => self.ended(envelope, |e: &QuestionRejected| e.request_id),
             QuestionTimedOut::TYPE => self.ended(envelope, |e: &QuestionTimedOut| e.request_id),
@@ -299,6 +320,12 @@ impl Metrics {
                 .get_or_create(&labels)
                 .observe(waited.as_secs_f64());
         }
+    }
+
+    fn followed_up(&self, kind: &'static str, step: &'static str) {
+        self.follow_ups
+            .get_or_create(&FollowUpLabels { kind, step })
+            .inc();
     }
 
     fn asked(&self, kind: &'static str) {

@@ -4,7 +4,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use askbus_question::{
-    Answer, Answers, Identity, Outcome, QuestionId, QuestionInfo, QuestionRequest,
+    Answer, Answers, Identity, OnTimeout, Outcome, QuestionId, QuestionInfo, QuestionRequest,
     QuestionSnapshot, RequestId, ResumeInput, ToolRef,
 };
 use axum::Json;
@@ -19,6 +19,7 @@ use crate::error::ApiError;
 use crate::extract::{
     ApiJson, ApiQuery, QuestionPath, RequestTimeout, not_json, parse_json, read_body,
 };
+use crate::follow_up::FollowUpFields;
 use crate::long_poll::{WaitQuery, long_poll};
 use crate::paging::{PageQuery, Paged};
 
@@ -51,6 +52,25 @@ pub(crate) struct CreateQuestion {
     #[serde(default)]
     #[schema(value_type = Option<f64>)]
     timeout: RequestTimeout,
+    /// Seconds after which `question.reminded` is published, if nobody answered; before
+    /// the deadline. Absent: the server's default (`--remind-after`), if any.
+    #[serde(rename = "remindAfter", default)]
+    remind_after: Option<f64>,
+    /// Seconds after which the question escalates to `escalateTo` (`question.escalated`),
+    /// if nobody answered; before the deadline. Absent: the server's default.
+    #[serde(rename = "escalateAfter", default)]
+    escalate_after: Option<f64>,
+    /// Who the question escalates to: names of this server's credentials that may decide
+    /// (reviewers, admins). Absent: the server's default (`--escalate-to`).
+    #[serde(rename = "escalateTo", default)]
+    escalate_to: Vec<String>,
+    /// What applies if nobody answered by the deadline: `"reject"` (the question times
+    /// out), `"escalate"` (escalate at the deadline, wait as long once more, then time
+    /// out), or `{"answer": [["label"], ...]}`: this default answer, one per question,
+    /// checked as a reply is, and reported as the asker's fallback, never as a human's
+    /// answer. Absent: the server's default (`--on-timeout`, else `reject`).
+    #[serde(rename = "onTimeout", default)]
+    on_timeout: Option<OnTimeout>,
 }
 
 /// `POST /question/{id}/reject` body.
@@ -81,6 +101,15 @@ pub(crate) struct QuestionStatus {
     /// Who answered or rejected it (or cancelled it), once resolved.
     #[serde(rename = "answeredBy", skip_serializing_if = "Option::is_none")]
     answered_by: Option<Identity>,
+    /// When `timed_out` with a fallback other than a plain rejection: `default_answer`
+    /// (see `defaultAnswers`) or `escalate`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    fallback: Option<&'static str>,
+    /// With `fallback: "default_answer"`: the asker's default answer that applied, one per
+    /// question. Nobody answered: this is no human's answer.
+    #[serde(rename = "defaultAnswers", skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Option<Vec<Vec<String>>>)]
+    default_answers: Option<Answers>,
 }
 
 /// Where a request (question or approval) stands.
@@ -330,11 +359,19 @@ pub(crate) async fn create(
 ) -> Result<Json<Arc<QuestionRequest>>, ApiError> {
     caller.act_for(&body.session_id)?;
     let timeout = body.timeout.timeout()?;
-    let mut pending = state.hub_for(&caller).questions().submit(
+    let follow_up = FollowUpFields {
+        remind_after: (body.remind_after, "remindAfter"),
+        escalate_after: (body.escalate_after, "escalateAfter"),
+        escalate_to: (body.escalate_to, "escalateTo"),
+        on_timeout: body.on_timeout,
+    }
+    .follow_up(&state)?;
+    let mut pending = state.hub_for(&caller).questions().submit_with(
         body.session_id,
         body.questions,
         body.tool,
         timeout,
+        follow_up,
     )?;
     let recorded = pending.recorded();
     // Nobody awaits it in this process: the asker collects the outcome over HTTP. Detached
@@ -476,11 +513,20 @@ pub(crate) fn is_json(headers: &HeaderMap) -> bool {
 
 impl QuestionStatus {
     fn from_snapshot(snapshot: QuestionSnapshot) -> Self {
+        let (mut fallback, mut default_answers) = (None, None);
         let (status, answers, reason) = match snapshot.outcome {
             None => (RequestState::Pending, None, None),
             Some(Outcome::Replied(answers)) => (RequestState::Replied, Some(answers), None),
             Some(Outcome::Rejected { reason }) => (RequestState::Rejected, None, reason),
-            Some(Outcome::TimedOut) => (RequestState::TimedOut, None, None),
+            Some(Outcome::TimedOut) => {
+                fallback = snapshot.request.on_timeout.as_ref().map(OnTimeout::as_str);
+                (RequestState::TimedOut, None, None)
+            }
+            Some(Outcome::Defaulted(answers)) => {
+                fallback = Some(OnTimeout::Answer(Vec::new()).as_str());
+                default_answers = Some(answers);
+                (RequestState::TimedOut, None, None)
+            }
             Some(Outcome::Cancelled) => (RequestState::Cancelled, None, None),
         };
         Self {
@@ -489,6 +535,8 @@ impl QuestionStatus {
             answers,
             reason,
             answered_by: snapshot.decided_by,
+            fallback,
+            default_answers,
         }
     }
 }

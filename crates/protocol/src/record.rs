@@ -483,7 +483,9 @@ fn question_outcome(outcome: &QuestionOutcome) -> Outcome {
     match outcome {
         QuestionOutcome::Replied(answers) => Outcome::Answered(answers.to_vec()),
         QuestionOutcome::Rejected { reason } => Outcome::Rejected(reason.clone()),
-        QuestionOutcome::TimedOut => Outcome::TimedOut,
+        // The transcript format has no fallback: a default answer is a timeout there, never
+        // an answer.
+        QuestionOutcome::TimedOut | QuestionOutcome::Defaulted(_) => Outcome::TimedOut,
         QuestionOutcome::Cancelled => Outcome::Cancelled,
     }
 }
@@ -493,7 +495,7 @@ fn approval_outcome(outcome: &ApprovalOutcome) -> Outcome {
     match outcome {
         ApprovalOutcome::Replied(reply) => Outcome::Decided(same_shape(&reply.decisions)),
         ApprovalOutcome::Rejected { reason } => Outcome::Rejected(reason.clone()),
-        ApprovalOutcome::TimedOut => Outcome::TimedOut,
+        ApprovalOutcome::TimedOut | ApprovalOutcome::Defaulted(_) => Outcome::TimedOut,
         ApprovalOutcome::Cancelled => Outcome::Cancelled,
     }
 }

@@ -16,11 +16,12 @@ use askbus_bus::Event;
 use askbus_store::{RequestKind, SessionEvent, Store, StoreError};
 
 use crate::approval_model::{
-    Action, ApprovalAsked, ApprovalCancelled, ApprovalDecided, ApprovalId, ApprovalKind,
-    ApprovalReplied, ApprovalReply, ApprovalRequest, ApprovalTimedOut, ApprovalVote, Decision,
-    DecisionType, EditedAction, ReviewConfig,
+    Action, ApprovalAsked, ApprovalCancelled, ApprovalDecided, ApprovalEscalated, ApprovalId,
+    ApprovalKind, ApprovalReminded, ApprovalReplied, ApprovalReply, ApprovalRequest,
+    ApprovalTimedOut, ApprovalVote, Decision, DecisionType, EditedAction, ReviewConfig,
 };
 use crate::args_schema;
+use crate::follow_up::{Due, FollowUp, OnTimeout, Plan};
 use crate::identity::{Identity, NotAllowed};
 use crate::interrupt::RequestId;
 use crate::notify::EventSink;
@@ -30,7 +31,7 @@ use crate::registry::{
     self, Kind, Outcome, OutcomeKind, Refused, Registry, ResolveError, SharedIds, Snapshot,
     StoreRole, Ticket, Vote, VoteOn,
 };
-use crate::service::{Deadline, SubmitError, Timeout};
+use crate::service::{SubmitError, Timeout};
 use crate::validate::ValidationError;
 
 /// Asks humans to approve tool calls and hands their decisions back to the asking task.
@@ -76,6 +77,10 @@ pub struct ApprovalService {
     /// ([`RequestHub::with_quorum_floor`](crate::RequestHub::with_quorum_floor)); shared by
     /// every handle on this service.
     pub(crate) quorum_floor: Arc<OnceLock<QuorumFloor>>,
+    /// The follow-up of requests that leave parts of theirs out, once set
+    /// ([`RequestHub::with_follow_up`](crate::RequestHub::with_follow_up)); shared by every
+    /// handle on this service. Never a default answer.
+    pub(crate) follow_up: Arc<OnceLock<FollowUp>>,
 }
 
 /// The least quorum an operator requires of approvals: for every tool, and per tool. A
@@ -320,18 +325,60 @@ impl Kind for ApprovalRegistryKind {
             }),
             // Approvals are not rejected as a whole (a reply rejects actions); should a
             // caller reach this, the request ended with every action rejected, as on expiry.
-            Outcome::TimedOut | Outcome::Rejected { .. } => to.announce(ApprovalTimedOut {
-                session_id,
-                request_id,
-                approval_key,
-                decisions: request.rejections(),
-            }),
+            // An approval never takes a default answer (refused when it is made): should one
+            // reach here, every action is rejected all the same.
+            Outcome::TimedOut | Outcome::Rejected { .. } | Outcome::Defaulted(_) => {
+                to.announce(ApprovalTimedOut {
+                    session_id,
+                    request_id,
+                    approval_key,
+                    decisions: request.rejections(),
+                    fallback: request.on_timeout.as_ref().map(OnTimeout::as_str),
+                });
+            }
             Outcome::Cancelled => to.announce(ApprovalCancelled {
                 session_id,
                 request_id,
                 approval_key,
             }),
         };
+    }
+
+    fn follow_up_at(request: &ApprovalRequest) -> (Option<u64>, Option<u64>) {
+        (request.remind_at, request.escalate_at)
+    }
+
+    fn escalates_to(request: &ApprovalRequest, by: &Identity) -> bool {
+        request.escalate_to.iter().any(|name| **name == *by.name)
+    }
+
+    fn on_timeout(request: &ApprovalRequest) -> Option<&OnTimeout> {
+        request.on_timeout.as_ref()
+    }
+
+    /// Always a timeout: an approval has no default answer.
+    fn timeout_outcome(_: &ApprovalRequest) -> ApprovalOutcome {
+        Outcome::TimedOut
+    }
+
+    fn announce_follow_up(to: &mut impl EventSink, request: &Arc<ApprovalRequest>, due: Due) {
+        let session_id = Arc::clone(&request.session_id);
+        let request_id = request.id;
+        let approval_key = Arc::clone(&request.approval_key);
+        match due {
+            Due::Remind => to.announce(ApprovalReminded {
+                session_id,
+                request_id,
+                approval_key,
+            }),
+            Due::Escalate => to.announce(ApprovalEscalated {
+                session_id,
+                request_id,
+                approval_key,
+                escalated_to: request.escalate_to.clone(),
+            }),
+            Due::Expire => {}
+        }
     }
 
     fn quorum(request: &ApprovalRequest) -> u32 {
@@ -528,6 +575,7 @@ impl ApprovalService {
             account: None,
             actor: Identity::local(),
             quorum_floor: Arc::default(),
+            follow_up: Arc::default(),
         }
     }
 
@@ -560,6 +608,7 @@ impl ApprovalService {
             account: None,
             actor: Identity::local(),
             quorum_floor: Arc::default(),
+            follow_up: Arc::default(),
         })
     }
 
@@ -632,13 +681,47 @@ impl ApprovalService {
         review_configs: Vec<ReviewConfig>,
         timeout: Timeout,
     ) -> Result<PendingApproval, SubmitError> {
+        self.submit_with(
+            session_id,
+            actions,
+            review_configs,
+            timeout,
+            FollowUp::default(),
+        )
+    }
+
+    /// As [`submit`](Self::submit), with a [`FollowUp`]: reminders, an escalation (whose
+    /// `escalate_to` may decide the request from then on, beside the reviewers its review
+    /// configs name), and `escalate` on expiry. Its parts left out are the service's
+    /// defaults ([`RequestHub::with_follow_up`](crate::RequestHub::with_follow_up)).
+    ///
+    /// # Errors
+    ///
+    /// As [`submit`](Self::submit); also [`SubmitError::Invalid`] for a default answer
+    /// ([`OnTimeout::Answer`]: an agent must never get its own tool call approved by
+    /// waiting), a reminder or escalation not before the deadline, an escalation with
+    /// nobody to escalate to, or a fallback without a deadline.
+    pub fn submit_with(
+        &self,
+        session_id: impl Into<Arc<str>>,
+        actions: Vec<Action>,
+        review_configs: Vec<ReviewConfig>,
+        timeout: Timeout,
+        follow_up: FollowUp,
+    ) -> Result<PendingApproval, SubmitError> {
         let session_id = session_id.into();
         let mut review_configs = review_configs;
         if let Some(floor) = self.quorum_floor.get() {
             floor.raise(&actions, &mut review_configs);
         }
         check_request(&session_id, &actions, &review_configs)?;
-        let deadline = Deadline::after(timeout, self.config.default_timeout)?;
+        let plan = Plan::new(
+            timeout,
+            self.config.default_timeout,
+            follow_up,
+            self.follow_up.get().unwrap_or(&FollowUp::default()),
+            |_| Err(ValidationError::request(NO_DEFAULT_APPROVAL)),
+        )?;
         let call = actions
             .first()
             .and_then(|action| action.tool_use_id.clone())
@@ -663,11 +746,15 @@ impl ApprovalService {
                     action_requests: actions,
                     review_configs,
                     created_at,
-                    expires_at: deadline.expires_at(created_at),
+                    expires_at: plan.expires_at(created_at),
                     asked_by: Some(asker),
+                    remind_at: plan.remind_at(created_at),
+                    escalate_at: plan.escalate_at(created_at),
+                    escalate_to: plan.escalate_to.clone(),
+                    on_timeout: plan.on_timeout.clone(),
                 }
             },
-            deadline.at,
+            plan.timers,
         );
         match ticket {
             Ok(ticket) => Ok(PendingApproval { ticket }),
@@ -869,7 +956,9 @@ impl Future for PendingApproval {
         let outcome = std::task::ready!(self.ticket.poll_outcome(cx));
         Poll::Ready(match outcome {
             Ok(Outcome::Replied(reply)) => Ok(Arc::unwrap_or_clone(reply)),
-            Ok(Outcome::TimedOut | Outcome::Rejected { .. }) => Err(ApprovalError::TimedOut),
+            Ok(Outcome::TimedOut | Outcome::Rejected { .. } | Outcome::Defaulted(_)) => {
+                Err(ApprovalError::TimedOut)
+            }
             Ok(Outcome::Cancelled) => Err(ApprovalError::Cancelled),
             Err(unrecorded) => Err(ApprovalError::NotRecorded(unrecorded.to_string())),
         })
@@ -966,6 +1055,9 @@ impl std::str::FromStr for QuorumFloor {
         })
     }
 }
+
+/// Why an approval refuses a default answer on expiry.
+const NO_DEFAULT_APPROVAL: &str = "an approval request cannot take a default answer on timeout (`on_timeout`): an agent must never get its own tool call approved by waiting; use `reject` or `escalate`";
 
 /// The largest quorum a review config may ask for: more reviewers than any team has.
 pub const MAX_QUORUM: u32 = 100;

@@ -9,6 +9,7 @@ use std::sync::Arc;
 
 use askbus_bus::{Event, Id, IdKind};
 
+use crate::follow_up::OnTimeout;
 use crate::identity::Identity;
 use crate::registry::VoteId;
 use serde::{Deserialize, Serialize};
@@ -199,6 +200,22 @@ pub struct ApprovalRequest {
     /// credentials); absent on requests recorded before identities were.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub asked_by: Option<Identity>,
+    /// When `approval.reminded` is due, milliseconds since the Unix epoch; absent: no
+    /// reminder (see [`FollowUp`](crate::FollowUp)).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub remind_at: Option<u64>,
+    /// When the request escalates to `escalate_to` (`approval.escalated`), milliseconds
+    /// since the Unix epoch; from then on they may decide it too, beside the reviewers its
+    /// review configs name. Absent: never.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub escalate_at: Option<u64>,
+    /// Who the request escalates to (credential names); empty: nobody.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub escalate_to: Vec<String>,
+    /// `escalate` when the request escalates on expiry (and waits once more) before every
+    /// action is rejected; absent: rejected on expiry. Never a default answer.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub on_timeout: Option<OnTimeout>,
 }
 
 /// `approval.asked`: a new request is waiting; its properties are the request itself.
@@ -261,6 +278,34 @@ pub struct ApprovalTimedOut {
     pub approval_key: Arc<str>,
     /// A `reject` per action.
     pub decisions: Vec<Decision>,
+    /// `escalate` when the request escalated on expiry and waited once more before this;
+    /// absent for a plain expiry.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub fallback: Option<&'static str>,
+}
+
+/// `approval.reminded`: nobody decided yet, and the request's reminder fell due.
+#[derive(Debug, Clone, Serialize)]
+pub struct ApprovalReminded {
+    /// The request's session.
+    pub session_id: Arc<str>,
+    /// The request still waiting.
+    pub request_id: ApprovalId,
+    /// Its key.
+    pub approval_key: Arc<str>,
+}
+
+/// `approval.escalated`: nobody decided yet, and `escalated_to` may now decide it too.
+#[derive(Debug, Clone, Serialize)]
+pub struct ApprovalEscalated {
+    /// The request's session.
+    pub session_id: Arc<str>,
+    /// The request still waiting.
+    pub request_id: ApprovalId,
+    /// Its key.
+    pub approval_key: Arc<str>,
+    /// Who it escalated to (credential names).
+    pub escalated_to: Vec<String>,
 }
 
 /// `approval.cancelled`: the asker went away, or its session was cancelled.
@@ -300,6 +345,22 @@ impl Event for ApprovalDecided {
 
 impl Event for ApprovalTimedOut {
     const TYPE: &'static str = "approval.timed_out";
+
+    fn session_id(&self) -> Option<&str> {
+        Some(&self.session_id)
+    }
+}
+
+impl Event for ApprovalReminded {
+    const TYPE: &'static str = "approval.reminded";
+
+    fn session_id(&self) -> Option<&str> {
+        Some(&self.session_id)
+    }
+}
+
+impl Event for ApprovalEscalated {
+    const TYPE: &'static str = "approval.escalated";
 
     fn session_id(&self) -> Option<&str> {
         Some(&self.session_id)

@@ -12,6 +12,7 @@ use tokio::sync::watch;
 use crate::approval::{ApprovalConfig, ApprovalService, PendingApproval, QuorumFloor};
 use crate::approval_model::{Action, ApprovalReply, Decision, DecisionType, ReviewConfig};
 use crate::follow::{self, Followed};
+use crate::follow_up::{FollowUp, OnTimeout};
 use crate::identity::{Duties, Identity, NotAllowed};
 use crate::interrupt::{
     InterruptState, PendingRequest, RequestId, ResumeError, ResumeInput, confirmation_phrase,
@@ -333,6 +334,25 @@ impl RequestHub {
     #[must_use]
     pub fn with_quorum_floor(self, floor: QuorumFloor) -> Self {
         let _ = self.approvals.quorum_floor.set(floor);
+        self
+    }
+
+    /// Sets the follow-up of both kinds' requests that leave parts of theirs out (see
+    /// [`FollowUp`]): a reminder, an escalation, the fallback on expiry. A default that
+    /// cannot apply to a request (a reminder after its deadline) is left out of it. An
+    /// approval never takes a default answer, so [`OnTimeout::Answer`] applies to
+    /// questions only. Set once, before the hub is shared; a second call changes nothing.
+    #[must_use]
+    pub fn with_follow_up(self, defaults: FollowUp) -> Self {
+        let approvals = FollowUp {
+            on_timeout: defaults
+                .on_timeout
+                .clone()
+                .filter(|fallback| !matches!(fallback, OnTimeout::Answer(_))),
+            ..defaults.clone()
+        };
+        let _ = self.questions.follow_up.set(defaults);
+        let _ = self.approvals.follow_up.set(approvals);
         self
     }
 

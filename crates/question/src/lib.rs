@@ -49,6 +49,7 @@ mod approval;
 mod approval_model;
 mod args_schema;
 mod follow;
+mod follow_up;
 mod hub;
 mod identity;
 mod interrupt;
@@ -66,10 +67,11 @@ pub use approval::{
     ApprovalSnapshot, MAX_QUORUM, PendingApproval, QuorumFloor,
 };
 pub use approval_model::{
-    Action, ApprovalAsked, ApprovalCancelled, ApprovalDecided, ApprovalId, ApprovalKind,
-    ApprovalReplied, ApprovalReply, ApprovalRequest, ApprovalTimedOut, ApprovalVote, Decision,
-    DecisionType, EditedAction, ReviewConfig,
+    Action, ApprovalAsked, ApprovalCancelled, ApprovalDecided, ApprovalEscalated, ApprovalId,
+    ApprovalKind, ApprovalReminded, ApprovalReplied, ApprovalReply, ApprovalRequest,
+    ApprovalTimedOut, ApprovalVote, Decision, DecisionType, EditedAction, ReviewConfig,
 };
+pub use follow_up::{FollowUp, OnTimeout};
 pub use hub::{
     CONFIRMATION_ACTION, PendingSessions, RequestHub, Resumed, SessionPending, SessionRejectError,
     SessionRejected,
@@ -82,9 +84,9 @@ pub use interrupt::{
 pub use notify::{Notice, Notifier};
 
 pub use model::{
-    Answer, Answers, NO_PREFERENCE, QuestionAsked, QuestionCancelled, QuestionId, QuestionInfo,
-    QuestionKind, QuestionOption, QuestionRejected, QuestionReplied, QuestionRequest,
-    QuestionTimedOut, ToolRef, is_skipped,
+    Answer, Answers, NO_PREFERENCE, QuestionAsked, QuestionCancelled, QuestionEscalated,
+    QuestionId, QuestionInfo, QuestionKind, QuestionOption, QuestionRejected, QuestionReminded,
+    QuestionReplied, QuestionRequest, QuestionTimedOut, ToolRef, is_skipped,
 };
 pub use quota::{PendingLimits, QuotaExceeded};
 pub use record::{Durable, DurableError, RecordedChange};

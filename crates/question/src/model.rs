@@ -8,6 +8,7 @@ use std::sync::Arc;
 
 use askbus_bus::{Event, Id, IdKind};
 
+use crate::follow_up::OnTimeout;
 use crate::identity::Identity;
 use serde::{Deserialize, Serialize};
 
@@ -121,6 +122,25 @@ pub struct QuestionRequest {
     /// credentials); absent on requests recorded before identities were.
     #[serde(rename = "askedBy", default, skip_serializing_if = "Option::is_none")]
     pub asked_by: Option<Identity>,
+    /// When `question.reminded` is due, milliseconds since the Unix epoch; absent: no
+    /// reminder (see [`FollowUp`](crate::FollowUp)).
+    #[serde(rename = "remindAt", default, skip_serializing_if = "Option::is_none")]
+    pub remind_at: Option<u64>,
+    /// When the request escalates to `escalateTo` (`question.escalated`), milliseconds
+    /// since the Unix epoch; absent: never.
+    #[serde(
+        rename = "escalateAt",
+        default,
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub escalate_at: Option<u64>,
+    /// Who the request escalates to (credential names); empty: nobody.
+    #[serde(rename = "escalateTo", default, skip_serializing_if = "Vec::is_empty")]
+    pub escalate_to: Vec<String>,
+    /// What applies on expiry when it is not `reject`: `escalate`, or `{"answer": [...]}`
+    /// (a default answer, applied as the asker's fallback, never as a human's).
+    #[serde(rename = "onTimeout", default, skip_serializing_if = "Option::is_none")]
+    pub on_timeout: Option<OnTimeout>,
 }
 
 /// `question.asked`: a new request is waiting; its properties are the request itself.
@@ -173,6 +193,40 @@ pub struct QuestionTimedOut {
     /// The request that expired.
     #[serde(rename = "requestID")]
     pub request_id: QuestionId,
+    /// The fallback applied when it was not a plain rejection: `default_answer` (see
+    /// `defaultAnswers`) or `escalate` (escalated, waited once more, then rejected).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub fallback: Option<&'static str>,
+    /// With `fallback: "default_answer"`: the asker's default answer that applies, one per
+    /// question. Nobody answered: these are not a human's.
+    #[serde(rename = "defaultAnswers", skip_serializing_if = "Option::is_none")]
+    pub default_answers: Option<Answers>,
+}
+
+/// `question.reminded`: nobody answered yet, and the request's reminder fell due.
+#[derive(Debug, Clone, Serialize)]
+pub struct QuestionReminded {
+    /// The request's session.
+    #[serde(rename = "sessionID")]
+    pub session_id: Arc<str>,
+    /// The request still waiting.
+    #[serde(rename = "requestID")]
+    pub request_id: QuestionId,
+}
+
+/// `question.escalated`: nobody answered yet, and the request now goes to `escalatedTo`
+/// as well.
+#[derive(Debug, Clone, Serialize)]
+pub struct QuestionEscalated {
+    /// The request's session.
+    #[serde(rename = "sessionID")]
+    pub session_id: Arc<str>,
+    /// The request still waiting.
+    #[serde(rename = "requestID")]
+    pub request_id: QuestionId,
+    /// Who it escalated to (credential names).
+    #[serde(rename = "escalatedTo")]
+    pub escalated_to: Vec<String>,
 }
 
 /// `question.cancelled`: the asker went away, or its session was cancelled.
@@ -212,6 +266,22 @@ impl Event for QuestionRejected {
 
 impl Event for QuestionTimedOut {
     const TYPE: &'static str = "question.timed_out";
+
+    fn session_id(&self) -> Option<&str> {
+        Some(&self.session_id)
+    }
+}
+
+impl Event for QuestionReminded {
+    const TYPE: &'static str = "question.reminded";
+
+    fn session_id(&self) -> Option<&str> {
+        Some(&self.session_id)
+    }
+}
+
+impl Event for QuestionEscalated {
+    const TYPE: &'static str = "question.escalated";
 
     fn session_id(&self) -> Option<&str> {
         Some(&self.session_id)

@@ -34,6 +34,7 @@ use serde::de::DeserializeOwned;
 
 use crate::approval::{ApprovalOutcome, ApprovalRegistryKind};
 use crate::approval_model::{ApprovalId, ApprovalRequest};
+use crate::follow_up::OnTimeout;
 use crate::identity::{Identity, NotAllowed};
 use crate::interrupt::RequestId;
 use crate::model::{QuestionId, QuestionRequest};
@@ -349,7 +350,21 @@ impl Recorder {
                 OutcomeState::Rejected,
                 to_json(&serde_json::json!({ "reason": reason })),
             ),
-            Outcome::TimedOut => (OutcomeState::TimedOut, "null".to_owned()),
+            // A fallback is named in the body, so the audit receipt says what applied.
+            Outcome::TimedOut => match K::on_timeout(request) {
+                Some(fallback @ OnTimeout::Escalate) => (
+                    OutcomeState::TimedOut,
+                    to_json(&serde_json::json!({ "fallback": fallback.as_str() })),
+                ),
+                _ => (OutcomeState::TimedOut, "null".to_owned()),
+            },
+            Outcome::Defaulted(reply) => (
+                OutcomeState::TimedOut,
+                to_json(&Fallback {
+                    fallback: DEFAULT_ANSWER.to_owned(),
+                    answers: Some(reply),
+                }),
+            ),
             Outcome::Cancelled => (OutcomeState::Cancelled, "null".to_owned()),
         };
         let shown = RequestShown {
@@ -432,10 +447,30 @@ pub(crate) fn outcome_from<K: Kind>(
                 reason: rejection.reason,
             }
         }
-        OutcomeState::TimedOut => Outcome::TimedOut,
+        OutcomeState::TimedOut => match serde_json::from_str::<Fallback<K::Reply>>(&outcome.body) {
+            Ok(Fallback {
+                fallback,
+                answers: Some(answers),
+            }) if fallback == DEFAULT_ANSWER => Outcome::Defaulted(answers),
+            // `null` (rejected, as before fallbacks), or `{"fallback": "escalate"}`.
+            _ => Outcome::TimedOut,
+        },
         OutcomeState::Cancelled => Outcome::Cancelled,
     })
 }
+
+/// The body of an outcome on expiry whose fallback was not a plain rejection.
+#[derive(serde::Serialize, serde::Deserialize)]
+struct Fallback<R> {
+    /// Which fallback applied ([`OnTimeout::as_str`]).
+    fallback: String,
+    /// With `default_answer`: the answer that applied.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    answers: Option<R>,
+}
+
+/// [`OnTimeout::as_str`] of a default answer.
+const DEFAULT_ANSWER: &str = "default_answer";
 
 /// Who decided a stored outcome, if it says (outcomes recorded before identities were do
 /// not; an unreadable name is treated the same, the outcome itself being what matters).

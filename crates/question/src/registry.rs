@@ -13,7 +13,9 @@
 //! `.await`**. Answers are delivered to waiting futures after the lock is released.
 //!
 //! Timeouts cost no task and no timer per request: deadlines live in one ordered index, and
-//! one driver task per registry sleeps until the earliest of them.
+//! one driver task per registry sleeps until the earliest of them. A request's follow-ups
+//! (its reminder and escalation: see the `follow_up` module) are entries of the same index,
+//! `(at, id, what)`, served by the same task.
 //!
 //! # Over a shared store
 //!
@@ -33,6 +35,13 @@
 //! expiry the store takes wins, the others lose harmlessly. A request the store does not
 //! know (its insert failed, or the store lost its data) is an *orphan*: when a proposal
 //! for it comes back "not found", this registry is the only one that can end it, and does.
+//!
+//! Follow-ups are not outcomes, and only the instance that registered a request (that holds
+//! its asker) fires them: the others would repeat them. It writes each to the store as a
+//! session event (the session's history, the outbox, the change log), and every instance,
+//! this one included, publishes it when its follower reads it in the log, as it publishes
+//! an agent step. Who may decide an escalated request follows its `escalate_at` and the
+//! clock, on every instance, not the event.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::convert::Infallible;
@@ -51,9 +60,10 @@ use serde::de::DeserializeOwned;
 use tokio::sync::{Notify, oneshot};
 use tokio::time::Instant;
 
+use crate::follow_up::{Due, OnTimeout};
 use crate::identity::{Duties, Identity, NotAllowed};
 use crate::interrupt::RequestId;
-use crate::notify::{EventSink, Notifier};
+use crate::notify::{EventSink, Notice, Notifier};
 use crate::quota::{Charge, Quota, QuotaExceeded, Weight};
 use crate::record::{self, Durable, DurableError, Recorder, RequestDigest};
 use crate::session_index::SessionIndex;
@@ -70,6 +80,10 @@ pub enum Outcome<R> {
     },
     /// Nobody answered before the request's deadline.
     TimedOut,
+    /// Nobody answered before the request's deadline, and the default answer the asker
+    /// gave for that case applies (questions' `on_timeout: answer`). Not a human's answer:
+    /// its kind is [`OutcomeKind::TimedOut`], and nothing consequential may take it for one.
+    Defaulted(R),
     /// The asker went away (dropped its future) or the session was cancelled.
     Cancelled,
 }
@@ -137,7 +151,7 @@ impl<R> Outcome<R> {
         match self {
             Self::Replied(_) => OutcomeKind::Replied,
             Self::Rejected { .. } => OutcomeKind::Rejected,
-            Self::TimedOut => OutcomeKind::TimedOut,
+            Self::TimedOut | Self::Defaulted(_) => OutcomeKind::TimedOut,
             Self::Cancelled => OutcomeKind::Cancelled,
         }
     }
@@ -215,6 +229,18 @@ pub(crate) trait Kind: Send + Sync + Sized + 'static {
         outcome: &Outcome<Self::Reply>,
         by: Option<&Identity>,
     );
+
+    /// When `request`'s reminder and escalation fall due, milliseconds since the Unix epoch
+    /// (see the `follow_up` module).
+    fn follow_up_at(request: &Self::Request) -> (Option<u64>, Option<u64>);
+    /// Whether `request` escalates to `by` (who may then decide it).
+    fn escalates_to(request: &Self::Request, by: &Identity) -> bool;
+    /// The fallback `request` applies on expiry, when it names one.
+    fn on_timeout(request: &Self::Request) -> Option<&OnTimeout>;
+    /// The outcome `request` reaches on expiry: [`Outcome::TimedOut`], or its fallback.
+    fn timeout_outcome(request: &Self::Request) -> Outcome<Self::Reply>;
+    /// Announces a follow-up step of `request` (a reminder or an escalation).
+    fn announce_follow_up(to: &mut impl EventSink, request: &Arc<Self::Request>, due: Due);
 
     // A quorum: requests of a kind that can need several replies. Questions cannot, and
     // take the defaults (a quorum of 1: the first reply decides, no vote is ever cast).
@@ -310,6 +336,27 @@ pub(crate) enum StoreRole {
     /// Several registries share the store (Redis): the store decides every outcome and
     /// each registry follows its change log. See the module docs.
     Shared,
+}
+
+/// When a new request's timer steps fall due, on this process's clock.
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct Timers {
+    /// When it times out, if ever.
+    pub(crate) deadline: Option<Instant>,
+    /// When it reminds, if ever.
+    pub(crate) remind: Option<Instant>,
+    /// When it escalates, if ever.
+    pub(crate) escalate: Option<Instant>,
+}
+
+/// Whether a request read from the store fires its follow-ups here (see the module docs).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum FollowUps {
+    /// Here: this registry is the only one (the store only records), so it fires those
+    /// still to come (one due before it started fired then, or is let go).
+    Fire,
+    /// Not here: another instance registered it, and fires them.
+    Elsewhere,
 }
 
 /// Handle to a registry; clones share it.
@@ -434,8 +481,9 @@ pub(crate) type SharedIds = Arc<Mutex<IdGenerator>>;
 struct State<K: Kind> {
     /// Pending requests by id; ascending iteration is creation order.
     pending: BTreeMap<Id<K::IdKind>, Pending<K>>,
-    /// `(deadline, id)` of every pending request that has one, earliest first.
-    deadlines: BTreeSet<(Instant, Id<K::IdKind>)>,
+    /// `(when, id, what)` of every deadline and follow-up step of the pending requests,
+    /// earliest first.
+    deadlines: BTreeSet<(Instant, Id<K::IdKind>, Due)>,
     /// The most recently created resolved requests, at most `retain_resolved`.
     resolved: BTreeMap<Id<K::IdKind>, Resolved<K>>,
     /// The weight of the resolved requests remembered (0 without a quota).
@@ -465,6 +513,12 @@ struct Pending<K: Kind> {
     asker: Option<oneshot::Sender<Outcome<K::Reply>>>,
     /// When the request times out, if ever.
     deadline: Option<Instant>,
+    /// When it escalates, if ever: from then on the deciders it escalates to may decide
+    /// it ([`Registry::check_decider`]). Whether this instance fires the event is another
+    /// matter (see [`Timers::follow_ups`]).
+    escalate_at: Option<Instant>,
+    /// When its reminder fires here, if it does.
+    remind_at: Option<Instant>,
     /// Whether its `asked` event was published. Only a request registered here over a
     /// shared store waits for that (until its insert comes back through the change log).
     announced: bool,
@@ -658,9 +712,13 @@ impl<K: Kind> Registry<K> {
         );
         {
             let mut state = registry.inner.lock();
+            let follow_ups = match role {
+                StoreRole::Record => FollowUps::Fire,
+                StoreRole::Shared => FollowUps::Elsewhere,
+            };
             for stored in &pending {
                 let (request, _) = record::read_back::<K>(stored)?;
-                state.insert_recorded(request, record::stored_digest(&stored.request));
+                state.insert_recorded(request, record::stored_digest(&stored.request), follow_ups);
             }
             for stored in &resolved {
                 let (request, outcome) = record::read_back::<K>(stored)?;
@@ -823,12 +881,12 @@ impl<K: Kind> Registry<K> {
         mut charge: Charge,
         content: K::Content,
         build: impl FnOnce(Id<K::IdKind>, &mut K::Index, K::Content) -> K::Request,
-        deadline: Option<Instant>,
+        timers: Timers,
     ) -> Result<Ticket<K>, Refused<Id<K::IdKind>>> {
         self.duties()
             .check_ask(asker)
             .map_err(Refused::NotAllowed)?;
-        if deadline.is_some() {
+        if timers.deadline.is_some() || timers.remind.is_some() || timers.escalate.is_some() {
             self.ensure_timer_driver();
         }
         // Measured outside the lock (it writes the content's JSON), and only for a quota.
@@ -898,10 +956,17 @@ impl<K: Kind> Registry<K> {
         }
         let id = lock_ids(&self.inner.ids).next_id();
         let request = Arc::new(build(id, &mut state.index, content));
-        if let Some(at) = deadline
-            && state.add_deadline(at, id)
-        {
-            self.inner.timer_wakeup.notify_one();
+        let steps = [
+            (timers.deadline, Due::Expire),
+            (timers.remind, Due::Remind),
+            (timers.escalate, Due::Escalate),
+        ];
+        for (at, due) in steps {
+            if let Some(at) = at
+                && state.add_due(at, id, due)
+            {
+                self.inner.timer_wakeup.notify_one();
+            }
         }
         // Over a shared store the `asked` event waits for the insert's change (see `apply`).
         let announced = self.inner.deciding_store().is_none();
@@ -921,7 +986,9 @@ impl<K: Kind> Registry<K> {
             Pending {
                 request: Arc::clone(&request),
                 asker: Some(sender),
-                deadline,
+                deadline: timers.deadline,
+                escalate_at: timers.escalate,
+                remind_at: timers.remind,
                 announced,
                 account: charge.account,
                 weight: charge.weight,
@@ -1016,7 +1083,12 @@ impl<K: Kind> Registry<K> {
         if stops {
             return Ok(());
         }
-        if !K::names_decider(&entry.request, by) {
+        // From its escalation on, a request's `escalate_to` may decide it as well: by the
+        // clock, so every instance agrees whether or not the event was fired (see the
+        // `follow_up` module).
+        let escalated_to = entry.escalate_at.is_some_and(|at| at <= Instant::now())
+            && K::escalates_to(&entry.request, by);
+        if !K::names_decider(&entry.request, by) && !escalated_to {
             return Err(NotAllowed::NotNamed(by.clone()));
         }
         if entry.votes.iter().any(|vote| vote.by.name == by.name) {
@@ -1350,7 +1422,11 @@ impl<K: Kind> Registry<K> {
                             // Known a moment ago, ended since (an orphan): nothing to add.
                             return Ok(());
                         };
-                        let request = state.insert_recorded(request, record::stored_digest(record));
+                        let request = state.insert_recorded(
+                            request,
+                            record::stored_digest(record),
+                            FollowUps::Elsewhere,
+                        );
                         // Another instance's request: it exists, so it counts, unrefused.
                         if let Some(quota) = self.inner.quota.get() {
                             let weight = K::weight(&request).bytes();
@@ -1360,7 +1436,7 @@ impl<K: Kind> Registry<K> {
                             quota.count(K::session_id(&request), weight);
                         }
                         if let Some(at) = state.pending.get(&id).and_then(|entry| entry.deadline)
-                            && state.deadlines.first() == Some(&(at, id))
+                            && state.deadlines.first() == Some(&(at, id, Due::Expire))
                         {
                             self.inner.timer_wakeup.notify_one();
                         }
@@ -1631,26 +1707,36 @@ impl<K: Kind> Registry<K> {
         let mut state = self.inner.lock();
         let mut deliveries = Vec::new();
         let mut proposals = Vec::new();
-        while deliveries.len() + proposals.len() < EXPIRY_BATCH
-            && let Some(&(at, id)) = state.deadlines.first()
+        let mut steps = 0;
+        while steps < EXPIRY_BATCH
+            && let Some(&(at, id, due)) = state.deadlines.first()
             && at <= now
         {
             state.deadlines.pop_first();
+            steps += 1;
+            let Some(request) = state
+                .pending
+                .get(&id)
+                .map(|entry| Arc::clone(&entry.request))
+            else {
+                continue;
+            };
+            if due != Due::Expire {
+                self.follow_up(&mut state, &request, due);
+                continue;
+            }
+            let outcome = K::timeout_outcome(&request);
             match self.inner.deciding_store() {
                 None => {
-                    deliveries.extend(self.inner.finish(&mut state, id, Outcome::TimedOut, None));
+                    deliveries.extend(self.inner.finish(&mut state, id, outcome, None));
                 }
                 Some(store) => {
-                    if let Some(entry) = state.pending.get(&id) {
-                        let request = Arc::clone(&entry.request);
-                        let proposal =
-                            self.propose(store, &mut state, &request, Outcome::TimedOut, None);
-                        proposals.push((id, proposal));
-                    }
+                    let proposal = self.propose(store, &mut state, &request, outcome, None);
+                    proposals.push((id, proposal));
                 }
             }
         }
-        let next = state.deadlines.first().map(|&(at, _)| at);
+        let next = state.deadlines.first().map(|&(at, _, _)| at);
         drop(state);
         for delivery in deliveries {
             // Nobody is told of an expiry but the asker: nothing waits for the record.
@@ -1660,6 +1746,31 @@ impl<K: Kind> Registry<K> {
             self.expire_in_background(id, proposal);
         }
         next
+    }
+
+    /// Fires the follow-up step `due` (a reminder or an escalation) of pending `request`:
+    /// recorded in its session's history with its outbox message, then published (over a
+    /// shared store, by every instance's follower when the log brings it back: see the
+    /// module docs). Nothing waits for the record: a follow-up is no change of the request.
+    fn follow_up(&self, state: &mut State<K>, request: &Arc<K::Request>, due: Due) {
+        let announced = state
+            .pending
+            .get(&K::id(request))
+            .is_some_and(|entry| entry.announced);
+        let publish_here = match &self.inner.recorder {
+            Some((recorder, role)) => {
+                let mut notice = None;
+                K::announce_follow_up(&mut notice, request, due);
+                if let Some(event) = notice.and_then(session_event) {
+                    drop(recorder.event(event));
+                }
+                *role == StoreRole::Record
+            }
+            None => true,
+        };
+        if publish_here && announced {
+            K::announce_follow_up(&mut &self.inner.bus, request, due);
+        }
     }
 
     /// Waits for the store's verdict on an expiry in a task of its own. A store that could
@@ -1677,7 +1788,7 @@ impl<K: Kind> Registry<K> {
                 let retry = Instant::now() + EXPIRY_RETRY;
                 if let Some(entry) = state.pending.get_mut(&id) {
                     entry.deadline = Some(retry);
-                    if state.add_deadline(retry, id) {
+                    if state.add_due(retry, id, Due::Expire) {
                         registry.inner.timer_wakeup.notify_one();
                     }
                 }
@@ -1739,8 +1850,15 @@ impl<K: Kind> Inner<K> {
         state
             .sessions
             .remove(K::session_id(&entry.request), id, entry.announced);
-        if let Some(at) = entry.deadline {
-            state.deadlines.remove(&(at, id));
+        let steps = [
+            (entry.deadline, Due::Expire),
+            (entry.remind_at, Due::Remind),
+            (entry.escalate_at, Due::Escalate),
+        ];
+        for (at, due) in steps {
+            if let Some(at) = at {
+                state.deadlines.remove(&(at, id, due));
+            }
         }
         let watchers = if state.watchers.is_empty() {
             Vec::new()
@@ -1869,6 +1987,15 @@ impl<K: Kind> Drop for Ticket<K> {
     }
 }
 
+/// The session history record of the event `notice` tells of.
+fn session_event(notice: Notice) -> Option<SessionEvent> {
+    Some(SessionEvent {
+        session_id: notice.session_id?,
+        event_type: notice.event_type,
+        properties: serde_json::to_string(&notice.properties).ok()?,
+    })
+}
+
 /// A new id source.
 pub(crate) fn new_ids() -> SharedIds {
     Arc::new(Mutex::new(IdGenerator::new()))
@@ -1944,11 +2071,14 @@ impl<K: Kind> State<K> {
         watchers.push(sender);
     }
 
-    /// Adds a deadline to the index; returns whether it is the new earliest (the timer
-    /// must then wake up to sleep less).
-    fn add_deadline(&mut self, at: Instant, id: Id<K::IdKind>) -> bool {
-        let is_new_earliest = self.deadlines.first().is_none_or(|&(first, _)| at < first);
-        self.deadlines.insert((at, id));
+    /// Adds a deadline or a follow-up step to the index; returns whether it is the new
+    /// earliest (the timer must then wake up to sleep less).
+    fn add_due(&mut self, at: Instant, id: Id<K::IdKind>, due: Due) -> bool {
+        let is_new_earliest = self
+            .deadlines
+            .first()
+            .is_none_or(|&(first, _, _)| at < first);
+        self.deadlines.insert((at, id, due));
         is_new_earliest
     }
 
@@ -1956,18 +2086,36 @@ impl<K: Kind> State<K> {
     /// shared store's change log) as pending, with no asker in this process, and indexes
     /// it. Its wall-clock expiry becomes a deadline on this process's clock; one already
     /// past is due at once. `digest` is that of the JSON it was read from
-    /// ([`record::stored_digest`]), which its receipt will name.
-    fn insert_recorded(&mut self, request: K::Request, digest: RequestDigest) -> Arc<K::Request> {
+    /// ([`record::stored_digest`]), which its receipt will name. Its follow-ups still to
+    /// come are indexed if they fire here.
+    fn insert_recorded(
+        &mut self,
+        request: K::Request,
+        digest: RequestDigest,
+        follow_ups: FollowUps,
+    ) -> Arc<K::Request> {
         let id = K::id(&request);
-        let deadline = K::expires_at(&request).map(|at| {
+        let now_ms = askbus_store::now_ms();
+        let on_this_clock = |at: u64| {
             let now = Instant::now();
-            now.checked_add(std::time::Duration::from_millis(
-                at.saturating_sub(askbus_store::now_ms()),
-            ))
-            .unwrap_or(now)
-        });
+            now.checked_add(std::time::Duration::from_millis(at.saturating_sub(now_ms)))
+                .unwrap_or(now)
+        };
+        let deadline = K::expires_at(&request).map(on_this_clock);
         if let Some(at) = deadline {
-            self.add_deadline(at, id);
+            self.add_due(at, id, Due::Expire);
+        }
+        let (remind, escalate) = K::follow_up_at(&request);
+        let escalate_at = escalate.map(on_this_clock);
+        let mut remind_at = None;
+        if follow_ups == FollowUps::Fire {
+            if let Some(at) = remind.filter(|&at| at > now_ms).map(on_this_clock) {
+                remind_at = Some(at);
+                self.add_due(at, id, Due::Remind);
+            }
+            if let Some(at) = escalate_at.filter(|_| escalate.is_some_and(|at| at > now_ms)) {
+                self.add_due(at, id, Due::Escalate);
+            }
         }
         K::remember(&mut self.index, &request);
         self.index_call(&request);
@@ -1979,6 +2127,8 @@ impl<K: Kind> State<K> {
                 request: Arc::clone(&request),
                 asker: None,
                 deadline,
+                escalate_at,
+                remind_at,
                 announced: true,
                 account: None,
                 weight: 0,

@@ -3,7 +3,7 @@
 use std::collections::BTreeMap;
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::task::{Context, Poll};
 use std::time::Duration;
 
@@ -11,11 +11,13 @@ use askbus_bus::Bus;
 use askbus_store::{RequestKind, Store, StoreError};
 use tokio::time::Instant;
 
+use crate::follow_up::{Due, FollowUp, OnTimeout, Plan};
 use crate::identity::{Identity, NotAllowed};
 use crate::interrupt::RequestId;
 use crate::model::{
-    Answer, Answers, QuestionAsked, QuestionCancelled, QuestionId, QuestionInfo, QuestionKind,
-    QuestionRejected, QuestionReplied, QuestionRequest, QuestionTimedOut, ToolRef,
+    Answer, Answers, QuestionAsked, QuestionCancelled, QuestionEscalated, QuestionId, QuestionInfo,
+    QuestionKind, QuestionRejected, QuestionReminded, QuestionReplied, QuestionRequest,
+    QuestionTimedOut, ToolRef,
 };
 use crate::notify::EventSink;
 use crate::quota::{Charge, QuotaExceeded, Weight};
@@ -70,6 +72,10 @@ pub struct QuestionService {
     /// ([`RequestHub::acting_as`](crate::RequestHub::acting_as)); [`Identity::local`] by
     /// default.
     pub(crate) actor: Identity,
+    /// The follow-up of requests that leave parts of theirs out, once set
+    /// ([`RequestHub::with_follow_up`](crate::RequestHub::with_follow_up)); shared by every
+    /// handle on this service.
+    pub(crate) follow_up: Arc<OnceLock<FollowUp>>,
 }
 
 /// Settings of a [`QuestionService`].
@@ -138,6 +144,13 @@ pub enum AskError {
     /// Nobody answered in time.
     #[error("the question timed out without an answer")]
     TimedOut,
+    /// Nobody answered in time, and the default answer the asker gave for that case
+    /// (`OnTimeout::Answer`) applies. Not a human's answer.
+    #[error("nobody answered the question in time; the asker's default answer applies")]
+    DefaultApplied {
+        /// The default answer, one per question.
+        answers: Vec<Answer>,
+    },
     /// The question was cancelled (its session was cancelled, or the service shut down).
     #[error("the question was cancelled")]
     Cancelled,
@@ -249,6 +262,42 @@ impl Kind for QuestionRegistryKind {
         request.asked_by.as_ref()
     }
 
+    fn follow_up_at(request: &QuestionRequest) -> (Option<u64>, Option<u64>) {
+        (request.remind_at, request.escalate_at)
+    }
+
+    fn escalates_to(request: &QuestionRequest, by: &Identity) -> bool {
+        request.escalate_to.iter().any(|name| **name == *by.name)
+    }
+
+    fn on_timeout(request: &QuestionRequest) -> Option<&OnTimeout> {
+        request.on_timeout.as_ref()
+    }
+
+    fn timeout_outcome(request: &QuestionRequest) -> Outcome<Answers> {
+        match &request.on_timeout {
+            Some(OnTimeout::Answer(answers)) => Outcome::Defaulted(answers.clone().into()),
+            _ => Outcome::TimedOut,
+        }
+    }
+
+    fn announce_follow_up(to: &mut impl EventSink, request: &Arc<QuestionRequest>, due: Due) {
+        let session_id = Arc::clone(&request.session_id);
+        let request_id = request.id;
+        match due {
+            Due::Remind => to.announce(QuestionReminded {
+                session_id,
+                request_id,
+            }),
+            Due::Escalate => to.announce(QuestionEscalated {
+                session_id,
+                request_id,
+                escalated_to: request.escalate_to.clone(),
+            }),
+            Due::Expire => {}
+        }
+    }
+
     fn announce_outcome(
         to: &mut impl EventSink,
         request: &Arc<QuestionRequest>,
@@ -273,6 +322,14 @@ impl Kind for QuestionRegistryKind {
             Outcome::TimedOut => to.announce(QuestionTimedOut {
                 session_id,
                 request_id,
+                fallback: request.on_timeout.as_ref().map(OnTimeout::as_str),
+                default_answers: None,
+            }),
+            Outcome::Defaulted(answers) => to.announce(QuestionTimedOut {
+                session_id,
+                request_id,
+                fallback: Some(OnTimeout::Answer(Vec::new()).as_str()),
+                default_answers: Some(Arc::clone(answers)),
             }),
             Outcome::Cancelled => to.announce(QuestionCancelled {
                 session_id,
@@ -320,6 +377,7 @@ impl QuestionService {
             config,
             account: None,
             actor: Identity::local(),
+            follow_up: Arc::default(),
         }
     }
 
@@ -358,6 +416,7 @@ impl QuestionService {
             config,
             account: None,
             actor: Identity::local(),
+            follow_up: Arc::default(),
         })
     }
 
@@ -425,9 +484,37 @@ impl QuestionService {
         tool: Option<ToolRef>,
         timeout: Timeout,
     ) -> Result<PendingQuestion, SubmitError> {
+        self.submit_with(session_id, questions, tool, timeout, FollowUp::default())
+    }
+
+    /// As [`submit`](Self::submit), with a [`FollowUp`]: reminders, an escalation, and
+    /// what applies when nobody answered by the deadline (see the `follow_up` module of
+    /// the docs). Its parts left out are the service's defaults
+    /// ([`RequestHub::with_follow_up`](crate::RequestHub::with_follow_up)).
+    ///
+    /// # Errors
+    ///
+    /// As [`submit`](Self::submit); also [`SubmitError::Invalid`] for a reminder or an
+    /// escalation not before the deadline, an escalation with nobody to escalate to, a
+    /// fallback without a deadline, or a default answer that does not fit the questions (it
+    /// is checked as a reply is).
+    pub fn submit_with(
+        &self,
+        session_id: impl Into<Arc<str>>,
+        questions: Vec<QuestionInfo>,
+        tool: Option<ToolRef>,
+        timeout: Timeout,
+        follow_up: FollowUp,
+    ) -> Result<PendingQuestion, SubmitError> {
         let session_id = session_id.into();
         validate::check_questions(&session_id, &questions)?;
-        let deadline = Deadline::after(timeout, self.config.default_timeout)?;
+        let plan = Plan::new(
+            timeout,
+            self.config.default_timeout,
+            follow_up,
+            self.follow_up.get().unwrap_or(&FollowUp::default()),
+            |answers| validate::check_answers(&questions, answers),
+        )?;
         let call = tool
             .as_ref()
             .map(|tool| (Arc::clone(&session_id), tool.call_id.clone()));
@@ -450,11 +537,15 @@ impl QuestionService {
                     questions,
                     tool,
                     created_at,
-                    expires_at: deadline.expires_at(created_at),
+                    expires_at: plan.expires_at(created_at),
                     asked_by: Some(asker),
+                    remind_at: plan.remind_at(created_at),
+                    escalate_at: plan.escalate_at(created_at),
+                    escalate_to: plan.escalate_to.clone(),
+                    on_timeout: plan.on_timeout.clone(),
                 }
             },
-            deadline.at,
+            plan.timers,
         );
         match ticket {
             Ok(ticket) => Ok(PendingQuestion { ticket }),
@@ -667,6 +758,9 @@ impl Future for PendingQuestion {
             Ok(Outcome::Replied(answers)) => Ok(answers.to_vec()),
             Ok(Outcome::Rejected { reason }) => Err(AskError::Rejected { reason }),
             Ok(Outcome::TimedOut) => Err(AskError::TimedOut),
+            Ok(Outcome::Defaulted(answers)) => Err(AskError::DefaultApplied {
+                answers: answers.to_vec(),
+            }),
             Ok(Outcome::Cancelled) => Err(AskError::Cancelled),
             Err(unrecorded) => Err(AskError::NotRecorded(unrecorded.to_string())),
         })
@@ -681,13 +775,11 @@ impl std::fmt::Debug for PendingQuestion {
     }
 }
 
-/// A request's deadline, from its [`Timeout`] and the service default.
+/// A request's timeout, from its [`Timeout`] and the service default.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Deadline {
-    /// When the request times out, if ever.
-    pub(crate) at: Option<Instant>,
-    /// The timeout that led to `at`, in milliseconds, for the request's `expires_at`.
-    in_ms: Option<u64>,
+    /// The timeout, if the request has one.
+    timeout: Option<Duration>,
 }
 
 impl Deadline {
@@ -713,17 +805,13 @@ impl Deadline {
             Timeout::After(duration) => Some(duration),
         };
         // A timeout too long to represent is, in practice, no timeout.
-        let at = timeout.and_then(|duration| Instant::now().checked_add(duration));
-        let in_ms = at
-            .and(timeout)
-            .map(|duration| u64::try_from(duration.as_millis()).unwrap_or(u64::MAX));
-        Ok(Self { at, in_ms })
+        let timeout = timeout.filter(|&duration| Instant::now().checked_add(duration).is_some());
+        Ok(Self { timeout })
     }
 
-    /// The wall-clock expiry (milliseconds since the epoch) of a request created at
-    /// `created_at`.
-    pub(crate) fn expires_at(self, created_at: u64) -> Option<u64> {
-        self.in_ms.map(|ms| created_at.saturating_add(ms))
+    /// The timeout, if the request has one.
+    pub(crate) fn duration(self) -> Option<Duration> {
+        self.timeout
     }
 }
 

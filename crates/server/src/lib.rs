@@ -116,8 +116,8 @@ use askbus_http::{
 };
 use askbus_mcp::{ElicitationBridge, McpConfig};
 use askbus_question::{
-    ApprovalConfig, Duties, Identity, MAX_TIMEOUT, PendingLimits, QuestionConfig, QuorumFloor,
-    RequestHub, Role,
+    ApprovalConfig, Duties, FollowUp, Identity, MAX_TIMEOUT, OnTimeout, PendingLimits,
+    QuestionConfig, QuorumFloor, RequestHub, Role,
 };
 use askbus_store::{MemoryStore, RedisLocation, RedisStore, SqliteStore, Store, StoreError};
 use tokio::net::TcpListener;
@@ -189,6 +189,47 @@ pub struct Cli {
         global = true
     )]
     pub approval_timeout: Option<String>,
+    /// Remind (`question.reminded`, `approval.reminded`) this long after a request was made
+    /// if nobody answered, unless it says otherwise (`remindAfter`/`remind_after`): as
+    /// --question-timeout, without `never`. Left out of a request whose deadline comes
+    /// first. Default: no reminder.
+    #[arg(
+        long,
+        env = "ASKBUS_REMIND_AFTER",
+        value_name = "DURATION",
+        global = true
+    )]
+    pub remind_after: Option<String>,
+    /// Escalate (`*.escalated`) to --escalate-to this long after a request was made if
+    /// nobody answered, unless it says otherwise: as --remind-after. Needs --escalate-to.
+    #[arg(
+        long,
+        env = "ASKBUS_ESCALATE_AFTER",
+        value_name = "DURATION",
+        global = true
+    )]
+    pub escalate_after: Option<String>,
+    /// Who requests escalate to, unless they say: a reviewer or admin credential's name,
+    /// who may then decide them too. Repeat the flag or separate with commas.
+    #[arg(
+        long = "escalate-to",
+        env = "ASKBUS_ESCALATE_TO",
+        value_name = "NAME",
+        value_delimiter = ',',
+        global = true
+    )]
+    pub escalate_to: Vec<String>,
+    /// What applies when nobody answered a request by its deadline, unless it says:
+    /// `reject` (it times out; the default) or `escalate` (escalate to --escalate-to at the
+    /// deadline, wait as long once more, then reject). A default answer is per question
+    /// only (`onTimeout`), never a server's, and never an approval's.
+    #[arg(
+        long,
+        env = "ASKBUS_ON_TIMEOUT",
+        value_name = "reject|escalate",
+        global = true
+    )]
+    pub on_timeout: Option<String>,
     /// Records (steps, requests, outcomes) each session's history keeps, about: the oldest
     /// are dropped past it, a batch at a time. Bounds what one history read costs.
     #[arg(
@@ -438,6 +479,9 @@ pub struct Settings {
     pub duties: Duties,
     /// The least quorum of approvals per tool (`--quorum`).
     pub quorum_floor: QuorumFloor,
+    /// The follow-up of requests that do not say (`--remind-after`, `--escalate-after`,
+    /// `--escalate-to`, `--on-timeout`).
+    pub follow_up: FollowUp,
     /// The key that signs each audit log entry (`--audit-key`); `None`: entries are
     /// chained, not signed.
     pub audit_key: Option<askbus_audit::SigningKey>,
@@ -551,6 +595,10 @@ pub enum ConfigError {
     /// A `--link-secret` too short to sign with.
     #[error("--link-secret: {0}")]
     ShortLinkSecret(#[from] ShortLinkSecret),
+    /// Follow-up flags that cannot be used (`--remind-after`, `--escalate-after`,
+    /// `--escalate-to`, `--on-timeout`).
+    #[error("bad follow-up: {0}")]
+    BadFollowUp(String),
     /// A malformed `--question-timeout` or `--approval-timeout`.
     #[error(
         "bad {flag} {value:?}: give seconds, a number with a unit (90s, 10m, 2h, 7d) up to a year, or `never`"
@@ -722,8 +770,10 @@ impl Cli {
             retry_window,
             &deciders(&tokens),
         )?;
+        let follow_up = self.follow_up(&tokens)?;
         const DAY: Duration = Duration::from_secs(24 * 3600);
         Ok(Settings {
+            follow_up,
             listen,
             store,
             keep_resolved: (self.keep_resolved_days > 0).then(|| DAY * self.keep_resolved_days),
@@ -809,6 +859,64 @@ impl Cli {
 
     /// A default timeout flag's value: `never`, seconds, or a number with a unit (`s`, `m`,
     /// `h`, `d`), at most [`MAX_TIMEOUT`]; `default` when the flag is absent.
+    /// The follow-up flags, checked: durations as --question-timeout's (not `never`), an
+    /// escalation with someone to escalate to who may decide, and a known fallback.
+    fn follow_up(&self, tokens: &[AccessToken]) -> Result<FollowUp, ConfigError> {
+        let after = |value: Option<&str>, flag: &'static str| -> Result<_, ConfigError> {
+            match value {
+                Some(value) if value.trim().eq_ignore_ascii_case("never") => {
+                    Err(ConfigError::BadFollowUp(format!(
+                        "{flag} {value:?}: give a duration, or leave the flag out"
+                    )))
+                }
+                value => Self::default_timeout(value, flag, None),
+            }
+        };
+        let on_timeout = match self.on_timeout.as_deref().map(str::trim) {
+            None => None,
+            Some("reject") => Some(OnTimeout::Reject),
+            Some("escalate") => Some(OnTimeout::Escalate),
+            Some(other) => {
+                return Err(ConfigError::BadFollowUp(format!(
+                    "--on-timeout {other:?}: give `reject` or `escalate` (a default answer is per question, never the server's)"
+                )));
+            }
+        };
+        let follow_up = FollowUp {
+            remind_after: after(self.remind_after.as_deref(), "--remind-after")?,
+            escalate_after: after(self.escalate_after.as_deref(), "--escalate-after")?,
+            escalate_to: self
+                .escalate_to
+                .iter()
+                .map(|name| name.trim().to_owned())
+                .collect(),
+            on_timeout,
+        };
+        let escalates =
+            follow_up.escalate_after.is_some() || follow_up.on_timeout == Some(OnTimeout::Escalate);
+        if escalates && follow_up.escalate_to.is_empty() {
+            return Err(ConfigError::BadFollowUp(
+                "--escalate-after or --on-timeout escalate needs --escalate-to NAME".to_owned(),
+            ));
+        }
+        if !escalates && !follow_up.escalate_to.is_empty() {
+            return Err(ConfigError::BadFollowUp(
+                "--escalate-to needs --escalate-after or --on-timeout escalate".to_owned(),
+            ));
+        }
+        let may_decide = deciders(tokens);
+        if let Some(name) = follow_up
+            .escalate_to
+            .iter()
+            .find(|name| !may_decide.iter().any(|decider| *decider.name == ***name))
+        {
+            return Err(ConfigError::BadFollowUp(format!(
+                "--escalate-to {name:?} is no reviewer or admin credential of this server"
+            )));
+        }
+        Ok(follow_up)
+    }
+
     fn default_timeout(
         value: Option<&str>,
         flag: &'static str,
@@ -1107,7 +1215,8 @@ pub async fn serve(
         .map_err(std::io::Error::other)?
         .with_pending_limits(settings.pending)
         .with_duties(settings.duties)
-        .with_quorum_floor(settings.quorum_floor.clone());
+        .with_quorum_floor(settings.quorum_floor.clone())
+        .with_follow_up(settings.follow_up.clone());
     serve_hub(listener, hub, settings, shutdown).await;
     Ok(())
 }
@@ -1164,7 +1273,8 @@ pub async fn run(settings: Settings, shutdown: CancellationToken) -> std::io::Re
         .map_err(|error| std::io::Error::other(format!("cannot open the store {store}: {error}")))?
         .with_pending_limits(settings.pending)
         .with_duties(settings.duties)
-        .with_quorum_floor(settings.quorum_floor.clone());
+        .with_quorum_floor(settings.quorum_floor.clone())
+        .with_follow_up(settings.follow_up.clone());
     let auth = describe_auth(&settings.http.tokens);
     tracing::info!("limits: {}", describe_limits(&settings));
     tracing::info!("askbus listening on http://{address} ({auth}; store: {store})");

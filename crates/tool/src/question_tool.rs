@@ -141,6 +141,12 @@ pub enum ToolOutcome {
     },
     /// Nobody answered in time.
     TimedOut,
+    /// Nobody answered in time, and the default answer set for that case applies: no
+    /// human chose it. One entry per question, in order.
+    DefaultApplied {
+        /// Each question with its default answer.
+        answers: Vec<AnsweredQuestion>,
+    },
     /// The question was cancelled before an answer (the session was stopped).
     Cancelled,
 }
@@ -246,6 +252,7 @@ impl Future for QuestionCall {
             }
             Err(AskError::Rejected { reason }) => ToolOutcome::Rejected { reason },
             Err(AskError::TimedOut) => ToolOutcome::TimedOut,
+            Err(AskError::DefaultApplied { answers }) => ToolOutcome::defaulted(questions, answers),
             Err(AskError::Cancelled) => ToolOutcome::Cancelled,
             Err(AskError::NotRecorded(why)) => {
                 return Poll::Ready(Err(ToolError::unavailable(QUESTION_TOOL_NAME, why)));
@@ -269,6 +276,7 @@ impl ToolOutcome {
             Outcome::Replied(answers) => Self::answered(&request.questions, answers.to_vec()),
             Outcome::Rejected { reason } => Self::Rejected { reason },
             Outcome::TimedOut => Self::TimedOut,
+            Outcome::Defaulted(answers) => Self::defaulted(&request.questions, answers.to_vec()),
             Outcome::Cancelled => Self::Cancelled,
         }
     }
@@ -284,37 +292,28 @@ impl ToolOutcome {
     /// Each question paired with its answer.
     fn answered(questions: &[QuestionInfo], answers: Vec<Answer>) -> Self {
         Self::Answered {
-            answers: questions
-                .iter()
-                .zip(answers)
-                .map(|(info, answer)| AnsweredQuestion {
-                    question: info.question.clone(),
-                    answer,
-                })
-                .collect(),
+            answers: pair(questions, answers),
+        }
+    }
+
+    /// Each question paired with its default answer, which applies because nobody answered.
+    fn defaulted(questions: &[QuestionInfo], answers: Vec<Answer>) -> Self {
+        Self::DefaultApplied {
+            answers: pair(questions, answers),
         }
     }
 
     /// The tool result text the model reads.
     pub fn text_for_model(&self) -> String {
         match self {
-            Self::Answered { answers } => {
-                let pairs: Vec<String> = answers
-                    .iter()
-                    .map(|answered| {
-                        let answer = if is_skipped(&answered.answer) {
-                            "Unanswered".to_owned()
-                        } else {
-                            answered.answer.join(", ")
-                        };
-                        format!("{:?}={:?}", answered.question, answer)
-                    })
-                    .collect();
-                format!(
-                    "User has answered your questions: {}. You can now continue with the user's answers in mind.",
-                    pairs.join(", ")
-                )
-            }
+            Self::Answered { answers } => format!(
+                "User has answered your questions: {}. You can now continue with the user's answers in mind.",
+                describe_answers(answers)
+            ),
+            Self::DefaultApplied { answers } => format!(
+                "Nobody answered these questions in time. No human chose any answer: the default answers set for this case apply: {}. Continue with these defaults, and do not present them as the user's choice.",
+                describe_answers(answers)
+            ),
             Self::Rejected { reason } => {
                 let reason = reason
                     .as_deref()
@@ -328,6 +327,34 @@ impl ToolOutcome {
             Self::Cancelled => "The questions were cancelled before the user answered (the session was stopped). There are no answers; do not assume or invent any.".to_owned(),
         }
     }
+}
+
+/// Each question paired with its answer, in order.
+fn pair(questions: &[QuestionInfo], answers: Vec<Answer>) -> Vec<AnsweredQuestion> {
+    questions
+        .iter()
+        .zip(answers)
+        .map(|(info, answer)| AnsweredQuestion {
+            question: info.question.clone(),
+            answer,
+        })
+        .collect()
+}
+
+/// `"question"="answer", ...`: answers as the model reads them.
+fn describe_answers(answers: &[AnsweredQuestion]) -> String {
+    let pairs: Vec<String> = answers
+        .iter()
+        .map(|answered| {
+            let answer = if is_skipped(&answered.answer) {
+                "Unanswered".to_owned()
+            } else {
+                answered.answer.join(", ")
+            };
+            format!("{:?}={:?}", answered.question, answer)
+        })
+        .collect();
+    pairs.join(", ")
 }
 
 /// Parses the model's arguments. Some models send `questions` as a JSON-encoded string
