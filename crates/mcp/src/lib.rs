@@ -105,5 +105,5 @@ mod transport;
 
 /// Why a served connection ended (what [`serve_stdio`] and [`serve_io`] return).
 pub use rmcp::service::QuitReason;
-pub use server::{AskbusMcp, ElicitationBridge, McpCaller, McpConfig, ScopedSession};
+pub use server::{AnswerLinks, AskbusMcp, ElicitationBridge, McpCaller, McpConfig, ScopedSession};
 pub use transport::{HttpOptions, McpServeError, serve_io, serve_stdio, streamable_http_service};
