@@ -84,7 +84,7 @@ pub struct McpConfig {
 /// Mints the absolute URL of an answer link: the page where a human answers one request.
 ///
 /// The MCP face knows nothing of links, keys or HTTP: whoever serves both (the askbus
-/// server) hands it the HTTP API's own minting, `askbus_http::mint_answer_link`, with the
+/// server) hands it the HTTP API's own minting, `askbus_http::LinkKey::mint`, with the
 /// server's base URL, so there is one way to make a link and every rule of links holds
 /// for the ones MCP offers. The function is called with the request, the identity the
 /// link acts as (the [`McpCaller`]) and when the request expires, if ever; it returns
