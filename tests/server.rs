@@ -357,48 +357,6 @@ fn bad_flags_are_refused_with_a_clear_message() {
 }
 
 #[test]
-fn answer_links_start_with_the_public_url_or_the_listen_address() {
-    let public = |args: &[&str]| settings(args).expect("valid").public_url;
-    assert_eq!(public(&[]), None);
-    assert_eq!(
-        public(&["--public-url", " https://askbus.example.com/review/ "]),
-        Some("https://askbus.example.com/review".to_owned())
-    );
-    assert_eq!(
-        public(&["--public-url", "http://10.0.0.5:4717"]),
-        Some("http://10.0.0.5:4717".to_owned())
-    );
-    for bad in [
-        "askbus.example.com",
-        "ftp://askbus.example.com",
-        "https://",
-        "https:///answer",
-        "https://askbus.example.com/?x=1",
-        "https://user@askbus.example.com",
-        "https://askbus example.com",
-    ] {
-        let refused = settings(&["--public-url", bad]).expect_err(bad).to_string();
-        assert!(refused.contains("--public-url"), "{refused}");
-    }
-    // (--public-url, listen address, the links' base)
-    let cases = [
-        (None, "127.0.0.1:4717", "http://127.0.0.1:4717"),
-        (None, "[::1]:4717", "http://[::1]:4717"),
-        (None, "0.0.0.0:8080", "http://localhost:8080"),
-        (None, "[::]:8080", "http://localhost:8080"),
-        (
-            Some("https://askbus.example.com"),
-            "0.0.0.0:8080",
-            "https://askbus.example.com",
-        ),
-    ];
-    for (public_url, listen, expected) in cases {
-        let listen = listen.parse().expect("an address");
-        assert_eq!(askbus_server::public_base(public_url, listen), expected);
-    }
-}
-
-#[test]
 fn quotas_default_to_the_issues_figures_and_to_the_open_files_limit() {
     let defaults = settings(&[]).expect("valid");
     assert_eq!(
