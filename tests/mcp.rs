@@ -16,6 +16,9 @@
 //!
 //! Both tools are driven: `question` (answered with `POST /question/{id}/reply`) and
 //! `request_approval` (decided with `POST /approval/{id}/reply`: approve, edit, reject).
+//! With the elicitation bridge on, a client declaring URL-mode elicitation
+//! (`tests/mcp/links.mjs`) is offered the request's answer link, which the test opens and
+//! answers through, as the human would in a browser.
 //!
 //! The human is this test: it watches `GET /event` and answers over the HTTP API, as any
 //! askbus client does. Each step waits for a line node prints (one JSON object per step)
@@ -54,6 +57,10 @@ const SESSION: &str = "ses_mcp_test";
 const SCOPED_TOKEN: &str = "mcp-sdk-scoped-token-9876543210";
 /// The session [`SCOPED_TOKEN`] may use; its MCP requests are made there.
 const SCOPED_SESSION: &str = "ses_mcp_scoped";
+/// An agent's token, named `bot` (`--agent-token`).
+const AGENT_TOKEN: &str = "mcp-sdk-agent-token-0123456789";
+/// A reviewer's token, named `alice` (`--reviewer-token`).
+const REVIEWER_TOKEN: &str = "mcp-sdk-reviewer-token-0123456789";
 /// Seconds between progress notifications (`--mcp-progress-secs`).
 const PROGRESS_SECS: &str = "0.1";
 /// The answers the test gives over HTTP, one per question of `tests/mcp/questions.mjs`.
@@ -235,6 +242,197 @@ async fn a_2026_07_28_client_answers_an_input_required_form_and_retries() {
         assert_eq!(version, "2026-07-28");
     }
     askbus.shutdown.cancel();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_url_mode_client_is_offered_the_approvals_answer_link_and_decides_through_it() {
+    let askbus = Askbus::serve(&["--mcp-elicitation"]).await;
+    let mut events = askbus.events().await;
+    let mut node = Node::links(APPROVAL.tool, askbus.mcp_url()).await;
+    let id = events.next_of(APPROVAL.asked).await["id"].clone();
+    let offered = link_offered(&askbus, &mut node, "delete_rows").await;
+    // The link answers as the reviewer who minted it (here the MCP caller, an admin), with
+    // the body of `POST /approval/{id}/reply` and no token.
+    let approve = json!({"decisions": [{"type": "approve"}]});
+    let (status, body) = askbus.send(&offered.url, None, Some(&approve)).await;
+    assert_eq!(status, reqwest::StatusCode::OK, "{body}");
+    let done = node.stage("result").await;
+    let result = &done["result"];
+    assert_eq!(
+        result["structuredContent"],
+        json!({"status": "decided", "decisions": [{"type": "approve"}]}),
+        "{done}"
+    );
+    assert_eq!(done["elicitations"], 1, "{done}");
+    let replied = events.next_terminal().await;
+    assert_eq!(replied["type"], "approval.replied", "{replied}");
+    assert_eq!(replied["properties"]["request_id"], id);
+    offered.completed(&mut node).await;
+    node.finish().await;
+    askbus.shutdown.cancel();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_client_eliciting_urls_but_not_forms_answers_a_question_through_its_link() {
+    let askbus = Askbus::serve(&["--mcp-elicitation"]).await;
+    let mut events = askbus.events().await;
+    let mut node = Node::links(QUESTION.tool, askbus.mcp_url()).await;
+    let id = events.next_of(QUESTION.asked).await["id"].clone();
+    let offered = link_offered(&askbus, &mut node, "Which database should the service use?").await;
+    let (status, linked) = askbus
+        .send(&format!("{}/request", offered.url), None, None)
+        .await;
+    assert_eq!(status, reqwest::StatusCode::OK, "{linked}");
+    let linked: Value = serde_json::from_str(&linked).expect("JSON");
+    assert_eq!(linked["kind"], "question", "{linked}");
+    assert_eq!(linked["request"]["id"], id, "{linked}");
+    let answers: Value = serde_json::from_str(HTTP_ANSWERS).expect("answers");
+    let reply = json!({ "answers": answers });
+    let (status, body) = askbus.send(&offered.url, None, Some(&reply)).await;
+    assert_eq!(status, reqwest::StatusCode::OK, "{body}");
+    let done = node.stage("result").await;
+    assert_eq!(
+        done["result"]["structuredContent"]["status"], "answered",
+        "{done}"
+    );
+    assert!(
+        result_text(&done["result"])
+            .contains("\"Which database should the service use?\"=\"Postgres\""),
+        "{done}"
+    );
+    let replied = events.next_terminal().await;
+    assert_eq!(replied["type"], "question.replied", "{replied}");
+    assert_eq!(replied["properties"]["requestID"], id);
+    // The link decided once: a second answer through it is refused.
+    let (status, body) = askbus.send(&offered.url, None, Some(&reply)).await;
+    assert_eq!(status, reqwest::StatusCode::CONFLICT, "{body}");
+    offered.completed(&mut node).await;
+    node.finish().await;
+    askbus.shutdown.cancel();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn with_roles_the_askers_link_decides_nothing_and_an_agent_is_offered_none() {
+    let askbus = Askbus::serve(&[
+        "--mcp-elicitation",
+        "--agent-token",
+        &format!("bot={AGENT_TOKEN}"),
+        "--reviewer-token",
+        &format!("alice={REVIEWER_TOKEN}"),
+    ])
+    .await;
+    let mut events = askbus.events().await;
+    let approve = json!({"decisions": [{"type": "approve"}]});
+
+    // The admin's client asks (as an agent of its name), so its own link may not decide it.
+    let mut node = Node::links(APPROVAL.tool, askbus.mcp_url()).await;
+    let id = events.next_of(APPROVAL.asked).await["id"]
+        .as_str()
+        .expect("the request id")
+        .to_owned();
+    let offered = link_offered(&askbus, &mut node, "delete_rows").await;
+    let (status, body) = askbus.send(&offered.url, None, Some(&approve)).await;
+    assert_eq!(status, reqwest::StatusCode::FORBIDDEN, "{body}");
+    assert!(body.contains("asked this request"), "{body}");
+    let pending = askbus.get(&format!("/approval/{id}")).await;
+    assert_eq!(pending["status"], "pending", "nothing resolved: {pending}");
+    // A reviewer decides over HTTP; the client hears the link's elicitation is complete.
+    let decide = format!("{}/approval/{id}/reply", askbus.base);
+    let (status, body) = askbus
+        .send(&decide, Some(REVIEWER_TOKEN), Some(&approve))
+        .await;
+    assert_eq!(status, reqwest::StatusCode::OK, "{body}");
+    let done = node.stage("result").await;
+    assert_eq!(
+        done["result"]["structuredContent"]["status"], "decided",
+        "{done}"
+    );
+    assert_eq!(events.next_terminal().await["type"], "approval.replied");
+    offered.completed(&mut node).await;
+    node.finish().await;
+
+    // An agent's client: no link acts as an agent, so none is offered.
+    let mut node = Node::links(APPROVAL.tool, askbus.mcp_url())
+        .with_env("ASKBUS_TOKEN", AGENT_TOKEN)
+        .await;
+    let id = events.next_of(APPROVAL.asked).await["id"]
+        .as_str()
+        .expect("the request id")
+        .to_owned();
+    let decide = format!("{}/approval/{id}/reply", askbus.base);
+    let (status, body) = askbus
+        .send(&decide, Some(REVIEWER_TOKEN), Some(&approve))
+        .await;
+    assert_eq!(status, reqwest::StatusCode::OK, "{body}");
+    let done = node.stage("result").await;
+    assert_eq!(
+        done["result"]["structuredContent"]["status"], "decided",
+        "{done}"
+    );
+    assert_eq!(done["elicitations"], 0, "no link was offered: {done}");
+    node.finish().await;
+    askbus.shutdown.cancel();
+}
+
+/// An answer link offered to a `tests/mcp/links.mjs` client.
+struct Offered {
+    /// The link.
+    url: String,
+    /// The elicitation's id, which `notifications/elicitation/complete` names.
+    elicitation_id: String,
+}
+
+impl Offered {
+    /// Waits for the client to hear this link's elicitation is complete.
+    async fn completed(&self, node: &mut Node) {
+        let complete = node.stage("complete").await;
+        assert_eq!(
+            complete["params"]["elicitationId"], self.elicitation_id,
+            "{complete}"
+        );
+    }
+}
+
+/// The URL-mode elicitation node reports: the request's answer link on this server, whose
+/// message mentions `mentions` and whose page loads without a token.
+async fn link_offered(askbus: &Askbus, node: &mut Node, mentions: &str) -> Offered {
+    let elicited = node.stage("elicited").await;
+    let params = &elicited["params"];
+    assert_eq!(params["mode"], "url", "{elicited}");
+    let url = params["url"].as_str().expect("a URL").to_owned();
+    assert!(
+        url.starts_with(&format!("{}/answer/", askbus.base)),
+        "{url} is not an answer link of {}",
+        askbus.base
+    );
+    assert!(
+        params["message"]
+            .as_str()
+            .is_some_and(|message| message.contains(mentions)),
+        "{elicited}"
+    );
+    let elicitation_id = params["elicitationId"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned();
+    assert!(!elicitation_id.is_empty(), "{elicited}");
+    let page = askbus
+        .http
+        .get(&url)
+        .send()
+        .await
+        .expect("GET the link's page");
+    assert_eq!(page.status(), reqwest::StatusCode::OK);
+    let html = page
+        .headers()
+        .get(reqwest::header::CONTENT_TYPE)
+        .and_then(|value| value.to_str().ok())
+        .is_some_and(|value| value.starts_with("text/html"));
+    assert!(html, "the link's page is HTML: {:?}", page.headers());
+    Offered {
+        url,
+        elicitation_id,
+    }
 }
 
 /// What differs between the two tools' requests on the askbus side.
@@ -614,6 +812,26 @@ impl Askbus {
         assert_eq!(response.status(), reqwest::StatusCode::OK, "POST {path}");
     }
 
+    /// `POST url` with `body` (a `GET` without one), as `token` if given; the status and
+    /// the body.
+    async fn send(
+        &self,
+        url: &str,
+        token: Option<&str>,
+        body: Option<&Value>,
+    ) -> (reqwest::StatusCode, String) {
+        let mut request = match body {
+            Some(body) => self.http.post(url).json(body),
+            None => self.http.get(url),
+        };
+        if let Some(token) = token {
+            request = request.bearer_auth(token);
+        }
+        let response = request.send().await.expect("the request");
+        let status = response.status();
+        (status, response.text().await.expect("the body"))
+    }
+
     async fn get(&self, path: &str) -> Value {
         self.http
             .get(format!("{}{path}", self.base))
@@ -707,6 +925,16 @@ impl Node {
             }
         };
         NodeBuilder { command, steps }
+    }
+
+    /// `tests/mcp/links.mjs <tool> <url>` (the 1.x SDK, declaring URL-mode elicitation).
+    fn links(tool: &str, url: String) -> NodeBuilder {
+        let mut command = node_command("links.mjs");
+        command.args([tool, &url]);
+        NodeBuilder {
+            command,
+            steps: Steps::OnStdout,
+        }
     }
 
     /// `tests/mcp/modern.mjs <scenario> <url>` (the 2.x client, protocol 2026-07-28).

@@ -1,4 +1,7 @@
-//! Questions as MCP elicitation forms, and form answers as question outcomes.
+//! Questions as MCP elicitation forms, form answers as question outcomes, and answer links
+//! as URL-mode elicitations.
+//!
+//! # Forms
 //!
 //! Elicitation forms take a restricted JSON Schema: a flat object of primitive properties.
 //! Question *n* (counted from 1) becomes:
@@ -14,8 +17,27 @@
 //! No property is required: leaving a question empty skips it, as an empty answer does over
 //! HTTP. The question service validates whatever comes back, exactly as it validates an
 //! HTTP reply.
+//!
+//! # Links (URL mode)
+//!
+//! **Approvals are offered as links, never as forms.** A form is a flat object of
+//! primitive fields, and a review is not: each action is approved, rejected with a
+//! message, or edited into another whole tool call (its name and arbitrary JSON
+//! arguments, checked against the tool's schema). Rather than a lossy form, a client that
+//! declared URL-mode elicitation (MCP 2025-11-25, `elicitation: {url: {}}`) is sent the
+//! request's answer link: the askbus page that shows the whole request and decides it. A
+//! question goes the same way when the client elicits URLs but not forms.
+//!
+//! The link is an answer link like any other (`POST /{kind}/{id}/link` mints the same),
+//! acting as the MCP caller and expiring with the request, so its rules are unchanged: it
+//! checks its credential on every use, decides once, and with roles configured a caller
+//! who asked cannot decide through it (the page says so, `403`). No link acts as an agent,
+//! so an agent's client is offered none. The client's answer to the elicitation only says
+//! whether the user opened the link, so it changes nothing; once the request resolves, by
+//! the link or any other way, the server sends `notifications/elicitation/complete` with
+//! the elicitation's id, then the call's result.
 
-use askbus_question::{Answer, QuestionInfo, QuestionOption};
+use askbus_question::{Action, Answer, QuestionInfo, QuestionOption};
 use rmcp::model::{ElicitRequestParams, ElicitResult, ElicitationAction, ElicitationSchema};
 use serde_json::{Map, Value, json};
 
@@ -101,6 +123,55 @@ pub(crate) fn form(questions: &[QuestionInfo]) -> ElicitRequestParams {
         meta: None,
         message: message(questions),
         requested_schema,
+    }
+}
+
+/// The URL-mode elicitation sending the user to `url`, saying `message`.
+pub(crate) fn link(message: String, url: String, elicitation_id: String) -> ElicitRequestParams {
+    ElicitRequestParams::UrlElicitationParams {
+        meta: None,
+        message,
+        url,
+        elicitation_id,
+    }
+}
+
+/// What a URL-mode elicitation of a question tells the user.
+pub(crate) fn question_prompt(questions: &[QuestionInfo]) -> String {
+    format!("{} Open the link to answer.", message(questions))
+}
+
+/// What a URL-mode elicitation of an approval request tells the user: each call, with its
+/// arguments (cut at [`MAX_ARGS_CHARS`]) and description.
+pub(crate) fn approval_prompt(actions: &[Action]) -> String {
+    let calls: Vec<String> = actions.iter().map(describe_call).collect();
+    match calls.as_slice() {
+        [only] => format!(
+            "The agent asks you to review a call to {only}. Open the link to approve, edit or reject it."
+        ),
+        _ => format!(
+            "The agent asks you to review {} tool calls: {}. Open the link to approve, edit or reject them.",
+            calls.len(),
+            calls.join("; ")
+        ),
+    }
+}
+
+/// The most characters of a call's JSON arguments a prompt shows.
+const MAX_ARGS_CHARS: usize = 200;
+
+/// `` `name` with {args} (description) ``.
+fn describe_call(action: &Action) -> String {
+    let args = action.args.to_string();
+    let args = match args.char_indices().nth(MAX_ARGS_CHARS) {
+        Some((cut, _)) => format!("{}…", &args[..cut]),
+        None => args,
+    };
+    match action.description.as_deref().map(str::trim) {
+        Some(description) if !description.is_empty() => {
+            format!("`{}` with {args} ({description})", action.name)
+        }
+        _ => format!("`{}` with {args}", action.name),
     }
 }
 
@@ -297,6 +368,39 @@ mod tests {
             resolution(&[seed], &result),
             Resolution::Reply(vec![vec!["5 năm".to_owned()]])
         );
+    }
+
+    #[test]
+    fn links_are_url_elicitations_that_say_what_they_decide() {
+        let params = serde_json::to_value(link(
+            question_prompt(&questions()[..1]),
+            "http://127.0.0.1:4717/answer/que_1.x".to_owned(),
+            "e-1".to_owned(),
+        ))
+        .unwrap_or_default();
+        assert_eq!(
+            params,
+            json!({"mode": "url", "message": "Which database? Open the link to answer.",
+                   "url": "http://127.0.0.1:4717/answer/que_1.x", "elicitationId": "e-1"})
+        );
+        let action = |value: Value| -> Action {
+            serde_json::from_value(value).unwrap_or_else(|error| panic!("an action: {error}"))
+        };
+        let delete = action(json!({"name": "delete_rows", "args": {"table": "users"},
+                                   "description": "Delete the inactive users"}));
+        let long = action(json!({"name": "write_file", "args": {"text": "é".repeat(300)}}));
+        assert_eq!(
+            approval_prompt(std::slice::from_ref(&delete)),
+            "The agent asks you to review a call to `delete_rows` with {\"table\":\"users\"} \
+             (Delete the inactive users). Open the link to approve, edit or reject it."
+        );
+        let both = approval_prompt(&[delete, long]);
+        assert!(
+            both.starts_with("The agent asks you to review 2 tool calls: `delete_rows` with "),
+            "{both}"
+        );
+        let cut = format!("`write_file` with {{\"text\":\"{}…. Open", "é".repeat(191));
+        assert!(both.contains(&cut), "{both}");
     }
 
     #[test]

@@ -37,7 +37,9 @@
 //!    `requestState`; the question stays pending meanwhile. The client retries with the
 //!    form's answer (or without one, to collect an answer given elsewhere) and gets the
 //!    result. Approvals have no form (an edit is a whole tool call, not a form field), so a
-//!    `request_approval` call is held open instead.
+//!    `request_approval` call is held open instead (and a client that elicits URLs is sent
+//!    the approval's answer link, see below); so is a question to a client that elicits URLs
+//!    but not forms.
 //! 3. **Held open**, for everyone else: the call returns when the request resolves. If the
 //!    client sent a `progressToken`, a progress notification goes out every
 //!    [`McpConfig::progress_interval`] so the client knows the call is alive (and clients
@@ -82,6 +84,19 @@
 //! 2026-07-28 clients get the form in an `input_required` result; task clients get it as
 //! the task's `input_required` request, answered with `tasks/update`.
 //!
+//! With the bridge on and [`McpConfig::answer_links`] given, a held-open call whose client
+//! declared URL-mode elicitation (protocol 2025-11-25, `elicitation: {url: {}}`) is sent
+//! the request's answer link as a URL-mode `elicitation/create`: for every approval, and
+//! for a question the client cannot show as a form. The link is minted by the function
+//! the server was given (the askbus server gives it the HTTP API's own), acting as the
+//! [`McpCaller`] and expiring with the request, so it decides under the rules of every
+//! answer link (none acts as an agent: an agent's client is sent none). The client's
+//! answer to the elicitation is only whether the user opened it; once the request
+//! resolves, however, the server sends `notifications/elicitation/complete` with the
+//! elicitation's id, then the result. Task clients and 2026-07-28 round trips are not
+//! sent links: the newer protocol dropped the elicitation id and its completion
+//! notification, and its retry carries no answer a link would give.
+//!
 //! ```no_run
 //! use askbus_bus::Bus;
 //! use askbus_mcp::{AskbusMcp, HttpOptions, McpConfig, streamable_http_service};
@@ -105,5 +120,5 @@ mod transport;
 
 /// Why a served connection ended (what [`serve_stdio`] and [`serve_io`] return).
 pub use rmcp::service::QuitReason;
-pub use server::{AskbusMcp, ElicitationBridge, McpCaller, McpConfig, ScopedSession};
+pub use server::{AnswerLinks, AskbusMcp, ElicitationBridge, McpCaller, McpConfig, ScopedSession};
 pub use transport::{HttpOptions, McpServeError, serve_io, serve_stdio, streamable_http_service};

@@ -16,11 +16,11 @@ use askbus_tool::{
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, CancelTaskParams,
     CancelledNotificationParam, ClientCapabilities, ClientResult, ContentBlock, CreateTaskResult,
-    ElicitRequest, ElicitRequestParams, ElicitResult, GetTaskParams, GetTaskResult, Implementation,
-    InputRequest, InputRequests, InputRequiredResult, InputResponses, ListToolsResult,
-    PaginatedRequestParams, ProgressNotificationParam, ProgressToken, ProtocolVersion, RequestId,
-    RequestStateCodec, SealOptions, ServerCapabilities, ServerConfig, ServerRequest, Tool,
-    UpdateTaskParams,
+    CustomNotification, ElicitRequest, ElicitRequestParams, ElicitResult, GetTaskParams,
+    GetTaskResult, Implementation, InputRequest, InputRequests, InputRequiredResult,
+    InputResponses, ListToolsResult, PaginatedRequestParams, ProgressNotificationParam,
+    ProgressToken, ProtocolVersion, RequestId, RequestStateCodec, SealOptions, ServerCapabilities,
+    ServerConfig, ServerNotification, ServerRequest, Tool, UpdateTaskParams,
 };
 use rmcp::service::{PeerRequestOptions, RequestContext, RoleServer};
 use rmcp::task_manager::{TaskContext, TaskExit, TaskManager, TaskOptions};
@@ -76,15 +76,49 @@ pub struct McpConfig {
     /// The timeout of each request the tools make. Default: each service's own (questions
     /// 600 s, approvals 300 s, unless the hub was configured otherwise).
     pub timeout: Timeout,
+    /// Mints the answer links the [elicitation bridge](ElicitationBridge) offers as URL-mode
+    /// elicitations. Default: none, so no link is offered.
+    pub answer_links: Option<AnswerLinks>,
 }
 
-/// Whether a client's elicitation UI may answer questions.
+/// Mints the absolute URL of an answer link: the page where a human answers one request.
+///
+/// The MCP face knows nothing of links, keys or HTTP: whoever serves both (the askbus
+/// server) hands it the HTTP API's own minting, `askbus_http::LinkKey::mint`, with the
+/// server's base URL, so there is one way to make a link and every rule of links holds
+/// for the ones MCP offers. The function is called with the request, the identity the
+/// link acts as (the [`McpCaller`]) and when the request expires, if ever; it returns
+/// `None` when no link can act as that identity (an agent decides nothing).
+///
+/// # Examples
+///
+/// ```
+/// use askbus_mcp::{AnswerLinks, McpConfig};
+///
+/// let links = AnswerLinks::new(|request, identity, _expires_at| {
+///     identity
+///         .may_decide()
+///         .then(|| format!("https://askbus.example/answer/{request}.signed-for-{}", identity.name))
+/// });
+/// let config = McpConfig { answer_links: Some(links), ..McpConfig::default() };
+/// # drop(config);
+/// ```
+#[derive(Clone)]
+pub struct AnswerLinks(Arc<MintLink>);
+
+/// What [`AnswerLinks`] wraps.
+type MintLink =
+    dyn Fn(askbus_question::RequestId, &Identity, Option<u64>) -> Option<String> + Send + Sync;
+
+/// Whether a client's elicitation UI may answer questions and approvals.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum ElicitationBridge {
-    /// Questions are answered over askbus only.
+    /// Requests are answered over askbus only.
     #[default]
     Off,
-    /// Clients that support form elicitation also show each question as a form.
+    /// Clients that support form elicitation also show each question as a form; clients
+    /// that support URL-mode elicitation are offered the answer link of each approval, and
+    /// of each question they cannot show as a form (given [`McpConfig::answer_links`]).
     On,
 }
 
@@ -143,8 +177,20 @@ struct Started {
     /// question call, then cleared unless the bridge is on and the client elicits forms;
     /// never set for an approval.
     form: Option<Arc<QuestionRequest>>,
-    /// Who answers through that form: the caller (see [`McpCaller`]).
+    /// Who answers through that form, or the link: the caller (see [`McpCaller`]).
     decider: Identity,
+    /// The request, for its answer link.
+    id: askbus_question::RequestId,
+    /// What a URL-mode elicitation of the request tells the user.
+    prompt: String,
+}
+
+/// An answer link offered as a URL-mode elicitation.
+struct LinkOffer {
+    /// The `elicitation/create` request.
+    params: ElicitRequestParams,
+    /// Its `elicitationId`, for `notifications/elicitation/complete`.
+    elicitation_id: String,
 }
 
 /// What a waiting call tells the client about its request.
@@ -174,6 +220,9 @@ struct RoundState {
 
 /// The key of the elicitation in `inputRequests`.
 const ANSWER_KEY: &str = "answer";
+/// The notification closing a URL-mode elicitation (MCP 2025-11-25), which `rmcp` has no
+/// type for.
+const ELICITATION_COMPLETE: &str = "notifications/elicitation/complete";
 /// How many times a form is shown again after an answer the question refused.
 const MAX_FORM_ATTEMPTS: u32 = 3;
 /// How long a task outlives its request's deadline, so a poller sees the outcome.
@@ -188,7 +237,36 @@ impl Default for McpConfig {
             task_poll_interval: Duration::from_secs(1),
             task_ttl_without_timeout: Duration::from_secs(24 * 60 * 60),
             timeout: Timeout::Default,
+            answer_links: None,
         }
+    }
+}
+
+impl AnswerLinks {
+    /// Links minted by `mint` (see [`AnswerLinks`]).
+    pub fn new(
+        mint: impl Fn(askbus_question::RequestId, &Identity, Option<u64>) -> Option<String>
+        + Send
+        + Sync
+        + 'static,
+    ) -> Self {
+        Self(Arc::new(mint))
+    }
+
+    /// The URL of the link of `request`, acting as `acts_as`, if one can act as it.
+    fn mint(
+        &self,
+        request: askbus_question::RequestId,
+        acts_as: &Identity,
+        expires_at: Option<u64>,
+    ) -> Option<String> {
+        (self.0)(request, acts_as, expires_at)
+    }
+}
+
+impl std::fmt::Debug for AnswerLinks {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("AnswerLinks(..)")
     }
 }
 
@@ -270,6 +348,8 @@ impl AskbusMcp {
                 Started {
                     result: Box::pin(async move { call_tool_result(call.await) }),
                     waiting: Waiting::question(&request),
+                    id: askbus_question::RequestId::Question(request.id),
+                    prompt: elicitation::question_prompt(&request.questions),
                     form: Some(request),
                     decider: caller,
                 }
@@ -279,6 +359,8 @@ impl AskbusMcp {
                 let call = tool.submit(context, args)?;
                 let waiting = Waiting::approval(call.request());
                 Started {
+                    id: askbus_question::RequestId::Approval(call.request().id),
+                    prompt: elicitation::approval_prompt(&call.request().action_requests),
                     result: Box::pin(async move { call_tool_result(call.await) }),
                     waiting,
                     form: None,
@@ -289,10 +371,12 @@ impl AskbusMcp {
     }
 
     /// Holds the call open until the request resolves, sending progress and (for a
-    /// question with a form) eliciting the answer in the client's session.
+    /// question with a form) eliciting the answer in the client's session, or offering
+    /// the request's answer link (`link`) as a URL-mode elicitation.
     async fn hold_open(
         &self,
         started: Started,
+        link: Option<LinkOffer>,
         context: &RequestContext<RoleServer>,
     ) -> Result<CallToolResult, McpError> {
         let Started {
@@ -300,14 +384,20 @@ impl AskbusMcp {
             waiting,
             form: question,
             decider,
+            ..
         } = started;
         let progress = context.meta.get_progress_token();
         let interval = self.inner.config.progress_interval;
         let mut ticks = tokio::time::interval_at(tokio::time::Instant::now() + interval, interval);
         let mut sent_progress = 0_u32;
-        let mut form = question
-            .as_ref()
-            .map(|request| SessionForm::new(context.peer.clone(), request));
+        let completes = link.as_ref().map(|link| link.elicitation_id.clone());
+        let mut form = match (&question, link) {
+            (Some(request), _) => Some(SessionForm::new(context.peer.clone(), request)),
+            // The client's answer to a URL elicitation says only whether the user opened
+            // the link: the answer itself comes through the link, so nothing is applied.
+            (None, Some(link)) => Some(SessionForm::send(context.peer.clone(), link.params)),
+            (None, None) => None,
+        };
         let mut attempts = 1;
         loop {
             let elicited = async {
@@ -320,6 +410,9 @@ impl AskbusMcp {
                 result = &mut result => {
                     if let Some(form) = form.take() {
                         form.withdraw().await;
+                    }
+                    if let Some(elicitation_id) = completes {
+                        notify_elicitation_complete(&context.peer, elicitation_id).await;
                     }
                     return Ok(result);
                 }
@@ -349,6 +442,35 @@ impl AskbusMcp {
         }
     }
 
+    /// The answer link of the started request as a URL-mode elicitation, if the bridge is
+    /// on, the client declared URL mode, and a link can act as the caller (no link acts as
+    /// an agent).
+    fn link_offer(
+        &self,
+        started: &Started,
+        capabilities: Option<&ClientCapabilities>,
+    ) -> Option<LinkOffer> {
+        if self.inner.config.elicitation != ElicitationBridge::On
+            || !capabilities.is_some_and(elicits_urls)
+        {
+            return None;
+        }
+        let links = self.inner.config.answer_links.as_ref()?;
+        let Some(url) = links.mint(started.id, &started.decider, started.waiting.expires_at) else {
+            tracing::debug!(
+                "no answer link for {}: {} may not decide",
+                started.id,
+                started.decider
+            );
+            return None;
+        };
+        let elicitation_id = uuid::Uuid::new_v4().to_string();
+        Some(LinkOffer {
+            params: elicitation::link(started.prompt.clone(), url, elicitation_id.clone()),
+            elicitation_id,
+        })
+    }
+
     /// Runs the call as a SEP-2663 task; returns the task handle at once.
     fn run_as_task(&self, started: Started) -> CreateTaskResult {
         let Started {
@@ -356,6 +478,7 @@ impl AskbusMcp {
             waiting,
             form: question,
             decider,
+            ..
         } = started;
         let ttl = match waiting.timeout() {
             Some(timeout) => timeout + TASK_GRACE,
@@ -590,6 +713,11 @@ impl ServerHandler for AskbusMcp {
         if !elicits {
             started.form = None;
         }
+        let link = if started.form.is_none() {
+            self.link_offer(&started, capabilities.as_ref())
+        } else {
+            None
+        };
         if capabilities
             .as_ref()
             .is_some_and(ClientCapabilities::supports_tasks)
@@ -604,7 +732,7 @@ impl ServerHandler for AskbusMcp {
         }
         // Server-to-client requests exist only before 2026-07-28, so a modern call has no
         // form here, and waits held open.
-        Ok(self.hold_open(started, &context).await?.into())
+        Ok(self.hold_open(started, link, &context).await?.into())
     }
 
     async fn get_task(
@@ -693,14 +821,14 @@ impl SessionForm {
         self.answer.as_mut().await
     }
 
-    /// Tells the client to close the form: the question was resolved elsewhere.
+    /// Tells the client to close the form: the request was resolved elsewhere.
     async fn withdraw(self) {
         let sent = self.sent.lock().ok().and_then(|mut sent| sent.take());
         drop(self.answer);
         if let Some((id, peer)) = sent {
             let params = CancelledNotificationParam::new(
                 Some(id),
-                Some("the question was answered elsewhere".to_owned()),
+                Some("the request was resolved elsewhere".to_owned()),
             );
             let _ = peer.notify_cancelled(params).await;
         }
@@ -738,6 +866,29 @@ fn form_for(request: &QuestionRequest, refusal: Option<&str>) -> ElicitRequestPa
         *message = format!("That answer was not accepted ({refusal}). {message}");
     }
     form
+}
+
+/// Whether the client elicits URLs (only when it says so: `elicitation: {url: {}}`).
+fn elicits_urls(capabilities: &ClientCapabilities) -> bool {
+    capabilities
+        .elicitation
+        .as_ref()
+        .is_some_and(|elicitation| elicitation.url.is_some())
+}
+
+/// Tells the client the user finished what a URL-mode elicitation sent them to do: the
+/// request resolved (through the link or any other way).
+async fn notify_elicitation_complete(peer: &Peer<RoleServer>, elicitation_id: String) {
+    let notification = CustomNotification::new(
+        ELICITATION_COMPLETE,
+        Some(serde_json::json!({ "elicitationId": elicitation_id })),
+    );
+    if let Err(error) = peer
+        .send_notification(ServerNotification::CustomNotification(notification))
+        .await
+    {
+        tracing::debug!("cannot send {ELICITATION_COMPLETE}: {error}");
+    }
 }
 
 /// Whether the client elicits forms (a bare `elicitation: {}` means forms).

@@ -83,7 +83,8 @@
 //!   stderr, with the store). Without `--store` it keeps its requests in memory, not in
 //!   `askbus.db`: a SQLite file is one process's at a time, and the directory a client
 //!   spawns it in may hold another one, or be read-only. `--mcp-elicitation` lets clients that support elicitation show each
-//!   question in their own UI as well.
+//!   question in their own UI as well, and sends those that support URL mode each
+//!   approval's answer link (under `--public-url`).
 //!
 //! ```
 //! use askbus_server::Cli;
@@ -317,7 +318,8 @@ pub struct Cli {
     /// overrides it).
     #[arg(long, env = "ASKBUS_MCP_SESSION", default_value = "mcp", global = true)]
     pub mcp_session: String,
-    /// Let MCP clients that support elicitation also answer questions in their own UI.
+    /// Let MCP clients that support elicitation also answer questions in their own UI, and
+    /// send those that support URL mode the answer link of each approval.
     #[arg(long, env = "ASKBUS_MCP_ELICITATION", global = true)]
     pub mcp_elicitation: bool,
     /// Seconds between progress notifications of a waiting MCP tool call.
@@ -468,6 +470,8 @@ pub struct Settings {
     /// Time limits of connections (request headers, shutdown grace).
     pub connections: ConnectionLimits,
     /// The MCP server's settings (`/mcp` and stdio).
+    /// Unless they carry [`answer_links`](McpConfig::answer_links), the server gives them
+    /// its own: the HTTP API's links, under [`Settings::public_url`].
     pub mcp: McpConfig,
     /// Whether MCP is also served on stdin/stdout.
     pub mcp_stdio: McpStdio,
@@ -1234,6 +1238,10 @@ async fn serve_hub(
         .clone()
         .unwrap_or_else(|| format!("http://{listen}"));
     let hub = webhooks::start(hub, &mut settings, &public_url, &shutdown);
+    if settings.mcp.answer_links.is_none() {
+        let key = settings.http.link_key.clone();
+        settings.mcp.answer_links = Some(mcp::answer_links(key, public_url.clone()));
+    }
     if settings.demo == Demo::On {
         tokio::spawn(demo::run(hub.clone(), shutdown.clone()));
     }

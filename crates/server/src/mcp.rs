@@ -23,12 +23,17 @@
 //! `askbus mcp` serves MCP on stdin/stdout *and* the HTTP API on `--listen`, since the
 //! human answers over HTTP. When the client closes stdin the whole server shuts down: the
 //! client that spawned the process owns it.
+//!
+//! The answer links MCP offers as URL-mode elicitations ([`answer_links`]) are the HTTP
+//! API's, minted by [`LinkKey::mint`] under the API's link key: the MCP
+//! crate does not depend on the HTTP crate, so this crate, which builds both, hands it the
+//! minting.
 
 use std::sync::Arc;
 use std::time::Duration;
 
-use askbus_http::{AccessToken, ApiError, Authorized, ErrorCode, StreamSlots, TokenScope};
-use askbus_mcp::{AskbusMcp, HttpOptions, McpCaller, ScopedSession};
+use askbus_http::{AccessToken, ApiError, Authorized, ErrorCode, LinkKey, StreamSlots, TokenScope};
+use askbus_mcp::{AnswerLinks, AskbusMcp, HttpOptions, McpCaller, ScopedSession};
 use askbus_question::RequestHub;
 use axum::Router;
 use axum::body::Body;
@@ -64,6 +69,20 @@ pub(crate) fn mount(
         .nest_service("/mcp", service)
         .layer(axum::middleware::from_fn_with_state(gate, pass_gate));
     app.merge(mcp)
+}
+
+/// The answer links of the HTTP API, signed with `key`, as absolute URLs under `base` (the
+/// server's public URL): a link acting as the MCP caller, for a caller that may decide (no
+/// link acts as an agent).
+pub(crate) fn answer_links(key: LinkKey, base: String) -> AnswerLinks {
+    let base = base.trim_end_matches('/').to_owned();
+    AnswerLinks::new(move |request, acts_as, expires_at| {
+        if !acts_as.may_decide() {
+            return None;
+        }
+        let minted = key.mint(request, acts_as.clone(), expires_at);
+        Some(format!("{base}{}", minted.path))
+    })
 }
 
 /// Serves MCP on stdio until the client closes stdin (then shuts the server down) or
