@@ -435,3 +435,33 @@ async fn the_deliveries_are_an_admin_s_to_read_a_page_at_a_time() {
     assert!(response.contains("askbus_webhook_pending 0"), "{response}");
     shutdown.cancel();
 }
+
+#[tokio::test]
+async fn a_full_outbox_drops_new_messages_and_counts_them() {
+    // Every post is answered 503: nothing leaves the outbox.
+    let receiver = Receiver::start(|_| (StatusCode::SERVICE_UNAVAILABLE, Duration::ZERO)).await;
+    let shutdown = CancellationToken::new();
+    let slow = RetryPolicy {
+        first: Duration::from_secs(60),
+        ..QUICK
+    };
+    let (hub, store, stats) = hub_to(
+        &receiver,
+        |dispatcher| dispatcher.with_retry(slow).with_max_pending(3),
+        &shutdown,
+    )
+    .await;
+    let mut kept = Vec::new();
+    for session in ["s1", "s2", "s3", "s4", "s5"] {
+        let mut pending = hub
+            .questions()
+            .submit(session, question(), None, Timeout::Never)
+            .unwrap();
+        // The ask itself is never refused: only its message is dropped.
+        pending.recorded().await.unwrap();
+        kept.push(pending);
+    }
+    assert_eq!(store.pending_deliveries().await.unwrap(), 3);
+    assert_eq!(stats.dropped(), 2);
+    shutdown.cancel();
+}

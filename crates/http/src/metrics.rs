@@ -432,7 +432,8 @@ pub(crate) async fn scrape(
 }
 
 /// The webhook dispatcher's counters, read at scrape: `askbus_webhook_deliveries_total
-/// {result}` (`delivered`, `failed` attempts, `abandoned`) and `askbus_webhook_in_flight`.
+/// {result}` (`delivered`, `failed` attempts, `abandoned`, `dropped`) and
+/// `askbus_webhook_in_flight`.
 #[derive(Debug)]
 struct WebhookSeries(Arc<DeliveryStats>);
 
@@ -447,7 +448,7 @@ impl Collector for WebhookSeries {
         let stats = &self.0;
         let mut deliveries = encoder.encode_descriptor(
             "webhook_deliveries",
-            "Webhook delivery attempts, by result (each failed attempt counts; abandoned: given up)",
+            "Webhook delivery attempts, by result (each failed attempt counts; abandoned: given up; dropped: never made, the outbox being full)",
             None,
             MetricType::Counter,
         )?;
@@ -455,6 +456,7 @@ impl Collector for WebhookSeries {
             ("delivered", stats.delivered()),
             ("failed", stats.failed_attempts()),
             ("abandoned", stats.abandoned()),
+            ("dropped", stats.dropped()),
         ] {
             ConstCounter::new(count).encode(deliveries.encode_family(&ResultLabel { result })?)?;
         }

@@ -34,6 +34,12 @@ const SOON: (Duration, u32) = (Duration::from_millis(10), 20);
 /// arrive meanwhile are claimed together.
 const GATHER: Duration = Duration::from_millis(2);
 
+/// The most deliveries the outbox holds pending unless configured otherwise.
+pub const DEFAULT_MAX_PENDING: u64 = 100_000;
+
+/// How often the pending estimate is read from the store again.
+const RECOUNT: Duration = Duration::from_secs(1);
+
 /// How long a claim keeps a delivery from other dispatchers: longer than any attempt.
 const LEASE_MARGIN: Duration = Duration::from_secs(30);
 
@@ -134,6 +140,11 @@ pub struct DeliveryStats {
     abandoned: AtomicU64,
     /// Posts in flight now.
     in_flight: AtomicU64,
+    /// Deliveries pending in the store, about: read from it often, counted up as messages
+    /// are made in between.
+    pending: AtomicU64,
+    /// Deliveries not made because the outbox was full.
+    dropped: AtomicU64,
 }
 
 impl DeliveryStats {
@@ -156,6 +167,32 @@ impl DeliveryStats {
     pub fn in_flight(&self) -> u64 {
         self.in_flight.load(Ordering::Relaxed)
     }
+
+    /// Deliveries pending in the store, about (as last read, plus those made since).
+    pub fn pending(&self) -> u64 {
+        self.pending.load(Ordering::Relaxed)
+    }
+
+    /// Deliveries not made because the outbox was full, since the start.
+    pub fn dropped(&self) -> u64 {
+        self.dropped.load(Ordering::Relaxed)
+    }
+
+    /// Whether `deliveries` more fit under `max_pending`: counted as pending if so, as
+    /// dropped if not.
+    pub(crate) fn admit(&self, deliveries: u64, max_pending: u64) -> bool {
+        let admitted = self
+            .pending
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |pending| {
+                let after = pending.saturating_add(deliveries);
+                (after <= max_pending).then_some(after)
+            })
+            .is_ok();
+        if !admitted {
+            self.dropped.fetch_add(deliveries, Ordering::Relaxed);
+        }
+        admitted
+    }
 }
 
 /// Delivers the outbox's messages to webhooks; see the crate docs.
@@ -164,6 +201,8 @@ pub struct Dispatcher {
     inner: Arc<Inner>,
     /// How many posts may be in flight at once.
     concurrency: usize,
+    /// The most deliveries the outbox holds pending.
+    max_pending: u64,
 }
 
 /// What every posting task needs.
@@ -203,6 +242,7 @@ impl Dispatcher {
                 wake: Arc::default(),
             }),
             concurrency: 64,
+            max_pending: DEFAULT_MAX_PENDING,
         }
     }
 
@@ -227,6 +267,14 @@ impl Dispatcher {
         self
     }
 
+    /// Drops new messages while about `max_pending` deliveries are pending (default
+    /// 100,000): see [`OutboxNotifier`].
+    #[must_use]
+    pub fn with_max_pending(mut self, max_pending: u64) -> Self {
+        self.max_pending = max_pending;
+        self
+    }
+
     /// Keeps at most `concurrency` posts in flight (at least 1).
     #[must_use]
     pub fn with_concurrency(mut self, concurrency: usize) -> Self {
@@ -240,7 +288,12 @@ impl Dispatcher {
     pub fn notifier(&self) -> Arc<OutboxNotifier> {
         let mut names: Vec<String> = self.inner.targets.keys().cloned().collect();
         names.sort();
-        Arc::new(OutboxNotifier::new(names, Arc::clone(&self.inner.wake)))
+        Arc::new(OutboxNotifier::new(
+            names,
+            Arc::clone(&self.inner.wake),
+            Arc::clone(&self.inner.stats),
+            self.max_pending,
+        ))
     }
 
     /// Its counters, for metrics.
@@ -268,7 +321,13 @@ impl Dispatcher {
         let slots = Arc::new(Semaphore::new(self.concurrency));
         let lease = millis(self.inner.timeout + LEASE_MARGIN);
         let mut soon = 0;
+        let mut counted = tokio::time::Instant::now();
+        self.inner.recount().await;
         loop {
+            if counted.elapsed() >= RECOUNT {
+                self.inner.recount().await;
+                counted = tokio::time::Instant::now();
+            }
             let Ok(first) = Arc::clone(&slots).acquire_owned().await else {
                 return;
             };
@@ -319,6 +378,15 @@ impl Dispatcher {
 }
 
 impl Inner {
+    /// Reads how many deliveries are pending (every instance's, over a shared store) into
+    /// the estimate the notifier bounds the outbox by.
+    async fn recount(&self) {
+        match self.store.pending_deliveries().await {
+            Ok(pending) => self.stats.pending.store(pending, Ordering::Relaxed),
+            Err(error) => tracing::warn!("webhooks: cannot count pending deliveries: {error}"),
+        }
+    }
+
     /// Makes one attempt at `delivery` and records it, holding `_slot` meanwhile.
     async fn deliver(self: Arc<Self>, delivery: Delivery, _slot: OwnedSemaphorePermit) {
         self.stats.in_flight.fetch_add(1, Ordering::Relaxed);

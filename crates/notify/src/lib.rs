@@ -29,6 +29,6 @@ mod dispatch;
 mod sign;
 mod target;
 
-pub use dispatch::{AnswerLinks, DeliveryStats, Dispatcher, RetryPolicy};
+pub use dispatch::{AnswerLinks, DEFAULT_MAX_PENDING, DeliveryStats, Dispatcher, RetryPolicy};
 pub use sign::{BadSecret, WebhookSecret};
 pub use target::{BadWebhook, OutboxNotifier, Webhook};

@@ -6,6 +6,8 @@ use askbus_question::{Notice, Notifier};
 use askbus_store::{OutboxMessage, now_ms};
 use tokio::sync::Notify;
 
+use crate::dispatch::DeliveryStats;
+
 /// A webhook endpoint: where every request event is posted.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Webhook {
@@ -83,24 +85,52 @@ impl Webhook {
 
 /// The [`Notifier`] that addresses every request event to every target, as a Standard
 /// Webhooks payload, and wakes the [`Dispatcher`](crate::Dispatcher) that sends it.
+///
+/// The outbox is bounded: once about `max_pending` deliveries wait (receivers down, or an
+/// agent making requests faster than they take them), new messages are dropped, counted
+/// ([`DeliveryStats::dropped`]) and logged, rather than growing the store without end.
 #[derive(Debug)]
 pub struct OutboxNotifier {
     /// The targets' names.
     targets: Vec<String>,
     /// Wakes the dispatcher.
     wake: Arc<Notify>,
+    /// The dispatcher's figures: the pending estimate read here, the drops counted here.
+    stats: Arc<DeliveryStats>,
+    /// The most deliveries the outbox holds pending.
+    max_pending: u64,
 }
 
 impl OutboxNotifier {
-    /// A notifier for the targets named `targets`, waking `wake` on every message.
-    pub(crate) fn new(targets: Vec<String>, wake: Arc<Notify>) -> Self {
-        Self { targets, wake }
+    /// A notifier for the targets named `targets`, waking `wake` on every message, and
+    /// dropping messages while `stats` estimates `max_pending` deliveries pending.
+    pub(crate) fn new(
+        targets: Vec<String>,
+        wake: Arc<Notify>,
+        stats: Arc<DeliveryStats>,
+        max_pending: u64,
+    ) -> Self {
+        Self {
+            targets,
+            wake,
+            stats,
+            max_pending,
+        }
     }
 }
 
 impl Notifier for OutboxNotifier {
     fn message(&self, notice: Notice) -> Option<OutboxMessage> {
         if self.targets.is_empty() {
+            return None;
+        }
+        let deliveries = self.targets.len() as u64;
+        if !self.stats.admit(deliveries, self.max_pending) {
+            tracing::warn!(
+                "webhooks: {} not sent: {} deliveries are pending already (--webhook-max-pending)",
+                notice.event_type,
+                self.stats.pending()
+            );
             return None;
         }
         let created_at_ms = now_ms();

@@ -429,6 +429,11 @@ pub struct Cli {
     /// (90s, 10m, 2h, 7d). Default: 24h.
     #[arg(long, value_name = "DURATION", global = true)]
     pub webhook_retry_window: Option<String>,
+    /// The most webhook deliveries kept pending (receivers down or slow); new messages are
+    /// dropped beyond it, counted in `askbus_webhook_deliveries_total{result="dropped"}`
+    /// and logged, so nobody can grow the store without end.
+    #[arg(long, value_name = "COUNT", default_value_t = askbus_notify::DEFAULT_MAX_PENDING, global = true)]
+    pub webhook_max_pending: u64,
     /// The URL people reach this server at, for the answer links it sends out (webhooks).
     /// Default: `http://` and the address it listens on.
     #[arg(long, env = "ASKBUS_PUBLIC_URL", value_name = "URL", global = true)]
@@ -772,6 +777,7 @@ impl Cli {
             &self.webhook,
             self.webhook_secret.as_deref(),
             retry_window,
+            self.webhook_max_pending,
             &deciders(&tokens),
         )?;
         let follow_up = self.follow_up(&tokens)?;

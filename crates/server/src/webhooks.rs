@@ -26,6 +26,8 @@ pub struct WebhookSettings {
     pub secret: WebhookSecret,
     /// How failed deliveries are retried.
     pub retry: RetryPolicy,
+    /// The most deliveries kept pending; new messages are dropped beyond.
+    pub max_pending: u64,
 }
 
 impl WebhookSettings {
@@ -35,6 +37,7 @@ impl WebhookSettings {
         webhooks: &[String],
         secret: Option<&str>,
         retry_window: Option<Duration>,
+        max_pending: u64,
         deciders: &[Identity],
     ) -> Result<Option<Self>, ConfigError> {
         let webhooks = webhooks
@@ -66,6 +69,7 @@ impl WebhookSettings {
             webhooks,
             secret,
             retry,
+            max_pending,
         }))
     }
 }
@@ -119,6 +123,7 @@ pub(crate) fn start(
         webhooks.secret.clone(),
     )
     .with_retry(webhooks.retry)
+    .with_max_pending(webhooks.max_pending)
     .with_links(Arc::new(links));
     settings.http.webhooks = Some(dispatcher.stats());
     let hub = hub.with_notifier(dispatcher.notifier());
