@@ -73,6 +73,7 @@ mod paging;
 mod questions;
 mod sessions;
 mod site;
+mod slack;
 mod streams;
 mod transcript;
 mod webhooks;
@@ -100,6 +101,7 @@ pub use error::{ApiError, ErrorCode};
 pub use extract::read_body;
 pub use links::{LINK_LIFETIME, LinkKey, Minted, ShortLinkSecret};
 pub use site::{AllowedHost, InvalidHost, MAX_HEADER_BYTES, SiteGuard, guarded};
+pub use slack::{BadSigningSecret, MAX_SLACK_AGE, SlackInteractivity};
 pub use streams::{STREAM_RETRY_AFTER, StreamSlot, StreamSlots};
 
 /// Settings of the HTTP API.
@@ -154,6 +156,9 @@ pub struct HttpConfig {
     /// The counters of the webhook dispatcher, when the server delivers webhooks, for
     /// `/metrics`. Default: none.
     pub webhooks: Option<Arc<askbus_notify::DeliveryStats>>,
+    /// Slack interactivity (`POST /slack/interactivity`): the app's signing secret and the
+    /// Slack users who act as askbus credentials. Default: none (the route is 404).
+    pub slack: Option<SlackInteractivity>,
 }
 
 impl Default for HttpConfig {
@@ -173,6 +178,7 @@ impl Default for HttpConfig {
             link_key: LinkKey::random(),
             metrics: true,
             webhooks: None,
+            slack: None,
         }
     }
 }
@@ -318,10 +324,18 @@ fn build(
             StatusCode::REQUEST_TIMEOUT,
             request_timeout,
         ));
+    // Slack signs its requests instead: no bearer token, a request timeout.
+    let slack = OpenApiRouter::new()
+        .routes(routes!(slack::interactivity))
+        .route_layer(TimeoutLayer::with_status_code(
+            StatusCode::REQUEST_TIMEOUT,
+            request_timeout,
+        ));
     let public = OpenApiRouter::new()
         .routes(routes!(openapi::health))
         .routes(routes!(openapi::ready))
-        .merge(linked);
+        .merge(linked)
+        .merge(slack);
 
     let (router, mut document) = OpenApiRouter::with_openapi(openapi::ApiDoc::openapi())
         .merge(protected)
