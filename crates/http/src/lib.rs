@@ -38,6 +38,10 @@
 //! - **The audit log is read a page at a time.** `GET /audit` answers at most 1,000
 //!   entries after the number `after`, the next page named as for lists; a token scoped
 //!   to one session may not read it (403).
+//! - **Slack signs instead of a token.** `POST /slack/interactivity` (configured with
+//!   [`HttpConfig::slack`]) takes no bearer token: a press counts only with Slack's
+//!   signature, at most 5 minutes old, and acts as the credential its Slack user is mapped
+//!   to, through the same handlers (see the `slack` module).
 //! - **Metrics are an admin's.** `GET /metrics` (OpenMetrics text) answers an admin's
 //!   token for every session, 403 any other; [`HttpConfig::metrics`] off, 404.
 //! - **Streams end on shutdown.** Cancelling the [`CancellationToken`] given to [`router`]

@@ -412,3 +412,28 @@ fn header(headers: &HeaderMap, name: &str) -> String {
         .unwrap_or("")
         .to_owned()
 }
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    /// The example of Slack's documentation ("Verifying requests from Slack").
+    #[test]
+    fn verifies_slack_s_documented_example_and_nothing_altered() {
+        let slack = SlackInteractivity::new("8f742231b10e8888abcd99yyyzzz85a5", []).unwrap();
+        let body = "token=xyzz0WbapA4vBCDEFasx0q6G&team_id=T1DC2JH3J&team_domain=testteamnow&channel_id=G8PSS9T3V&channel_name=foobar&user_id=U2CERLKJA&user_name=roadrunner&command=%2Fwebhook-collect&text=&response_url=https%3A%2F%2Fhooks.slack.com%2Fcommands%2FT1DC2JH3J%2F397700885554%2F96rGlfmibIGlgcZRskXaIFfN&trigger_id=398738663015.47445629121.803a0bc887a14d10d2c447fce8b6703c";
+        let signature = "v0=a2114d57b48eac39b9ad189dd8316235a7b4a8d21a10bd27519666489c69b503";
+        assert!(slack.verify("1531420618", body.as_bytes(), signature));
+        assert!(!slack.verify("1531420619", body.as_bytes(), signature));
+        assert!(!slack.verify("1531420618", b"token=other", signature));
+        assert!(!slack.verify(
+            "1531420618",
+            body.as_bytes(),
+            &signature.replace("v0=", "v1=")
+        ));
+        assert!(!slack.verify("1531420618", body.as_bytes(), "v0=zz"));
+        assert!(SlackInteractivity::new(" ", []).is_err());
+        assert!(!format!("{slack:?}").contains("8f742231"));
+    }
+}

@@ -471,7 +471,7 @@ mod tests {
         );
         let message = slack().message(&asked, Some("http://askbus/answer/t"));
         let blocks = message["blocks"].as_array().unwrap();
-        assert_eq!(blocks[0]["text"]["text"], "Region");
+        assert_eq!(blocks[0]["text"]["text"], "Question: Region");
         let ids: Vec<&str> = blocks[2]["elements"]
             .as_array()
             .unwrap()
