@@ -38,6 +38,10 @@
 //! - **The audit log is read a page at a time.** `GET /audit` answers at most 1,000
 //!   entries after the number `after`, the next page named as for lists; a token scoped
 //!   to one session may not read it (403).
+//! - **Slack signs instead of a token.** `POST /slack/interactivity` (configured with
+//!   [`HttpConfig::slack`]) takes no bearer token: a press counts only with Slack's
+//!   signature, at most 5 minutes old, and acts as the credential its Slack user is mapped
+//!   to, through the same handlers (see the `slack` module).
 //! - **Metrics are an admin's.** `GET /metrics` (OpenMetrics text) answers an admin's
 //!   token for every session, 403 any other; [`HttpConfig::metrics`] off, 404.
 //! - **Streams end on shutdown.** Cancelling the [`CancellationToken`] given to [`router`]
@@ -74,6 +78,7 @@ mod paging;
 mod questions;
 mod sessions;
 mod site;
+mod slack;
 mod streams;
 mod transcript;
 mod webhooks;
@@ -101,6 +106,7 @@ pub use error::{ApiError, ErrorCode};
 pub use extract::read_body;
 pub use links::{LINK_LIFETIME, LinkKey, Minted, ShortLinkSecret};
 pub use site::{AllowedHost, InvalidHost, MAX_HEADER_BYTES, SiteGuard, guarded};
+pub use slack::{BadSigningSecret, MAX_SLACK_AGE, SlackInteractivity};
 pub use streams::{STREAM_RETRY_AFTER, StreamSlot, StreamSlots};
 
 /// Settings of the HTTP API.
@@ -155,6 +161,9 @@ pub struct HttpConfig {
     /// The counters of the webhook dispatcher, when the server delivers webhooks, for
     /// `/metrics`. Default: none.
     pub webhooks: Option<Arc<askbus_notify::DeliveryStats>>,
+    /// Slack interactivity (`POST /slack/interactivity`): the app's signing secret and the
+    /// Slack users who act as askbus credentials. Default: none (the route is 404).
+    pub slack: Option<SlackInteractivity>,
 }
 
 impl Default for HttpConfig {
@@ -174,6 +183,7 @@ impl Default for HttpConfig {
             link_key: LinkKey::random(),
             metrics: true,
             webhooks: None,
+            slack: None,
         }
     }
 }
@@ -319,10 +329,18 @@ fn build(
             StatusCode::REQUEST_TIMEOUT,
             request_timeout,
         ));
+    // Slack signs its requests instead: no bearer token, a request timeout.
+    let slack = OpenApiRouter::new()
+        .routes(routes!(slack::interactivity))
+        .route_layer(TimeoutLayer::with_status_code(
+            StatusCode::REQUEST_TIMEOUT,
+            request_timeout,
+        ));
     let public = OpenApiRouter::new()
         .routes(routes!(openapi::health))
         .routes(routes!(openapi::ready))
-        .merge(linked);
+        .merge(linked)
+        .merge(slack);
 
     let (router, mut document) = OpenApiRouter::with_openapi(openapi::ApiDoc::openapi())
         .merge(protected)

@@ -29,6 +29,7 @@ use utoipa::{Modify, OpenApi, ToSchema};
         (name = "answer", description = "Answer links: one request, one reviewer, no token (`POST /question/{id}/link` mints them)"),
         (name = "audit", description = "The audit log: a hash-chained receipt of every decision"),
         (name = "webhook", description = "Outbound webhooks: every request event, signed per Standard Webhooks, delivered at least once"),
+        (name = "slack", description = "Slack interactivity: a button pressed in an askbus message in Slack answers its request (Slack's signature, no token)"),
         (name = "server", description = "Health and this document"),
     )
 )]

@@ -28,7 +28,10 @@
 //! - **A body that changes something is JSON.** Such a request with a body whose
 //!   `Content-Type` is not JSON (a form, `text/plain`), or with a body and no
 //!   `Content-Type`, is `415 unsupported_media_type`: the bodies a browser may send
-//!   anywhere without a preflight are never accepted.
+//!   anywhere without a preflight are never accepted. The one exception is
+//!   `POST /slack/interactivity`, which Slack sends as a form: it passes with a form body
+//!   (still not cross-site), and the route itself refuses (`401`) whatever does not carry
+//!   Slack's signature under the app's signing secret, which no page can make.
 //!
 //! Clients that are not browsers send neither `Origin` nor `Sec-Fetch-*`, and name the
 //! address they connect to, so they are not affected.
@@ -226,7 +229,7 @@ impl SiteGuard {
                      another origin must be listed with --cors-origin",
                 ));
             }
-            if has_body(headers) && !questions::is_json(headers) {
+            if has_body(headers) && !questions::is_json(headers) && !is_slack_form(request) {
                 return Err(not_json());
             }
         } else if cross_site && !is_navigation(headers) {
@@ -290,6 +293,22 @@ fn port_of(authority: &Authority) -> Option<u16> {
         "" => Some(80),
         after => after.strip_prefix(':')?.parse().ok(),
     }
+}
+
+/// Whether `request` is Slack's form post to its interactivity route, which checks Slack's
+/// signature itself.
+fn is_slack_form<B>(request: &Request<B>) -> bool {
+    request.method() == Method::POST
+        && request.uri().path() == "/slack/interactivity"
+        && request
+            .headers()
+            .get(header::CONTENT_TYPE)
+            .and_then(|value| value.to_str().ok())
+            .and_then(|value| value.split(';').next())
+            .is_some_and(|mime| {
+                mime.trim()
+                    .eq_ignore_ascii_case("application/x-www-form-urlencoded")
+            })
 }
 
 /// Whether the request carries a body (a non-zero `Content-Length`, or chunks).

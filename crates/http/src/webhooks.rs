@@ -1,8 +1,8 @@
 //! `GET /webhook/deliveries`: what the outbox sent, is sending, and gave up on.
 //!
-//! Every request event the server tells webhooks of is a message with one delivery per
-//! target (see the `askbus-notify` crate). This route shows the deliveries, newest message
-//! first, each with its attempts and the last one's status or error, so an operator can see
+//! Every request event the server tells its channels (webhooks, Slack, email) of is a
+//! message with one delivery per target (see the `askbus-notify` crate). This route shows
+//! the deliveries, newest message first, each with its attempts and the last one's status or error, so an operator can see
 //! a receiver that is down, slow or refusing, and what will be tried when.
 //!
 //! Paging, in exact words: at most `limit` deliveries (1 to 1,000; 100 without it) of
@@ -53,9 +53,10 @@ pub(crate) struct DeliveriesQuery {
 pub(crate) enum StateFilter {
     /// Not delivered yet; due at `next_attempt_at`.
     Pending,
-    /// The receiver took it (a 2xx).
+    /// The target took it (a webhook's 2xx, Slack's `ok`, the SMTP relay's 250).
     Delivered,
-    /// Given up on: the retry window ran out, or the receiver answered 410 Gone.
+    /// Given up on: the retry window ran out, or the target refused it for good (a
+    /// webhook's 410 Gone, a Slack error no retry fixes, an SMTP 5xx).
     Abandoned,
 }
 
@@ -87,7 +88,8 @@ pub(crate) struct DeliveryView {
     /// The event it tells of (`question.asked`).
     #[serde(rename = "type")]
     event_type: Option<String>,
-    /// Where it goes: the webhook's URL without its query, after `NAME=` for a recipient's.
+    /// Where it goes: a webhook's URL without its query (after `NAME=` for a recipient's),
+    /// `slack:CHANNEL`, or `email:ADDRESS`.
     target: String,
     /// Where it stands.
     state: StateFilter,

@@ -1,4 +1,5 @@
-//! The dispatcher: claims due deliveries, posts them, records every attempt.
+//! The dispatcher: claims due deliveries, sends each to its target (a webhook, a Slack
+//! channel, a mailbox), records every attempt.
 //!
 //! It never blocks an ask or a reply: messages are already in the store when it hears of
 //! them, and it works from there. At most `concurrency` posts are in flight; a slow
@@ -16,7 +17,7 @@ use tokio::sync::{Notify, OwnedSemaphorePermit, Semaphore};
 use tokio_util::sync::CancellationToken;
 
 use crate::sign::WebhookSecret;
-use crate::target::{OutboxNotifier, Webhook};
+use crate::target::{OutboxNotifier, Target, Webhook};
 
 /// The most deliveries one claim takes.
 const CLAIM_BATCH: usize = 256;
@@ -195,7 +196,7 @@ impl DeliveryStats {
     }
 }
 
-/// Delivers the outbox's messages to webhooks; see the crate docs.
+/// Delivers the outbox's messages to their targets; see the crate docs.
 pub struct Dispatcher {
     /// Shared with the posting tasks.
     inner: Arc<Inner>,
@@ -209,8 +210,7 @@ pub struct Dispatcher {
 struct Inner {
     store: Arc<dyn Store>,
     /// The targets by name.
-    targets: HashMap<String, Webhook>,
-    secret: WebhookSecret,
+    targets: HashMap<String, Target>,
     links: Option<Arc<dyn AnswerLinks>>,
     retry: RetryPolicy,
     /// The longest one post may take.
@@ -226,14 +226,26 @@ impl Dispatcher {
     /// 10 s per post, 64 posts at once, [`RetryPolicy::default`]. Start it with
     /// [`spawn`](Self::spawn) after giving the hub its [`notifier`](Self::notifier).
     pub fn new(store: Arc<dyn Store>, webhooks: Vec<Webhook>, secret: WebhookSecret) -> Self {
+        let targets = webhooks
+            .into_iter()
+            .map(|webhook| Target::Webhook {
+                webhook,
+                secret: secret.clone(),
+            })
+            .collect();
+        Self::for_targets(store, targets)
+    }
+
+    /// A dispatcher delivering the messages of `store` to `targets` (webhooks, Slack
+    /// channels, mailboxes; one retry policy for all), as [`new`](Self::new) does.
+    pub fn for_targets(store: Arc<dyn Store>, targets: Vec<Target>) -> Self {
         Self {
             inner: Arc::new(Inner {
                 store,
-                targets: webhooks
+                targets: targets
                     .into_iter()
-                    .map(|webhook| (webhook.name(), webhook))
+                    .map(|target| (target.name(), target))
                     .collect(),
-                secret,
                 links: None,
                 retry: RetryPolicy::default(),
                 timeout: Duration::from_secs(10),
@@ -391,7 +403,7 @@ impl Inner {
     async fn deliver(self: Arc<Self>, delivery: Delivery, _slot: OwnedSemaphorePermit) {
         self.stats.in_flight.fetch_add(1, Ordering::Relaxed);
         let attempt = match self.targets.get(&delivery.target) {
-            Some(webhook) => self.post(webhook, &delivery).await,
+            Some(target) => self.send(target, &delivery).await,
             None => Attempt {
                 at_ms: now_ms(),
                 status: None,
@@ -411,7 +423,7 @@ impl Inner {
         counter.fetch_add(1, Ordering::Relaxed);
         if let Some(error) = &attempt.error {
             tracing::info!(
-                "webhooks: {} to {} failed (attempt {}): {error}",
+                "notify: {} to {} failed (attempt {}): {error}",
                 delivery.message_id,
                 delivery.target,
                 delivery.attempts + 1
@@ -428,11 +440,67 @@ impl Inner {
         }
     }
 
-    /// Posts `delivery` to `webhook`, signed, and says how it went.
-    async fn post(&self, webhook: &Webhook, delivery: &Delivery) -> Attempt {
+    /// Sends `delivery` to `target` and says how it went.
+    async fn send(&self, target: &Target, delivery: &Delivery) -> Attempt {
+        let sent = match target {
+            Target::Webhook { webhook, secret } => self.post(webhook, secret, delivery).await,
+            Target::Slack(slack) => {
+                let link = self.link_for(target, &delivery.payload);
+                let message = slack.message(&delivery.payload, link.as_deref());
+                slack.post(&self.client, &message, self.timeout).await
+            }
+            Target::Email(email) => {
+                let link = self.link_for(target, &delivery.payload);
+                match email.message(&delivery.message_id, &delivery.payload, link.as_deref()) {
+                    Ok(message) => email.send(message).await,
+                    Err(failure) => Err(failure),
+                }
+            }
+        };
+        let at_ms = now_ms();
+        match sent {
+            Ok(status) => Attempt {
+                at_ms,
+                status,
+                error: None,
+                then: AfterAttempt::Delivered,
+            },
+            Err(failure) => Attempt {
+                at_ms,
+                status: failure.status,
+                then: if failure.give_up {
+                    AfterAttempt::Abandon
+                } else {
+                    self.retry.after_failure(
+                        delivery.attempts + 1,
+                        delivery.created_at_ms,
+                        at_ms,
+                        jitter(),
+                    )
+                },
+                error: Some(failure.error),
+            },
+        }
+    }
+
+    /// The answer link of `target`'s recipient for the request an `*.asked` `payload`
+    /// asks, if the target has a recipient who may answer it.
+    fn link_for(&self, target: &Target, payload: &str) -> Option<String> {
+        let (recipient, links) = (target.recipient()?, self.links.as_ref()?);
+        let told = crate::render::Told::parse(payload).filter(|told| told.is_asked())?;
+        links.answer_url(recipient, told.request_id(), told.expires_at())
+    }
+
+    /// Posts `delivery` to `webhook`, signed with `secret`.
+    async fn post(
+        &self,
+        webhook: &Webhook,
+        secret: &WebhookSecret,
+        delivery: &Delivery,
+    ) -> Result<Option<u16>, Failure> {
         let body = self.body_for(webhook, &delivery.payload);
         let timestamp = now_ms() / 1000;
-        let signature = self.secret.sign(&delivery.message_id, timestamp, &body);
+        let signature = secret.sign(&delivery.message_id, timestamp, &body);
         let sent = self
             .client
             .post(webhook.url.clone())
@@ -464,23 +532,11 @@ impl Inner {
             }
             Err(error) => (None, Some(describe(&error))),
         };
-        let at_ms = now_ms();
-        let then = match (&error, status) {
-            (None, _) => AfterAttempt::Delivered,
+        match (error, status) {
+            (None, _) => Ok(status),
             // Standard Webhooks: 410 Gone asks the sender to stop.
-            (Some(_), Some(410)) => AfterAttempt::Abandon,
-            (Some(_), _) => self.retry.after_failure(
-                delivery.attempts + 1,
-                delivery.created_at_ms,
-                at_ms,
-                jitter(),
-            ),
-        };
-        Attempt {
-            at_ms,
-            status,
-            error,
-            then,
+            (Some(error), Some(410)) => Err(Failure::give_up(status, error)),
+            (Some(error), _) => Err(Failure::retry(status, error)),
         }
     }
 
@@ -511,9 +567,40 @@ impl Inner {
     }
 }
 
+/// Why one attempt failed, and whether another could do better.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Failure {
+    /// The receiver's HTTP status, if it answered.
+    pub(crate) status: Option<u16>,
+    /// What went wrong, in words (never a secret).
+    pub(crate) error: String,
+    /// Whether no retry can fix it: the delivery is abandoned at once.
+    pub(crate) give_up: bool,
+}
+
+impl Failure {
+    /// A failure that another attempt, later, may not meet.
+    pub(crate) fn retry(status: Option<u16>, error: impl Into<String>) -> Self {
+        Self {
+            status,
+            error: error.into(),
+            give_up: false,
+        }
+    }
+
+    /// A failure every attempt would meet.
+    pub(crate) fn give_up(status: Option<u16>, error: impl Into<String>) -> Self {
+        Self {
+            status,
+            error: error.into(),
+            give_up: true,
+        }
+    }
+}
+
 /// A connection error in a few words, with its cause (reqwest's own display says only
 /// "error sending request").
-fn describe(error: &reqwest::Error) -> String {
+pub(crate) fn describe(error: &reqwest::Error) -> String {
     let mut text = error.to_string();
     let mut source = std::error::Error::source(error);
     while let Some(cause) = source {

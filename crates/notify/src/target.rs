@@ -7,6 +7,57 @@ use askbus_store::{OutboxMessage, now_ms};
 use tokio::sync::Notify;
 
 use crate::dispatch::DeliveryStats;
+use crate::email::Email;
+use crate::sign::WebhookSecret;
+use crate::slack::Slack;
+
+/// One place the dispatcher delivers every request event to: a webhook, a Slack channel
+/// or a mailbox. Each is kept under its [`name`](Self::name), which is how deliveries
+/// queued in the store find their target again after a restart.
+#[derive(Debug, Clone)]
+pub enum Target {
+    /// A webhook endpoint, and the secret its deliveries are signed with.
+    Webhook {
+        /// Where.
+        webhook: Webhook,
+        /// What signs its deliveries.
+        secret: WebhookSecret,
+    },
+    /// A Slack channel.
+    Slack(Slack),
+    /// One recipient's mailbox.
+    Email(Email),
+}
+
+impl Target {
+    /// The name its deliveries are kept under: [`Webhook::name`], `slack:CHANNEL`, or
+    /// `email:ADDRESS`. Stable across restarts; never holds a secret.
+    pub fn name(&self) -> String {
+        match self {
+            Self::Webhook { webhook, .. } => webhook.name(),
+            Self::Slack(slack) => slack.name(),
+            Self::Email(email) => email.name(),
+        }
+    }
+
+    /// The kind of channel, for logs and metrics: `webhook`, `slack` or `email`.
+    pub fn channel(&self) -> &'static str {
+        match self {
+            Self::Webhook { .. } => "webhook",
+            Self::Slack(_) => "slack",
+            Self::Email(_) => "email",
+        }
+    }
+
+    /// Whose answer links its `*.asked` messages carry, if anyone's.
+    pub fn recipient(&self) -> Option<&str> {
+        match self {
+            Self::Webhook { webhook, .. } => webhook.recipient.as_deref(),
+            Self::Slack(slack) => slack.link_as.as_deref(),
+            Self::Email(email) => email.recipient.as_deref(),
+        }
+    }
+}
 
 /// A webhook endpoint: where every request event is posted.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -99,10 +99,10 @@ mod accept;
 mod audit;
 mod demo;
 mod mcp;
+mod notify;
 mod parse_errors;
-mod webhooks;
 
-pub use webhooks::WebhookSettings;
+pub use notify::NotifySettings;
 
 use std::net::SocketAddr;
 use std::str::FromStr;
@@ -424,9 +424,9 @@ pub struct Cli {
         global = true
     )]
     pub webhook_secret: Option<String>,
-    /// How long a failed webhook delivery is retried (with exponential backoff and jitter,
-    /// 1 s doubling to 10 minutes) before it is abandoned: seconds or a number with a unit
-    /// (90s, 10m, 2h, 7d). Default: 24h.
+    /// How long a failed delivery (webhook, Slack, email) is retried (with exponential
+    /// backoff and jitter, 1 s doubling to 10 minutes) before it is abandoned: seconds or a
+    /// number with a unit (90s, 10m, 2h, 7d). Default: 24h.
     #[arg(long, value_name = "DURATION", global = true)]
     pub webhook_retry_window: Option<String>,
     /// The most webhook deliveries kept pending (receivers down or slow); new messages are
@@ -434,8 +434,77 @@ pub struct Cli {
     /// and logged, so nobody can grow the store without end.
     #[arg(long, value_name = "COUNT", default_value_t = askbus_notify::DEFAULT_MAX_PENDING, global = true)]
     pub webhook_max_pending: u64,
-    /// The URL people reach this server at, for the answer links it sends out (webhooks).
-    /// Default: `http://` and the address it listens on.
+    /// Slack bot token (`xoxb-…`, scope `chat:write`): every request event is posted to
+    /// --slack-channel, asked requests with buttons that answer them.
+    #[arg(
+        long,
+        env = "ASKBUS_SLACK_TOKEN",
+        hide_env_values = true,
+        global = true
+    )]
+    pub slack_token: Option<String>,
+    /// The Slack channel id (`C0123…`) --slack-token posts to (invite the app to it).
+    #[arg(long, env = "ASKBUS_SLACK_CHANNEL", value_name = "ID", global = true)]
+    pub slack_channel: Option<String>,
+    /// Slack's Web API.
+    #[arg(
+        long,
+        env = "ASKBUS_SLACK_API_URL",
+        value_name = "URL",
+        default_value = "https://slack.com/api",
+        global = true
+    )]
+    pub slack_api_url: String,
+    /// The Slack app's signing secret: turns on `POST /slack/interactivity` (the app's
+    /// Interactivity Request URL), where button presses of --slack-user users answer.
+    #[arg(
+        long,
+        env = "ASKBUS_SLACK_SIGNING_SECRET",
+        hide_env_values = true,
+        global = true
+    )]
+    pub slack_signing_secret: Option<String>,
+    /// `SLACKID=NAME`: the Slack user SLACKID (`U0123…`) presses buttons as the askbus
+    /// credential NAME (its role decides what it may do; `local` without tokens).
+    /// Unmapped users answer nothing. Repeat the flag or separate with commas.
+    #[arg(
+        long,
+        env = "ASKBUS_SLACK_USERS",
+        value_name = "SLACKID=NAME",
+        value_delimiter = ',',
+        global = true
+    )]
+    pub slack_user: Vec<String>,
+    /// Put an "Open" button with NAME's answer link in asked Slack messages (a reviewer or
+    /// admin credential). Everyone in the channel can follow it and act as NAME.
+    #[arg(long, env = "ASKBUS_SLACK_LINK_AS", value_name = "NAME", global = true)]
+    pub slack_link_as: Option<String>,
+    /// SMTP relay for email notifications: `smtp://HOST:PORT`, `smtp://HOST:587?tls=required`
+    /// (STARTTLS) or `smtps://HOST`, with `USER:PASSWORD@` for a login.
+    #[arg(
+        long,
+        env = "ASKBUS_SMTP_URL",
+        hide_env_values = true,
+        value_name = "URL",
+        global = true
+    )]
+    pub smtp_url: Option<String>,
+    /// The sender of notification emails (`askbus@example.com` or `askbus <askbus@…>`).
+    #[arg(long, env = "ASKBUS_EMAIL_FROM", value_name = "ADDRESS", global = true)]
+    pub email_from: Option<String>,
+    /// Mail every request event to ADDRESS; `NAME=ADDRESS`: asked emails also carry an
+    /// answer link acting as NAME (a reviewer or admin credential; `local` without tokens).
+    /// Repeat the flag or separate with commas.
+    #[arg(
+        long,
+        env = "ASKBUS_EMAIL_TO",
+        value_name = "[NAME=]ADDRESS",
+        value_delimiter = ',',
+        global = true
+    )]
+    pub email_to: Vec<String>,
+    /// The URL people reach this server at, for the answer links it sends out (webhooks,
+    /// Slack, email). Default: `http://` and the address it listens on.
     #[arg(long, env = "ASKBUS_PUBLIC_URL", value_name = "URL", global = true)]
     pub public_url: Option<String>,
     /// What to run; without one, the HTTP server.
@@ -494,8 +563,9 @@ pub struct Settings {
     /// The key that signs each audit log entry (`--audit-key`); `None`: entries are
     /// chained, not signed.
     pub audit_key: Option<askbus_audit::SigningKey>,
-    /// Where request events are posted (`--webhook`), if anywhere.
-    pub webhooks: Option<WebhookSettings>,
+    /// Where request events are delivered (`--webhook`, `--slack-*`, `--email-*`), if
+    /// anywhere.
+    pub notify: Option<NotifySettings>,
     /// The URL people reach the server at (`--public-url`), for links it sends out;
     /// `None`: `http://` and the address it listens on.
     pub public_url: Option<String>,
@@ -629,11 +699,37 @@ pub enum ConfigError {
         "--webhook needs --webhook-secret (receivers verify every delivery with it): for example --webhook-secret whsec_$(openssl rand -base64 32)"
     )]
     WebhookSecretRequired,
-    /// A `--webhook NAME=URL` whose NAME is no credential that may answer.
+    /// A recipient (`--webhook NAME=URL`, `--email-to NAME=…`, `--slack-link-as NAME`)
+    /// that is no credential that may answer.
     #[error(
-        "--webhook {0}=…: {0:?} is not a reviewer's or admin's credential (answer links act as one)"
+        "{flag} {name}: {name:?} is not a reviewer's or admin's credential (answer links act as one)"
     )]
-    UnknownRecipient(String),
+    UnknownRecipient {
+        /// The flag.
+        flag: &'static str,
+        /// The name given.
+        name: String,
+    },
+    /// Notification flags that need each other, given apart.
+    #[error("{0}")]
+    ChannelIncomplete(&'static str),
+    /// Malformed Slack settings.
+    #[error("bad Slack flag: {0}")]
+    BadSlack(#[from] askbus_notify::BadSlack),
+    /// A malformed `--slack-signing-secret`.
+    #[error("--slack-signing-secret: {0}")]
+    BadSlackSigningSecret(#[from] askbus_http::BadSigningSecret),
+    /// A `--slack-user` entry that is not `SLACKID=NAME`.
+    #[error("bad --slack-user {0:?}: write SLACKID=NAME (for example U0123ABCD=alice)")]
+    BadSlackUser(String),
+    /// A `--slack-user` NAME that is no credential.
+    #[error(
+        "--slack-user …={0}: {0:?} is not a configured credential (without tokens, only `local`)"
+    )]
+    UnknownSlackUser(String),
+    /// Malformed email settings.
+    #[error("bad email flag: {0}")]
+    BadEmail(#[from] askbus_notify::BadEmail),
     /// A `--public-url` that is not an http(s) URL.
     #[error("--public-url {0:?} is not an http:// or https:// URL")]
     BadPublicUrl(String),
@@ -773,12 +869,34 @@ impl Cli {
                 )
             })
             .transpose()?;
-        let webhooks = WebhookSettings::parse(
-            &self.webhook,
-            self.webhook_secret.as_deref(),
-            retry_window,
-            self.webhook_max_pending,
+        let notify = NotifySettings::parse(
+            notify::NotifyFlags {
+                webhooks: &self.webhook,
+                webhook_secret: self.webhook_secret.as_deref(),
+                retry_window,
+                max_pending: self.webhook_max_pending,
+                slack_token: self.slack_token.as_deref(),
+                slack_channel: self.slack_channel.as_deref(),
+                slack_api_url: &self.slack_api_url,
+                slack_link_as: self.slack_link_as.as_deref(),
+                smtp_url: self.smtp_url.as_deref(),
+                email_from: self.email_from.as_deref(),
+                email_to: &self.email_to,
+            },
             &deciders(&tokens),
+        )?;
+        let credentials: Vec<Identity> = if tokens.is_empty() {
+            vec![Identity::local()]
+        } else {
+            tokens
+                .iter()
+                .map(|token| token.identity().clone())
+                .collect()
+        };
+        let slack = notify::slack_interactivity(
+            self.slack_signing_secret.as_deref(),
+            &self.slack_user,
+            &credentials,
         )?;
         let follow_up = self.follow_up(&tokens)?;
         const DAY: Duration = Duration::from_secs(24 * 3600);
@@ -824,6 +942,7 @@ impl Cli {
                     None => LinkKey::random(),
                 },
                 metrics: !self.no_metrics,
+                slack,
                 ..HttpConfig::default()
             },
             demo: if self.demo { Demo::On } else { Demo::Off },
@@ -837,7 +956,7 @@ impl Cli {
             duties,
             quorum_floor,
             audit_key: audit::load_audit_key(self.audit_key.as_deref())?,
-            webhooks,
+            notify,
             public_url: self.public_url.as_deref().map(public_url).transpose()?,
         })
     }
@@ -1243,7 +1362,7 @@ async fn serve_hub(
         .public_url
         .clone()
         .unwrap_or_else(|| format!("http://{listen}"));
-    let hub = webhooks::start(hub, &mut settings, &public_url, &shutdown);
+    let hub = notify::start(hub, &mut settings, &public_url, &shutdown);
     if settings.mcp.answer_links.is_none() {
         let key = settings.http.link_key.clone();
         settings.mcp.answer_links = Some(mcp::answer_links(key, public_url.clone()));
@@ -1303,9 +1422,9 @@ pub async fn run(settings: Settings, shutdown: CancellationToken) -> std::io::Re
 async fn open_hub(settings: &Settings) -> Result<RequestHub, StoreError> {
     let history = settings.http.history;
     let store: Arc<dyn Store> = match &settings.store {
-        // Webhooks need an outbox: a memory store then keeps it (for this process's life),
-        // as this hub's record only.
-        StoreUrl::Memory if settings.webhooks.is_some() => {
+        // Notifications need an outbox: a memory store then keeps it (for this process's
+        // life), as this hub's record only.
+        StoreUrl::Memory if settings.notify.is_some() => {
             let store: Arc<dyn Store> = Arc::new(MemoryStore::new());
             return RequestHub::with_store(
                 Bus::new(),
