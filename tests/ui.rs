@@ -56,6 +56,12 @@
 //! in the title until the tab is shown; none for what was pending on load, what arrives
 //! while the tab is shown, or what a resumed stream replays.
 //!
+//! Webhook deliveries (`tests/ui/deliveries.mjs`, a test of its own): with a webhook to a
+//! local receiver that answers 503, then 204, then 410, an admin's page shows
+//! "Webhooks: 1 pending" with the receiver's error, then "all delivered", then abandoned
+//! ones, read again every refresh (shortened for the test) and soon after a request event;
+//! a reviewer's page shows nothing of them and is not asked for a token.
+//!
 //! Needs Node.js 20+ with npm, the npm registry the first time, and the `chromium` Debian
 //! package (`cargo xtask ci` installs it when it is missing).
 
@@ -63,6 +69,8 @@ use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU16, Ordering};
 use std::time::{Duration, Instant};
 
 use askbus::question::{
@@ -71,6 +79,8 @@ use askbus::question::{
 };
 use askbus::{AskError, Bus, QuestionInfo, QuestionOption, Timeout};
 use askbus_http::{AccessToken, HttpConfig};
+use askbus_notify::{DeliveryStats, Dispatcher, RetryPolicy, Webhook, WebhookSecret};
+use askbus_store::{DeliveryQuery, DeliveryState, MemoryStore, Store};
 use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::net::{TcpListener, TcpStream};
@@ -462,6 +472,187 @@ async fn drive_notify(package: PathBuf) {
     // The approval the script decided while the tab was hidden.
     assert_eq!(hub.approvals().pending_count(), 0);
     shutdown.cancel();
+}
+
+/// Limit of the deliveries' browser run (it takes about 15 s).
+const DELIVERIES_TIMEOUT: Duration = Duration::from_secs(90);
+/// The tokens of the deliveries' server with roles: an admin (who may read them) and a
+/// reviewer (who may not).
+const DELIVERIES_ADMIN: &str = "ui-deliveries-admin-0123456789";
+const DELIVERIES_REVIEWER: &str = "ui-deliveries-alice-0123456789";
+/// The webhooks' signing secret (the receiver does not check it).
+const DELIVERIES_SECRET: &str = "whsec_C2FtcGxlLXNlY3JldC1mb3ItYXNrYnVzLXRlc3RzIQ==";
+/// Quick retries, so a receiver that recovers is delivered to within 2 s, and one that
+/// keeps failing is tried again while the page looks.
+const DELIVERIES_RETRY: RetryPolicy = RetryPolicy {
+    first: Duration::from_secs(1),
+    longest: Duration::from_secs(2),
+    window: Duration::from_secs(300),
+};
+
+/// An admin's page shows how the webhooks' deliveries stand, pending with their errors,
+/// abandoned, or all delivered, kept current; a reviewer's shows nothing of them and is
+/// not asked for another token (`tests/ui/deliveries.mjs`).
+#[test]
+fn the_web_ui_shows_webhook_deliveries_to_admins() {
+    in_browser(drive_deliveries);
+}
+
+/// Serves askbus twice (without tokens, and with an admin's and a reviewer's) with a
+/// webhook to one local receiver whose answer the script sets, runs `deliveries.mjs`, then
+/// reads the deliveries the open server's store holds.
+async fn drive_deliveries(package: PathBuf) {
+    let shutdown = CancellationToken::new();
+    let receiver = WebhookReceiver::start(&shutdown).await;
+    let (open_hub, open_store, open_stats) = webhooked_hub(&receiver.hook, &shutdown).await;
+    let open = serve(
+        open_hub,
+        HttpConfig {
+            webhooks: Some(open_stats),
+            ..HttpConfig::default()
+        },
+        &shutdown,
+    )
+    .await;
+    let (auth_hub, _, auth_stats) = webhooked_hub(&receiver.hook, &shutdown).await;
+    let auth = serve(
+        auth_hub,
+        HttpConfig {
+            webhooks: Some(auth_stats),
+            tokens: vec![
+                AccessToken::all_sessions(DELIVERIES_ADMIN),
+                AccessToken::new(DELIVERIES_REVIEWER, Identity::new("alice", Role::Reviewer)),
+            ],
+            ..HttpConfig::default()
+        },
+        &shutdown,
+    )
+    .await;
+    let (open, auth) = (format!("http://{open}"), format!("http://{auth}"));
+    let screenshots = screenshot_dir();
+    let done = run_script(
+        &package,
+        "deliveries.mjs",
+        &[
+            ("ASKBUS_UI_DELIVERIES_URL", &open),
+            ("ASKBUS_UI_DELIVERIES_AUTH_URL", &auth),
+            ("ASKBUS_UI_DELIVERIES_RECEIVER", &receiver.control),
+            ("ASKBUS_UI_DELIVERIES_HOOK", &receiver.hook),
+            ("ASKBUS_UI_DELIVERIES_ADMIN", DELIVERIES_ADMIN),
+            ("ASKBUS_UI_DELIVERIES_REVIEWER", DELIVERIES_REVIEWER),
+            (
+                "ASKBUS_UI_SCREENSHOTS",
+                screenshots.to_str().expect("a UTF-8 target directory"),
+            ),
+        ],
+        DELIVERIES_TIMEOUT,
+    )
+    .await;
+    assert_eq!(done, json!({"done": true}));
+    // What the page showed last: of the four questions' messages, the two the receiver
+    // answered 410 abandoned, the two it answered 503 and then 204 delivered.
+    let deliveries = open_store
+        .deliveries(DeliveryQuery {
+            limit: 10,
+            ..DeliveryQuery::default()
+        })
+        .await
+        .expect("the deliveries");
+    let states: Vec<DeliveryState> = deliveries.iter().map(|delivery| delivery.state).collect();
+    assert_eq!(
+        states,
+        [
+            DeliveryState::Abandoned,
+            DeliveryState::Delivered,
+            DeliveryState::Abandoned,
+            DeliveryState::Delivered,
+        ],
+        "newest first: {deliveries:?}"
+    );
+    assert!(
+        deliveries[1].attempts > 1 && deliveries[3].attempts > 1,
+        "the 503s were retried: {deliveries:?}"
+    );
+    shutdown.cancel();
+}
+
+/// A hub over a fresh memory store whose request events go to `hook` (with
+/// [`DELIVERIES_RETRY`]); the store, and the dispatcher's counters for `/metrics`.
+async fn webhooked_hub(
+    hook: &str,
+    shutdown: &CancellationToken,
+) -> (RequestHub, Arc<dyn Store>, Arc<DeliveryStats>) {
+    let store: Arc<dyn Store> = Arc::new(MemoryStore::new());
+    let hub = RequestHub::with_store(
+        Bus::new(),
+        QuestionConfig::default(),
+        ApprovalConfig::default(),
+        Arc::clone(&store),
+    )
+    .await
+    .expect("a hub over a memory store");
+    let dispatcher = Dispatcher::new(
+        Arc::clone(&store),
+        vec![Webhook::parse(hook).expect("the receiver's URL")],
+        WebhookSecret::parse(DELIVERIES_SECRET).expect("a webhook secret"),
+    )
+    .with_retry(DELIVERIES_RETRY);
+    let hub = hub.with_notifier(dispatcher.notifier());
+    let stats = dispatcher.stats();
+    dispatcher.spawn(shutdown.clone());
+    (hub, store, stats)
+}
+
+/// A local webhook receiver answering every post with the status last `PUT` to its control
+/// route (503 at first), so the script decides when it recovers.
+struct WebhookReceiver {
+    /// Where webhooks post: `http://127.0.0.1:PORT/hook`.
+    hook: String,
+    /// Where the script `PUT`s the status to answer with (`204`, `410`, `503`).
+    control: String,
+}
+
+impl WebhookReceiver {
+    async fn start(shutdown: &CancellationToken) -> Self {
+        let answer = Arc::new(AtomicU16::new(503));
+        let posted = Arc::clone(&answer);
+        let router = axum::Router::new()
+            .route(
+                "/hook",
+                axum::routing::post(move || {
+                    let status = posted.load(Ordering::SeqCst);
+                    async move {
+                        axum::http::StatusCode::from_u16(status)
+                            .unwrap_or(axum::http::StatusCode::INTERNAL_SERVER_ERROR)
+                    }
+                }),
+            )
+            .route(
+                "/answer",
+                axum::routing::put(move |body: String| async move {
+                    match body.trim().parse::<u16>() {
+                        Ok(status) if axum::http::StatusCode::from_u16(status).is_ok() => {
+                            answer.store(status, Ordering::SeqCst);
+                            axum::http::StatusCode::NO_CONTENT
+                        }
+                        _ => axum::http::StatusCode::BAD_REQUEST,
+                    }
+                }),
+            );
+        let listener = TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind 127.0.0.1:0");
+        let address = listener.local_addr().expect("the bound address");
+        tokio::spawn(
+            axum::serve(listener, router)
+                .with_graceful_shutdown(shutdown.clone().cancelled_owned())
+                .into_future(),
+        );
+        Self {
+            hook: format!("http://{address}/hook"),
+            control: format!("http://{address}/answer"),
+        }
+    }
 }
 
 /// Runs `node <script>` in the browser tests' npm `package` with `env` (and chromium's

@@ -2,7 +2,8 @@
 //
 // Every call sends `Authorization: Bearer <token>` when the human entered a token; the
 // token lives in sessionStorage (this tab only, gone when it closes). An answer link's calls
-// (`linkCall`) send none: the link is their authority. Failures are thrown as
+// (`linkCall`) send none: the link is their authority. A 401 brings up the token prompt
+// (`onUnauthorized`), except for a `quiet` read the page can do without. Failures are thrown as
 // `ApiError` (the server answered with an error; `status`, `code`, `message` from its JSON
 // body) or `NetworkError` (no answer at all), so views can say which happened.
 
@@ -28,7 +29,8 @@ export class NetworkError extends Error {
   }
 }
 
-/** Called with the error whenever the server answers 401; set by the app. */
+/** Called with the error whenever the server answers 401 (unless the call is `quiet`); set
+ * by the app. */
 let unauthorizedHandler = () => {};
 
 /** Difference between the server's clock and ours, in ms, when it is large enough to matter. */
@@ -85,10 +87,12 @@ export async function call(method, path, body) {
 
 /**
  * One page of a paged list (`GET /question?limit=…`): `{items, next}`, `next` being the
- * next page's cursor (the server's `x-next-cursor`), or `null` on the last page.
+ * next page's cursor (the server's `x-next-cursor`), or `null` on the last page. `quiet`:
+ * a 401 is thrown like any other error without bringing up the token prompt (for what the
+ * page can do without, such as an admin's view a reviewer may not have).
  */
-export async function getPage(path) {
-  const { json, headers } = await exchange('GET', path);
+export async function getPage(path, { quiet = false } = {}) {
+  const { json, headers } = await exchange('GET', path, undefined, { quiet });
   return { items: Array.isArray(json) ? json : [], next: headers.get('x-next-cursor') };
 }
 
@@ -116,8 +120,11 @@ export function outcomeOf(current) {
   };
 }
 
-/** `call`, resolving to the parsed answer and the response's headers. */
-async function exchange(method, path, body, { authenticated = true } = {}) {
+/**
+ * `call`, resolving to the parsed answer and the response's headers. `authenticated`: send
+ * the tab's token; `quiet`: do not report a 401 to `onUnauthorized`'s handler.
+ */
+async function exchange(method, path, body, { authenticated = true, quiet = false } = {}) {
   const headers = { Accept: 'application/json', ...(authenticated ? authHeaders() : {}) };
   if (body !== undefined) headers['Content-Type'] = 'application/json';
   let response;
@@ -151,7 +158,7 @@ async function exchange(method, path, body, { authenticated = true } = {}) {
       json?.message ?? (text || response.statusText),
       json,
     );
-    if (response.status === 401) unauthorizedHandler(error);
+    if (response.status === 401 && !quiet) unauthorizedHandler(error);
     throw error;
   }
   return { json, headers: response.headers };

@@ -34,9 +34,13 @@
 // Choosing a session (the filter, a card's session link, or `?session=` in the URL) loads
 // that session's window and shows its timeline below the list (`session.js`): what the
 // agent did around its requests, live.
+//
+// An admin also sees how the webhooks' deliveries stand (`deliveries.js`): read on load,
+// every 15 s while the tab is shown, and soon after each request event of the stream.
 
 import * as api from './api.js';
 import { approvalCard } from './approval.js';
+import { DeliveryStatus } from './deliveries.js';
 import { h, setText, visibleString } from './dom.js';
 import { ArrivalNotifier } from './notify.js';
 import { pruneDrafts, questionCard } from './question.js';
@@ -71,6 +75,13 @@ const ui = {
   tokenCancel: byId('token-cancel'),
   notifyToggle: byId('notify-toggle'),
   notifyBlocked: byId('notify-blocked'),
+  deliveriesToggle: byId('deliveries-toggle'),
+  deliveriesText: byId('deliveries-text'),
+  deliveriesPanel: byId('deliveries-panel'),
+  deliveriesSummary: byId('deliveries-summary'),
+  deliveriesList: byId('deliveries-list'),
+  deliveriesError: byId('deliveries-error'),
+  deliveriesClose: byId('deliveries-close'),
   timelineTitle: byId('timeline-title'),
   rejectOpen: byId('reject-all'),
   rejectPanel: byId('reject-all-panel'),
@@ -928,6 +939,7 @@ ui.tokenForm.addEventListener('submit', (event) => {
   ui.tokenDialog.close();
   hideBanner();
   stream.resume();
+  deliveries.tokenChanged();
   sessionTimeline.resume();
   sessionTimeline.retry();
 });
@@ -970,6 +982,17 @@ const notifier = new ArrivalNotifier(
   },
 );
 
+// An admin's view of the webhooks' deliveries (`deliveries.js`): nothing for anyone else.
+const deliveries = new DeliveryStatus({
+  toggle: ui.deliveriesToggle,
+  text: ui.deliveriesText,
+  panel: ui.deliveriesPanel,
+  summary: ui.deliveriesSummary,
+  list: ui.deliveriesList,
+  error: ui.deliveriesError,
+  close: ui.deliveriesClose,
+});
+
 const stream = new EventStreamClient({
   url: () => '/event',
   headers: api.authHeaders,
@@ -983,6 +1006,7 @@ const stream = new EventStreamClient({
   onEvent(event) {
     if (state.buffer) state.buffer.push(event);
     else applyEvent(event);
+    deliveries.eventArrived(event);
   },
   onStatus(status, detail) {
     state.live = status === 'live';
@@ -1094,3 +1118,4 @@ rebuildFilter();
 render();
 sessionTimeline.show(state.session);
 stream.start();
+deliveries.start();

@@ -139,6 +139,11 @@ const ASSETS: &[Asset] = &[
         body: include_bytes!("../assets/notify.js"),
     },
     Asset {
+        name: "deliveries.js",
+        content_type: JS,
+        body: include_bytes!("../assets/deliveries.js"),
+    },
+    Asset {
         name: "timeline.js",
         content_type: JS,
         body: include_bytes!("../assets/timeline.js"),
