@@ -457,3 +457,114 @@ fn an_audit_key_is_loaded_or_refused_naming_the_file() {
         }
     }
 }
+
+/// Two secrets, as `whsec_` and base64 of 24 and 32 bytes.
+const SECRET_A: &str = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw";
+const SECRET_B: &str = "whsec_C2FtcGxlLXNlY3JldC1mb3ItYXNrYnVzLXRlc3RzIQ==";
+
+#[test]
+fn each_webhook_can_have_a_secret_of_its_own() {
+    let configured = settings(&[
+        "--webhook",
+        "https://a.example/hook",
+        "--webhook",
+        "https://b.example/hook",
+        "--webhook-secret",
+        &format!("https://a.example/hook={SECRET_A}"),
+        "--webhook-secret",
+        &format!("https://b.example/hook={SECRET_B}"),
+    ])
+    .expect("valid");
+    let signatures: Vec<String> = configured
+        .notify
+        .expect("webhooks")
+        .targets
+        .iter()
+        .map(|target| match target {
+            askbus_notify::Target::Webhook { secret, .. } => secret.sign("msg_1", 1, "{}"),
+            other => panic!("{other:?}"),
+        })
+        .collect();
+    assert_eq!(signatures.len(), 2);
+    assert_ne!(signatures[0], signatures[1], "one secret per receiver");
+
+    // A webhook without a secret of its own, and no default: refused.
+    let refused = settings(&[
+        "--webhook",
+        "https://a.example/hook",
+        "--webhook",
+        "https://b.example/hook",
+        "--webhook-secret",
+        &format!("https://a.example/hook={SECRET_A}"),
+    ]);
+    assert!(
+        matches!(refused, Err(ConfigError::WebhookSecretRequired)),
+        "{refused:?}"
+    );
+    // A secret for a URL no webhook has: refused, naming it.
+    let refused = settings(&[
+        "--webhook",
+        "https://a.example/hook",
+        "--webhook-secret",
+        &format!("https://c.example/hook={SECRET_A}"),
+    ])
+    .unwrap_err();
+    assert!(
+        refused.to_string().contains("https://c.example/hook"),
+        "{refused}"
+    );
+}
+
+#[test]
+fn answer_links_go_only_to_recipients_of_every_session() {
+    // A reviewer of one session would be sent every session's requests.
+    let refused = settings(&[
+        "--reviewer-token",
+        "carol=carol-secret-0123456789@ops",
+        "--webhook",
+        "carol=https://hooks.example/carol",
+        "--webhook-secret",
+        SECRET_A,
+    ])
+    .unwrap_err();
+    assert!(refused.to_string().contains("every session"), "{refused}");
+    settings(&[
+        "--reviewer-token",
+        "alice=alice-secret-0123456789",
+        "--webhook",
+        "alice=https://hooks.example/alice",
+        "--webhook-secret",
+        SECRET_A,
+    ])
+    .expect("a reviewer of every session is a recipient");
+}
+
+#[test]
+fn recipients_over_a_shared_store_need_a_link_secret() {
+    let shared = [
+        "--store",
+        "redis://127.0.0.1:6379",
+        "--webhook",
+        "local=https://hooks.example/me",
+        "--webhook-secret",
+        SECRET_A,
+    ];
+    let refused = settings(&shared).unwrap_err();
+    assert!(
+        matches!(refused, ConfigError::LinkSecretRequired),
+        "{refused}"
+    );
+    let mut with_secret = shared.to_vec();
+    with_secret.extend(["--link-secret", "0123456789abcdef0123456789abcdef"]);
+    settings(&with_secret).expect("valid with a link secret");
+    // Without recipients, links are never sent: no secret needed.
+    settings(&[
+        "--store",
+        "redis://127.0.0.1:6379",
+        "--webhook",
+        "https://hooks.example/all",
+        "--webhook-secret",
+        SECRET_A,
+    ])
+    .expect("valid");
+}

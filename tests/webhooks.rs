@@ -465,3 +465,114 @@ async fn a_full_outbox_drops_new_messages_and_counts_them() {
     assert_eq!(stats.dropped(), 2);
     shutdown.cancel();
 }
+
+#[tokio::test]
+async fn a_receiver_s_redirect_is_not_followed() {
+    // The receiver points elsewhere (inside the network, say): the server must not post
+    // its signed message there.
+    let elsewhere = Receiver::start(|_| (StatusCode::NO_CONTENT, Duration::ZERO)).await;
+    let location = elsewhere.url.clone();
+    let redirecting = Router::new().route(
+        "/hook",
+        post(move || {
+            let location = location.clone();
+            async move { (StatusCode::TEMPORARY_REDIRECT, [("location", location)]) }
+        }),
+    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/hook", listener.local_addr().unwrap());
+    tokio::spawn(async move { axum::serve(listener, redirecting).await });
+    let receiver = Receiver {
+        url,
+        received: Arc::default(),
+    };
+    let shutdown = CancellationToken::new();
+    let (hub, store, _) = hub_to(
+        &receiver,
+        |dispatcher| dispatcher.with_retry(QUICK),
+        &shutdown,
+    )
+    .await;
+    let _pending = hub
+        .questions()
+        .submit("s1", question(), None, Timeout::Never)
+        .unwrap();
+
+    let failed = tokio::time::timeout(Duration::from_secs(10), async {
+        loop {
+            let deliveries = store
+                .deliveries(DeliveryQuery {
+                    limit: 10,
+                    ..DeliveryQuery::default()
+                })
+                .await
+                .unwrap();
+            if let Some(attempt) = deliveries
+                .into_iter()
+                .find_map(|delivery| delivery.last_attempt)
+            {
+                return attempt;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    })
+    .await
+    .expect("an attempt is recorded");
+    assert_eq!(failed.status, Some(307));
+    assert!(
+        matches!(failed.then, askbus_store::AfterAttempt::RetryAt { .. }),
+        "{failed:?}"
+    );
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    assert!(elsewhere.received().is_empty(), "the redirect was followed");
+    shutdown.cancel();
+}
+
+#[tokio::test]
+async fn a_failed_connection_is_described_without_the_receiver_s_url() {
+    // Nothing listens on this port; the URL's query holds the receiver's own secret.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let receiver = Receiver {
+        url: format!("http://127.0.0.1:{port}/hook?token=receiver-secret"),
+        received: Arc::default(),
+    };
+    let shutdown = CancellationToken::new();
+    let (hub, store, _) = hub_to(
+        &receiver,
+        |dispatcher| dispatcher.with_retry(QUICK),
+        &shutdown,
+    )
+    .await;
+    let _pending = hub
+        .questions()
+        .submit("s1", question(), None, Timeout::Never)
+        .unwrap();
+    let error = tokio::time::timeout(Duration::from_secs(10), async {
+        loop {
+            let deliveries = store
+                .deliveries(DeliveryQuery {
+                    limit: 10,
+                    ..DeliveryQuery::default()
+                })
+                .await
+                .unwrap();
+            if let Some(error) = deliveries
+                .into_iter()
+                .find_map(|delivery| delivery.last_attempt?.error)
+            {
+                return error;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    })
+    .await
+    .expect("an attempt is recorded");
+    assert!(error.to_lowercase().contains("connect"), "{error}");
+    assert!(!error.contains("receiver-secret"), "{error}");
+    assert!(!error.contains("/hook"), "{error}");
+    shutdown.cancel();
+}

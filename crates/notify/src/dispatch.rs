@@ -249,7 +249,7 @@ impl Dispatcher {
                 links: None,
                 retry: RetryPolicy::default(),
                 timeout: Duration::from_secs(10),
-                client: reqwest::Client::new(),
+                client: client(),
                 stats: Arc::default(),
                 wake: Arc::default(),
             }),
@@ -404,15 +404,25 @@ impl Inner {
         self.stats.in_flight.fetch_add(1, Ordering::Relaxed);
         let attempt = match self.targets.get(&delivery.target) {
             Some(target) => self.send(target, &delivery).await,
-            None => Attempt {
-                at_ms: now_ms(),
-                status: None,
-                error: Some(format!(
-                    "no target named {:?} is configured here any more",
-                    delivery.target
-                )),
-                then: AfterAttempt::Abandon,
-            },
+            // Another instance of a shared store may have it (or this one will again, after
+            // a restart with it): tried again, by the retry policy, never dropped at once.
+            None => {
+                let at_ms = now_ms();
+                Attempt {
+                    at_ms,
+                    status: None,
+                    error: Some(format!(
+                        "no target named {:?} is configured on this instance",
+                        delivery.target
+                    )),
+                    then: self.retry.after_failure(
+                        delivery.attempts + 1,
+                        delivery.created_at_ms,
+                        at_ms,
+                        jitter(),
+                    ),
+                }
+            }
         };
         self.stats.in_flight.fetch_sub(1, Ordering::Relaxed);
         let counter = match attempt.then {
@@ -530,7 +540,7 @@ impl Inner {
             Err(error) if error.is_timeout() => {
                 (None, Some(format!("no answer within {:?}", self.timeout)))
             }
-            Err(error) => (None, Some(describe(&error))),
+            Err(error) => (None, Some(describe(error))),
         };
         match (error, status) {
             (None, _) => Ok(status),
@@ -599,16 +609,29 @@ impl Failure {
 }
 
 /// A connection error in a few words, with its cause (reqwest's own display says only
-/// "error sending request").
-pub(crate) fn describe(error: &reqwest::Error) -> String {
+/// "error sending request"), without the URL: a receiver's URL may hold its secret (in its
+/// query or path), and this text is logged and listed in `/webhook/deliveries`.
+pub(crate) fn describe(error: reqwest::Error) -> String {
+    let error = error.without_url();
     let mut text = error.to_string();
-    let mut source = std::error::Error::source(error);
+    let mut source = std::error::Error::source(&error);
     while let Some(cause) = source {
         text.push_str(": ");
         text.push_str(&cause.to_string());
         source = cause.source();
     }
     text
+}
+
+/// The HTTP client of every channel. It follows no redirect: a receiver answering `3xx`
+/// would otherwise have the server post its signed message (with a recipient's answer
+/// link) wherever it points, inside the network too; a `3xx` is a failed attempt.
+fn client() -> reqwest::Client {
+    reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        // Fails only if the TLS backend cannot start, when no channel could work at all.
+        .expect("the HTTP client of the notification channels builds")
 }
 
 /// A number from 0 to 1 that spreads retries apart.

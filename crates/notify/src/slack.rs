@@ -299,7 +299,7 @@ impl Slack {
                     format!("no answer within {timeout:?}"),
                 ));
             }
-            Err(error) => return Err(Failure::retry(None, crate::dispatch::describe(&error))),
+            Err(error) => return Err(Failure::retry(None, crate::dispatch::describe(error))),
         };
         let status = response.status();
         if !status.is_success() {

@@ -417,13 +417,17 @@ pub struct Cli {
     pub webhook: Vec<String>,
     /// The secret that signs webhook deliveries: `whsec_` and the base64 of 24 to 64
     /// random bytes (`echo whsec_$(openssl rand -base64 32)`). Required with --webhook.
+    /// `URL=whsec_…` is the secret of the webhook at URL alone (as written in --webhook,
+    /// without its `NAME=`): give each receiver its own, or any of them can sign messages
+    /// the others take as this server's. Repeatable.
     #[arg(
         long,
         env = "ASKBUS_WEBHOOK_SECRET",
         hide_env_values = true,
+        value_name = "[URL=]SECRET",
         global = true
     )]
-    pub webhook_secret: Option<String>,
+    pub webhook_secret: Vec<String>,
     /// How long a failed delivery (webhook, Slack, email) is retried (with exponential
     /// backoff and jitter, 1 s doubling to 10 minutes) before it is abandoned: seconds or a
     /// number with a unit (90s, 10m, 2h, 7d). Default: 24h.
@@ -702,7 +706,7 @@ pub enum ConfigError {
     /// A recipient (`--webhook NAME=URL`, `--email-to NAME=…`, `--slack-link-as NAME`)
     /// that is no credential that may answer.
     #[error(
-        "{flag} {name}: {name:?} is not a reviewer's or admin's credential (answer links act as one)"
+        "{flag} {name}: {name:?} is not a reviewer's or admin's credential for every session (answer links act as one, and its messages tell of every session)"
     )]
     UnknownRecipient {
         /// The flag.
@@ -710,6 +714,16 @@ pub enum ConfigError {
         /// The name given.
         name: String,
     },
+    /// Recipients' answer links over a shared store without `--link-secret`: each instance
+    /// would sign with a key of its own, and links sent by one would be refused by the
+    /// others.
+    #[error(
+        "answer links sent to recipients over a shared store need --link-secret (the same on every instance), or a link sent by one instance is refused by the others"
+    )]
+    LinkSecretRequired,
+    /// A `--webhook-secret URL=…` for no `--webhook` of that URL.
+    #[error("--webhook-secret {0}=…: no --webhook has that URL")]
+    SecretForNoWebhook(String),
     /// Notification flags that need each other, given apart.
     #[error("{0}")]
     ChannelIncomplete(&'static str),
@@ -872,7 +886,7 @@ impl Cli {
         let notify = NotifySettings::parse(
             notify::NotifyFlags {
                 webhooks: &self.webhook,
-                webhook_secret: self.webhook_secret.as_deref(),
+                webhook_secrets: &self.webhook_secret,
                 retry_window,
                 max_pending: self.webhook_max_pending,
                 slack_token: self.slack_token.as_deref(),
@@ -883,8 +897,14 @@ impl Cli {
                 email_from: self.email_from.as_deref(),
                 email_to: &self.email_to,
             },
-            &deciders(&tokens),
+            &recipients(&tokens),
         )?;
+        if self.link_secret.is_none()
+            && matches!(store, StoreUrl::Redis(_))
+            && notify.as_ref().is_some_and(NotifySettings::has_recipients)
+        {
+            return Err(ConfigError::LinkSecretRequired);
+        }
         let credentials: Vec<Identity> = if tokens.is_empty() {
             vec![Identity::local()]
         } else {
@@ -1508,6 +1528,21 @@ fn deciders(tokens: &[AccessToken]) -> Vec<Identity> {
         .collect()
 }
 
+/// Who notifications may carry answer links for: the credentials that may answer every
+/// session's requests (a session's reviewer would be sent every session's requests), or
+/// the local caller when there are none.
+fn recipients(tokens: &[AccessToken]) -> Vec<Identity> {
+    if tokens.is_empty() {
+        return vec![Identity::local()];
+    }
+    tokens
+        .iter()
+        .filter(|token| matches!(token.scope(), TokenScope::AllSessions))
+        .map(|token| token.identity().clone())
+        .filter(Identity::may_decide)
+        .collect()
+}
+
 /// A `--public-url`: an http(s) URL, kept without its trailing `/`.
 fn public_url(url: &str) -> Result<String, ConfigError> {
     let url = url.trim().trim_end_matches('/');
@@ -1519,9 +1554,9 @@ fn public_url(url: &str) -> Result<String, ConfigError> {
 }
 
 impl Settings {
-    /// The identities that may answer requests (see [`deciders`]).
-    pub(crate) fn deciders(&self) -> Vec<Identity> {
-        deciders(&self.http.tokens)
+    /// Who notifications may carry answer links for (see [`recipients`]).
+    pub(crate) fn recipients(&self) -> Vec<Identity> {
+        recipients(&self.http.tokens)
     }
 }
 

@@ -49,7 +49,7 @@ pub struct NotifySettings {
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct NotifyFlags<'a> {
     pub(crate) webhooks: &'a [String],
-    pub(crate) webhook_secret: Option<&'a str>,
+    pub(crate) webhook_secrets: &'a [String],
     pub(crate) retry_window: Option<Duration>,
     pub(crate) max_pending: u64,
     pub(crate) slack_token: Option<&'a str>,
@@ -62,6 +62,13 @@ pub(crate) struct NotifyFlags<'a> {
 }
 
 impl NotifySettings {
+    /// Whether any target's messages carry a recipient's answer links.
+    pub(crate) fn has_recipients(&self) -> bool {
+        self.targets
+            .iter()
+            .any(|target| target.recipient().is_some())
+    }
+
     /// The settings of the notification flags, checked against the credentials that may
     /// answer (`deciders`); `None` without any channel.
     pub(crate) fn parse(
@@ -73,18 +80,22 @@ impl NotifySettings {
             .map(Webhook::parse)
             .collect::<Result<Vec<_>, _>>()?;
         if !webhooks.is_empty() {
-            let secret = flags
-                .webhook_secret
-                .ok_or(ConfigError::WebhookSecretRequired)?;
-            let secret = WebhookSecret::parse(secret)?;
+            let secrets = Secrets::parse(flags.webhook_secrets, &webhooks)?;
             for webhook in webhooks {
                 if let Some(recipient) = &webhook.recipient {
                     may_answer(recipient, deciders, "--webhook")?;
                 }
-                targets.push(Target::Webhook {
-                    webhook,
-                    secret: secret.clone(),
-                });
+                let secret = secrets
+                    .of(&webhook)
+                    .ok_or(ConfigError::WebhookSecretRequired)?;
+                targets.push(Target::Webhook { webhook, secret });
+            }
+            if secrets.shared_by(targets.len()) {
+                tracing::warn!(
+                    "webhooks: several receivers share one --webhook-secret, so each can sign \
+                     messages the others take as this server's; give each its own with \
+                     --webhook-secret URL=whsec_…"
+                );
             }
         }
         match (flags.slack_token, flags.slack_channel) {
@@ -175,6 +186,54 @@ fn given(entries: &[String]) -> impl Iterator<Item = &str> {
 }
 
 /// `Ok` if `name` is a credential that may answer, for `flag`'s recipient.
+/// The `--webhook-secret` entries: one for every webhook, and one per URL.
+struct Secrets {
+    /// `whsec_…` alone.
+    default: Option<WebhookSecret>,
+    /// `URL=whsec_…`, by the webhook of that URL.
+    by_url: Vec<(Webhook, WebhookSecret)>,
+}
+
+impl Secrets {
+    /// The entries, each `URL=` matched to one of `webhooks`.
+    fn parse(entries: &[String], webhooks: &[Webhook]) -> Result<Self, ConfigError> {
+        let mut secrets = Self {
+            default: None,
+            by_url: Vec::new(),
+        };
+        for entry in given(entries) {
+            // The URL ends where `=whsec_` starts: the secret's base64 may end in `=`.
+            match entry.find("=whsec_") {
+                Some(at) => {
+                    let url = entry[..at].trim();
+                    let named = Webhook::parse(url)
+                        .ok()
+                        .filter(|named| webhooks.iter().any(|webhook| webhook.url == named.url))
+                        .ok_or_else(|| ConfigError::SecretForNoWebhook(url.to_owned()))?;
+                    let secret = WebhookSecret::parse(&entry[at + 1..])?;
+                    secrets.by_url.push((named, secret));
+                }
+                None => secrets.default = Some(WebhookSecret::parse(entry)?),
+            }
+        }
+        Ok(secrets)
+    }
+
+    /// The secret of `webhook`: its own, or the default.
+    fn of(&self, webhook: &Webhook) -> Option<WebhookSecret> {
+        self.by_url
+            .iter()
+            .find(|(named, _)| named.url == webhook.url)
+            .map(|(_, secret)| secret.clone())
+            .or_else(|| self.default.clone())
+    }
+
+    /// Whether the default secret signs for more than one of `webhooks` webhooks.
+    fn shared_by(&self, webhooks: usize) -> bool {
+        self.default.is_some() && webhooks.saturating_sub(self.by_url.len()) > 1
+    }
+}
+
 fn may_answer(name: &str, deciders: &[Identity], flag: &'static str) -> Result<(), ConfigError> {
     if deciders.iter().any(|identity| *identity.name == *name) {
         Ok(())
@@ -233,7 +292,7 @@ pub(crate) fn start(
     let links = RecipientLinks {
         key: settings.http.link_key.clone(),
         base: public_url.trim_end_matches('/').to_owned(),
-        deciders: settings.deciders(),
+        deciders: settings.recipients(),
     };
     let dispatcher = Dispatcher::for_targets(Arc::clone(store), notify.targets.clone())
         .with_retry(notify.retry)
