@@ -127,6 +127,19 @@ fn question() -> Vec<QuestionInfo> {
 
 /// Waits until the store's only delivery is settled (or `limit` runs out) and returns it.
 async fn settled(store: &Arc<dyn Store>, limit: Duration) -> askbus_store::Delivery {
+    watch_deliveries(store, limit, |delivery| {
+        (delivery.state != DeliveryState::Pending).then_some(delivery)
+    })
+    .await
+}
+
+/// Reads the store's deliveries until `pick` picks something from one of them, failing
+/// after `limit`.
+async fn watch_deliveries<T>(
+    store: &Arc<dyn Store>,
+    limit: Duration,
+    pick: impl Fn(askbus_store::Delivery) -> Option<T>,
+) -> T {
     tokio::time::timeout(limit, async {
         loop {
             let deliveries = store
@@ -136,17 +149,14 @@ async fn settled(store: &Arc<dyn Store>, limit: Duration) -> askbus_store::Deliv
                 })
                 .await
                 .unwrap();
-            if let Some(done) = deliveries
-                .into_iter()
-                .find(|delivery| delivery.state != DeliveryState::Pending)
-            {
-                return done;
+            if let Some(picked) = deliveries.into_iter().find_map(&pick) {
+                return picked;
             }
             tokio::time::sleep(Duration::from_millis(10)).await;
         }
     })
     .await
-    .expect("the delivery settles")
+    .expect("the deliveries come to what the test waits for")
 }
 
 #[tokio::test]
@@ -498,26 +508,10 @@ async fn a_receiver_s_redirect_is_not_followed() {
         .submit("s1", question(), None, Timeout::Never)
         .unwrap();
 
-    let failed = tokio::time::timeout(Duration::from_secs(10), async {
-        loop {
-            let deliveries = store
-                .deliveries(DeliveryQuery {
-                    limit: 10,
-                    ..DeliveryQuery::default()
-                })
-                .await
-                .unwrap();
-            if let Some(attempt) = deliveries
-                .into_iter()
-                .find_map(|delivery| delivery.last_attempt)
-            {
-                return attempt;
-            }
-            tokio::time::sleep(Duration::from_millis(10)).await;
-        }
+    let failed = watch_deliveries(&store, Duration::from_secs(10), |delivery| {
+        delivery.last_attempt
     })
-    .await
-    .expect("an attempt is recorded");
+    .await;
     assert_eq!(failed.status, Some(307));
     assert!(
         matches!(failed.then, askbus_store::AfterAttempt::RetryAt { .. }),
@@ -551,26 +545,10 @@ async fn a_failed_connection_is_described_without_the_receiver_s_url() {
         .questions()
         .submit("s1", question(), None, Timeout::Never)
         .unwrap();
-    let error = tokio::time::timeout(Duration::from_secs(10), async {
-        loop {
-            let deliveries = store
-                .deliveries(DeliveryQuery {
-                    limit: 10,
-                    ..DeliveryQuery::default()
-                })
-                .await
-                .unwrap();
-            if let Some(error) = deliveries
-                .into_iter()
-                .find_map(|delivery| delivery.last_attempt?.error)
-            {
-                return error;
-            }
-            tokio::time::sleep(Duration::from_millis(10)).await;
-        }
+    let error = watch_deliveries(&store, Duration::from_secs(10), |delivery| {
+        delivery.last_attempt?.error
     })
-    .await
-    .expect("an attempt is recorded");
+    .await;
     assert!(error.to_lowercase().contains("connect"), "{error}");
     assert!(!error.contains("receiver-secret"), "{error}");
     assert!(!error.contains("/hook"), "{error}");

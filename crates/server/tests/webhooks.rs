@@ -90,6 +90,21 @@ impl Receiver {
     }
 }
 
+/// `askbus --store memory` on loopback, signing with [`SECRET`], with `webhooks` (the
+/// `--webhook` flags).
+async fn in_memory(webhooks: &[&str]) -> Server {
+    let mut args = vec![
+        "--listen",
+        "127.0.0.1:0",
+        "--store",
+        "memory",
+        "--webhook-secret",
+        SECRET,
+    ];
+    args.extend_from_slice(webhooks);
+    Server::start_with(Path::new("."), &args, &[]).await
+}
+
 /// A loopback port nothing listens on (for now).
 fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0")
@@ -104,23 +119,7 @@ async fn every_event_arrives_verified_and_a_recipient_s_link_answers() {
     let mut receiver = Receiver::start(0, 204).await;
     let (all, local) = (receiver.url("/all"), receiver.url("/local"));
     let recipient = format!("local={local}");
-    let server = Server::start_with(
-        Path::new("."),
-        &[
-            "--listen",
-            "127.0.0.1:0",
-            "--store",
-            "memory",
-            "--webhook",
-            &all,
-            "--webhook",
-            &recipient,
-            "--webhook-secret",
-            SECRET,
-        ],
-        &[],
-    )
-    .await;
+    let server = in_memory(&["--webhook", &all, "--webhook", &recipient]).await;
     let http = reqwest::Client::new();
     let id = server.ask(&http, &question("call-1")).await;
 
@@ -203,21 +202,7 @@ async fn a_receiver_killed_mid_stream_gets_every_message_once_back() {
     let mut receiver = Receiver::start(0, 204).await;
     let port = receiver.port;
     let url = receiver.url("/hook");
-    let server = Server::start_with(
-        Path::new("."),
-        &[
-            "--listen",
-            "127.0.0.1:0",
-            "--store",
-            "memory",
-            "--webhook",
-            &url,
-            "--webhook-secret",
-            SECRET,
-        ],
-        &[],
-    )
-    .await;
+    let server = in_memory(&["--webhook", &url]).await;
     let http = reqwest::Client::new();
     let mut ids = Vec::new();
     for call in 0..10 {
