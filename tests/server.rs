@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use askbus::question::{Identity, Role};
+use askbus::question::{FollowUp, Identity, OnTimeout, Role};
 use askbus_http::TokenScope;
 use askbus_server::{Cli, ConfigError, Demo, StoreUrl};
 use clap::Parser;
@@ -212,6 +212,95 @@ fn default_timeouts_take_seconds_units_or_never() {
         let flag = format!("--approval-timeout={bad}");
         let error = timeouts(&[&flag]).unwrap_err().to_string();
         assert!(error.contains("--approval-timeout"), "{bad}: {error}");
+    }
+}
+
+#[test]
+fn follow_up_flags_set_the_default_follow_up() {
+    let follow_up = settings(&[
+        "--reviewer-token",
+        "alice=alicesecret",
+        "--remind-after",
+        "1m",
+        "--escalate-after",
+        "2m",
+        "--escalate-to",
+        "alice",
+        "--on-timeout",
+        "escalate",
+    ])
+    .expect("valid")
+    .follow_up;
+    assert_eq!(
+        follow_up,
+        FollowUp::default()
+            .remind_after(Duration::from_secs(60))
+            .escalate_after(Duration::from_secs(120), ["alice"])
+            .on_timeout(OnTimeout::Escalate)
+    );
+    assert_eq!(settings(&[]).unwrap().follow_up, FollowUp::default());
+    // Without credentials the one who may decide is `local`.
+    let local = settings(&["--escalate-after", "90s", "--escalate-to", "local"]).expect("valid");
+    assert_eq!(local.follow_up.escalate_to, ["local"]);
+}
+
+#[test]
+fn follow_up_flags_that_cannot_apply_are_refused_with_a_clear_message() {
+    let refused = |args: &[&str], expected: &str| {
+        let message = settings(args).expect_err("refused").to_string();
+        assert!(
+            message.contains(expected),
+            "{args:?}: {message:?} lacks {expected:?}"
+        );
+    };
+    fn with_alice<'a>(extra: &[&'a str]) -> Vec<&'a str> {
+        ["--reviewer-token", "alice=alicesecret"]
+            .iter()
+            .chain(extra)
+            .copied()
+            .collect()
+    }
+    refused(
+        &with_alice(&["--escalate-after", "2m", "--escalate-to", "bob"]),
+        "--escalate-to \"bob\" is no reviewer or admin credential of this server",
+    );
+    // An agent's credential asks, never decides: nobody to escalate to.
+    refused(
+        &[
+            "--agent-token",
+            "bob=bobsecret",
+            "--escalate-after",
+            "2m",
+            "--escalate-to",
+            "bob",
+        ],
+        "--escalate-to \"bob\" is no reviewer or admin credential",
+    );
+    refused(
+        &with_alice(&["--escalate-to", "alice"]),
+        "--escalate-to needs --escalate-after or --on-timeout escalate",
+    );
+    refused(
+        &with_alice(&["--on-timeout", "escalate"]),
+        "needs --escalate-to NAME",
+    );
+    refused(
+        &with_alice(&["--on-timeout", "approve"]),
+        "--on-timeout \"approve\": give `reject` or `escalate`",
+    );
+    refused(&["--remind-after", "never"], "--remind-after \"never\"");
+    for bad in ["0", "-1", "soon", "5y", "400d", ""] {
+        for flag in ["--remind-after", "--escalate-after"] {
+            let arg = format!("{flag}={bad}");
+            let mut args = with_alice(&["--escalate-to", "alice"]);
+            args.push(&arg);
+            let message = settings(&args).expect_err("refused").to_string();
+            assert!(message.contains(flag), "{arg}: {message}");
+            assert!(
+                !message.contains("`never`"),
+                "{arg}: never is no follow-up's: {message}"
+            );
+        }
     }
 }
 

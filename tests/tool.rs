@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 use askbus::Bus;
-use askbus::question::{NO_PREFERENCE, QuestionService, Timeout};
+use askbus::question::{FollowUp, NO_PREFERENCE, OnTimeout, QuestionService, RequestHub, Timeout};
 use askbus::tool::{QuestionTool, ToolContext, ToolDefinition, ToolError, ToolOutcome, ToolOutput};
 use serde_json::{Value, json};
 
@@ -227,6 +227,47 @@ async fn timeout_and_cancellation_have_their_own_texts() {
     let texts = [&timed_out.text, &cancelled.text];
     assert!(texts.iter().all(|text| text.contains("invent")));
     assert_ne!(timed_out.text, cancelled.text);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_default_answer_says_nobody_answered_and_names_it() {
+    let hub = RequestHub::new(Bus::new()).with_follow_up(FollowUp::default().on_timeout(
+        OnTimeout::Answer(vec![
+            vec!["Go".into()],
+            vec!["Linux".into(), "macOS".into()],
+        ]),
+    ));
+    let tool = QuestionTool::new(hub.questions().clone())
+        .with_timeout(Timeout::After(Duration::from_secs(5)));
+    let call = tool.submit(ToolContext::new("s"), two_questions()).unwrap();
+    let id = call.request().id;
+    let defaulted = call.await.unwrap();
+    let ToolOutcome::DefaultApplied { answers } = &defaulted.outcome else {
+        panic!("a default answer applied: {:?}", defaulted.outcome);
+    };
+    assert_eq!(answers.len(), 2);
+    assert_eq!(answers[1].answer, ["Linux", "macOS"]);
+    let text = &defaulted.text;
+    assert!(
+        text.starts_with("Nobody answered these questions in time."),
+        "{text}"
+    );
+    assert!(text.contains("No human chose any answer"), "{text}");
+    assert!(
+        text.contains("\"Which language?\"=\"Go\"")
+            && text.contains("\"Which targets?\"=\"Linux, macOS\""),
+        "names each default answer: {text}"
+    );
+    assert!(
+        text.contains("do not present them as the user's choice"),
+        "{text}"
+    );
+    // Read back later (as by a caller that did not wait), the outcome reads the same.
+    let snapshot = hub.questions().get(id).unwrap();
+    assert_eq!(
+        ToolOutcome::of_question(&snapshot.request, snapshot.outcome.unwrap()),
+        defaulted.outcome
+    );
 }
 
 #[tokio::test]

@@ -54,7 +54,8 @@
 //! Notifications (`tests/ui/notify.mjs`, a test of its own): after the human opts in, a
 //! request that arrives while the tab is hidden raises one desktop notification and counts
 //! in the title until the tab is shown; none for what was pending on load, what arrives
-//! while the tab is shown, or what a resumed stream replays.
+//! while the tab is shown, or what a resumed stream replays. Then a pending card says when
+//! its request was reminded and escalated (`*.reminded`, `*.escalated`).
 //!
 //! Webhook deliveries (`tests/ui/deliveries.mjs`, a test of its own): with a webhook to a
 //! local receiver that answers 503, then 204, then 410, an admin's page shows
@@ -469,7 +470,7 @@ async fn drive_notify(package: PathBuf) {
     )
     .await;
     assert_eq!(done, json!({"done": true}));
-    // The approval the script decided while the tab was hidden.
+    // The approvals the script decided (one while the tab was hidden).
     assert_eq!(hub.approvals().pending_count(), 0);
     shutdown.cancel();
 }

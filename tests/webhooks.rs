@@ -8,8 +8,8 @@ use std::time::Duration;
 
 use askbus::bus::Bus;
 use askbus::question::{
-    ApprovalConfig, Identity, QuestionConfig, QuestionInfo, QuestionOption, RequestHub, Role,
-    Timeout,
+    ApprovalConfig, FollowUp, Identity, QuestionConfig, QuestionInfo, QuestionOption, RequestHub,
+    Role, Timeout,
 };
 use askbus_http::{AccessToken, HttpConfig};
 use askbus_notify::{DeliveryStats, Dispatcher, RetryPolicy, Webhook, WebhookSecret};
@@ -213,6 +213,68 @@ async fn a_receiver_that_is_gone_is_abandoned_at_once() {
     // Never tried again.
     tokio::time::sleep(Duration::from_millis(200)).await;
     assert_eq!(receiver.received().len(), 1);
+    shutdown.cancel();
+}
+
+#[tokio::test]
+async fn reminders_and_escalations_are_delivered_as_their_events() {
+    let receiver = Receiver::start(|_| (StatusCode::NO_CONTENT, Duration::ZERO)).await;
+    let shutdown = CancellationToken::new();
+    let (hub, store, _) = hub_to(&receiver, |dispatcher| dispatcher, &shutdown).await;
+    let pending = hub
+        .questions()
+        .submit_with(
+            "s1",
+            question(),
+            None,
+            Timeout::After(Duration::from_secs(60)),
+            FollowUp::default()
+                .remind_after(Duration::from_millis(50))
+                .escalate_after(Duration::from_millis(100), ["bob"]),
+        )
+        .unwrap();
+    let kinds = |receiver: &Receiver| -> Vec<String> {
+        receiver
+            .received()
+            .into_iter()
+            .map(|post| post.kind)
+            .collect()
+    };
+    let delivered = tokio::time::timeout(Duration::from_secs(2), async {
+        while kinds(&receiver).len() < 3 {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    })
+    .await;
+    assert!(delivered.is_ok(), "got {:?}", kinds(&receiver));
+    assert_eq!(
+        kinds(&receiver),
+        ["question.asked", "question.reminded", "question.escalated"]
+    );
+    // The receiver took each; the outbox says so once each answer is recorded.
+    let mut deliveries = Vec::new();
+    let recorded = tokio::time::timeout(Duration::from_secs(2), async {
+        loop {
+            deliveries = store
+                .deliveries(DeliveryQuery {
+                    limit: 10,
+                    ..DeliveryQuery::default()
+                })
+                .await
+                .unwrap();
+            if deliveries.len() == 3
+                && deliveries
+                    .iter()
+                    .all(|delivery| delivery.state == DeliveryState::Delivered)
+            {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    })
+    .await;
+    assert!(recorded.is_ok(), "{deliveries:?}");
+    drop(pending);
     shutdown.cancel();
 }
 

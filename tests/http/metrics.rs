@@ -308,3 +308,56 @@ async fn the_follower_lag_is_served_over_a_shared_store_only() {
     let text = scrape(&TestApp::new(), None).await.1;
     assert!(!text.contains("askbus_follower_lag_changes"), "{text}");
 }
+
+#[tokio::test(start_paused = true)]
+async fn reminders_and_escalations_are_counted_by_kind_and_step() {
+    let app = TestApp::new();
+    let asked = json!({"sessionID": "s1", "questions": [language()], "timeout": 10,
+                       "remindAfter": 1});
+    let requested = json!({
+        "session_id": "s1",
+        "action_requests": [{"name": "delete_rows", "args": {"table": "users"}}],
+        "timeout": 10, "remind_after": 1, "escalate_after": 2, "escalate_to": ["local"],
+    });
+    for (uri, body) in [("/question", asked), ("/approval", requested)] {
+        let (status, created) = app.call(request("POST", uri, None, Some(body))).await;
+        assert_eq!(status, StatusCode::OK, "{uri}: {created}");
+    }
+    let text = scrape(&app, None).await.1;
+    assert_eq!(
+        value(
+            &text,
+            "askbus_follow_ups_total{kind=\"question\",step=\"reminded\"}"
+        ),
+        None,
+        "nothing is due yet: {text}"
+    );
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    let text = scrape_until(
+        &app,
+        &[
+            (
+                "askbus_follow_ups_total{kind=\"question\",step=\"reminded\"}",
+                1.0,
+            ),
+            (
+                "askbus_follow_ups_total{kind=\"approval\",step=\"reminded\"}",
+                1.0,
+            ),
+            (
+                "askbus_follow_ups_total{kind=\"approval\",step=\"escalated\"}",
+                1.0,
+            ),
+            ("askbus_pending_requests{kind=\"question\"}", 1.0),
+        ],
+    )
+    .await;
+    assert_eq!(
+        value(
+            &text,
+            "askbus_follow_ups_total{kind=\"question\",step=\"escalated\"}"
+        ),
+        None,
+        "the question does not escalate: {text}"
+    );
+}

@@ -13,6 +13,9 @@ mod e2e;
 mod errors;
 // SSE framing, replay after Last-Event-ID, resync, session filter, heartbeat, shutdown.
 mod events;
+// Follow-ups: their fields on create and in views, 422s, reminders and escalations on the
+// event stream, a default answer read back as a fallback.
+mod follow_up;
 // `GET /metrics`: admins only; counters, gauges and histograms match what happened.
 mod metrics;
 // The OpenAPI document, as an insta snapshot.

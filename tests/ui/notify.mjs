@@ -17,7 +17,10 @@
 //   - clicking a notification focuses the window and the card of its question;
 //   - shown again: the title is the pending count, every notification closed;
 //   - after a reload, notifications are still on without asking again; turned off, a
-//     hidden arrival still counts in the title but raises none.
+//     hidden arrival still counts in the title but raises none;
+//   - shown, a question's card reads "reminded · escalated to local" after its
+//     `question.reminded` and `question.escalated`, an approval's "reminded", and a
+//     decided card shows no follow-up.
 // Headless chromium shows no notifications, and its tab is never hidden: an init script
 // (run before the page's own) wraps `window.Notification` to record what the page's real
 // code constructs, counts `requestPermission()` and `window.focus()` calls, can cut the
@@ -223,6 +226,41 @@ async function main() {
     await titled(page, '(1 new) askbus');
     assert.deepEqual(await recorded(page), { notifications: [], permissionRequests: 0, focused: 0 });
     log('turned off, only the title counts');
+
+    // Follow-ups of a pending request show on its card, and go once it is decided.
+    await setHidden(page, false);
+    const note = (id) => card(page, id).locator('.follow-up');
+    const reads = (id, text) =>
+      page.waitForFunction(
+        ([id, text]) => document.querySelector(`article.card[data-id="${id}"] .follow-up`)?.textContent === text,
+        [id, text],
+        { timeout: WAIT },
+      );
+    const followed = await post('/question', {
+      sessionID: SESSION,
+      questions: [{ question: 'Still there?', header: 'Ping', options: [{ label: 'Yes', description: '' }] }],
+      timeout: 60,
+      remindAfter: 0.2,
+      escalateAfter: 0.5,
+      escalateTo: ['local'],
+    });
+    const reminded = await post('/approval', {
+      session_id: SESSION,
+      action_requests: [{ name: 'drop_table', args: { table: 'logs' } }],
+      timeout: 60,
+      remind_after: 0.2,
+    });
+    await reads(followed.id, 'reminded · escalated to local');
+    assert.equal(await note(followed.id).getAttribute('data-step'), 'escalated');
+    await reads(reminded.id, 'reminded');
+    assert.equal(await note(reminded.id).isVisible(), true);
+    await post(`/question/${followed.id}/reject`, {});
+    await card(page, followed.id).locator('.status-line').waitFor({ timeout: WAIT });
+    assert.equal(await note(followed.id).isHidden(), true, 'a decided card has no follow-up to show');
+    await post(`/approval/${reminded.id}/reply`, { decisions: [{ type: 'reject' }] });
+    await card(page, reminded.id).locator('.status-line').waitFor({ timeout: WAIT });
+    assert.equal(await note(reminded.id).isHidden(), true);
+    log('reminders and escalations show on the card');
   } finally {
     await context.close();
   }

@@ -513,7 +513,10 @@ impl QuestionService {
             self.config.default_timeout,
             follow_up,
             self.follow_up.get().unwrap_or(&FollowUp::default()),
-            |answers| validate::check_answers(&questions, answers),
+            |answers| {
+                validate::check_answers(&questions, answers)
+                    .map_err(ValidationError::in_default_answer)
+            },
         )?;
         let call = tool
             .as_ref()

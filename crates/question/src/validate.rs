@@ -65,6 +65,18 @@ impl ValidationError {
         }
     }
 
+    /// This error about answers, said of a request's default answer on timeout, which is
+    /// checked when the request is made: its asker would otherwise read a reply's error.
+    pub(crate) fn in_default_answer(self) -> Self {
+        Self {
+            message: format!(
+                "the default answer on timeout does not fit: {}",
+                self.message
+            ),
+            ..self
+        }
+    }
+
     /// A request refused because its tool call already asked `earlier`, about other
     /// content; `message` names the call.
     pub(crate) fn call_reused(earlier: RequestId, message: String) -> Self {

@@ -1006,19 +1006,20 @@ impl Cli {
         Ok(floor)
     }
 
-    /// A default timeout flag's value: `never`, seconds, or a number with a unit (`s`, `m`,
-    /// `h`, `d`), at most [`MAX_TIMEOUT`]; `default` when the flag is absent.
     /// The follow-up flags, checked: durations as --question-timeout's (not `never`), an
     /// escalation with someone to escalate to who may decide, and a known fallback.
     fn follow_up(&self, tokens: &[AccessToken]) -> Result<FollowUp, ConfigError> {
         let after = |value: Option<&str>, flag: &'static str| -> Result<_, ConfigError> {
+            let refused = |value: &str| {
+                ConfigError::BadFollowUp(format!(
+                    "{flag} {value:?}: give seconds or a number with a unit (90s, 10m, 2h, 7d) up to a year, or leave the flag out"
+                ))
+            };
             match value {
-                Some(value) if value.trim().eq_ignore_ascii_case("never") => {
-                    Err(ConfigError::BadFollowUp(format!(
-                        "{flag} {value:?}: give a duration, or leave the flag out"
-                    )))
-                }
-                value => Self::default_timeout(value, flag, None),
+                Some(value) if value.trim().eq_ignore_ascii_case("never") => Err(refused(value)),
+                // Not BadTimeout's words: they offer `never`, which is no follow-up's.
+                value => Self::default_timeout(value, flag, None)
+                    .map_err(|_| refused(value.unwrap_or_default())),
             }
         };
         let on_timeout = match self.on_timeout.as_deref().map(str::trim) {
@@ -1066,6 +1067,8 @@ impl Cli {
         Ok(follow_up)
     }
 
+    /// A default timeout flag's value: `never`, seconds, or a number with a unit (`s`, `m`,
+    /// `h`, `d`), at most [`MAX_TIMEOUT`]; `default` when the flag is absent.
     fn default_timeout(
         value: Option<&str>,
         flag: &'static str,

@@ -519,6 +519,13 @@ function applyEvent(event) {
     case 'question.cancelled':
       ended(event, 'question', properties.sessionID, properties.requestID, { status: 'cancelled' });
       break;
+    case 'question.reminded':
+      // Nobody answered yet: the card says so, and stays pending.
+      state.cards.get(properties.requestID)?.noteFollowUp('reminded');
+      break;
+    case 'question.escalated':
+      state.cards.get(properties.requestID)?.noteFollowUp('escalated', properties.escalatedTo);
+      break;
     case 'approval.asked':
       count(event, 'approval', properties.session_id, 1);
       add('approval', properties, { announce: true });
@@ -541,6 +548,12 @@ function applyEvent(event) {
       break;
     case 'approval.cancelled':
       ended(event, 'approval', properties.session_id, properties.request_id, { status: 'cancelled' });
+      break;
+    case 'approval.reminded':
+      state.cards.get(properties.request_id)?.noteFollowUp('reminded');
+      break;
+    case 'approval.escalated':
+      state.cards.get(properties.request_id)?.noteFollowUp('escalated', properties.escalated_to);
       break;
     default:
       return;

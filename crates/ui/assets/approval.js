@@ -13,7 +13,7 @@
 // its controls disabled, and says how many more reviewers it waits for (another tab or
 // reviewer can still vote), until `approval.replied` ends it, listing every vote.
 
-import { byLine, countdown, dismissButton, domId, h, jsonText, nameFor, oneLine, prettyJson, sessionLink, setText, visibleString } from './dom.js';
+import { byLine, countdown, dismissButton, domId, followUpNote, h, jsonText, nameFor, oneLine, prettyJson, sessionLink, setText, visibleString } from './dom.js';
 
 /** What an action no review config names may get: every decision, as the server allows. */
 const DEFAULT_ALLOWED = ['approve', 'edit', 'reject', 'respond'];
@@ -118,13 +118,15 @@ function votesText(votes, actionList) {
 /**
  * Builds the card for approval `request`; `actions` as for questions, with
  * `actions.decide(request, decisions)` and `actions.fetch(request)` (the request as it
- * stands, with its votes so far). Returns the same controller shape, with `noteVotes` and
- * `noteVoted`.
+ * stands, with its votes so far). Returns the same controller shape (`noteFollowUp` too),
+ * with `noteVotes` and `noteVoted`.
  */
 export function approvalCard(request, actions) {
   const id = request.id;
   const titleId = domId(id, 'title');
   const timer = countdown(toMillis(request.expires_at));
+  const followUp = followUpNote();
+  const escalateAt = toMillis(request.escalate_at);
   const errorBox = h('p', { class: 'card-error', role: 'alert', hidden: true });
   let touched = false;
   let resolved = false;
@@ -180,6 +182,7 @@ export function approvalCard(request, actions) {
       sessionLink(request.session_id),
       request.approval_key ? h('span', { class: 'key', title: 'Approval key' }, oneLine(request.approval_key)) : null,
       byLine('asked', request.asked_by, 'by asked-by'),
+      followUp.element,
       timer.element,
     ),
     h('h2', { id: titleId, class: 'card-title' }, title),
@@ -290,7 +293,18 @@ export function approvalCard(request, actions) {
     },
     touched: () => touched,
     tick: (now) => {
-      if (!resolved) timer.tick(now);
+      if (resolved) return;
+      timer.tick(now);
+      // As for questions: from `escalate_at` on, `escalate_to` may decide, event or not.
+      if (escalateAt && now >= escalateAt && request.escalate_to?.length) {
+        followUp.escalated(request.escalate_to);
+      }
+    },
+    /** A follow-up of the pending request: `reminded`, or `escalated` to `names`. */
+    noteFollowUp(step, names) {
+      if (resolved) return;
+      if (step === 'reminded') followUp.reminded();
+      else if (step === 'escalated') followUp.escalated(names);
     },
     focus: () => editors[0]?.focus(),
     resolve(outcome) {
@@ -299,6 +313,7 @@ export function approvalCard(request, actions) {
       form.hidden = true;
       if (quorumBox) quorumBox.hidden = true;
       timer.element.hidden = true;
+      followUp.element.hidden = true;
       element.classList.add('resolved');
       element.dataset.status = outcome.status;
       answeredBy = outcome.answeredBy;

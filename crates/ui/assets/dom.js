@@ -194,6 +194,45 @@ export function countdown(expiresAt) {
 }
 
 /**
+ * What befell a request nobody has answered yet, for its card's meta line: `reminded`,
+ * `escalated to bob`, or both (`reminded · escalated to bob`), as the server's
+ * `*.reminded` and `*.escalated` events say. Hidden until one did. The names are
+ * credential names a request chose, shown as one-line text with hidden characters marked.
+ * Returns `{element, reminded(), escalated(names)}`; each step shows once.
+ */
+export function followUpNote() {
+  const element = h('span', { class: 'follow-up', hidden: true });
+  let reminded = false;
+  /** Who it escalated to, once it did (an empty list: the event named nobody). */
+  let escalatedTo = null;
+  const render = () => {
+    const parts = [];
+    if (reminded) parts.push('reminded');
+    if (escalatedTo) {
+      if (parts.length > 0) parts.push(' · ');
+      parts.push(escalatedTo.length > 0 ? 'escalated to ' : 'escalated');
+      if (escalatedTo.length > 0) parts.push(oneLine(escalatedTo.join(', ')));
+    }
+    element.replaceChildren(...parts);
+    element.dataset.step = escalatedTo ? 'escalated' : 'reminded';
+    element.hidden = parts.length === 0;
+  };
+  return {
+    element,
+    reminded() {
+      if (reminded) return;
+      reminded = true;
+      render();
+    },
+    escalated(names) {
+      if (escalatedTo) return;
+      escalatedTo = Array.isArray(names) ? names.filter((name) => typeof name === 'string') : [];
+      render();
+    },
+  };
+}
+
+/**
  * Who asked or answered a request, as a line: `asked by agent-1 (agent)`. `identity` is the
  * wire's `{name, role}`, or only a name (the timeline's histories carry the name alone); the
  * name is agent-controlled text, so it is one-line text with hidden characters marked.

@@ -6,7 +6,7 @@
 // a request are answered together with one submit; "Decline" rejects the request with an
 // optional reason. A draft survives a reload (sessionStorage, per request id).
 
-import { byLine, countdown, dismissButton, domId, h, nameFor, oneLine, sessionLink, setText } from './dom.js';
+import { byLine, countdown, dismissButton, domId, followUpNote, h, nameFor, oneLine, sessionLink, setText } from './dom.js';
 
 export const NO_PREFERENCE = '[No preference]';
 const OTHER = '\u0000other';
@@ -18,13 +18,14 @@ const DRAFT_PREFIX = 'askbus.draft.';
  * `actions.reject(request, reason)` perform the calls (they throw on failure);
  * `actions.describe(error, what)` turns a failure into a sentence; `actions.dismiss(id)`
  * removes the card; `actions.changed(id)` is told when the card resolves. Returns a controller: `{element, request, kind, tick(now),
- * resolve(outcome), touched(), focus()}`.
+ * resolve(outcome), noteFollowUp(step, names), touched(), focus()}`.
  */
 export function questionCard(request, actions) {
   const id = request.id;
   const multi = request.questions.length > 1;
   const titleId = domId(id, 'title');
   const timer = countdown(request.expiresAt);
+  const followUp = followUpNote();
   const errorBox = h('p', { class: 'card-error', role: 'alert', hidden: true });
   let touched = false;
   let resolved = false;
@@ -78,6 +79,7 @@ export function questionCard(request, actions) {
       h('span', { class: 'kind' }, 'Question'),
       sessionLink(request.sessionID),
       byLine('asked', request.askedBy, 'by asked-by'),
+      followUp.element,
       timer.element,
     ),
     title,
@@ -179,7 +181,19 @@ export function questionCard(request, actions) {
     },
     touched: () => touched,
     tick: (now) => {
-      if (!resolved) timer.tick(now);
+      if (resolved) return;
+      timer.tick(now);
+      // Who may decide follows the clock, not the event: a card listed after the
+      // escalation (the event came before this page) says so all the same.
+      if (request.escalateAt && now >= request.escalateAt && request.escalateTo?.length) {
+        followUp.escalated(request.escalateTo);
+      }
+    },
+    /** A follow-up of the pending request: `reminded`, or `escalated` to `names`. */
+    noteFollowUp(step, names) {
+      if (resolved) return;
+      if (step === 'reminded') followUp.reminded();
+      else if (step === 'escalated') followUp.escalated(names);
     },
     focus: () => fields[0]?.focus(),
     /** Shows how the request ended; `outcome.here` when this tab resolved it. */
@@ -189,6 +203,7 @@ export function questionCard(request, actions) {
       clearDraft(id);
       form.hidden = true;
       timer.element.hidden = true;
+      followUp.element.hidden = true;
       element.classList.add('resolved');
       element.dataset.status = outcome.status;
       answeredBy = outcome.answeredBy;
