@@ -1,6 +1,7 @@
 //! The in-memory store: the reference implementation of [`Store`].
 
-use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
+use std::collections::btree_map::Entry;
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet, VecDeque};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
@@ -66,6 +67,9 @@ struct State {
     /// Every delivery of the outbox, by message id (ascending in creation order), then
     /// target.
     deliveries: BTreeMap<(String, String), Delivery>,
+    /// The pending deliveries by when they are due, then message id and target: what a
+    /// claim takes from the front, without reading the settled ones.
+    due: BTreeSet<(u64, String, String)>,
 }
 
 /// One session's history.
@@ -90,6 +94,7 @@ impl Default for MemoryStore {
                 history_limit: HistoryLimit::default(),
                 audit: Vec::new(),
                 deliveries: BTreeMap::new(),
+                due: BTreeSet::new(),
             })),
             head: Arc::default(),
         }
@@ -164,9 +169,11 @@ impl State {
                 next_attempt_ms: Some(message.created_at_ms),
                 last_attempt: None,
             };
-            self.deliveries
-                .entry((message.id.clone(), target))
-                .or_insert(delivery);
+            let key = (message.id.clone(), target);
+            if let Entry::Vacant(vacant) = self.deliveries.entry(key.clone()) {
+                vacant.insert(delivery);
+                self.due.insert((message.created_at_ms, key.0, key.1));
+            }
         }
     }
 
@@ -264,17 +271,29 @@ impl Store for MemoryStore {
                 message_id,
                 target,
                 attempt,
-            } => match state.deliveries.get_mut(&(message_id, target)) {
-                // A settled delivery stays settled (a sender whose lease ran out, late).
-                Some(delivery) if delivery.state == DeliveryState::Pending => {
-                    (delivery.state, delivery.next_attempt_ms) = attempt.outcome();
-                    delivery.attempts += 1;
-                    delivery.last_attempt = Some(attempt);
-                    Written::Appended
+            } => {
+                let state = &mut *state;
+                match state
+                    .deliveries
+                    .get_mut(&(message_id.clone(), target.clone()))
+                {
+                    // A settled delivery stays settled (a sender whose lease ran out, late).
+                    Some(delivery) if delivery.state == DeliveryState::Pending => {
+                        if let Some(was) = delivery.next_attempt_ms {
+                            state.due.remove(&(was, message_id.clone(), target.clone()));
+                        }
+                        (delivery.state, delivery.next_attempt_ms) = attempt.outcome();
+                        if let Some(next) = delivery.next_attempt_ms {
+                            state.due.insert((next, message_id, target));
+                        }
+                        delivery.attempts += 1;
+                        delivery.last_attempt = Some(attempt);
+                        Written::Appended
+                    }
+                    Some(_) => Written::Appended,
+                    None => Written::NotFound,
                 }
-                Some(_) => Written::Appended,
-                None => Written::NotFound,
-            },
+            }
         }))
     }
 
@@ -426,23 +445,25 @@ impl Store for MemoryStore {
         limit: usize,
     ) -> BoxFuture<'_, Vec<Delivery>> {
         let mut state = self.lock();
-        let mut due: Vec<(u64, (String, String))> = state
-            .deliveries
+        let state = &mut *state;
+        let due: Vec<(u64, String, String)> = state
+            .due
             .iter()
-            .filter_map(|(key, delivery)| {
-                let at = delivery.next_attempt_ms?;
-                (delivery.state == DeliveryState::Pending && at <= now_ms)
-                    .then(|| (at, key.clone()))
-            })
+            .take_while(|(at, _, _)| *at <= now_ms)
+            .take(limit)
+            .cloned()
             .collect();
-        due.sort_unstable();
-        due.truncate(limit);
         let lease_end = now_ms.saturating_add(lease_ms);
         let claimed = due
             .into_iter()
-            .filter_map(|(_, key)| {
-                let delivery = state.deliveries.get_mut(&key)?;
+            .filter_map(|entry| {
+                state.due.remove(&entry);
+                let (_, message_id, target) = entry;
+                let delivery = state
+                    .deliveries
+                    .get_mut(&(message_id.clone(), target.clone()))?;
                 delivery.next_attempt_ms = Some(lease_end);
+                state.due.insert((lease_end, message_id, target));
                 Some(delivery.clone())
             })
             .collect();
@@ -475,12 +496,7 @@ impl Store for MemoryStore {
     }
 
     fn pending_deliveries(&self) -> BoxFuture<'_, u64> {
-        let pending = self
-            .lock()
-            .deliveries
-            .values()
-            .filter(|delivery| delivery.state == DeliveryState::Pending)
-            .count() as u64;
+        let pending = self.lock().due.len() as u64;
         Box::pin(std::future::ready(Ok(pending)))
     }
 
