@@ -3,7 +3,7 @@
 //!
 //! # How a message travels
 //!
-//! 1. The hub's [`Notifier`] ([`OutboxNotifier`]) turns each request event (`question.asked`,
+//! 1. The hub's [`Notifier`](askbus_question::Notifier) ([`OutboxNotifier`]) turns each request event (`question.asked`,
 //!    every outcome, each vote) into an outbox message: a Standard Webhooks payload
 //!    `{"type", "timestamp", "data"}` whose `data` is the event exactly as the event stream
 //!    shows it, under a `msg_` id, for every configured target. The registry writes it in
