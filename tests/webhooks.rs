@@ -509,32 +509,78 @@ async fn the_deliveries_are_an_admin_s_to_read_a_page_at_a_time() {
 }
 
 #[tokio::test]
-async fn a_full_outbox_drops_new_messages_and_counts_them() {
-    // Every post is answered 503: nothing leaves the outbox.
-    let receiver = Receiver::start(|_| (StatusCode::SERVICE_UNAVAILABLE, Duration::ZERO)).await;
+async fn a_dead_receiver_holds_half_the_outbox_at_most_and_the_others_get_everything() {
+    let dead = Receiver::start(|_| (StatusCode::SERVICE_UNAVAILABLE, Duration::ZERO)).await;
+    let healthy = Receiver::start(|_| (StatusCode::NO_CONTENT, Duration::ZERO)).await;
     let shutdown = CancellationToken::new();
-    let slow = RetryPolicy {
+    let store: Arc<dyn Store> = Arc::new(MemoryStore::new());
+    let hub = RequestHub::with_store(
+        Bus::new(),
+        QuestionConfig::default(),
+        ApprovalConfig::default(),
+        Arc::clone(&store),
+    )
+    .await
+    .unwrap();
+    let dead_target = Webhook::parse(&dead.url).unwrap();
+    let dead_name = dead_target.name();
+    let dispatcher = Dispatcher::new(
+        Arc::clone(&store),
+        vec![dead_target, Webhook::parse(&healthy.url).unwrap()],
+        WebhookSecret::parse(SECRET).unwrap(),
+    )
+    // A failed delivery waits a minute: nothing leaves the dead target's share.
+    .with_retry(RetryPolicy {
         first: Duration::from_secs(60),
         ..QUICK
-    };
-    let (hub, store, stats) = hub_to(
-        &receiver,
-        |dispatcher| dispatcher.with_retry(slow).with_max_pending(3),
-        &shutdown,
-    )
-    .await;
-    let mut kept = Vec::new();
-    for session in ["s1", "s2", "s3", "s4", "s5"] {
-        let mut pending = hub
-            .questions()
+    })
+    .with_max_pending(10);
+    let stats = dispatcher.stats();
+    let hub = hub.with_notifier(dispatcher.notifier());
+    dispatcher.spawn(shutdown.clone());
+    // The ask itself is never refused: only messages are dropped.
+    let ask = |session: String| {
+        hub.questions()
             .submit(session, question(), None, Timeout::Never)
-            .unwrap();
-        // The ask itself is never refused: only its message is dropped.
+            .unwrap()
+    };
+    let mut kept = vec![ask("s0".to_owned())];
+    kept[0].recorded().await.unwrap();
+    // The dead receiver fails once: it is failing now.
+    watch_deliveries(&store, Duration::from_secs(10), |delivery| {
+        (delivery.target == dead_name && delivery.attempts > 0).then_some(())
+    })
+    .await;
+    for number in 1..7 {
+        let mut pending = ask(format!("s{number}"));
         pending.recorded().await.unwrap();
         kept.push(pending);
     }
-    assert_eq!(store.pending_deliveries().await.unwrap(), 3);
-    assert_eq!(stats.dropped(), 2);
+
+    tokio::time::timeout(Duration::from_secs(10), async {
+        while healthy.received().len() < 7 {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    })
+    .await
+    .expect("the healthy receiver gets every message");
+    let pending_for_dead = store
+        .deliveries(DeliveryQuery {
+            state: Some(DeliveryState::Pending),
+            limit: 100,
+            ..DeliveryQuery::default()
+        })
+        .await
+        .unwrap()
+        .into_iter()
+        .filter(|delivery| delivery.target == dead_name)
+        .count();
+    assert!(
+        pending_for_dead <= 5,
+        "{pending_for_dead} pending for the dead receiver"
+    );
+    assert!(stats.dropped() >= 2, "{} dropped", stats.dropped());
+    assert_eq!(healthy.received().len(), 7);
     shutdown.cancel();
 }
 

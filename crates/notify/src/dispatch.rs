@@ -7,9 +7,9 @@
 //! only for as many deliveries as there are free slots, so nothing claimed waits behind a
 //! slow batch while its lease runs out.
 
-use std::collections::HashMap;
-use std::sync::Arc;
+use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use askbus_store::{AfterAttempt, Attempt, Delivery, Store, Write, now_ms};
@@ -146,6 +146,9 @@ pub struct DeliveryStats {
     pending: AtomicU64,
     /// Deliveries not made because the outbox was full.
     dropped: AtomicU64,
+    /// The targets whose latest attempt here failed: held to half the outbox, so a
+    /// receiver that is down cannot crowd out the ones that take their messages.
+    failing: Mutex<HashSet<String>>,
 }
 
 impl DeliveryStats {
@@ -179,20 +182,43 @@ impl DeliveryStats {
         self.dropped.load(Ordering::Relaxed)
     }
 
-    /// Whether `deliveries` more fit under `max_pending`: counted as pending if so, as
-    /// dropped if not.
-    pub(crate) fn admit(&self, deliveries: u64, max_pending: u64) -> bool {
-        let admitted = self
-            .pending
-            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |pending| {
-                let after = pending.saturating_add(deliveries);
-                (after <= max_pending).then_some(after)
+    /// Which of `targets` a new message goes to, with about `max_pending` deliveries
+    /// allowed to wait: every target while there is room; a target whose latest attempt
+    /// failed only while the outbox is under half full, so a receiver that is down (for a
+    /// day, say) fills half of it at most and the others keep getting their messages. Those
+    /// admitted count as pending; the rest as dropped.
+    pub(crate) fn admit(&self, targets: &[String], max_pending: u64) -> Vec<String> {
+        let failing = self.failing.lock().unwrap_or_else(PoisonError::into_inner);
+        let admitted: Vec<String> = targets
+            .iter()
+            .filter(|target| {
+                let limit = if failing.contains(*target) {
+                    max_pending / 2
+                } else {
+                    max_pending
+                };
+                self.pending
+                    .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |pending| {
+                        (pending < limit).then_some(pending + 1)
+                    })
+                    .is_ok()
             })
-            .is_ok();
-        if !admitted {
-            self.dropped.fetch_add(deliveries, Ordering::Relaxed);
-        }
+            .cloned()
+            .collect();
+        drop(failing);
+        let dropped = (targets.len() - admitted.len()) as u64;
+        self.dropped.fetch_add(dropped, Ordering::Relaxed);
         admitted
+    }
+
+    /// Notes how the latest attempt to `target` went.
+    fn attempted(&self, target: &str, delivered: bool) {
+        let mut failing = self.failing.lock().unwrap_or_else(PoisonError::into_inner);
+        if delivered {
+            failing.remove(target);
+        } else if !failing.contains(target) {
+            failing.insert(target.to_owned());
+        }
     }
 }
 
@@ -431,6 +457,8 @@ impl Inner {
             AfterAttempt::Abandon => &self.stats.abandoned,
         };
         counter.fetch_add(1, Ordering::Relaxed);
+        self.stats
+            .attempted(&delivery.target, attempt.then == AfterAttempt::Delivered);
         if let Some(error) = &attempt.error {
             tracing::info!(
                 "notify: {} to {} failed (attempt {}): {error}",

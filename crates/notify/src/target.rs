@@ -175,13 +175,18 @@ impl Notifier for OutboxNotifier {
         if self.targets.is_empty() {
             return None;
         }
-        let deliveries = self.targets.len() as u64;
-        if !self.stats.admit(deliveries, self.max_pending) {
+        let targets = self.stats.admit(&self.targets, self.max_pending);
+        if targets.len() < self.targets.len() {
             tracing::warn!(
-                "webhooks: {} not sent: {} deliveries are pending already (--webhook-max-pending)",
+                "notify: {} not sent to {} of {} targets: {} deliveries are pending already \
+                 (--webhook-max-pending; a failing target may hold half)",
                 notice.event_type,
+                self.targets.len() - targets.len(),
+                self.targets.len(),
                 self.stats.pending()
             );
+        }
+        if targets.is_empty() {
             return None;
         }
         let created_at_ms = now_ms();
@@ -198,7 +203,7 @@ impl Notifier for OutboxNotifier {
         self.wake.notify_one();
         Some(OutboxMessage {
             id: format!("msg_{}", ulid::Ulid::generate()),
-            targets: self.targets.clone(),
+            targets,
             payload: payload.to_string(),
             created_at_ms,
         })

@@ -433,9 +433,10 @@ pub struct Cli {
     /// number with a unit (90s, 10m, 2h, 7d). Default: 24h.
     #[arg(long, value_name = "DURATION", global = true)]
     pub webhook_retry_window: Option<String>,
-    /// The most webhook deliveries kept pending (receivers down or slow); new messages are
-    /// dropped beyond it, counted in `askbus_webhook_deliveries_total{result="dropped"}`
-    /// and logged, so nobody can grow the store without end.
+    /// The most deliveries kept pending (receivers down or slow), half of it for a target
+    /// whose latest attempt failed; new messages are dropped beyond, counted in
+    /// `askbus_webhook_deliveries_total{result="dropped"}` and logged, so nobody can grow
+    /// the store without end.
     #[arg(long, value_name = "COUNT", default_value_t = askbus_notify::DEFAULT_MAX_PENDING, global = true)]
     pub webhook_max_pending: u64,
     /// Slack bot token (`xoxb-…`, scope `chat:write`): every request event is posted to
