@@ -8,8 +8,8 @@ use std::time::Duration;
 
 use askbus::bus::Bus;
 use askbus::question::{
-    ApprovalConfig, FollowUp, Identity, QuestionConfig, QuestionInfo, QuestionOption, RequestHub,
-    Role, Timeout,
+    ApprovalConfig, FollowUp, Identity, PendingQuestion, QuestionConfig, QuestionInfo,
+    QuestionOption, RequestHub, Role, Timeout,
 };
 use askbus_http::{AccessToken, HttpConfig};
 use askbus_notify::{DeliveryStats, Dispatcher, RetryPolicy, Webhook, WebhookSecret};
@@ -111,6 +111,20 @@ async fn hub_to(
     (hub, store, stats)
 }
 
+/// [`hub_to`], and one question asked there (pending while the returned ticket lives).
+async fn one_question_to(
+    receiver: &Receiver,
+    configure: impl FnOnce(Dispatcher) -> Dispatcher,
+    shutdown: &CancellationToken,
+) -> (Arc<dyn Store>, PendingQuestion) {
+    let (hub, store, _) = hub_to(receiver, configure, shutdown).await;
+    let pending = hub
+        .questions()
+        .submit("s1", question(), None, Timeout::Never)
+        .unwrap();
+    (store, pending)
+}
+
 fn question() -> Vec<QuestionInfo> {
     vec![QuestionInfo {
         question: "Ship it?".into(),
@@ -167,16 +181,12 @@ async fn a_failing_receiver_gets_the_message_again_under_the_same_webhook_id() {
     })
     .await;
     let shutdown = CancellationToken::new();
-    let (hub, store, _) = hub_to(
+    let (store, _pending) = one_question_to(
         &receiver,
         |dispatcher| dispatcher.with_retry(QUICK),
         &shutdown,
     )
     .await;
-    let _pending = hub
-        .questions()
-        .submit("s1", question(), None, Timeout::Never)
-        .unwrap();
 
     let delivery = settled(&store, Duration::from_secs(10)).await;
     assert_eq!(delivery.state, DeliveryState::Delivered);
@@ -193,16 +203,12 @@ async fn a_failing_receiver_gets_the_message_again_under_the_same_webhook_id() {
 async fn a_receiver_that_is_gone_is_abandoned_at_once() {
     let receiver = Receiver::start(|_| (StatusCode::GONE, Duration::ZERO)).await;
     let shutdown = CancellationToken::new();
-    let (hub, store, _) = hub_to(
+    let (store, _pending) = one_question_to(
         &receiver,
         |dispatcher| dispatcher.with_retry(QUICK),
         &shutdown,
     )
     .await;
-    let _pending = hub
-        .questions()
-        .submit("s1", question(), None, Timeout::Never)
-        .unwrap();
 
     let delivery = settled(&store, Duration::from_secs(10)).await;
     assert_eq!(delivery.state, DeliveryState::Abandoned);
@@ -286,7 +292,7 @@ async fn a_slow_receiver_times_out_and_is_tried_again() {
     })
     .await;
     let shutdown = CancellationToken::new();
-    let (hub, store, _) = hub_to(
+    let (store, _pending) = one_question_to(
         &receiver,
         |dispatcher| {
             dispatcher
@@ -296,10 +302,6 @@ async fn a_slow_receiver_times_out_and_is_tried_again() {
         &shutdown,
     )
     .await;
-    let _pending = hub
-        .questions()
-        .submit("s1", question(), None, Timeout::Never)
-        .unwrap();
 
     let delivery = settled(&store, Duration::from_secs(10)).await;
     assert_eq!(delivery.state, DeliveryState::Delivered);
@@ -316,16 +318,12 @@ async fn a_receiver_failing_past_the_retry_window_is_abandoned() {
         window: Duration::from_millis(300),
         ..QUICK
     };
-    let (hub, store, _) = hub_to(
+    let (store, _pending) = one_question_to(
         &receiver,
         |dispatcher| dispatcher.with_retry(window),
         &shutdown,
     )
     .await;
-    let _pending = hub
-        .questions()
-        .submit("s1", question(), None, Timeout::Never)
-        .unwrap();
 
     let delivery = settled(&store, Duration::from_secs(10)).await;
     assert_eq!(delivery.state, DeliveryState::Abandoned);
@@ -605,16 +603,12 @@ async fn a_receiver_s_redirect_is_not_followed() {
         received: Arc::default(),
     };
     let shutdown = CancellationToken::new();
-    let (hub, store, _) = hub_to(
+    let (store, _pending) = one_question_to(
         &receiver,
         |dispatcher| dispatcher.with_retry(QUICK),
         &shutdown,
     )
     .await;
-    let _pending = hub
-        .questions()
-        .submit("s1", question(), None, Timeout::Never)
-        .unwrap();
 
     let failed = watch_deliveries(&store, Duration::from_secs(10), |delivery| {
         delivery.last_attempt
@@ -643,16 +637,12 @@ async fn a_failed_connection_is_described_without_the_receiver_s_url() {
         received: Arc::default(),
     };
     let shutdown = CancellationToken::new();
-    let (hub, store, _) = hub_to(
+    let (store, _pending) = one_question_to(
         &receiver,
         |dispatcher| dispatcher.with_retry(QUICK),
         &shutdown,
     )
     .await;
-    let _pending = hub
-        .questions()
-        .submit("s1", question(), None, Timeout::Never)
-        .unwrap();
     let error = watch_deliveries(&store, Duration::from_secs(10), |delivery| {
         delivery.last_attempt?.error
     })
