@@ -21,7 +21,7 @@ use askbus_audit::AuditLine;
 use askbus_question::Role;
 use axum::Json;
 use axum::extract::State;
-use axum::http::{HeaderMap, HeaderValue, header};
+use axum::http::HeaderMap;
 use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
 
@@ -29,7 +29,7 @@ use crate::AppState;
 use crate::auth::Caller;
 use crate::error::ApiError;
 use crate::extract::ApiQuery;
-use crate::paging::{MAX_PAGE, NEXT_CURSOR};
+use crate::paging::{MAX_PAGE, next_page};
 
 /// `GET /audit` query.
 #[derive(Debug, Deserialize, utoipa::IntoParams)]
@@ -89,17 +89,8 @@ pub(crate) async fn list(
     if entries.len() > limit {
         entries.truncate(limit);
         if let Some(last) = entries.last() {
-            let cursor = last.seq.to_string();
-            // Digits only: valid header values.
-            if let (Ok(link), Ok(cursor)) = (
-                HeaderValue::try_from(format!(
-                    "</audit?limit={limit}&after={cursor}>; rel=\"next\""
-                )),
-                HeaderValue::try_from(cursor),
-            ) {
-                next.insert(header::LINK, link);
-                next.insert(NEXT_CURSOR, cursor);
-            }
+            let (cursor, limit) = (last.seq.to_string(), limit.to_string());
+            next = next_page("/audit", &[("limit", &limit), ("after", &cursor)], &cursor);
         }
     }
     let lines: Vec<AuditLine> = entries.iter().map(AuditLine::of).collect();

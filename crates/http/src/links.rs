@@ -221,17 +221,21 @@ impl Link {
 }
 
 /// The credential named as `identity` is, as the server is configured now, with its scope;
-/// `None` if none may decide under that name. Without credentials everyone is
-/// [`Identity::local`], in every session.
+/// `None` if none may decide under that name.
 fn current(state: &AppState, identity: &Identity) -> Option<(Identity, TokenScope)> {
+    credential_named(state, &identity.name).filter(|(current, _)| current.may_decide())
+}
+
+/// The credential named `name`, as the server is configured now, with its scope; `None` if
+/// there is none. Without credentials everyone is [`Identity::local`], in every session.
+pub(crate) fn credential_named(state: &AppState, name: &str) -> Option<(Identity, TokenScope)> {
     let tokens = &state.inner.config.tokens;
     if tokens.is_empty() {
-        return (identity.name.as_ref() == Identity::LOCAL)
-            .then(|| (Identity::local(), TokenScope::AllSessions));
+        return (name == Identity::LOCAL).then(|| (Identity::local(), TokenScope::AllSessions));
     }
     tokens
         .iter()
-        .find(|token| token.identity().name == identity.name && token.identity().may_decide())
+        .find(|token| *token.identity().name == *name)
         .map(|token| (token.identity().clone(), token.scope().clone()))
 }
 

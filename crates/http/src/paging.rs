@@ -117,20 +117,27 @@ impl Page {
                 let mut query = Vec::with_capacity(3);
                 query.extend(session);
                 query.extend([("limit", limit.as_str()), ("after", cursor.as_str())]);
-                // Both are ASCII (URL-encoded; an id), so valid header values.
-                if let (Ok(query), Ok(cursor)) = (
-                    serde_urlencoded::to_string(query),
-                    HeaderValue::try_from(cursor.as_str()),
-                ) && let Ok(link) =
-                    HeaderValue::try_from(format!("<{path}?{query}>; rel=\"next\""))
-                {
-                    next.insert(header::LINK, link);
-                    next.insert(NEXT_CURSOR, cursor);
-                }
+                next = next_page(path, &query, &cursor);
             }
         }
         Paged { items, next }
     }
+}
+
+/// The headers of a page that another follows: `Link: <{path}?{query}>; rel="next"` (the
+/// query URL-encoded) and `x-next-cursor: {cursor}`; none if the cursor cannot be a header
+/// value.
+pub(crate) fn next_page(path: &str, query: &[(&str, &str)], cursor: &str) -> HeaderMap {
+    let mut next = HeaderMap::new();
+    if let (Ok(query), Ok(cursor)) = (
+        serde_urlencoded::to_string(query),
+        HeaderValue::try_from(cursor),
+    ) && let Ok(link) = HeaderValue::try_from(format!("<{path}?{query}>; rel=\"next\""))
+    {
+        next.insert(header::LINK, link);
+        next.insert(NEXT_CURSOR, cursor);
+    }
+    next
 }
 
 /// The size a piece of a list's body grows to before it is sent (a piece holds at least

@@ -258,16 +258,7 @@ impl Response {
 /// The caller a press of Slack user `user` acts as: the credential its mapped name names,
 /// as configured now (without credentials, `local` is everyone); `None` if none.
 fn caller_for(state: &AppState, slack: &SlackInteractivity, user: &str) -> Option<Caller> {
-    let name = slack.name_of(user)?;
-    let tokens = &state.inner.config.tokens;
-    let (identity, scope) = if tokens.is_empty() {
-        (name == Identity::LOCAL).then(|| (Identity::local(), TokenScope::AllSessions))?
-    } else {
-        tokens
-            .iter()
-            .find(|token| *token.identity().name == *name)
-            .map(|token| (token.identity().clone(), token.scope().clone()))?
-    };
+    let (identity, scope) = crate::links::credential_named(state, slack.name_of(user)?)?;
     Some(Caller(Authorized {
         scope,
         token: None,

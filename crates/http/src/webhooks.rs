@@ -19,7 +19,7 @@ use askbus_question::Role;
 use askbus_store::{Delivery, DeliveryQuery, DeliveryState};
 use axum::Json;
 use axum::extract::State;
-use axum::http::{HeaderMap, HeaderValue, header};
+use axum::http::HeaderMap;
 use axum::response::{IntoResponse, Response};
 use serde::{Deserialize, Serialize};
 
@@ -27,7 +27,7 @@ use crate::AppState;
 use crate::auth::Caller;
 use crate::error::ApiError;
 use crate::extract::ApiQuery;
-use crate::paging::{MAX_PAGE, NEXT_CURSOR};
+use crate::paging::{MAX_PAGE, next_page};
 
 /// The page size without `limit`.
 const DEFAULT_PAGE: usize = 100;
@@ -203,21 +203,14 @@ pub(crate) async fn deliveries(
             page.retain(|delivery| Some(&delivery.message_id) != split.as_ref());
         }
         if let Some(oldest) = page.last() {
-            let cursor = &oldest.message_id;
-            let filter = query
-                .state
-                .and_then(|state| serde_json::to_value(state).ok())
-                .and_then(|state| state.as_str().map(|state| format!("&state={state}")))
-                .unwrap_or_default();
-            if let (Ok(link), Ok(cursor)) = (
-                HeaderValue::try_from(format!(
-                    "</webhook/deliveries?limit={limit}&before={cursor}{filter}>; rel=\"next\""
-                )),
-                HeaderValue::try_from(cursor.as_str()),
-            ) {
-                next.insert(header::LINK, link);
-                next.insert(NEXT_CURSOR, cursor);
-            }
+            let (cursor, limit) = (oldest.message_id.as_str(), limit.to_string());
+            let mut link = vec![("limit", limit.as_str()), ("before", cursor)];
+            link.extend(
+                query
+                    .state
+                    .map(|state| ("state", DeliveryState::from(state).as_str())),
+            );
+            next = next_page("/webhook/deliveries", &link, cursor);
         }
     }
     let views: Vec<DeliveryView> = page.into_iter().map(DeliveryView::from).collect();

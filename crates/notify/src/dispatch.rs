@@ -428,28 +428,7 @@ impl Inner {
     /// Makes one attempt at `delivery` and records it, holding `_slot` meanwhile.
     async fn deliver(self: Arc<Self>, delivery: Delivery, _slot: OwnedSemaphorePermit) {
         self.stats.in_flight.fetch_add(1, Ordering::Relaxed);
-        let attempt = match self.targets.get(&delivery.target) {
-            Some(target) => self.send(target, &delivery).await,
-            // Another instance of a shared store may have it (or this one will again, after
-            // a restart with it): tried again, by the retry policy, never dropped at once.
-            None => {
-                let at_ms = now_ms();
-                Attempt {
-                    at_ms,
-                    status: None,
-                    error: Some(format!(
-                        "no target named {:?} is configured on this instance",
-                        delivery.target
-                    )),
-                    then: self.retry.after_failure(
-                        delivery.attempts + 1,
-                        delivery.created_at_ms,
-                        at_ms,
-                        jitter(),
-                    ),
-                }
-            }
-        };
+        let attempt = self.attempt(&delivery).await;
         self.stats.in_flight.fetch_sub(1, Ordering::Relaxed);
         let counter = match attempt.then {
             AfterAttempt::Delivered => &self.stats.delivered,
@@ -478,22 +457,20 @@ impl Inner {
         }
     }
 
-    /// Sends `delivery` to `target` and says how it went.
-    async fn send(&self, target: &Target, delivery: &Delivery) -> Attempt {
-        let sent = match target {
-            Target::Webhook { webhook, secret } => self.post(webhook, secret, delivery).await,
-            Target::Slack(slack) => {
-                let link = self.link_for(target, &delivery.payload);
-                let message = slack.message(&delivery.payload, link.as_deref());
-                slack.post(&self.client, &message, self.timeout).await
-            }
-            Target::Email(email) => {
-                let link = self.link_for(target, &delivery.payload);
-                match email.message(&delivery.message_id, &delivery.payload, link.as_deref()) {
-                    Ok(message) => email.send(message).await,
-                    Err(failure) => Err(failure),
-                }
-            }
+    /// Sends `delivery` to its target and says how it went. A target this instance does
+    /// not have fails like an unreachable one: another instance of a shared store may have
+    /// it (or this one will again, after a restart with it), so it is tried again by the
+    /// retry policy, never dropped at once.
+    async fn attempt(&self, delivery: &Delivery) -> Attempt {
+        let sent = match self.targets.get(&delivery.target) {
+            Some(target) => self.send(target, delivery).await,
+            None => Err(Failure::retry(
+                None,
+                format!(
+                    "no target named {:?} is configured on this instance",
+                    delivery.target
+                ),
+            )),
         };
         let at_ms = now_ms();
         match sent {
@@ -521,6 +498,30 @@ impl Inner {
         }
     }
 
+    /// Sends `delivery` to `target`, with the answer link of the target's recipient if it
+    /// has one.
+    async fn send(&self, target: &Target, delivery: &Delivery) -> Result<Option<u16>, Failure> {
+        let link = self.link_for(target, &delivery.payload);
+        match target {
+            Target::Webhook { webhook, secret } => {
+                let body = match &link {
+                    Some(link) => with_answer_url(&delivery.payload, link),
+                    None => delivery.payload.clone(),
+                };
+                self.post(webhook, secret, delivery, body).await
+            }
+            Target::Slack(slack) => {
+                let message = slack.message(&delivery.payload, link.as_deref());
+                slack.post(&self.client, &message, self.timeout).await
+            }
+            Target::Email(email) => {
+                let message =
+                    email.message(&delivery.message_id, &delivery.payload, link.as_deref())?;
+                email.send(message).await
+            }
+        }
+    }
+
     /// The answer link of `target`'s recipient for the request an `*.asked` `payload`
     /// asks, if the target has a recipient who may answer it.
     fn link_for(&self, target: &Target, payload: &str) -> Option<String> {
@@ -529,14 +530,15 @@ impl Inner {
         links.answer_url(recipient, told.request_id(), told.expires_at())
     }
 
-    /// Posts `delivery` to `webhook`, signed with `secret`.
+    /// Posts `body` (`delivery`'s payload, as `webhook` gets it) to `webhook`, signed with
+    /// `secret`.
     async fn post(
         &self,
         webhook: &Webhook,
         secret: &WebhookSecret,
         delivery: &Delivery,
+        body: String,
     ) -> Result<Option<u16>, Failure> {
-        let body = self.body_for(webhook, &delivery.payload);
         let timestamp = now_ms() / 1000;
         let signature = secret.sign(&delivery.message_id, timestamp, &body);
         let sent = self
@@ -577,32 +579,15 @@ impl Inner {
             (Some(error), _) => Err(Failure::retry(status, error)),
         }
     }
+}
 
-    /// The body `webhook` gets for `payload`: the payload itself, with the answer link of
-    /// the webhook's recipient added to an `*.asked` message's data.
-    fn body_for(&self, webhook: &Webhook, payload: &str) -> String {
-        let (Some(recipient), Some(links)) = (&webhook.recipient, &self.links) else {
-            return payload.to_owned();
-        };
-        let Ok(mut message) = serde_json::from_str::<serde_json::Value>(payload) else {
-            return payload.to_owned();
-        };
-        let asked = message["type"]
-            .as_str()
-            .is_some_and(|kind| kind.ends_with(".asked"));
-        let data = &message["data"];
-        let (Some(id), true) = (data["id"].as_str(), asked) else {
-            return payload.to_owned();
-        };
-        let expires_at = data["expiresAt"]
-            .as_u64()
-            .or_else(|| data["expires_at"].as_u64());
-        let Some(url) = links.answer_url(recipient, id, expires_at) else {
-            return payload.to_owned();
-        };
-        message["data"]["answer_url"] = serde_json::Value::String(url);
-        message.to_string()
-    }
+/// `payload` (an `*.asked` message) with `link` added to its data as `answer_url`.
+fn with_answer_url(payload: &str, link: &str) -> String {
+    let Ok(mut message) = serde_json::from_str::<serde_json::Value>(payload) else {
+        return payload.to_owned();
+    };
+    message["data"]["answer_url"] = serde_json::Value::String(link.to_owned());
+    message.to_string()
 }
 
 /// Why one attempt failed, and whether another could do better.

@@ -906,14 +906,7 @@ impl Cli {
         {
             return Err(ConfigError::LinkSecretRequired);
         }
-        let credentials: Vec<Identity> = if tokens.is_empty() {
-            vec![Identity::local()]
-        } else {
-            tokens
-                .iter()
-                .map(|token| token.identity().clone())
-                .collect()
-        };
+        let credentials = identities(&tokens, |_| true);
         let slack = notify::slack_interactivity(
             self.slack_signing_secret.as_deref(),
             &self.slack_user,
@@ -1519,32 +1512,32 @@ fn describe_limits(settings: &Settings) -> String {
     )
 }
 
-/// The identities that may answer requests: every reviewer's and admin's credential, or
-/// the local caller when there are none.
-fn deciders(tokens: &[AccessToken]) -> Vec<Identity> {
+/// The identities of the credentials `keep` keeps, or the local caller (who is everyone)
+/// when there are no credentials.
+fn identities(tokens: &[AccessToken], keep: impl Fn(&AccessToken) -> bool) -> Vec<Identity> {
     if tokens.is_empty() {
         return vec![Identity::local()];
     }
     tokens
         .iter()
+        .filter(|token| keep(token))
         .map(|token| token.identity().clone())
-        .filter(Identity::may_decide)
         .collect()
+}
+
+/// The identities that may answer requests: every reviewer's and admin's credential, or
+/// the local caller when there are none.
+fn deciders(tokens: &[AccessToken]) -> Vec<Identity> {
+    identities(tokens, |token| token.identity().may_decide())
 }
 
 /// Who notifications may carry answer links for: the credentials that may answer every
 /// session's requests (a session's reviewer would be sent every session's requests), or
 /// the local caller when there are none.
 fn recipients(tokens: &[AccessToken]) -> Vec<Identity> {
-    if tokens.is_empty() {
-        return vec![Identity::local()];
-    }
-    tokens
-        .iter()
-        .filter(|token| matches!(token.scope(), TokenScope::AllSessions))
-        .map(|token| token.identity().clone())
-        .filter(Identity::may_decide)
-        .collect()
+    identities(tokens, |token| {
+        token.identity().may_decide() && matches!(token.scope(), TokenScope::AllSessions)
+    })
 }
 
 /// A `--public-url`: an http(s) URL, kept without its trailing `/`.
