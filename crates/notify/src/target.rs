@@ -98,6 +98,9 @@ impl Webhook {
     /// assert_eq!(alice.recipient.as_deref(), Some("alice"));
     /// assert_eq!(alice.url.as_str(), "https://hooks.example.com/alice");
     /// assert!(Webhook::parse("ftp://example.com").is_err());
+    /// // Its name (logged, listed) holds no query, user or password.
+    /// let login = Webhook::parse("https://bot:pw@hooks.example.com/in?key=1").unwrap();
+    /// assert_eq!(login.name(), "https://hooks.example.com/in");
     /// ```
     pub fn parse(written: &str) -> Result<Self, BadWebhook> {
         let written = written.trim();
@@ -119,14 +122,16 @@ impl Webhook {
         })
     }
 
-    /// The name its deliveries are kept under: the recipient and the URL without its query
-    /// (which may hold a receiver's secret), stable across restarts so deliveries queued
-    /// before one find their target after it.
+    /// The name its deliveries are kept under: the recipient and the URL without its
+    /// query, user and password (which may hold a receiver's secret; a secret in the path
+    /// is shown as written), stable across restarts so deliveries queued before one find
+    /// their target after it.
     pub fn name(&self) -> String {
         let mut url = self.url.clone();
         url.set_query(None);
         url.set_fragment(None);
         let _ = url.set_password(None);
+        let _ = url.set_username("");
         match &self.recipient {
             Some(recipient) => format!("{recipient}={url}"),
             None => url.to_string(),
