@@ -10,7 +10,8 @@
 //! (and a third that gets a 409), a reload mid-flow, an outcome that arrives while the
 //! page's own answer is in flight and that answer then fails, a dropped connection resumed
 //! with `Last-Event-ID` (the event stream and the timeline's), a resumed connection the
-//! server answers with `server.resync`, a phone-sized screen used by keyboard alone, the
+//! server answers with `server.resync`, a phone-sized screen used by keyboard alone, browsers
+//! set to Vietnamese and Chinese (the page and the card in their language), the
 //! session filter, the token prompt, an approval of three tool calls (answered with a
 //! response, edited through the JSON editor, rejected with a message; only the decisions
 //! each allows offered), "Approve all" in one tab and a 409 in a stale one, an approval on a
@@ -118,6 +119,7 @@ const SCENARIOS: &[&str] = &[
     "resync",
     "streams_busy",
     "phone_keyboard",
+    "languages",
     "session_filter",
     "token_prompt",
     "approval_decisions",
@@ -921,6 +923,19 @@ fn case(key: &str) -> Option<Case> {
             )],
             answers(json!([["Tomorrow"]])),
         ),
+        "locale_vi" | "locale_zh" => open(
+            if key == "locale_vi" {
+                "ui-locale-vi"
+            } else {
+                "ui-locale-zh"
+            },
+            vec![QuestionInfo::new(
+                "Which region should host the data?",
+                "Region",
+                [option("EU", "Frankfurt"), option("US", "Virginia")],
+            )],
+            answers(json!([[if key == "locale_vi" { "EU" } else { "亚洲" }]])),
+        ),
         "filter_a" => open(
             "ui-filter-a",
             vec![yes_no("Publish the crate?", "Release")],
@@ -1652,6 +1667,8 @@ async fn drive(package: PathBuf) {
             "hidden_question",
             "in_flight",
             "in_flight_marker",
+            "locale_vi",
+            "locale_zh",
             "multi",
             "phone",
             "phone_approval",

@@ -711,6 +711,43 @@ const scenarios = {
     await page.close();
   },
 
+  /**
+   * A browser set to Vietnamese, then one set to Chinese: the page and its cards speak its
+   * language (the seeds' "Khác" for Other), and the answers sent are the options' own words.
+   */
+  async languages() {
+    const cases = [
+      { locale: 'vi-VN', key: 'locale_vi', lang: 'vi', title: 'Yêu cầu đang chờ', submit: 'Gửi câu trả lời', other: 'Khác', skip: 'Không có ý kiến', done: 'Bạn đã trả lời' },
+      { locale: 'zh-CN', key: 'locale_zh', lang: 'zh', title: '待处理请求', submit: '提交答案', other: '其他', skip: '无偏好', done: '您已回答' },
+    ];
+    for (const words of cases) {
+      const browser = await launch({ viewport: DESKTOP, locale: words.locale });
+      try {
+        const page = await browser.newPage();
+        page.on('pageerror', (error) => pageErrors.push(`${page.url()}: ${error.stack || error}`));
+        await page.goto(`${URL_OPEN}/?session=ui-${words.key.replace('_', '-')}`);
+        await live(page);
+        assert.equal(await page.locator('html').getAttribute('lang'), words.lang);
+        assert.match(await page.locator('#list-title').textContent(), new RegExp(`^${words.title}`));
+        const [, form] = await askShown(page, words.key);
+        assert.equal(await form.getAttribute('lang'), words.lang);
+        await radio(form, words.skip).waitFor();
+        if (words.key === 'locale_vi') {
+          await radio(form, /^EU/).check();
+        } else {
+          await radio(form, new RegExp(`^${words.other}`)).check();
+          await form.locator('.other-text').fill('亚洲');
+        }
+        await form.getByRole('button', { name: new RegExp(`^${words.submit}`) }).click();
+        await resolvedAs(form, words.done);
+        await shoot(page, `answered-${words.lang}`);
+        assert.deepEqual(await agent.outcome(words.key), { answers: [[words.key === 'locale_vi' ? 'EU' : '亚洲']] });
+      } finally {
+        await browser.close();
+      }
+    }
+  },
+
   /** The session filter shows one session, and says so in the URL. */
   async session_filter() {
     const a = await agent.ask('filter_a');

@@ -16,11 +16,13 @@
 // retry); the request is pending (the card alone); it ended already (the card with its
 // outcome and who answered); this page's answer was sent (thanks, the card resolved). Under
 // a quorum, this link's vote leaves the request pending: the card says how many more
-// reviewers it waits for, as on the main page.
+// reviewers it waits for, as on the main page. The page speaks the browser's language
+// until the request is loaded, then the request's (`locale`), as its card does.
 
 import * as api from './api.js';
 import { approvalCard } from './approval.js';
 import { formatRemaining, h, oneLine, setText } from './dom.js';
+import { sentNouns, t as pageText, translateMarkup, translator } from './i18n.js';
 import { questionCard } from './question.js';
 
 const byId = (id) => document.getElementById(id);
@@ -57,6 +59,10 @@ const state = {
   card: null,
 };
 
+/** The page's words: the browser's language, then the request's once it is loaded. */
+let t = pageText;
+translateMarkup(document);
+
 /** What the page says of a vote that leaves its quorum waiting (the card says how long). */
 const VOTE_RECORDED = 'Your decision is recorded: this request waits for more reviewers.';
 
@@ -75,7 +81,7 @@ const same = (a, b) => Boolean(a && b) && a.name === b.name && a.role === b.role
 const readLink = () => api.linkCall('GET', linkPath('request'));
 
 async function load() {
-  notify('loading', 'Loading…');
+  notify('loading', t('Loading…'));
   let link;
   try {
     link = await readLink();
@@ -93,15 +99,15 @@ function linkFailed(error) {
     ui.linkInfo.hidden = true;
     notify(
       'invalid',
-      'This link is not valid. Check that the whole link was opened (some apps cut long links), or ask whoever sent it for a new one.',
+      t('This link is not valid. Check that the whole link was opened (some apps cut long links), or ask whoever sent it for a new one.'),
     );
   } else if (error instanceof api.ApiError && error.status === 410) {
     ui.expiry.hidden = true;
-    notify('expired', 'This link has expired. Ask whoever sent it for a new one.');
+    notify('expired', t('This link has expired. Ask whoever sent it for a new one.'));
   } else if (error instanceof api.NetworkError) {
-    notify('error', 'Could not reach the server. Check the connection and try again.', { retry: true });
+    notify('error', t('Could not reach the server. Check the connection and try again.'), { retry: true });
   } else {
-    notify('error', `Could not load the request: ${error.message}`, { retry: true });
+    notify('error', t('Could not load the request: {message}', { message: error.message }), { retry: true });
   }
 }
 
@@ -109,9 +115,11 @@ function linkFailed(error) {
 function show({ kind, request, acts_as: actsAs, expires_at: expiresAt }) {
   state.actsAs = actsAs;
   state.expiresAt = expiresAt;
+  t = translator(request.locale);
+  document.documentElement.lang = t.locale;
+  ui.title.textContent = t('Answer a request');
   ui.actsAs.replaceChildren(
-    'You are answering as ',
-    h('strong', { class: 'by-name' }, oneLine(actsAs?.name ?? 'someone')),
+    ...t.parts('You are answering as {name}', { name: h('strong', { class: 'by-name' }, oneLine(actsAs?.name ?? t('someone'))) }),
     actsAs?.role ? ` (${actsAs.role})` : '',
   );
   ui.linkInfo.hidden = false;
@@ -125,7 +133,7 @@ function show({ kind, request, acts_as: actsAs, expires_at: expiresAt }) {
   } else if (request.votes?.some((vote) => same(vote.decided_by, actsAs))) {
     // A quorum this link has voted on already: the card waits for the other reviewers.
     card.noteVoted();
-    notify('sent', VOTE_RECORDED);
+    notify('sent', t(VOTE_RECORDED));
   } else {
     ui.expiry.hidden = false;
     notify('pending', '');
@@ -146,14 +154,14 @@ function showEnded(card, current, note) {
 
 /** The notice for a request that ended before this page answered it. */
 function endedText(kind, status) {
-  const what = kind === 'question' ? 'question' : 'request';
-  return (
+  const question = kind === 'question';
+  return t(
     {
-      replied: kind === 'question' ? 'This question was already answered: nothing is left to do here.' : 'This request was already decided: nothing is left to do here.',
+      replied: question ? 'This question was already answered: nothing is left to do here.' : 'This request was already decided: nothing is left to do here.',
       rejected: 'This question was already declined: nothing is left to do here.',
-      timed_out: `This ${what} expired before anyone answered it.`,
-      cancelled: `The agent withdrew this ${what}: it no longer needs an answer.`,
-    }[status] ?? `This ${what} is no longer pending.`
+      timed_out: question ? 'This question expired before anyone answered it.' : 'This request expired before anyone answered it.',
+      cancelled: question ? 'The agent withdrew this question: it no longer needs an answer.' : 'The agent withdrew this request: it no longer needs an answer.',
+    }[status] ?? (question ? 'This question is no longer pending.' : 'This request is no longer pending.'),
   );
 }
 
@@ -167,7 +175,7 @@ const noun = (what) => (what === 'decision' ? 'decision' : 'answer');
 async function send(verb, body, what) {
   await api.linkCall('POST', linkPath(verb), body);
   ui.expiry.hidden = true;
-  notify('sent', `Thank you: your ${noun(what)} was sent.`);
+  notify('sent', t('Thank you: {yours} was sent.', { yours: sentNouns(noun(what), t).yours }));
   return { answeredBy: state.actsAs };
 }
 
@@ -199,27 +207,27 @@ const actions = {
   failed: afterFailure,
 };
 
-/** A failure of this page's answer, as a sentence on its card. */
-function describeError(error, what) {
-  const thing = noun(what);
+/** A failure of this page's answer, as a sentence on its card (in the card's language). */
+function describeError(error, what, text = t) {
+  const { yours, thisOne } = sentNouns(noun(what), text);
   if (error instanceof api.NetworkError) {
-    return `Could not reach the server, so your ${thing} was not sent. Check the connection and try again.`;
+    return text('Could not reach the server, so {yours} was not sent. Check the connection and try again.', { yours });
   }
-  if (!(error instanceof api.ApiError)) return `Something went wrong: ${error.message}`;
+  if (!(error instanceof api.ApiError)) return text('Something went wrong: {message}', { message: error.message });
   switch (error.status) {
     case 403:
-      return `This link may not do that: ${error.message}`;
+      return text('This link may not do that: {message}', { message: error.message });
     case 404:
-      return `This link is not valid: your ${thing} was not sent.`;
+      return text('This link is not valid: {yours} was not sent.', { yours });
     case 409:
-      return `Already answered, or this link was used: your ${thing} was not sent.`;
+      return text('Already answered, or this link was used: {yours} was not sent.', { yours });
     case 410:
-      return `This link has expired: your ${thing} was not sent.`;
+      return text('This link has expired: {yours} was not sent.', { yours });
     case 400:
     case 422:
-      return `The server did not accept this ${thing}: ${error.message}`;
+      return text('The server did not accept {thisOne}: {message}', { thisOne, message: error.message });
     default:
-      return `The server answered ${error.status}: ${error.message}`;
+      return text('The server answered {status}: {message}', { status: error.status, message: error.message });
   }
 }
 
@@ -244,13 +252,16 @@ async function afterFailure(request, error, card) {
     return;
   }
   if (current?.status && current.status !== 'pending') {
-    const thing = card.kind === 'question' ? 'answer' : 'decision';
-    showEnded(card, current, `Your ${thing} was not sent: this ${card.kind} was already resolved.`);
+    showEnded(
+      card,
+      current,
+      t(card.kind === 'question' ? 'Your answer was not sent: this question was already resolved.' : 'Your decision was not sent: this approval was already resolved.'),
+    );
   } else {
     // Still pending: this link has voted on its quorum already.
     card.noteVoted?.();
     card.refreshVotes?.();
-    notify('sent', VOTE_RECORDED);
+    notify('sent', t(VOTE_RECORDED));
   }
 }
 
@@ -260,12 +271,12 @@ function tick() {
   state.card?.tick(now);
   if (!state.expiresAt || ui.expiry.hidden) return;
   const left = formatRemaining(state.expiresAt - now);
-  const at = new Date(state.expiresAt).toLocaleString();
+  const at = t.time(state.expiresAt);
   ui.expiry.dataset.state = left === null ? 'over' : 'ok';
   ui.expiry.textContent =
     left === null
-      ? `This link expired at ${at}: answers sent from it are refused.`
-      : `This link expires in ${left} (at ${at}); it decides as its reviewer, once.`;
+      ? t('This link expired at {at}: answers sent from it are refused.', { at })
+      : t('This link expires in {left} (at {at}); it decides as its reviewer, once.', { left, at });
 }
 
 ui.retry.addEventListener('click', load);

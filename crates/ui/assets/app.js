@@ -42,6 +42,7 @@ import * as api from './api.js';
 import { approvalCard } from './approval.js';
 import { DeliveryStatus } from './deliveries.js';
 import { h, setText, visibleString } from './dom.js';
+import { sentNouns, t, translateMarkup } from './i18n.js';
 import { ArrivalNotifier } from './notify.js';
 import { pruneDrafts, questionCard } from './question.js';
 import { SessionTimeline } from './session.js';
@@ -91,6 +92,8 @@ const ui = {
   rejectConfirm: byId('reject-all-confirm'),
   rejectCancel: byId('reject-all-cancel'),
 };
+// The static markup is written in English; the browser's language is shown.
+translateMarkup(document);
 
 const state = {
   /** Request id -> card controller: the window's cards, and resolved ones not dismissed. */
@@ -135,6 +138,9 @@ const state = {
   listed: null,
   /** Whether the stream is open. */
   live: false,
+  /** Whether the cards may have missed events: from the start, and after the stream
+   * broke, until a full snapshot has been applied. */
+  stale: true,
   /** When (server time) the stream last resumed with `Last-Event-ID`; 0 if it started
    * fresh. Events from before it are replayed, not live (`isLive`). */
   resumedAt: 0,
@@ -197,28 +203,31 @@ const actions = {
   },
 };
 
-/** A failure of an answer, decline, decision or rejection, as a sentence for the human. */
-function describeError(error, what) {
-  const noun = { answer: 'answer', reply: 'reply', decision: 'decision', reject: 'rejection' }[what] ?? 'reply';
+/**
+ * A failure of an answer, decline, decision or rejection, as a sentence for the human, in
+ * `text`'s language (the card's).
+ */
+function describeError(error, what, text = t) {
+  const { yours, thisOne } = sentNouns(what, text);
   if (error instanceof api.NetworkError) {
-    return `Could not reach the server, so your ${noun} was not sent. It is kept here: check the connection and try again.`;
+    return text('Could not reach the server, so {yours} was not sent. It is kept here: check the connection and try again.', { yours });
   }
-  if (!(error instanceof api.ApiError)) return `Something went wrong: ${error.message}`;
+  if (!(error instanceof api.ApiError)) return text('Something went wrong: {message}', { message: error.message });
   switch (error.status) {
     case 401:
-      return `The server needs a valid access token. Enter it, then send your ${noun} again.`;
+      return text('The server needs a valid access token. Enter it, then send {yours} again.', { yours });
     case 403:
-      if (mayNotAnswer(error)) return `${AGENT_TOKEN_TEXT} Then send your ${noun} again.`;
-      return `Your access token does not allow this: ${error.message}`;
+      if (mayNotAnswer(error)) return `${text(AGENT_TOKEN_TEXT)} ${text('Then send {yours} again.', { yours })}`;
+      return text('Your access token does not allow this: {message}', { message: error.message });
     case 404:
-      return 'This request no longer exists on the server.';
+      return text('This request no longer exists on the server.');
     case 409:
-      return `Already answered elsewhere: your ${noun} was not sent.`;
+      return text('Already answered elsewhere: {yours} was not sent.', { yours });
     case 400:
     case 422:
-      return `The server did not accept this ${noun}: ${error.message}`;
+      return text('The server did not accept {thisOne}: {message}', { thisOne, message: error.message });
     default:
-      return `The server answered ${error.status}: ${error.message}`;
+      return text('The server answered {status}: {message}', { status: error.status, message: error.message });
   }
 }
 
@@ -248,17 +257,24 @@ async function afterFailure(request, error, card) {
   const deferred = state.deferred.get(request.id);
   state.deferred.delete(request.id);
   // An agent's token: no answer of this tab will go through until it has a reviewer's.
-  if (mayNotAnswer(error)) askForToken(AGENT_TOKEN_TEXT);
+  if (mayNotAnswer(error)) askForToken(t(AGENT_TOKEN_TEXT));
   if (!(error instanceof api.ApiError) || ![404, 409].includes(error.status)) {
     if (deferred) settle(request.id, deferred);
     return;
   }
   const kind = card.kind;
-  const noun = kind === 'question' ? 'answer' : 'decision';
-  const note =
-    error.status === 409
-      ? `Your ${noun} was not sent: this ${kind} was already resolved elsewhere.`
-      : `Your ${noun} was not sent: this ${kind} no longer exists on the server.`;
+  const note = t(
+    {
+      question: {
+        409: 'Your answer was not sent: this question was already resolved elsewhere.',
+        404: 'Your answer was not sent: this question no longer exists on the server.',
+      },
+      approval: {
+        409: 'Your decision was not sent: this approval was already resolved elsewhere.',
+        404: 'Your decision was not sent: this approval no longer exists on the server.',
+      },
+    }[kind][error.status],
+  );
   let outcome = deferred;
   if (!outcome && error.status === 409) {
     try {
@@ -353,16 +369,25 @@ async function fetchSnapshot() {
   return { page, counts };
 }
 
-/** A snapshot for a fresh stream: events arriving meanwhile are held, then applied. */
-async function resnapshot() {
+/**
+ * A snapshot for a fresh stream or another view: events arriving meanwhile are held, then
+ * applied. `continuous`: the stream has not broken since the cards were shown (the view
+ * changed), so a card the snapshot no longer lists has an outcome on its way (held, or
+ * still in flight on the stream) and waits for it rather than vanishing.
+ */
+async function resnapshot({ continuous = false } = {}) {
   const generation = ++state.generation;
+  // A stream that broke leaves the cards stale until a full snapshot has been applied.
+  if (!continuous) state.stale = true;
+  const trusted = continuous && !state.stale;
   state.buffer = [];
   // A page in flight belongs to the list this snapshot replaces.
   state.paging = false;
   try {
     const snapshot = await fetchSnapshot();
     if (generation !== state.generation) return;
-    applySnapshot(snapshot);
+    applySnapshot(snapshot, { continuous: trusted });
+    state.stale = false;
     const held = state.buffer;
     state.buffer = null;
     for (const event of held) applyEvent(event);
@@ -410,8 +435,8 @@ async function showMore({ focus }) {
     if (generation !== state.generation) return;
     say(
       error instanceof api.NetworkError
-        ? 'Could not reach the server to load more requests.'
-        : `Could not load more requests: ${error.message}`,
+        ? t('Could not reach the server to load more requests.')
+        : t('Could not load more requests: {message}', { message: error.message }),
     );
   }
   if (generation !== state.generation) return;
@@ -429,13 +454,13 @@ async function showMore({ focus }) {
   if (page && focus) {
     const first = state.order.find((id) => orderKey(id) > orderKey(from) && state.pending.has(id));
     state.cards.get(first)?.element.focus();
-    say(`Showing ${state.pending.size} of ${viewTotal()} pending requests.`);
+    say(t('Showing {shown} of {total} pending requests.', { shown: state.pending.size, total: viewTotal() }));
   }
 }
 
 // ---- State ----------------------------------------------------------------------------
 
-function applySnapshot({ page, counts }) {
+function applySnapshot({ page, counts }, { continuous = false } = {}) {
   applyCounts(counts);
   state.frontier = page.frontier;
   state.pageFailed = false;
@@ -450,6 +475,8 @@ function applySnapshot({ page, counts }) {
       // Still pending: its votes cast while this page did not follow the stream were missed.
       card.refreshVotes?.();
     } else if (covers(id)) {
+      // The stream never broke: this card's outcome event settles it.
+      if (continuous) continue;
       gone += 1;
       if (card.touched()) card.resolve({ status: 'gone' });
       else removeCard(id, false);
@@ -467,9 +494,13 @@ function applySnapshot({ page, counts }) {
   state.listed = state.session;
   if (first) {
     const count = viewTotal();
-    say(count === 0 ? 'No pending requests.' : `${count} pending ${count === 1 ? 'request' : 'requests'}.`);
+    say(count === 0 ? t('No pending requests.') : count === 1 ? t('1 pending request.') : t('{count} pending requests.', { count }));
   } else if (gone > 0) {
-    say(`${gone} ${gone === 1 ? 'request was' : 'requests were'} resolved while this page was not connected.`);
+    say(
+      gone === 1
+        ? t('1 request was resolved while this page was not connected.')
+        : t('{count} requests were resolved while this page was not connected.', { count: gone }),
+    );
   }
   render();
 }
@@ -620,7 +651,7 @@ function add(kind, request, { announce = false, inWindow = false }) {
       kind === 'question'
         ? request.questions?.[0]?.question ?? ''
         : (request.action_requests ?? []).map((action) => action.name).join(', ');
-    say(`New ${kind} in session ${session}: ${what}`);
+    say(t(kind === 'question' ? 'New question in session {session}: {what}' : 'New approval in session {session}: {what}', { session, what }));
   }
 }
 
@@ -657,13 +688,21 @@ function settle(id, outcome) {
     return;
   }
   card.resolve(outcome);
-  const verb = {
-    replied: card.kind === 'question' ? 'was answered elsewhere' : 'was decided elsewhere',
-    rejected: 'was declined elsewhere',
-    timed_out: 'expired',
-    cancelled: 'was withdrawn by the agent',
-  }[outcome.status];
-  if (verb) say(`A ${card.kind} in session ${card.element.dataset.session} ${verb}.`);
+  const told = {
+    question: {
+      replied: 'A question in session {session} was answered elsewhere.',
+      rejected: 'A question in session {session} was declined elsewhere.',
+      timed_out: 'A question in session {session} expired.',
+      cancelled: 'A question in session {session} was withdrawn by the agent.',
+    },
+    approval: {
+      replied: 'An approval in session {session} was decided elsewhere.',
+      rejected: 'An approval in session {session} was declined elsewhere.',
+      timed_out: 'An approval in session {session} expired.',
+      cancelled: 'An approval in session {session} was withdrawn by the agent.',
+    },
+  }[card.kind]?.[outcome.status];
+  if (told) say(t(told, { session: card.element.dataset.session }));
 }
 
 function removeCard(id, moveFocus) {
@@ -727,20 +766,20 @@ function render() {
     setText(
       ui.empty,
       state.session
-        ? `Nothing is waiting for you in session “${state.session}”.`
-        : 'Nothing is waiting for you. When an agent asks a question or wants approval, it appears here.',
+        ? t('Nothing is waiting for you in session “{session}”.', { session: state.session })
+        : t('Nothing is waiting for you. When an agent asks a question or wants approval, it appears here.'),
     );
   }
   // A hidden tab counts what arrived since it was hidden and is still pending (`notify.js`),
   // as `(N new)`: `(N)` is the pending total, and a count that drops when a request
   // arrives would read wrong.
   const unseen = notifier.unseenCount;
-  const title = unseen > 0 ? `(${unseen} new) askbus` : total > 0 ? `(${total}) askbus` : 'askbus';
+  const title = unseen > 0 ? t('({count} new) askbus', { count: unseen }) : total > 0 ? `(${total}) askbus` : 'askbus';
   if (document.title !== title) document.title = title;
   const more = Math.max(0, total - shown);
   ui.more.hidden = !state.loaded || state.frontier === null || more === 0;
   ui.more.disabled = state.paging;
-  show(ui.more, state.paging ? 'Loading more…' : `Show ${Math.min(PAGE, more)} more (${more} not shown)`);
+  show(ui.more, state.paging ? t('Loading more…') : t('Show {count} more ({more} not shown)', { count: Math.min(PAGE, more), more }));
   ui.rejectOpen.hidden = !state.loaded || !state.session || total === 0;
   if (ui.rejectOpen.hidden && !state.rejecting) closeRejectAll();
   // A window whose cards were all resolved goes on with the next page by itself.
@@ -791,7 +830,7 @@ function setOptionText(session) {
 }
 
 function setAllText() {
-  show(ui.filter.options[0], `All sessions (${state.total})`);
+  show(ui.filter.options[0], t('All sessions ({count})', { count: state.total }));
 }
 
 // ---- Reject all pending in a session -----------------------------------------------------
@@ -800,11 +839,15 @@ function openRejectAll() {
   const total = sessionCount(state.session);
   setText(
     ui.rejectText,
-    `Reject all ${total} pending ${total === 1 ? 'request' : 'requests'} of session “${state.session}”? ` +
-      'Its questions are declined and its tool calls rejected (an approval that does not allow ' +
-      'rejecting is cancelled): nothing of it runs. This cannot be undone.',
+    `${
+      total === 1
+        ? t('Reject the 1 pending request of session “{session}”?', { session: state.session })
+        : t('Reject all {count} pending requests of session “{session}”?', { count: total, session: state.session })
+    } ${t(
+      'Its questions are declined and its tool calls rejected (an approval that does not allow rejecting is cancelled): nothing of it runs. This cannot be undone.',
+    )}`,
   );
-  show(ui.rejectConfirm, `Reject all ${total}`);
+  show(ui.rejectConfirm, t('Reject all {count}', { count: total }));
   ui.rejectError.hidden = true;
   ui.rejectReason.value = '';
   ui.rejectPanel.hidden = false;
@@ -830,10 +873,16 @@ async function rejectAll() {
   try {
     const result = await api.post(`/session/${encodeURIComponent(session)}/reject`, reason ? { reason } : {});
     closeRejectAll();
-    const cancelled = result.cancelled
-      ? ` ${result.cancelled} ${result.cancelled === 1 ? 'approval' : 'approvals'} that may not be rejected ${result.cancelled === 1 ? 'was' : 'were'} cancelled.`
-      : '';
-    say(`Rejected ${result.rejected} pending ${result.rejected === 1 ? 'request' : 'requests'} of session ${session}.${cancelled}`);
+    const rejected =
+      result.rejected === 1
+        ? t('Rejected 1 pending request of session {session}.', { session })
+        : t('Rejected {count} pending requests of session {session}.', { count: result.rejected, session });
+    const cancelled = !result.cancelled
+      ? ''
+      : result.cancelled === 1
+        ? ` ${t('1 approval that may not be rejected was cancelled.')}`
+        : ` ${t('{count} approvals that may not be rejected were cancelled.', { count: result.cancelled })}`;
+    say(`${rejected}${cancelled}`);
     ui.listTitle.focus();
   } catch (error) {
     // The server answered: it refused nothing of it.
@@ -882,22 +931,22 @@ function hideBanner() {
 
 function updateBanner() {
   if (state.banner === 'token') {
-    ui.bannerText.textContent = 'This server needs an access token to show and answer requests.';
-    ui.bannerButton.textContent = 'Enter token';
+    ui.bannerText.textContent = t('This server needs an access token to show and answer requests.');
+    ui.bannerButton.textContent = t('Enter token');
     ui.bannerButton.hidden = false;
   } else if (state.banner === 'network') {
     const seconds = Math.max(0, Math.ceil((state.retryAt - Date.now()) / 1000));
     const where = state.busy
-      ? 'The server is busy: it holds as many open streams as it allows.'
+      ? t('The server is busy: it holds as many open streams as it allows.')
       : navigator.onLine
-        ? 'Lost the connection to the server.'
-        : 'You are offline.';
-    const when = seconds > 0 ? `Reconnecting in ${seconds} s…` : 'Reconnecting…';
+        ? t('Lost the connection to the server.')
+        : t('You are offline.');
+    const when = seconds > 0 ? t('Reconnecting in {seconds} s…', { seconds }) : t('Reconnecting…');
     const meanwhile = state.busy
-      ? 'The list may be out of date until then; answers can still be sent.'
-      : 'The list may be out of date and answers cannot be sent until it is back.';
+      ? t('The list may be out of date until then; answers can still be sent.')
+      : t('The list may be out of date and answers cannot be sent until it is back.');
     ui.bannerText.textContent = `${where} ${when} ${meanwhile}`;
-    ui.bannerButton.textContent = 'Retry now';
+    ui.bannerButton.textContent = t('Retry now');
     ui.bannerButton.hidden = false;
   }
 }
@@ -924,10 +973,10 @@ function say(text) {
  * tab has was not accepted at all (401).
  */
 function askForToken(why) {
-  if (!why) setConnection('locked', 'Token needed');
+  if (!why) setConnection('locked', t('Token needed'));
   if (ui.tokenDialog.open) return;
   const rejected = Boolean(api.token());
-  ui.tokenError.textContent = why ?? (rejected ? 'The server did not accept that token. Check it and try again.' : '');
+  ui.tokenError.textContent = why ?? (rejected ? t('The server did not accept that token. Check it and try again.') : '');
   ui.tokenError.hidden = !why && !rejected;
   ui.tokenInput.value = '';
   ui.tokenDialog.showModal();
@@ -942,7 +991,7 @@ ui.tokenForm.addEventListener('submit', (event) => {
   event.preventDefault();
   const value = ui.tokenInput.value.trim();
   if (!value) {
-    ui.tokenError.textContent = 'Enter the token first.';
+    ui.tokenError.textContent = t('Enter the token first.');
     ui.tokenError.hidden = false;
     ui.tokenInput.focus();
     return;
@@ -1024,19 +1073,19 @@ const stream = new EventStreamClient({
   onStatus(status, detail) {
     state.live = status === 'live';
     if (status === 'live') {
-      setConnection('live', 'Live');
-      if (state.banner === 'network') say('Reconnected.');
+      setConnection('live', t('Live'));
+      if (state.banner === 'network') say(t('Reconnected.'));
       if (state.banner !== 'token') hideBanner();
       sessionTimeline.retry();
     } else if (status === 'connecting') {
-      if (!state.banner) setConnection('connecting', 'Connecting…');
+      if (!state.banner) setConnection('connecting', t('Connecting…'));
     } else if (status === 'reconnecting') {
       state.retryAt = detail.retryAt;
       state.busy = Boolean(detail.error?.busy);
-      setConnection('offline', 'Disconnected');
+      setConnection('offline', t('Disconnected'));
       if (state.banner !== 'network') {
         showBanner('network');
-        say('Lost the connection to the server; reconnecting.');
+        say(t('Lost the connection to the server; reconnecting.'));
       } else {
         updateBanner();
       }
@@ -1063,7 +1112,7 @@ function selectSession(session) {
   state.frontier = null;
   rebuildFilter();
   if (state.live) {
-    resnapshot();
+    resnapshot({ continuous: true });
   } else {
     // Drops a load for the other view; the list follows when the server answers.
     state.generation += 1;
@@ -1079,7 +1128,7 @@ function selectSession(session) {
 function reviewRequest(key) {
   const card = [...state.cards.values()].find((card) => !card.resolved && card.element.dataset.key === key);
   if (!card) {
-    say('That request is not in the list: it is no longer pending, or further down (use “Show more”).');
+    say(t('That request is not in the list: it is no longer pending, or further down (use “Show more”).'));
     return;
   }
   reveal(card);

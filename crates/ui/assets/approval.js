@@ -14,10 +14,12 @@
 // reviewer can still vote), until `approval.replied` ends it, listing every vote.
 
 import { byLine, countdown, dismissButton, domId, followUpNote, h, jsonText, nameFor, oneLine, prettyJson, sessionLink, setText, visibleString } from './dom.js';
+import { t as pageText, translator } from './i18n.js';
 
 /** What an action no review config names may get: every decision, as the server allows. */
 const DEFAULT_ALLOWED = ['approve', 'edit', 'reject', 'respond'];
 
+/** The decisions' labels, in English (translated where shown). */
 const LABELS = {
   approve: 'Approve',
   edit: 'Edit arguments',
@@ -100,17 +102,17 @@ function mostAgreeing(votes) {
  * `alice approved; bob edited delete_rows, rejected send_mail`: who voted what, each
  * vote's decision once when it is the same for every action, else per action.
  */
-function votesText(votes, actionList) {
+function votesText(votes, actionList, t) {
   return votes.flatMap((vote, position) => {
     const types = actionList.map(
-      (_, index) => VOTED[(vote.decisions?.[index] ?? vote.decisions?.[0])?.type] ?? 'decided',
+      (_, index) => t(VOTED[(vote.decisions?.[index] ?? vote.decisions?.[0])?.type] ?? 'decided'),
     );
     const what = types.every((type) => type === types[0])
-      ? [` ${types[0] ?? 'decided'}`]
+      ? [` ${types[0] ?? t('decided')}`]
       : actionList.flatMap((action, index) => [index > 0 ? ',' : '', ` ${types[index]} `, oneLine(action.name)]);
     return [
       position > 0 ? '; ' : '',
-      h('span', { class: 'vote' }, h('span', { class: 'by-name' }, oneLine(vote.decided_by?.name ?? 'someone')), what),
+      h('span', { class: 'vote' }, h('span', { class: 'by-name' }, oneLine(vote.decided_by?.name ?? t('someone'))), what),
     ];
   });
 }
@@ -123,9 +125,11 @@ function votesText(votes, actionList) {
  */
 export function approvalCard(request, actions) {
   const id = request.id;
+  // The card speaks the request's language (its `locale`), else the browser's.
+  const t = translator(request.locale);
   const titleId = domId(id, 'title');
-  const timer = countdown(toMillis(request.expires_at));
-  const followUp = followUpNote();
+  const timer = countdown(toMillis(request.expires_at), t);
+  const followUp = followUpNote(t);
   const escalateAt = toMillis(request.escalate_at);
   const errorBox = h('p', { class: 'card-error', role: 'alert', hidden: true });
   let touched = false;
@@ -142,15 +146,15 @@ export function approvalCard(request, actions) {
   const quorumBox = quorum > 1 ? h('div', { class: 'quorum', 'aria-live': 'polite' }) : null;
 
   const editors = actionList.map((action, index) =>
-    actionReview(request, action, index, allowedDecisions(action, request.review_configs)),
+    actionReview(request, action, index, allowedDecisions(action, request.review_configs), t),
   );
   const everyApprovable = editors.every((editor) => editor.allowed.includes('approve'));
   const names = actionList.map((action) => action.name).join(', ');
-  const subject = approvalSubject(actionList);
-  const submitText = actionList.length > 1 ? 'Send decisions' : 'Send decision';
+  const subject = approvalSubject(actionList, t);
+  const submitText = actionList.length > 1 ? t('Send decisions') : t('Send decision');
   const submit = h('button', { type: 'submit', class: 'primary', 'aria-label': nameFor(submitText, subject) }, submitText);
   // Named after the calls it approves: on a one-action card, the radio is "Approve".
-  const approveText = actionList.length > 1 ? 'Approve all' : 'Approve';
+  const approveText = actionList.length > 1 ? t('Approve all') : t('Approve');
   const approveAll = everyApprovable
     ? h('button', { type: 'button', class: 'secondary', 'aria-label': nameFor(approveText, names) }, approveText)
     : null;
@@ -164,8 +168,8 @@ export function approvalCard(request, actions) {
   const resolution = h('div', { class: 'resolution', hidden: true });
   const title =
     actionList.length === 1
-      ? ['Allow ', oneLine(actionList[0].name), '?']
-      : `Allow ${actionList.length} actions?`;
+      ? t.parts('Allow {name}?', { name: oneLine(actionList[0].name) })
+      : t('Allow {count} actions?', { count: actionList.length });
   const element = h(
     'article',
     {
@@ -173,15 +177,16 @@ export function approvalCard(request, actions) {
       id: domId('request', id),
       'aria-labelledby': titleId,
       tabindex: -1,
+      lang: t.locale,
       dataset: { id, key: request.approval_key, session: request.session_id, kind: 'approval' },
     },
     h(
       'div',
       { class: 'card-meta' },
-      h('span', { class: 'kind' }, 'Approval'),
-      sessionLink(request.session_id),
-      request.approval_key ? h('span', { class: 'key', title: 'Approval key' }, oneLine(request.approval_key)) : null,
-      byLine('asked', request.asked_by, 'by asked-by'),
+      h('span', { class: 'kind' }, t('Approval')),
+      sessionLink(request.session_id, t),
+      request.approval_key ? h('span', { class: 'key', title: t('Approval key') }, oneLine(request.approval_key)) : null,
+      byLine('asked', request.asked_by, 'by asked-by', t),
       followUp.element,
       timer.element,
     ),
@@ -225,7 +230,7 @@ export function approvalCard(request, actions) {
       element.focus();
     } catch (error) {
       setBusy(false);
-      if (!resolved) showError(actions.describe(error, 'decision'));
+      if (!resolved) showError(actions.describe(error, 'decision', t));
       actions.failed?.(request, error, controller);
     }
   };
@@ -237,7 +242,7 @@ export function approvalCard(request, actions) {
     const results = editors.map((editor) => editor.collect());
     const invalid = results.findIndex((result) => result.error);
     if (invalid !== -1) {
-      showError(`Check the decision for ${actionList[invalid].name}: ${results[invalid].error}`);
+      showError(t('Check the decision for {name}: {problem}', { name: actionList[invalid].name, problem: results[invalid].error }));
       results[invalid].fix.focus();
       return;
     }
@@ -250,11 +255,13 @@ export function approvalCard(request, actions) {
       h(
         'p',
         { class: 'quorum-line' },
-        `Needs ${quorum} reviewers to agree · `,
-        ...(votes.length === 0 ? ['none so far'] : [`${votes.length} so far: `, ...votesText(votes, actionList)]),
+        `${t('Needs {count} reviewers to agree', { count: quorum })} · `,
+        ...(votes.length === 0
+          ? [t('none so far')]
+          : [`${t('{count} so far:', { count: votes.length })} `, ...votesText(votes, actionList, t)]),
       ),
     ];
-    if (reviewers) lines.push(h('p', { class: 'reviewers' }, 'Reviewers: ', oneLine(reviewers.join(', '))));
+    if (reviewers) lines.push(h('p', { class: 'reviewers' }, ...t.parts('Reviewers: {names}', { names: oneLine(reviewers.join(', ')) })));
     if (voted) {
       // This page's vote agrees at least with itself, whether or not its event came yet.
       const more = Math.max(1, quorum - Math.max(1, mostAgreeing(votes)));
@@ -262,7 +269,9 @@ export function approvalCard(request, actions) {
         h(
           'p',
           { class: 'quorum-wait' },
-          `Your decision is recorded; waiting for ${more} more ${more === 1 ? 'reviewer' : 'reviewers'}.`,
+          more === 1
+            ? t('Your decision is recorded; waiting for 1 more reviewer.')
+            : t('Your decision is recorded; waiting for {count} more reviewers.', { count: more }),
         ),
       );
     }
@@ -319,7 +328,7 @@ export function approvalCard(request, actions) {
       answeredBy = outcome.answeredBy;
       // A request that ends after this page's vote ends as this page's decision did.
       const ended = { ...outcome, here: outcome.here || voted, votes: outcome.votes ?? (quorum > 1 ? votes : []) };
-      resolution.replaceChildren(...resolutionView(request, ended, subject, () => actions.dismiss(id)));
+      resolution.replaceChildren(...resolutionView(request, ended, subject, () => actions.dismiss(id), t));
       resolution.hidden = false;
       actions.changed?.(id);
     },
@@ -327,7 +336,7 @@ export function approvalCard(request, actions) {
     noteAnsweredBy(identity) {
       if (!resolved || answeredBy || !identity) return;
       answeredBy = identity;
-      const line = decidedByLine(element.dataset.status, identity);
+      const line = decidedByLine(element.dataset.status, identity, t);
       if (line) resolution.querySelector('.status-line')?.after(line);
     },
     /**
@@ -366,7 +375,7 @@ export function approvalCard(request, actions) {
 }
 
 /** One action: its arguments and the decision controls it allows. */
-function actionReview(request, action, index, allowed) {
+function actionReview(request, action, index, allowed, t) {
   const base = domId(request.id, 'a', index);
   const name = `${base}-decision`;
   const original = prettyJson(action.args ?? {});
@@ -374,7 +383,7 @@ function actionReview(request, action, index, allowed) {
     h('input', { type: 'radio', name, value: type, id: `${base}-${type}` }),
   );
   const choice = (type, radio) =>
-    h('label', { class: `choice choice-${type}`, for: radio.id }, radio, h('span', {}, LABELS[type]));
+    h('label', { class: `choice choice-${type}`, for: radio.id }, radio, h('span', {}, t(LABELS[type])));
 
   // Edit: a JSON editor that says at once whether its text is valid.
   const editorId = `${base}-args`;
@@ -388,16 +397,16 @@ function actionReview(request, action, index, allowed) {
     'aria-describedby': statusId,
   });
   editor.value = original;
-  const editorStatus = h('p', { class: 'json-status', id: statusId, 'aria-live': 'polite' }, 'Valid JSON');
+  const editorStatus = h('p', { class: 'json-status', id: statusId, 'aria-live': 'polite' }, t('Valid JSON'));
   const reset = h(
     'button',
-    { type: 'button', class: 'secondary small', 'aria-label': nameFor('Reset', `arguments of ${action.name}`) },
+    { type: 'button', class: 'secondary small', 'aria-label': nameFor(t('Reset'), t('arguments of {name}', { name: action.name })) },
     'Reset',
   );
   const editPanel = h(
     'div',
     { class: 'panel edit-panel', hidden: true },
-    h('label', { for: editorId }, 'New arguments for ', oneLine(action.name), ' (JSON)'),
+    h('label', { for: editorId }, ...t.parts('New arguments for {name} (JSON)', { name: oneLine(action.name) })),
     editor,
     h('div', { class: 'editor-foot' }, editorStatus, reset),
   );
@@ -406,17 +415,17 @@ function actionReview(request, action, index, allowed) {
       const value = JSON.parse(editor.value);
       const wantsObject = action.args !== null && typeof action.args === 'object' && !Array.isArray(action.args);
       if (wantsObject && (value === null || typeof value !== 'object' || Array.isArray(value))) {
-        return { error: 'the arguments must be a JSON object { … }' };
+        return { error: t('the arguments must be a JSON object { … }') };
       }
       return { value };
     } catch (error) {
-      return { error: `invalid JSON: ${error.message}` };
+      return { error: t('invalid JSON: {message}', { message: error.message }) };
     }
   };
   const validate = () => {
     const parsed = parseArgs();
     editor.setAttribute('aria-invalid', String(Boolean(parsed.error)));
-    editorStatus.textContent = parsed.error ? `Not valid: ${parsed.error}` : 'Valid JSON';
+    editorStatus.textContent = parsed.error ? t('Not valid: {problem}', { problem: parsed.error }) : t('Valid JSON');
     editorStatus.dataset.valid = String(!parsed.error);
     if (!parsed.error) error.hidden = true;
     return parsed;
@@ -433,7 +442,7 @@ function actionReview(request, action, index, allowed) {
   const rejectPanel = h(
     'div',
     { class: 'panel', hidden: true },
-    h('label', { for: rejectId }, 'Message to the agent (optional)'),
+    h('label', { for: rejectId }, t('Message to the agent (optional)')),
     rejectMessage,
   );
   const respondId = `${base}-respond-message`;
@@ -441,7 +450,7 @@ function actionReview(request, action, index, allowed) {
   const respondPanel = h(
     'div',
     { class: 'panel', hidden: true },
-    h('label', { for: respondId }, 'Your response (sent to the agent instead of running the tool)'),
+    h('label', { for: respondId }, t('Your response (sent to the agent instead of running the tool)')),
     respondMessage,
   );
   const panels = { edit: editPanel, reject: rejectPanel, respond: respondPanel };
@@ -454,11 +463,11 @@ function actionReview(request, action, index, allowed) {
     { class: 'action-review', 'aria-describedby': descriptionId },
     h('legend', {}, h('h3', { class: 'action-name' }, oneLine(action.name))),
     action.description ? h('p', { class: 'action-description', id: descriptionId }, action.description) : null,
-    h('p', { class: 'args-label', id: `${argsId}-label` }, 'Arguments'),
+    h('p', { class: 'args-label', id: `${argsId}-label` }, t('Arguments')),
     h('pre', { class: 'json', id: argsId, tabindex: 0, 'aria-labelledby': `${argsId}-label` }, original),
     h(
       'div',
-      { class: 'decisions', role: 'radiogroup', 'aria-label': `Decision for ${visibleString(action.name)}` },
+      { class: 'decisions', role: 'radiogroup', 'aria-label': t('Decision for {name}', { name: visibleString(action.name) }) },
       radios.map((radio, position) => choice(allowed[position], radio)),
     ),
     editPanel,
@@ -487,7 +496,7 @@ function actionReview(request, action, index, allowed) {
         error.hidden = false;
         return { error: message, fix };
       };
-      if (!chosen) return fail('choose a decision.', radios[0]);
+      if (!chosen) return fail(t('choose a decision.'), radios[0]);
       error.hidden = true;
       if (chosen === 'approve') return { decision: { type: 'approve' } };
       if (chosen === 'edit') {
@@ -500,26 +509,28 @@ function actionReview(request, action, index, allowed) {
         return { decision: message ? { type: 'reject', message } : { type: 'reject' } };
       }
       const message = respondMessage.value.trim();
-      if (!message) return fail('write the response for the agent.', respondMessage);
+      if (!message) return fail(t('write the response for the agent.'), respondMessage);
       return { decision: { type: 'respond', message } };
     },
   };
 }
 
 /** What an approval card is about, for the accessible names of its buttons. */
-export function approvalSubject(actions) {
-  return `approval of ${actions.map((action) => action.name).join(', ')}`;
+export function approvalSubject(actions, t = pageText) {
+  return t('approval of {names}', { names: actions.map((action) => action.name).join(', ') });
 }
 
-function resolutionView(request, outcome, subject, dismiss) {
-  const status = {
-    replied: outcome.here ? 'You sent your decision' : 'Decided elsewhere',
-    timed_out: 'Expired: every action was rejected',
-    cancelled: 'Withdrawn: the agent no longer needs a decision',
-    gone: 'No longer pending: it was resolved while this page was not connected',
-  }[outcome.status] ?? 'Resolved';
+function resolutionView(request, outcome, subject, dismiss, t) {
+  const status = t(
+    {
+      replied: outcome.here ? 'You sent your decision' : 'Decided elsewhere',
+      timed_out: 'Expired: every action was rejected',
+      cancelled: 'Withdrawn: the agent no longer needs a decision',
+      gone: 'No longer pending: it was resolved while this page was not connected',
+    }[outcome.status] ?? 'Resolved',
+  );
   const parts = [h('p', { class: 'status-line', dataset: { status: outcome.status } }, status)];
-  const by = decidedByLine(outcome.status, outcome.answeredBy);
+  const by = decidedByLine(outcome.status, outcome.answeredBy, t);
   if (by) parts.push(by);
   if (Array.isArray(outcome.decisions)) {
     parts.push(
@@ -528,37 +539,37 @@ function resolutionView(request, outcome, subject, dismiss) {
         { class: 'answers' },
         (request.action_requests ?? []).flatMap((action, index) => {
           const decision = outcome.decisions[index] ?? outcome.decisions[0];
-          return [h('dt', {}, oneLine(action.name)), h('dd', {}, describeDecision(decision))];
+          return [h('dt', {}, oneLine(action.name)), h('dd', {}, describeDecision(decision, t))];
         }),
       ),
     );
   }
   if (outcome.votes?.length > 0) {
-    parts.push(h('p', { class: 'votes-line' }, 'Votes: ', votesText(outcome.votes, request.action_requests ?? [])));
+    parts.push(h('p', { class: 'votes-line' }, `${t('Votes:')} `, votesText(outcome.votes, request.action_requests ?? [], t)));
   }
   if (outcome.note) parts.push(h('p', { class: 'note' }, outcome.note));
-  parts.push(dismissButton(subject, dismiss));
+  parts.push(dismissButton(subject, dismiss, t));
   return parts;
 }
 
 /** `decided by alice (reviewer)` under a resolved card's status, or `null`. */
-function decidedByLine(status, identity) {
-  const line = byLine(status === 'cancelled' ? 'withdrawn' : 'decided', identity, 'by answered-by');
+function decidedByLine(status, identity, t) {
+  const line = byLine(status === 'cancelled' ? 'withdrawn' : 'decided', identity, 'by answered-by', t);
   return line && h('p', { class: 'answered-by-line' }, line);
 }
 
-/** A decision in words, as the card and the timeline show it. */
-export function describeDecision(decision) {
+/** A decision in words, as the card and the timeline show it (in `t`'s language). */
+export function describeDecision(decision, t = pageText) {
   switch (decision?.type) {
     case 'approve':
-      return 'Approved';
+      return t('Approved');
     case 'edit':
-      return `Approved with edited arguments: ${jsonText(decision.edited_action?.args)}`;
+      return t('Approved with edited arguments: {args}', { args: jsonText(decision.edited_action?.args) });
     case 'reject':
-      return decision.message ? `Rejected: ${decision.message}` : 'Rejected';
+      return decision.message ? t('Rejected: {message}', { message: decision.message }) : t('Rejected');
     case 'respond':
-      return `Responded: ${decision.message}`;
+      return t('Responded: {message}', { message: decision.message });
     default:
-      return 'Unknown decision';
+      return t('Unknown decision');
   }
 }

@@ -30,6 +30,7 @@
 
 import * as api from './api.js';
 import { h, oneLine, setText } from './dom.js';
+import { t } from './i18n.js';
 
 /** How many of the newest deliveries are counted (the route's default page). */
 const PAGE = 100;
@@ -43,25 +44,23 @@ const REFUSED = [401, 403, 404];
 /** Events that become webhook messages: every request event. */
 const REQUEST_EVENT = /^(question|approval)\./;
 
-/** "in 4 s", "in 3 min", "in 2 h": how far `milliseconds` ahead is; "now" when it is not. */
-export function relativeTime(milliseconds) {
-  if (milliseconds <= 0) return 'now';
+/** "in 4 s", "in 3 min", "in 2 h": how far `milliseconds` ahead is; `null` when it is not. */
+function relativeTime(milliseconds) {
+  if (milliseconds <= 0) return null;
   const seconds = Math.ceil(milliseconds / 1000);
-  if (seconds < 60) return `in ${seconds} s`;
+  if (seconds < 60) return t('in {count} s', { count: seconds });
   const minutes = Math.round(seconds / 60);
-  if (minutes < 60) return `in ${minutes} min`;
-  return `in ${Math.round(minutes / 60)} h`;
+  if (minutes < 60) return t('in {count} min', { count: minutes });
+  return t('in {count} h', { count: Math.round(minutes / 60) });
 }
 
 /** The control's text for `counts` (`{pending, abandoned}`). */
 function statusText({ pending, abandoned }) {
   const parts = [];
-  if (pending > 0) parts.push(`${pending} pending`);
-  if (abandoned > 0) parts.push(`${abandoned} abandoned`);
-  return `Webhooks: ${parts.length > 0 ? parts.join(' · ') : 'all delivered'}`;
+  if (pending > 0) parts.push(t('{count} pending', { count: pending }));
+  if (abandoned > 0) parts.push(t('{count} abandoned', { count: abandoned }));
+  return t('Webhooks: {state}', { state: parts.length > 0 ? parts.join(' · ') : t('all delivered') });
 }
-
-const plural = (count, one, many) => `${count} ${count === 1 ? one : many}`;
 
 export class DeliveryStatus {
   /**
@@ -205,10 +204,14 @@ export class DeliveryStatus {
       summary,
       unsettled.length === 0
         ? deliveries.length === 1
-          ? 'The newest delivery was delivered.'
-          : `The newest ${deliveries.length} deliveries were all delivered.`
-        : `Of the newest ${plural(deliveries.length, 'delivery', 'deliveries')}: ${counts.pending} pending, ` +
-            `${counts.abandoned} abandoned, the rest delivered.`,
+          ? t('The newest delivery was delivered.')
+          : t('The newest {count} deliveries were all delivered.', { count: deliveries.length })
+        : t(
+            deliveries.length === 1
+              ? 'Of the newest delivery: {pending} pending, {abandoned} abandoned, the rest delivered.'
+              : 'Of the newest {count} deliveries: {pending} pending, {abandoned} abandoned, the rest delivered.',
+            { count: deliveries.length, pending: counts.pending, abandoned: counts.abandoned },
+          ),
     );
     this.countdowns = [];
     list.replaceChildren(...unsettled.map((delivery) => this.row(delivery)));
@@ -219,7 +222,7 @@ export class DeliveryStatus {
   /** One pending or abandoned delivery, as a list item. */
   row(delivery) {
     const last = delivery.last_attempt;
-    const lastText = last?.error ?? (last?.status !== undefined ? `the receiver answered ${last.status}` : null);
+    const lastText = last?.error ?? (last?.status !== undefined ? t('the receiver answered {status}', { status: last.status }) : null);
     const attempts = Number(delivery.attempts) || 0;
     let next = null;
     if (delivery.state === 'pending' && typeof delivery.next_attempt_at === 'number') {
@@ -232,16 +235,16 @@ export class DeliveryStatus {
       h(
         'p',
         { class: 'delivery-head' },
-        h('span', { class: 'delivery-type' }, oneLine(delivery.type ?? 'unknown event')),
-        h('span', { class: 'delivery-state' }, delivery.state === 'pending' ? 'pending' : 'abandoned'),
+        h('span', { class: 'delivery-type' }, oneLine(delivery.type ?? t('unknown event'))),
+        h('span', { class: 'delivery-state' }, delivery.state === 'pending' ? t('pending') : t('abandoned')),
       ),
-      h('p', { class: 'delivery-target' }, 'to ', h('span', { class: 'delivery-url' }, oneLine(delivery.target))),
+      h('p', { class: 'delivery-target' }, ...t.parts('to {target}', { target: h('span', { class: 'delivery-url' }, oneLine(delivery.target)) })),
       h(
         'p',
         { class: 'delivery-detail' },
-        attempts === 0 ? 'not tried yet' : plural(attempts, 'attempt', 'attempts'),
-        lastText === null ? null : ['; last: ', h('span', { class: 'delivery-error' }, lastText)],
-        next === null ? null : ['; next attempt ', next],
+        attempts === 0 ? t('not tried yet') : attempts === 1 ? t('1 attempt') : t('{count} attempts', { count: attempts }),
+        lastText === null ? null : t.parts('; last: {error}', { error: h('span', { class: 'delivery-error' }, lastText) }),
+        next === null ? null : t.parts('; next attempt {when}', { when: next }),
       ),
     );
   }
@@ -250,11 +253,11 @@ export class DeliveryStatus {
   failed(error) {
     const why =
       error instanceof api.NetworkError
-        ? 'the server could not be reached'
+        ? t('the server could not be reached')
         : error instanceof api.ApiError
-          ? `the server answered ${error.status}: ${error.message}`
+          ? t('the server answered {status}: {message}', { status: error.status, message: error.message })
           : String(error?.message ?? error);
-    setText(this.ui.error, `Could not refresh the deliveries (${why}); trying again.`);
+    setText(this.ui.error, t('Could not refresh the deliveries ({why}); trying again.', { why }));
     this.ui.error.hidden = false;
   }
 
@@ -264,9 +267,9 @@ export class DeliveryStatus {
     const now = api.serverNow();
     for (const { element, at } of this.countdowns) {
       const left = relativeTime(at - now);
-      const words = left === 'now' ? 'due now' : left;
+      const words = left ?? t('due now');
       if (element.textContent !== words) element.textContent = words;
-      element.title = new Date(at).toLocaleString();
+      element.title = t.time(at);
     }
   }
 

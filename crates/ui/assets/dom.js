@@ -15,6 +15,8 @@
 // places that take no markup (an `<option>`, an accessible name), and `jsonText` writes
 // JSON with those characters as `\uXXXX` escapes, which read back to the same value.
 
+import { t as pageText } from './i18n.js';
+
 /** Every character that acts without showing itself; in multi-line text, not `\t`, `\n`. */
 const HIDDEN_MULTILINE = /[\u0000-\u0008\u000b-\u001f\u007f-\u009f\u00ad\u061c\u115f\u1160\u180e\u200b\u200e\u200f\u2028-\u202e\u2060-\u2064\u2066-\u2069\u3164\ufeff\uffa0\u{e0000}-\u{e007f}]/gu;
 /** The same, and every other control and the zero-width joiners too: for ids, names and labels. */
@@ -150,12 +152,12 @@ export function nameFor(text, subject) {
   return `${text}: ${visibleString(subject)}`;
 }
 
-/** The "Dismiss" button of a resolved card about `subject`. */
-export function dismissButton(subject, dismiss) {
+/** The "Dismiss" button of a resolved card about `subject`, in `t`'s language. */
+export function dismissButton(subject, dismiss, t = pageText) {
   return h(
     'button',
-    { type: 'button', class: 'secondary small', 'aria-label': nameFor('Dismiss', subject), onclick: dismiss },
-    'Dismiss',
+    { type: 'button', class: 'secondary small', 'aria-label': nameFor(t('Dismiss'), subject), onclick: dismiss },
+    t('Dismiss'),
   );
 }
 
@@ -176,19 +178,22 @@ export function formatRemaining(milliseconds) {
     : `${minutes}:${seconds}`;
 }
 
-/** A countdown element for `expiresAt` (ms since the epoch), kept current by `tick(now)`. */
-export function countdown(expiresAt) {
+/**
+ * A countdown element for `expiresAt` (ms since the epoch), kept current by `tick(now)`,
+ * in `t`'s language.
+ */
+export function countdown(expiresAt, t = pageText) {
   const element = h('span', { class: 'timer', role: 'timer' });
   const tick = (now) => {
     if (!expiresAt) {
-      element.textContent = 'no time limit';
+      element.textContent = t('no time limit');
       element.dataset.state = 'none';
       return;
     }
     const left = formatRemaining(expiresAt - now);
-    element.textContent = left === null ? 'time is up' : `expires in ${left}`;
+    element.textContent = left === null ? t('time is up') : t('expires in {left}', { left });
     element.dataset.state = left === null ? 'over' : expiresAt - now < 60_000 ? 'urgent' : 'ok';
-    element.title = `Expires at ${new Date(expiresAt).toLocaleString()}`;
+    element.title = t('Expires at {time}', { time: t.time(expiresAt) });
   };
   return { element, tick };
 }
@@ -198,20 +203,20 @@ export function countdown(expiresAt) {
  * `escalated to bob`, or both (`reminded · escalated to bob`), as the server's
  * `*.reminded` and `*.escalated` events say. Hidden until one did. The names are
  * credential names a request chose, shown as one-line text with hidden characters marked.
- * Returns `{element, reminded(), escalated(names)}`; each step shows once.
+ * Returns `{element, reminded(), escalated(names)}`; each step shows once. In `t`'s language.
  */
-export function followUpNote() {
+export function followUpNote(t = pageText) {
   const element = h('span', { class: 'follow-up', hidden: true });
   let reminded = false;
   /** Who it escalated to, once it did (an empty list: the event named nobody). */
   let escalatedTo = null;
   const render = () => {
     const parts = [];
-    if (reminded) parts.push('reminded');
+    if (reminded) parts.push(t('reminded'));
     if (escalatedTo) {
       if (parts.length > 0) parts.push(' · ');
-      parts.push(escalatedTo.length > 0 ? 'escalated to ' : 'escalated');
-      if (escalatedTo.length > 0) parts.push(oneLine(escalatedTo.join(', ')));
+      if (escalatedTo.length > 0) parts.push(...t.parts('escalated to {names}', { names: oneLine(escalatedTo.join(', ')) }));
+      else parts.push(t('escalated'));
     }
     element.replaceChildren(...parts);
     element.dataset.step = escalatedTo ? 'escalated' : 'reminded';
@@ -233,30 +238,43 @@ export function followUpNote() {
 }
 
 /**
- * Who asked or answered a request, as a line: `asked by agent-1 (agent)`. `identity` is the
+ * Who asked or answered a request, as a line: `asked by agent-1 (agent)` (`verb`: `asked`,
+ * `answered`, `declined`, `withdrawn`, `decided`; in `t`'s
+ * language). `identity` is the
  * wire's `{name, role}`, or only a name (the timeline's histories carry the name alone); the
  * name is agent-controlled text, so it is one-line text with hidden characters marked.
  * `null` when the wire names nobody (a server without roles, an outcome nobody decided).
  */
-export function byLine(verb, identity, className = 'by') {
+export function byLine(verb, identity, className = 'by', t = pageText) {
   const name = typeof identity === 'string' ? identity : identity?.name;
   if (typeof name !== 'string' || name === '') return null;
   const role = typeof identity === 'object' && typeof identity.role === 'string' ? ` (${identity.role})` : '';
-  return h('span', { class: className }, `${verb} by `, h('span', { class: 'by-name' }, oneLine(name)), role);
+  const line = BY_LINES[verb] ?? 'decided by {name}';
+  return h('span', { class: className }, ...t.parts(line, { name: h('span', { class: 'by-name' }, oneLine(name)) }), role);
 }
+
+/** `byLine`'s texts by verb. */
+const BY_LINES = {
+  asked: 'asked by {name}',
+  answered: 'answered by {name}',
+  declined: 'declined by {name}',
+  withdrawn: 'withdrawn by {name}',
+  decided: 'decided by {name}',
+};
 
 /**
  * A request's session, as a link to that session's timeline on the main page
  * (`/?session=`: from an answer link's page too).
  */
-export function sessionLink(session) {
+export function sessionLink(session, t = pageText) {
   return h(
     'a',
     {
       class: 'session',
       href: `/?session=${encodeURIComponent(session)}`,
-      title: 'Show this session and its timeline',
-      dataset: { session },
+      title: t('Show this session and its timeline'),
+      // Shown before the name by the style sheet (`.session::before`).
+      dataset: { session, label: t('session') },
     },
     oneLine(session),
   );

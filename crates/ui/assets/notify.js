@@ -22,6 +22,7 @@
 //   the cards mark them (`visibleString`).
 
 import { visibleString } from './dom.js';
+import { t as pageText, translator } from './i18n.js';
 
 /** Where the human's choice is kept. */
 const CHOICE_KEY = 'askbus.notifications';
@@ -38,14 +39,20 @@ function preview(text) {
 /** A notification's title and body for request `request` of `kind`. */
 function describe(kind, request) {
   const question = kind === 'question';
+  // In the request's language, as its card.
+  const t = translator(request.locale);
   const who = question ? request.askedBy?.name : request.asked_by?.name;
-  const from = typeof who === 'string' && who !== '' ? `from ${who}` : `in session ${question ? request.sessionID : request.session_id}`;
+  const session = question ? request.sessionID : request.session_id;
+  const named = typeof who === 'string' && who !== '';
   if (question) {
     const first = request.questions?.[0] ?? {};
-    return { title: `Question ${from}`, body: [first.header, first.question].filter(Boolean).join(': ') };
+    return {
+      title: named ? t('Question from {who}', { who }) : t('Question in session {session}', { session }),
+      body: [first.header, first.question].filter(Boolean).join(': '),
+    };
   }
   const names = (request.action_requests ?? []).map((action) => action.name).join(', ');
-  return { title: `Approval ${from}`, body: names };
+  return { title: named ? t('Approval from {who}', { who }) : t('Approval in session {session}', { session }), body: names };
 }
 
 function readChoice() {
@@ -165,14 +172,16 @@ export class ArrivalNotifier {
     if (this.on || Notification.permission === 'granted') storeChoice(this.on);
     this.renderControl();
     if (Notification.permission === 'denied') this.say(this.blocked.textContent);
-    else this.say(this.on ? 'Notifications on: a request arriving while this tab is hidden raises one.' : 'Notifications off.');
+    else this.say(this.on ? pageText('Notifications on: a request arriving while this tab is hidden raises one.') : pageText('Notifications off.'));
   }
 
   renderControl() {
     const denied = this.supported && Notification.permission === 'denied';
     this.toggle.hidden = !this.supported || denied;
     this.blocked.hidden = !denied;
-    this.toggle.textContent = this.enabled() ? 'Notifications on' : 'Notify me';
-    this.toggle.title = this.enabled() ? 'Click to stop notifications' : 'Notify me when a request arrives while this tab is hidden';
+    this.toggle.textContent = this.enabled() ? pageText('Notifications on') : pageText('Notify me');
+    this.toggle.title = this.enabled()
+      ? pageText('Click to stop notifications')
+      : pageText('Notify me when a request arrives while this tab is hidden');
   }
 }

@@ -7,6 +7,7 @@
 // optional reason. A draft survives a reload (sessionStorage, per request id).
 
 import { byLine, countdown, dismissButton, domId, followUpNote, h, nameFor, oneLine, sessionLink, setText } from './dom.js';
+import { translator } from './i18n.js';
 
 export const NO_PREFERENCE = '[No preference]';
 const OTHER = '\u0000other';
@@ -22,33 +23,35 @@ const DRAFT_PREFIX = 'askbus.draft.';
  */
 export function questionCard(request, actions) {
   const id = request.id;
+  // The card speaks the request's language (its `locale`), else the browser's.
+  const t = translator(request.locale);
   const multi = request.questions.length > 1;
   const titleId = domId(id, 'title');
-  const timer = countdown(request.expiresAt);
-  const followUp = followUpNote();
+  const timer = countdown(request.expiresAt, t);
+  const followUp = followUpNote(t);
   const errorBox = h('p', { class: 'card-error', role: 'alert', hidden: true });
   let touched = false;
   let resolved = false;
   /** Who resolved it (`{name, role}`), once an outcome said. */
   let answeredBy = null;
 
-  const fields = request.questions.map((info, index) => questionField(request, info, index, multi));
-  const subject = questionSubject(request.questions);
-  const submitText = multi ? 'Submit answers' : 'Submit answer';
+  const fields = request.questions.map((info, index) => questionField(request, info, index, multi, t));
+  const subject = questionSubject(request.questions, t);
+  const submitText = multi ? t('Submit answers') : t('Submit answer');
   const submit = h('button', { type: 'submit', class: 'primary', 'aria-label': nameFor(submitText, subject) }, submitText);
   const declineToggle = h(
     'button',
-    { type: 'button', class: 'secondary', 'aria-label': nameFor('Decline', subject) },
-    'Decline…',
+    { type: 'button', class: 'secondary', 'aria-label': nameFor(t('Decline'), subject) },
+    t('Decline…'),
   );
   const reasonId = domId(id, 'reason');
   const reason = h('input', { id: reasonId, type: 'text', maxlength: 500, autocomplete: 'off' });
-  const declineConfirm = h('button', { type: 'button', class: 'danger' }, 'Decline question');
-  const declineCancel = h('button', { type: 'button', class: 'secondary' }, 'Cancel');
+  const declineConfirm = h('button', { type: 'button', class: 'danger' }, t('Decline question'));
+  const declineCancel = h('button', { type: 'button', class: 'secondary' }, t('Cancel'));
   const declinePanel = h(
     'div',
     { class: 'decline', hidden: true },
-    h('label', { for: reasonId }, 'Reason for the agent (optional)'),
+    h('label', { for: reasonId }, t('Reason for the agent (optional)')),
     reason,
     h('div', { class: 'actions' }, declineConfirm, declineCancel),
   );
@@ -62,7 +65,7 @@ export function questionCard(request, actions) {
   );
   const resolution = h('div', { class: 'resolution', hidden: true });
   const title = multi
-    ? h('h2', { id: titleId, class: 'card-title' }, `${request.questions.length} questions`)
+    ? h('h2', { id: titleId, class: 'card-title' }, t('{count} questions', { count: request.questions.length }))
     : null;
   const element = h(
     'article',
@@ -71,14 +74,15 @@ export function questionCard(request, actions) {
       id: domId('request', id),
       'aria-labelledby': titleId,
       tabindex: -1,
+      lang: t.locale,
       dataset: { id, key: id, session: request.sessionID, kind: 'question' },
     },
     h(
       'div',
       { class: 'card-meta' },
-      h('span', { class: 'kind' }, 'Question'),
-      sessionLink(request.sessionID),
-      byLine('asked', request.askedBy, 'by asked-by'),
+      h('span', { class: 'kind' }, t('Question')),
+      sessionLink(request.sessionID, t),
+      byLine('asked', request.askedBy, 'by asked-by', t),
       followUp.element,
       timer.element,
     ),
@@ -121,8 +125,8 @@ export function questionCard(request, actions) {
       const count = results.filter((result) => result.error).length;
       showError(
         count === 1
-          ? `Answer or skip “${request.questions[invalid].question}” first.`
-          : `Answer or skip every question first: ${count} still need an answer.`,
+          ? t('Answer or skip “{question}” first.', { question: request.questions[invalid].question })
+          : t('Answer or skip every question first: {count} still need an answer.', { count }),
       );
       results[invalid].fix.focus();
       return;
@@ -135,7 +139,7 @@ export function questionCard(request, actions) {
       element.focus();
     } catch (error) {
       setBusy(false);
-      if (!resolved) showError(actions.describe(error, 'answer'));
+      if (!resolved) showError(actions.describe(error, 'answer', t));
       actions.failed?.(request, error, controller);
     }
   });
@@ -167,7 +171,7 @@ export function questionCard(request, actions) {
       element.focus();
     } catch (error) {
       setBusy(false);
-      if (!resolved) showError(actions.describe(error, 'decline'));
+      if (!resolved) showError(actions.describe(error, 'decline', t));
       actions.failed?.(request, error, controller);
     }
   });
@@ -207,7 +211,7 @@ export function questionCard(request, actions) {
       element.classList.add('resolved');
       element.dataset.status = outcome.status;
       answeredBy = outcome.answeredBy;
-      resolution.replaceChildren(...resolutionView(request, outcome, subject, () => actions.dismiss(id)));
+      resolution.replaceChildren(...resolutionView(request, outcome, subject, () => actions.dismiss(id), t));
       resolution.hidden = false;
       actions.changed?.(id);
     },
@@ -218,7 +222,7 @@ export function questionCard(request, actions) {
     noteAnsweredBy(identity) {
       if (!resolved || answeredBy || !identity) return;
       answeredBy = identity;
-      const line = answeredByLine(element.dataset.status, identity);
+      const line = answeredByLine(element.dataset.status, identity, t);
       if (line) resolution.querySelector('.status-line')?.after(line);
     },
     /** A failure that left the request as it was (e.g. a 409 without details yet). */
@@ -232,16 +236,16 @@ export function questionCard(request, actions) {
  * What a question card is about, for the accessible names of its buttons: `question
  * Database`, or `questions Telemetry, Region` (headers, else the question texts).
  */
-export function questionSubject(questions) {
+export function questionSubject(questions, t) {
   const names = questions.map((info) => info.header || info.question).join(', ');
-  return `${questions.length > 1 ? 'questions' : 'question'} ${names}`;
+  return questions.length > 1 ? t('questions {names}', { names }) : t('question {names}', { names });
 }
 
 /**
  * One question as a fieldset; `collect()` gives `{answer}`, or `{error, fix}` with the
  * control that needs the human.
  */
-function questionField(request, info, index, multi) {
+function questionField(request, info, index, multi, t) {
   const base = domId(request.id, 'q', index);
   const name = base;
   const type = info.multiple ? 'checkbox' : 'radio';
@@ -277,20 +281,20 @@ function questionField(request, info, index, multi) {
   let otherInput = null;
   let otherText = null;
   if (info.custom) {
-    options.push(option(OTHER, freeText?.label ?? 'Other', freeText?.description || 'Type your own answer', 'other'));
+    options.push(option(OTHER, freeText?.label ?? t('Other'), freeText?.description || t('Type your own answer'), 'other'));
     otherInput = inputs[inputs.length - 1];
     otherText = h('input', {
       type: 'text',
       class: 'other-text',
       id: `${base}-other-text`,
-      'aria-label': `Your own answer to: ${info.question}`,
-      placeholder: 'Type your own answer',
+      'aria-label': t('Your own answer to: {question}', { question: info.question }),
+      placeholder: t('Type your own answer'),
       autocomplete: 'off',
       maxlength: 2000,
     });
     options.push(otherText);
   }
-  options.push(option(SKIP, 'No preference', 'Skip this question', 'skip'));
+  options.push(option(SKIP, t('No preference'), t('Skip this question'), 'skip'));
   const skipInput = inputs[inputs.length - 1];
 
   const error = h('p', { class: 'field-error', id: errorId, hidden: true });
@@ -303,7 +307,7 @@ function questionField(request, info, index, multi) {
       info.header ? h('span', { class: 'chip' }, oneLine(info.header)) : null,
       h(Heading, { class: 'question-text', id: index === 0 && !multi ? domId(request.id, 'title') : undefined }, info.question),
     ),
-    h('p', { class: 'hint', id: hintId }, info.multiple ? 'Choose any that apply.' : 'Choose one.'),
+    h('p', { class: 'hint', id: hintId }, info.multiple ? t('Choose any that apply.') : t('Choose one.')),
     h('div', { class: 'options' }, options),
     error,
   );
@@ -343,7 +347,7 @@ function questionField(request, info, index, multi) {
     collect() {
       const checked = inputs.filter((input) => input.checked);
       if (checked.length === 0) {
-        setError('Choose an answer, or “No preference” to skip.');
+        setError(t('Choose an answer, or “No preference” to skip.'));
         return { error: true, fix: inputs[0] };
       }
       if (skipInput.checked) {
@@ -354,7 +358,7 @@ function questionField(request, info, index, multi) {
       if (otherInput?.checked) {
         const text = otherText.value.trim();
         if (!text) {
-          setError('Type your own answer, or choose one of the options.');
+          setError(t('Type your own answer, or choose one of the options.'));
           return { error: true, fix: otherText };
         }
         answer.push(text);
@@ -377,19 +381,21 @@ function questionField(request, info, index, multi) {
 }
 
 /** The resolved block: what happened, and the questions with their answers. */
-function resolutionView(request, outcome, subject, dismiss) {
-  const status = {
-    replied: outcome.here ? 'You answered' : 'Answered elsewhere',
-    rejected: outcome.here ? 'You declined this question' : 'Declined elsewhere',
-    timed_out: 'Expired: nobody answered in time',
-    cancelled: 'Withdrawn: the agent no longer needs an answer',
-    gone: 'No longer pending: it was resolved while this page was not connected',
-  }[outcome.status] ?? 'Resolved';
+function resolutionView(request, outcome, subject, dismiss, t) {
+  const status = t(
+    {
+      replied: outcome.here ? 'You answered' : 'Answered elsewhere',
+      rejected: outcome.here ? 'You declined this question' : 'Declined elsewhere',
+      timed_out: 'Expired: nobody answered in time',
+      cancelled: 'Withdrawn: the agent no longer needs an answer',
+      gone: 'No longer pending: it was resolved while this page was not connected',
+    }[outcome.status] ?? 'Resolved',
+  );
   const parts = [h('p', { class: 'status-line', dataset: { status: outcome.status } }, status)];
   const by = answeredByLine(outcome.status, outcome.answeredBy);
   if (by) parts.push(by);
   if (outcome.status === 'rejected' && outcome.reason) {
-    parts.push(h('p', { class: 'reason' }, `Reason: ${outcome.reason}`));
+    parts.push(h('p', { class: 'reason' }, t('Reason: {reason}', { reason: outcome.reason })));
   }
   if (outcome.status === 'replied' && Array.isArray(outcome.answers)) {
     parts.push(
@@ -404,14 +410,14 @@ function resolutionView(request, outcome, subject, dismiss) {
     );
   }
   if (outcome.note) parts.push(h('p', { class: 'note' }, outcome.note));
-  parts.push(dismissButton(subject, dismiss));
+  parts.push(dismissButton(subject, dismiss, t));
   return parts;
 }
 
 /** `answered by alice (reviewer)` under a resolved card's status, or `null`. */
-function answeredByLine(status, identity) {
+function answeredByLine(status, identity, t) {
   const verb = status === 'rejected' ? 'declined' : status === 'cancelled' ? 'withdrawn' : 'answered';
-  const line = byLine(verb, identity, 'by answered-by');
+  const line = byLine(verb, identity, 'by answered-by', t);
   return line && h('p', { class: 'answered-by-line' }, line);
 }
 

@@ -22,6 +22,7 @@
 
 import * as api from './api.js';
 import { setText } from './dom.js';
+import { t } from './i18n.js';
 import { EventStreamClient } from './sse.js';
 import { Timeline } from './timeline.js';
 
@@ -86,7 +87,7 @@ export class SessionTimeline {
     const session = this.session;
     this.failed = false;
     setText(this.ui.session, session);
-    this.setStatus('connecting', 'Loading…');
+    this.setStatus('connecting', t('Loading…'));
     let history;
     try {
       history = await api.get(`/session/${encodeURIComponent(session)}/history`);
@@ -112,10 +113,10 @@ export class SessionTimeline {
         if (generation === this.generation) this.resync();
       },
       onStatus: (status) => {
-        if (status === 'live') this.setStatus('live', 'Live');
-        else if (status === 'connecting') this.setStatus('connecting', 'Connecting…');
-        else if (status === 'reconnecting') this.setStatus('offline', 'Disconnected; reconnecting…');
-        else if (status === 'unauthorized') this.setStatus('locked', 'Token needed');
+        if (status === 'live') this.setStatus('live', t('Live'));
+        else if (status === 'connecting') this.setStatus('connecting', t('Connecting…'));
+        else if (status === 'reconnecting') this.setStatus('offline', t('Disconnected; reconnecting…'));
+        else if (status === 'unauthorized') this.setStatus('locked', t('Token needed'));
       },
     });
     this.stream.start();
@@ -132,7 +133,7 @@ export class SessionTimeline {
       this.load();
       return;
     }
-    this.setStatus('connecting', 'Catching up…');
+    this.setStatus('connecting', t('Catching up…'));
     setTimeout(() => {
       if (generation === this.generation) this.load();
     }, delayMs);
@@ -147,10 +148,10 @@ export class SessionTimeline {
 
 /** Why a history could not be loaded, as a sentence. */
 function loadFailure(error) {
-  if (error instanceof api.NetworkError) return 'Could not reach the server to load this timeline.';
-  if (error instanceof api.ApiError && error.status === 401) return 'This server needs an access token.';
+  if (error instanceof api.NetworkError) return t('Could not reach the server to load this timeline.');
+  if (error instanceof api.ApiError && error.status === 401) return t('This server needs an access token.');
   if (error instanceof api.ApiError && error.status === 403) {
-    return 'Your access token does not allow this session.';
+    return t('Your access token does not allow this session.');
   }
-  return `Could not load this timeline: ${error.message}`;
+  return t('Could not load this timeline: {message}', { message: error.message });
 }

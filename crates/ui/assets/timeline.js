@@ -25,6 +25,7 @@
 
 import { approvalSubject, describeDecision } from './approval.js';
 import { byLine, h, nameFor, oneLine } from './dom.js';
+import { t } from './i18n.js';
 import { NO_PREFERENCE, questionSubject } from './question.js';
 
 /** The tool name under which questions appear (seed 000). */
@@ -174,7 +175,7 @@ export class Timeline {
     /** Whether a render is queued for the frames being applied. */
     this.renderQueued = false;
     this.list = h('ol', { class: 'timeline-list' });
-    this.empty = h('p', { class: 'empty' }, 'Nothing recorded for this session yet.');
+    this.empty = h('p', { class: 'empty' }, t('Nothing recorded for this session yet.'));
     this.element = h('div', { class: 'timeline' }, this.empty, this.list);
   }
 
@@ -208,7 +209,7 @@ export class Timeline {
       case 'group':
         return this.group(item);
       case 'user':
-        return h('div', { class: 'tl-user' }, h('span', { class: 'tl-who' }, 'User'), h('p', {}, item.text));
+        return h('div', { class: 'tl-user' }, h('span', { class: 'tl-who' }, t('User')), h('p', {}, item.text));
       case 'text':
         return h('p', { class: `tl-text${item.isFinal ? ' final' : ''}` }, item.text);
       default:
@@ -228,7 +229,7 @@ export class Timeline {
     }
     const expanded = this.expanded.get(group.key) ?? !group.done;
     const visible = group.done ? group.blocks : group.blocks.slice(-MAX_RUNNING_ITEMS);
-    const label = group.done && group.summary ? group.summary : latestLabel(group.blocks) || 'Working…';
+    const label = group.done && group.summary ? group.summary : latestLabel(group.blocks) || t('Working…');
     const bodyId = `timeline-${group.key}`;
     const header = h(
       'button',
@@ -254,7 +255,7 @@ export class Timeline {
         'div',
         { class: 'group-body', id: bodyId, hidden: !expanded },
         h('ul', { class: 'group-items' }, visible.map((block) => h('li', {}, stepView(block, this.review)))),
-        group.done ? h('p', { class: 'group-done' }, '✓ Done') : null,
+        group.done ? h('p', { class: 'group-done' }, `✓ ${t('Done')}`) : null,
       ),
     );
   }
@@ -385,11 +386,11 @@ function stepView(block, review) {
       return h(
         'div',
         { class: 'tl-step', dataset: { status: block.status } },
-        h('span', { class: 'tl-dot', role: 'img', 'aria-label': STATUS_TEXT[block.status] }),
+        h('span', { class: 'tl-dot', role: 'img', 'aria-label': t(STATUS_TEXT[block.status]) }),
         h('span', { class: 'tl-label' }, block.label),
       );
     case 'thinking':
-      return h('div', { class: 'tl-step tl-thinking' }, h('span', { class: 'tl-label' }, 'Thinking'), h('p', {}, block.text));
+      return h('div', { class: 'tl-step tl-thinking' }, h('span', { class: 'tl-label' }, t('Thinking')), h('p', {}, block.text));
     case 'text':
       return h('p', { class: 'tl-text' }, block.text);
     case 'request':
@@ -409,7 +410,7 @@ function questionView(block, review) {
     { class: 'tl-question', dataset: { resolved: String(block.resolved), key: block.key } },
     block.resolved
       ? null
-      : pendingView('Waiting for your answer.', 'Answer it', questionSubject(questions), block.key, review),
+      : pendingView(t('Waiting for your answer.'), t('Answer it'), questionSubject(questions, t), block.key, review),
     answered ? null : outcomeLine(block),
     answeredByLine(block),
     h(
@@ -426,14 +427,14 @@ function questionView(block, review) {
 /** A tool approval inside its group: the actions, then what was decided. */
 function approvalView(block, review) {
   const names = block.actionRequests.map((action) => readable(action.name)).join(', ');
-  const decided = (block.decisions ?? []).map(describeDecision).join('; ');
+  const decided = (block.decisions ?? []).map((decision) => describeDecision(decision, t)).join('; ');
   return h(
     'div',
     { class: 'tl-approval', dataset: { resolved: String(block.resolved), key: block.key } },
-    h('span', { class: 'tl-label' }, `Approval: ${names}`),
+    h('span', { class: 'tl-label' }, t('Approval: {names}', { names })),
     block.resolved
       ? [outcomeLine(block) ?? h('p', { class: 'tl-state' }, decided), answeredByLine(block)]
-      : pendingView('Waiting for your decision.', 'Review it', approvalSubject(block.actionRequests), block.key, review),
+      : pendingView(t('Waiting for your decision.'), t('Review it'), approvalSubject(block.actionRequests, t), block.key, review),
   );
 }
 
@@ -470,11 +471,11 @@ function answeredByLine(block) {
 function outcomeLine(block) {
   if (!block.resolved) return null;
   let text = null;
-  if (block.timedOut) text = 'Expired: nobody answered in time';
-  else if (block.cancelled) text = 'Withdrawn by the agent';
+  if (block.timedOut) text = t('Expired: nobody answered in time');
+  else if (block.cancelled) text = t('Withdrawn by the agent');
   else if (isQuestion(block)) {
     const reason = block.decisions?.find((decision) => decision.type === 'reject')?.message;
-    text = reason ? `Declined: ${reason}` : 'Declined';
+    text = reason ? t('Declined: {reason}', { reason }) : t('Declined');
   }
   return text ? h('p', { class: 'tl-state' }, text) : null;
 }

@@ -149,6 +149,16 @@ const ASSETS: &[Asset] = &[
         body: include_bytes!("../assets/timeline.js"),
     },
     Asset {
+        name: "i18n.js",
+        content_type: JS,
+        body: include_bytes!("../assets/i18n.js"),
+    },
+    Asset {
+        name: "texts.js",
+        content_type: JS,
+        body: include_bytes!("../assets/texts.js"),
+    },
+    Asset {
         name: "style.css",
         content_type: "text/css; charset=utf-8",
         body: include_bytes!("../assets/style.css"),
@@ -379,6 +389,80 @@ mod tests {
         assert_eq!(status, StatusCode::NOT_FOUND);
         let (status, ..) = get(&format!("/ui/{}/../Cargo.toml", version()), None).await;
         assert_eq!(status, StatusCode::NOT_FOUND);
+    }
+
+    /// The English texts the code passes to a translator as literals (`t('…')`,
+    /// `text('…')`, `pageText('…')`, `t.parts('…')`) and the markup marks `data-i18n`.
+    fn texts_shown() -> Vec<String> {
+        let mut texts = Vec::new();
+        for asset in ASSETS.iter().filter(|asset| asset.name != "texts.js") {
+            let source = std::str::from_utf8(asset.body).unwrap();
+            for call in ["t('", "text('", "pageText('", "t.parts('"] {
+                for (at, _) in source.match_indices(call) {
+                    let before = source[..at].chars().next_back();
+                    if before.is_some_and(|c| c.is_alphanumeric() || c == '_' || c == '.') {
+                        continue;
+                    }
+                    let rest = &source[at + call.len()..];
+                    texts.push(rest[..rest.find('\'').unwrap()].to_owned());
+                }
+            }
+        }
+        for page in [INDEX_TEMPLATE, ANSWER_TEMPLATE] {
+            for (at, _) in page.match_indices("data-i18n>") {
+                let rest = &page[at + "data-i18n>".len()..];
+                texts.push(rest[..rest.find('<').unwrap()].trim().to_owned());
+            }
+        }
+        texts
+    }
+
+    /// The keys of one language's table in `texts.js` (`export const VI = {`).
+    fn translated(table: &str) -> Vec<String> {
+        let texts = ASSETS.iter().find(|asset| asset.name == "texts.js").unwrap();
+        let source = std::str::from_utf8(texts.body).unwrap();
+        let start = source.find(&format!("export const {table} = {{")).unwrap();
+        let end = start + source[start..].find("};").unwrap();
+        source[start..end]
+            .lines()
+            .filter_map(|line| line.trim().strip_prefix('"'))
+            .map(|line| {
+                let key = &line[..line.find("\": ").unwrap()];
+                key.replace("\\\"", "\"")
+            })
+            .collect()
+    }
+
+    #[test]
+    fn every_text_the_ui_shows_has_its_vietnamese_and_chinese() {
+        let shown = texts_shown();
+        assert!(shown.len() > 150, "the scan found {} texts", shown.len());
+        for table in ["VI", "ZH"] {
+            let keys = translated(table);
+            for text in &shown {
+                assert!(keys.contains(text), "{table} lacks {text:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn every_translation_is_of_a_text_the_ui_has() {
+        let sources: Vec<&str> = ASSETS
+            .iter()
+            .filter(|asset| asset.name != "texts.js" && asset.name.ends_with(".js"))
+            .map(|asset| std::str::from_utf8(asset.body).unwrap())
+            .chain([INDEX_TEMPLATE, ANSWER_TEMPLATE])
+            .collect();
+        for key in translated("VI") {
+            let quoted = [format!("'{key}'"), format!(">{key}<"), format!("`{key}`")];
+            assert!(
+                sources
+                    .iter()
+                    .any(|source| quoted.iter().any(|quoted| source.contains(quoted.as_str()))),
+                "texts.js translates {key:?}, which no page or module shows"
+            );
+        }
+        assert_eq!(translated("VI"), translated("ZH"), "both languages, the same texts");
     }
 
     #[test]
