@@ -101,8 +101,10 @@ mod demo;
 mod mcp;
 mod notify;
 mod parse_errors;
+mod probe;
 
 pub use notify::NotifySettings;
+pub use probe::{ProbeError, probe};
 
 use std::net::SocketAddr;
 use std::str::FromStr;
@@ -527,6 +529,14 @@ pub enum Command {
     /// The audit log: make its signing key, export it, verify an export.
     #[command(subcommand)]
     Audit(AuditCommand),
+    /// Ask the server on --listen (on loopback if it listens on every address) for
+    /// `GET /health`, and exit 0 if it answers 200: a container's health check without
+    /// curl.
+    Probe {
+        /// Ask `GET /ready` instead: the store answers and, on Redis, the server caught up.
+        #[arg(long)]
+        ready: bool,
+    },
 }
 
 /// Validated settings of a server run.
@@ -594,7 +604,9 @@ impl StoreUrl {
     /// and a SQLite file is one process's at a time.
     pub fn default_for(command: Option<&Command>) -> Self {
         match command {
-            None | Some(Command::Audit(_)) => Self::Sqlite("askbus.db".into()),
+            None | Some(Command::Audit(_) | Command::Probe { .. }) => {
+                Self::Sqlite("askbus.db".into())
+            }
             Some(Command::Mcp) => Self::Memory,
         }
     }
@@ -964,7 +976,7 @@ impl Cli {
             mcp,
             mcp_stdio: match self.command {
                 Some(Command::Mcp) => McpStdio::On,
-                None | Some(Command::Audit(_)) => McpStdio::Off,
+                None | Some(Command::Audit(_) | Command::Probe { .. }) => McpStdio::Off,
             },
             pending,
             duties,

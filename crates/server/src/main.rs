@@ -51,6 +51,15 @@ fn run(cli: &Cli) -> anyhow::Result<()> {
             .context("cannot start the async runtime")?;
         return Ok(runtime.block_on(askbus_server::run_audit(command, cli))?);
     }
+    if let Some(Command::Probe { ready }) = cli.command {
+        // A health check: one request, no server.
+        let listen = cli.settings()?.listen;
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .context("cannot start the async runtime")?;
+        return Ok(runtime.block_on(askbus_server::probe(listen, ready))?);
+    }
     // First: the default number of event streams is derived from the limit in force.
     match askbus_server::raise_open_files_limit() {
         Ok(Some(files)) if files.now > files.before => tracing::info!(
