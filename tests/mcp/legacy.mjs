@@ -21,6 +21,9 @@
 //            the first progress notification, close once stdin ends (HTTP, spawn)
 //   elicit   declare form elicitation, answer the form askbus sends (ASKBUS_ELICIT_ACTION:
 //            accept, decline or cancel), print the result
+//   review   declare form elicitation, call `request_approval`, and answer each form askbus
+//            sends with the next of ASKBUS_REVIEW_ANSWERS (a JSON array of elicitation
+//            results); once they run out, leave the form open. Print each form and the result
 
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport, getDefaultEnvironment } from '@modelcontextprotocol/sdk/client/stdio.js';
@@ -221,6 +224,19 @@ async function elicit() {
   await disconnect(client);
 }
 
-const scenarios = { answer, approve, invalid, cancel, elicit };
+async function review() {
+  const answers = JSON.parse(process.env.ASKBUS_REVIEW_ANSWERS ?? '[]');
+  const { client } = await connect({ elicitation: { form: {} } });
+  client.setRequestHandler(ElicitRequestSchema, async (request) => {
+    say({ stage: 'elicited', params: request.params });
+    // Out of answers: the form stays open until askbus withdraws it.
+    return answers.shift() ?? new Promise(() => {});
+  });
+  const result = await callTool(client, 'request_approval', ARGUMENTS.request_approval, {});
+  say({ stage: 'result', result });
+  await disconnect(client);
+}
+
+const scenarios = { answer, approve, invalid, cancel, elicit, review };
 if (!scenarios[scenario]) fail(new Error(`unknown scenario ${scenario}`));
 scenarios[scenario]().then(() => process.exit(0), fail);

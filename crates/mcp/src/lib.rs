@@ -115,7 +115,9 @@
 //! ```
 
 mod elicitation;
+mod parked;
 mod server;
+mod tools;
 mod transport;
 
 /// Why a served connection ended (what [`serve_stdio`] and [`serve_io`] return).

@@ -330,6 +330,16 @@ pub struct Cli {
         global = true
     )]
     pub mcp_progress_secs: f64,
+    /// Seconds one MCP tool call waits for the human before it returns a `waiting` result
+    /// (the request stays pending; the agent waits again with the `wait_for_answer` tool).
+    /// Keep it under the MCP hosts' request timeout: 60 s on the MCP SDKs' defaults.
+    #[arg(
+        long,
+        env = "ASKBUS_MCP_WAIT_SECS",
+        default_value_t = 45.0,
+        global = true
+    )]
+    pub mcp_wait_secs: f64,
     /// Most pending requests (questions and approvals) of one session; a create beyond is
     /// refused with 429.
     #[arg(
@@ -858,6 +868,12 @@ impl Cli {
             .ok_or(ConfigError::BadMcpFlag(
                 "--mcp-progress-secs must be a positive number of seconds",
             ))?;
+        let answer_wait = Duration::try_from_secs_f64(self.mcp_wait_secs)
+            .ok()
+            .filter(|wait| !wait.is_zero())
+            .ok_or(ConfigError::BadMcpFlag(
+                "--mcp-wait-secs must be a positive number of seconds",
+            ))?;
         let mcp = McpConfig {
             session_id: mcp_session.into(),
             elicitation: if self.mcp_elicitation {
@@ -866,6 +882,7 @@ impl Cli {
                 ElicitationBridge::Off
             },
             progress_interval,
+            answer_wait,
             ..McpConfig::default()
         };
         let (pending, event_streams, max_event_streams_per_token) = self.limits(tokens.len())?;
