@@ -184,7 +184,10 @@ async fn hosts_on_their_sdks_defaults_get_an_answer_slower_than_their_timeout() 
     let mut asked = std::collections::HashMap::new();
     for _ in 0..2 {
         let question = events.next_of("question.asked").await;
-        let text = question["questions"][0]["question"].as_str().unwrap_or_default().to_owned();
+        let text = question["questions"][0]["question"]
+            .as_str()
+            .unwrap_or_default()
+            .to_owned();
         asked.insert(text, question["id"].as_str().expect("the id").to_owned());
     }
     let started = Instant::now();
@@ -200,7 +203,8 @@ async fn hosts_on_their_sdks_defaults_get_an_answer_slower_than_their_timeout() 
             "{result}"
         );
         assert!(
-            result_text(&result).contains(&format!("`wait_for_answer` tool with {{\"id\": \"{id}\"}}")),
+            result_text(&result)
+                .contains(&format!("`wait_for_answer` tool with {{\"id\": \"{id}\"}}")),
             "{result}"
         );
     }
@@ -215,7 +219,10 @@ async fn hosts_on_their_sdks_defaults_get_an_answer_slower_than_their_timeout() 
     for (id, answers) in ids.iter().zip(answers) {
         let answers: Value = serde_json::from_str(answers).expect("answers");
         askbus
-            .post(&format!("/question/{id}/reply"), &json!({ "answers": answers }))
+            .post(
+                &format!("/question/{id}/reply"),
+                &json!({ "answers": answers }),
+            )
             .await;
     }
     let typescript_result = typescript.stage("result").await["result"].clone();
@@ -262,7 +269,11 @@ async fn the_inspector_cli_in_its_default_mode_gets_the_answer() {
     .expect("run the Inspector");
     let stdout = String::from_utf8_lossy(&listed.stdout);
     let stderr = String::from_utf8_lossy(&listed.stderr);
-    assert!(listed.status.success(), "{:?}\n{stdout}\n{stderr}", listed.status);
+    assert!(
+        listed.status.success(),
+        "{:?}\n{stdout}\n{stderr}",
+        listed.status
+    );
     let tools: Value = serde_json::from_str(&stdout).expect("the tool list as JSON");
     check_tools(&tools);
 
@@ -272,14 +283,24 @@ async fn the_inspector_cli_in_its_default_mode_gets_the_answer() {
     );
     let call = inspector(
         &askbus,
-        &["--method", "tools/call", "--tool-name", "question", "--tool-arg", &questions],
+        &[
+            "--method",
+            "tools/call",
+            "--tool-name",
+            "question",
+            "--tool-arg",
+            &questions,
+        ],
     )
     .spawn()
     .expect("run the Inspector");
     let asked = events.next_of("question.asked").await;
     let id = asked["id"].as_str().expect("the id");
     askbus
-        .post(&format!("/question/{id}/reply"), &json!({"answers": [["Yes"]]}))
+        .post(
+            &format!("/question/{id}/reply"),
+            &json!({"answers": [["Yes"]]}),
+        )
         .await;
     let called = tokio::time::timeout(STEP_TIMEOUT, call.wait_with_output())
         .await
@@ -287,13 +308,53 @@ async fn the_inspector_cli_in_its_default_mode_gets_the_answer() {
         .expect("run the Inspector");
     let stdout = String::from_utf8_lossy(&called.stdout);
     let stderr = String::from_utf8_lossy(&called.stderr);
-    assert!(called.status.success(), "{:?}\n{stdout}\n{stderr}", called.status);
+    assert!(
+        called.status.success(),
+        "{:?}\n{stdout}\n{stderr}",
+        called.status
+    );
     let result: Value = serde_json::from_str(&stdout).expect("the result as JSON");
     assert_eq!(
         result["structuredContent"],
         json!({"status": "answered", "answers": [{"question": "Ship it?", "answer": ["Yes"]}]}),
         "{result}"
     );
+    askbus.shutdown.cancel();
+}
+
+/// A call that returns `waiting` cancels nothing, nor does a `wait_for_answer` that
+/// returns `waiting` again; an unknown id is a tool error; the MCP session ending (the
+/// client deletes it) cancels the request.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_waiting_request_outlives_its_calls_until_the_session_ends() {
+    let askbus = Askbus::serve(&["--mcp-wait-secs", "0.3"]).await;
+    let mut events = askbus.events().await;
+    let mut node = Node::legacy("wait", Transport::Http(askbus.mcp_url())).await;
+    let id = events.next_of(QUESTION.asked).await["id"].clone();
+    for stage in ["asked", "waited"] {
+        let result = node.stage(stage).await["result"].clone();
+        assert_eq!(
+            result["structuredContent"],
+            json!({"status": "waiting", "id": id, "kind": "question"}),
+            "{result}"
+        );
+        let question = askbus
+            .get(&format!("/question/{}", id.as_str().expect("an id")))
+            .await;
+        assert_eq!(question["status"], "pending", "{question}");
+    }
+    let unknown = node.stage("unknown").await["result"].clone();
+    assert_eq!(unknown["isError"], true, "{unknown}");
+    assert!(
+        result_text(&unknown)
+            .starts_with("askbus has no request \"que_01JZ6Q3V8R5M2K7D4T9WXYZABC\" waiting"),
+        "{unknown}"
+    );
+    node.close_stdin();
+    node.finish().await;
+    let cancelled = events.next_terminal().await;
+    assert_eq!(cancelled["type"], "question.cancelled", "{cancelled}");
+    assert_eq!(cancelled["properties"]["requestID"], id);
     askbus.shutdown.cancel();
 }
 
@@ -330,13 +391,21 @@ async fn approvals_are_decided_in_the_clients_form() {
         assert_eq!(
             schema["properties"]["a1"]["oneOf"]
                 .as_array()
-                .map(|choices| choices.iter().map(|choice| choice["const"].clone()).collect::<Vec<_>>()),
+                .map(|choices| choices
+                    .iter()
+                    .map(|choice| choice["const"].clone())
+                    .collect::<Vec<_>>()),
             Some(vec![json!("approve"), json!("reject"), json!("edit")]),
             "{form}"
         );
-        assert_eq!(schema["properties"]["a1_args"]["default"], r#"{"table":"users"}"#);
+        assert_eq!(
+            schema["properties"]["a1_args"]["default"],
+            r#"{"table":"users"}"#
+        );
         assert!(
-            form["message"].as_str().is_some_and(|message| message.contains("delete_rows")),
+            form["message"]
+                .as_str()
+                .is_some_and(|message| message.contains("delete_rows")),
             "{form}"
         );
         let result = node.stage("result").await["result"].clone();
@@ -348,7 +417,15 @@ async fn approvals_are_decided_in_the_clients_form() {
         let replied = events.next_terminal().await;
         assert_eq!(replied["type"], "approval.replied", "{replied}");
         assert_eq!(replied["properties"]["request_id"], id);
-        assert_eq!(replied["properties"]["reply"]["decisions"], json!([decision]), "{replied}");
+        assert_eq!(
+            replied["properties"]["decisions"],
+            json!([decision]),
+            "{replied}"
+        );
+        assert_eq!(
+            replied["properties"]["answered_by"]["name"], "admin",
+            "{replied}"
+        );
         node.finish().await;
     }
     askbus.shutdown.cancel();
@@ -762,7 +839,11 @@ fn check_tools(tools: &Value) {
     assert_eq!(tools[1]["inputSchema"]["type"], "object");
     assert_eq!(tools[1]["inputSchema"]["required"], json!(["actions"]));
     assert_eq!(tools[2]["inputSchema"]["required"], json!(["id"]));
-    let titles = ["Ask the human", "Ask the human to approve tool calls", "Wait for the human's answer"];
+    let titles = [
+        "Ask the human",
+        "Ask the human to approve tool calls",
+        "Wait for the human's answer",
+    ];
     let idempotent = [false, true, true];
     for (index, tool) in tools.as_array().expect("tools").iter().enumerate() {
         assert_eq!(tool["title"], titles[index], "{tool}");
@@ -804,7 +885,9 @@ fn assert_no_type_arrays(schema: &Value, tool: &Value) {
                 .values()
                 .for_each(|value| assert_no_type_arrays(value, tool));
         }
-        Value::Array(items) => items.iter().for_each(|item| assert_no_type_arrays(item, tool)),
+        Value::Array(items) => items
+            .iter()
+            .for_each(|item| assert_no_type_arrays(item, tool)),
         _ => {}
     }
 }
@@ -1314,7 +1397,11 @@ fn inspector(askbus: &Askbus, args: &[&str]) -> Command {
     let package = package_dir("mcp-inspector");
     let mut command = Command::new("node");
     command
-        .arg(package.join("node_modules/@modelcontextprotocol/inspector/clients/launcher/build/index.js"))
+        .arg(
+            package.join(
+                "node_modules/@modelcontextprotocol/inspector/clients/launcher/build/index.js",
+            ),
+        )
         .args(["--cli", &askbus.mcp_url(), "--header"])
         .arg(format!("Authorization: Bearer {TOKEN}"))
         .args(args)

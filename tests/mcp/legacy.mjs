@@ -21,6 +21,9 @@
 //            the first progress notification, close once stdin ends (HTTP, spawn)
 //   elicit   declare form elicitation, answer the form askbus sends (ASKBUS_ELICIT_ACTION:
 //            accept, decline or cancel), print the result
+//   wait     call `question`, which returns `waiting` (the server's bound is short), then
+//            `wait_for_answer` with its id (`waiting` again) and with an unknown id; print
+//            each result; once stdin ends, end the MCP session (HTTP: DELETE it) and close
 //   review   declare form elicitation, call `request_approval`, and answer each form askbus
 //            sends with the next of ASKBUS_REVIEW_ANSWERS (a JSON array of elicitation
 //            results); once they run out, leave the form open. Print each form and the result
@@ -237,6 +240,21 @@ async function review() {
   await disconnect(client);
 }
 
-const scenarios = { answer, approve, invalid, cancel, elicit, review };
+async function wait() {
+  const { client, transport } = await connect({});
+  const asked = await callTool(client, 'question', ARGUMENTS.question, {});
+  say({ stage: 'asked', result: asked });
+  const { id } = asked.structuredContent;
+  say({ stage: 'waited', result: await callTool(client, 'wait_for_answer', { id }, {}) });
+  const unknown = await callTool(client, 'wait_for_answer', { id: 'que_01JZ6Q3V8R5M2K7D4T9WXYZABC' }, {});
+  say({ stage: 'unknown', result: unknown });
+  // The session stays open until the test closes stdin: its end is what the test watches.
+  process.stdin.resume();
+  await new Promise((resolve) => process.stdin.once('end', resolve));
+  await transport.terminateSession();
+  await disconnect(client);
+}
+
+const scenarios = { answer, approve, invalid, cancel, elicit, review, wait };
 if (!scenarios[scenario]) fail(new Error(`unknown scenario ${scenario}`));
 scenarios[scenario]().then(() => process.exit(0), fail);

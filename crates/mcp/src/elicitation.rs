@@ -80,7 +80,11 @@ pub(crate) enum Review {
 
 /// The decisions a review form offers, in the order shown, with their titles.
 const FORM_DECISIONS: [(DecisionType, &str, &str); 3] = [
-    (DecisionType::Approve, "approve", "Approve: run it as proposed"),
+    (
+        DecisionType::Approve,
+        "approve",
+        "Approve: run it as proposed",
+    ),
     (DecisionType::Reject, "reject", "Reject: do not run it"),
     (
         DecisionType::Edit,
@@ -141,8 +145,10 @@ pub(crate) fn review_form(request: &ApprovalRequest) -> ElicitRequestParams {
     });
     ElicitRequestParams::FormElicitationParams {
         meta: None,
-        message: approval_prompt(&request.action_requests)
-            .replace("Open the link to approve, edit or reject", "Approve, edit or reject"),
+        message: approval_prompt(&request.action_requests).replace(
+            "Open the link to approve, edit or reject",
+            "Approve, edit or reject",
+        ),
         requested_schema,
     }
 }
@@ -178,7 +184,11 @@ pub(crate) fn review(request: &ApprovalRequest, result: &ElicitResult) -> Result
 }
 
 /// One action's decision from the review form content.
-fn decision(index: usize, action: &Action, content: &Map<String, Value>) -> Result<Decision, String> {
+fn decision(
+    index: usize,
+    action: &Action,
+    content: &Map<String, Value>,
+) -> Result<Decision, String> {
     let call = index + 1;
     let text = |key: &str| {
         content

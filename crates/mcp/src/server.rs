@@ -714,7 +714,6 @@ impl AskbusMcp {
         );
         Ok(InputRequiredResult::new(Some(requests), Some(sealed)))
     }
-
 }
 
 impl Inner {
@@ -756,7 +755,8 @@ impl Inner {
                 match applied {
                     Ok(_)
                     | Err(
-                        ApprovalReplyError::AlreadyResolved { .. } | ApprovalReplyError::NotFound(_),
+                        ApprovalReplyError::AlreadyResolved { .. }
+                        | ApprovalReplyError::NotFound(_),
                     ) => Ok(()),
                     Err(ApprovalReplyError::Invalid(invalid)) => Err(invalid.to_string()),
                     Err(ApprovalReplyError::NotAllowed(not_allowed)) => Err(refused(not_allowed)),
@@ -981,7 +981,10 @@ impl ServerHandler for AskbusMcp {
             }
             // Server-to-client requests exist only before 2026-07-28, and the stateless
             // transport has no MCP session to end: the request belongs to none.
-            return Ok(self.hold_open(started, link, owner, None, &context).await?.into());
+            return Ok(self
+                .hold_open(started, link, owner, None, &context)
+                .await?
+                .into());
         }
         let connection = Arc::clone(&self.connection);
         Ok(self
@@ -1324,7 +1327,10 @@ mod tests {
         let Ok(started) = server.start(Offered::Question, "s1".into(), caller.clone(), args) else {
             panic!("a valid question");
         };
-        let request = started.form.clone().expect("a question's form");
+        let Some(Form::Question(request)) = started.form.clone() else {
+            panic!("a question's form");
+        };
+        let form = Form::Question(Arc::clone(&request));
         // Asked as an agent of the caller's name, whatever the caller's own role.
         assert_eq!(request.asked_by, Some(Identity::new("ops", Role::Agent)));
         // The client's elicitation answer is the caller's: it asked, so it may not decide.
@@ -1333,7 +1339,8 @@ mod tests {
         }))
         .expect("an elicitation result");
         let refusal = server
-            .apply(&request, &accept, &started.decider)
+            .inner
+            .apply(&form, &accept, &started.decider)
             .expect_err("the asker's own client");
         assert!(refusal.contains("asked this request"), "{refusal}");
         let pending = hub.questions().get(request.id).expect("known");

@@ -139,14 +139,23 @@ pub(crate) fn portable(schema: Value) -> Value {
 /// The structured content of `question`.
 fn question_output() -> Value {
     outcome_schema(
-        &["answered", "rejected", "timed_out", "default_applied", "cancelled"],
+        &[
+            "answered",
+            "rejected",
+            "timed_out",
+            "default_applied",
+            "cancelled",
+        ],
         question_properties(),
     )
 }
 
 /// The structured content of `request_approval`.
 fn approval_output() -> Value {
-    outcome_schema(&["decided", "timed_out", "cancelled"], approval_properties())
+    outcome_schema(
+        &["decided", "timed_out", "cancelled"],
+        approval_properties(),
+    )
 }
 
 /// The structured content of `wait_for_answer`: either tool's.
