@@ -76,6 +76,20 @@ async fn over_streamable_http_the_sdk_lists_calls_and_gets_the_http_answer() {
     askbus.shutdown.cancel();
 }
 
+/// Tasks are the 2026-07-28 protocol's: a 2025-11-25 client declaring the extension anyway
+/// (the MCP Inspector does, then never polls) gets the answer, not a task.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_client_declaring_tasks_on_an_older_protocol_gets_the_answer_not_a_task() {
+    let askbus = Askbus::serve(&[]).await;
+    let mut events = askbus.events().await;
+    let mut node = Node::legacy("answer", Transport::Http(askbus.mcp_url()))
+        .with_env("ASKBUS_DECLARE_TASKS", "1")
+        .await;
+    answer_over_http(&askbus, &mut events, &mut node, "tasks declared").await;
+    node.finish().await;
+    askbus.shutdown.cancel();
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn over_stdio_the_sdk_lists_calls_and_gets_the_http_answer() {
     let askbus = Askbus::serve_http_only().await;

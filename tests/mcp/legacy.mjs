@@ -14,6 +14,8 @@
 //
 // Scenarios:
 //   answer   list the tools, call `question`, print progress notifications and the result
+//            (with ASKBUS_DECLARE_TASKS=1, the client also declares the tasks extension of
+//            protocol 2026-07-28, as the MCP Inspector does, though it speaks 2025-11-25)
 //   approve  list the tools, then call `request_approval` ASKBUS_APPROVAL_CALLS times, one
 //            after the other, printing each call's first progress notification and result
 //   invalid  call `request_approval` with each of INVALID_ARGUMENTS, printing the results
@@ -166,7 +168,8 @@ async function listTools(client) {
 }
 
 async function answer() {
-  const { client } = await connect({});
+  const tasks = { extensions: { 'io.modelcontextprotocol/tasks': {} } };
+  const { client } = await connect(process.env.ASKBUS_DECLARE_TASKS === '1' ? tasks : {});
   await listTools(client);
   await callReportingProgress(client, 'question', ARGUMENTS.question);
   await disconnect(client);

@@ -586,6 +586,139 @@ mod tests {
         assert!(both.contains(&cut), "{both}");
     }
 
+    /// Two calls: `deploy` may only be approved or rejected, `write_file` anything.
+    fn review_request() -> ApprovalRequest {
+        serde_json::from_value(json!({
+            "id": "apr_01JZ6Q3V8R5M2K7D4T9WXYZABC",
+            "approval_key": "s1_1",
+            "session_id": "s1",
+            "created_at": 0,
+            "action_requests": [
+                {"name": "deploy", "args": {"env": "prod"}},
+                {"name": "write_file", "args": {"path": "a.txt"}, "description": "Save the notes"},
+            ],
+            "review_configs": [
+                {"action_name": "deploy", "allowed_decisions": ["approve", "reject"]},
+            ],
+        }))
+        .unwrap_or_else(|error| panic!("an approval request: {error}"))
+    }
+
+    #[test]
+    fn a_review_is_a_form_of_the_allowed_decisions() {
+        let ElicitRequestParams::FormElicitationParams {
+            requested_schema,
+            message,
+            ..
+        } = review_form(&review_request())
+        else {
+            panic!("a form elicitation")
+        };
+        assert!(
+            message.starts_with("The agent asks you to review 2 tool calls"),
+            "{message}"
+        );
+        assert!(
+            message.ends_with("Approve, edit or reject them."),
+            "{message}"
+        );
+        let schema = serde_json::to_value(requested_schema).unwrap_or_default();
+        let properties = &schema["properties"];
+        let decisions = |key: &str| -> Vec<Value> {
+            properties[key]["oneOf"]
+                .as_array()
+                .map(|choices| {
+                    choices
+                        .iter()
+                        .map(|choice| choice["const"].clone())
+                        .collect()
+                })
+                .unwrap_or_default()
+        };
+        assert_eq!(decisions("a1"), [json!("approve"), json!("reject")]);
+        assert_eq!(
+            decisions("a2"),
+            [json!("approve"), json!("reject"), json!("edit")]
+        );
+        assert_eq!(properties["a1"]["title"], "Call 1: deploy");
+        assert_eq!(properties["a1_reason"]["type"], "string");
+        assert!(
+            properties.get("a1_args").is_none(),
+            "deploy may not be edited"
+        );
+        assert_eq!(properties["a2_args"]["default"], r#"{"path":"a.txt"}"#);
+        assert_eq!(schema["required"], json!(["a1", "a2"]));
+    }
+
+    #[test]
+    fn review_answers_map_to_replies_or_refusals() {
+        let request = review_request();
+        let check = |action: ElicitationAction, content: Value, expected: Result<Review, &str>| {
+            let mut result = ElicitResult::new(action);
+            result.content = Some(content.clone());
+            let review = review(&request, &result);
+            match expected {
+                Ok(expected) => assert_eq!(review, Ok(expected), "{content}"),
+                Err(start) => {
+                    let refusal = review.expect_err("a refusal");
+                    assert!(refusal.starts_with(start), "{refusal:?}, not {start:?}");
+                }
+            }
+        };
+        let reply = |decisions: Vec<Decision>| Ok(Review::Reply(ApprovalReply::new(decisions)));
+        let edit = |args: Value| Decision::Edit {
+            edited_action: EditedAction {
+                name: "write_file".to_owned(),
+                args,
+            },
+        };
+        check(
+            ElicitationAction::Accept,
+            json!({"a1": "approve", "a2": "edit", "a2_args": r#"{"path": "b.txt"}"#}),
+            reply(vec![Decision::Approve, edit(json!({"path": "b.txt"}))]),
+        );
+        check(
+            ElicitationAction::Accept,
+            json!({"a1": "reject", "a1_reason": " not today ", "a2": "reject", "a2_reason": ""}),
+            reply(vec![
+                Decision::Reject {
+                    message: Some("not today".to_owned()),
+                },
+                Decision::Reject { message: None },
+            ]),
+        );
+        // An edit with the field emptied keeps the proposed arguments.
+        check(
+            ElicitationAction::Accept,
+            json!({"a1": "approve", "a2": "edit", "a2_args": ""}),
+            reply(vec![Decision::Approve, edit(json!({"path": "a.txt"}))]),
+        );
+        check(
+            ElicitationAction::Accept,
+            json!({"a1": "approve", "a2": "edit", "a2_args": "{path"}),
+            Err("call 2: the edited arguments are not JSON: "),
+        );
+        check(
+            ElicitationAction::Accept,
+            json!({"a1": "approve"}),
+            Err("call 2: choose approve, reject or edit"),
+        );
+        check(
+            ElicitationAction::Accept,
+            json!({"a1": "maybe", "a2": "approve"}),
+            Err("call 1: \"maybe\" is not a decision"),
+        );
+        check(
+            ElicitationAction::Decline,
+            json!({}),
+            reply(vec![
+                Decision::Reject { message: None },
+                Decision::Reject { message: None },
+            ]),
+        );
+        check(ElicitationAction::Cancel, json!({}), Ok(Review::Cancel));
+    }
+
     #[test]
     fn form_answers_map_to_resolutions() {
         let check = |action: ElicitationAction, content: Option<Value>, expected: Resolution| {

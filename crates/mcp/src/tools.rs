@@ -261,3 +261,33 @@ fn object(value: Value) -> JsonObject {
         other => unreachable!("a JSON Schema object, not {other}"),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn nullable_types_lose_their_null_and_nothing_else_changes() {
+        let schema = json!({
+            "type": "object",
+            "properties": {
+                "description": {"type": ["string", "null"], "default": null},
+                "either": {"type": ["string", "integer", "null"]},
+                "items": {"type": "array", "items": {"type": ["object", "null"]}},
+                "kept": {"anyOf": [{"type": "string"}, {"type": "null"}], "default": ""},
+            },
+        });
+        assert_eq!(
+            portable(schema),
+            json!({
+                "type": "object",
+                "properties": {
+                    "description": {"type": "string"},
+                    "either": {"type": ["string", "integer"]},
+                    "items": {"type": "array", "items": {"type": "object"}},
+                    "kept": {"anyOf": [{"type": "string"}, {"type": "null"}], "default": ""},
+                },
+            })
+        );
+    }
+}
