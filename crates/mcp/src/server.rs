@@ -128,9 +128,9 @@ pub enum ElicitationBridge {
     /// Requests are answered over askbus only.
     #[default]
     Off,
-    /// Clients that support form elicitation also show each question as a form; clients
-    /// that support URL-mode elicitation are offered the answer link of each approval, and
-    /// of each question they cannot show as a form (given [`McpConfig::answer_links`]).
+    /// Clients that support form elicitation also show each question and each approval as
+    /// a form; clients that support URL-mode elicitation but not forms are offered each
+    /// request's answer link (given [`McpConfig::answer_links`]).
     On,
 }
 

@@ -83,8 +83,10 @@
 //!   stderr, with the store). Without `--store` it keeps its requests in memory, not in
 //!   `askbus.db`: a SQLite file is one process's at a time, and the directory a client
 //!   spawns it in may hold another one, or be read-only. `--mcp-elicitation` lets clients that support elicitation show each
-//!   question in their own UI as well, and sends those that support URL mode each
-//!   approval's answer link (under `--public-url`).
+//!   question and approval in their own forms as well, and sends those that support URL
+//!   mode but no forms each request's answer link (under `--public-url`). An MCP tool call
+//!   waits `--mcp-wait-secs` (45 s) at most, then returns `waiting`; the agent waits again
+//!   with `wait_for_answer`.
 //!
 //! ```
 //! use askbus_server::Cli;
@@ -318,8 +320,9 @@ pub struct Cli {
     /// overrides it).
     #[arg(long, env = "ASKBUS_MCP_SESSION", default_value = "mcp", global = true)]
     pub mcp_session: String,
-    /// Let MCP clients that support elicitation also answer questions in their own UI, and
-    /// send those that support URL mode the answer link of each approval.
+    /// Let MCP clients that support elicitation also answer questions and approvals in
+    /// their own forms, and send those that support URL mode but no forms each request's
+    /// answer link.
     #[arg(long, env = "ASKBUS_MCP_ELICITATION", global = true)]
     pub mcp_elicitation: bool,
     /// Seconds between progress notifications of a waiting MCP tool call.
