@@ -194,7 +194,11 @@ async fn hosts_on_their_sdks_defaults_get_an_answer_slower_than_their_timeout() 
     let mut python = Node::start(command, Steps::OnStdout);
 
     check_tools(&typescript.stage("tools").await);
-    check_tools(&python.stage("tools").await);
+    let python_tools = python.stage("tools").await;
+    check_tools(&python_tools);
+    // The Python SDK negotiates the newest protocol: its calls are served statelessly, and
+    // the TypeScript SDK's (2025-11-25) in a session; both wait the same way.
+    assert_eq!(python_tools["protocol"], "2026-07-28", "{python_tools}");
     let mut asked = std::collections::HashMap::new();
     for _ in 0..2 {
         let question = events.next_of("question.asked").await;

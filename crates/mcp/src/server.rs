@@ -34,8 +34,8 @@ use crate::elicitation::{self, Resolution, Review};
 use crate::parked::{Connection, KEEP_RESOLVED, Lookup, Owner, ParkedCalls};
 use crate::tools::{self, WAIT_TOOL_NAME};
 
-/// The askbus MCP server: the `question` and `request_approval` tools over a
-/// [`RequestHub`].
+/// The askbus MCP server: the `question`, `request_approval` and `wait_for_answer` tools
+/// over a [`RequestHub`].
 ///
 /// Cloning gives another handle to the same server (the same tasks, the same key for
 /// `requestState`), which is what a Streamable HTTP service needs: it makes a handler per
@@ -892,7 +892,8 @@ impl ServerHandler for AskbusMcp {
             "askbus lets you stop and ask the human. Call the `question` tool when you need \
              their input, and `request_approval` before tool calls they should review first \
              (then run only what they approved); a human answers through askbus (its web UI \
-             or HTTP API), which can take minutes.",
+             or HTTP API), which can take minutes. When a result's status is `waiting`, call \
+             `wait_for_answer` with its `id` until the answer comes.",
         )
     }
 
