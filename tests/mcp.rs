@@ -376,6 +376,44 @@ async fn a_waiting_request_outlives_its_calls_until_the_session_ends() {
     askbus.shutdown.cancel();
 }
 
+/// A retry of the same approval call (its `tool_use_id`) after a `waiting` result joins the
+/// request instead of cancelling it, and waits for the same decision.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn retrying_a_waiting_approval_call_joins_its_request() {
+    let askbus = Askbus::serve(&["--mcp-wait-secs", "0.3"]).await;
+    let mut events = askbus.events().await;
+    let mut node = Node::legacy("rejoin", Transport::Http(askbus.mcp_url())).await;
+    let id = events.next_of(APPROVAL.asked).await["id"].clone();
+    for stage in ["asked", "again"] {
+        let result = node.stage(stage).await["result"].clone();
+        assert_eq!(
+            result["structuredContent"],
+            json!({"status": "waiting", "id": id, "kind": "approval"}),
+            "{result}"
+        );
+    }
+    let pending = askbus
+        .get(&format!("/approval/{}", id.as_str().expect("an id")))
+        .await;
+    assert_eq!(pending["status"], "pending", "{pending}");
+    let approve = json!({"decisions": [{"type": "approve"}]});
+    askbus
+        .post(
+            &format!("/approval/{}/reply", id.as_str().expect("an id")),
+            &approve,
+        )
+        .await;
+    let result = node.stage("result").await["result"].clone();
+    assert_eq!(
+        result["structuredContent"],
+        json!({"status": "decided", "decisions": [{"type": "approve"}]}),
+        "{result}"
+    );
+    assert_eq!(events.next_terminal().await["type"], "approval.replied");
+    node.finish().await;
+    askbus.shutdown.cancel();
+}
+
 /// With the elicitation bridge on, a client that elicits forms is shown each approval as a
 /// form: approving, rejecting with a reason and editing the arguments each decide the
 /// request through the approval service, as `POST /approval/{id}/reply` would.

@@ -26,6 +26,9 @@
 //   wait     call `question`, which returns `waiting` (the server's bound is short), then
 //            `wait_for_answer` with its id (`waiting` again) and with an unknown id; print
 //            each result; once stdin ends, end the MCP session (HTTP: DELETE it) and close
+//   rejoin   call `request_approval` twice with one `tool_use_id` (both return `waiting`:
+//            the server's bound is short), then `wait_for_answer` until the decision;
+//            print each result
 //   review   declare form elicitation, call `request_approval`, and answer each form askbus
 //            sends with the next of ASKBUS_REVIEW_ANSWERS (a JSON array of elicitation
 //            results); once they run out, leave the form open. Print each form and the result
@@ -258,6 +261,19 @@ async function wait() {
   await disconnect(client);
 }
 
-const scenarios = { answer, approve, invalid, cancel, elicit, review, wait };
+async function rejoin() {
+  const { client } = await connect({});
+  const args = { actions: [{ ...DELETE_USERS, tool_use_id: 'toolu_rejoin' }] };
+  say({ stage: 'asked', result: await callTool(client, 'request_approval', args, {}) });
+  let result = await callTool(client, 'request_approval', args, {});
+  say({ stage: 'again', result });
+  while (result.structuredContent?.status === 'waiting') {
+    result = await callTool(client, 'wait_for_answer', { id: result.structuredContent.id }, {});
+  }
+  say({ stage: 'result', result });
+  await disconnect(client);
+}
+
+const scenarios = { answer, approve, invalid, cancel, elicit, review, wait, rejoin };
 if (!scenarios[scenario]) fail(new Error(`unknown scenario ${scenario}`));
 scenarios[scenario]().then(() => process.exit(0), fail);

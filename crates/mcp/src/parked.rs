@@ -100,7 +100,14 @@ impl ParkedCalls {
     }
 
     /// Parks `request`, driven by `driver` (which publishes into the sender whose
-    /// receiver is `outcome`), for `owner`, in `connection` if it has one.
+    /// receiver is `outcome`), for `owner`, in `connection` if it has one. Returns the
+    /// watch to wait on.
+    ///
+    /// A request already parked was joined: a retry of the same tool call (an approval's
+    /// `tool_use_id`) gets the same request, and its future only watches it. The first
+    /// park stays, its driver the asker's (stopping it would cancel the request for both),
+    /// and the joining driver is stopped, which cancels nothing: both calls wait on the
+    /// first's watch.
     pub(crate) fn park(
         &self,
         request: RequestId,
@@ -108,20 +115,22 @@ impl ParkedCalls {
         connection: Option<&Connection>,
         outcome: watch::Receiver<Option<CallToolResult>>,
         driver: AbortHandle,
-    ) {
+    ) -> watch::Receiver<Option<CallToolResult>> {
+        let Ok(mut calls) = self.calls.lock() else {
+            return outcome;
+        };
+        if let Some(parked) = calls.get(&request) {
+            driver.abort();
+            return parked.outcome.clone();
+        }
         let parked = Parked {
             owner,
             connection: connection.map(|connection| connection.id),
-            outcome,
+            outcome: outcome.clone(),
             driver,
         };
-        if let Ok(mut calls) = self.calls.lock()
-            && let Some(replaced) = calls.insert(request, parked)
-        {
-            // A request id is parked once; a replaced entry would be a bug, and must not
-            // leave its request running unseen.
-            replaced.driver.abort();
-        }
+        calls.insert(request, parked);
+        outcome
     }
 
     /// The result watch of `request`, if `owner` parked it.

@@ -438,9 +438,10 @@ impl AskbusMcp {
             tokio::time::sleep(KEEP_RESOLVED).await;
             parked.remove(id);
         });
-        self.inner
+        let outcome = self
+            .inner
             .parked
-            .park(id, owner, session, outcome.clone(), driver.abort_handle());
+            .park(id, owner, session, outcome, driver.abort_handle());
         self.wait_parked(id, outcome, &waiting, context).await
     }
 
