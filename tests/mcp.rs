@@ -278,60 +278,32 @@ async fn the_inspector_cli_in_its_default_mode_gets_the_answer() {
     crate::node::check_node();
     crate::node::npm_ci(&package, "@modelcontextprotocol/inspector").await;
 
-    let listed = tokio::time::timeout(
-        STEP_TIMEOUT,
-        inspector(&askbus, &["--method", "tools/list", "--strict"]).output(),
-    )
-    .await
-    .expect("the Inspector lists in time")
-    .expect("run the Inspector");
-    let stdout = String::from_utf8_lossy(&listed.stdout);
-    let stderr = String::from_utf8_lossy(&listed.stderr);
-    assert!(
-        listed.status.success(),
-        "{:?}\n{stdout}\n{stderr}",
-        listed.status
-    );
-    let tools: Value = serde_json::from_str(&stdout).expect("the tool list as JSON");
-    check_tools(&tools);
+    check_tools(&inspector_call(&askbus, &["--method", "tools/list", "--strict"]).await);
 
     let questions = format!(
         "questions={}",
         json!([{"question": "Ship it?", "header": "Ship", "options": [{"label": "Yes"}, {"label": "No"}]}])
     );
-    let call = inspector(
-        &askbus,
-        &[
-            "--method",
-            "tools/call",
-            "--tool-name",
-            "question",
-            "--tool-arg",
-            &questions,
-        ],
-    )
-    .spawn()
-    .expect("run the Inspector");
-    let asked = events.next_of("question.asked").await;
-    let id = asked["id"].as_str().expect("the id");
-    askbus
-        .post(
-            &format!("/question/{id}/reply"),
-            &json!({"answers": [["Yes"]]}),
-        )
-        .await;
-    let called = tokio::time::timeout(STEP_TIMEOUT, call.wait_with_output())
-        .await
-        .expect("the Inspector's call returns in time")
-        .expect("run the Inspector");
-    let stdout = String::from_utf8_lossy(&called.stdout);
-    let stderr = String::from_utf8_lossy(&called.stderr);
-    assert!(
-        called.status.success(),
-        "{:?}\n{stdout}\n{stderr}",
-        called.status
-    );
-    let result: Value = serde_json::from_str(&stdout).expect("the result as JSON");
+    let call = [
+        "--method",
+        "tools/call",
+        "--tool-name",
+        "question",
+        "--tool-arg",
+        &questions,
+    ];
+    // The human answers while the Inspector's call waits.
+    let human = async {
+        let asked = events.next_of("question.asked").await;
+        let id = asked["id"].as_str().expect("the id");
+        askbus
+            .post(
+                &format!("/question/{id}/reply"),
+                &json!({"answers": [["Yes"]]}),
+            )
+            .await;
+    };
+    let (result, ()) = tokio::join!(inspector_call(&askbus, &call), human);
     assert_eq!(
         result["structuredContent"],
         json!({"status": "answered", "answers": [{"question": "Ship it?", "answer": ["Yes"]}]}),
@@ -373,6 +345,54 @@ async fn a_waiting_request_outlives_its_calls_until_the_session_ends() {
     let cancelled = events.next_terminal().await;
     assert_eq!(cancelled["type"], "question.cancelled", "{cancelled}");
     assert_eq!(cancelled["properties"]["requestID"], id);
+    askbus.shutdown.cancel();
+}
+
+/// A client that makes each call in an MCP session of its own (the Inspector's CLI) keeps a
+/// request alive by waiting for it: the session that waited last owns the request, so the
+/// asking session ending cancels nothing, and a later call collects the answer.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_session_that_waited_last_owns_the_request() {
+    let askbus = Askbus::serve(&["--mcp-wait-secs", "0.3"]).await;
+    let mut events = askbus.events().await;
+    let package = package_dir("mcp-inspector");
+    crate::node::check_node();
+    crate::node::npm_ci(&package, "@modelcontextprotocol/inspector").await;
+    let mut asking = Node::legacy("wait", Transport::Http(askbus.mcp_url())).await;
+    let id = events.next_of(QUESTION.asked).await["id"]
+        .as_str()
+        .expect("an id")
+        .to_owned();
+    asking.stage("asked").await;
+    asking.stage("waited").await;
+    asking.stage("unknown").await;
+    let wait = [
+        "--method",
+        "tools/call",
+        "--tool-name",
+        "wait_for_answer",
+        "--tool-arg",
+    ];
+    let id_arg = format!("id={id}");
+    let waited = inspector_call(&askbus, &[&wait[..], &[id_arg.as_str()]].concat()).await;
+    assert_eq!(waited["structuredContent"]["status"], "waiting", "{waited}");
+    // The asking session ends (its client deletes it); the Inspector's session owns the
+    // request now.
+    asking.close_stdin();
+    asking.finish().await;
+    let question = askbus.get(&format!("/question/{id}")).await;
+    assert_eq!(question["status"], "pending", "{question}");
+    askbus
+        .post(
+            &format!("/question/{id}/reply"),
+            &json!({"answers": [["Postgres"], ["Logs"]]}),
+        )
+        .await;
+    let answered = inspector_call(&askbus, &[&wait[..], &[id_arg.as_str()]].concat()).await;
+    assert_eq!(
+        answered["structuredContent"]["status"], "answered",
+        "{answered}"
+    );
     askbus.shutdown.cancel();
 }
 
@@ -1445,6 +1465,22 @@ fn package() -> PathBuf {
 /// `tests/{name}`.
 fn package_dir(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join(name)
+}
+
+/// What the Inspector's CLI prints for `args`, run to success, as JSON.
+async fn inspector_call(askbus: &Askbus, args: &[&str]) -> Value {
+    let output = tokio::time::timeout(STEP_TIMEOUT, inspector(askbus, args).output())
+        .await
+        .expect("the Inspector returns in time")
+        .expect("run the Inspector");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        output.status.success(),
+        "{:?}\n{stdout}\n{stderr}",
+        output.status
+    );
+    serde_json::from_str(&stdout).unwrap_or_else(|error| panic!("{error}: {stdout}"))
 }
 
 /// The MCP Inspector's CLI (`tests/mcp-inspector`, installed) against askbus's `/mcp`

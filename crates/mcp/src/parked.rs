@@ -19,9 +19,11 @@
 //! - **Cancelling a waiting call cancels the request** (`notifications/cancelled` on the
 //!   first call or on any `wait_for_answer`), as it did when calls were held open.
 //! - **The MCP session ending cancels its requests.** A request belongs to the
-//!   [`Connection`] (MCP session) that asked it; when the last handle of that connection
-//!   is dropped (stdio closed, Streamable HTTP session deleted or expired), its parked
-//!   requests are cancelled. A request asked over the stateless 2026-07-28 transport has no
+//!   [`Connection`] (MCP session) that asked it, or that waited for it last (a client
+//!   that makes each call in a session of its own, as the MCP Inspector's CLI does, keeps
+//!   its request alive by waiting); when the last handle of that connection is dropped
+//!   (stdio closed, Streamable HTTP session deleted or expired), its parked requests are
+//!   cancelled. A request asked over the stateless 2026-07-28 transport has no
 //!   session: it stays until it resolves or times out, like an `input_required` round.
 //! - **A result is delivered once**, then forgotten; one not collected is forgotten
 //!   [`KEEP_RESOLVED`] after it resolved, so what a client can make the server hold is
@@ -133,13 +135,24 @@ impl ParkedCalls {
         outcome
     }
 
-    /// The result watch of `request`, if `owner` parked it.
-    pub(crate) fn lookup(&self, request: RequestId, owner: &Owner) -> Lookup {
-        let Ok(calls) = self.calls.lock() else {
+    /// The result watch of `request`, if `owner` parked it. A waiter from another MCP
+    /// session (`connection`) takes the request over: the session that waited last owns it.
+    pub(crate) fn lookup(
+        &self,
+        request: RequestId,
+        owner: &Owner,
+        connection: Option<&Connection>,
+    ) -> Lookup {
+        let Ok(mut calls) = self.calls.lock() else {
             return Lookup::Unknown;
         };
-        match calls.get(&request) {
-            Some(parked) if &parked.owner == owner => Lookup::Found(parked.outcome.clone()),
+        match calls.get_mut(&request) {
+            Some(parked) if &parked.owner == owner => {
+                if let (Some(_), Some(connection)) = (parked.connection, connection) {
+                    parked.connection = Some(connection.id);
+                }
+                Lookup::Found(parked.outcome.clone())
+            }
             _ => Lookup::Unknown,
         }
     }

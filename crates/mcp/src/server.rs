@@ -486,11 +486,13 @@ impl AskbusMcp {
         }
     }
 
-    /// `wait_for_answer`: waits again for a request whose call returned `waiting`.
+    /// `wait_for_answer`: waits again for a request whose call returned `waiting`, from
+    /// `session` if the call has an MCP session (which then owns the request).
     async fn wait_again(
         &self,
         args: Value,
         owner: &Owner,
+        session: Option<&Connection>,
         context: &RequestContext<RoleServer>,
     ) -> Result<CallToolResult, McpError> {
         let id = match serde_json::from_value::<WaitArgs>(args) {
@@ -504,7 +506,7 @@ impl AskbusMcp {
         let parked = id
             .parse::<askbus_question::RequestId>()
             .ok()
-            .map(|request| (request, self.inner.parked.lookup(request, owner)));
+            .map(|request| (request, self.inner.parked.lookup(request, owner, session)));
         let Some((request, Lookup::Found(outcome))) = parked else {
             return Ok(CallToolResult::error(vec![ContentBlock::text(format!(
                 "askbus has no request {id:?} waiting for this caller in askbus session {:?}: its answer was already returned, it was cancelled when the MCP session that asked it ended, or the id is wrong. Do not assume or invent an answer: ask again if you still need it.",
@@ -914,9 +916,18 @@ impl ServerHandler for AskbusMcp {
         let session = self.session(&context);
         let caller = Self::caller(&context);
         let args = Value::Object(request.arguments.clone().unwrap_or_default());
+        let modern = context
+            .protocol_version()
+            .is_some_and(|version| version.as_str() >= ProtocolVersion::V_2026_07_28.as_str());
+        // The stateless 2026-07-28 transport has no MCP session to end: what its calls
+        // park belongs to none.
+        let connection = (!modern).then(|| Arc::clone(&self.connection));
         if request.name == WAIT_TOOL_NAME {
             let owner = Owner { session, caller };
-            return Ok(self.wait_again(args, &owner, &context).await?.into());
+            return Ok(self
+                .wait_again(args, &owner, connection.as_deref(), &context)
+                .await?
+                .into());
         }
         let Some(tool) = Offered::named(&request.name) else {
             return Err(McpError::invalid_params(
@@ -959,9 +970,6 @@ impl ServerHandler for AskbusMcp {
         } else {
             None
         };
-        let modern = context
-            .protocol_version()
-            .is_some_and(|version| version.as_str() >= ProtocolVersion::V_2026_07_28.as_str());
         // Tasks only when negotiated: the extension is the 2026-07-28 protocol's, and a
         // client of an older one that declares it anyway (the MCP Inspector does) may never
         // poll, so it gets the answer, or a `waiting` result, like everyone else.
@@ -973,24 +981,18 @@ impl ServerHandler for AskbusMcp {
             return Ok(self.run_as_task(started).into());
         }
         if modern {
+            // Server-to-client requests exist only before 2026-07-28: a form goes in an
+            // `input_required` round trip, which shows no review (an edit is a whole tool
+            // call, not a form answer), so an approval waits held open without one.
             match started.form.take() {
                 Some(Form::Question(question)) => {
                     return self.first_round(started.result, &question);
                 }
-                // No round trip shows a review (an edit is a whole tool call, not an
-                // `input_required` answer): the approval waits held open.
                 Some(Form::Approval(_)) | None => {}
             }
-            // Server-to-client requests exist only before 2026-07-28, and the stateless
-            // transport has no MCP session to end: the request belongs to none.
-            return Ok(self
-                .hold_open(started, link, owner, None, &context)
-                .await?
-                .into());
         }
-        let connection = Arc::clone(&self.connection);
         Ok(self
-            .hold_open(started, link, owner, Some(&connection), &context)
+            .hold_open(started, link, owner, connection.as_deref(), &context)
             .await?
             .into())
     }
