@@ -76,6 +76,20 @@ async fn over_streamable_http_the_sdk_lists_calls_and_gets_the_http_answer() {
     askbus.shutdown.cancel();
 }
 
+/// Tasks are the 2026-07-28 protocol's: a 2025-11-25 client declaring the extension anyway
+/// (the MCP Inspector does, then never polls) gets the answer, not a task.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_client_declaring_tasks_on_an_older_protocol_gets_the_answer_not_a_task() {
+    let askbus = Askbus::serve(&[]).await;
+    let mut events = askbus.events().await;
+    let mut node = Node::legacy("answer", Transport::Http(askbus.mcp_url()))
+        .with_env("ASKBUS_DECLARE_TASKS", "1")
+        .await;
+    answer_over_http(&askbus, &mut events, &mut node, "tasks declared").await;
+    node.finish().await;
+    askbus.shutdown.cancel();
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn over_stdio_the_sdk_lists_calls_and_gets_the_http_answer() {
     let askbus = Askbus::serve_http_only().await;
@@ -154,6 +168,401 @@ async fn cancelling_the_call_cancels_the_question() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn cancelling_the_call_cancels_the_approval() {
     cancel_call(&APPROVAL).await;
+}
+
+/// How long the slow human of [`hosts_on_their_sdks_defaults_get_an_answer_slower_than_their_timeout`]
+/// takes: longer than the TypeScript SDK's 60 s request timeout.
+const SLOW_HUMAN: Duration = Duration::from_secs(70);
+
+/// A TypeScript SDK host and a Python SDK host, each on its SDK's defaults, ask at once; the
+/// human answers after [`SLOW_HUMAN`]. Each `question` call returns `waiting` at the
+/// server's default bound (45 s), the question stays pending past the TS SDK's 60 s, and
+/// `wait_for_answer` brings each host its answer. Both SDKs check every result against the
+/// tool's output schema, and the Python one validates every listed output schema.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn hosts_on_their_sdks_defaults_get_an_answer_slower_than_their_timeout() {
+    let askbus = Askbus::serve(&[]).await;
+    let mut events = askbus.events().await;
+    let python = crate::python::venv(&package_dir("mcp-python")).await;
+    let mut typescript = Node::defaults(askbus.mcp_url()).await;
+    let mut command = Command::new(python);
+    command
+        .arg("defaults.py")
+        .arg(askbus.mcp_url())
+        .current_dir(package_dir("mcp-python"))
+        .env("ASKBUS_TOKEN", TOKEN);
+    let mut python = Node::start(command, Steps::OnStdout);
+
+    check_tools(&typescript.stage("tools").await);
+    let python_tools = python.stage("tools").await;
+    check_tools(&python_tools);
+    // The Python SDK negotiates the newest protocol: its calls are served statelessly, and
+    // the TypeScript SDK's (2025-11-25) in a session; both wait the same way.
+    assert_eq!(python_tools["protocol"], "2026-07-28", "{python_tools}");
+    let mut asked = std::collections::HashMap::new();
+    for _ in 0..2 {
+        let question = events.next_of("question.asked").await;
+        let text = question["questions"][0]["question"]
+            .as_str()
+            .unwrap_or_default()
+            .to_owned();
+        asked.insert(text, question["id"].as_str().expect("the id").to_owned());
+    }
+    let started = Instant::now();
+    let ids = [
+        asked["Which database should the service use?"].clone(),
+        asked["Which region should the service run in?"].clone(),
+    ];
+    for (host, id) in [&mut typescript, &mut python].into_iter().zip(&ids) {
+        let result = host.stage_within("asked", Duration::from_secs(55)).await["result"].clone();
+        assert_eq!(
+            result["structuredContent"],
+            json!({"status": "waiting", "id": id, "kind": "question"}),
+            "{result}"
+        );
+        assert!(
+            result_text(&result)
+                .contains(&format!("`wait_for_answer` tool with {{\"id\": \"{id}\"}}")),
+            "{result}"
+        );
+    }
+    // Past the TypeScript SDK's request timeout: nothing was cancelled.
+    tokio::time::sleep_until((started + Duration::from_secs(61)).into()).await;
+    for id in &ids {
+        let question = askbus.get(&format!("/question/{id}")).await;
+        assert_eq!(question["status"], "pending", "{question}");
+    }
+    tokio::time::sleep_until((started + SLOW_HUMAN).into()).await;
+    let answers = [r#"[["Postgres"], ["Traces"]]"#, r#"[["eu-west"]]"#];
+    for (id, answers) in ids.iter().zip(answers) {
+        let answers: Value = serde_json::from_str(answers).expect("answers");
+        askbus
+            .post(
+                &format!("/question/{id}/reply"),
+                &json!({ "answers": answers }),
+            )
+            .await;
+    }
+    let typescript_result = typescript.stage("result").await["result"].clone();
+    assert_eq!(
+        typescript_result["structuredContent"],
+        json!({"status": "answered", "answers": [
+            {"question": "Which database should the service use?", "answer": ["Postgres"]},
+            {"question": "Which signals should be exported?", "answer": ["Traces"]},
+        ]})
+    );
+    let python_result = python.stage("result").await["result"].clone();
+    assert_eq!(
+        python_result["structuredContent"],
+        json!({"status": "answered", "answers": [
+            {"question": "Which region should the service run in?", "answer": ["eu-west"]},
+        ]})
+    );
+    eprintln!(
+        "mcp (SDK defaults): both hosts had the answer {:.1?} after asking",
+        started.elapsed()
+    );
+    typescript.finish().await;
+    python.finish().await;
+    askbus.shutdown.cancel();
+}
+
+/// The MCP Inspector's CLI in its default mode (`--cli <url> --method …`, one process per
+/// call): its strict schema check of `tools/list` finds nothing to report, and a
+/// `tools/call` of `question` prints the human's answer, not a task it would never poll.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_inspector_cli_in_its_default_mode_gets_the_answer() {
+    let askbus = Askbus::serve(&[]).await;
+    let mut events = askbus.events().await;
+    let package = package_dir("mcp-inspector");
+    crate::node::check_node();
+    crate::node::npm_ci(&package, "@modelcontextprotocol/inspector").await;
+
+    check_tools(&inspector_call(&askbus, &["--method", "tools/list", "--strict"]).await);
+
+    let questions = format!(
+        "questions={}",
+        json!([{"question": "Ship it?", "header": "Ship", "options": [{"label": "Yes"}, {"label": "No"}]}])
+    );
+    let call = [
+        "--method",
+        "tools/call",
+        "--tool-name",
+        "question",
+        "--tool-arg",
+        &questions,
+    ];
+    // The human answers while the Inspector's call waits.
+    let human = async {
+        let asked = events.next_of("question.asked").await;
+        let id = asked["id"].as_str().expect("the id");
+        askbus
+            .post(
+                &format!("/question/{id}/reply"),
+                &json!({"answers": [["Yes"]]}),
+            )
+            .await;
+    };
+    let (result, ()) = tokio::join!(inspector_call(&askbus, &call), human);
+    assert_eq!(
+        result["structuredContent"],
+        json!({"status": "answered", "answers": [{"question": "Ship it?", "answer": ["Yes"]}]}),
+        "{result}"
+    );
+    askbus.shutdown.cancel();
+}
+
+/// A call that returns `waiting` cancels nothing, nor does a `wait_for_answer` that
+/// returns `waiting` again; an unknown id is a tool error; the MCP session ending (the
+/// client deletes it) cancels the request.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_waiting_request_outlives_its_calls_until_the_session_ends() {
+    let askbus = Askbus::serve(&["--mcp-wait-secs", "0.3"]).await;
+    let mut events = askbus.events().await;
+    let mut node = Node::legacy("wait", Transport::Http(askbus.mcp_url())).await;
+    let id = events.next_of(QUESTION.asked).await["id"].clone();
+    for stage in ["asked", "waited"] {
+        let result = node.stage(stage).await["result"].clone();
+        assert_eq!(
+            result["structuredContent"],
+            json!({"status": "waiting", "id": id, "kind": "question"}),
+            "{result}"
+        );
+        let question = askbus
+            .get(&format!("/question/{}", id.as_str().expect("an id")))
+            .await;
+        assert_eq!(question["status"], "pending", "{question}");
+    }
+    let unknown = node.stage("unknown").await["result"].clone();
+    assert_eq!(unknown["isError"], true, "{unknown}");
+    assert!(
+        result_text(&unknown)
+            .starts_with("askbus has no request \"que_01JZ6Q3V8R5M2K7D4T9WXYZABC\" waiting"),
+        "{unknown}"
+    );
+    node.close_stdin();
+    node.finish().await;
+    let cancelled = events.next_terminal().await;
+    assert_eq!(cancelled["type"], "question.cancelled", "{cancelled}");
+    assert_eq!(cancelled["properties"]["requestID"], id);
+    askbus.shutdown.cancel();
+}
+
+/// A client that makes each call in an MCP session of its own (the Inspector's CLI) keeps a
+/// request alive by waiting for it: the session that waited last owns the request, so the
+/// asking session ending cancels nothing, and a later call collects the answer.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_session_that_waited_last_owns_the_request() {
+    let askbus = Askbus::serve(&["--mcp-wait-secs", "0.3"]).await;
+    let mut events = askbus.events().await;
+    let package = package_dir("mcp-inspector");
+    crate::node::check_node();
+    crate::node::npm_ci(&package, "@modelcontextprotocol/inspector").await;
+    let mut asking = Node::legacy("wait", Transport::Http(askbus.mcp_url())).await;
+    let id = events.next_of(QUESTION.asked).await["id"]
+        .as_str()
+        .expect("an id")
+        .to_owned();
+    asking.stage("asked").await;
+    asking.stage("waited").await;
+    asking.stage("unknown").await;
+    let wait = [
+        "--method",
+        "tools/call",
+        "--tool-name",
+        "wait_for_answer",
+        "--tool-arg",
+    ];
+    let id_arg = format!("id={id}");
+    let waited = inspector_call(&askbus, &[&wait[..], &[id_arg.as_str()]].concat()).await;
+    assert_eq!(waited["structuredContent"]["status"], "waiting", "{waited}");
+    // The asking session ends (its client deletes it); the Inspector's session owns the
+    // request now.
+    asking.close_stdin();
+    asking.finish().await;
+    let question = askbus.get(&format!("/question/{id}")).await;
+    assert_eq!(question["status"], "pending", "{question}");
+    askbus
+        .post(
+            &format!("/question/{id}/reply"),
+            &json!({"answers": [["Postgres"], ["Logs"]]}),
+        )
+        .await;
+    let answered = inspector_call(&askbus, &[&wait[..], &[id_arg.as_str()]].concat()).await;
+    assert_eq!(
+        answered["structuredContent"]["status"], "answered",
+        "{answered}"
+    );
+    askbus.shutdown.cancel();
+}
+
+/// A retry of the same approval call (its `tool_use_id`) after a `waiting` result joins the
+/// request instead of cancelling it, and waits for the same decision.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn retrying_a_waiting_approval_call_joins_its_request() {
+    let askbus = Askbus::serve(&["--mcp-wait-secs", "0.3"]).await;
+    let mut events = askbus.events().await;
+    let mut node = Node::legacy("rejoin", Transport::Http(askbus.mcp_url())).await;
+    let id = events.next_of(APPROVAL.asked).await["id"].clone();
+    for stage in ["asked", "again"] {
+        let result = node.stage(stage).await["result"].clone();
+        assert_eq!(
+            result["structuredContent"],
+            json!({"status": "waiting", "id": id, "kind": "approval"}),
+            "{result}"
+        );
+    }
+    let pending = askbus
+        .get(&format!("/approval/{}", id.as_str().expect("an id")))
+        .await;
+    assert_eq!(pending["status"], "pending", "{pending}");
+    let approve = json!({"decisions": [{"type": "approve"}]});
+    askbus
+        .post(
+            &format!("/approval/{}/reply", id.as_str().expect("an id")),
+            &approve,
+        )
+        .await;
+    let result = node.stage("result").await["result"].clone();
+    assert_eq!(
+        result["structuredContent"],
+        json!({"status": "decided", "decisions": [{"type": "approve"}]}),
+        "{result}"
+    );
+    assert_eq!(events.next_terminal().await["type"], "approval.replied");
+    node.finish().await;
+    askbus.shutdown.cancel();
+}
+
+/// With the elicitation bridge on, a client that elicits forms is shown each approval as a
+/// form: approving, rejecting with a reason and editing the arguments each decide the
+/// request through the approval service, as `POST /approval/{id}/reply` would.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn approvals_are_decided_in_the_clients_form() {
+    let askbus = Askbus::serve(&["--mcp-elicitation"]).await;
+    // (the form's answer, the decision askbus records)
+    let cases = [
+        (
+            json!({"action": "accept", "content": {"a1": "approve"}}),
+            json!({"type": "approve"}),
+        ),
+        (
+            json!({"action": "accept", "content": {"a1": "reject", "a1_reason": "Not on a Friday"}}),
+            json!({"type": "reject", "message": "Not on a Friday"}),
+        ),
+        (
+            json!({"action": "accept", "content": {"a1": "edit", "a1_args": "{\"table\": \"sessions\"}"}}),
+            json!({"type": "edit", "edited_action": {"name": "delete_rows", "args": {"table": "sessions"}}}),
+        ),
+    ];
+    for (answer, decision) in cases {
+        let mut events = askbus.events().await;
+        let mut node = Node::legacy("review", Transport::Http(askbus.mcp_url()))
+            .with_env("ASKBUS_REVIEW_ANSWERS", &json!([answer]).to_string())
+            .await;
+        let id = events.next_of(APPROVAL.asked).await["id"].clone();
+        let form = node.stage("elicited").await["params"].clone();
+        let schema = &form["requestedSchema"];
+        assert_eq!(schema["required"], json!(["a1"]), "{form}");
+        assert_eq!(
+            schema["properties"]["a1"]["oneOf"]
+                .as_array()
+                .map(|choices| choices
+                    .iter()
+                    .map(|choice| choice["const"].clone())
+                    .collect::<Vec<_>>()),
+            Some(vec![json!("approve"), json!("reject"), json!("edit")]),
+            "{form}"
+        );
+        assert_eq!(
+            schema["properties"]["a1_args"]["default"],
+            r#"{"table":"users"}"#
+        );
+        assert!(
+            form["message"]
+                .as_str()
+                .is_some_and(|message| message.contains("delete_rows")),
+            "{form}"
+        );
+        let result = node.stage("result").await["result"].clone();
+        assert_eq!(
+            result["structuredContent"],
+            json!({"status": "decided", "decisions": [decision]}),
+            "{result}"
+        );
+        let replied = events.next_terminal().await;
+        assert_eq!(replied["type"], "approval.replied", "{replied}");
+        assert_eq!(replied["properties"]["request_id"], id);
+        assert_eq!(
+            replied["properties"]["decisions"],
+            json!([decision]),
+            "{replied}"
+        );
+        assert_eq!(
+            replied["properties"]["answered_by"]["name"], "admin",
+            "{replied}"
+        );
+        node.finish().await;
+    }
+    askbus.shutdown.cancel();
+}
+
+/// An agent's own client may not decide its approval: the form's answer is refused with
+/// the refusal `POST /approval/{id}/reply` gives the same token, the form comes back saying
+/// so, and the request waits for a reviewer.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_agents_form_answer_is_refused_as_its_http_reply_is() {
+    let askbus = Askbus::serve(&[
+        "--mcp-elicitation",
+        "--agent-token",
+        &format!("bot={AGENT_TOKEN}"),
+        "--reviewer-token",
+        &format!("alice={REVIEWER_TOKEN}"),
+    ])
+    .await;
+    let mut events = askbus.events().await;
+    let approve = json!({"action": "accept", "content": {"a1": "approve"}});
+    let mut node = Node::legacy("review", Transport::Http(askbus.mcp_url()))
+        .with_env("ASKBUS_TOKEN", AGENT_TOKEN)
+        .with_env("ASKBUS_REVIEW_ANSWERS", &json!([approve]).to_string())
+        .await;
+    let id = events.next_of(APPROVAL.asked).await["id"]
+        .as_str()
+        .expect("the id")
+        .to_owned();
+    node.stage("elicited").await;
+    let again = node.stage("elicited").await;
+    let decide = format!("{}/approval/{id}/reply", askbus.base);
+    let http_approve = json!({"decisions": [{"type": "approve"}]});
+    let (status, body) = askbus
+        .send(&decide, Some(AGENT_TOKEN), Some(&http_approve))
+        .await;
+    assert_eq!(status, reqwest::StatusCode::FORBIDDEN, "{body}");
+    let refusal: Value = serde_json::from_str(&body).expect("an error body");
+    let refusal = refusal["error"]["message"]
+        .as_str()
+        .or_else(|| refusal["message"].as_str())
+        .expect("a refusal message")
+        .to_owned();
+    let message = again["params"]["message"].as_str().unwrap_or_default();
+    assert!(
+        message.starts_with("That answer was not accepted (") && message.contains(&refusal),
+        "{message:?} lacks the HTTP refusal {refusal:?}"
+    );
+    let pending = askbus.get(&format!("/approval/{id}")).await;
+    assert_eq!(pending["status"], "pending", "{pending}");
+    let (status, body) = askbus
+        .send(&decide, Some(REVIEWER_TOKEN), Some(&http_approve))
+        .await;
+    assert_eq!(status, reqwest::StatusCode::OK, "{body}");
+    let result = node.stage("result").await["result"].clone();
+    assert_eq!(
+        result["structuredContent"],
+        json!({"status": "decided", "decisions": [{"type": "approve"}]}),
+        "{result}"
+    );
+    node.finish().await;
+    askbus.shutdown.cancel();
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -486,7 +895,8 @@ const DECISIONS: [(&str, &str); 3] = [
     ),
 ];
 
-/// `tools/list` offers both tools, each with its askbus-tool schema.
+/// `tools/list` offers the three tools, each with its askbus-tool schema, a title, the
+/// four annotations and an output schema, in JSON Schema every SDK takes (no type arrays).
 fn check_tools(tools: &Value) {
     let tools = &tools["tools"];
     let names: Vec<&str> = tools
@@ -495,11 +905,67 @@ fn check_tools(tools: &Value) {
         .iter()
         .filter_map(|tool| tool["name"].as_str())
         .collect();
-    assert_eq!(names, ["question", "request_approval"], "{tools}");
+    assert_eq!(
+        names,
+        ["question", "request_approval", "wait_for_answer"],
+        "{tools}"
+    );
     assert_eq!(tools[0]["inputSchema"]["type"], "object");
     assert!(tools[0]["inputSchema"]["properties"]["questions"].is_object());
     assert_eq!(tools[1]["inputSchema"]["type"], "object");
     assert_eq!(tools[1]["inputSchema"]["required"], json!(["actions"]));
+    assert_eq!(tools[2]["inputSchema"]["required"], json!(["id"]));
+    let titles = [
+        "Ask the human",
+        "Ask the human to approve tool calls",
+        "Wait for the human's answer",
+    ];
+    let idempotent = [false, true, true];
+    for (index, tool) in tools.as_array().expect("tools").iter().enumerate() {
+        assert_eq!(tool["title"], titles[index], "{tool}");
+        assert_eq!(
+            tool["annotations"],
+            json!({
+                "readOnlyHint": true,
+                "destructiveHint": false,
+                "idempotentHint": idempotent[index],
+                "openWorldHint": true,
+            }),
+            "{tool}"
+        );
+        let output = &tool["outputSchema"];
+        assert_eq!(output["type"], "object", "{tool}");
+        assert_eq!(output["required"], json!(["status"]), "{tool}");
+        assert!(
+            output["properties"]["status"]["enum"]
+                .as_array()
+                .is_some_and(|statuses| statuses.contains(&json!("waiting"))),
+            "{tool}"
+        );
+        for schema in [&tool["inputSchema"], output] {
+            assert_no_type_arrays(schema, &tool["name"]);
+        }
+    }
+}
+
+/// Fails if any `type` keyword of `schema` is an array (`["string", "null"]`), which some
+/// MCP hosts refuse.
+fn assert_no_type_arrays(schema: &Value, tool: &Value) {
+    match schema {
+        Value::Object(object) => {
+            assert!(
+                !object.get("type").is_some_and(Value::is_array),
+                "{tool}: a type array in {schema}"
+            );
+            object
+                .values()
+                .for_each(|value| assert_no_type_arrays(value, tool));
+        }
+        Value::Array(items) => items
+            .iter()
+            .for_each(|item| assert_no_type_arrays(item, tool)),
+        _ => {}
+    }
 }
 
 /// The shared exchange of the `approve` scenario: node lists the tools and asks for the
@@ -927,6 +1393,16 @@ impl Node {
         NodeBuilder { command, steps }
     }
 
+    /// `tests/mcp/defaults.mjs <url>` (the 1.x SDK, every setting at its default).
+    fn defaults(url: String) -> NodeBuilder {
+        let mut command = node_command("defaults.mjs");
+        command.arg(url);
+        NodeBuilder {
+            command,
+            steps: Steps::OnStdout,
+        }
+    }
+
     /// `tests/mcp/links.mjs <tool> <url>` (the 1.x SDK, declaring URL-mode elicitation).
     fn links(tool: &str, url: String) -> NodeBuilder {
         let mut command = node_command("links.mjs");
@@ -983,7 +1459,50 @@ impl std::future::IntoFuture for NodeBuilder {
 
 /// `tests/mcp`, the npm package holding the scripts.
 fn package() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("mcp")
+    package_dir("mcp")
+}
+
+/// `tests/{name}`.
+fn package_dir(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join(name)
+}
+
+/// What the Inspector's CLI prints for `args`, run to success, as JSON.
+async fn inspector_call(askbus: &Askbus, args: &[&str]) -> Value {
+    let output = tokio::time::timeout(STEP_TIMEOUT, inspector(askbus, args).output())
+        .await
+        .expect("the Inspector returns in time")
+        .expect("run the Inspector");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        output.status.success(),
+        "{:?}\n{stdout}\n{stderr}",
+        output.status
+    );
+    serde_json::from_str(&stdout).unwrap_or_else(|error| panic!("{error}: {stdout}"))
+}
+
+/// The MCP Inspector's CLI (`tests/mcp-inspector`, installed) against askbus's `/mcp`
+/// with the test's token, every other setting at its default, and `args`.
+fn inspector(askbus: &Askbus, args: &[&str]) -> Command {
+    let package = package_dir("mcp-inspector");
+    let mut command = Command::new("node");
+    command
+        .arg(
+            package.join(
+                "node_modules/@modelcontextprotocol/inspector/clients/launcher/build/index.js",
+            ),
+        )
+        .args(["--cli", &askbus.mcp_url(), "--header"])
+        .arg(format!("Authorization: Bearer {TOKEN}"))
+        .args(args)
+        .current_dir(&package)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .kill_on_drop(true);
+    command
 }
 
 fn node_command(script: &str) -> Command {

@@ -145,13 +145,19 @@ impl Script {
     /// Installs `package` when needed ([`npm_ci`], which checks for `dependency`) and
     /// spawns `command` (node running one of its scripts) with its stdio piped.
     pub(crate) async fn spawn(
-        mut command: Command,
+        command: Command,
         package: &Path,
         dependency: &str,
         steps: Steps,
     ) -> Self {
         check_node();
         npm_ci(package, dependency).await;
+        Self::start(command, steps)
+    }
+
+    /// Spawns `command` (any program printing steps, already installed) with its stdio
+    /// piped.
+    pub(crate) fn start(mut command: Command, steps: Steps) -> Self {
         let mut child = command
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
@@ -182,15 +188,17 @@ impl Script {
 
     /// The next step, which must be `stage`.
     pub(crate) async fn stage(&mut self, stage: &str) -> Value {
+        self.stage_within(stage, STEP_TIMEOUT).await
+    }
+
+    /// The next step, which must be `stage` and come within `limit`.
+    pub(crate) async fn stage_within(&mut self, stage: &str, limit: Duration) -> Value {
         loop {
-            let line = match tokio::time::timeout(STEP_TIMEOUT, self.steps.next_line()).await {
+            let line = match tokio::time::timeout(limit, self.steps.next_line()).await {
                 Ok(Ok(Some(line))) => line,
                 Ok(Ok(None)) => self.fail(&format!("node ended before `{stage}`")).await,
                 Ok(Err(error)) => self.fail(&format!("read node's output: {error}")).await,
-                Err(_) => {
-                    self.fail(&format!("no `{stage}` within {STEP_TIMEOUT:?}"))
-                        .await
-                }
+                Err(_) => self.fail(&format!("no `{stage}` within {limit:?}")).await,
             };
             match serde_json::from_str::<Value>(&line) {
                 Ok(step) if step.get("stage").is_some() => {

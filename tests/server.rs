@@ -443,6 +443,24 @@ fn bad_flags_are_refused_with_a_clear_message() {
         &["--cors-origin", "https://ui.example.com/"],
         "is not a browser origin",
     );
+    check(
+        &["--mcp-wait-secs", "0"],
+        "--mcp-wait-secs must be a positive number of seconds",
+    );
+    check(
+        &["--mcp-wait-secs=-1"],
+        "--mcp-wait-secs must be a positive number of seconds",
+    );
+}
+
+#[test]
+fn an_mcp_call_waits_45_s_at_most_unless_told_otherwise() {
+    let wait = |args: &[&str]| settings(args).expect("valid").mcp.answer_wait;
+    assert_eq!(wait(&[]), std::time::Duration::from_secs(45));
+    assert_eq!(
+        wait(&["--mcp-wait-secs", "20.5"]),
+        std::time::Duration::from_millis(20_500)
+    );
 }
 
 #[test]

@@ -19,6 +19,8 @@ mod mcp;
 mod node;
 // The real @opencode-ai/sdk v2 client (npm, installed by the test) against a served askbus.
 mod opencode_sdk;
+// Python virtual environments for the tests that drive PyPI packages.
+mod python;
 // The seeds' stream and history encoding: golden frames and histories, history + replay = live.
 mod protocol;
 // The question service on one thread: validation, keyed replies, drop, timeouts, events.

@@ -14,6 +14,8 @@
 //
 // Scenarios:
 //   answer   list the tools, call `question`, print progress notifications and the result
+//            (with ASKBUS_DECLARE_TASKS=1, the client also declares the tasks extension of
+//            protocol 2026-07-28, as the MCP Inspector does, though it speaks 2025-11-25)
 //   approve  list the tools, then call `request_approval` ASKBUS_APPROVAL_CALLS times, one
 //            after the other, printing each call's first progress notification and result
 //   invalid  call `request_approval` with each of INVALID_ARGUMENTS, printing the results
@@ -21,6 +23,15 @@
 //            the first progress notification, close once stdin ends (HTTP, spawn)
 //   elicit   declare form elicitation, answer the form askbus sends (ASKBUS_ELICIT_ACTION:
 //            accept, decline or cancel), print the result
+//   wait     call `question`, which returns `waiting` (the server's bound is short), then
+//            `wait_for_answer` with its id (`waiting` again) and with an unknown id; print
+//            each result; once stdin ends, end the MCP session (HTTP: DELETE it) and close
+//   rejoin   call `request_approval` twice with one `tool_use_id` (both return `waiting`:
+//            the server's bound is short), then `wait_for_answer` until the decision;
+//            print each result
+//   review   declare form elicitation, call `request_approval`, and answer each form askbus
+//            sends with the next of ASKBUS_REVIEW_ANSWERS (a JSON array of elicitation
+//            results); once they run out, leave the form open. Print each form and the result
 
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport, getDefaultEnvironment } from '@modelcontextprotocol/sdk/client/stdio.js';
@@ -160,7 +171,8 @@ async function listTools(client) {
 }
 
 async function answer() {
-  const { client } = await connect({});
+  const tasks = { extensions: { 'io.modelcontextprotocol/tasks': {} } };
+  const { client } = await connect(process.env.ASKBUS_DECLARE_TASKS === '1' ? tasks : {});
   await listTools(client);
   await callReportingProgress(client, 'question', ARGUMENTS.question);
   await disconnect(client);
@@ -221,6 +233,47 @@ async function elicit() {
   await disconnect(client);
 }
 
-const scenarios = { answer, approve, invalid, cancel, elicit };
+async function review() {
+  const answers = JSON.parse(process.env.ASKBUS_REVIEW_ANSWERS ?? '[]');
+  const { client } = await connect({ elicitation: { form: {} } });
+  client.setRequestHandler(ElicitRequestSchema, async (request) => {
+    say({ stage: 'elicited', params: request.params });
+    // Out of answers: the form stays open until askbus withdraws it.
+    return answers.shift() ?? new Promise(() => {});
+  });
+  const result = await callTool(client, 'request_approval', ARGUMENTS.request_approval, {});
+  say({ stage: 'result', result });
+  await disconnect(client);
+}
+
+async function wait() {
+  const { client, transport } = await connect({});
+  const asked = await callTool(client, 'question', ARGUMENTS.question, {});
+  say({ stage: 'asked', result: asked });
+  const { id } = asked.structuredContent;
+  say({ stage: 'waited', result: await callTool(client, 'wait_for_answer', { id }, {}) });
+  const unknown = await callTool(client, 'wait_for_answer', { id: 'que_01JZ6Q3V8R5M2K7D4T9WXYZABC' }, {});
+  say({ stage: 'unknown', result: unknown });
+  // The session stays open until the test closes stdin: its end is what the test watches.
+  process.stdin.resume();
+  await new Promise((resolve) => process.stdin.once('end', resolve));
+  await transport.terminateSession();
+  await disconnect(client);
+}
+
+async function rejoin() {
+  const { client } = await connect({});
+  const args = { actions: [{ ...DELETE_USERS, tool_use_id: 'toolu_rejoin' }] };
+  say({ stage: 'asked', result: await callTool(client, 'request_approval', args, {}) });
+  let result = await callTool(client, 'request_approval', args, {});
+  say({ stage: 'again', result });
+  while (result.structuredContent?.status === 'waiting') {
+    result = await callTool(client, 'wait_for_answer', { id: result.structuredContent.id }, {});
+  }
+  say({ stage: 'result', result });
+  await disconnect(client);
+}
+
+const scenarios = { answer, approve, invalid, cancel, elicit, review, wait, rejoin };
 if (!scenarios[scenario]) fail(new Error(`unknown scenario ${scenario}`));
 scenarios[scenario]().then(() => process.exit(0), fail);

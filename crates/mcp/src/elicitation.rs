@@ -18,15 +18,29 @@
 //! HTTP. The question service validates whatever comes back, exactly as it validates an
 //! HTTP reply.
 //!
+//! # Reviews (approval forms)
+//!
+//! An approval request becomes one form too. Action *n* (counted from 1) becomes:
+//!
+//! - `an`: the decision, a string enum of what its review config allows among `approve`,
+//!   `reject` and `edit` (each titled in words); required;
+//! - `an_reason`: a free-text reason, sent as the rejection's message, when it may be
+//!   rejected;
+//! - `an_args`: the call's arguments as JSON text, filled in with the proposed ones, when
+//!   it may be edited: with `edit`, the call runs with what the human left there (the
+//!   same tool: an edit never renames the call).
+//!
+//! `accept` replies with those decisions, `decline` rejects every action, `cancel`
+//! cancels the request. The approval service checks the reply exactly as it checks an HTTP
+//! reply (allowed decisions, the action's `args_schema`, who may decide); a refused one
+//! leaves the request pending. A decision of `respond` has no form field: it is taken
+//! over HTTP.
+//!
 //! # Links (URL mode)
 //!
-//! **Approvals are offered as links, never as forms.** A form is a flat object of
-//! primitive fields, and a review is not: each action is approved, rejected with a
-//! message, or edited into another whole tool call (its name and arbitrary JSON
-//! arguments, checked against the tool's schema). Rather than a lossy form, a client that
-//! declared URL-mode elicitation (MCP 2025-11-25, `elicitation: {url: {}}`) is sent the
-//! request's answer link: the askbus page that shows the whole request and decides it. A
-//! question goes the same way when the client elicits URLs but not forms.
+//! A client that declared URL-mode elicitation (MCP 2025-11-25, `elicitation: {url: {}}`)
+//! but not forms is sent the request's answer link instead: the askbus page that shows the
+//! whole request and decides it.
 //!
 //! The link is an answer link like any other (`POST /{kind}/{id}/link` mints the same),
 //! acting as the MCP caller and expiring with the request, so its rules are unchanged: it
@@ -37,7 +51,10 @@
 //! the link or any other way, the server sends `notifications/elicitation/complete` with
 //! the elicitation's id, then the call's result.
 
-use askbus_question::{Action, Answer, QuestionInfo, QuestionOption};
+use askbus_question::{
+    Action, Answer, ApprovalReply, ApprovalRequest, Decision, DecisionType, EditedAction,
+    QuestionInfo, QuestionOption,
+};
 use rmcp::model::{ElicitRequestParams, ElicitResult, ElicitationAction, ElicitationSchema};
 use serde_json::{Map, Value, json};
 
@@ -50,6 +67,172 @@ pub(crate) enum Resolution {
     Reject,
     /// `cancel` (or an action this server does not know): the user dismissed the form.
     Cancel,
+}
+
+/// What a review form's answer asks the approval service to do.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum Review {
+    /// `accept` or `decline`: reply with these decisions.
+    Reply(ApprovalReply),
+    /// `cancel` (or an action this server does not know): the user dismissed the form.
+    Cancel,
+}
+
+/// The decisions a review form offers, in the order shown, with their titles.
+const FORM_DECISIONS: [(DecisionType, &str, &str); 3] = [
+    (
+        DecisionType::Approve,
+        "approve",
+        "Approve: run it as proposed",
+    ),
+    (DecisionType::Reject, "reject", "Reject: do not run it"),
+    (
+        DecisionType::Edit,
+        "edit",
+        "Edit: run it with the arguments below",
+    ),
+];
+
+/// The elicitation request putting the review of `request` to the user.
+pub(crate) fn review_form(request: &ApprovalRequest) -> ElicitRequestParams {
+    let mut properties = Map::new();
+    let mut required = Vec::new();
+    for (index, action) in request.action_requests.iter().enumerate() {
+        let allowed = request.allowed_decisions(index);
+        let choices: Vec<Value> = FORM_DECISIONS
+            .iter()
+            .filter(|(kind, ..)| allowed.contains(kind))
+            .map(|(_, value, title)| json!({"const": value, "title": title}))
+            .collect();
+        let key = decision_key(index);
+        properties.insert(
+            key.clone(),
+            json!({
+                "type": "string",
+                "title": format!("Call {}: {}", index + 1, action.name),
+                "description": describe_call(action),
+                "oneOf": choices,
+            }),
+        );
+        required.push(Value::String(key));
+        if allowed.contains(&DecisionType::Reject) {
+            properties.insert(
+                reason_key(index),
+                json!({
+                    "type": "string",
+                    "title": format!("Call {}: why you reject it (optional)", index + 1),
+                }),
+            );
+        }
+        if allowed.contains(&DecisionType::Edit) {
+            properties.insert(
+                args_key(index),
+                json!({
+                    "type": "string",
+                    "title": format!("Call {}: arguments, as JSON (used with Edit)", index + 1),
+                    "default": action.args.to_string(),
+                }),
+            );
+        }
+    }
+    let schema = json!({"type": "object", "properties": properties, "required": required});
+    let Value::Object(schema) = schema else {
+        unreachable!("json! of an object literal is an object")
+    };
+    let requested_schema = ElicitationSchema::from_json_schema(schema).unwrap_or_else(|error| {
+        tracing::error!("elicitation schema rejected: {error}");
+        ElicitationSchema::new(Default::default())
+    });
+    ElicitRequestParams::FormElicitationParams {
+        meta: None,
+        message: approval_prompt(&request.action_requests).replace(
+            "Open the link to approve, edit or reject",
+            "Approve, edit or reject",
+        ),
+        requested_schema,
+    }
+}
+
+/// What the user's review form answer means for the request.
+///
+/// # Errors
+///
+/// What is missing or malformed (no decision for an action, edited arguments that are not
+/// JSON), naming the call; the request stays pending.
+pub(crate) fn review(request: &ApprovalRequest, result: &ElicitResult) -> Result<Review, String> {
+    let actions = &request.action_requests;
+    match result.action {
+        ElicitationAction::Accept => {
+            let empty = Map::new();
+            let content = result
+                .content
+                .as_ref()
+                .and_then(Value::as_object)
+                .unwrap_or(&empty);
+            let decisions = actions
+                .iter()
+                .enumerate()
+                .map(|(index, action)| decision(index, action, content))
+                .collect::<Result<Vec<_>, _>>()?;
+            Ok(Review::Reply(ApprovalReply::new(decisions)))
+        }
+        ElicitationAction::Decline => Ok(Review::Reply(ApprovalReply::new(
+            actions.iter().map(|_| Decision::Reject { message: None }),
+        ))),
+        _ => Ok(Review::Cancel),
+    }
+}
+
+/// One action's decision from the review form content.
+fn decision(
+    index: usize,
+    action: &Action,
+    content: &Map<String, Value>,
+) -> Result<Decision, String> {
+    let call = index + 1;
+    let text = |key: &str| {
+        content
+            .get(key)
+            .and_then(Value::as_str)
+            .map(str::trim)
+            .filter(|text| !text.is_empty())
+    };
+    match text(&decision_key(index)) {
+        Some("approve") => Ok(Decision::Approve),
+        Some("reject") => Ok(Decision::Reject {
+            message: text(&reason_key(index)).map(str::to_owned),
+        }),
+        Some("edit") => {
+            let args = match text(&args_key(index)) {
+                Some(args) => serde_json::from_str(args).map_err(|error| {
+                    format!("call {call}: the edited arguments are not JSON: {error}")
+                })?,
+                None => action.args.clone(),
+            };
+            Ok(Decision::Edit {
+                edited_action: EditedAction {
+                    name: action.name.clone(),
+                    args,
+                },
+            })
+        }
+        Some(other) => Err(format!(
+            "call {call}: {other:?} is not a decision (approve, reject or edit)"
+        )),
+        None => Err(format!("call {call}: choose approve, reject or edit")),
+    }
+}
+
+fn decision_key(index: usize) -> String {
+    format!("a{}", index + 1)
+}
+
+fn reason_key(index: usize) -> String {
+    format!("a{}_reason", index + 1)
+}
+
+fn args_key(index: usize) -> String {
+    format!("a{}_args", index + 1)
 }
 
 /// The elicitation request putting `questions` to the user.
@@ -401,6 +584,139 @@ mod tests {
         );
         let cut = format!("`write_file` with {{\"text\":\"{}…. Open", "é".repeat(191));
         assert!(both.contains(&cut), "{both}");
+    }
+
+    /// Two calls: `deploy` may only be approved or rejected, `write_file` anything.
+    fn review_request() -> ApprovalRequest {
+        serde_json::from_value(json!({
+            "id": "apr_01JZ6Q3V8R5M2K7D4T9WXYZABC",
+            "approval_key": "s1_1",
+            "session_id": "s1",
+            "created_at": 0,
+            "action_requests": [
+                {"name": "deploy", "args": {"env": "prod"}},
+                {"name": "write_file", "args": {"path": "a.txt"}, "description": "Save the notes"},
+            ],
+            "review_configs": [
+                {"action_name": "deploy", "allowed_decisions": ["approve", "reject"]},
+            ],
+        }))
+        .unwrap_or_else(|error| panic!("an approval request: {error}"))
+    }
+
+    #[test]
+    fn a_review_is_a_form_of_the_allowed_decisions() {
+        let ElicitRequestParams::FormElicitationParams {
+            requested_schema,
+            message,
+            ..
+        } = review_form(&review_request())
+        else {
+            panic!("a form elicitation")
+        };
+        assert!(
+            message.starts_with("The agent asks you to review 2 tool calls"),
+            "{message}"
+        );
+        assert!(
+            message.ends_with("Approve, edit or reject them."),
+            "{message}"
+        );
+        let schema = serde_json::to_value(requested_schema).unwrap_or_default();
+        let properties = &schema["properties"];
+        let decisions = |key: &str| -> Vec<Value> {
+            properties[key]["oneOf"]
+                .as_array()
+                .map(|choices| {
+                    choices
+                        .iter()
+                        .map(|choice| choice["const"].clone())
+                        .collect()
+                })
+                .unwrap_or_default()
+        };
+        assert_eq!(decisions("a1"), [json!("approve"), json!("reject")]);
+        assert_eq!(
+            decisions("a2"),
+            [json!("approve"), json!("reject"), json!("edit")]
+        );
+        assert_eq!(properties["a1"]["title"], "Call 1: deploy");
+        assert_eq!(properties["a1_reason"]["type"], "string");
+        assert!(
+            properties.get("a1_args").is_none(),
+            "deploy may not be edited"
+        );
+        assert_eq!(properties["a2_args"]["default"], r#"{"path":"a.txt"}"#);
+        assert_eq!(schema["required"], json!(["a1", "a2"]));
+    }
+
+    #[test]
+    fn review_answers_map_to_replies_or_refusals() {
+        let request = review_request();
+        let check = |action: ElicitationAction, content: Value, expected: Result<Review, &str>| {
+            let mut result = ElicitResult::new(action);
+            result.content = Some(content.clone());
+            let review = review(&request, &result);
+            match expected {
+                Ok(expected) => assert_eq!(review, Ok(expected), "{content}"),
+                Err(start) => {
+                    let refusal = review.expect_err("a refusal");
+                    assert!(refusal.starts_with(start), "{refusal:?}, not {start:?}");
+                }
+            }
+        };
+        let reply = |decisions: Vec<Decision>| Ok(Review::Reply(ApprovalReply::new(decisions)));
+        let edit = |args: Value| Decision::Edit {
+            edited_action: EditedAction {
+                name: "write_file".to_owned(),
+                args,
+            },
+        };
+        check(
+            ElicitationAction::Accept,
+            json!({"a1": "approve", "a2": "edit", "a2_args": r#"{"path": "b.txt"}"#}),
+            reply(vec![Decision::Approve, edit(json!({"path": "b.txt"}))]),
+        );
+        check(
+            ElicitationAction::Accept,
+            json!({"a1": "reject", "a1_reason": " not today ", "a2": "reject", "a2_reason": ""}),
+            reply(vec![
+                Decision::Reject {
+                    message: Some("not today".to_owned()),
+                },
+                Decision::Reject { message: None },
+            ]),
+        );
+        // An edit with the field emptied keeps the proposed arguments.
+        check(
+            ElicitationAction::Accept,
+            json!({"a1": "approve", "a2": "edit", "a2_args": ""}),
+            reply(vec![Decision::Approve, edit(json!({"path": "a.txt"}))]),
+        );
+        check(
+            ElicitationAction::Accept,
+            json!({"a1": "approve", "a2": "edit", "a2_args": "{path"}),
+            Err("call 2: the edited arguments are not JSON: "),
+        );
+        check(
+            ElicitationAction::Accept,
+            json!({"a1": "approve"}),
+            Err("call 2: choose approve, reject or edit"),
+        );
+        check(
+            ElicitationAction::Accept,
+            json!({"a1": "maybe", "a2": "approve"}),
+            Err("call 1: \"maybe\" is not a decision"),
+        );
+        check(
+            ElicitationAction::Decline,
+            json!({}),
+            reply(vec![
+                Decision::Reject { message: None },
+                Decision::Reject { message: None },
+            ]),
+        );
+        check(ElicitationAction::Cancel, json!({}), Ok(Review::Cancel));
     }
 
     #[test]

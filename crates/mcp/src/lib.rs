@@ -1,8 +1,9 @@
 //! The MCP face of askbus: any MCP client can make its agent stop and ask a human.
 //!
-//! [`AskbusMcp`] is an MCP server (built on the official Rust SDK, `rmcp`) offering two
-//! tools, each with the name, description, JSON Schema and call of its askbus-tool
-//! counterpart, so this crate only speaks MCP's wire:
+//! [`AskbusMcp`] is an MCP server (built on the official Rust SDK, `rmcp`) offering three
+//! tools. Two have the name, description, JSON Schema and call of their askbus-tool
+//! counterpart, so this crate only speaks MCP's wire; each tool also has a title, behaviour
+//! annotations and an output schema, all in JSON Schema every SDK accepts:
 //!
 //! - `question` ([`QuestionTool`](askbus_tool::QuestionTool)) asks the human. The question
 //!   is announced as `question.asked` on the bus (and on `GET /event`), any askbus client
@@ -15,6 +16,8 @@
 //!   text tells the model what it may run, and `structuredContent` holds the
 //!   [`ApprovalToolOutcome`](askbus_tool::ApprovalToolOutcome) (one decision per action;
 //!   an edit carries the human's call).
+//! - `wait_for_answer` waits again for a request whose call returned before the human
+//!   answered (see below).
 //!
 //! Both make their requests through the [`RequestHub`](askbus_question::RequestHub) the
 //! server was built with: give it the hub the HTTP API serves. Two transports:
@@ -26,32 +29,41 @@
 //! A human takes minutes; MCP clients time tool calls out, often after 60 s. What a call
 //! does while it waits depends on what the client declared, in this order:
 //!
-//! 1. **Tasks** (the `io.modelcontextprotocol/tasks` extension, SEP-2663). A client that
-//!    declares it gets a `CreateTaskResult` at once and polls `tasks/get` (every
+//! 1. **Tasks** (the `io.modelcontextprotocol/tasks` extension, SEP-2663), when negotiated:
+//!    a client that agreed on protocol 2026-07-28 and declares the extension gets a
+//!    `CreateTaskResult` at once and polls `tasks/get` (every
 //!    [`McpConfig::task_poll_interval`], as hinted) until the task is `completed` with the
 //!    tool result; `tasks/cancel` cancels the request. This is the newest protocol's way
-//!    to come back for an answer instead of holding a call open. Both tools.
+//!    to come back for an answer instead of holding a call open. Both tools. A client of an
+//!    older protocol that declares the extension anyway (the MCP Inspector's CLI does, and
+//!    never polls) is treated as everyone else (3).
 //! 2. **Multi round-trip** (`input_required`, SEP-2322, protocol 2026-07-28). With the
 //!    [elicitation bridge](ElicitationBridge) on and a client that elicits forms, a
 //!    `question` call answers `input_required` with an elicitation form and a sealed
 //!    `requestState`; the question stays pending meanwhile. The client retries with the
 //!    form's answer (or without one, to collect an answer given elsewhere) and gets the
-//!    result. Approvals have no form (an edit is a whole tool call, not a form field), so a
-//!    `request_approval` call is held open instead (and a client that elicits URLs is sent
-//!    the approval's answer link, see below); so is a question to a client that elicits URLs
-//!    but not forms.
-//! 3. **Held open**, for everyone else: the call returns when the request resolves. If the
-//!    client sent a `progressToken`, a progress notification goes out every
-//!    [`McpConfig::progress_interval`] so the client knows the call is alive (and clients
-//!    that reset their timeout on progress do not give up).
+//!    result. Approvals have no round trip (an edit is a whole tool call, not an
+//!    `input_required` answer), so a `request_approval` call is held open instead; so is a
+//!    question to a client that elicits URLs but not forms.
+//! 3. **Held open**, for everyone else, for [`McpConfig::answer_wait`] (45 s) at most: the
+//!    call returns the result when the request resolves, or else, at that bound, a result
+//!    with `structuredContent` `{"status": "waiting", "id", "kind"}` whose text tells the
+//!    model to call `wait_for_answer` with the id, which waits the same bound again. Hosts
+//!    on the MCP SDKs' defaults give up after 60 s, progress or not, so no call outlasts
+//!    that; the request outlives its calls (see `parked.rs`). If the client sent a
+//!    `progressToken`, a progress notification goes out every
+//!    [`McpConfig::progress_interval`] meanwhile.
 //!
 //! Policy, in exact words:
 //!
-//! - **Cancelling the call cancels the request.** `notifications/cancelled` (or the
-//!   Streamable HTTP request going away, or `tasks/cancel`) drops the asking future, which
-//!   resolves the request as cancelled and publishes `question.cancelled` or
-//!   `approval.cancelled`. A question asked in an `input_required` round belongs to no open
-//!   call: it stays pending until it is answered or times out.
+//! - **Cancelling the call cancels the request.** `notifications/cancelled` on a waiting
+//!   call (the first one or a `wait_for_answer`; or the Streamable HTTP request going away,
+//!   or `tasks/cancel`) drops the asking future, which resolves the request as cancelled
+//!   and publishes `question.cancelled` or `approval.cancelled`. **Returning `waiting`
+//!   cancels nothing**; the MCP session ending (stdio closed, the Streamable HTTP session
+//!   deleted or expired) cancels the requests its calls left waiting. A request of the
+//!   stateless 2026-07-28 transport, and a question asked in an `input_required` round,
+//!   belong to no session: they stay pending until answered or timed out.
 //! - **Outcomes are results, not errors.** Rejection, timeout and cancellation come back
 //!   as ordinary tool results with their own texts (the model must not invent an answer,
 //!   nor run a call that was not approved). Bad arguments come back as a tool result with
@@ -72,8 +84,9 @@
 //! # The elicitation bridge
 //!
 //! When [`McpConfig::elicitation`] is [`ElicitationBridge::On`] and the client declared
-//! form elicitation, each question is also put to the user through the client's own
-//! elicitation UI. The questions become the restricted JSON Schema of elicitation: for
+//! form elicitation, each question and each approval is also put to the user through the
+//! client's own elicitation UI (an approval as a decision per call, a reason and the edited
+//! arguments: see `elicitation.rs`; legacy sessions and tasks). The questions become the restricted JSON Schema of elicitation: for
 //! question *n*, `qn` is a string enum of the option labels (single select) or an array of
 //! that enum (`multiple`); a question that allows custom answers adds a free-text string
 //! `qn_other` (or is only that string when it has no options). `accept` replies with those
@@ -85,9 +98,8 @@
 //! the task's `input_required` request, answered with `tasks/update`.
 //!
 //! With the bridge on and [`McpConfig::answer_links`] given, a held-open call whose client
-//! declared URL-mode elicitation (protocol 2025-11-25, `elicitation: {url: {}}`) is sent
-//! the request's answer link as a URL-mode `elicitation/create`: for every approval, and
-//! for a question the client cannot show as a form. The link is minted by the function
+//! declared URL-mode elicitation (protocol 2025-11-25, `elicitation: {url: {}}`) but not
+//! forms is sent the request's answer link as a URL-mode `elicitation/create`. The link is minted by the function
 //! the server was given (the askbus server gives it the HTTP API's own), acting as the
 //! [`McpCaller`] and expiring with the request, so it decides under the rules of every
 //! answer link (none acts as an agent: an agent's client is sent none). The client's
@@ -115,7 +127,9 @@
 //! ```
 
 mod elicitation;
+mod parked;
 mod server;
+mod tools;
 mod transport;
 
 /// Why a served connection ended (what [`serve_stdio`] and [`serve_io`] return).

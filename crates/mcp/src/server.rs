@@ -7,7 +7,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use askbus_question::{
-    ApprovalRequest, Identity, QuestionId, QuestionRequest, ReplyError, RequestHub, Role, Timeout,
+    ApprovalReplyError, ApprovalRequest, Identity, QuestionId, QuestionRequest, ReplyError,
+    RequestHub, Role, Timeout,
 };
 use askbus_tool::{
     APPROVAL_TOOL_NAME, ApprovalTool, QUESTION_TOOL_NAME, QuestionTool, ToolContext, ToolError,
@@ -27,11 +28,14 @@ use rmcp::task_manager::{TaskContext, TaskExit, TaskManager, TaskOptions};
 use rmcp::{ErrorData as McpError, Peer, ServerHandler};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
+use tokio::sync::watch;
 
-use crate::elicitation::{self, Resolution};
+use crate::elicitation::{self, Resolution, Review};
+use crate::parked::{Connection, KEEP_RESOLVED, Lookup, Owner, ParkedCalls};
+use crate::tools::{self, WAIT_TOOL_NAME};
 
-/// The askbus MCP server: the `question` and `request_approval` tools over a
-/// [`RequestHub`].
+/// The askbus MCP server: the `question`, `request_approval` and `wait_for_answer` tools
+/// over a [`RequestHub`].
 ///
 /// Cloning gives another handle to the same server (the same tasks, the same key for
 /// `requestState`), which is what a Streamable HTTP service needs: it makes a handler per
@@ -55,6 +59,9 @@ use crate::elicitation::{self, Resolution};
 pub struct AskbusMcp {
     /// Shared by every clone.
     inner: Arc<Inner>,
+    /// The MCP session this handle serves: its held-open requests are cancelled when the
+    /// last handle of it goes (see [`ParkedCalls`]).
+    connection: Arc<Connection>,
 }
 
 /// Settings of an [`AskbusMcp`] server.
@@ -69,6 +76,11 @@ pub struct McpConfig {
     /// How often a held-open call sends a progress notification (when the client gave a
     /// `progressToken`). Default: 10 s.
     pub progress_interval: Duration,
+    /// How long one held-open tool call waits for the human before it returns a `waiting`
+    /// result naming the request, which the agent waits on again with `wait_for_answer`;
+    /// the request stays pending. Keep it safely under the hosts' request timeout (60 s on
+    /// the MCP SDKs' defaults). Default: 45 s.
+    pub answer_wait: Duration,
     /// The polling interval suggested to task clients. Default: 1 s.
     pub task_poll_interval: Duration,
     /// How long a task is kept when its request never times out. Default: 24 h.
@@ -116,9 +128,9 @@ pub enum ElicitationBridge {
     /// Requests are answered over askbus only.
     #[default]
     Off,
-    /// Clients that support form elicitation also show each question as a form; clients
-    /// that support URL-mode elicitation are offered the answer link of each approval, and
-    /// of each question they cannot show as a form (given [`McpConfig::answer_links`]).
+    /// Clients that support form elicitation also show each question and each approval as
+    /// a form; clients that support URL-mode elicitation but not forms are offered each
+    /// request's answer link (given [`McpConfig::answer_links`]).
     On,
 }
 
@@ -155,6 +167,8 @@ struct Inner {
     tasks: TaskManager,
     /// Seals and opens `requestState`; its key is made at startup and never leaves memory.
     request_state: RequestStateCodec,
+    /// The requests of held-open calls, which outlive the calls (see [`ParkedCalls`]).
+    parked: Arc<ParkedCalls>,
 }
 
 /// The tools this server offers.
@@ -166,6 +180,15 @@ enum Offered {
     Approval,
 }
 
+/// A request as an elicitation form, for the human at the client to answer there.
+#[derive(Clone)]
+enum Form {
+    /// The questions, one field or two per question.
+    Question(Arc<QuestionRequest>),
+    /// The review: a decision per action, a reason, edited arguments.
+    Approval(Arc<ApprovalRequest>),
+}
+
 /// A call whose request is registered: the future of its result, and what it waits for.
 struct Started {
     /// Resolves with the tool result once the request resolves. Dropping it cancels the
@@ -173,10 +196,9 @@ struct Started {
     result: ResultFuture,
     /// The request, as a waiting call describes it to the client.
     waiting: Waiting,
-    /// The question to also show the client as an elicitation form. Set for every
-    /// question call, then cleared unless the bridge is on and the client elicits forms;
-    /// never set for an approval.
-    form: Option<Arc<QuestionRequest>>,
+    /// The request to also show the client as an elicitation form. Set for every call,
+    /// then cleared unless the bridge is on and the client elicits forms.
+    form: Option<Form>,
     /// Who answers through that form, or the link: the caller (see [`McpCaller`]).
     decider: Identity,
     /// The request, for its answer link.
@@ -194,6 +216,7 @@ struct LinkOffer {
 }
 
 /// What a waiting call tells the client about its request.
+#[derive(Clone)]
 struct Waiting {
     /// Names the request and whom it waits for (progress and task status messages).
     message: String,
@@ -234,6 +257,7 @@ impl Default for McpConfig {
             session_id: "mcp".into(),
             elicitation: ElicitationBridge::Off,
             progress_interval: Duration::from_secs(10),
+            answer_wait: Duration::from_secs(45),
             task_poll_interval: Duration::from_secs(1),
             task_ttl_without_timeout: Duration::from_secs(24 * 60 * 60),
             timeout: Timeout::Default,
@@ -282,22 +306,28 @@ impl AskbusMcp {
         // caller (see `start`).
         let question = QuestionTool::new(hub.questions().clone());
         let approval = ApprovalTool::new(hub.approvals().clone());
-        let listed = [question.definition(), approval.definition()]
-            .iter()
-            .map(|definition| {
-                serde_json::from_value(definition.to_mcp()).unwrap_or_else(|error| {
-                    unreachable!("the MCP tool shape is an MCP tool: {error}")
-                })
-            })
-            .collect();
+        let listed = tools::listed(&question.definition(), &approval.definition());
+        let parked = Arc::new(ParkedCalls::default());
         Self {
+            connection: Arc::new(parked.connect()),
             inner: Arc::new(Inner {
                 hub,
                 listed,
                 config,
                 tasks: TaskManager::new(),
                 request_state: RequestStateCodec::new_unchecked(random_key()),
+                parked,
             }),
+        }
+    }
+
+    /// A handle of the same server for another MCP session: the transports serve each
+    /// session (stdio, a Streamable HTTP session) through its own, so that the session
+    /// ending cancels its requests and no other's.
+    pub(crate) fn for_connection(&self) -> Self {
+        Self {
+            inner: Arc::clone(&self.inner),
+            connection: Arc::new(self.inner.parked.connect()),
         }
     }
 
@@ -350,96 +380,165 @@ impl AskbusMcp {
                     waiting: Waiting::question(&request),
                     id: askbus_question::RequestId::Question(request.id),
                     prompt: elicitation::question_prompt(&request.questions),
-                    form: Some(request),
+                    form: Some(Form::Question(request)),
                     decider: caller,
                 }
             }
             Offered::Approval => {
                 let tool = ApprovalTool::new(asking.approvals().clone()).with_timeout(timeout);
                 let call = tool.submit(context, args)?;
-                let waiting = Waiting::approval(call.request());
+                let request = Arc::clone(call.request());
                 Started {
-                    id: askbus_question::RequestId::Approval(call.request().id),
-                    prompt: elicitation::approval_prompt(&call.request().action_requests),
+                    id: askbus_question::RequestId::Approval(request.id),
+                    prompt: elicitation::approval_prompt(&request.action_requests),
                     result: Box::pin(async move { call_tool_result(call.await) }),
-                    waiting,
-                    form: None,
+                    waiting: Waiting::approval(&request),
+                    form: Some(Form::Approval(request)),
                     decider: caller,
                 }
             }
         })
     }
 
-    /// Holds the call open until the request resolves, sending progress and (for a
-    /// question with a form) eliciting the answer in the client's session, or offering
-    /// the request's answer link (`link`) as a URL-mode elicitation.
+    /// Holds the call open until the request resolves, or for [`McpConfig::answer_wait`]
+    /// at most: the request is parked (see [`ParkedCalls`]), driven by a task of its own
+    /// that also elicits the answer in the client's session (`form`) or offers the
+    /// request's answer link (`link`) as a URL-mode elicitation. `session` is `None` for
+    /// a request the stateless transport made, which no MCP session owns.
     async fn hold_open(
         &self,
         started: Started,
         link: Option<LinkOffer>,
+        owner: Owner,
+        session: Option<&Connection>,
         context: &RequestContext<RoleServer>,
     ) -> Result<CallToolResult, McpError> {
         let Started {
-            mut result,
+            result,
             waiting,
-            form: question,
+            form,
             decider,
+            id,
             ..
         } = started;
+        let (publish, outcome) = watch::channel(None);
+        let drive = drive(
+            Arc::clone(&self.inner),
+            result,
+            form,
+            link,
+            decider,
+            context.peer.clone(),
+        );
+        let parked = Arc::clone(&self.inner.parked);
+        let driver = tokio::spawn(async move {
+            let result = drive.await;
+            // Nobody may be watching (every waiting call returned): the result is kept.
+            let _ = publish.send(Some(result));
+            tokio::time::sleep(KEEP_RESOLVED).await;
+            parked.remove(id);
+        });
+        let outcome = self
+            .inner
+            .parked
+            .park(id, owner, session, outcome, driver.abort_handle());
+        self.wait_parked(id, outcome, &waiting, context).await
+    }
+
+    /// Waits for the parked request `id` to resolve, for [`McpConfig::answer_wait`] at
+    /// most (then the result says it is still waiting), sending progress meanwhile.
+    async fn wait_parked(
+        &self,
+        id: askbus_question::RequestId,
+        mut outcome: watch::Receiver<Option<CallToolResult>>,
+        waiting: &Waiting,
+        context: &RequestContext<RoleServer>,
+    ) -> Result<CallToolResult, McpError> {
         let progress = context.meta.get_progress_token();
         let interval = self.inner.config.progress_interval;
         let mut ticks = tokio::time::interval_at(tokio::time::Instant::now() + interval, interval);
         let mut sent_progress = 0_u32;
-        let completes = link.as_ref().map(|link| link.elicitation_id.clone());
-        let mut form = match (&question, link) {
-            (Some(request), _) => Some(SessionForm::new(context.peer.clone(), request)),
-            // The client's answer to a URL elicitation says only whether the user opened
-            // the link: the answer itself comes through the link, so nothing is applied.
-            (None, Some(link)) => Some(SessionForm::send(context.peer.clone(), link.params)),
-            (None, None) => None,
-        };
-        let mut attempts = 1;
+        let bound = tokio::time::sleep(self.inner.config.answer_wait);
+        tokio::pin!(bound);
         loop {
-            let elicited = async {
-                match form.as_mut() {
-                    Some(form) => form.answer().await,
-                    None => std::future::pending().await,
-                }
-            };
             tokio::select! {
-                result = &mut result => {
-                    if let Some(form) = form.take() {
-                        form.withdraw().await;
-                    }
-                    if let Some(elicitation_id) = completes {
-                        notify_elicitation_complete(&context.peer, elicitation_id).await;
-                    }
-                    return Ok(result);
+                result = resolved(&mut outcome) => {
+                    // Delivered once: forget it (its driver is done with the request).
+                    self.inner.parked.remove(id);
+                    return result.ok_or_else(|| {
+                        McpError::internal_error("the request's driver stopped", None)
+                    });
                 }
                 () = context.ct.cancelled() => {
-                    // Dropping `result` here cancels the request (`question.cancelled`,
-                    // `approval.cancelled`).
+                    // Stopping the driver drops the request's future, which cancels it
+                    // (`question.cancelled`, `approval.cancelled`).
+                    self.inner.parked.remove(id);
                     return Err(McpError::internal_error("the client cancelled the call", None));
                 }
                 _ = ticks.tick(), if progress.is_some() => {
                     sent_progress += 1;
                     if let Some(token) = &progress {
-                        notify_progress(&context.peer, token, sent_progress, interval, &waiting).await;
+                        notify_progress(&context.peer, token, sent_progress, interval, waiting).await;
                     }
                 }
-                answer = elicited => {
-                    form = None;
-                    let (Some(answer), Some(request)) = (answer, &question) else { continue };
-                    if let Err(refusal) = self.apply(request, &answer, &decider) {
-                        tracing::info!("the elicitation answer to {} was refused: {refusal}", request.id);
-                        if attempts < MAX_FORM_ATTEMPTS {
-                            attempts += 1;
-                            form = Some(SessionForm::again(context.peer.clone(), request, &refusal));
-                        }
-                    }
-                }
+                () = &mut bound => return Ok(still_waiting(id, waiting)),
             }
         }
+    }
+
+    /// `wait_for_answer`: waits again for a request whose call returned `waiting`, from
+    /// `session` if the call has an MCP session (which then owns the request).
+    async fn wait_again(
+        &self,
+        args: Value,
+        owner: &Owner,
+        session: Option<&Connection>,
+        context: &RequestContext<RoleServer>,
+    ) -> Result<CallToolResult, McpError> {
+        let id = match serde_json::from_value::<WaitArgs>(args) {
+            Ok(args) => args.id,
+            Err(error) => {
+                return Ok(CallToolResult::error(vec![ContentBlock::text(format!(
+                    "invalid arguments for the `{WAIT_TOOL_NAME}` tool: {error}; expected {{\"id\": \"que_…\"}} (the `id` of a `waiting` result)"
+                ))]));
+            }
+        };
+        let parked = id
+            .parse::<askbus_question::RequestId>()
+            .ok()
+            .map(|request| (request, self.inner.parked.lookup(request, owner, session)));
+        let Some((request, Lookup::Found(outcome))) = parked else {
+            return Ok(CallToolResult::error(vec![ContentBlock::text(format!(
+                "askbus has no request {id:?} waiting for this caller in askbus session {:?}: its answer was already returned, it was cancelled when the MCP session that asked it ended, or the id is wrong. Do not assume or invent an answer: ask again if you still need it.",
+                owner.session
+            ))]));
+        };
+        let waiting = self.waiting_of(request);
+        self.wait_parked(request, outcome, &waiting, context).await
+    }
+
+    /// How a waiting call describes `request` (from the hub, which knows it while it is
+    /// parked).
+    fn waiting_of(&self, request: askbus_question::RequestId) -> Waiting {
+        let known = match request {
+            askbus_question::RequestId::Question(id) => self
+                .inner
+                .hub
+                .questions()
+                .get(id)
+                .map(|snapshot| Waiting::question(&snapshot.request)),
+            askbus_question::RequestId::Approval(id) => self
+                .inner
+                .hub
+                .approvals()
+                .get(id)
+                .map(|snapshot| Waiting::approval(&snapshot.request)),
+        };
+        known.unwrap_or_else(|| Waiting {
+            message: format!("Waiting for a human to answer {request}"),
+            created_at: 0,
+            expires_at: None,
+        })
     }
 
     /// The answer link of the started request as a URL-mode elicitation, if the bridge is
@@ -476,7 +575,7 @@ impl AskbusMcp {
         let Started {
             mut result,
             waiting,
-            form: question,
+            form,
             decider,
             ..
         } = started;
@@ -490,13 +589,13 @@ impl AskbusMcp {
                 u64::try_from(self.inner.config.task_poll_interval.as_millis()).unwrap_or(1000),
             )
             .with_status_message(waiting.message);
-        let server = self.clone();
+        let inner = Arc::clone(&self.inner);
         let task = self.inner.tasks.spawn(options, move |task| {
             Box::pin(async move {
                 let mut attempts = 1;
-                let mut input = question
+                let mut input = form
                     .as_ref()
-                    .map(|request| task_input(&task, request, None, attempts));
+                    .map(|form| task_input(&task, form, None, attempts));
                 loop {
                     let answered = async {
                         match input.as_mut() {
@@ -510,12 +609,12 @@ impl AskbusMcp {
                         () = task.cancelled() => return Err(TaskExit::Cancelled),
                         answer = answered => {
                             input = None;
-                            let (Some(answer), Some(request)) = (answer, &question) else { continue };
-                            if let Err(refusal) = server.apply(request, &answer, &decider)
+                            let (Some(answer), Some(form)) = (answer, &form) else { continue };
+                            if let Err(refusal) = inner.apply(form, &answer, &decider)
                                 && attempts < MAX_FORM_ATTEMPTS
                             {
                                 attempts += 1;
-                                input = Some(task_input(&task, request, Some(&refusal), attempts));
+                                input = Some(task_input(&task, form, Some(&refusal), attempts));
                             }
                         }
                     }
@@ -574,7 +673,8 @@ impl AskbusMcp {
             let answer: ElicitResult = serde_json::from_value(answer.clone()).map_err(|error| {
                 McpError::invalid_params(format!("inputResponses.{ANSWER_KEY}: {error}"), None)
             })?;
-            if let Err(refusal) = self.apply(&request, &answer, caller) {
+            let form = Form::Question(Arc::clone(&request));
+            if let Err(refusal) = self.inner.apply(&form, &answer, caller) {
                 return Ok(self
                     .input_required(&request, Some(&refusal), state.round + 1)?
                     .into());
@@ -617,35 +717,169 @@ impl AskbusMcp {
         );
         Ok(InputRequiredResult::new(Some(requests), Some(sealed)))
     }
+}
 
-    /// Applies a form answer to the question, decided by `decider`.
+impl Inner {
+    /// Applies a form answer to the request, decided by `decider`: through the hub acting
+    /// as `decider`, so the same checks as an HTTP reply by that identity.
     ///
     /// # Errors
     ///
-    /// Why the question refused the answer (it does not fit, or `decider` may not decide
-    /// it); the question stays pending. An answer that lost the race to another one is not
+    /// Why the request refused the answer (it does not fit, or `decider` may not decide
+    /// it); the request stays pending. An answer that lost the race to another one is not
     /// an error.
-    fn apply(
-        &self,
-        request: &QuestionRequest,
-        answer: &ElicitResult,
-        decider: &Identity,
-    ) -> Result<(), String> {
-        let hub = self.inner.hub.acting_as(decider.clone());
-        let questions = hub.questions();
-        let applied = match elicitation::resolution(&request.questions, answer) {
-            Resolution::Reply(answers) => questions.reply(request.id, answers),
-            Resolution::Reject => questions.reject(request.id, None),
-            Resolution::Cancel => questions.cancel(request.id),
+    fn apply(&self, form: &Form, answer: &ElicitResult, decider: &Identity) -> Result<(), String> {
+        let hub = self.hub.acting_as(decider.clone());
+        let refused = |refused: askbus_question::NotAllowed| {
+            format!("{refused}. Answer it where reviewers answer (the askbus web UI).")
         };
-        match applied {
-            Ok(_) | Err(ReplyError::AlreadyResolved { .. } | ReplyError::NotFound(_)) => Ok(()),
-            Err(ReplyError::Invalid(invalid)) => Err(invalid.to_string()),
-            Err(ReplyError::NotAllowed(refused)) => Err(format!(
-                "{refused}. Answer it where reviewers answer (the askbus web UI)."
-            )),
+        match form {
+            Form::Question(request) => {
+                let questions = hub.questions();
+                let applied = match elicitation::resolution(&request.questions, answer) {
+                    Resolution::Reply(answers) => questions.reply(request.id, answers),
+                    Resolution::Reject => questions.reject(request.id, None),
+                    Resolution::Cancel => questions.cancel(request.id),
+                };
+                match applied {
+                    Ok(_) | Err(ReplyError::AlreadyResolved { .. } | ReplyError::NotFound(_)) => {
+                        Ok(())
+                    }
+                    Err(ReplyError::Invalid(invalid)) => Err(invalid.to_string()),
+                    Err(ReplyError::NotAllowed(not_allowed)) => Err(refused(not_allowed)),
+                }
+            }
+            Form::Approval(request) => {
+                let approvals = hub.approvals();
+                let applied = match elicitation::review(request, answer)? {
+                    Review::Reply(reply) => approvals.reply(request.id, reply),
+                    Review::Cancel => approvals.cancel(request.id),
+                };
+                match applied {
+                    Ok(_)
+                    | Err(
+                        ApprovalReplyError::AlreadyResolved { .. }
+                        | ApprovalReplyError::NotFound(_),
+                    ) => Ok(()),
+                    Err(ApprovalReplyError::Invalid(invalid)) => Err(invalid.to_string()),
+                    Err(ApprovalReplyError::NotAllowed(not_allowed)) => Err(refused(not_allowed)),
+                }
+            }
         }
     }
+}
+
+impl Form {
+    /// The elicitation form, led by why the previous answer was refused.
+    fn params(&self, refusal: Option<&str>) -> ElicitRequestParams {
+        match self {
+            Self::Question(request) => form_for(request, refusal),
+            Self::Approval(request) => {
+                let mut form = elicitation::review_form(request);
+                if let (Some(refusal), ElicitRequestParams::FormElicitationParams { message, .. }) =
+                    (refusal, &mut form)
+                {
+                    *message = format!("That answer was not accepted ({refusal}). {message}");
+                }
+                form
+            }
+        }
+    }
+
+    fn id(&self) -> askbus_question::RequestId {
+        match self {
+            Self::Question(request) => askbus_question::RequestId::Question(request.id),
+            Self::Approval(request) => askbus_question::RequestId::Approval(request.id),
+        }
+    }
+}
+
+/// Drives a held-open call's request until it resolves: its result, plus the elicitation
+/// form of it (re-sent with the reason after an answer the request refused, a few times)
+/// or the URL-mode elicitation of its answer link, in the client's session. Returns the
+/// tool result. Dropping it cancels a request still pending.
+async fn drive(
+    inner: Arc<Inner>,
+    mut result: ResultFuture,
+    form: Option<Form>,
+    link: Option<LinkOffer>,
+    decider: Identity,
+    peer: Peer<RoleServer>,
+) -> CallToolResult {
+    let completes = link.as_ref().map(|link| link.elicitation_id.clone());
+    let mut shown = match (&form, link) {
+        (Some(form), _) => Some(SessionForm::send(peer.clone(), form.params(None))),
+        // The client's answer to a URL elicitation says only whether the user opened the
+        // link: the answer itself comes through the link, so nothing is applied.
+        (None, Some(link)) => Some(SessionForm::send(peer.clone(), link.params)),
+        (None, None) => None,
+    };
+    let mut attempts = 1;
+    loop {
+        let elicited = async {
+            match shown.as_mut() {
+                Some(shown) => shown.answer().await,
+                None => std::future::pending().await,
+            }
+        };
+        tokio::select! {
+            result = &mut result => {
+                if let Some(shown) = shown.take() {
+                    shown.withdraw().await;
+                }
+                if let Some(elicitation_id) = completes {
+                    notify_elicitation_complete(&peer, elicitation_id).await;
+                }
+                return result;
+            }
+            answer = elicited => {
+                shown = None;
+                let (Some(answer), Some(form)) = (answer, &form) else { continue };
+                if let Err(refusal) = inner.apply(form, &answer, &decider) {
+                    tracing::info!("the elicitation answer to {} was refused: {refusal}", form.id());
+                    if attempts < MAX_FORM_ATTEMPTS {
+                        attempts += 1;
+                        shown = Some(SessionForm::send(peer.clone(), form.params(Some(&refusal))));
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// The tool result `outcome` holds once the request resolved (`None` if its driver
+/// stopped without one).
+async fn resolved(outcome: &mut watch::Receiver<Option<CallToolResult>>) -> Option<CallToolResult> {
+    let resolved = outcome.wait_for(Option::is_some).await.ok()?;
+    resolved.clone()
+}
+
+/// The result of a call that returns before its request resolved: the request is still
+/// pending, and `wait_for_answer` waits for it again.
+fn still_waiting(id: askbus_question::RequestId, waiting: &Waiting) -> CallToolResult {
+    let kind = match id {
+        askbus_question::RequestId::Question(_) => "question",
+        askbus_question::RequestId::Approval(_) => "approval",
+    };
+    let text = format!(
+        "{}: no answer yet, and the request is still pending. Call the `{WAIT_TOOL_NAME}` tool with {{\"id\": \"{id}\"}} to keep waiting for it. Do not assume or invent an answer meanwhile.",
+        waiting.message
+    );
+    let mut result = CallToolResult::success(vec![ContentBlock::text(text)]);
+    result.structured_content = Some(serde_json::json!({
+        "status": "waiting",
+        "id": id.to_string(),
+        "kind": kind,
+    }));
+    result
+}
+
+/// The arguments of `wait_for_answer`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct WaitArgs {
+    /// The request's id, as the `waiting` result gave it.
+    id: String,
 }
 
 impl ServerHandler for AskbusMcp {
@@ -661,7 +895,8 @@ impl ServerHandler for AskbusMcp {
             "askbus lets you stop and ask the human. Call the `question` tool when you need \
              their input, and `request_approval` before tool calls they should review first \
              (then run only what they approved); a human answers through askbus (its web UI \
-             or HTTP API), which can take minutes.",
+             or HTTP API), which can take minutes. When a result's status is `waiting`, call \
+             `wait_for_answer` with its `id` until the answer comes.",
         )
     }
 
@@ -678,17 +913,31 @@ impl ServerHandler for AskbusMcp {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
+        let session = self.session(&context);
+        let caller = Self::caller(&context);
+        let args = Value::Object(request.arguments.clone().unwrap_or_default());
+        let modern = context
+            .protocol_version()
+            .is_some_and(|version| version.as_str() >= ProtocolVersion::V_2026_07_28.as_str());
+        // The stateless 2026-07-28 transport has no MCP session to end: what its calls
+        // park belongs to none.
+        let connection = (!modern).then(|| Arc::clone(&self.connection));
+        if request.name == WAIT_TOOL_NAME {
+            let owner = Owner { session, caller };
+            return Ok(self
+                .wait_again(args, &owner, connection.as_deref(), &context)
+                .await?
+                .into());
+        }
         let Some(tool) = Offered::named(&request.name) else {
             return Err(McpError::invalid_params(
                 format!(
-                    "unknown tool {:?}: this server offers `{QUESTION_TOOL_NAME}` and `{APPROVAL_TOOL_NAME}`",
+                    "unknown tool {:?}: this server offers `{QUESTION_TOOL_NAME}`, `{APPROVAL_TOOL_NAME}` and `{WAIT_TOOL_NAME}`",
                     request.name
                 ),
                 None,
             ));
         };
-        let session = self.session(&context);
-        let caller = Self::caller(&context);
         if let Some(sealed) = request.request_state.as_deref() {
             if tool != Offered::Question {
                 return Err(McpError::invalid_params(
@@ -700,7 +949,10 @@ impl ServerHandler for AskbusMcp {
                 .next_round(sealed, request.input_responses.as_ref(), &session, &caller)
                 .await;
         }
-        let args = Value::Object(request.arguments.unwrap_or_default());
+        let owner = Owner {
+            session: Arc::clone(&session),
+            caller: caller.clone(),
+        };
         let mut started = match self.start(tool, session, caller, args) {
             Ok(started) => started,
             Err(error) => {
@@ -718,21 +970,31 @@ impl ServerHandler for AskbusMcp {
         } else {
             None
         };
-        if capabilities
-            .as_ref()
-            .is_some_and(ClientCapabilities::supports_tasks)
+        // Tasks only when negotiated: the extension is the 2026-07-28 protocol's, and a
+        // client of an older one that declares it anyway (the MCP Inspector does) may never
+        // poll, so it gets the answer, or a `waiting` result, like everyone else.
+        if modern
+            && capabilities
+                .as_ref()
+                .is_some_and(ClientCapabilities::supports_tasks)
         {
             return Ok(self.run_as_task(started).into());
         }
-        let modern = context
-            .protocol_version()
-            .is_some_and(|version| version.as_str() >= ProtocolVersion::V_2026_07_28.as_str());
-        if modern && let Some(question) = started.form.take() {
-            return self.first_round(started.result, &question);
+        if modern {
+            // Server-to-client requests exist only before 2026-07-28: a form goes in an
+            // `input_required` round trip, which shows no review (an edit is a whole tool
+            // call, not a form answer), so an approval waits held open without one.
+            match started.form.take() {
+                Some(Form::Question(question)) => {
+                    return self.first_round(started.result, &question);
+                }
+                Some(Form::Approval(_)) | None => {}
+            }
         }
-        // Server-to-client requests exist only before 2026-07-28, so a modern call has no
-        // form here, and waits held open.
-        Ok(self.hold_open(started, link, &context).await?.into())
+        Ok(self
+            .hold_open(started, link, owner, connection.as_deref(), &context)
+            .await?
+            .into())
     }
 
     async fn get_task(
@@ -776,14 +1038,6 @@ struct SessionForm {
 type SentRequest = (RequestId, Peer<RoleServer>);
 
 impl SessionForm {
-    fn new(peer: Peer<RoleServer>, request: &QuestionRequest) -> Self {
-        Self::send(peer, form_for(request, None))
-    }
-
-    fn again(peer: Peer<RoleServer>, request: &QuestionRequest, refusal: &str) -> Self {
-        Self::send(peer, form_for(request, Some(refusal)))
-    }
-
     fn send(peer: Peer<RoleServer>, params: ElicitRequestParams) -> Self {
         let sent = Arc::new(std::sync::Mutex::new(None));
         let record = Arc::clone(&sent);
@@ -835,10 +1089,10 @@ impl SessionForm {
     }
 }
 
-/// The task's `input_required` request showing the question as a form.
+/// The task's `input_required` request showing the request as a form.
 fn task_input(
     task: &TaskContext,
-    request: &QuestionRequest,
+    form: &Form,
     refusal: Option<&str>,
     attempt: u32,
 ) -> ElicitFuture {
@@ -848,7 +1102,7 @@ fn task_input(
     } else {
         format!("{ANSWER_KEY}_{attempt}")
     };
-    let form = InputRequest::Elicitation(ElicitRequest::new(form_for(request, refusal)));
+    let form = InputRequest::Elicitation(ElicitRequest::new(form.params(refusal)));
     Box::pin(async move {
         let value = task.request_input(key, form).await.ok()?;
         serde_json::from_value(value)
@@ -1077,7 +1331,10 @@ mod tests {
         let Ok(started) = server.start(Offered::Question, "s1".into(), caller.clone(), args) else {
             panic!("a valid question");
         };
-        let request = started.form.clone().expect("a question's form");
+        let Some(Form::Question(request)) = started.form.clone() else {
+            panic!("a question's form");
+        };
+        let form = Form::Question(Arc::clone(&request));
         // Asked as an agent of the caller's name, whatever the caller's own role.
         assert_eq!(request.asked_by, Some(Identity::new("ops", Role::Agent)));
         // The client's elicitation answer is the caller's: it asked, so it may not decide.
@@ -1086,7 +1343,8 @@ mod tests {
         }))
         .expect("an elicitation result");
         let refusal = server
-            .apply(&request, &accept, &started.decider)
+            .inner
+            .apply(&form, &accept, &started.decider)
             .expect_err("the asker's own client");
         assert!(refusal.contains("asked this request"), "{refusal}");
         let pending = hub.questions().get(request.id).expect("known");

@@ -61,7 +61,7 @@ pub fn streamable_http_service(
         config = config.disable_allowed_hosts();
     }
     StreamableHttpService::new(
-        move || Ok(server.clone()),
+        move || Ok(server.for_connection()),
         LocalSessionManager::default().into(),
         config,
     )
@@ -101,6 +101,7 @@ where
     W: AsyncWrite + Send + Unpin + 'static,
 {
     let running = server
+        .for_connection()
         .serve_with_ct((reader, writer), shutdown)
         .await
         .map_err(Box::new)?;

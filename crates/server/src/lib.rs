@@ -83,8 +83,10 @@
 //!   stderr, with the store). Without `--store` it keeps its requests in memory, not in
 //!   `askbus.db`: a SQLite file is one process's at a time, and the directory a client
 //!   spawns it in may hold another one, or be read-only. `--mcp-elicitation` lets clients that support elicitation show each
-//!   question in their own UI as well, and sends those that support URL mode each
-//!   approval's answer link (under `--public-url`).
+//!   question and approval in their own forms as well, and sends those that support URL
+//!   mode but no forms each request's answer link (under `--public-url`). An MCP tool call
+//!   waits `--mcp-wait-secs` (45 s) at most, then returns `waiting`; the agent waits again
+//!   with `wait_for_answer`.
 //!
 //! ```
 //! use askbus_server::Cli;
@@ -320,8 +322,9 @@ pub struct Cli {
     /// overrides it).
     #[arg(long, env = "ASKBUS_MCP_SESSION", default_value = "mcp", global = true)]
     pub mcp_session: String,
-    /// Let MCP clients that support elicitation also answer questions in their own UI, and
-    /// send those that support URL mode the answer link of each approval.
+    /// Let MCP clients that support elicitation also answer questions and approvals in
+    /// their own forms, and send those that support URL mode but no forms each request's
+    /// answer link.
     #[arg(long, env = "ASKBUS_MCP_ELICITATION", global = true)]
     pub mcp_elicitation: bool,
     /// Seconds between progress notifications of a waiting MCP tool call.
@@ -332,6 +335,16 @@ pub struct Cli {
         global = true
     )]
     pub mcp_progress_secs: f64,
+    /// Seconds one MCP tool call waits for the human before it returns a `waiting` result
+    /// (the request stays pending; the agent waits again with the `wait_for_answer` tool).
+    /// Keep it under the MCP hosts' request timeout: 60 s on the MCP SDKs' defaults.
+    #[arg(
+        long,
+        env = "ASKBUS_MCP_WAIT_SECS",
+        default_value_t = 45.0,
+        global = true
+    )]
+    pub mcp_wait_secs: f64,
     /// Most pending requests (questions and approvals) of one session; a create beyond is
     /// refused with 429.
     #[arg(
@@ -870,6 +883,12 @@ impl Cli {
             .ok_or(ConfigError::BadMcpFlag(
                 "--mcp-progress-secs must be a positive number of seconds",
             ))?;
+        let answer_wait = Duration::try_from_secs_f64(self.mcp_wait_secs)
+            .ok()
+            .filter(|wait| !wait.is_zero())
+            .ok_or(ConfigError::BadMcpFlag(
+                "--mcp-wait-secs must be a positive number of seconds",
+            ))?;
         let mcp = McpConfig {
             session_id: mcp_session.into(),
             elicitation: if self.mcp_elicitation {
@@ -878,6 +897,7 @@ impl Cli {
                 ElicitationBridge::Off
             },
             progress_interval,
+            answer_wait,
             ..McpConfig::default()
         };
         let (pending, event_streams, max_event_streams_per_token) = self.limits(tokens.len())?;

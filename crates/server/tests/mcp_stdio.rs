@@ -72,7 +72,11 @@ async fn the_sdk_spawns_askbus_mcp_calls_question_and_gets_the_http_answer() {
         .iter()
         .filter_map(|tool| tool["name"].as_str())
         .collect();
-    assert_eq!(names, ["question", "request_approval"], "{tools}");
+    assert_eq!(
+        names,
+        ["question", "request_approval", "wait_for_answer"],
+        "{tools}"
+    );
 
     let asked = spawned.next_event().await;
     assert_eq!(asked["type"], "question.asked", "{asked}");
