@@ -419,7 +419,10 @@ mod tests {
 
     /// The keys of one language's table in `texts.js` (`export const VI = {`).
     fn translated(table: &str) -> Vec<String> {
-        let texts = ASSETS.iter().find(|asset| asset.name == "texts.js").unwrap();
+        let texts = ASSETS
+            .iter()
+            .find(|asset| asset.name == "texts.js")
+            .unwrap();
         let source = std::str::from_utf8(texts.body).unwrap();
         let start = source.find(&format!("export const {table} = {{")).unwrap();
         let end = start + source[start..].find("};").unwrap();
@@ -462,7 +465,11 @@ mod tests {
                 "texts.js translates {key:?}, which no page or module shows"
             );
         }
-        assert_eq!(translated("VI"), translated("ZH"), "both languages, the same texts");
+        assert_eq!(
+            translated("VI"),
+            translated("ZH"),
+            "both languages, the same texts"
+        );
     }
 
     #[test]
