@@ -152,7 +152,6 @@ pub(crate) struct Cancelled {
         (status = 403, description = "The token is scoped to another session", body = crate::error::ErrorBody),
         (status = 503, description = "The store shared with other servers could not be reached", body = crate::error::ErrorBody),
     ),
-    security(("bearer" = []), ())
 )]
 pub(crate) async fn list(
     State(state): State<AppState>,
@@ -190,7 +189,6 @@ pub(crate) async fn list(
         (status = 404, description = "No such question (or not visible to this token)", body = crate::error::ErrorBody),
         (status = 503, description = "The store shared with other servers could not be reached", body = crate::error::ErrorBody),
     ),
-    security(("bearer" = []), ())
 )]
 pub(crate) async fn get(
     State(state): State<AppState>,
@@ -222,7 +220,6 @@ pub(crate) async fn get(
         (status = 429, description = "This token holds as many open streams and long polls as it may (`quota`)", body = crate::error::ErrorBody, headers(("Retry-After" = u64, description = "Seconds to wait before trying again"))),
         (status = 503, description = "The store shared with other servers could not be reached, or every stream slot of the server is taken (`too_many_streams`)", body = crate::error::ErrorBody, headers(("Retry-After" = u64, description = "Seconds to wait before trying again"))),
     ),
-    security(("bearer" = []), ())
 )]
 pub(crate) async fn wait(
     State(state): State<AppState>,
@@ -271,7 +268,6 @@ pub(crate) async fn wait(
         (status = 422, description = "The answers do not fit the questions", body = crate::error::ErrorBody),
         (status = 503, description = "The answer could not be stored durably", body = crate::error::ErrorBody),
     ),
-    security(("bearer" = []), ())
 )]
 pub(crate) async fn reply(
     State(state): State<AppState>,
@@ -308,7 +304,6 @@ pub(crate) async fn reply(
         (status = 409, description = "Already resolved", body = crate::error::ErrorBody),
         (status = 503, description = "The rejection could not be stored durably", body = crate::error::ErrorBody),
     ),
-    security(("bearer" = []), ())
 )]
 pub(crate) async fn reject(
     State(state): State<AppState>,
@@ -350,7 +345,6 @@ pub(crate) async fn reject(
         (status = 429, description = "Too many requests are pending in the session, for the token or on the server (`quota`)", body = crate::error::ErrorBody, headers(("Retry-After" = u64, description = "Seconds to wait before trying again"))),
         (status = 503, description = "The request could not be stored durably", body = crate::error::ErrorBody),
     ),
-    security(("bearer" = []), ())
 )]
 pub(crate) async fn create(
     State(state): State<AppState>,
@@ -552,7 +546,6 @@ impl QuestionStatus {
         (status = 200, description = "How many requests were cancelled", body = Cancelled),
         (status = 403, description = "The token is scoped to another session", body = crate::error::ErrorBody),
     ),
-    security(("bearer" = []), ())
 )]
 pub(crate) async fn cancel_session(
     State(state): State<AppState>,
@@ -578,7 +571,6 @@ pub(crate) async fn cancel_session(
         (status = 401, description = "Missing or unknown token", body = crate::error::ErrorBody),
         (status = 403, description = "The token is scoped to another session", body = crate::error::ErrorBody),
     ),
-    security(("bearer" = []), ())
 )]
 pub(crate) async fn abort_session(
     state: State<AppState>,

@@ -64,7 +64,6 @@ pub(crate) struct StreamQuery {
         (status = 403, description = "The token is scoped to another session", body = crate::error::ErrorBody),
         (status = 503, description = "The store cannot be read; try again", body = crate::error::ErrorBody),
     ),
-    security(("bearer" = []), ())
 )]
 pub(crate) async fn history(
     State(state): State<AppState>,
@@ -89,13 +88,12 @@ pub(crate) async fn history(
         ("Last-Event-ID" = Option<String>, Header, description = "Resume after this cursor"),
     ),
     responses(
-        (status = 200, description = "Server-Sent Events: `data:` is one frame, `id:` its cursor. A cursor that cannot be resumed (its records are no longer kept, or it is not this store's, or an `evt_…` cursor of an older askbus) gets one frame `{\"type\": \"server.resync\", \"properties\": {\"reason\": \"cursor_too_old\" | \"unknown_cursor\"}}` and the stream ends: load the history again and stream from its `last_event_id`", content_type = "text/event-stream", body = String),
+        (status = 200, description = "Server-Sent Events: `data:` is one frame, `id:` its cursor. A cursor that cannot be resumed (its records are no longer kept, or it is not this store's, or an `evt_…` cursor of an older askbus) gets one frame `{\"type\": \"server.resync\", \"properties\": {\"reason\": \"cursor_too_old\" | \"unknown_cursor\"}}` and the stream ends: load the history again and stream from its `last_event_id`", content_type = "text/event-stream", body = crate::openapi::SessionStreamFrame),
         (status = 400, description = "Malformed cursor", body = crate::error::ErrorBody),
         (status = 403, description = "The token is scoped to another session", body = crate::error::ErrorBody),
         (status = 429, description = "This token holds as many open streams and long polls as it may (`quota`)", body = crate::error::ErrorBody, headers(("Retry-After" = u64, description = "Seconds to wait before trying again"))),
         (status = 503, description = "Every stream slot of the server is taken (`too_many_streams`), or the store cannot be read; try again", body = crate::error::ErrorBody, headers(("Retry-After" = u64, description = "Seconds to wait before trying again"))),
     ),
-    security(("bearer" = []), ())
 )]
 pub(crate) async fn stream(
     State(state): State<AppState>,
@@ -142,7 +140,6 @@ pub(crate) async fn stream(
         (status = 422, description = "Not a step", body = crate::error::ErrorBody),
         (status = 503, description = "The store could not record the step", body = crate::error::ErrorBody),
     ),
-    security(("bearer" = []), ())
 )]
 pub(crate) async fn step(
     State(state): State<AppState>,
