@@ -275,7 +275,7 @@ pub(crate) struct Linked {
     /// `question` or `approval`.
     kind: &'static str,
     /// The request with its status, as `GET /question/{id}` or `GET /approval/{id}`.
-    #[schema(value_type = Object)]
+    #[schema(value_type = HashMap<String, serde_json::Value>)]
     request: Value,
     /// Who answers through the link.
     acts_as: Identity,
@@ -422,7 +422,7 @@ pub(crate) async fn read(
     operation_id = "answer.reply",
     tag = "answer",
     params(("token" = String, Path, description = "The link's token")),
-    request_body(content = Object, description = "A question's reply body (`{\"answers\": [[...]]}`, or keyed by question text) or an approval's (`{\"decisions\": [...]}`)"),
+    request_body(content = HashMap<String, serde_json::Value>, description = "A question's reply body (`{\"answers\": [[...]]}`, or keyed by question text) or an approval's (`{\"decisions\": [...]}`)"),
     responses(
         (status = 200, description = "Answered (under a quorum: this reviewer's vote is recorded)", body = bool, content_type = "application/json"),
         (status = 400, description = "Malformed JSON", body = crate::error::ErrorBody),

@@ -111,6 +111,7 @@ impl RouteGroup {
 /// route: the server's site guard ([`SiteGuard`](crate::SiteGuard): `421` for a `Host` the
 /// server does not answer for (except on the probes), `403` for a request from another site, `431` for an
 /// oversized header, `415` for a state-changing request with a body that is not JSON) and,
+/// under `/question/{id}`, the question id's extractor (`400` for a malformed id), and,
 /// on operations with a JSON body, the body reader ([`read_body`](crate::read_body) and
 /// the JSON extractor: `400` malformed JSON, `413` over the body limit, `415` not JSON,
 /// `422` JSON of another shape).
@@ -153,6 +154,14 @@ pub(crate) fn add_guard_and_body_responses(document: &mut utoipa::openapi::OpenA
                 "The request's header is larger than the server reads (`header_too_large`)",
                 None,
             );
+            if path.starts_with("/question/{id}") {
+                add(
+                    responses,
+                    400,
+                    "Malformed question id: not `que_` followed by a ULID (`bad_request`)",
+                    None,
+                );
+            }
             if changes_state {
                 add(
                     responses,
@@ -318,7 +327,7 @@ pub(crate) struct EventSchema {
     kind: String,
     /// The event's payload: for request events `sessionID` and `requestID` (questions) or
     /// `session_id` and `request_id` (approvals) and the outcome.
-    #[schema(value_type = Object)]
+    #[schema(value_type = HashMap<String, serde_json::Value>)]
     properties: (),
 }
 

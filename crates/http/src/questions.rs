@@ -41,8 +41,10 @@ pub(crate) struct ListQuery {
 pub(crate) struct CreateQuestion {
     /// The asking session.
     #[serde(rename = "sessionID")]
+    #[schema(min_length = 1)]
     session_id: String,
     /// The questions, answered together.
+    #[schema(min_items = 1)]
     questions: Vec<QuestionInfo>,
     /// The tool call that asked, if any.
     #[serde(default)]
@@ -50,7 +52,7 @@ pub(crate) struct CreateQuestion {
     /// Seconds before the question times out, at most one year (31,536,000); absent: the
     /// server's default (600 s); `null`: never.
     #[serde(default)]
-    #[schema(value_type = Option<f64>)]
+    #[schema(value_type = Option<f64>, minimum = 0, maximum = 31_536_000)]
     timeout: RequestTimeout,
     /// Seconds after which `question.reminded` is published, if nobody answered; before
     /// the deadline. Absent: the server's default (`--remind-after`), if any.

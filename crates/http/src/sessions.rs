@@ -50,7 +50,7 @@ pub(crate) struct ResumeBody {
     /// The human's input: `{"confirm": true|false}`, `{"answers": [[...], ...]}`, the
     /// seeds' keyed `{"answers": {"<question text>": "A, B"}}`, or
     /// `{"decisions": [...], "user_edit_content"?: "..."}`.
-    #[schema(value_type = Object)]
+    #[schema(value_type = HashMap<String, serde_json::Value>)]
     input: Option<Value>,
     /// The request to answer (from the interrupt state); absent: the oldest pending one.
     #[serde(default)]
