@@ -335,7 +335,9 @@ fn check_flow(served: &Served, output: &Output) {
     assert_eq!(summary["interrupt"]["interrupted"], true, "{summary}");
     assert_eq!(summary["interrupt"]["kind"], "question", "{summary}");
 
-    let question_id = summary["question"]["id"].as_str().expect("the question's id");
+    let question_id = summary["question"]["id"]
+        .as_str()
+        .expect("the question's id");
     let question = served
         .hub
         .questions()

@@ -66,7 +66,9 @@ pub(crate) async fn venv(package: &Path) -> PathBuf {
     }
     let started = Instant::now();
     run(
-        Command::new(python()).args(["-m", "venv", "--clear"]).arg(&environment),
+        Command::new(python())
+            .args(["-m", "venv", "--clear"])
+            .arg(&environment),
         "python3 -m venv",
     )
     .await;

@@ -38,8 +38,10 @@ pub(crate) struct ListQuery {
 #[derive(Debug, Deserialize, utoipa::ToSchema)]
 pub(crate) struct CreateApproval {
     /// The asking session.
+    #[schema(min_length = 1)]
     session_id: String,
     /// The tool calls to review.
+    #[schema(min_items = 1)]
     action_requests: Vec<Action>,
     /// What may be decided per tool; a tool without one allows every decision.
     #[serde(default)]
@@ -47,7 +49,7 @@ pub(crate) struct CreateApproval {
     /// Seconds before the request times out (every action rejected), at most one year
     /// (31,536,000); absent: the server's default (300 s); `null`: never.
     #[serde(default)]
-    #[schema(value_type = Option<f64>)]
+    #[schema(value_type = Option<f64>, minimum = 0, maximum = 31_536_000)]
     timeout: RequestTimeout,
     /// Seconds after which `approval.reminded` is published, if nobody decided; before the
     /// deadline. Absent: the server's default (`--remind-after`), if any.

@@ -130,12 +130,28 @@ pub(crate) fn add_guard_and_body_responses(document: &mut utoipa::openapi::OpenA
             let json_body = operation.request_body.as_ref().is_some_and(|body| {
                 matches!(body, RefOr::T(body) if body.content.contains_key("application/json"))
             });
+            let question_path = path.starts_with("/question/{id}");
+            if question_path {
+                // What `QuestionPath` parses.
+                for parameter in operation.parameters.iter_mut().flatten() {
+                    if let RefOr::T(parameter) = parameter
+                        && parameter.name == "id"
+                    {
+                        parameter.schema = Some(
+                            ObjectBuilder::new()
+                                .schema_type(Type::String)
+                                .pattern(Some(QUESTION_ID_PATTERN))
+                                .into(),
+                        );
+                    }
+                }
+            }
             let responses = &mut operation.responses.responses;
             if !probe {
                 add(
                     responses,
                     421,
-                "The `Host` names a server this is not (DNS rebinding is refused): use the \
+                    "The `Host` names a server this is not (DNS rebinding is refused): use the \
                  listen address, a loopback name, or a name given with `--allowed-host` \
                  (`misdirected_request`)",
                     None,
@@ -154,7 +170,7 @@ pub(crate) fn add_guard_and_body_responses(document: &mut utoipa::openapi::OpenA
                 "The request's header is larger than the server reads (`header_too_large`)",
                 None,
             );
-            if path.starts_with("/question/{id}") {
+            if question_path {
                 add(
                     responses,
                     400,
@@ -171,28 +187,21 @@ pub(crate) fn add_guard_and_body_responses(document: &mut utoipa::openapi::OpenA
                 );
             }
             if json_body {
-                add(
-                    responses,
-                    400,
-                    "Malformed JSON (`bad_request`)",
-                    None,
-                );
+                add(responses, 400, "Malformed JSON (`bad_request`)", None);
                 add(
                     responses,
                     413,
                     "The body is larger than the server accepts (`payload_too_large`)",
                     None,
                 );
-                add(
-                    responses,
-                    422,
-                    "JSON of another shape (`invalid`)",
-                    None,
-                );
+                add(responses, 422, "JSON of another shape (`invalid`)", None);
             }
         }
     }
 }
+
+/// A question id as the path takes it: `que_` and a ULID in Crockford's base 32.
+const QUESTION_ID_PATTERN: &str = "^que_[0-9A-HJKMNP-TV-Z]{26}$";
 
 /// Every operation of `document`.
 fn operations(
@@ -376,9 +385,11 @@ impl<T: ToSchema> utoipa::PartialSchema for SseFrame<T> {
             .content_media_type("application/json")
             .content_schema(Some(Ref::from_schema_name(T::name())))
             .description(Some(format!("A `{}`, as compact JSON", T::name())));
-        let id = ObjectBuilder::new().schema_type(Type::String).description(Some(
-            "The `id:` line: the cursor to resume after (`Last-Event-ID`)",
-        ));
+        let id = ObjectBuilder::new()
+            .schema_type(Type::String)
+            .description(Some(
+                "The `id:` line: the cursor to resume after (`Last-Event-ID`)",
+            ));
         ObjectBuilder::new()
             .description(Some(format!(
                 "One Server-Sent Event: a `data:` line (a `{}`) and, on most frames, an `id:` \

@@ -477,7 +477,7 @@ impl From<ReplyForm> for ResumeInput {
     }
 }
 
-/// An optional JSON body: empty means `None`; anything else must be JSON.
+/// An optional JSON body: empty (or `null`) means `None`; anything else must be JSON.
 pub(crate) async fn optional_json<T: serde::de::DeserializeOwned>(
     request: Request,
     state: &AppState,
@@ -490,7 +490,8 @@ pub(crate) async fn optional_json<T: serde::de::DeserializeOwned>(
     if !is_json {
         return Err(not_json());
     }
-    parse_json(&bytes).map(Some)
+    // `null` is no body too, as the document's optional (nullable) body says.
+    parse_json(&bytes)
 }
 
 /// Whether the `Content-Type` is JSON (`application/json` or `application/*+json`).

@@ -168,7 +168,7 @@ pub(crate) struct ConfirmationBody {
     /// Seconds the confirmation waits for a human; absent: the approvals' default; `null`:
     /// for good.
     #[serde(default)]
-    #[schema(value_type = Option<f64>)]
+    #[schema(value_type = Option<f64>, minimum = 0, maximum = 31_536_000)]
     timeout: RequestTimeout,
 }
 

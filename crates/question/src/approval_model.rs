@@ -32,6 +32,7 @@ pub type ApprovalId = Id<ApprovalKind>;
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct Action {
     /// The tool's name.
+    #[cfg_attr(feature = "openapi", schema(pattern = r"\S"))]
     pub name: String,
     /// The tool's complete arguments.
     #[cfg_attr(feature = "openapi", schema(value_type = HashMap<String, serde_json::Value>))]

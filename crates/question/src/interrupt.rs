@@ -75,8 +75,8 @@ pub enum PendingRequest {
 #[cfg(feature = "openapi")]
 impl utoipa::PartialSchema for PendingRequest {
     fn schema() -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema> {
-        use utoipa::openapi::schema::{ObjectBuilder, OneOfBuilder, Type};
         use utoipa::openapi::Ref;
+        use utoipa::openapi::schema::{ObjectBuilder, OneOfBuilder, Type};
         let kind = ObjectBuilder::new()
             .schema_type(Type::String)
             .enum_values(Some(["question", "approval"]))
