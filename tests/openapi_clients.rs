@@ -322,8 +322,8 @@ fn check_flow(served: &Served, output: &Output) {
     let stdout = String::from_utf8_lossy(&output.stdout);
     let summary: Value = stdout
         .lines()
-        .filter_map(|line| serde_json::from_str(line).ok())
-        .last()
+        .rev()
+        .find_map(|line| serde_json::from_str(line).ok())
         .unwrap_or_else(|| panic!("the flow printed no summary:\n{stdout}"));
     assert_eq!(summary["question"]["status"], "replied", "{summary}");
     assert_eq!(

@@ -384,7 +384,7 @@ impl<T: ToSchema> utoipa::PartialSchema for SseFrame<T> {
             .schema_type(Type::String)
             .content_media_type("application/json")
             .content_schema(Some(Ref::from_schema_name(T::name())))
-            .description(Some(format!("A `{}`, as compact JSON", T::name())));
+            .description(Some(format!("Compact JSON: the `{}` schema", T::name())));
         let id = ObjectBuilder::new()
             .schema_type(Type::String)
             .description(Some(
@@ -392,8 +392,8 @@ impl<T: ToSchema> utoipa::PartialSchema for SseFrame<T> {
             ));
         ObjectBuilder::new()
             .description(Some(format!(
-                "One Server-Sent Event: a `data:` line (a `{}`) and, on most frames, an `id:` \
-                 line; no `event:` line",
+                "One Server-Sent Event: a `data:` line of compact JSON (the `{}` schema) and, \
+                 on most frames, an `id:` line; no `event:` line",
                 T::name()
             )))
             .property("data", data)
