@@ -133,7 +133,7 @@ pub(crate) async fn stream(
     operation_id = "session.step",
     tag = "session",
     params(("id" = String, Path, description = "Session id")),
-    request_body(content = HashMap<String, serde_json::Value>, description = "A step: `{\"type\": \"text\", \"text\": \"...\"}`, `thinking`, `tool_use`, `tool_result` or `user`"),
+    request_body(content = Step, description = "A step: `{\"type\": \"text\", \"text\": \"...\"}`, `thinking`, `tool_use`, `tool_result` or `user`"),
     responses(
         (status = 200, description = "Recorded (in the store, when the server has one)", body = bool, content_type = "application/json"),
         (status = 403, description = "The token is scoped to another session, or is a reviewer's", body = crate::error::ErrorBody),
