@@ -19,10 +19,13 @@ mod mcp;
 mod node;
 // The real @opencode-ai/sdk v2 client (npm, installed by the test) against a served askbus.
 mod opencode_sdk;
-// Python virtual environments for the tests that drive PyPI packages.
-mod python;
+// The served OpenAPI document through Redocly, openapi-typescript, openapi-python-client and
+// schemathesis, against the real server.
+mod openapi_clients;
 // The seeds' stream and history encoding: golden frames and histories, history + replay = live.
 mod protocol;
+// Python and a virtual environment for the tests that drive PyPI packages.
+mod python;
 // The question service on one thread: validation, keyed replies, drop, timeouts, events.
 mod question;
 // A proptest state machine over the question service, checked against a model.

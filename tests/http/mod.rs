@@ -18,7 +18,8 @@ mod events;
 mod follow_up;
 // `GET /metrics`: admins only; counters, gauges and histograms match what happened.
 mod metrics;
-// The OpenAPI document, as an insta snapshot.
+// The OpenAPI document: an insta snapshot, and every operation probed for what its layers
+// and body reader answer.
 mod openapi;
 // What a human needs under a flood: paged lists, counts per session, rejecting a session.
 mod pending;

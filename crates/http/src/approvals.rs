@@ -38,8 +38,10 @@ pub(crate) struct ListQuery {
 #[derive(Debug, Deserialize, utoipa::ToSchema)]
 pub(crate) struct CreateApproval {
     /// The asking session.
+    #[schema(min_length = 1)]
     session_id: String,
     /// The tool calls to review.
+    #[schema(min_items = 1)]
     action_requests: Vec<Action>,
     /// What may be decided per tool; a tool without one allows every decision.
     #[serde(default)]
@@ -47,7 +49,7 @@ pub(crate) struct CreateApproval {
     /// Seconds before the request times out (every action rejected), at most one year
     /// (31,536,000); absent: the server's default (300 s); `null`: never.
     #[serde(default)]
-    #[schema(value_type = Option<f64>)]
+    #[schema(value_type = Option<f64>, minimum = 0, maximum = 31_536_000)]
     timeout: RequestTimeout,
     /// Seconds after which `approval.reminded` is published, if nobody decided; before the
     /// deadline. Absent: the server's default (`--remind-after`), if any.
@@ -112,7 +114,6 @@ pub(crate) struct ApprovalStatus {
         (status = 403, description = "The token is scoped to another session", body = crate::error::ErrorBody),
         (status = 503, description = "The store shared with other servers could not be reached", body = crate::error::ErrorBody),
     ),
-    security(("bearer" = []), ())
 )]
 pub(crate) async fn list(
     State(state): State<AppState>,
@@ -149,7 +150,6 @@ pub(crate) async fn list(
         (status = 404, description = "No such request (or not visible to this token)", body = crate::error::ErrorBody),
         (status = 503, description = "The store shared with other servers could not be reached", body = crate::error::ErrorBody),
     ),
-    security(("bearer" = []), ())
 )]
 pub(crate) async fn get(
     State(state): State<AppState>,
@@ -179,7 +179,6 @@ pub(crate) async fn get(
         (status = 429, description = "This token holds as many open streams and long polls as it may (`quota`)", body = crate::error::ErrorBody, headers(("Retry-After" = u64, description = "Seconds to wait before trying again"))),
         (status = 503, description = "The store shared with other servers could not be reached, or every stream slot of the server is taken (`too_many_streams`)", body = crate::error::ErrorBody, headers(("Retry-After" = u64, description = "Seconds to wait before trying again"))),
     ),
-    security(("bearer" = []), ())
 )]
 pub(crate) async fn wait(
     State(state): State<AppState>,
@@ -237,7 +236,6 @@ pub(crate) async fn wait(
         (status = 422, description = "A decision the action does not allow, too many decisions, a lone `edit` for several actions, or an `edit` that names another tool, whose `args` are not an object or do not fit the action's `args_schema` (the message names the field); the request stays pending", body = crate::error::ErrorBody),
         (status = 503, description = "The decision could not be stored durably", body = crate::error::ErrorBody),
     ),
-    security(("bearer" = []), ())
 )]
 pub(crate) async fn reply(
     State(state): State<AppState>,
@@ -275,7 +273,6 @@ pub(crate) async fn reply(
         (status = 429, description = "Too many requests are pending in the session, for the token or on the server (`quota`)", body = crate::error::ErrorBody, headers(("Retry-After" = u64, description = "Seconds to wait before trying again"))),
         (status = 503, description = "The request could not be stored durably", body = crate::error::ErrorBody),
     ),
-    security(("bearer" = []), ())
 )]
 pub(crate) async fn create(
     State(state): State<AppState>,

@@ -63,7 +63,6 @@ pub(crate) struct AuditQuery {
         (status = 403, description = "Not an admin's or a reviewer's token for every session", body = crate::error::ErrorBody),
         (status = 503, description = "The store could not be read", body = crate::error::ErrorBody),
     ),
-    security(("bearer" = []), ())
 )]
 pub(crate) async fn list(
     State(state): State<AppState>,

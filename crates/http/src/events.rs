@@ -108,13 +108,12 @@ struct EventStream {
     tag = "events",
     params(EventQuery, ("Last-Event-ID" = Option<String>, Header, description = "Resume after this event id")),
     responses(
-        (status = 200, description = "Server-Sent Events: every frame is `data: {\"id\",\"type\",\"properties\"}` with an `id:` line. Under a quorum (`review_configs[].quorum`), each reviewer's vote is an `approval.decided` frame (properties: the `ApprovalDecided` schema) before the request's one `approval.replied`, which lists every vote in `votes`", content_type = "text/event-stream", body = String),
+        (status = 200, description = "Server-Sent Events: every frame is `data: {\"id\",\"type\",\"properties\"}` with an `id:` line. Under a quorum (`review_configs[].quorum`), each reviewer's vote is an `approval.decided` frame (properties: the `ApprovalDecided` schema) before the request's one `approval.replied`, which lists every vote in `votes`", content_type = "text/event-stream", body = crate::openapi::EventFrame),
         (status = 401, description = "Missing or unknown token", body = crate::error::ErrorBody),
         (status = 403, description = "The token is scoped to another session", body = crate::error::ErrorBody),
         (status = 429, description = "This token holds as many open streams and long polls as it may (`quota`)", body = crate::error::ErrorBody, headers(("Retry-After" = u64, description = "Seconds to wait before trying again"))),
         (status = 503, description = "Every stream slot of the server is taken (`too_many_streams`)", body = crate::error::ErrorBody, headers(("Retry-After" = u64, description = "Seconds to wait before trying again"))),
     ),
-    security(("bearer" = []), ())
 )]
 pub(crate) async fn event_stream(
     State(state): State<AppState>,
@@ -133,13 +132,12 @@ pub(crate) async fn event_stream(
     tag = "events",
     params(EventQuery, ("Last-Event-ID" = Option<String>, Header, description = "Resume after this event id")),
     responses(
-        (status = 200, description = "As `/event`, each frame wrapped as `{\"directory\", \"payload\": {...}}`", content_type = "text/event-stream", body = String),
+        (status = 200, description = "As `/event`, each frame wrapped as `{\"directory\", \"payload\": {...}}`", content_type = "text/event-stream", body = crate::openapi::GlobalEventFrame),
         (status = 401, description = "Missing or unknown token", body = crate::error::ErrorBody),
         (status = 403, description = "The token is scoped to another session", body = crate::error::ErrorBody),
         (status = 429, description = "This token holds as many open streams and long polls as it may (`quota`)", body = crate::error::ErrorBody, headers(("Retry-After" = u64, description = "Seconds to wait before trying again"))),
         (status = 503, description = "Every stream slot of the server is taken (`too_many_streams`)", body = crate::error::ErrorBody, headers(("Retry-After" = u64, description = "Seconds to wait before trying again"))),
     ),
-    security(("bearer" = []), ())
 )]
 pub(crate) async fn global_event_stream(
     State(state): State<AppState>,

@@ -98,6 +98,8 @@ use utoipa::OpenApi;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
+use crate::openapi::RouteGroup;
+
 pub use access::{REQUEST_ID, log as access_log};
 pub use askbus_protocol::HistoryLimits;
 pub use auth::{AccessToken, Authorized, TokenScope, Unauthorized, authorize};
@@ -309,6 +311,12 @@ fn build(
         .route_layer(ServiceBuilder::new().layer(authenticate.clone()).layer(
             TimeoutLayer::with_status_code(StatusCode::REQUEST_TIMEOUT, request_timeout),
         ));
+    let timed = RouteGroup {
+        bearer: true,
+        timeout: true,
+        stream_slot: false,
+    }
+    .document(timed);
     // Held open for as long as the client likes: each takes a slot (see `streams`).
     let streaming = OpenApiRouter::new()
         .routes(routes!(questions::wait))
@@ -319,6 +327,12 @@ fn build(
         .route_layer(ServiceBuilder::new().layer(authenticate).layer(
             axum::middleware::from_fn_with_state(state.clone(), streams::hold_slot),
         ));
+    let streaming = RouteGroup {
+        bearer: true,
+        timeout: false,
+        stream_slot: true,
+    }
+    .document(streaming);
     let protected = timed.merge(streaming);
     // An answer link is its own credential: no bearer token, but a request timeout.
     let linked = OpenApiRouter::new()
@@ -336,18 +350,31 @@ fn build(
             StatusCode::REQUEST_TIMEOUT,
             request_timeout,
         ));
-    let public = OpenApiRouter::new()
-        .routes(routes!(openapi::health))
-        .routes(routes!(openapi::ready))
-        .merge(linked)
-        .merge(slack);
+    let answered_in_time = RouteGroup {
+        bearer: false,
+        timeout: true,
+        stream_slot: false,
+    };
+    let probes = RouteGroup {
+        bearer: false,
+        timeout: false,
+        stream_slot: false,
+    }
+    .document(
+        OpenApiRouter::new()
+            .routes(routes!(openapi::health))
+            .routes(routes!(openapi::ready)),
+    );
+    let public = probes
+        .merge(answered_in_time.document(linked))
+        .merge(answered_in_time.document(slack));
 
     let (router, mut document) = OpenApiRouter::with_openapi(openapi::ApiDoc::openapi())
         .merge(protected)
         .merge(public)
         .split_for_parts();
     document.info.version = env!("CARGO_PKG_VERSION").to_owned();
-    openapi::add_site_guard_responses(&mut document);
+    openapi::add_guard_and_body_responses(&mut document);
     let served = Arc::new(document.clone());
 
     let mut router = router

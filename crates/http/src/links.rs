@@ -275,7 +275,7 @@ pub(crate) struct Linked {
     /// `question` or `approval`.
     kind: &'static str,
     /// The request with its status, as `GET /question/{id}` or `GET /approval/{id}`.
-    #[schema(value_type = Object)]
+    #[schema(value_type = HashMap<String, serde_json::Value>)]
     request: Value,
     /// Who answers through the link.
     acts_as: Identity,
@@ -297,7 +297,6 @@ pub(crate) struct Linked {
         (status = 404, description = "No such question (or not visible to this token)", body = crate::error::ErrorBody),
         (status = 409, description = "Already resolved", body = crate::error::ErrorBody),
     ),
-    security(("bearer" = []), ())
 )]
 pub(crate) async fn mint_question(
     State(state): State<AppState>,
@@ -330,7 +329,6 @@ pub(crate) async fn mint_question(
         (status = 404, description = "No such request (or not visible to this token)", body = crate::error::ErrorBody),
         (status = 409, description = "Already decided, timed out or cancelled", body = crate::error::ErrorBody),
     ),
-    security(("bearer" = []), ())
 )]
 pub(crate) async fn mint_approval(
     State(state): State<AppState>,
@@ -389,7 +387,6 @@ fn mint(
         (status = 404, description = "Not a valid link of this server (forged, altered, or for a request it no longer knows)", body = crate::error::ErrorBody),
         (status = 410, description = "The link expired (`link_expired`)", body = crate::error::ErrorBody),
     ),
-    security(())
 )]
 pub(crate) async fn read(
     State(state): State<AppState>,
@@ -425,7 +422,7 @@ pub(crate) async fn read(
     operation_id = "answer.reply",
     tag = "answer",
     params(("token" = String, Path, description = "The link's token")),
-    request_body(content = Object, description = "A question's reply body (`{\"answers\": [[...]]}`, or keyed by question text) or an approval's (`{\"decisions\": [...]}`)"),
+    request_body(content = HashMap<String, serde_json::Value>, description = "A question's reply body (`{\"answers\": [[...]]}`, or keyed by question text) or an approval's (`{\"decisions\": [...]}`)"),
     responses(
         (status = 200, description = "Answered (under a quorum: this reviewer's vote is recorded)", body = bool, content_type = "application/json"),
         (status = 400, description = "Malformed JSON", body = crate::error::ErrorBody),
@@ -437,7 +434,6 @@ pub(crate) async fn read(
         (status = 422, description = "An answer that does not fit the request", body = crate::error::ErrorBody),
         (status = 503, description = "The answer could not be stored durably", body = crate::error::ErrorBody),
     ),
-    security(())
 )]
 pub(crate) async fn reply(
     State(state): State<AppState>,
@@ -484,7 +480,6 @@ pub(crate) async fn reply(
         (status = 409, description = "Already answered, timed out or cancelled", body = crate::error::ErrorBody),
         (status = 410, description = "The link expired (`link_expired`)", body = crate::error::ErrorBody),
     ),
-    security(())
 )]
 pub(crate) async fn reject(
     State(state): State<AppState>,

@@ -374,7 +374,6 @@ async fn count_events(
         (status = 403, description = "Not an admin's token for every session", body = crate::error::ErrorBody),
         (status = 404, description = "Metrics are turned off (`--no-metrics`)", body = crate::error::ErrorBody),
     ),
-    security(("bearer" = []), ())
 )]
 pub(crate) async fn scrape(
     State(state): State<AppState>,

@@ -8,8 +8,12 @@
 use std::collections::BTreeMap;
 
 use axum::Json;
+use utoipa::openapi::header::HeaderBuilder;
+use utoipa::openapi::schema::{ObjectBuilder, Type};
 use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
+use utoipa::openapi::{ContentBuilder, Ref, RefOr, Response, ResponseBuilder};
 use utoipa::{Modify, OpenApi, ToSchema};
+use utoipa_axum::router::OpenApiRouter;
 
 /// The document's fixed parts; paths are added by the router.
 #[derive(OpenApi)]
@@ -17,8 +21,10 @@ use utoipa::{Modify, OpenApi, ToSchema};
     info(
         title = "askbus",
         description = "Let AI agents stop and ask a human, and get the answer back. Question routes and the event stream are wire-compatible with OpenCode's server.\n\nThe askbus server puts one guard in front of every route: a `Host` it does not answer for is `421`; a browser request from another site (an `Origin` other than the server's own or a `--cors-origin`, or `Sec-Fetch-Site: cross-site`) is `403`, except a top-level navigation that reads; a request that changes something with a body that is not JSON is `415`. Every error is `{\"code\", \"message\"}` JSON.",
-        license(name = "MIT OR Apache-2.0"),
+        license(name = "MIT OR Apache-2.0", identifier = "MIT OR Apache-2.0"),
     ),
+    servers((url = "http://127.0.0.1:4717", description = "The default listen address (`--listen`, `ASKBUS_LISTEN`)")),
+    security(("bearer" = [])),
     modifiers(&BearerAuth),
     components(schemas(askbus_question::ApprovalDecided)),
     tags(
@@ -35,25 +41,174 @@ use utoipa::{Modify, OpenApi, ToSchema};
 )]
 pub(crate) struct ApiDoc;
 
-/// Adds to every operation of `document` the answer of the server's site guard
-/// ([`SiteGuard`](crate::SiteGuard)), which stands in front of every route: `421` for a
-/// `Host` the server does not answer for.
-pub(crate) fn add_site_guard_responses(document: &mut utoipa::openapi::OpenApi) {
-    use utoipa::openapi::{ContentBuilder, Ref, ResponseBuilder};
-    let misdirected = ResponseBuilder::new()
-        .description(
-            "The `Host` names a server this is not (DNS rebinding is refused): use the \
-             listen address, a loopback name, or a name given with `--allowed-host`",
-        )
-        .content(
-            "application/json",
-            ContentBuilder::new()
-                .schema(Some(Ref::from_schema_name("ErrorBody")))
-                .build(),
-        )
-        .build();
-    for item in document.paths.paths.values_mut() {
-        for operation in [
+/// Who may call a group of routes, and which layers stand in front of it: what the group
+/// answers beyond its handlers. [`build`](crate::build) documents each group with the
+/// layers it gives it, so the document says what the router does, in one place.
+#[derive(Clone, Copy)]
+pub(crate) struct RouteGroup {
+    /// Whether a bearer token is asked for (`Authenticate`): `401` without a known one.
+    /// Otherwise the group is public (`security: []`): no token, or a credential of its
+    /// own (an answer link, Slack's signature).
+    pub(crate) bearer: bool,
+    /// Whether the request timeout applies: `408` past it.
+    pub(crate) timeout: bool,
+    /// Whether each request holds a stream slot (`streams::hold_slot`): `429` past the
+    /// token's share, `503` when every slot is taken.
+    pub(crate) stream_slot: bool,
+}
+
+impl RouteGroup {
+    /// Documents the answers of this group's layers on every operation of `router`, and
+    /// who may call it.
+    pub(crate) fn document(
+        self,
+        mut router: OpenApiRouter<crate::AppState>,
+    ) -> OpenApiRouter<crate::AppState> {
+        for operation in operations(router.get_openapi_mut()) {
+            operation.security = if self.bearer {
+                // The document's own `security`: a bearer token.
+                None
+            } else {
+                Some(Vec::new())
+            };
+            let responses = &mut operation.responses.responses;
+            if self.bearer {
+                add(
+                    responses,
+                    401,
+                    "Missing or unknown bearer token (`unauthorized`)",
+                    None,
+                );
+            }
+            if self.timeout {
+                add(
+                    responses,
+                    408,
+                    "The request took longer than the server's request timeout (`request_timeout`)",
+                    None,
+                );
+            }
+            if self.stream_slot {
+                add(
+                    responses,
+                    429,
+                    "This token holds as many open streams and long polls as it may (`quota`)",
+                    Some("Seconds to wait before trying again"),
+                );
+                add(
+                    responses,
+                    503,
+                    "Every stream slot of the server is taken (`too_many_streams`)",
+                    Some("Seconds to wait before trying again"),
+                );
+            }
+        }
+        router
+    }
+}
+
+/// Adds to every operation of `document` the answers of what stands in front of every
+/// route: the server's site guard ([`SiteGuard`](crate::SiteGuard): `421` for a `Host` the
+/// server does not answer for (except on the probes), `403` for a request from another site, `431` for an
+/// oversized header, `415` for a state-changing request with a body that is not JSON) and,
+/// under `/question/{id}`, the question id's extractor (`400` for a malformed id), and,
+/// on operations with a JSON body, the body reader ([`read_body`](crate::read_body) and
+/// the JSON extractor: `400` malformed JSON, `413` over the body limit, `415` not JSON,
+/// `422` JSON of another shape).
+pub(crate) fn add_guard_and_body_responses(document: &mut utoipa::openapi::OpenApi) {
+    for (path, item) in &mut document.paths.paths {
+        // The probes are answered whatever `Host` they name (see `SiteGuard`).
+        let probe = matches!(path.as_str(), "/health" | "/ready");
+        for (changes_state, operation) in [
+            (false, &mut item.get),
+            (true, &mut item.post),
+            (true, &mut item.put),
+            (true, &mut item.delete),
+            (true, &mut item.patch),
+        ] {
+            let Some(operation) = operation else { continue };
+            let json_body = operation.request_body.as_ref().is_some_and(|body| {
+                matches!(body, RefOr::T(body) if body.content.contains_key("application/json"))
+            });
+            let question_path = path.starts_with("/question/{id}");
+            if question_path {
+                // What `QuestionPath` parses.
+                for parameter in operation.parameters.iter_mut().flatten() {
+                    if let RefOr::T(parameter) = parameter
+                        && parameter.name == "id"
+                    {
+                        parameter.schema = Some(
+                            ObjectBuilder::new()
+                                .schema_type(Type::String)
+                                .pattern(Some(QUESTION_ID_PATTERN))
+                                .into(),
+                        );
+                    }
+                }
+            }
+            let responses = &mut operation.responses.responses;
+            if !probe {
+                add(
+                    responses,
+                    421,
+                    "The `Host` names a server this is not (DNS rebinding is refused): use the \
+                 listen address, a loopback name, or a name given with `--allowed-host` \
+                 (`misdirected_request`)",
+                    None,
+                );
+            }
+            add(
+                responses,
+                403,
+                "A browser request from another site (`Origin`, `Sec-Fetch-Site`) \
+                 (`forbidden`)",
+                None,
+            );
+            add(
+                responses,
+                431,
+                "The request's header is larger than the server reads (`header_too_large`)",
+                None,
+            );
+            if question_path {
+                add(
+                    responses,
+                    400,
+                    "Malformed question id: not `que_` followed by a ULID (`bad_request`)",
+                    None,
+                );
+            }
+            if changes_state {
+                add(
+                    responses,
+                    415,
+                    "A body that is not `application/json` (`unsupported_media_type`)",
+                    None,
+                );
+            }
+            if json_body {
+                add(responses, 400, "Malformed JSON (`bad_request`)", None);
+                add(
+                    responses,
+                    413,
+                    "The body is larger than the server accepts (`payload_too_large`)",
+                    None,
+                );
+                add(responses, 422, "JSON of another shape (`invalid`)", None);
+            }
+        }
+    }
+}
+
+/// A question id as the path takes it: `que_` and a ULID in Crockford's base 32.
+const QUESTION_ID_PATTERN: &str = "^que_[0-9A-HJKMNP-TV-Z]{26}$";
+
+/// Every operation of `document`.
+fn operations(
+    document: &mut utoipa::openapi::OpenApi,
+) -> impl Iterator<Item = &mut utoipa::openapi::path::Operation> {
+    document.paths.paths.values_mut().flat_map(|item| {
+        [
             &mut item.get,
             &mut item.post,
             &mut item.put,
@@ -62,14 +217,41 @@ pub(crate) fn add_site_guard_responses(document: &mut utoipa::openapi::OpenApi) 
         ]
         .into_iter()
         .flatten()
-        {
-            operation
-                .responses
-                .responses
-                .entry("421".to_owned())
-                .or_insert_with(|| misdirected.clone().into());
+    })
+}
+
+/// Documents `status` with an [`ErrorBody`](crate::error::ErrorBody) unless the handler's
+/// own annotation did (its words are more exact); with `retry_after`, the `Retry-After`
+/// header it comes with.
+fn add(
+    responses: &mut BTreeMap<String, RefOr<Response>>,
+    status: u16,
+    description: &str,
+    retry_after: Option<&str>,
+) {
+    responses.entry(status.to_string()).or_insert_with(|| {
+        let mut response = ResponseBuilder::new().description(description).content(
+            "application/json",
+            ContentBuilder::new()
+                .schema(Some(Ref::from_schema_name("ErrorBody")))
+                .build(),
+        );
+        if let Some(retry_after) = retry_after {
+            response = response.header(
+                "Retry-After",
+                HeaderBuilder::new()
+                    .schema(Some(
+                        ObjectBuilder::new()
+                            .schema_type(Type::Integer)
+                            .minimum(Some(1))
+                            .build(),
+                    ))
+                    .description(Some(retry_after))
+                    .build(),
+            );
         }
-    }
+        response.build().into()
+    });
 }
 
 /// Adds the bearer security scheme.
@@ -80,7 +262,16 @@ impl Modify for BearerAuth {
         let components = openapi.components.get_or_insert_with(Default::default);
         components.add_security_scheme(
             "bearer",
-            SecurityScheme::Http(HttpBuilder::new().scheme(HttpAuthScheme::Bearer).build()),
+            SecurityScheme::Http(
+                HttpBuilder::new()
+                    .scheme(HttpAuthScheme::Bearer)
+                    .description(Some(
+                        "One of the server's tokens (`--token`, `ASKBUS_TOKEN`, and the role \
+                         flags). A server without tokens, which it allows on loopback only, \
+                         takes requests without one.",
+                    ))
+                    .build(),
+            ),
         );
     }
 }
@@ -122,6 +313,107 @@ pub(crate) enum ReplyBodySchema {
     Keyed(BTreeMap<String, String>),
 }
 
+/// What the `data:` line of a `GET /event` frame holds. Documentation only: the bus writes
+/// its envelopes itself (`Envelope::json`), and the routes of `events` their own frames.
+#[derive(ToSchema)]
+#[schema(as = Event)]
+#[allow(dead_code)]
+pub(crate) struct EventSchema {
+    /// The event's id (`evt_` + ULID), also the frame's `id:` line. Absent on the server's
+    /// own frames (`server.connected`, `server.heartbeat`, `server.resync`), which are no
+    /// bus events.
+    #[schema(required = false)]
+    id: String,
+    /// What happened: `server.connected` (the first frame), `server.heartbeat`,
+    /// `server.resync` (`properties.reason`: `cursor_too_old`, `unknown_cursor`, or
+    /// `lagged` with `missed`: read the lists again), `question.asked` (`properties.request`),
+    /// `question.replied`, `question.rejected`, `question.timed_out`,
+    /// `question.cancelled`, `question.reminded`, `question.escalated`, the same of
+    /// `approval.*` and `approval.decided` (one reviewer's vote under a quorum: the
+    /// `ApprovalDecided` schema), `agent.step`; an embedding runtime may publish types of its
+    /// own.
+    #[serde(rename = "type")]
+    kind: String,
+    /// The event's payload: for request events `sessionID` and `requestID` (questions) or
+    /// `session_id` and `request_id` (approvals) and the outcome.
+    #[schema(value_type = HashMap<String, serde_json::Value>)]
+    properties: (),
+}
+
+/// What the `data:` line of a `GET /global/event` frame holds: OpenCode's global stream.
+/// Documentation only, as [`EventSchema`].
+#[derive(ToSchema)]
+#[schema(as = GlobalEvent)]
+#[allow(dead_code)]
+pub(crate) struct GlobalEventSchema {
+    /// The server's `directory` (`HttpConfig::directory`).
+    directory: String,
+    /// The event.
+    payload: EventSchema,
+}
+
+/// What the `data:` line of a `GET /session/{id}/stream` frame holds: one of the seeds'
+/// content-block frames, or `server.resync`. Documentation only: the protocol crate writes
+/// the frames.
+#[derive(ToSchema)]
+#[schema(as = SessionFrame)]
+#[allow(dead_code)]
+pub(crate) struct SessionFrameSchema {
+    /// `content_block_start`, `content_block_delta`, `content_block_stop`, `group_start`,
+    /// `group_end`, ..., or `server.resync` (`properties.reason`: `cursor_too_old`,
+    /// `unknown_cursor`; the stream then ends).
+    #[serde(rename = "type")]
+    kind: String,
+}
+
+/// One Server-Sent Event of a stream whose `data:` lines are `T` as compact JSON, as an
+/// SSE parser reads it (a `data` and an `id`); OpenAPI 3.1 describes each event of a
+/// `text/event-stream` with the response's schema.
+pub(crate) struct SseFrame<T>(std::marker::PhantomData<T>);
+
+/// A `GET /event` frame.
+pub(crate) type EventFrame = SseFrame<EventSchema>;
+/// A `GET /global/event` frame.
+pub(crate) type GlobalEventFrame = SseFrame<GlobalEventSchema>;
+/// A `GET /session/{id}/stream` frame.
+pub(crate) type SessionStreamFrame = SseFrame<SessionFrameSchema>;
+
+impl<T: ToSchema> utoipa::PartialSchema for SseFrame<T> {
+    fn schema() -> RefOr<utoipa::openapi::schema::Schema> {
+        let data = ObjectBuilder::new()
+            .schema_type(Type::String)
+            .content_media_type("application/json")
+            .content_schema(Some(Ref::from_schema_name(T::name())))
+            .description(Some(format!("Compact JSON: the `{}` schema", T::name())));
+        let id = ObjectBuilder::new()
+            .schema_type(Type::String)
+            .description(Some(
+                "The `id:` line: the cursor to resume after (`Last-Event-ID`)",
+            ));
+        ObjectBuilder::new()
+            .description(Some(format!(
+                "One Server-Sent Event: a `data:` line of compact JSON (the `{}` schema) and, \
+                 on most frames, an `id:` line; no `event:` line",
+                T::name()
+            )))
+            .property("data", data)
+            .required("data")
+            .property("id", id)
+            .into()
+    }
+}
+
+impl<T: ToSchema> ToSchema for SseFrame<T> {
+    fn name() -> std::borrow::Cow<'static, str> {
+        format!("{}Frame", T::name()).into()
+    }
+
+    fn schemas(schemas: &mut Vec<(String, RefOr<utoipa::openapi::schema::Schema>)>) {
+        schemas.push((T::name().into(), T::schema()));
+        T::schemas(schemas);
+    }
+}
+
 /// `GET /health` answer.
 #[derive(serde::Serialize, ToSchema)]
 pub(crate) struct Health {
@@ -154,7 +446,6 @@ const READY_WAIT: std::time::Duration = std::time::Duration::from_secs(2);
         (status = 200, description = "Ready", body = Ready),
         (status = 503, description = "The store does not answer (within 2 s), or this server has not caught up with it (`store_unavailable`)", body = crate::error::ErrorBody),
     ),
-    security(())
 )]
 pub(crate) async fn ready(
     axum::extract::State(state): axum::extract::State<crate::AppState>,
@@ -176,7 +467,6 @@ pub(crate) async fn ready(
     operation_id = "server.health",
     tag = "server",
     responses((status = 200, description = "The server is up", body = Health)),
-    security(())
 )]
 pub(crate) async fn health() -> Json<Health> {
     Json(Health {
@@ -192,7 +482,6 @@ pub(crate) async fn health() -> Json<Health> {
     operation_id = "global.health",
     tag = "server",
     responses((status = 200, description = "The server is up", body = Health)),
-    security(("bearer" = []), ())
 )]
 pub(crate) async fn global_health() -> Json<Health> {
     health().await

@@ -41,8 +41,10 @@ pub(crate) struct ListQuery {
 pub(crate) struct CreateQuestion {
     /// The asking session.
     #[serde(rename = "sessionID")]
+    #[schema(min_length = 1)]
     session_id: String,
     /// The questions, answered together.
+    #[schema(min_items = 1)]
     questions: Vec<QuestionInfo>,
     /// The tool call that asked, if any.
     #[serde(default)]
@@ -50,7 +52,7 @@ pub(crate) struct CreateQuestion {
     /// Seconds before the question times out, at most one year (31,536,000); absent: the
     /// server's default (600 s); `null`: never.
     #[serde(default)]
-    #[schema(value_type = Option<f64>)]
+    #[schema(value_type = Option<f64>, minimum = 0, maximum = 31_536_000)]
     timeout: RequestTimeout,
     /// Seconds after which `question.reminded` is published, if nobody answered; before
     /// the deadline. Absent: the server's default (`--remind-after`), if any.
@@ -152,7 +154,6 @@ pub(crate) struct Cancelled {
         (status = 403, description = "The token is scoped to another session", body = crate::error::ErrorBody),
         (status = 503, description = "The store shared with other servers could not be reached", body = crate::error::ErrorBody),
     ),
-    security(("bearer" = []), ())
 )]
 pub(crate) async fn list(
     State(state): State<AppState>,
@@ -190,7 +191,6 @@ pub(crate) async fn list(
         (status = 404, description = "No such question (or not visible to this token)", body = crate::error::ErrorBody),
         (status = 503, description = "The store shared with other servers could not be reached", body = crate::error::ErrorBody),
     ),
-    security(("bearer" = []), ())
 )]
 pub(crate) async fn get(
     State(state): State<AppState>,
@@ -222,7 +222,6 @@ pub(crate) async fn get(
         (status = 429, description = "This token holds as many open streams and long polls as it may (`quota`)", body = crate::error::ErrorBody, headers(("Retry-After" = u64, description = "Seconds to wait before trying again"))),
         (status = 503, description = "The store shared with other servers could not be reached, or every stream slot of the server is taken (`too_many_streams`)", body = crate::error::ErrorBody, headers(("Retry-After" = u64, description = "Seconds to wait before trying again"))),
     ),
-    security(("bearer" = []), ())
 )]
 pub(crate) async fn wait(
     State(state): State<AppState>,
@@ -271,7 +270,6 @@ pub(crate) async fn wait(
         (status = 422, description = "The answers do not fit the questions", body = crate::error::ErrorBody),
         (status = 503, description = "The answer could not be stored durably", body = crate::error::ErrorBody),
     ),
-    security(("bearer" = []), ())
 )]
 pub(crate) async fn reply(
     State(state): State<AppState>,
@@ -308,7 +306,6 @@ pub(crate) async fn reply(
         (status = 409, description = "Already resolved", body = crate::error::ErrorBody),
         (status = 503, description = "The rejection could not be stored durably", body = crate::error::ErrorBody),
     ),
-    security(("bearer" = []), ())
 )]
 pub(crate) async fn reject(
     State(state): State<AppState>,
@@ -350,7 +347,6 @@ pub(crate) async fn reject(
         (status = 429, description = "Too many requests are pending in the session, for the token or on the server (`quota`)", body = crate::error::ErrorBody, headers(("Retry-After" = u64, description = "Seconds to wait before trying again"))),
         (status = 503, description = "The request could not be stored durably", body = crate::error::ErrorBody),
     ),
-    security(("bearer" = []), ())
 )]
 pub(crate) async fn create(
     State(state): State<AppState>,
@@ -481,7 +477,7 @@ impl From<ReplyForm> for ResumeInput {
     }
 }
 
-/// An optional JSON body: empty means `None`; anything else must be JSON.
+/// An optional JSON body: empty (or `null`) means `None`; anything else must be JSON.
 pub(crate) async fn optional_json<T: serde::de::DeserializeOwned>(
     request: Request,
     state: &AppState,
@@ -494,7 +490,8 @@ pub(crate) async fn optional_json<T: serde::de::DeserializeOwned>(
     if !is_json {
         return Err(not_json());
     }
-    parse_json(&bytes).map(Some)
+    // `null` is no body too, as the document's optional (nullable) body says.
+    parse_json(&bytes)
 }
 
 /// Whether the `Content-Type` is JSON (`application/json` or `application/*+json`).
@@ -552,7 +549,6 @@ impl QuestionStatus {
         (status = 200, description = "How many requests were cancelled", body = Cancelled),
         (status = 403, description = "The token is scoped to another session", body = crate::error::ErrorBody),
     ),
-    security(("bearer" = []), ())
 )]
 pub(crate) async fn cancel_session(
     State(state): State<AppState>,
@@ -578,7 +574,6 @@ pub(crate) async fn cancel_session(
         (status = 401, description = "Missing or unknown token", body = crate::error::ErrorBody),
         (status = 403, description = "The token is scoped to another session", body = crate::error::ErrorBody),
     ),
-    security(("bearer" = []), ())
 )]
 pub(crate) async fn abort_session(
     state: State<AppState>,

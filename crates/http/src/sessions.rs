@@ -50,7 +50,7 @@ pub(crate) struct ResumeBody {
     /// The human's input: `{"confirm": true|false}`, `{"answers": [[...], ...]}`, the
     /// seeds' keyed `{"answers": {"<question text>": "A, B"}}`, or
     /// `{"decisions": [...], "user_edit_content"?: "..."}`.
-    #[schema(value_type = Object)]
+    #[schema(value_type = HashMap<String, serde_json::Value>)]
     input: Option<Value>,
     /// The request to answer (from the interrupt state); absent: the oldest pending one.
     #[serde(default)]
@@ -101,7 +101,6 @@ pub(crate) struct SessionRejected {
         (status = 401, description = "Missing or unknown token", body = crate::error::ErrorBody),
         (status = 503, description = "The store shared with other servers could not be reached", body = crate::error::ErrorBody),
     ),
-    security(("bearer" = []), ())
 )]
 pub(crate) async fn pending(
     State(state): State<AppState>,
@@ -136,7 +135,6 @@ pub(crate) async fn pending(
         (status = 422, description = "A body that is not `{\"reason\": \"...\"}`", body = crate::error::ErrorBody),
         (status = 503, description = "A change could not be stored durably", body = crate::error::ErrorBody),
     ),
-    security(("bearer" = []), ())
 )]
 pub(crate) async fn reject(
     State(state): State<AppState>,
@@ -170,7 +168,7 @@ pub(crate) struct ConfirmationBody {
     /// Seconds the confirmation waits for a human; absent: the approvals' default; `null`:
     /// for good.
     #[serde(default)]
-    #[schema(value_type = Option<f64>)]
+    #[schema(value_type = Option<f64>, minimum = 0, maximum = 31_536_000)]
     timeout: RequestTimeout,
 }
 
@@ -207,7 +205,6 @@ pub(crate) struct Confirmation {
         (status = 429, description = "Too many requests are pending (`quota`)", body = crate::error::ErrorBody),
         (status = 503, description = "The request could not be stored durably", body = crate::error::ErrorBody),
     ),
-    security(("bearer" = []), ())
 )]
 pub(crate) async fn confirmation(
     State(state): State<AppState>,
@@ -251,7 +248,6 @@ pub(crate) async fn confirmation(
         (status = 403, description = "The token is scoped to another session", body = crate::error::ErrorBody),
         (status = 503, description = "The store shared with other servers could not be reached", body = crate::error::ErrorBody),
     ),
-    security(("bearer" = []), ())
 )]
 pub(crate) async fn interrupt(
     State(state): State<AppState>,
@@ -285,7 +281,6 @@ pub(crate) async fn interrupt(
         (status = 422, description = "Answers or decisions that do not fit the request", body = crate::error::ErrorBody),
         (status = 503, description = "The answer could not be stored durably", body = crate::error::ErrorBody),
     ),
-    security(("bearer" = []), ())
 )]
 pub(crate) async fn resume(
     State(state): State<AppState>,

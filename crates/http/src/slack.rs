@@ -146,7 +146,6 @@ impl std::fmt::Debug for SlackInteractivity {
         (status = 404, description = "Slack interactivity is not configured (no signing secret)", body = crate::error::ErrorBody),
         (status = 413, description = "Body too large", body = crate::error::ErrorBody),
     ),
-    security(())
 )]
 pub(crate) async fn interactivity(
     State(state): State<AppState>,

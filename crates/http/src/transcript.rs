@@ -60,11 +60,10 @@ pub(crate) struct StreamQuery {
     tag = "session",
     params(("id" = String, Path, description = "Session id")),
     responses(
-        (status = 200, description = "The flat history with `last_event_id`, an opaque cursor: the session's newest records (steps, requests as asked, outcomes), about as many as the server keeps per session (`--max-history-records`, `--max-history-mib`), the same after a restart and through every server sharing the store. Histories are read a few at a time: one waits its turn", body = Object),
+        (status = 200, description = "The flat history with `last_event_id`, an opaque cursor: the session's newest records (steps, requests as asked, outcomes), about as many as the server keeps per session (`--max-history-records`, `--max-history-mib`), the same after a restart and through every server sharing the store. Histories are read a few at a time: one waits its turn", body = HashMap<String, serde_json::Value>),
         (status = 403, description = "The token is scoped to another session", body = crate::error::ErrorBody),
         (status = 503, description = "The store cannot be read; try again", body = crate::error::ErrorBody),
     ),
-    security(("bearer" = []), ())
 )]
 pub(crate) async fn history(
     State(state): State<AppState>,
@@ -89,13 +88,12 @@ pub(crate) async fn history(
         ("Last-Event-ID" = Option<String>, Header, description = "Resume after this cursor"),
     ),
     responses(
-        (status = 200, description = "Server-Sent Events: `data:` is one frame, `id:` its cursor. A cursor that cannot be resumed (its records are no longer kept, or it is not this store's, or an `evt_…` cursor of an older askbus) gets one frame `{\"type\": \"server.resync\", \"properties\": {\"reason\": \"cursor_too_old\" | \"unknown_cursor\"}}` and the stream ends: load the history again and stream from its `last_event_id`", content_type = "text/event-stream", body = String),
+        (status = 200, description = "Server-Sent Events: `data:` is one frame, `id:` its cursor. A cursor that cannot be resumed (its records are no longer kept, or it is not this store's, or an `evt_…` cursor of an older askbus) gets one frame `{\"type\": \"server.resync\", \"properties\": {\"reason\": \"cursor_too_old\" | \"unknown_cursor\"}}` and the stream ends: load the history again and stream from its `last_event_id`", content_type = "text/event-stream", body = crate::openapi::SessionStreamFrame),
         (status = 400, description = "Malformed cursor", body = crate::error::ErrorBody),
         (status = 403, description = "The token is scoped to another session", body = crate::error::ErrorBody),
         (status = 429, description = "This token holds as many open streams and long polls as it may (`quota`)", body = crate::error::ErrorBody, headers(("Retry-After" = u64, description = "Seconds to wait before trying again"))),
         (status = 503, description = "Every stream slot of the server is taken (`too_many_streams`), or the store cannot be read; try again", body = crate::error::ErrorBody, headers(("Retry-After" = u64, description = "Seconds to wait before trying again"))),
     ),
-    security(("bearer" = []), ())
 )]
 pub(crate) async fn stream(
     State(state): State<AppState>,
@@ -135,14 +133,13 @@ pub(crate) async fn stream(
     operation_id = "session.step",
     tag = "session",
     params(("id" = String, Path, description = "Session id")),
-    request_body(content = Object, description = "A step: `{\"type\": \"text\", \"text\": \"...\"}`, `thinking`, `tool_use`, `tool_result` or `user`"),
+    request_body(content = Step, description = "A step: `{\"type\": \"text\", \"text\": \"...\"}`, `thinking`, `tool_use`, `tool_result` or `user`"),
     responses(
         (status = 200, description = "Recorded (in the store, when the server has one)", body = bool, content_type = "application/json"),
         (status = 403, description = "The token is scoped to another session, or is a reviewer's", body = crate::error::ErrorBody),
         (status = 422, description = "Not a step", body = crate::error::ErrorBody),
         (status = 503, description = "The store could not record the step", body = crate::error::ErrorBody),
     ),
-    security(("bearer" = []), ())
 )]
 pub(crate) async fn step(
     State(state): State<AppState>,

@@ -158,7 +158,6 @@ impl From<Delivery> for DeliveryView {
         (status = 403, description = "Not an admin's token for every session", body = crate::error::ErrorBody),
         (status = 503, description = "The store could not be read", body = crate::error::ErrorBody),
     ),
-    security(("bearer" = []), ())
 )]
 pub(crate) async fn deliveries(
     State(state): State<AppState>,

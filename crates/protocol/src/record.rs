@@ -53,6 +53,12 @@ pub const OTHER_DESCRIPTION: &str = "Enter a custom value";
 /// assert_eq!(step, Step::Text { text: "Done.".into(), is_final: true });
 /// ```
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(
+    feature = "openapi",
+    derive(utoipa::ToSchema),
+    schema(description = "One thing the agent did, as its runtime records it: \
+        `{\"type\": \"tool_use\", \"id\": \"tc-1\", \"name\": \"web_search\", \"input\": {...}}`.")
+)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum Step {
     /// A message the user sent.
@@ -105,6 +111,7 @@ pub enum Step {
 
 /// How a tool call ended.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum ToolStatus {
     /// It ran and succeeded.

@@ -32,9 +32,10 @@ pub type ApprovalId = Id<ApprovalKind>;
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct Action {
     /// The tool's name.
+    #[cfg_attr(feature = "openapi", schema(pattern = r"\S"))]
     pub name: String,
     /// The tool's complete arguments.
-    #[cfg_attr(feature = "openapi", schema(value_type = Object))]
+    #[cfg_attr(feature = "openapi", schema(value_type = HashMap<String, serde_json::Value>))]
     pub args: Value,
     /// The id of the model's `tool_use` block for this call, if any.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -129,7 +130,7 @@ pub struct EditedAction {
     /// The tool to call: the action's own.
     pub name: String,
     /// Its arguments: a JSON object.
-    #[cfg_attr(feature = "openapi", schema(value_type = Object))]
+    #[cfg_attr(feature = "openapi", schema(value_type = HashMap<String, serde_json::Value>))]
     pub args: Value,
 }
 

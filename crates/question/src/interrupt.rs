@@ -54,21 +54,64 @@ pub struct InterruptState {
 
 /// A pending request of either kind.
 #[derive(Debug, Clone, Serialize)]
-#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum PendingRequest {
     /// Questions to answer.
     Question {
         /// The request.
-        #[cfg_attr(feature = "openapi", schema(value_type = QuestionRequest))]
         request: Arc<QuestionRequest>,
     },
     /// Tool calls to review.
     Approval {
         /// The request.
-        #[cfg_attr(feature = "openapi", schema(value_type = ApprovalRequest))]
         request: Arc<ApprovalRequest>,
     },
+}
+
+/// The schema of a [`PendingRequest`]: one object, `kind` beside a `request` of either
+/// kind, rather than a `oneOf` of two objects, because an [`InterruptState`] flattens it
+/// (`allOf`), and code generators take `allOf` of objects only (openapi-python-client
+/// dropped the whole `InterruptState` otherwise).
+#[cfg(feature = "openapi")]
+impl utoipa::PartialSchema for PendingRequest {
+    fn schema() -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema> {
+        use utoipa::openapi::Ref;
+        use utoipa::openapi::schema::{ObjectBuilder, OneOfBuilder, Type};
+        let kind = ObjectBuilder::new()
+            .schema_type(Type::String)
+            .enum_values(Some(["question", "approval"]))
+            .description(Some("Which kind `request` is."));
+        let request = OneOfBuilder::new()
+            .item(Ref::from_schema_name("QuestionRequest"))
+            .item(Ref::from_schema_name("ApprovalRequest"))
+            .description(Some(
+                "The request: a `QuestionRequest` when `kind` is `question`, an \
+                 `ApprovalRequest` when it is `approval`.",
+            ));
+        ObjectBuilder::new()
+            .description(Some("A pending request of either kind."))
+            .property("kind", kind)
+            .property("request", request)
+            .required("kind")
+            .required("request")
+            .into()
+    }
+}
+
+#[cfg(feature = "openapi")]
+impl utoipa::ToSchema for PendingRequest {
+    fn schemas(
+        schemas: &mut Vec<(
+            String,
+            utoipa::openapi::RefOr<utoipa::openapi::schema::Schema>,
+        )>,
+    ) {
+        use utoipa::PartialSchema;
+        schemas.push((QuestionRequest::name().into(), QuestionRequest::schema()));
+        schemas.push((ApprovalRequest::name().into(), ApprovalRequest::schema()));
+        QuestionRequest::schemas(schemas);
+        ApprovalRequest::schemas(schemas);
+    }
 }
 
 /// The id of a request of either kind: `que_…` or `apr_…`.

@@ -46,16 +46,17 @@ pub const NO_PREFERENCE: &str = "[No preference]";
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct QuestionOption {
     /// Display text, one to five words.
+    #[cfg_attr(feature = "openapi", schema(min_length = 1))]
     pub label: String,
     /// What choosing this option means. Optional.
+    // No `default` in the OpenAPI schema, here or below: generators (openapi-typescript's
+    // defaults) read a default as "always present", and an answer may leave it out.
     #[serde(default)]
-    #[cfg_attr(feature = "openapi", schema(default = ""))]
     pub description: String,
     /// `true` marks the free-text option: choosing it means typing an answer of one's own,
     /// so the question takes custom answers and gets no separate "Other".
     // Written only when `true`, so OpenCode's option shape is unchanged.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
-    #[cfg_attr(feature = "openapi", schema(default = false))]
     pub input: bool,
 }
 
@@ -64,23 +65,22 @@ pub struct QuestionOption {
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct QuestionInfo {
     /// The complete question.
+    #[cfg_attr(feature = "openapi", schema(pattern = r"\S"))]
     pub question: String,
     /// A very short label shown as a chip, at most 30 characters. Optional: empty shows no
     /// chip.
     #[serde(default)]
-    #[cfg_attr(feature = "openapi", schema(default = ""))]
+    #[cfg_attr(feature = "openapi", schema(max_length = 30))]
     pub header: String,
     /// The offered choices.
     pub options: Vec<QuestionOption>,
     /// Whether several options may be selected. Defaults to `false`. Also accepted as
     /// `multiSelect`.
     #[serde(default, alias = "multiSelect")]
-    #[cfg_attr(feature = "openapi", schema(default = false))]
     pub multiple: bool,
     /// Whether the human may type an answer of their own ("Other"). Defaults to `true`;
     /// an option with `"input": true` requires it.
     #[serde(default = "custom_by_default")]
-    #[cfg_attr(feature = "openapi", schema(default = true))]
     pub custom: bool,
 }
 
