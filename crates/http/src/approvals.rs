@@ -245,10 +245,23 @@ pub(crate) async fn reply(
     SegmentPath(key): SegmentPath,
     ApiJson(reply): ApiJson<ApprovalReply>,
 ) -> Result<Json<bool>, ApiError> {
-    let id = visible(&state, &caller, &key).await?.request.id;
-    // 200 only once the decision is durable.
-    state.hub_for(&caller).approvals().reply(id, reply)?.await?;
+    decide(&state, &caller, &key, reply).await?;
     Ok(Json(true))
+}
+
+/// Decides the approval `key` names as `caller`, once durable: the one way an HTTP route
+/// decides an approval (`/approval/{id}/reply`, OpenCode's permission replies), so every
+/// one passes the same visibility, decider and review-config checks.
+pub(crate) async fn decide(
+    state: &AppState,
+    caller: &Caller,
+    key: &str,
+    reply: ApprovalReply,
+) -> Result<ApprovalId, ApiError> {
+    let id = visible(state, caller, key).await?.request.id;
+    // Answered only once the decision is durable.
+    state.hub_for(caller).approvals().reply(id, reply)?.await?;
+    Ok(id)
 }
 
 /// Ask for a review (server mode): create the request and return it at once, with its `id`
@@ -334,7 +347,8 @@ pub(crate) async fn visible(
         .ok_or_else(|| not_found(key))
 }
 
-fn not_found(key: &str) -> ApiError {
+/// 404 for the approval `key` names.
+pub(crate) fn not_found(key: &str) -> ApiError {
     let key: String = key.chars().take(64).collect();
     ApiError::new(
         ErrorCode::NotFound,

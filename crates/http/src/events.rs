@@ -25,6 +25,13 @@
 //! - With a `sessionID` filter (or a session-scoped token) only events whose
 //!   `properties.sessionID` is that session are sent; events without a `sessionID` pass.
 //! - Every open stream ends as soon as the router's shutdown token is cancelled.
+//!
+//! For OpenCode clients, an event that ends a request in a way they do not know is followed
+//! by a companion frame they act on, with the same `id` (see the `opencode` module):
+//! `question.rejected` (with `endedAs`) after `question.timed_out` / `question.cancelled`,
+//! `permission.asked` after `approval.asked`, `permission.replied` after every approval
+//! outcome. `GET /api/event` (OpenCode's v2 `v2.event.subscribe`) sends the same frames as
+//! `{"id","type","data"}`.
 
 use std::collections::VecDeque;
 use std::convert::Infallible;
@@ -44,6 +51,7 @@ use crate::auth::Caller;
 use crate::error::ApiError;
 use crate::extract::ApiQuery;
 use crate::metrics::Metrics;
+use crate::opencode;
 
 /// Query parameters of the event streams.
 #[derive(Debug, Default, Deserialize, utoipa::IntoParams)]
@@ -67,6 +75,8 @@ enum Framing {
     Plain,
     /// `GET /global/event`: `{"directory": <this, as JSON>, "payload": <envelope>}`.
     Global(Arc<str>),
+    /// `GET /api/event`: OpenCode's v2 envelope, `{"id","type","data": <properties>}`.
+    V2,
 }
 
 /// Why the stream could not continue exactly where the client left off.
@@ -155,6 +165,31 @@ pub(crate) async fn global_event_stream(
         query,
         Framing::Global(directory.into()),
     )
+}
+
+/// Subscribe to every event in OpenCode's v2 envelope (`v2.event.subscribe`).
+#[utoipa::path(
+    get,
+    path = "/api/event",
+    operation_id = "v2.event.subscribe",
+    tag = "events",
+    params(EventQuery, ("Last-Event-ID" = Option<String>, Header, description = "Resume after this event id")),
+    responses(
+        (status = 200, description = "As `/event`, each frame `data: {\"id\",\"type\",\"data\"}` (the event's properties under `data`, as OpenCode's v2 events)", content_type = "text/event-stream", body = String),
+        (status = 401, description = "Missing or unknown token", body = crate::error::ErrorBody),
+        (status = 403, description = "The token is scoped to another session", body = crate::error::ErrorBody),
+        (status = 429, description = "This token holds as many open streams and long polls as it may (`quota`)", body = crate::error::ErrorBody, headers(("Retry-After" = u64, description = "Seconds to wait before trying again"))),
+        (status = 503, description = "Every stream slot of the server is taken (`too_many_streams`)", body = crate::error::ErrorBody, headers(("Retry-After" = u64, description = "Seconds to wait before trying again"))),
+    ),
+    security(("bearer" = []), ())
+)]
+pub(crate) async fn v2_event_stream(
+    State(state): State<AppState>,
+    caller: Caller,
+    headers: HeaderMap,
+    ApiQuery(query): ApiQuery<EventQuery>,
+) -> Result<Sse<impl Stream<Item = Result<SseFrame, Infallible>>>, ApiError> {
+    open(&state, &caller, &headers, query, Framing::V2)
 }
 
 fn open(
@@ -249,6 +284,10 @@ impl EventStream {
                     Ok(envelope) => {
                         self.cursor = envelope.id();
                         if self.passes(&envelope) {
+                            if let Some((kind, properties)) = opencode::companion(&envelope) {
+                                let companion = self.frame(envelope.id(), kind, &properties);
+                                self.queued.push_back(companion);
+                            }
                             return Some(self.event_frame(&envelope));
                         }
                     }
@@ -292,7 +331,26 @@ impl EventStream {
                 r#"{{"directory":{directory},"payload":{}}}"#,
                 envelope.json()
             )),
+            Framing::V2 => self.frame(
+                envelope.id(),
+                envelope.event_type(),
+                &envelope.properties_json(),
+            ),
         }
+    }
+
+    /// A frame of event `id` with this `kind` and `properties`, as the route wraps events.
+    fn frame(&self, id: EventId, kind: &str, properties: &str) -> SseFrame {
+        let cursor = id.to_string();
+        let (id, kind) = (json_string(&cursor), json_string(kind));
+        let data = match &self.framing {
+            Framing::Plain => format!(r#"{{"id":{id},"type":{kind},"properties":{properties}}}"#),
+            Framing::Global(directory) => format!(
+                r#"{{"directory":{directory},"payload":{{"id":{id},"type":{kind},"properties":{properties}}}}}"#
+            ),
+            Framing::V2 => format!(r#"{{"id":{id},"type":{kind},"data":{properties}}}"#),
+        };
+        SseFrame::default().id(cursor).data(data)
     }
 
     /// A frame of the server's own, `{"type": kind, "properties": properties}`.
@@ -303,6 +361,7 @@ impl EventStream {
             Framing::Global(directory) => {
                 format!(r#"{{"directory":{directory},"payload":{payload}}}"#)
             }
+            Framing::V2 => format!(r#"{{"type":"{kind}","data":{properties}}}"#),
         };
         SseFrame::default().data(data)
     }

@@ -507,6 +507,9 @@ function applyEvent(event) {
       });
       break;
     case 'question.rejected':
+      // The companion OpenCode clients get after `question.timed_out` / `question.cancelled`
+      // (`endedAs` names which): that event settled the card already.
+      if (properties.endedAs) break;
       ended(event, 'question', properties.sessionID, properties.requestID, {
         status: 'rejected',
         reason: properties.reason,
