@@ -466,7 +466,7 @@ fn check_permissions(permissions: &Value) {
     // `permission.replied`, which OpenCode clients settle a prompt by.
     for (name, reply) in [
         ("once", "once"),
-        ("always", "once"),
+        ("always", "always"),
         ("reject", "reject"),
         ("respond", "once"),
     ] {

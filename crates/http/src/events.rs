@@ -26,12 +26,14 @@
 //!   `properties.sessionID` is that session are sent; events without a `sessionID` pass.
 //! - Every open stream ends as soon as the router's shutdown token is cancelled.
 //!
-//! For OpenCode clients, an event that ends a request in a way they do not know is followed
-//! by a companion frame they act on, with the same `id` (see the `opencode` module):
-//! `question.rejected` (with `endedAs`) after `question.timed_out` / `question.cancelled`,
-//! `permission.asked` after `approval.asked`, `permission.replied` after every approval
-//! outcome. `GET /api/event` (OpenCode's v2 `v2.event.subscribe`) sends the same frames as
-//! `{"id","type","data"}`.
+//! OpenCode clients get companion frames: an askbus event they do not know is followed by
+//! one they act on, with the same `id` (see the `opencode` module): `question.rejected`
+//! (with `endedAs`) after `question.timed_out` / `question.cancelled`, `permission.asked`
+//! after `approval.asked`, `permission.replied` after every approval outcome. A stream is
+//! an OpenCode client's when it is `GET /global/event` or `GET /api/event` (OpenCode's v2
+//! `v2.event.subscribe`, whose frames are `{"id","type","data"}`), or `GET /event` with
+//! OpenCode's `directory` (query) or `x-opencode-directory` (header), which its clients
+//! always send. Other `/event` streams carry askbus's events only, exactly as published.
 
 use std::collections::VecDeque;
 use std::convert::Infallible;
@@ -63,8 +65,9 @@ pub(crate) struct EventQuery {
     session_id: Option<String>,
     /// Resume after this event id; the `Last-Event-ID` header takes precedence.
     last_event_id: Option<String>,
-    /// Accepted for OpenCode clients, ignored.
-    #[allow(dead_code)]
+    /// Sent by OpenCode clients (as is `x-opencode-directory`): the stream also carries
+    /// the companion frames OpenCode clients act on (`permission.asked`,
+    /// `permission.replied`, `question.rejected` after a timeout or cancellation).
     directory: Option<String>,
 }
 
@@ -100,6 +103,8 @@ struct EventStream {
     session: Option<Arc<str>>,
     /// Event wrapping of the route.
     framing: Framing,
+    /// Whether the client is an OpenCode client, which gets companion frames.
+    companions: bool,
     /// Server frames queued before the next bus event.
     queued: VecDeque<SseFrame>,
     /// Ticks when a heartbeat is due.
@@ -208,6 +213,9 @@ fn open(
         (Some(own), _) => Some(Arc::clone(own)),
         (None, asked) => asked.map(Arc::from),
     };
+    let companions = !matches!(framing, Framing::Plain)
+        || query.directory.is_some()
+        || headers.contains_key("x-opencode-directory");
     let cursor = headers
         .get("last-event-id")
         // A header that is not text is still a cursor the client sent: it must end in a
@@ -243,6 +251,7 @@ fn open(
         cursor,
         session,
         framing,
+        companions,
         queued: VecDeque::new(),
         heartbeat,
         shutdown: state.inner.shutdown.clone(),
@@ -284,7 +293,11 @@ impl EventStream {
                     Ok(envelope) => {
                         self.cursor = envelope.id();
                         if self.passes(&envelope) {
-                            if let Some((kind, properties)) = opencode::companion(&envelope) {
+                            if let Some((kind, properties)) = self
+                                .companions
+                                .then(|| opencode::companion(&envelope))
+                                .flatten()
+                            {
                                 let companion = self.frame(envelope.id(), kind, &properties);
                                 self.queued.push_back(companion);
                             }

@@ -70,6 +70,7 @@ mod error;
 mod events;
 mod extract;
 mod follow_up;
+mod grants;
 mod links;
 mod long_poll;
 mod metrics;
@@ -304,6 +305,8 @@ fn build(
         .routes(routes!(opencode::v2_question_list))
         .routes(routes!(opencode::v2_question_reply))
         .routes(routes!(opencode::v2_question_reject))
+        .routes(routes!(grants::list))
+        .routes(routes!(grants::revoke))
         .routes(routes!(approvals::list, approvals::create))
         .routes(routes!(approvals::get))
         .routes(routes!(approvals::reply))

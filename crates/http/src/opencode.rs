@@ -15,8 +15,11 @@
 //!   the reason) and goes through [`approvals::decide`], the path of
 //!   `POST /approval/{id}/reply`: the same visibility, the same decider and role checks,
 //!   the same review configs. An agent's token cannot approve by answering a permission.
-//! - **`always` approves this request once.** askbus records no standing grant: a later
-//!   call of the same tool asks again. (OpenCode's server would remember the patterns.)
+//! - **`always` also grants.** It approves the request and records a standing grant for
+//!   the session (`ApprovalService::reply_always`; see `askbus_question`'s `grant` module):
+//!   later calls of the same tool whose patterns it matches are approved without asking,
+//!   each such auto-approval named in its reply's `auto_approved_by`. Grants are listed
+//!   and revoked under `/session/{id}/grant` (the `grants` module).
 //! - **Routes are aliases.** The v2 routes (`/api/session/{sessionID}/question/...`,
 //!   `/api/session/{sessionID}/permission/...`, `/api/question/request`,
 //!   `/api/permission/request`, `/api/health`, `/api/event`) call the same handlers as the
@@ -24,8 +27,8 @@
 //!   request outside the path's session is 404.
 //! - **No stale prompts.** OpenCode clients drop a question on `question.rejected` and a
 //!   permission on `permission.replied`, and know no other ending. So after each askbus
-//!   event that ends a request in a way they do not know, the event streams send a
-//!   companion frame they act on ([`companion`]): `question.rejected` after
+//!   event that ends a request in a way they do not know, the event streams of OpenCode
+//!   clients (see the `events` module) send a companion frame they act on ([`companion`]): `question.rejected` after
 //!   `question.timed_out` and `question.cancelled`, and `permission.replied` after every
 //!   approval outcome. A companion carries its event's id (so a resumed stream neither
 //!   repeats nor loses it) and, for questions, `endedAs` (the askbus outcome), so askbus's
@@ -41,7 +44,7 @@ use std::sync::Arc;
 
 use askbus_bus::Envelope;
 use askbus_question::{
-    Action, ApprovalId, ApprovalReply, ApprovalRequest, Decision, QuestionRequest,
+    ApprovalId, ApprovalReply, ApprovalRequest, Decision, QuestionRequest, pattern_of,
 };
 use axum::Json;
 use axum::extract::{FromRequestParts, Path, Request, State};
@@ -68,13 +71,13 @@ pub(crate) struct Permission {
     session_id: Arc<str>,
     /// The tool the first action calls.
     permission: String,
-    /// What each action touches: its `command`, `filePath`, `path`, `url` or `pattern`
-    /// argument, or `*` when it has none of them.
+    /// What each action touches: its `command`, `filePath`, `file_path`, `path`, `url` or
+    /// `pattern` argument, or `*` when it has none of them.
     patterns: Vec<String>,
     /// `approvalKey` and the full `actions` under review.
     #[schema(value_type = Object)]
     metadata: Value,
-    /// What `always` would cover: the same patterns (askbus approves once; see the module).
+    /// What `always` would grant: the same patterns, for the same tool.
     always: Vec<String>,
     /// The model's tool call, when the first action names one (`tool_use_id`).
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -122,7 +125,7 @@ pub(crate) struct PermissionV2 {
 pub(crate) enum PermissionAnswer {
     /// Approve this request.
     Once,
-    /// Approve this request (askbus keeps no standing grant: see the module).
+    /// Approve this request, and grant the session's later calls like it.
     Always,
     /// Reject every action, with `message` as the reason.
     Reject,
@@ -180,6 +183,13 @@ pub(crate) struct SessionRequestPath {
     session_id: String,
     /// The request the path names.
     request_id: String,
+}
+
+impl SessionRequestPath {
+    /// The session and the request the path names.
+    pub(crate) fn parts(&self) -> (&str, &str) {
+        (&self.session_id, &self.request_id)
+    }
 }
 
 impl<S: Send + Sync> FromRequestParts<S> for SessionRequestPath {
@@ -559,16 +569,24 @@ pub(crate) fn companion(envelope: &Envelope) -> Option<(&'static str, String)> {
         }
         "approval.replied" | "approval.timed_out" | "approval.cancelled" => {
             let properties: Value = serde_json::from_str(&envelope.properties_json()).ok()?;
-            // Only a reply can run something; expiry and cancellation reject.
+            // Only a reply can run something; expiry and cancellation reject. A reply that
+            // made a grant, or that a grant made, is OpenCode's `always`.
             let runs = kind == "approval.replied"
                 && Vec::<Decision>::deserialize(properties.get("decisions")?)
                     .ok()?
                     .iter()
                     .any(Decision::runs);
+            let by_grant =
+                properties.get("granted").is_some() || properties.get("auto_approved_by").is_some();
+            let reply = match (runs, by_grant) {
+                (false, _) => PermissionAnswer::Reject,
+                (true, false) => PermissionAnswer::Once,
+                (true, true) => PermissionAnswer::Always,
+            };
             let replied = json!({
                 "sessionID": properties.get("session_id")?,
                 "requestID": properties.get("request_id")?,
-                "reply": if runs { PermissionAnswer::Once } else { PermissionAnswer::Reject },
+                "reply": reply,
             });
             Some(("permission.replied", replied.to_string()))
         }
@@ -579,7 +597,7 @@ pub(crate) fn companion(envelope: &Envelope) -> Option<(&'static str, String)> {
 impl Permission {
     /// `request` as OpenCode's `PermissionRequest`.
     fn of(request: &ApprovalRequest) -> Self {
-        let patterns: Vec<String> = request.action_requests.iter().map(pattern).collect();
+        let patterns: Vec<String> = request.action_requests.iter().map(pattern_of).collect();
         Self {
             id: request.id.to_string(),
             session_id: Arc::clone(&request.session_id),
@@ -598,7 +616,7 @@ impl Permission {
 impl PermissionV2 {
     /// `request` as OpenCode's `PermissionV2Request`.
     fn of(request: &ApprovalRequest) -> Self {
-        let resources: Vec<String> = request.action_requests.iter().map(pattern).collect();
+        let resources: Vec<String> = request.action_requests.iter().map(pattern_of).collect();
         Self {
             id: request.id.to_string(),
             session_id: Arc::clone(&request.session_id),
@@ -610,19 +628,6 @@ impl PermissionV2 {
                 .map(|call_id| json!({"type": "tool", "messageID": "", "callID": call_id})),
         }
     }
-}
-
-/// The arguments whose value says what a call touches, in the order they are looked for.
-const PATTERN_ARGUMENTS: [&str; 6] = ["command", "filePath", "file_path", "path", "url", "pattern"];
-
-/// What `action` touches, as an OpenCode pattern: the first of [`PATTERN_ARGUMENTS`] that
-/// is a string argument, else `*` (OpenCode's pattern of a tool without one).
-fn pattern(action: &Action) -> String {
-    PATTERN_ARGUMENTS
-        .iter()
-        .find_map(|name| action.args.get(name).and_then(Value::as_str))
-        .unwrap_or("*")
-        .to_owned()
 }
 
 /// The first action's tool: what OpenCode calls the permission.
@@ -670,12 +675,27 @@ async fn answer(
     if let Some(session) = session {
         approval_in_session(state, caller, session, key).await?;
     }
-    let decision = match answer {
-        PermissionAnswer::Once | PermissionAnswer::Always => Decision::Approve,
-        PermissionAnswer::Reject => Decision::Reject { message },
+    let decided = match answer {
+        PermissionAnswer::Once => {
+            approvals::decide(state, caller, key, |approvals, id| {
+                approvals.reply(id, ApprovalReply::new([Decision::Approve]))
+            })
+            .await
+        }
+        PermissionAnswer::Always => {
+            approvals::decide(state, caller, key, |approvals, id| {
+                approvals.reply_always(id).map(|(durable, _grant)| durable)
+            })
+            .await
+        }
+        PermissionAnswer::Reject => {
+            approvals::decide(state, caller, key, |approvals, id| {
+                approvals.reply(id, ApprovalReply::new([Decision::Reject { message }]))
+            })
+            .await
+        }
     };
-    approvals::decide(state, caller, key, ApprovalReply::new([decision]))
-        .await
+    decided
         .map(drop)
         .map_err(|error| permission_error(error, key))
 }
