@@ -223,7 +223,10 @@ async fn grants_are_bounded_per_session_and_cover_one_tool() {
     let (refused, body) = answer(&app, ALICE, &second, "always").await;
     assert_eq!(refused, StatusCode::UNPROCESSABLE_ENTITY, "{body}");
     assert!(
-        body["message"].as_str().unwrap().contains("holds 1 grants"),
+        body["message"]
+            .as_str()
+            .unwrap()
+            .contains("holds 1 of the 1 grants"),
         "{body}"
     );
     assert_eq!(status(&app, &second).await["status"], "pending");

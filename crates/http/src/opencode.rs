@@ -108,7 +108,7 @@ pub(crate) struct PermissionV2 {
     action: String,
     /// What each action touches (as `patterns`).
     resources: Vec<String>,
-    /// What `always` would cover (as `always`).
+    /// What `always` would grant (as `always`).
     save: Vec<String>,
     /// As the v1 permission's `metadata`.
     #[schema(value_type = Object)]
@@ -148,21 +148,47 @@ pub(crate) struct PermissionRespondBody {
     response: PermissionAnswer,
 }
 
-/// A v2 answer: `{"data": ...}`.
+/// v2 `{"data": [...]}`: a session's pending questions.
 #[derive(Debug, Serialize, utoipa::ToSchema)]
-pub(crate) struct Data<T> {
-    /// The payload.
-    data: T,
+pub(crate) struct V2Questions {
+    /// The pending questions, ascending by id.
+    #[schema(value_type = Vec<QuestionRequest>)]
+    data: Vec<Arc<QuestionRequest>>,
 }
 
-/// A v2 list over a location: `{"location": {...}, "data": [...]}`.
+/// v2 `{"data": [...]}`: a session's pending permissions.
 #[derive(Debug, Serialize, utoipa::ToSchema)]
-pub(crate) struct Located<T> {
-    /// The server's directory (`--directory`), as OpenCode's `LocationInfo`.
+pub(crate) struct V2Permissions {
+    /// The pending approvals as v2 permissions, ascending by id.
+    data: Vec<PermissionV2>,
+}
+
+/// v2 `{"data": {...}}`: one pending permission.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+pub(crate) struct V2PermissionData {
+    /// The approval as a v2 permission.
+    data: PermissionV2,
+}
+
+/// v2 `{"location", "data": [...]}`: every pending question.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+pub(crate) struct V2QuestionRequests {
+    /// The server's directory (`HttpConfig::directory`), as OpenCode's `LocationInfo`.
     #[schema(value_type = Object)]
     location: Value,
-    /// The pending requests.
-    data: Vec<T>,
+    /// The pending questions, ascending by id.
+    #[schema(value_type = Vec<QuestionRequest>)]
+    data: Vec<Arc<QuestionRequest>>,
+}
+
+/// v2 `{"location", "data": [...]}`: every pending permission.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+pub(crate) struct V2PermissionRequests {
+    /// The server's directory, as OpenCode's `LocationInfo`.
+    #[schema(value_type = Object)]
+    location: Value,
+    /// The pending approvals as v2 permissions, ascending by id.
+    data: Vec<PermissionV2>,
 }
 
 /// `?directory=&workspace=`, sent by OpenCode clients and ignored.
@@ -328,7 +354,7 @@ pub(crate) async fn permission_respond(
     tag = "permission",
     params(("sessionID" = String, Path, description = "Session id")),
     responses(
-        (status = 200, description = "The session's pending approvals as v2 permissions", body = Data<Vec<PermissionV2>>),
+        (status = 200, description = "The session's pending approvals as v2 permissions", body = V2Permissions),
         (status = 403, description = "The token is scoped to another session", body = crate::error::ErrorBody),
     ),
     security(("bearer" = []), ())
@@ -337,9 +363,9 @@ pub(crate) async fn v2_permission_list(
     State(state): State<AppState>,
     caller: Caller,
     crate::extract::SegmentPath(session_id): crate::extract::SegmentPath,
-) -> Result<Json<Data<Vec<PermissionV2>>>, ApiError> {
+) -> Result<Json<V2Permissions>, ApiError> {
     let pending = pending_approvals(&state, &caller, Some(&session_id)).await?;
-    Ok(Json(Data {
+    Ok(Json(V2Permissions {
         data: pending
             .iter()
             .map(|request| PermissionV2::of(request))
@@ -358,7 +384,7 @@ pub(crate) async fn v2_permission_list(
         ("requestID" = String, Path, description = "The approval's id or `approval_key`"),
     ),
     responses(
-        (status = 200, description = "The approval as a v2 permission", body = Data<PermissionV2>),
+        (status = 200, description = "The approval as a v2 permission", body = V2PermissionData),
         (status = 404, description = "No such pending approval in this session (`PermissionNotFoundError`)", body = crate::error::ErrorBody),
     ),
     security(("bearer" = []), ())
@@ -367,7 +393,7 @@ pub(crate) async fn v2_permission_get(
     State(state): State<AppState>,
     caller: Caller,
     path: SessionRequestPath,
-) -> Result<Json<Data<PermissionV2>>, ApiError> {
+) -> Result<Json<V2PermissionData>, ApiError> {
     let snapshot = approval_in_session(&state, &caller, &path.session_id, &path.request_id).await?;
     if snapshot.outcome.is_some() {
         return Err(permission_error(
@@ -375,7 +401,7 @@ pub(crate) async fn v2_permission_get(
             &path.request_id,
         ));
     }
-    Ok(Json(Data {
+    Ok(Json(V2PermissionData {
         data: PermissionV2::of(&snapshot.request),
     }))
 }
@@ -425,15 +451,15 @@ pub(crate) async fn v2_permission_reply(
     path = "/api/permission/request",
     operation_id = "v2.permission.request.list",
     tag = "permission",
-    responses((status = 200, description = "Pending approvals as v2 permissions", body = Located<PermissionV2>)),
+    responses((status = 200, description = "Pending approvals as v2 permissions", body = V2PermissionRequests)),
     security(("bearer" = []), ())
 )]
 pub(crate) async fn v2_permission_requests(
     State(state): State<AppState>,
     caller: Caller,
-) -> Result<Json<Located<PermissionV2>>, ApiError> {
+) -> Result<Json<V2PermissionRequests>, ApiError> {
     let pending = pending_approvals(&state, &caller, None).await?;
-    Ok(Json(Located {
+    Ok(Json(V2PermissionRequests {
         location: location(&state),
         data: pending
             .iter()
@@ -450,7 +476,7 @@ pub(crate) async fn v2_permission_requests(
     tag = "question",
     params(("sessionID" = String, Path, description = "Session id")),
     responses(
-        (status = 200, description = "The session's pending questions", body = Data<Vec<QuestionRequest>>),
+        (status = 200, description = "The session's pending questions", body = V2Questions),
         (status = 403, description = "The token is scoped to another session", body = crate::error::ErrorBody),
     ),
     security(("bearer" = []), ())
@@ -459,8 +485,8 @@ pub(crate) async fn v2_question_list(
     State(state): State<AppState>,
     caller: Caller,
     crate::extract::SegmentPath(session_id): crate::extract::SegmentPath,
-) -> Result<Json<Data<Vec<Arc<QuestionRequest>>>>, ApiError> {
-    Ok(Json(Data {
+) -> Result<Json<V2Questions>, ApiError> {
+    Ok(Json(V2Questions {
         data: pending_questions(&state, &caller, Some(&session_id)).await?,
     }))
 }
@@ -471,14 +497,14 @@ pub(crate) async fn v2_question_list(
     path = "/api/question/request",
     operation_id = "v2.question.request.list",
     tag = "question",
-    responses((status = 200, description = "Pending questions", body = Located<QuestionRequest>)),
+    responses((status = 200, description = "Pending questions", body = V2QuestionRequests)),
     security(("bearer" = []), ())
 )]
 pub(crate) async fn v2_question_requests(
     State(state): State<AppState>,
     caller: Caller,
-) -> Result<Json<Located<Arc<QuestionRequest>>>, ApiError> {
-    Ok(Json(Located {
+) -> Result<Json<V2QuestionRequests>, ApiError> {
+    Ok(Json(V2QuestionRequests {
         location: location(&state),
         data: pending_questions(&state, &caller, None).await?,
     }))

@@ -187,7 +187,7 @@ impl Grants {
         let held = self.lock().get(session_id).map_or(0, Vec::len);
         if held >= limit {
             return Err(ValidationError::request(format!(
-                "this session holds {held} grants, the most it may: revoke one, or approve once"
+                "this session holds {held} of the {limit} grants it may: revoke one, or approve once"
             )));
         }
         Ok(())
