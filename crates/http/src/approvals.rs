@@ -96,7 +96,7 @@ pub(crate) struct ApprovalStatus {
     votes: Vec<ApprovalVote>,
     /// The standing grant the human's `always` made, once replied so.
     #[serde(skip_serializing_if = "Option::is_none")]
-    granted: Option<Grant>,
+    granted: Option<Box<Grant>>,
     /// The grants that approved it without asking a human (`answered_by` is then who
     /// granted them, not a reviewer of this request).
     #[serde(skip_serializing_if = "Vec::is_empty")]

@@ -840,7 +840,7 @@ impl ApprovalService {
             let grant = Grant::of(request, &self.actor)?;
             self.grants.check_room(&request.session_id, limit)?;
             let mut reply = complete_reply(request, ApprovalReply::new([Decision::Approve]))?;
-            reply.granted = Some(grant.clone());
+            reply.granted = Some(Box::new(grant.clone()));
             made = Some(grant);
             Ok(Outcome::Replied(Arc::new(reply)))
         })?;

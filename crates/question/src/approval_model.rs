@@ -156,7 +156,7 @@ pub struct ApprovalReply {
     /// [`ApprovalService::reply_always`](crate::ApprovalService::reply_always)). Set by the
     /// service: what a client sends here is ignored.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub granted: Option<Grant>,
+    pub granted: Option<Box<Grant>>,
     /// The grants that approved this request without asking a human (an auto-approval: no
     /// human decided it, though it acts as the one who granted). Set by the service: what a
     /// client sends here is ignored.
