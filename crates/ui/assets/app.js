@@ -540,6 +540,8 @@ function applyEvent(event) {
         decisions: properties.decisions,
         votes: properties.votes,
         answeredBy: properties.answered_by,
+        granted: properties.granted,
+        autoApprovedBy: properties.auto_approved_by,
       });
       break;
     case 'approval.decided':
