@@ -210,6 +210,23 @@ async fn always_grants_the_sessions_later_matching_calls_until_revoked() {
 }
 
 #[tokio::test]
+async fn always_also_approves_what_the_session_has_pending_that_it_covers() {
+    // As OpenCode's `always`: the same call asked twice, both pending; one answer does both.
+    let app = app(32).await;
+    let first = ask(&app, "ses_p", "bash", "make test").await;
+    let second = ask(&app, "ses_p", "bash", "make test").await;
+    let other = ask(&app, "ses_p", "bash", "make deploy").await;
+    assert_eq!(
+        answer(&app, ALICE, &first, "always").await.0,
+        StatusCode::OK
+    );
+    let second = status(&app, &second).await;
+    assert_eq!(second["status"], "replied", "{second}");
+    assert_eq!(second["auto_approved_by"][0]["id"], first["id"]);
+    assert_eq!(status(&app, &other).await["status"], "pending");
+}
+
+#[tokio::test]
 async fn grants_are_bounded_per_session_and_cover_one_tool() {
     let app = app(1).await;
     let first = ask(&app, "ses_b", "bash", "ls").await;

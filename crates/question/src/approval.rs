@@ -814,8 +814,9 @@ impl ApprovalService {
     }
 
     /// Approves a pending request, and grants its tool calls for the rest of the session:
-    /// later requests of the session whose every action calls the same tool with a
-    /// pattern the grant matches are approved without asking (see the `grant` module).
+    /// the session's requests whose every action calls the same tool with a pattern the
+    /// grant matches, pending now or asked later, are approved without asking (see the
+    /// `grant` module).
     /// Returns the grant with the [`Durable`] of the approval.
     ///
     /// The grant is this handle's identity's: it must be one that may decide the request
@@ -850,6 +851,11 @@ impl ApprovalService {
         self.bus().publish(ApprovalGranted {
             grant: grant.clone(),
         });
+        // As OpenCode's `always` does: what the session has pending that the grant covers
+        // is approved too, not only what it asks later.
+        for pending in self.list(Some(&grant.session_id)) {
+            self.apply_grants(&pending);
+        }
         Ok((durable, grant))
     }
 

@@ -3,7 +3,8 @@
 //!
 //! A grant is made by a human deciding an approval with
 //! [`ApprovalService::reply_always`](crate::ApprovalService::reply_always): that request is
-//! approved, and the grant covers later requests of the same session whose every action
+//! approved, and the grant covers the session's other requests (pending, and later ones)
+//! whose every action
 //! calls the same tool with a [pattern](pattern_of) that one of the grant's patterns
 //! matches (`*` in a grant's pattern matches any run of characters, as in OpenCode).
 //!
@@ -13,7 +14,8 @@
 //!   (the registry's `check_decider`): an agent's identity, or the asker's own under
 //!   separation of duties, can no more grant than approve.
 //! - **One place applies grants.** [`ApprovalService`](crate::ApprovalService) checks them
-//!   when a request is made, whatever made it (HTTP, MCP, the tools, the guard). A covered
+//!   when a request is made, whatever made it (HTTP, MCP, the tools, the guard), and on
+//!   the session's pending requests when a grant is made. A covered
 //!   request is still asked (`approval.asked`) and is then replied to at once, acting as the
 //!   human who granted, with the grant named in the reply's `auto_approved_by`: an
 //!   auto-approval is never a human's reply in disguise. A request the granter may not
