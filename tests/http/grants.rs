@@ -194,6 +194,17 @@ async fn always_grants_the_sessions_later_matching_calls_until_revoked() {
         json!([grant])
     );
 
+    // The session's history names alice for her decision, and nobody for the grant's.
+    let history = read(&app, "/session/ses_g/history").await;
+    let deciders: Vec<&str> = history["messages"]
+        .as_array()
+        .expect("messages")
+        .iter()
+        .flat_map(|message| message["content"].as_array().into_iter().flatten())
+        .filter_map(|part| part["answeredBy"].as_str())
+        .collect();
+    assert_eq!(deciders, ["alice"], "{history}");
+
     // Revoked: gone from the list, published, and the call is asked again.
     let uri = format!("/session/ses_g/grant/{}", grant["id"].as_str().unwrap());
     let (revoked, body) = app.call(request("DELETE", &uri, ALICE, None)).await;

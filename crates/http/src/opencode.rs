@@ -10,16 +10,18 @@
 //!
 //! Policy, in exact words:
 //!
-//! - **One way to decide.** A permission reply becomes an [`ApprovalReply`] (`once` and
-//!   `always`: approve every action; `reject`: reject every action, with the `message` as
-//!   the reason) and goes through [`approvals::decide`], the path of
+//! - **One way to decide.** A permission reply becomes an approval decision (`once`: an
+//!   [`ApprovalReply`] approving every action; `always`: `ApprovalService::reply_always`;
+//!   `reject`: a reply rejecting every action, with the `message` as the reason) and goes
+//!   through [`approvals::decide`], the path of
 //!   `POST /approval/{id}/reply`: the same visibility, the same decider and role checks,
 //!   the same review configs. An agent's token cannot approve by answering a permission.
 //! - **`always` also grants.** It approves the request and records a standing grant for
-//!   the session (`ApprovalService::reply_always`; see `askbus_question`'s `grant` module):
-//!   later calls of the same tool whose patterns it matches are approved without asking,
-//!   each such auto-approval named in its reply's `auto_approved_by`. Grants are listed
-//!   and revoked under `/session/{id}/grant` (the `grants` module).
+//!   the session (see `askbus_question`'s `grant` module): the session's calls of the
+//!   same tool whose patterns it matches, pending or later, are approved without asking,
+//!   each such auto-approval named in its reply's `auto_approved_by`, and its
+//!   `permission.replied` reads `always`. Grants are listed and revoked under
+//!   `/session/{id}/grant` (the `grants` module).
 //! - **Routes are aliases.** The v2 routes (`/api/session/{sessionID}/question/...`,
 //!   `/api/session/{sessionID}/permission/...`, `/api/question/request`,
 //!   `/api/permission/request`, `/api/health`, `/api/event`) call the same handlers as the
@@ -28,11 +30,12 @@
 //! - **No stale prompts.** OpenCode clients drop a question on `question.rejected` and a
 //!   permission on `permission.replied`, and know no other ending. So after each askbus
 //!   event that ends a request in a way they do not know, the event streams of OpenCode
-//!   clients (see the `events` module) send a companion frame they act on ([`companion`]): `question.rejected` after
-//!   `question.timed_out` and `question.cancelled`, and `permission.replied` after every
-//!   approval outcome. A companion carries its event's id (so a resumed stream neither
-//!   repeats nor loses it) and, for questions, `endedAs` (the askbus outcome), so askbus's
-//!   own clients can tell it from a human's rejection and skip it.
+//!   clients (see the `events` module) send a companion frame they act on
+//!   ([`companion`]): `question.rejected` after `question.timed_out` and
+//!   `question.cancelled`, `permission.asked` after `approval.asked`, and
+//!   `permission.replied` after every approval outcome. A companion carries its event's id
+//!   (so a resumed stream neither repeats nor loses it) and, for questions, `endedAs` (the
+//!   askbus outcome), so a client can tell it from a human's rejection.
 //!
 //! ```text
 //! approval.asked     {id, session_id, action_requests: [{name: "bash", args: {command}}]}
