@@ -5,7 +5,13 @@
 //! (`tests/opencode-sdk/package-lock.json`, `npm ci` when `node_modules` is missing or
 //! stale), serves the askbus router over real TCP on 127.0.0.1, and runs
 //! `tests/opencode-sdk/drive.mjs`, which uses `event.subscribe`, `global.event`,
-//! `question.list`, `question.reply` and `question.reject` the way an OpenCode UI does.
+//! `question.list`, `question.reply` and `question.reject` the way an OpenCode UI does,
+//! then answers askbus approvals as OpenCode permissions (`permission.list`,
+//! `permission.reply` with `once` / `always` / `reject`, the deprecated
+//! `permission.respond`, refused for an agent's token), watches a timed-out and an aborted
+//! question disappear by the `question.rejected` it receives, and calls the v2 client
+//! (`v2.health.get`, `v2.event.subscribe`, `v2.session.question.*`,
+//! `v2.session.permission.*`).
 //!
 //! The exchange is driven by process I/O, never by sleeps: node prints a `subscribed` line
 //! once both event streams are open, the test then asks two questions in process, node sees
@@ -20,6 +26,7 @@ use std::path::Path;
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
+use askbus::question::{Identity, Role};
 use askbus::{AskError, Bus, QuestionInfo, QuestionOption, QuestionService, Timeout, ToolRef};
 use askbus_http::{AccessToken, HttpConfig};
 use serde_json::{Value, json};
@@ -38,6 +45,8 @@ const NODE_SELF_TIMEOUT_MS: &str = "20000";
 const SETTLE_TIMEOUT: Duration = Duration::from_secs(5);
 /// The bearer token the server requires and node sends.
 const TOKEN: &str = "opencode-sdk-test-token-0123456789";
+/// An agent's token: it may ask, never decide.
+const AGENT_TOKEN: &str = "opencode-sdk-agent-token-0123456789";
 /// The `directory` `/global/event` reports.
 const DIRECTORY: &str = "/srv/askbus-opencode-sdk";
 /// The syntactically valid but unknown id `drive.mjs` rejects.
@@ -102,7 +111,10 @@ async fn drive(package: &Path) {
     let questions = QuestionService::new(Bus::new());
     let shutdown = CancellationToken::new();
     let config = HttpConfig {
-        tokens: vec![AccessToken::all_sessions(TOKEN)],
+        tokens: vec![
+            AccessToken::all_sessions(TOKEN),
+            AccessToken::new(AGENT_TOKEN, Identity::new("agent-1", Role::Agent)),
+        ],
         // Short, so node also sees a heartbeat frame without waiting long for it.
         heartbeat_interval: Duration::from_millis(200),
         directory: DIRECTORY.to_owned(),
@@ -124,6 +136,7 @@ async fn drive(package: &Path) {
         .arg(format!("http://{address}"))
         .current_dir(package)
         .env("ASKBUS_TOKEN", TOKEN)
+        .env("ASKBUS_AGENT_TOKEN", AGENT_TOKEN)
         .env("ASKBUS_DRIVE_TIMEOUT_MS", NODE_SELF_TIMEOUT_MS)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
@@ -385,7 +398,196 @@ fn check_summary(summary: &Value, setup_id: &str, deploy_id: &str) -> Vec<Vec<St
         json!({"directory": DIRECTORY, "hasPayload": true})
     );
 
+    check_permissions(&summary["permissions"]);
+    check_stale_questions(&summary["stale"]);
+    check_v2(&summary["v2"]);
     expected
+}
+
+/// Approvals answered as OpenCode permissions, through the approval's own decision path.
+fn check_permissions(permissions: &Value) {
+    let context = || format!("node's permissions: {permissions:#}");
+    let ids = &permissions["ids"];
+    // `permission.asked` carries OpenCode's `PermissionRequest`, built from the approval.
+    let asked = &permissions["asked"][0];
+    assert_eq!(asked["id"], ids["once"], "{}", context());
+    assert_eq!(asked["sessionID"], "ses_permissions");
+    assert_eq!(asked["permission"], "bash");
+    assert_eq!(asked["patterns"], json!(["ls -la"]));
+    assert_eq!(asked["always"], json!(["ls -la"]));
+    assert_eq!(
+        asked["tool"],
+        json!({"messageID": "", "callID": "call_once"})
+    );
+    assert_eq!(asked["metadata"]["actions"][0]["args"]["command"], "ls -la");
+    assert_eq!(asked["metadata"]["approvalKey"], "ses_permissions_1");
+    // `permission.list` lists the same four.
+    let listed = permissions["listed"]
+        .as_array()
+        .expect("the listed permissions");
+    assert_eq!(listed.len(), 4, "{}", context());
+    assert_eq!(&listed[0], asked, "{}", context());
+
+    // The agent's token may not decide, whatever the door: the approval's own 403.
+    assert_eq!(permissions["agentReply"]["status"], 403, "{}", context());
+    assert_eq!(permissions["agentReply"]["body"]["code"], "forbidden");
+    assert_eq!(
+        permissions["agentReply"]["body"]["_tag"],
+        "PermissionForbiddenError"
+    );
+    for name in ["once", "always", "reject", "respond"] {
+        assert_eq!(permissions["results"][name], true, "{name}; {}", context());
+    }
+    let again = &permissions["errors"]["replyAgain"];
+    assert_eq!(again["status"], 409, "{}", context());
+    assert_eq!(again["body"]["_tag"], "PermissionAlreadyResolvedError");
+    assert_eq!(again["body"]["requestID"], ids["once"]);
+    let unknown = &permissions["errors"]["unknown"];
+    assert_eq!(unknown["status"], 404, "{}", context());
+    assert_eq!(unknown["body"]["_tag"], "PermissionNotFoundError");
+
+    // askbus's own view: approved, approved, rejected with the message, approved; decided
+    // by the admin, never by the agent.
+    let statuses = &permissions["statuses"];
+    let admin = json!({"name": "admin", "role": "admin"});
+    for (name, decision) in [
+        ("once", json!({"type": "approve"})),
+        ("always", json!({"type": "approve"})),
+        (
+            "reject",
+            json!({"type": "reject", "message": "not on main"}),
+        ),
+        ("respond", json!({"type": "approve"})),
+    ] {
+        assert_eq!(statuses[name]["status"], "replied", "{name}; {}", context());
+        assert_eq!(statuses[name]["decisions"], json!([decision]), "{name}");
+        assert_eq!(statuses[name]["answeredBy"], admin, "{name}");
+    }
+    // `permission.replied`, which OpenCode clients settle a prompt by.
+    for (name, reply) in [
+        ("once", "once"),
+        ("always", "always"),
+        ("reject", "reject"),
+        ("respond", "once"),
+    ] {
+        assert_eq!(
+            permissions["replied"][name],
+            json!({"sessionID": "ses_permissions", "requestID": ids[name], "reply": reply}),
+            "{name}; {}",
+            context()
+        );
+    }
+    assert_eq!(permissions["stillListed"], 0, "{}", context());
+}
+
+/// A timed-out and an aborted question leave OpenCode clients by `question.rejected`.
+fn check_stale_questions(stale: &Value) {
+    let context = || format!("node's stale questions: {stale:#}");
+    for (name, ended_as, session) in [
+        ("timedOut", "timed_out", "ses_stale_timeout"),
+        ("cancelled", "cancelled", "ses_stale_abort"),
+    ] {
+        let ended = &stale[name];
+        assert_eq!(
+            ended["rejected"],
+            json!({"sessionID": session, "requestID": ended["id"], "endedAs": ended_as}),
+            "{name}; {}",
+            context()
+        );
+        assert_eq!(
+            ended["askbusType"],
+            format!("question.{ended_as}"),
+            "askbus's own event is there too; {}",
+            context()
+        );
+        assert_eq!(ended["sameId"], true, "the companion has its event's id");
+    }
+    assert_eq!(stale["aborted"], true, "{}", context());
+    // `session.abort` also ends the session's approvals: `permission.replied` `reject`.
+    assert_eq!(
+        stale["approval"]["replied"]["reply"],
+        "reject",
+        "{}",
+        context()
+    );
+    assert_eq!(stale["stillListed"], 0, "{}", context());
+    assert_eq!(stale["approvalStillListed"], false, "{}", context());
+}
+
+/// The v2 client's routes and event stream.
+fn check_v2(v2: &Value) {
+    let context = || format!("node's v2: {v2:#}");
+    let routes = &v2["routes"];
+    let ids = &routes["ids"];
+    assert_eq!(routes["health"]["healthy"], true, "{}", context());
+    assert_eq!(
+        routes["questions"],
+        json!([
+            {"id": ids["reply"], "sessionID": "ses_v2"},
+            {"id": ids["reject"], "sessionID": "ses_v2"},
+        ]),
+        "{}",
+        context()
+    );
+    let permission = &routes["permission"];
+    assert_eq!(permission["id"], ids["approval"], "{}", context());
+    assert_eq!(permission["action"], "bash");
+    assert_eq!(permission["resources"], json!(["npm publish"]));
+    assert_eq!(
+        permission["source"],
+        json!({"type": "tool", "messageID": "", "callID": "call_v2"})
+    );
+    assert_eq!(routes["permissions"], json!([permission]), "{}", context());
+    assert_eq!(
+        routes["questionRequests"]["location"]["directory"],
+        DIRECTORY
+    );
+    for id in [&ids["reply"], &ids["reject"]] {
+        assert!(
+            routes["questionRequests"]["ids"]
+                .as_array()
+                .is_some_and(|listed| listed.contains(id)),
+            "{}",
+            context()
+        );
+    }
+    assert!(
+        routes["permissionRequests"]["ids"]
+            .as_array()
+            .is_some_and(|listed| listed.contains(&ids["approval"])),
+        "{}",
+        context()
+    );
+    // A request outside the path's session is not found there.
+    assert_eq!(routes["wrongSession"]["status"], 404, "{}", context());
+    assert_eq!(
+        routes["statuses"],
+        json!({"reply": 204, "reject": 204, "permission": 204}),
+        "{}",
+        context()
+    );
+    assert_eq!(routes["approval"]["status"], "replied");
+    assert_eq!(
+        routes["approval"]["decisions"],
+        json!([{"type": "reject", "message": "not today"}])
+    );
+
+    // `/api/event`: `{id, type, data}` frames, the same events and companions.
+    assert_eq!(v2["connected"]["type"], "server.connected", "{}", context());
+    let log = v2["log"].as_array().expect("the v2 event log");
+    for event in log {
+        assert_eq!(event["hasData"], true, "{event}");
+        assert_eq!(event["hasProperties"], false, "{event}");
+    }
+    let saw = |kind: &str, id: &Value| {
+        log.iter()
+            .any(|event| event["type"] == kind && event["requestID"] == *id)
+    };
+    assert!(saw("question.replied", &ids["reply"]), "{}", context());
+    assert!(saw("question.rejected", &ids["reject"]), "{}", context());
+    assert!(saw("approval.asked", &ids["approval"]), "{}", context());
+    assert!(saw("permission.asked", &ids["approval"]), "{}", context());
+    assert!(saw("permission.replied", &ids["approval"]), "{}", context());
 }
 
 /// The next stdout line of node, as JSON.

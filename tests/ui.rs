@@ -285,6 +285,16 @@ async fn drive_roles(package: PathBuf) {
         [(reviewer("alice"), json!([{"type": "reject"}]))],
         "{vetoed}"
     );
+    // `always`: a grant of alice's, and the call it approved without asking.
+    let always = resolved("approval", &done["done"]["always"]).await;
+    assert_eq!(always["answered_by"], reviewer("alice"), "{always}");
+    assert_eq!(always["granted"]["id"], done["done"]["always"], "{always}");
+    let granted = resolved("approval", &done["done"]["granted"]).await;
+    assert_eq!(granted["status"], "replied", "{granted}");
+    assert_eq!(
+        granted["auto_approved_by"][0]["id"], done["done"]["always"],
+        "{granted}"
+    );
     assert_eq!(hub.approvals().pending_count(), 0);
     shutdown.cancel();
 }

@@ -16,6 +16,9 @@ mod events;
 // Follow-ups: their fields on create and in views, 422s, reminders and escalations on the
 // event stream, a default answer read back as a fallback.
 mod follow_up;
+// OpenCode's permissions: `always` grants (made, applied in one place, bounded, revoked,
+// audited), and the companion frames only OpenCode clients' streams carry.
+mod grants;
 // `GET /metrics`: admins only; counters, gauges and histograms match what happened.
 mod metrics;
 // The OpenAPI document: an insta snapshot, and every operation probed for what its layers

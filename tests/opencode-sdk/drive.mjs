@@ -14,11 +14,21 @@
 //      second (`question.reject`), probes two errors (a second reply: 409; rejecting an
 //      unknown id: 404), and waits for `question.replied` / `question.rejected` on both
 //      streams and for one `server.heartbeat`.
-//   3. {"stage":"summary", ...}: what it listed, the events it saw by type, the results.
+//   3. Permissions: it asks for four reviews over askbus's own `POST /approval` (the SDK has
+//      no create route), sees each announced as `permission.asked`, lists them
+//      (`permission.list`), answers them with `permission.reply` (`once`, `always`,
+//      `reject`; first with the agent's token `ASKBUS_AGENT_TOKEN`, which must be refused)
+//      and the deprecated `permission.respond`, and waits for each `permission.replied`.
+//   4. No stale questions: a question with a short timeout, and one whose session it aborts
+//      (`session.abort`), must each be dropped by a `question.rejected` it receives.
+//   5. The v2 client: `v2.health.get`, `v2.event.subscribe` (`/api/event`, `{id,type,data}`
+//      frames), and the `v2.session.question` / `v2.session.permission` routes.
+//   6. {"stage":"summary", ...}: what it listed, the events it saw by type, the results.
 //
 // Any SDK error or a missed deadline: the message on stderr, exit 1. Bad arguments: exit 2.
 // Only 127.0.0.1 is accepted as a target. `ASKBUS_TOKEN` (optional) is sent as a bearer
-// token; `ASKBUS_DRIVE_TIMEOUT_MS` (default 20000) bounds the whole run.
+// token, `ASKBUS_AGENT_TOKEN` (required) is an agent's; `ASKBUS_DRIVE_TIMEOUT_MS` (default
+// 20000) bounds the whole run.
 
 import { createOpencodeClient } from "@opencode-ai/sdk/v2";
 
@@ -58,6 +68,8 @@ function parseArgs(argv) {
 const { baseUrl, expect } = parseArgs(process.argv.slice(2));
 const deadlineMs = Number(process.env.ASKBUS_DRIVE_TIMEOUT_MS ?? 20000);
 const token = process.env.ASKBUS_TOKEN;
+const agentToken = process.env.ASKBUS_AGENT_TOKEN;
+if (!agentToken) usage("ASKBUS_AGENT_TOKEN is required (an agent's token, which must not decide)");
 
 /** Writes one protocol line; resolves once it is flushed. */
 function emit(object) {
@@ -86,6 +98,14 @@ const client = createOpencodeClient({
   headers: token ? { Authorization: `Bearer ${token}` } : undefined,
 });
 
+// The same SDK with an agent's token: it may ask, never decide.
+const agentClient = createOpencodeClient({
+  baseUrl,
+  directory: DIRECTORY,
+  throwOnError: true,
+  headers: { Authorization: `Bearer ${agentToken}` },
+});
+
 /** Per-request options: a timeout on every non-streaming call. */
 const call = () => ({ signal: AbortSignal.timeout(REQUEST_TIMEOUT_MS) });
 
@@ -112,8 +132,12 @@ class Seen {
     return this.events.filter((event) => event.type === type).length;
   }
   byType() {
+    return Seen.countByType(this.events);
+  }
+  /** How many of `events` there are of each type. */
+  static countByType(events) {
     const counts = {};
-    for (const event of this.events) counts[event.type] = (counts[event.type] ?? 0) + 1;
+    for (const event of events) counts[event.type] = (counts[event.type] ?? 0) + 1;
     return counts;
   }
 }
@@ -155,6 +179,38 @@ async function expectError(label, promise) {
   }
 }
 
+/** `POST` of askbus's own create routes (`/approval`, `/question`): the SDK has none. */
+async function create(path, body) {
+  const response = await fetch(`${baseUrl}${path}`, {
+    method: "POST",
+    headers: { "content-type": "application/json", ...(token ? { authorization: `Bearer ${token}` } : {}) },
+    body: JSON.stringify(body),
+    signal: AbortSignal.timeout(REQUEST_TIMEOUT_MS),
+  });
+  const created = await response.json();
+  if (!response.ok) throw new Error(`POST ${path}: ${response.status} ${JSON.stringify(created)}`);
+  return created;
+}
+
+/** askbus's own view of an approval: where it stands and its decisions. */
+async function approvalStatus(id) {
+  const response = await fetch(`${baseUrl}/approval/${id}`, {
+    headers: token ? { authorization: `Bearer ${token}` } : {},
+    signal: AbortSignal.timeout(REQUEST_TIMEOUT_MS),
+  });
+  const { status, decisions, answered_by: answeredBy } = await response.json();
+  return { status, decisions, answeredBy };
+}
+
+/** A review of one shell command, as an agent would ask for it. */
+function review(session, command, callID) {
+  return {
+    session_id: session,
+    action_requests: [{ name: "bash", args: { command }, tool_use_id: callID, description: `run ${command}` }],
+    timeout: null,
+  };
+}
+
 /** The reply an OpenCode UI would send when the human picks the first option(s). */
 function pick(request) {
   return request.questions.map((question) =>
@@ -167,9 +223,13 @@ async function main() {
   const global = new Seen("global.event");
   const globalFrames = [];
 
+  const v2 = new Seen("v2.event.subscribe");
+
   const plainResult = await client.event.subscribe({ directory: DIRECTORY }, sseOptions("event.subscribe"));
   const globalResult = await client.global.event(sseOptions("global.event"));
+  const v2Result = await client.v2.event.subscribe(sseOptions("v2.event.subscribe"));
   consume(plainResult, plain, (frame) => frame);
+  consume(v2Result, v2, (frame) => frame);
   consume(globalResult, global, (frame) => {
     globalFrames.push({ directory: frame.directory, hasPayload: typeof frame.payload === "object" });
     return frame.payload ?? {};
@@ -177,6 +237,7 @@ async function main() {
 
   const connected = await plain.waitFor((event) => event.type === "server.connected");
   await global.waitFor((event) => event.type === "server.connected");
+  const v2Connected = await v2.waitFor((event) => event.type === "server.connected");
   await emit({ stage: "subscribed", connected });
 
   // The asker creates its questions now; wait until `expect` of them were announced.
@@ -221,6 +282,19 @@ async function main() {
   await global.waitFor(isOutcome("question.replied", replyTo.id));
   await global.waitFor(isOutcome("question.rejected", rejectIt.id));
   await plain.waitFor((event) => event.type === "server.heartbeat");
+  // The summary's `events` and `globalEvents` are those of the questions' part, up to here.
+  const questionsPart = { plain: plain.events.slice(), global: global.byType() };
+
+  const permissions = await drivePermissions(isOutcome);
+  const stale = await driveStaleQuestions();
+  const v2Routes = await driveV2(isOutcome);
+  const v2Log = v2.events.map(({ id, type, data, properties }) => ({
+    id,
+    type,
+    hasData: typeof data === "object" && data !== null,
+    hasProperties: properties !== undefined,
+    requestID: data?.requestID ?? data?.id,
+  }));
 
   streams.abort();
 
@@ -255,8 +329,8 @@ async function main() {
       stillListed: afterAbort.some((request) => request.id === created.id),
     },
     events: {
-      byType: plain.byType(),
-      log: plain.events.map(({ id, type, properties }) => ({
+      byType: Seen.countByType(questionsPart.plain),
+      log: questionsPart.plain.map(({ id, type, properties }) => ({
         id,
         type,
         requestID: properties?.requestID ?? properties?.id,
@@ -264,8 +338,131 @@ async function main() {
       replied: repliedEvent,
       rejected: rejectedEvent,
     },
-    globalEvents: { byType: global.byType(), frames: globalFrames.length, sample: globalFrames[0] },
+    globalEvents: { byType: questionsPart.global, frames: globalFrames.length, sample: globalFrames[0] },
+    permissions,
+    stale,
+    v2: { connected: v2Connected, routes: v2Routes, byType: v2.byType(), log: v2Log },
   });
+
+  /**
+   * Four reviews answered as OpenCode permissions: `once`, `always`, `reject` with a
+   * message, and the deprecated `respond`; an agent's `once` is refused first.
+   */
+  async function drivePermissions(isOutcome) {
+    const session = "ses_permissions";
+    const made = [];
+    for (const [command, callID] of [["ls -la", "call_once"], ["git status", "call_always"], ["rm -rf build", "call_reject"], ["make test", "call_respond"]]) {
+      made.push(await create("/approval", review(session, command, callID)));
+    }
+    const asked = [];
+    for (const request of made) {
+      asked.push(await plain.waitFor((event) => event.type === "permission.asked" && event.properties.id === request.id));
+    }
+    const { data: listed } = await client.permission.list({ directory: DIRECTORY }, call());
+    const [once, always, reject, respond] = made.map(({ id }) => id);
+    const agentReply = await expectError(
+      "permission.reply with an agent's token",
+      agentClient.permission.reply({ requestID: once, reply: "once" }, call()),
+    );
+    const results = {
+      once: (await client.permission.reply({ requestID: once, reply: "once", directory: DIRECTORY }, call())).data,
+      always: (await client.permission.reply({ requestID: always, reply: "always" }, call())).data,
+      reject: (await client.permission.reply({ requestID: reject, reply: "reject", message: "not on main" }, call())).data,
+      respond: (await client.permission.respond({ sessionID: session, permissionID: respond, response: "once" }, call())).data,
+    };
+    const replyAgain = await expectError("a second permission.reply", client.permission.reply({ requestID: once, reply: "reject" }, call()));
+    const unknown = await expectError(
+      "permission.reply of an unknown id",
+      client.permission.reply({ requestID: "apr_00000000000000000000000000", reply: "once" }, call()),
+    );
+    const replied = {};
+    for (const [name, id] of Object.entries({ once, always, reject, respond })) {
+      replied[name] = (await plain.waitFor(isOutcome("permission.replied", id))).properties;
+    }
+    const statuses = {};
+    for (const [name, id] of Object.entries({ once, always, reject, respond })) statuses[name] = await approvalStatus(id);
+    const { data: afterReplies } = await client.permission.list({}, call());
+    return {
+      ids: { once, always, reject, respond },
+      asked: asked.map((event) => event.properties),
+      listed: listed.filter((permission) => permission.sessionID === session),
+      agentReply,
+      results,
+      errors: { replyAgain, unknown },
+      replied,
+      statuses,
+      stillListed: afterReplies.filter((permission) => permission.sessionID === session).length,
+    };
+  }
+
+  /** A question that times out and one whose session is aborted: each must be dropped. */
+  async function driveStaleQuestions() {
+    const question = (sessionID, timeout) => ({
+      sessionID,
+      questions: [{ question: "Still there?", header: "Stale", options: [{ label: "Yes", description: "yes" }] }],
+      timeout,
+    });
+    const timed = await create("/question", question("ses_stale_timeout", 0.2));
+    const cancelled = await create("/question", question("ses_stale_abort", null));
+    const approval = await create("/approval", review("ses_stale_abort", "deploy", "call_abort"));
+    await plain.waitFor((event) => event.type === "permission.asked" && event.properties.id === approval.id);
+    const { data: aborted } = await client.session.abort({ sessionID: "ses_stale_abort" }, call());
+    const dropped = async (id) => {
+      const rejected = await plain.waitFor((event) => event.type === "question.rejected" && event.properties.requestID === id);
+      const askbusOwn = plain.events.find((event) => ["question.timed_out", "question.cancelled"].includes(event.type) && event.properties.requestID === id);
+      return { rejected: rejected.properties, sameId: rejected.id === askbusOwn?.id, askbusType: askbusOwn?.type };
+    };
+    const result = {
+      timedOut: { id: timed.id, ...(await dropped(timed.id)) },
+      cancelled: { id: cancelled.id, ...(await dropped(cancelled.id)) },
+      aborted,
+      approval: { id: approval.id, replied: (await plain.waitFor((event) => event.type === "permission.replied" && event.properties.requestID === approval.id)).properties },
+    };
+    const { data: pending } = await client.question.list({}, call());
+    result.stillListed = pending.filter((request) => [timed.id, cancelled.id].includes(request.id)).length;
+    const { data: permissions } = await client.permission.list({}, call());
+    result.approvalStillListed = permissions.some((permission) => permission.id === approval.id);
+    return result;
+  }
+
+  /** The v2 client's routes: health, a session's questions and permissions. */
+  async function driveV2(isOutcome) {
+    const session = "ses_v2";
+    const { data: health } = await client.v2.health.get(call());
+    const toReply = await create("/question", { sessionID: session, questions: [{ question: "Which port?", header: "Port", options: [{ label: "8080", description: "" }] }], timeout: null });
+    const toReject = await create("/question", { sessionID: session, questions: [{ question: "Restart now?", header: "Restart", options: [{ label: "Yes", description: "" }] }], timeout: null });
+    const approval = await create("/approval", review(session, "npm publish", "call_v2"));
+    const { data: questions } = await client.v2.session.question.list({ sessionID: session }, call());
+    const { data: permissions } = await client.v2.session.permission.list({ sessionID: session }, call());
+    const { data: permission } = await client.v2.session.permission.get({ sessionID: session, requestID: approval.id }, call());
+    const { data: questionRequests } = await client.v2.question.request.list({}, call());
+    const { data: permissionRequests } = await client.v2.permission.request.list({}, call());
+    const wrongSession = await expectError(
+      "v2 question reply in another session",
+      client.v2.session.question.reply({ sessionID: "ses_other", requestID: toReply.id, questionV2Reply: { answers: [["8080"]] } }, call()),
+    );
+    const replied = await client.v2.session.question.reply({ sessionID: session, requestID: toReply.id, questionV2Reply: { answers: [["8080"]] } }, call());
+    const rejected = await client.v2.session.question.reject({ sessionID: session, requestID: toReject.id }, call());
+    const decided = await client.v2.session.permission.reply({ sessionID: session, requestID: approval.id, reply: "reject", message: "not today" }, call());
+    await plain.waitFor(isOutcome("question.replied", toReply.id));
+    await plain.waitFor(isOutcome("question.rejected", toReject.id));
+    await plain.waitFor(isOutcome("permission.replied", approval.id));
+    // The v2 stream carries the same, in its own envelope: wait for its last.
+    await v2.waitFor((event) => event.type === "permission.replied" && event.data?.requestID === approval.id);
+    const ids = { reply: toReply.id, reject: toReject.id, approval: approval.id };
+    return {
+      health,
+      ids,
+      questions: questions.data.map(({ id, sessionID }) => ({ id, sessionID })),
+      permissions: permissions.data,
+      permission: permission.data,
+      questionRequests: { location: questionRequests.location, ids: questionRequests.data.map(({ id }) => id) },
+      permissionRequests: { ids: permissionRequests.data.map(({ id }) => id) },
+      wrongSession,
+      statuses: { reply: replied.response.status, reject: rejected.response.status, permission: decided.response.status },
+      approval: await approvalStatus(approval.id),
+    };
+  }
 }
 
 main().then(

@@ -18,8 +18,11 @@
 //     both votes and "decided by bob". Alice's reject vetoes another at once. On a third,
 //     alice's vote over HTTP shows on the page (live, then from the server after a reload),
 //     and her second vote from the page is refused (403) with the server's words.
+//   - alice answers a shell call `always` over HTTP (OpenCode's `permission.reply`): the
+//     card reads what is now always allowed; the same call again is approved by the grant,
+//     its card reading "Approved by a standing grant" and "granted by alice (reviewer)".
 // stdout: one line, {"done": {"answered": id, "declined": id, "quorum": id, "vetoed": id,
-// "twice": id}}; the test checks the server.
+// "twice": id, "always": id, "granted": id}}; the test checks the server.
 // Environment: ASKBUS_UI_ROLES_URL, ASKBUS_UI_AGENT_TOKEN, ASKBUS_UI_AGENT2_TOKEN,
 // ASKBUS_UI_REVIEWER_TOKEN, ASKBUS_UI_REVIEWER2_TOKEN, ASKBUS_UI_CHROMIUM.
 
@@ -211,6 +214,28 @@ async function main() {
     await approveOverHttp(REVIEWER2, twice.id);
     await reads(repeat, 'status-line', 'Decided elsewhere');
     await reads(repeat, 'votes-line', 'Votes: alice approved; bob approved');
+
+    // Alice answers a call `always` (OpenCode's permission reply): the card says what is
+    // granted; the same call again is approved by the grant, and its card says so and who
+    // granted, never that a human decided it.
+    const shell = () =>
+      post(AGENT, '/approval', {
+        session_id: SESSION,
+        action_requests: [{ name: 'run_shell', args: { command: 'git status' } }],
+      });
+    const always = await shell();
+    approvals.always = always.id;
+    await card(watcher, always.id).waitFor({ timeout: WAIT });
+    await post(REVIEWER, `/permission/${encodeURIComponent(always.id)}/reply`, { reply: 'always' });
+    await reads(card(watcher, always.id), 'status-line', 'Decided elsewhere');
+    await reads(card(watcher, always.id), 'grant-line', 'Always allowed from now on in this session: run_shell git status');
+    const granted = await shell();
+    approvals.granted = granted.id;
+    const auto = card(watcher, granted.id);
+    await reads(auto, 'status-line', 'Approved by a standing grant: nobody was asked');
+    await reads(auto, 'granted-by', 'granted by alice (reviewer)');
+    assert.equal(await auto.locator('.answered-by').count(), 0, 'no human decided it');
+    log('an `always` grant, and a call it approved, each read as what they are');
   } finally {
     await context.close();
   }

@@ -9,8 +9,9 @@
 use std::sync::Arc;
 
 use askbus_question::{
-    Action, ApprovalId, ApprovalReply, ApprovalReplyError, ApprovalRequest, ApprovalSnapshot,
-    ApprovalVote, Decision, Identity, OnTimeout, Outcome, RequestId, ReviewConfig,
+    Action, ApprovalId, ApprovalReply, ApprovalReplyError, ApprovalRequest, ApprovalService,
+    ApprovalSnapshot, ApprovalVote, Decision, Durable, Grant, Identity, OnTimeout, Outcome,
+    RequestId, ReviewConfig,
 };
 use axum::Json;
 use axum::extract::State;
@@ -95,6 +96,13 @@ pub(crate) struct ApprovalStatus {
     /// order they came, while pending; all of them once replied.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     votes: Vec<ApprovalVote>,
+    /// The standing grant the human's `always` made, once replied so.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    granted: Option<Box<Grant>>,
+    /// The grants that approved it without asking a human (`answered_by` is then who
+    /// granted them, not a reviewer of this request).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    auto_approved_by: Vec<Grant>,
 }
 
 /// List pending approval requests, ascending by id: all of them, or one page with `limit`.
@@ -243,10 +251,26 @@ pub(crate) async fn reply(
     SegmentPath(key): SegmentPath,
     ApiJson(reply): ApiJson<ApprovalReply>,
 ) -> Result<Json<bool>, ApiError> {
-    let id = visible(&state, &caller, &key).await?.request.id;
-    // 200 only once the decision is durable.
-    state.hub_for(&caller).approvals().reply(id, reply)?.await?;
+    decide(&state, &caller, &key, |approvals, id| {
+        approvals.reply(id, reply)
+    })
+    .await?;
     Ok(Json(true))
+}
+
+/// Decides the approval `key` names with `decision` (a reply, or an `always`), acting as
+/// `caller`, and answers once the decision is durable: the one way an HTTP route decides
+/// an approval (`/approval/{id}/reply`, OpenCode's permission replies), so every one
+/// passes the same visibility check, and the service's decider and review-config checks.
+pub(crate) async fn decide(
+    state: &AppState,
+    caller: &Caller,
+    key: &str,
+    decision: impl FnOnce(&ApprovalService, ApprovalId) -> Result<Durable, ApprovalReplyError>,
+) -> Result<ApprovalId, ApiError> {
+    let id = visible(state, caller, key).await?.request.id;
+    decision(state.hub_for(caller).approvals(), id)?.await?;
+    Ok(id)
 }
 
 /// Ask for a review (server mode): create the request and return it at once, with its `id`
@@ -331,7 +355,8 @@ pub(crate) async fn visible(
         .ok_or_else(|| not_found(key))
 }
 
-fn not_found(key: &str) -> ApiError {
+/// 404 for the approval `key` names.
+pub(crate) fn not_found(key: &str) -> ApiError {
     let key: String = key.chars().take(64).collect();
     ApiError::new(
         ErrorCode::NotFound,
@@ -355,11 +380,14 @@ impl From<ApprovalReplyError> for ApiError {
 impl From<ApprovalSnapshot> for ApprovalStatus {
     fn from(snapshot: ApprovalSnapshot) -> Self {
         let mut votes: Vec<ApprovalVote> = snapshot.votes.iter().map(ApprovalVote::from).collect();
+        let (mut granted, mut auto_approved_by) = (None, Vec::new());
         let (status, decisions, user_edit_content) = match snapshot.outcome {
             None => (RequestState::Pending, None, None),
             Some(Outcome::Replied(reply)) => {
                 let reply = Arc::unwrap_or_clone(reply);
                 votes = reply.votes;
+                granted = reply.granted;
+                auto_approved_by = reply.auto_approved_by;
                 (
                     RequestState::Replied,
                     Some(reply.decisions),
@@ -381,6 +409,8 @@ impl From<ApprovalSnapshot> for ApprovalStatus {
             user_edit_content,
             answered_by: snapshot.decided_by,
             votes,
+            granted,
+            auto_approved_by,
         }
     }
 }

@@ -9,8 +9,8 @@
 use std::time::Duration;
 
 use askbus_question::{
-    DurableError, NotAllowed, QuestionId, QuotaExceeded, ReplyError, SessionRejectError,
-    SubmitError, ValidationError,
+    ApprovalId, DurableError, NotAllowed, QuestionId, QuotaExceeded, ReplyError, RequestId,
+    SessionRejectError, SubmitError, ValidationError,
 };
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
@@ -79,10 +79,10 @@ pub struct ApiError {
     code: ErrorCode,
     /// A human-readable explanation meant for the client.
     message: String,
-    /// OpenCode's error tag, on question routes.
+    /// OpenCode's error tag, on question and permission routes.
     tag: Option<&'static str>,
-    /// The question the error is about, on question routes.
-    request_id: Option<QuestionId>,
+    /// The request the error is about, on question and permission routes.
+    request_id: Option<RequestId>,
     /// How long the client should wait before trying again (`Retry-After`), if saying so
     /// helps it.
     retry_after: Option<Duration>,
@@ -95,14 +95,14 @@ pub(crate) struct ErrorBody<'a> {
     code: ErrorCode,
     /// A human-readable explanation.
     message: &'a str,
-    /// OpenCode's error tag (question routes), e.g. `QuestionNotFoundError`.
+    /// OpenCode's error tag (question and permission routes), e.g. `QuestionNotFoundError`.
     #[serde(rename = "_tag", skip_serializing_if = "Option::is_none")]
     #[schema(rename = "_tag")]
     tag: Option<&'static str>,
-    /// The question concerned (question routes).
+    /// The request concerned (question and permission routes).
     #[serde(rename = "requestID", skip_serializing_if = "Option::is_none")]
     #[schema(rename = "requestID", value_type = Option<String>)]
-    request_id: Option<QuestionId>,
+    request_id: Option<RequestId>,
 }
 
 impl ErrorCode {
@@ -218,13 +218,28 @@ impl ApiError {
     /// Marks the error as about question `id`: adds `requestID` and OpenCode's `_tag`.
     #[must_use]
     pub fn for_question(mut self, id: QuestionId) -> Self {
-        self.request_id = Some(id);
+        self.request_id = Some(RequestId::Question(id));
         self.tag = Some(match self.code {
             ErrorCode::NotFound => "QuestionNotFoundError",
             ErrorCode::AlreadyResolved => "QuestionAlreadyResolvedError",
             ErrorCode::Invalid => "QuestionInvalidError",
             ErrorCode::Forbidden | ErrorCode::Unauthorized => "QuestionForbiddenError",
             _ => "QuestionRequestError",
+        });
+        self
+    }
+
+    /// Marks the error as about approval `id` answered as an OpenCode permission: adds
+    /// `requestID` and OpenCode's `_tag` (`PermissionNotFoundError`, ...).
+    #[must_use]
+    pub fn for_permission(mut self, id: ApprovalId) -> Self {
+        self.request_id = Some(RequestId::Approval(id));
+        self.tag = Some(match self.code {
+            ErrorCode::NotFound => "PermissionNotFoundError",
+            ErrorCode::AlreadyResolved => "PermissionAlreadyResolvedError",
+            ErrorCode::Invalid => "PermissionInvalidError",
+            ErrorCode::Forbidden | ErrorCode::Unauthorized => "PermissionForbiddenError",
+            _ => "PermissionRequestError",
         });
         self
     }

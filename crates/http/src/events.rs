@@ -25,6 +25,15 @@
 //! - With a `sessionID` filter (or a session-scoped token) only events whose
 //!   `properties.sessionID` is that session are sent; events without a `sessionID` pass.
 //! - Every open stream ends as soon as the router's shutdown token is cancelled.
+//!
+//! OpenCode clients get companion frames: an askbus event they do not know is followed by
+//! one they act on, with the same `id` (see the `opencode` module): `question.rejected`
+//! (with `endedAs`) after `question.timed_out` / `question.cancelled`, `permission.asked`
+//! after `approval.asked`, `permission.replied` after every approval outcome. A stream is
+//! an OpenCode client's when it is `GET /global/event` or `GET /api/event` (OpenCode's v2
+//! `v2.event.subscribe`, whose frames are `{"id","type","data"}`), or `GET /event` with
+//! OpenCode's `directory` (query) or `x-opencode-directory` (header), which its clients
+//! always send. Other `/event` streams carry askbus's events only, exactly as published.
 
 use std::collections::VecDeque;
 use std::convert::Infallible;
@@ -44,6 +53,7 @@ use crate::auth::Caller;
 use crate::error::ApiError;
 use crate::extract::ApiQuery;
 use crate::metrics::Metrics;
+use crate::opencode;
 
 /// Query parameters of the event streams.
 #[derive(Debug, Default, Deserialize, utoipa::IntoParams)]
@@ -55,8 +65,9 @@ pub(crate) struct EventQuery {
     session_id: Option<String>,
     /// Resume after this event id; the `Last-Event-ID` header takes precedence.
     last_event_id: Option<String>,
-    /// Accepted for OpenCode clients, ignored.
-    #[allow(dead_code)]
+    /// Sent by OpenCode clients (as is `x-opencode-directory`): the stream also carries
+    /// the companion frames OpenCode clients act on (`permission.asked`,
+    /// `permission.replied`, `question.rejected` after a timeout or cancellation).
     directory: Option<String>,
 }
 
@@ -67,6 +78,8 @@ enum Framing {
     Plain,
     /// `GET /global/event`: `{"directory": <this, as JSON>, "payload": <envelope>}`.
     Global(Arc<str>),
+    /// `GET /api/event`: OpenCode's v2 envelope, `{"id","type","data": <properties>}`.
+    V2,
 }
 
 /// Why the stream could not continue exactly where the client left off.
@@ -90,6 +103,8 @@ struct EventStream {
     session: Option<Arc<str>>,
     /// Event wrapping of the route.
     framing: Framing,
+    /// Whether the client is an OpenCode client, which gets companion frames.
+    companions: bool,
     /// Server frames queued before the next bus event.
     queued: VecDeque<SseFrame>,
     /// Ticks when a heartbeat is due.
@@ -108,7 +123,7 @@ struct EventStream {
     tag = "events",
     params(EventQuery, ("Last-Event-ID" = Option<String>, Header, description = "Resume after this event id")),
     responses(
-        (status = 200, description = "Server-Sent Events: every frame is `data: {\"id\",\"type\",\"properties\"}` with an `id:` line. Under a quorum (`review_configs[].quorum`), each reviewer's vote is an `approval.decided` frame (properties: the `ApprovalDecided` schema) before the request's one `approval.replied`, which lists every vote in `votes`", content_type = "text/event-stream", body = crate::openapi::EventFrame),
+        (status = 200, description = "Server-Sent Events: every frame is `data: {\"id\",\"type\",\"properties\"}` with an `id:` line. Under a quorum (`review_configs[].quorum`), each reviewer's vote is an `approval.decided` frame (properties: the `ApprovalDecided` schema) before the request's one `approval.replied`, which lists every vote in `votes`. A standing grant (`always`) is announced by `approval.granted` (properties: the `Grant` schema) and its end by `approval.grant_revoked` (the `Grant` plus `revoked_by`); a request a grant approved is an `approval.replied` with `auto_approved_by`. An OpenCode client's stream (with `directory` or `x-opencode-directory`) also carries companion frames, each with the `id` of the event it follows: `permission.asked` (properties: the `Permission` schema) after `approval.asked`, `permission.replied` (`{sessionID, requestID, reply}`, `reply` being `once`, `always` or `reject`) after each approval outcome, and `question.rejected` (`{sessionID, requestID, endedAs}`) after `question.timed_out` and `question.cancelled`", content_type = "text/event-stream", body = crate::openapi::EventFrame),
         (status = 401, description = "Missing or unknown token", body = crate::error::ErrorBody),
         (status = 403, description = "The token is scoped to another session", body = crate::error::ErrorBody),
         (status = 429, description = "This token holds as many open streams and long polls as it may (`quota`)", body = crate::error::ErrorBody, headers(("Retry-After" = u64, description = "Seconds to wait before trying again"))),
@@ -155,6 +170,31 @@ pub(crate) async fn global_event_stream(
     )
 }
 
+/// Subscribe to every event in OpenCode's v2 envelope (`v2.event.subscribe`).
+#[utoipa::path(
+    get,
+    path = "/api/event",
+    operation_id = "v2.event.subscribe",
+    tag = "events",
+    params(EventQuery, ("Last-Event-ID" = Option<String>, Header, description = "Resume after this event id")),
+    responses(
+        (status = 200, description = "As `/event`, each frame `data: {\"id\",\"type\",\"data\"}` (the event's properties under `data`, as OpenCode's v2 events)", content_type = "text/event-stream", body = String),
+        (status = 401, description = "Missing or unknown token", body = crate::error::ErrorBody),
+        (status = 403, description = "The token is scoped to another session", body = crate::error::ErrorBody),
+        (status = 429, description = "This token holds as many open streams and long polls as it may (`quota`)", body = crate::error::ErrorBody, headers(("Retry-After" = u64, description = "Seconds to wait before trying again"))),
+        (status = 503, description = "Every stream slot of the server is taken (`too_many_streams`)", body = crate::error::ErrorBody, headers(("Retry-After" = u64, description = "Seconds to wait before trying again"))),
+    ),
+    security(("bearer" = []), ())
+)]
+pub(crate) async fn v2_event_stream(
+    State(state): State<AppState>,
+    caller: Caller,
+    headers: HeaderMap,
+    ApiQuery(query): ApiQuery<EventQuery>,
+) -> Result<Sse<impl Stream<Item = Result<SseFrame, Infallible>>>, ApiError> {
+    open(&state, &caller, &headers, query, Framing::V2)
+}
+
 fn open(
     state: &AppState,
     caller: &Caller,
@@ -171,6 +211,9 @@ fn open(
         (Some(own), _) => Some(Arc::clone(own)),
         (None, asked) => asked.map(Arc::from),
     };
+    let companions = !matches!(framing, Framing::Plain)
+        || query.directory.is_some()
+        || headers.contains_key("x-opencode-directory");
     let cursor = headers
         .get("last-event-id")
         // A header that is not text is still a cursor the client sent: it must end in a
@@ -206,6 +249,7 @@ fn open(
         cursor,
         session,
         framing,
+        companions,
         queued: VecDeque::new(),
         heartbeat,
         shutdown: state.inner.shutdown.clone(),
@@ -247,6 +291,14 @@ impl EventStream {
                     Ok(envelope) => {
                         self.cursor = envelope.id();
                         if self.passes(&envelope) {
+                            if let Some((kind, properties)) = self
+                                .companions
+                                .then(|| opencode::companion(&envelope))
+                                .flatten()
+                            {
+                                let companion = self.frame(envelope.id(), kind, &properties);
+                                self.queued.push_back(companion);
+                            }
                             return Some(self.event_frame(&envelope));
                         }
                     }
@@ -290,7 +342,26 @@ impl EventStream {
                 r#"{{"directory":{directory},"payload":{}}}"#,
                 envelope.json()
             )),
+            Framing::V2 => self.frame(
+                envelope.id(),
+                envelope.event_type(),
+                &envelope.properties_json(),
+            ),
         }
+    }
+
+    /// A frame of event `id` with this `kind` and `properties`, as the route wraps events.
+    fn frame(&self, id: EventId, kind: &str, properties: &str) -> SseFrame {
+        let cursor = id.to_string();
+        let (id, kind) = (json_string(&cursor), json_string(kind));
+        let data = match &self.framing {
+            Framing::Plain => format!(r#"{{"id":{id},"type":{kind},"properties":{properties}}}"#),
+            Framing::Global(directory) => format!(
+                r#"{{"directory":{directory},"payload":{{"id":{id},"type":{kind},"properties":{properties}}}}}"#
+            ),
+            Framing::V2 => format!(r#"{{"id":{id},"type":{kind},"data":{properties}}}"#),
+        };
+        SseFrame::default().id(cursor).data(data)
     }
 
     /// A frame of the server's own, `{"type": kind, "properties": properties}`.
@@ -301,6 +372,7 @@ impl EventStream {
             Framing::Global(directory) => {
                 format!(r#"{{"directory":{directory},"payload":{payload}}}"#)
             }
+            Framing::V2 => format!(r#"{{"type":"{kind}","data":{properties}}}"#),
         };
         SseFrame::default().data(data)
     }

@@ -70,10 +70,12 @@ mod error;
 mod events;
 mod extract;
 mod follow_up;
+mod grants;
 mod links;
 mod long_poll;
 mod metrics;
 mod openapi;
+mod opencode;
 mod paging;
 mod questions;
 mod sessions;
@@ -293,6 +295,20 @@ fn build(
         .routes(routes!(questions::cancel_session))
         .routes(routes!(questions::abort_session))
         .routes(routes!(openapi::global_health))
+        .routes(routes!(opencode::v2_health))
+        .routes(routes!(opencode::permission_list))
+        .routes(routes!(opencode::permission_reply))
+        .routes(routes!(opencode::permission_respond))
+        .routes(routes!(opencode::v2_permission_requests))
+        .routes(routes!(opencode::v2_permission_list))
+        .routes(routes!(opencode::v2_permission_get))
+        .routes(routes!(opencode::v2_permission_reply))
+        .routes(routes!(opencode::v2_question_requests))
+        .routes(routes!(opencode::v2_question_list))
+        .routes(routes!(opencode::v2_question_reply))
+        .routes(routes!(opencode::v2_question_reject))
+        .routes(routes!(grants::list))
+        .routes(routes!(grants::revoke))
         .routes(routes!(approvals::list, approvals::create))
         .routes(routes!(approvals::get))
         .routes(routes!(approvals::reply))
@@ -324,6 +340,7 @@ fn build(
         .routes(routes!(transcript::stream))
         .routes(routes!(events::event_stream))
         .routes(routes!(events::global_event_stream))
+        .routes(routes!(events::v2_event_stream))
         .route_layer(ServiceBuilder::new().layer(authenticate).layer(
             axum::middleware::from_fn_with_state(state.clone(), streams::hold_slot),
         ));

@@ -32,9 +32,10 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use askbus_bus::{Envelope, Event, Id, IdKind, Lagged, Subscription};
 use askbus_notify::DeliveryStats;
 use askbus_question::{
-    ApprovalAsked, ApprovalCancelled, ApprovalDecided, ApprovalEscalated, ApprovalReminded,
-    ApprovalReplied, ApprovalTimedOut, QuestionAsked, QuestionCancelled, QuestionEscalated,
-    QuestionRejected, QuestionReminded, QuestionReplied, QuestionTimedOut, RequestHub, Role,
+    ApprovalAsked, ApprovalCancelled, ApprovalDecided, ApprovalEscalated, ApprovalGrantRevoked,
+    ApprovalGranted, ApprovalReminded, ApprovalReplied, ApprovalTimedOut, QuestionAsked,
+    QuestionCancelled, QuestionEscalated, QuestionRejected, QuestionReminded, QuestionReplied,
+    QuestionTimedOut, RequestHub, Role,
 };
 use axum::extract::{MatchedPath, Request, State};
 use axum::http::{Method, header};
@@ -101,6 +102,8 @@ pub(crate) struct Metrics {
     stream_resyncs: Family<ReasonLabel, Counter>,
     /// `askbus_follow_ups_total{kind,step}`: reminders and escalations fired.
     follow_ups: Family<FollowUpLabels, Counter>,
+    /// `askbus_grants_total{step}`: standing grants made, used and revoked.
+    grants: Family<GrantLabel, Counter>,
     /// `askbus_follower_lag_changes`, set at scrape; only over a shared store.
     follower_lag: Option<Gauge>,
     /// `askbus_webhook_pending`, set at scrape; only when the server delivers webhooks.
@@ -126,6 +129,13 @@ struct FollowUpLabels {
     /// `question` or `approval`.
     kind: &'static str,
     /// `reminded` or `escalated`.
+    step: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct GrantLabel {
+    /// `granted` (a human's `always`), `auto_approved` (a request approved by grants) or
+    /// `revoked`.
     step: &'static str,
 }
 
@@ -184,6 +194,12 @@ impl Metrics {
             "follow_ups",
             "Reminders and escalations of requests nobody answered yet (*.reminded, *.escalated)",
             follow_ups.clone(),
+        );
+        let grants = Family::<GrantLabel, Counter>::default();
+        registry.register(
+            "grants",
+            "Standing grants (`always`): made, used to approve a request without asking, revoked",
+            grants.clone(),
         );
         let missed_events = Counter::default();
         registry.register(
@@ -245,6 +261,7 @@ impl Metrics {
             ask_to_outcome,
             votes,
             follow_ups,
+            grants,
             missed_events,
             http,
             streams_open,
@@ -293,7 +310,17 @@ impl Metrics {
             QuestionCancelled::TYPE => {
                 self.ended(envelope, |e: &QuestionCancelled| e.request_id);
             }
-            ApprovalReplied::TYPE => self.ended(envelope, |e: &ApprovalReplied| e.request_id),
+            ApprovalReplied::TYPE => {
+                self.ended(envelope, |e: &ApprovalReplied| e.request_id);
+                if envelope
+                    .downcast_ref::<ApprovalReplied>()
+                    .is_some_and(|replied| !replied.reply.auto_approved_by.is_empty())
+                {
+                    self.granted("auto_approved");
+                }
+            }
+            ApprovalGranted::TYPE => self.granted("granted"),
+            ApprovalGrantRevoked::TYPE => self.granted("revoked"),
             ApprovalTimedOut::TYPE => self.ended(envelope, |e: &ApprovalTimedOut| e.request_id),
             ApprovalCancelled::TYPE => {
                 self.ended(envelope, |e: &ApprovalCancelled| e.request_id);
@@ -320,6 +347,10 @@ impl Metrics {
                 .get_or_create(&labels)
                 .observe(waited.as_secs_f64());
         }
+    }
+
+    fn granted(&self, step: &'static str) {
+        self.grants.get_or_create(&GrantLabel { step }).inc();
     }
 
     fn followed_up(&self, kind: &'static str, step: &'static str) {

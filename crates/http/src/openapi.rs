@@ -30,6 +30,7 @@ use utoipa_axum::router::OpenApiRouter;
     tags(
         (name = "question", description = "Questions: list, read, answer, reject; create and wait in server mode"),
         (name = "approval", description = "Approvals of tool calls: list, read, decide; create and wait in server mode"),
+        (name = "permission", description = "Approvals as OpenCode permissions (`once`, `always`, `reject`), and OpenCode's v2 routes over them"),
         (name = "session", description = "Sessions: interrupt state, resume, cancel"),
         (name = "events", description = "Server-Sent Events"),
         (name = "answer", description = "Answer links: one request, one reviewer, no token (`POST /question/{id}/link` mints them)"),

@@ -437,7 +437,7 @@ impl Record {
             } => ended(
                 id.to_string(),
                 approval_outcome(&outcome),
-                decided_by.as_ref(),
+                decided_by_a_human(&outcome, decided_by.as_ref()),
             ),
         })
     }
@@ -459,8 +459,22 @@ fn approval_ended(envelope: &Envelope) -> Option<(Arc<str>, Record)> {
         } else {
             return None;
         };
+    let by = decided_by_a_human(&outcome, by);
     let record = ended(request_id.to_string(), approval_outcome(&outcome), by);
     Some((Arc::clone(session_id), record))
+}
+
+/// Who decided an approval, unless standing grants approved it (`auto_approved_by`): then
+/// nobody is named, since no human decided it (the seeds' `answered_by` is a bare name, which
+/// would read as the granter's decision).
+fn decided_by_a_human<'a>(
+    outcome: &ApprovalOutcome,
+    by: Option<&'a Identity>,
+) -> Option<&'a Identity> {
+    match outcome {
+        ApprovalOutcome::Replied(reply) if !reply.auto_approved_by.is_empty() => None,
+        _ => by,
+    }
 }
 
 /// A question asked, as a record.

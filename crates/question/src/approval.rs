@@ -22,6 +22,7 @@ use crate::approval_model::{
 };
 use crate::args_schema;
 use crate::follow_up::{Due, FollowUp, OnTimeout, Plan};
+use crate::grant::{ApprovalGrantRevoked, ApprovalGranted, Grant, Grants};
 use crate::identity::{Identity, NotAllowed};
 use crate::interrupt::RequestId;
 use crate::notify::EventSink;
@@ -81,6 +82,8 @@ pub struct ApprovalService {
     /// ([`RequestHub::with_follow_up`](crate::RequestHub::with_follow_up)); shared by every
     /// handle on this service. Never a default answer.
     pub(crate) follow_up: Arc<OnceLock<FollowUp>>,
+    /// Every session's standing grants (`always`), shared by every handle on this service.
+    grants: Grants,
 }
 
 /// The least quorum an operator requires of approvals: for every tool, and per tool. A
@@ -114,6 +117,9 @@ pub struct ApprovalConfig {
     /// How many resolved requests are remembered (for `get`, `wait`, 409 answers and
     /// addressing by key). Default: 10,000. The oldest are forgotten first.
     pub retain_resolved: usize,
+    /// How many standing grants (`always`, see the `grant` module) one session may hold;
+    /// `always` beyond is refused. Default: 32.
+    pub max_grants_per_session: usize,
 }
 
 /// Why `request_approval` did not return decisions.
@@ -436,7 +442,7 @@ impl Kind for ApprovalRegistryKind {
         let reply = ApprovalReply {
             decisions,
             user_edit_content,
-            votes: Vec::new(),
+            ..ApprovalReply::default()
         };
         Some((
             decided.request_id,
@@ -551,6 +557,7 @@ impl Default for ApprovalConfig {
         Self {
             default_timeout: Some(Duration::from_secs(300)),
             retain_resolved: 10_000,
+            max_grants_per_session: 32,
         }
     }
 }
@@ -576,6 +583,7 @@ impl ApprovalService {
             actor: Identity::local(),
             quorum_floor: Arc::default(),
             follow_up: Arc::default(),
+            grants: Grants::default(),
         }
     }
 
@@ -609,6 +617,7 @@ impl ApprovalService {
             actor: Identity::local(),
             quorum_floor: Arc::default(),
             follow_up: Arc::default(),
+            grants: Grants::default(),
         })
     }
 
@@ -757,7 +766,10 @@ impl ApprovalService {
             plan.timers,
         );
         match ticket {
-            Ok(ticket) => Ok(PendingApproval { ticket }),
+            Ok(ticket) => {
+                self.apply_grants(ticket.request());
+                Ok(PendingApproval { ticket })
+            }
             Err(Refused::CallReused(earlier)) => Err(ValidationError::call_reused(
                 RequestId::Approval(earlier),
                 format!(
@@ -799,6 +811,101 @@ impl ApprovalService {
         self.resolve(id, |request| {
             Ok(Outcome::Replied(Arc::new(complete_reply(request, reply)?)))
         })
+    }
+
+    /// Approves a pending request, and grants its tool calls for the rest of the session:
+    /// the session's requests whose every action calls the same tool with a pattern the
+    /// grant matches, pending now or asked later, are approved without asking (see the
+    /// `grant` module).
+    /// Returns the grant with the [`Durable`] of the approval.
+    ///
+    /// The grant is this handle's identity's: it must be one that may decide the request
+    /// (the same check as every reply), and it is published as `approval.granted`.
+    ///
+    /// # Errors
+    ///
+    /// As [`reply`](Self::reply) for an approval of every action; also
+    /// [`ApprovalReplyError::Invalid`] when the request calls more than one tool, needs a
+    /// quorum, or its session holds
+    /// [`max_grants_per_session`](ApprovalConfig::max_grants_per_session) grants already.
+    /// A refused `always` changes nothing: the request stays pending.
+    pub fn reply_always(&self, id: ApprovalId) -> Result<(Durable, Grant), ApprovalReplyError> {
+        let limit = self.config.max_grants_per_session;
+        let mut made = None;
+        let durable = self.resolve(id, |request| {
+            if request.quorum() > 1 {
+                return Err(ValidationError::request(
+                    "`always` cannot stand for a quorum of reviewers: approve it once",
+                ));
+            }
+            let grant = Grant::of(request, &self.actor)?;
+            self.grants.check_room(&request.session_id, limit)?;
+            let mut reply = complete_reply(request, ApprovalReply::new([Decision::Approve]))?;
+            reply.granted = Some(Box::new(grant.clone()));
+            made = Some(grant);
+            Ok(Outcome::Replied(Arc::new(reply)))
+        })?;
+        // `resolve` succeeds only through the closure's `Ok`, which set it.
+        let grant = made.ok_or(ApprovalReplyError::NotFound(id))?;
+        self.grants.record(grant.clone());
+        self.bus().publish(ApprovalGranted {
+            grant: grant.clone(),
+        });
+        // As OpenCode's `always` does: what the session has pending that the grant covers
+        // is approved too, not only what it asks later.
+        for pending in self.list(Some(&grant.session_id)) {
+            self.apply_grants(&pending);
+        }
+        Ok((durable, grant))
+    }
+
+    /// A session's standing grants, oldest first.
+    pub fn grants(&self, session_id: &str) -> Vec<Grant> {
+        self.grants.list(session_id)
+    }
+
+    /// Revokes grant `id` (the id of the request that made it) of `session_id`, as this
+    /// handle's identity: later calls are asked of a human again. Publishes
+    /// `approval.grant_revoked`; returns the grant, or `None` if the session holds no such
+    /// grant.
+    pub fn revoke_grant(&self, session_id: &str, id: ApprovalId) -> Option<Grant> {
+        let grant = self.grants.revoke(session_id, id)?;
+        self.bus().publish(ApprovalGrantRevoked {
+            grant: grant.clone(),
+            revoked_by: self.actor.clone(),
+        });
+        Some(grant)
+    }
+
+    /// Approves the new `request` at once if the session's grants cover it, acting as the
+    /// human who granted: the one place grants apply, whichever way the request came.
+    /// A request the granter may not decide (it names other reviewers, or needs a quorum)
+    /// stays pending for a human, as does one already resolved (a joined request).
+    fn apply_grants(&self, request: &ApprovalRequest) {
+        if request.quorum() > 1 {
+            return;
+        }
+        let Some(grants) = self.grants.covering(request) else {
+            return;
+        };
+        let Some(granter) = grants.first().map(|grant| grant.granted_by.clone()) else {
+            return;
+        };
+        let approved = self
+            .registry
+            .resolve(request.id, Some(&granter), |request| {
+                let mut reply = complete_reply(request, ApprovalReply::new([Decision::Approve]))?;
+                reply.auto_approved_by = grants;
+                Ok::<_, ValidationError>(Outcome::Replied(Arc::new(reply)))
+            });
+        match approved {
+            // The asker is told at once; the store records the outcome on its own time.
+            Ok(durable) => drop(durable),
+            Err(refused) => tracing::debug!(
+                "approval request {} is covered by a grant but stays pending for a human: {refused:?}",
+                request.id
+            ),
+        }
     }
 
     /// Cancels a pending request: the asker gets [`ApprovalError::Cancelled`].
@@ -1227,8 +1334,11 @@ fn complete_reply(
         )));
     }
     reply.decisions.resize(actions.len(), first);
-    // The votes of a quorum are the service's to list, never a client's to claim.
+    // The votes of a quorum and the grants are the service's to list, never a client's to
+    // claim.
     reply.votes.clear();
+    reply.granted = None;
+    reply.auto_approved_by.clear();
     for (index, (action, decision)) in actions.iter().zip(&reply.decisions).enumerate() {
         let allowed = request.allowed_decisions(index);
         let decision_type = decision.decision_type();

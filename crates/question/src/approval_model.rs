@@ -10,6 +10,7 @@ use std::sync::Arc;
 use askbus_bus::{Event, Id, IdKind};
 
 use crate::follow_up::OnTimeout;
+use crate::grant::Grant;
 use crate::identity::Identity;
 use crate::registry::VoteId;
 use serde::{Deserialize, Serialize};
@@ -138,7 +139,7 @@ pub struct EditedAction {
 ///
 /// As sent, it may hold fewer decisions than actions (the first fills the rest); as
 /// delivered to the asker and published, it holds exactly one per action, by position.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct ApprovalReply {
     /// One decision per action, by position.
@@ -152,6 +153,16 @@ pub struct ApprovalReply {
     /// ignored.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub votes: Vec<ApprovalVote>,
+    /// The grant this reply made: the human answered `always` (see
+    /// [`ApprovalService::reply_always`](crate::ApprovalService::reply_always)). Set by the
+    /// service: what a client sends here is ignored.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub granted: Option<Box<Grant>>,
+    /// The grants that approved this request without asking a human (an auto-approval: no
+    /// human decided it, though it acts as the one who granted). Set by the service: what a
+    /// client sends here is ignored.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub auto_approved_by: Vec<Grant>,
 }
 
 /// One reviewer's decisions on a request under a quorum: a vote.
@@ -488,6 +499,8 @@ impl ApprovalReply {
             decisions: decisions.into_iter().collect(),
             user_edit_content: None,
             votes: Vec::new(),
+            granted: None,
+            auto_approved_by: Vec::new(),
         }
     }
 

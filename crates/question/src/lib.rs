@@ -50,6 +50,7 @@ mod approval_model;
 mod args_schema;
 mod follow;
 mod follow_up;
+mod grant;
 mod hub;
 mod identity;
 mod interrupt;
@@ -72,6 +73,7 @@ pub use approval_model::{
     ApprovalTimedOut, ApprovalVote, Decision, DecisionType, EditedAction, ReviewConfig,
 };
 pub use follow_up::{FollowUp, OnTimeout};
+pub use grant::{ApprovalGrantRevoked, ApprovalGranted, Grant, PATTERN_ARGUMENTS, pattern_of};
 pub use hub::{
     CONFIRMATION_ACTION, PendingSessions, RequestHub, Resumed, SessionPending, SessionRejectError,
     SessionRejected,

@@ -354,6 +354,15 @@ pub struct Cli {
         global = true
     )]
     pub max_pending_per_session: usize,
+    /// Most standing grants (an approval answered `always`, as OpenCode clients offer) one
+    /// session may hold; `always` beyond is refused with 422. 0 turns grants off.
+    #[arg(
+        long,
+        env = "ASKBUS_MAX_GRANTS_PER_SESSION",
+        default_value_t = 32,
+        global = true
+    )]
+    pub max_grants_per_session: usize,
     /// Most pending requests (questions and approvals) of the whole server; a create
     /// beyond is refused with 429.
     #[arg(
@@ -965,6 +974,7 @@ impl Cli {
                     "--approval-timeout",
                     ApprovalConfig::default().default_timeout,
                 )?,
+                max_grants_per_session: self.max_grants_per_session,
                 ..ApprovalConfig::default()
             },
             http: HttpConfig {

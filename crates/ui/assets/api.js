@@ -117,6 +117,8 @@ export function outcomeOf(current) {
     decisions: current?.decisions,
     votes: current?.votes,
     answeredBy: current?.answeredBy ?? current?.answered_by,
+    granted: current?.granted,
+    autoApprovedBy: current?.auto_approved_by,
   };
 }
 

@@ -538,6 +538,9 @@ function applyEvent(event) {
       });
       break;
     case 'question.rejected':
+      // The companion OpenCode clients get after `question.timed_out` / `question.cancelled`
+      // (`endedAs` names which): that event settled the card already.
+      if (properties.endedAs) break;
       ended(event, 'question', properties.sessionID, properties.requestID, {
         status: 'rejected',
         reason: properties.reason,
@@ -568,6 +571,8 @@ function applyEvent(event) {
         decisions: properties.decisions,
         votes: properties.votes,
         answeredBy: properties.answered_by,
+        granted: properties.granted,
+        autoApprovedBy: properties.auto_approved_by,
       });
       break;
     case 'approval.decided':

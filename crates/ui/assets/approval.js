@@ -521,17 +521,36 @@ export function approvalSubject(actions, t = pageText) {
 }
 
 function resolutionView(request, outcome, subject, dismiss, t) {
+  // Approved by standing grants (`always`): nobody was asked, and the card says so.
+  const granted = outcome.autoApprovedBy?.length > 0 ? outcome.autoApprovedBy : null;
   const status = t(
     {
-      replied: outcome.here ? 'You sent your decision' : 'Decided elsewhere',
+      replied: granted
+        ? 'Approved by a standing grant: nobody was asked'
+        : outcome.here
+          ? 'You sent your decision'
+          : 'Decided elsewhere',
       timed_out: 'Expired: every action was rejected',
       cancelled: 'Withdrawn: the agent no longer needs a decision',
       gone: 'No longer pending: it was resolved while this page was not connected',
     }[outcome.status] ?? 'Resolved',
   );
   const parts = [h('p', { class: 'status-line', dataset: { status: outcome.status } }, status)];
-  const by = decidedByLine(outcome.status, outcome.answeredBy, t);
+  const by = granted ? grantedByLine(granted, t) : decidedByLine(outcome.status, outcome.answeredBy, t);
   if (by) parts.push(by);
+  if (outcome.granted) {
+    const { tool, patterns } = outcome.granted;
+    parts.push(
+      h(
+        'p',
+        { class: 'grant-line' },
+        ...t.parts('Always allowed from now on in this session: {tool} {patterns}', {
+          tool: oneLine(tool),
+          patterns: oneLine((patterns ?? []).join(', ')),
+        }),
+      ),
+    );
+  }
   if (Array.isArray(outcome.decisions)) {
     parts.push(
       h(
@@ -550,6 +569,12 @@ function resolutionView(request, outcome, subject, dismiss, t) {
   if (outcome.note) parts.push(h('p', { class: 'note' }, outcome.note));
   parts.push(dismissButton(subject, dismiss, t));
   return parts;
+}
+
+/** `granted by alice (reviewer)` under a card a standing grant approved: who granted it. */
+function grantedByLine(grants, t) {
+  const line = byLine('granted', grants[0]?.granted_by, 'by granted-by', t);
+  return line && h('p', { class: 'answered-by-line' }, line);
 }
 
 /** `decided by alice (reviewer)` under a resolved card's status, or `null`. */

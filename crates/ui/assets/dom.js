@@ -239,7 +239,7 @@ export function followUpNote(t = pageText) {
 
 /**
  * Who asked or answered a request, as a line: `asked by agent-1 (agent)` (`verb`: `asked`,
- * `answered`, `declined`, `withdrawn`, `decided`; in `t`'s
+ * `answered`, `declined`, `withdrawn`, `decided`, `granted`; in `t`'s
  * language). `identity` is the
  * wire's `{name, role}`, or only a name (the timeline's histories carry the name alone); the
  * name is agent-controlled text, so it is one-line text with hidden characters marked.
@@ -260,6 +260,7 @@ const BY_LINES = {
   declined: 'declined by {name}',
   withdrawn: 'withdrawn by {name}',
   decided: 'decided by {name}',
+  granted: 'granted by {name}',
 };
 
 /**
