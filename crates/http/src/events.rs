@@ -178,13 +178,12 @@ pub(crate) async fn global_event_stream(
     tag = "events",
     params(EventQuery, ("Last-Event-ID" = Option<String>, Header, description = "Resume after this event id")),
     responses(
-        (status = 200, description = "As `/event`, each frame `data: {\"id\",\"type\",\"data\"}` (the event's properties under `data`, as OpenCode's v2 events)", content_type = "text/event-stream", body = String),
+        (status = 200, description = "As `/event`, each frame `data: {\"id\",\"type\",\"data\"}` (the event's properties under `data`, as OpenCode's v2 events)", content_type = "text/event-stream", body = crate::openapi::V2EventFrame),
         (status = 401, description = "Missing or unknown token", body = crate::error::ErrorBody),
         (status = 403, description = "The token is scoped to another session", body = crate::error::ErrorBody),
         (status = 429, description = "This token holds as many open streams and long polls as it may (`quota`)", body = crate::error::ErrorBody, headers(("Retry-After" = u64, description = "Seconds to wait before trying again"))),
         (status = 503, description = "Every stream slot of the server is taken (`too_many_streams`)", body = crate::error::ErrorBody, headers(("Retry-After" = u64, description = "Seconds to wait before trying again"))),
     ),
-    security(("bearer" = []), ())
 )]
 pub(crate) async fn v2_event_stream(
     State(state): State<AppState>,

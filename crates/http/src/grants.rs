@@ -28,7 +28,6 @@ use crate::opencode::SessionRequestPath;
         (status = 200, description = "The session's grants, oldest first", body = Vec<Grant>),
         (status = 403, description = "The token is scoped to another session", body = crate::error::ErrorBody),
     ),
-    security(("bearer" = []), ())
 )]
 pub(crate) async fn list(
     State(state): State<AppState>,
@@ -55,7 +54,6 @@ pub(crate) async fn list(
         (status = 403, description = "The token is scoped to another session", body = crate::error::ErrorBody),
         (status = 404, description = "The session holds no such grant", body = crate::error::ErrorBody),
     ),
-    security(("bearer" = []), ())
 )]
 pub(crate) async fn revoke(
     State(state): State<AppState>,

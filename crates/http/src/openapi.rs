@@ -112,7 +112,8 @@ impl RouteGroup {
 /// route: the server's site guard ([`SiteGuard`](crate::SiteGuard): `421` for a `Host` the
 /// server does not answer for (except on the probes), `403` for a request from another site, `431` for an
 /// oversized header, `415` for a state-changing request with a body that is not JSON) and,
-/// under `/question/{id}`, the question id's extractor (`400` for a malformed id), and,
+/// under `/question/{id}` (and the v2 `/question/{requestID}`), the question id's parser
+/// (`400` for a malformed id), and,
 /// on operations with a JSON body, the body reader ([`read_body`](crate::read_body) and
 /// the JSON extractor: `400` malformed JSON, `413` over the body limit, `415` not JSON,
 /// `422` JSON of another shape).
@@ -131,12 +132,20 @@ pub(crate) fn add_guard_and_body_responses(document: &mut utoipa::openapi::OpenA
             let json_body = operation.request_body.as_ref().is_some_and(|body| {
                 matches!(body, RefOr::T(body) if body.content.contains_key("application/json"))
             });
-            let question_path = path.starts_with("/question/{id}");
-            if question_path {
-                // What `QuestionPath` parses.
+            // The path parameter a question id is parsed from (`QuestionPath`, and the v2
+            // routes' `requestID`), if the path has one.
+            let question_id = if path.starts_with("/question/{id}") {
+                Some("id")
+            } else if path.contains("/question/{requestID}") {
+                Some("requestID")
+            } else {
+                None
+            };
+            let question_path = question_id.is_some();
+            if let Some(name) = question_id {
                 for parameter in operation.parameters.iter_mut().flatten() {
                     if let RefOr::T(parameter) = parameter
-                        && parameter.name == "id"
+                        && parameter.name == name
                     {
                         parameter.schema = Some(
                             ObjectBuilder::new()
@@ -367,6 +376,20 @@ pub(crate) struct SessionFrameSchema {
     kind: String,
 }
 
+/// What the `data:` line of a `GET /api/event` frame holds: OpenCode's v2 envelope of an
+/// event. Documentation only, as [`EventSchema`].
+#[derive(ToSchema)]
+#[schema(as = V2Event)]
+#[allow(dead_code)]
+pub(crate) struct V2EventSchema {
+    /// The event's type, as in [`EventSchema`].
+    #[serde(rename = "type")]
+    kind: String,
+    /// The event's properties.
+    #[schema(value_type = HashMap<String, serde_json::Value>)]
+    data: (),
+}
+
 /// One Server-Sent Event of a stream whose `data:` lines are `T` as compact JSON, as an
 /// SSE parser reads it (a `data` and an `id`); OpenAPI 3.1 describes each event of a
 /// `text/event-stream` with the response's schema.
@@ -376,6 +399,8 @@ pub(crate) struct SseFrame<T>(std::marker::PhantomData<T>);
 pub(crate) type EventFrame = SseFrame<EventSchema>;
 /// A `GET /global/event` frame.
 pub(crate) type GlobalEventFrame = SseFrame<GlobalEventSchema>;
+/// A `GET /api/event` frame.
+pub(crate) type V2EventFrame = SseFrame<V2EventSchema>;
 /// A `GET /session/{id}/stream` frame.
 pub(crate) type SessionStreamFrame = SseFrame<SessionFrameSchema>;
 

@@ -242,7 +242,6 @@ impl<S: Send + Sync> FromRequestParts<S> for SessionRequestPath {
     operation_id = "v2.health.get",
     tag = "server",
     responses((status = 200, description = "The server is up", body = crate::openapi::Health)),
-    security(("bearer" = []), ())
 )]
 pub(crate) async fn v2_health() -> Json<crate::openapi::Health> {
     crate::openapi::health().await
@@ -260,7 +259,6 @@ pub(crate) async fn v2_health() -> Json<crate::openapi::Health> {
         (status = 401, description = "Missing or unknown token", body = crate::error::ErrorBody),
         (status = 503, description = "The store shared with other servers could not be reached", body = crate::error::ErrorBody),
     ),
-    security(("bearer" = []), ())
 )]
 pub(crate) async fn permission_list(
     State(state): State<AppState>,
@@ -294,7 +292,6 @@ pub(crate) async fn permission_list(
         (status = 422, description = "The approval's review config does not allow this decision", body = crate::error::ErrorBody),
         (status = 503, description = "The decision could not be stored durably", body = crate::error::ErrorBody),
     ),
-    security(("bearer" = []), ())
 )]
 pub(crate) async fn permission_reply(
     State(state): State<AppState>,
@@ -327,7 +324,6 @@ pub(crate) async fn permission_reply(
         (status = 409, description = "Already decided, timed out or cancelled", body = crate::error::ErrorBody),
         (status = 422, description = "The approval's review config does not allow this decision", body = crate::error::ErrorBody),
     ),
-    security(("bearer" = []), ())
 )]
 pub(crate) async fn permission_respond(
     State(state): State<AppState>,
@@ -360,7 +356,6 @@ pub(crate) async fn permission_respond(
         (status = 200, description = "The session's pending approvals as v2 permissions", body = V2Permissions),
         (status = 403, description = "The token is scoped to another session", body = crate::error::ErrorBody),
     ),
-    security(("bearer" = []), ())
 )]
 pub(crate) async fn v2_permission_list(
     State(state): State<AppState>,
@@ -390,7 +385,6 @@ pub(crate) async fn v2_permission_list(
         (status = 200, description = "The approval as a v2 permission", body = V2PermissionData),
         (status = 404, description = "No such pending approval in this session (`PermissionNotFoundError`)", body = crate::error::ErrorBody),
     ),
-    security(("bearer" = []), ())
 )]
 pub(crate) async fn v2_permission_get(
     State(state): State<AppState>,
@@ -427,7 +421,6 @@ pub(crate) async fn v2_permission_get(
         (status = 409, description = "Already decided, timed out or cancelled", body = crate::error::ErrorBody),
         (status = 422, description = "The approval's review config does not allow this decision", body = crate::error::ErrorBody),
     ),
-    security(("bearer" = []), ())
 )]
 pub(crate) async fn v2_permission_reply(
     State(state): State<AppState>,
@@ -455,7 +448,6 @@ pub(crate) async fn v2_permission_reply(
     operation_id = "v2.permission.request.list",
     tag = "permission",
     responses((status = 200, description = "Pending approvals as v2 permissions", body = V2PermissionRequests)),
-    security(("bearer" = []), ())
 )]
 pub(crate) async fn v2_permission_requests(
     State(state): State<AppState>,
@@ -482,7 +474,6 @@ pub(crate) async fn v2_permission_requests(
         (status = 200, description = "The session's pending questions", body = V2Questions),
         (status = 403, description = "The token is scoped to another session", body = crate::error::ErrorBody),
     ),
-    security(("bearer" = []), ())
 )]
 pub(crate) async fn v2_question_list(
     State(state): State<AppState>,
@@ -501,7 +492,6 @@ pub(crate) async fn v2_question_list(
     operation_id = "v2.question.request.list",
     tag = "question",
     responses((status = 200, description = "Pending questions", body = V2QuestionRequests)),
-    security(("bearer" = []), ())
 )]
 pub(crate) async fn v2_question_requests(
     State(state): State<AppState>,
@@ -531,7 +521,6 @@ pub(crate) async fn v2_question_requests(
         (status = 409, description = "Already resolved", body = crate::error::ErrorBody),
         (status = 422, description = "The answers do not fit the questions", body = crate::error::ErrorBody),
     ),
-    security(("bearer" = []), ())
 )]
 pub(crate) async fn v2_question_reply(
     State(state): State<AppState>,
@@ -561,7 +550,6 @@ pub(crate) async fn v2_question_reply(
         (status = 404, description = "No such question in this session", body = crate::error::ErrorBody),
         (status = 409, description = "Already resolved", body = crate::error::ErrorBody),
     ),
-    security(("bearer" = []), ())
 )]
 pub(crate) async fn v2_question_reject(
     State(state): State<AppState>,
