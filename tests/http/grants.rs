@@ -374,3 +374,20 @@ async fn only_opencode_streams_carry_companion_frames() {
         );
     }
 }
+
+#[tokio::test]
+async fn a_grant_reads_nothing_in_the_agents_arguments_as_a_pattern() {
+    let app = app(32).await;
+    let listed = ask(&app, "ses_star", "bash", "ls *").await;
+    let (approved, body) = answer(&app, ALICE, &listed, "always").await;
+    assert_eq!(approved, StatusCode::OK, "{body}");
+
+    // The very call again: approved by the grant.
+    let again = ask(&app, "ses_star", "bash", "ls *").await;
+    assert_eq!(status(&app, &again).await["status"], "replied");
+    // What the `*` would cover as a wildcard: asked of a human.
+    for command in ["ls *; rm -rf ~", "ls -la", "ls"] {
+        let other = ask(&app, "ses_star", "bash", command).await;
+        assert_eq!(status(&app, &other).await["status"], "pending", "{command}");
+    }
+}

@@ -17,8 +17,9 @@
 //!   `POST /approval/{id}/reply`: the same visibility, the same decider and role checks,
 //!   the same review configs. An agent's token cannot approve by answering a permission.
 //! - **`always` also grants.** It approves the request and records a standing grant for
-//!   the session (see `askbus_question`'s `grant` module): the session's calls of the
-//!   same tool whose patterns it matches, pending or later, are approved without asking,
+//!   the session (see `askbus_question`'s `grant` module): the session's calls that
+//!   repeat an approved one exactly (tool and arguments), pending or later, are approved
+//!   without asking,
 //!   each such auto-approval named in its reply's `auto_approved_by`, and its
 //!   `permission.replied` reads `always`. Grants are listed and revoked under
 //!   `/session/{id}/grant` (the `grants` module).

@@ -4,12 +4,16 @@
 //! A grant is made by a human deciding an approval with
 //! [`ApprovalService::reply_always`](crate::ApprovalService::reply_always): that request is
 //! approved, and the grant covers the session's other requests (pending, and later ones)
-//! whose every action
-//! calls the same tool with a [pattern](pattern_of) that one of the grant's patterns
-//! matches (`*` in a grant's pattern matches any run of characters, as in OpenCode).
+//! whose every action is one the human approved: the same tool with the same arguments.
 //!
 //! Policy, in exact words:
 //!
+//! - **A grant covers what the human saw, exactly.** A call is covered when its tool and its
+//!   whole arguments equal those of a call the grant approved. Nothing in the arguments is
+//!   read as a pattern: they come from the agent, so a `*` in an approved `ls *` must not
+//!   stand for `ls *; rm -rf ~`, and arguments the [pattern](pattern_of) leaves out (a
+//!   `cwd`, a `deploy`'s `env`) must not change unseen. The patterns are what OpenCode
+//!   clients show of a grant, never what it matches.
 //! - **Only a decider grants.** `reply_always` is a decision, checked as every decision is
 //!   (the registry's `check_decider`): an agent's identity, or the asker's own under
 //!   separation of duties, can no more grant than approve.
@@ -73,8 +77,10 @@ pub struct Grant {
     pub session_id: Arc<str>,
     /// The tool whose calls it covers.
     pub tool: String,
-    /// What those calls may touch (see [`pattern_of`]); `*` matches any run of characters.
+    /// What those calls touch (see [`pattern_of`]), as OpenCode clients show a grant.
     pub patterns: Vec<String>,
+    /// The arguments of the calls it approved, each once: the calls it covers.
+    pub args: Vec<Value>,
     /// The human who granted it.
     pub granted_by: Identity,
     /// When, milliseconds since the Unix epoch.
@@ -157,9 +163,14 @@ impl Grant {
             ));
         }
         let mut patterns: Vec<String> = Vec::new();
-        for pattern in request.action_requests.iter().map(pattern_of) {
+        let mut args: Vec<Value> = Vec::new();
+        for action in &request.action_requests {
+            let pattern = pattern_of(action);
             if !patterns.contains(&pattern) {
                 patterns.push(pattern);
+            }
+            if !args.contains(&action.args) {
+                args.push(action.args.clone());
             }
         }
         Ok(Self {
@@ -167,19 +178,16 @@ impl Grant {
             session_id: Arc::clone(&request.session_id),
             tool,
             patterns,
+            args,
             granted_by: granted_by.clone(),
             created_at: now_ms(),
         })
     }
 
-    /// Whether this grant covers `action`: the same tool, a pattern that matches.
+    /// Whether this grant covers `action`: the same tool with the same arguments as a call
+    /// the human approved (JSON equality: the order of an object's keys does not matter).
     pub fn covers(&self, action: &Action) -> bool {
-        let pattern = pattern_of(action);
-        action.name == self.tool
-            && self
-                .patterns
-                .iter()
-                .any(|granted| wildcard_match(granted, &pattern))
+        action.name == self.tool && self.args.contains(&action.args)
     }
 }
 
@@ -257,30 +265,6 @@ impl Event for ApprovalGrantRevoked {
     }
 }
 
-/// Whether `text` fits `pattern`, where `*` stands for any run of characters (none too)
-/// and every other character for itself.
-fn wildcard_match(pattern: &str, text: &str) -> bool {
-    let mut parts = pattern.split('*');
-    let Some(first) = parts.next() else {
-        return text.is_empty();
-    };
-    let Some(mut rest) = text.strip_prefix(first) else {
-        return false;
-    };
-    let parts: Vec<&str> = parts.collect();
-    let Some((last, middle)) = parts.split_last() else {
-        // No `*`: the whole text is the pattern.
-        return rest.is_empty();
-    };
-    for part in middle {
-        match rest.find(part) {
-            Some(at) => rest = &rest[at + part.len()..],
-            None => return false,
-        }
-    }
-    rest.len() >= last.len() && rest.ends_with(last)
-}
-
 /// Now, milliseconds since the Unix epoch.
 fn now_ms() -> u64 {
     std::time::SystemTime::now()
@@ -292,26 +276,35 @@ fn now_ms() -> u64 {
 
 #[cfg(test)]
 mod tests {
-    use super::wildcard_match;
+    use serde_json::json;
+
+    use super::*;
+
+    fn grant_of(args: Value) -> Grant {
+        Grant {
+            id: askbus_bus::IdGenerator::new().next_id(),
+            session_id: "s".into(),
+            tool: "bash".to_owned(),
+            patterns: Vec::new(),
+            args: vec![args],
+            granted_by: Identity::local(),
+            created_at: 0,
+        }
+    }
 
     #[test]
-    fn a_star_matches_any_run_of_characters() {
-        for (pattern, text, expected) in [
-            ("ls", "ls", true),
-            ("ls", "ls -la", false),
-            ("ls*", "ls -la", true),
-            ("*", "", true),
-            ("*", "anything", true),
-            ("git * --force", "git push origin --force", true),
-            ("git * --force", "git push origin", false),
-            ("a*a", "a", false),
-            ("*.rs", "src/main.rs", true),
-        ] {
-            assert_eq!(
-                wildcard_match(pattern, text),
-                expected,
-                "{pattern} ~ {text}"
-            );
-        }
+    fn a_grant_covers_the_very_call_approved_and_nothing_else() {
+        let grant = grant_of(json!({"command": "ls *", "cwd": "/work"}));
+        let call = |name: &str, args: Value| grant.covers(&Action::new(name, args));
+        assert!(call("bash", json!({"cwd": "/work", "command": "ls *"})));
+        // A `*` the agent wrote is a character, not a wildcard.
+        assert!(!call(
+            "bash",
+            json!({"command": "ls *; rm -rf ~", "cwd": "/work"})
+        ));
+        // Arguments the pattern leaves out count as much as the pattern.
+        assert!(!call("bash", json!({"command": "ls *", "cwd": "/"})));
+        assert!(!call("bash", json!({"command": "ls *"})));
+        assert!(!call("sh", json!({"command": "ls *", "cwd": "/work"})));
     }
 }
