@@ -53,6 +53,7 @@ mod follow_up;
 mod hub;
 mod identity;
 mod interrupt;
+mod keys;
 mod model;
 mod notify;
 mod quota;

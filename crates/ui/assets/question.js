@@ -71,7 +71,7 @@ export function questionCard(request, actions) {
       id: domId('request', id),
       'aria-labelledby': titleId,
       tabindex: -1,
-      dataset: { id, key: id, session: request.sessionID, kind: 'question' },
+      dataset: { id, key: request.approvalKey || id, session: request.sessionID, kind: 'question' },
     },
     h(
       'div',
