@@ -501,3 +501,24 @@ async fn the_seeds_history_says_what_the_agent_waits_on() {
     assert_eq!(done["agent_status"], "idle", "{done:#}");
     assert!(done.get("pending_approval").is_none(), "{done:#}");
 }
+
+/// Seed 000's per-tool `display_as_content`, on `POST /session/{id}/step`: a call marked
+/// so is shown outside groups (seed 004: `share_thought`), closing the group before it.
+#[tokio::test]
+async fn a_step_marked_display_as_content_is_shown_outside_groups() {
+    let app = TestApp::new();
+    for step in [
+        json!({"type": "tool_use", "id": "tc-1", "name": "write_todos"}),
+        json!({"type": "tool_use", "id": "tc-2", "name": "share_thought", "display_as_content": true}),
+    ] {
+        let (status, body) = app.call(post_json("/session/s1/step", &step)).await;
+        assert_eq!((status, body), (StatusCode::OK, json!(true)), "{step}");
+    }
+    let (_, history) = app.call(get("/session/s1/history")).await;
+    let messages = history["messages"].as_array().unwrap();
+    assert_eq!(messages.len(), 2, "{history:#}");
+    assert_eq!(messages[0]["display_type"], "group_start", "{history:#}");
+    assert_eq!(messages[0]["group_closed"], true, "{history:#}");
+    assert_eq!(messages[1]["tool_calls"][0]["name"], "share_thought");
+    assert_eq!(messages[1]["display_type"], "content", "{history:#}");
+}
