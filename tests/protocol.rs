@@ -12,9 +12,9 @@ use askbus::question::{
     QuestionInfo, QuestionKind, QuestionOption, QuestionRequest, RequestHub, Timeout,
 };
 use askbus_protocol::{
-    ActionRequest, AgentStep, ClientView, Decision, DecisionType, Encoder, Follow, Frame,
-    FrameCursor, History, HistoryLimits, Outcome, ProtocolError, Record, Request, RequestEvent,
-    RequestKind, Resync, ReviewConfig, Step, StreamFrame, ToolStatus, Transcripts,
+    ActionRequest, AgentStep, ClientView, ContentBlock, Decision, DecisionType, Encoder, Follow,
+    Frame, FrameCursor, History, HistoryLimits, Outcome, ProtocolError, Record, Request,
+    RequestEvent, RequestKind, Resync, ReviewConfig, Step, StreamFrame, ToolStatus, Transcripts,
 };
 use askbus_store::{MemoryStore, Store};
 use proptest::prelude::*;
@@ -53,6 +53,7 @@ fn tool_use(id: &str, name: &str, label: Option<&str>) -> Record {
         name: name.into(),
         input: json!({}),
         tool_content_message: label.map(str::to_owned),
+        display_as_content: false,
     })
 }
 
@@ -257,16 +258,17 @@ fn seed_000_question_closes_the_group_and_the_next_tool_opens_a_new_one() {
     check_stream(
         &records,
         json!([
+            {"type": "message_start", "message_id": "msg_1"},
             {"type": "content_block_start", "index": 0, "content_block": {"type": "text", "is_part": true}},
             {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": "Let me prepare a question."}},
             {"type": "content_block_stop", "index": 0},
-            {"type": "group_start", "index": 1},
+            {"type": "group_start", "index": 1, "message_id": "msg_1"},
             {"type": "content_block_start", "index": 2, "content_block": {"type": "tool_use", "id": "tc-1", "name": "write_todos", "input": {}, "tool_content_message": "Prepare the question"}},
             {"type": "content_block_stop", "index": 2},
             {"type": "content_block_start", "index": 3, "content_block": {"type": "tool_result", "tool_use_id": "tc-1", "name": "write_todos", "status": "success", "tool_content_message": "Prepare the question"}},
             {"type": "content_block_stop", "index": 3},
-            {"type": "group_end", "index": 4, "summary": "Prepare the question"},
-            {"type": "content_block_start", "index": 5, "content_block": {"type": "approval_request", "approval_key": "que_1"}},
+            {"type": "group_end", "index": 4, "summary": "Prepare the question", "message_id": "msg_1"},
+            {"type": "content_block_start", "index": 5, "content_block": {"type": "approval_request", "approval_key": "que_1"}, "message_id": "msg_1"},
             {"type": "content_block_delta", "index": 5, "delta": {
                 "action_requests": [{"name": "ask_user_question", "args": {"questions": seed_questions_json()}}],
                 "review_configs": [{"action_name": "ask_user_question", "allowed_decisions": ["approve", "edit", "reject"]}],
@@ -279,7 +281,7 @@ fn seed_000_question_closes_the_group_and_the_next_tool_opens_a_new_one() {
                 "Expected holding period?": "Over 3 years"
             }}},
             {"type": "content_block_stop", "index": 6},
-            {"type": "group_start", "index": 7},
+            {"type": "group_start", "index": 7, "message_id": "msg_1"},
             {"type": "content_block_start", "index": 8, "content_block": {"type": "tool_use", "id": "tc-2", "name": "analyze_price", "input": {}, "tool_content_message": "Analyse VNINDEX price"}},
             {"type": "content_block_stop", "index": 8}
         ]),
@@ -300,10 +302,20 @@ fn seed_001_tool_approval_stays_in_its_group_and_its_result_carries_the_decision
     check_stream(
         &records,
         json!([
-            {"type": "group_start", "index": 0},
+            {"type": "message_start", "message_id": "msg_1"},
+            {"type": "group_start", "index": 0, "message_id": "msg_1"},
             {"type": "content_block_start", "index": 1, "content_block": {"type": "tool_use", "id": "toolu_01XyzAbc", "name": "execute_trade", "input": {}, "tool_content_message": "Buy 100 VNM"}},
             {"type": "content_block_stop", "index": 1},
-            {"type": "content_block_start", "index": 2, "content_block": {"type": "approval_request", "approval_key": "abc-123_1"}},
+            {"type": "content_block_start", "index": 2, "content_block": {
+                "type": "approval_request",
+                "approval_key": "abc-123_1",
+                "actions": [{
+                    "name": "execute_trade",
+                    "args": {"symbol": "VNM", "quantity": 100, "side": "buy", "price": 82000},
+                    "tool_use_id": "toolu_01XyzAbc"
+                }],
+                "review_configs": [{"require_approval": true, "timeout": 300}]
+            }, "message_id": "msg_1"},
             {"type": "content_block_delta", "index": 2, "delta": {
                 "action_requests": [{
                     "name": "execute_trade",
@@ -319,12 +331,66 @@ fn seed_001_tool_approval_stays_in_its_group_and_its_result_carries_the_decision
             {"type": "content_block_stop", "index": 3},
             {"type": "content_block_start", "index": 4, "content_block": {"type": "tool_result", "tool_use_id": "toolu_01XyzAbc", "name": "execute_trade", "status": "success", "tool_content_message": "Buy 100 VNM"}},
             {"type": "content_block_stop", "index": 4},
-            {"type": "group_end", "index": 5, "summary": "Buy 100 VNM"},
+            {"type": "group_end", "index": 5, "summary": "Buy 100 VNM", "message_id": "msg_1"},
             {"type": "content_block_start", "index": 6, "content_block": {"type": "text", "is_final": true}},
             {"type": "content_block_delta", "index": 6, "delta": {"type": "text_delta", "text": "Bought 100 VNM."}},
-            {"type": "content_block_stop", "index": 6}
+            {"type": "content_block_stop", "index": 6},
+            {"type": "message_stop", "message_id": "msg_1"}
         ]),
     );
+}
+
+/// Seed 001's `approval_request` start block, verbatim: what its React and Flutter samples
+/// read (`actions`, `approval_key`) is in the block itself.
+#[test]
+fn seed_001_start_block_is_the_seeds_own() {
+    // 001_80c8035cdf420067.txt, "Block approval_request", "Ví Dụ Đầy Đủ", verbatim.
+    let seed = json!({
+        "type": "content_block_start",
+        "index": 4,
+        "content_block": {
+            "type": "approval_request",
+            "approval_key": "abc-123_1",
+            "actions": [
+                {
+                    "name": "execute_trade",
+                    "args": {
+                        "symbol": "VNM",
+                        "quantity": 100,
+                        "side": "buy",
+                        "price": 82000
+                    },
+                    "tool_use_id": "toolu_01XyzAbc"
+                }
+            ],
+            "review_configs": [
+                {
+                    "require_approval": true,
+                    "timeout": 300
+                }
+            ]
+        },
+        "message_id": "msg-abc"
+    });
+    let frames = serde_json::to_value(frames_of(&[trade_approval()])).unwrap();
+    let start = frames
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|frame| frame["type"] == "content_block_start")
+        .unwrap();
+    assert_eq!(start["content_block"], seed["content_block"]);
+    assert_eq!(
+        start["message_id"], "msg_1",
+        "the turn's id, where the seed has `msg-abc`"
+    );
+    // A UI built from the seed reads the start block back.
+    let frame: Frame = serde_json::from_value(seed).unwrap();
+    assert!(matches!(
+        frame,
+        Frame::ContentBlockStart { content_block: ContentBlock::ApprovalRequest { ref actions, .. }, .. }
+            if actions[0].name == "execute_trade"
+    ));
 }
 
 /// Seed 001: nobody answered; `approval_timeout` is a start and a stop, nothing else.
@@ -397,16 +463,165 @@ fn seed_004_tool_content_message_falls_back_to_the_readable_tool_name() {
             final_text("Done."),
         ],
         json!([
-            {"type": "group_start", "index": 0},
+            {"type": "message_start", "message_id": "msg_1"},
+            {"type": "group_start", "index": 0, "message_id": "msg_1"},
             {"type": "content_block_start", "index": 1, "content_block": {"type": "tool_use", "id": "tc-1", "name": "web_search", "input": {}, "tool_content_message": "Web search"}},
             {"type": "content_block_stop", "index": 1},
             {"type": "content_block_start", "index": 2, "content_block": {"type": "tool_result", "tool_use_id": "tc-1", "name": "web_search", "status": "success", "tool_content_message": "Web search"}},
             {"type": "content_block_stop", "index": 2},
-            {"type": "group_end", "index": 3, "summary": "Web search"},
+            {"type": "group_end", "index": 3, "summary": "Web search", "message_id": "msg_1"},
             {"type": "content_block_start", "index": 4, "content_block": {"type": "text", "is_final": true}},
             {"type": "content_block_delta", "index": 4, "delta": {"type": "text_delta", "text": "Done."}},
-            {"type": "content_block_stop", "index": 4}
+            {"type": "content_block_stop", "index": 4},
+            {"type": "message_stop", "message_id": "msg_1"}
         ]),
+    );
+}
+
+/// Seed 004's turn: `message_start` before the agent's first output, `message_stop` after
+/// its final answer; the user speaking again ends an unfinished turn, and the next output
+/// opens the session's next one.
+#[test]
+fn seed_004_a_turn_is_bracketed_by_message_start_and_stop() {
+    let frames = serde_json::to_value(frames_of(&[
+        user("hãy hỏi 2 lần"),
+        thinking("..."),
+        user("stop"),
+        final_text("OK."),
+    ]))
+    .unwrap();
+    let bounds: Vec<&Value> = frames
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|frame| frame["type"] != "content_block_delta")
+        .collect();
+    assert_eq!(
+        serde_json::to_value(bounds).unwrap(),
+        json!([
+            {"type": "content_block_start", "index": 0, "content_block": {"type": "user"}},
+            {"type": "content_block_stop", "index": 0},
+            {"type": "message_start", "message_id": "msg_1"},
+            {"type": "group_start", "index": 1, "message_id": "msg_1"},
+            {"type": "content_block_start", "index": 2, "content_block": {"type": "thinking"}},
+            {"type": "content_block_stop", "index": 2},
+            {"type": "group_end", "index": 3, "summary": "Thinking", "message_id": "msg_1"},
+            {"type": "message_stop", "message_id": "msg_1"},
+            {"type": "content_block_start", "index": 4, "content_block": {"type": "user"}},
+            {"type": "content_block_stop", "index": 4},
+            {"type": "message_start", "message_id": "msg_2"},
+            {"type": "content_block_start", "index": 5, "content_block": {"type": "text", "is_final": true}},
+            {"type": "content_block_stop", "index": 5},
+            {"type": "message_stop", "message_id": "msg_2"}
+        ])
+    );
+}
+
+/// Seed 000's `display_as_content` per tool: a `share_thought` call marked so is shown
+/// outside groups (closing the open one), its result too; the next tool opens a new group.
+#[test]
+fn seed_000_display_as_content_shows_a_tool_outside_groups() {
+    let mut share = tool_use("tc-2", "share_thought", Some("Share a thought"));
+    if let Record::Step(Step::ToolUse {
+        display_as_content, ..
+    }) = &mut share
+    {
+        *display_as_content = true;
+    }
+    let frames = serde_json::to_value(frames_of(&[
+        tool_use("tc-1", "write_todos", None),
+        share.clone(),
+        tool_use("tc-3", "web_search", None),
+        tool_result("tc-2", "share_thought"),
+    ]))
+    .unwrap();
+    let shape: Vec<String> = frames
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|frame| frame["type"] != "content_block_stop")
+        .map(|frame| {
+            let block = &frame["content_block"];
+            format!("{} {}", frame["type"], block["name"].as_str().unwrap_or(""))
+        })
+        .collect();
+    assert_eq!(
+        shape,
+        [
+            "\"message_start\" ",
+            "\"group_start\" ",
+            "\"content_block_start\" write_todos",
+            "\"group_end\" ",
+            "\"content_block_start\" share_thought",
+            "\"group_start\" ",
+            "\"content_block_start\" web_search",
+            "\"group_end\" ",
+            "\"content_block_start\" share_thought",
+        ]
+    );
+    // The history places them alike: the call shown outside and its result are content.
+    let history = history_of(&[
+        tool_use("tc-1", "write_todos", None),
+        share,
+        tool_result("tc-2", "share_thought"),
+    ]);
+    let display: Vec<&Value> = history
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|message| &message["display_type"])
+        .collect();
+    assert_eq!(
+        serde_json::to_value(display).unwrap(),
+        json!(["group_start", "content", "content"]),
+        "{history:#}"
+    );
+}
+
+/// A question's outcome is shown where the question is, outside groups: when the agent
+/// opened a tool group after asking, the question's `approval_timeout` closes it first
+/// instead of landing inside it.
+#[test]
+fn a_questions_outcome_is_not_inside_a_group_opened_after_it() {
+    let frames = serde_json::to_value(frames_of(&[
+        ask("que_1", &seed_questions()),
+        tool_use("tc-1", "web_search", None),
+        resolved("que_1", Outcome::TimedOut),
+        tool_result("tc-1", "web_search"),
+    ]))
+    .unwrap();
+    let kinds: Vec<String> = frames
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|frame| {
+            frame["type"] != "content_block_stop" && frame["type"] != "content_block_delta"
+        })
+        .map(|frame| {
+            let block = frame["content_block"]["type"].as_str().unwrap_or("");
+            format!(
+                "{}{}",
+                frame["type"].as_str().unwrap(),
+                if block.is_empty() {
+                    String::new()
+                } else {
+                    format!(":{block}")
+                }
+            )
+        })
+        .collect();
+    assert_eq!(
+        kinds,
+        [
+            "message_start",
+            "content_block_start:approval_request",
+            "group_start",
+            "content_block_start:tool_use",
+            "group_end",
+            "content_block_start:approval_timeout",
+            "group_start",
+            "content_block_start:tool_result",
+        ]
     );
 }
 
@@ -613,6 +828,7 @@ async fn transcripts_keep_steps_and_requests_in_the_order_they_happened() {
             name: "web_search".into(),
             input: json!({"q": "x"}),
             tool_content_message: None,
+            display_as_content: false,
         };
         record(&hub, "s1", search).await;
         let own_call = Step::ToolUse {
@@ -620,6 +836,7 @@ async fn transcripts_keep_steps_and_requests_in_the_order_they_happened() {
             name: "ask_user_question".into(),
             input: json!({}),
             tool_content_message: None,
+            display_as_content: false,
         };
         record(&hub, "s1", own_call).await;
         let ten_minutes = Timeout::After(Duration::from_secs(600));
@@ -639,7 +856,7 @@ async fn transcripts_keep_steps_and_requests_in_the_order_they_happened() {
         assert_eq!(messages[1]["group_closed"], true);
         assert_eq!(messages[1]["summary"], "Web search");
         let part = &messages[2]["content"][0];
-        assert_eq!(part["approval_key"], id.to_string());
+        assert_eq!(part["approval_key"], "s1_1", "the question's seed key");
         assert_eq!(part["timeoutSeconds"], 600);
         assert_eq!(
             part["submittedAnswers"],
@@ -652,7 +869,9 @@ async fn transcripts_keep_steps_and_requests_in_the_order_they_happened() {
         assert_eq!(nobody.last_event_id, FrameCursor::START);
 
         let all = drain(&mut transcripts.follow("s1", None).await.unwrap()).await;
-        assert_eq!(all.len(), 3 + 1 + 2 + 1 + 3 + 3, "{name}");
+        // The user's block, the turn's start, the group's start, the tool call, the group's
+        // end, the question and its answers.
+        assert_eq!(all.len(), 3 + 1 + 1 + 2 + 1 + 3 + 3, "{name}");
         for (position, frame) in all.iter().enumerate() {
             let cursor: FrameCursor = frame.cursor.to_string().parse().unwrap();
             assert_eq!(cursor, frame.cursor);
@@ -885,6 +1104,7 @@ async fn long_sessions_are_read_a_page_at_a_time() {
                     name: "web_search".into(),
                     input: json!({"n": n}),
                     tool_content_message: None,
+                    display_as_content: false,
                 },
             };
             record(&hub, "s", step).await;
@@ -975,10 +1195,11 @@ enum Op {
     Noise,
 }
 
-const TOOLS: [&str; 4] = [
+const TOOLS: [&str; 5] = [
     "web_search",
     "write_todos",
     "analyze_price",
+    "share_thought",
     "ask_user_question",
 ];
 
@@ -1028,6 +1249,7 @@ fn actions(ops: &[Op]) -> Vec<Action> {
                 let id: QuestionId = ids.next_id::<QuestionKind>();
                 let request = Arc::new(QuestionRequest {
                     id,
+                    approval_key: format!("s_{}", pending.len() + 1).into(),
                     session_id: "s".into(),
                     questions: questions(*count),
                     tool: None,
@@ -1097,6 +1319,8 @@ fn step_of(op: &Op, calls: &mut Vec<(String, &'static str)>) -> Option<Step> {
                 name: name.into(),
                 input: json!({"n": calls.len()}),
                 tool_content_message: label.clone(),
+                // Seed 000's example of a tool shown outside groups.
+                display_as_content: name == "share_thought",
             }
         }
         Op::ToolResult(n, error) => {

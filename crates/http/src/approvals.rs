@@ -3,15 +3,17 @@
 //! Names are the seeds' snake_case (`action_requests`, `review_configs`, `allowed_decisions`,
 //! `edited_action`, `approval_key`), so their UIs read and answer requests unchanged. A
 //! request is addressed by its `apr_` id or by its `approval_key` (`{session_id}_{n}`),
-//! whichever the client has. As for questions, a session-scoped token sees and answers its
+//! whichever the client has. `POST /approval` takes seed 001's `approval_request` block
+//! too: `actions` for `action_requests`, and `review_configs` of `{require_approval,
+//! timeout}` (one per action, by position) beside askbus's per-tool ones. As for questions, a session-scoped token sees and answers its
 //! own session only (other ids answer 404), and an answer is acknowledged once durable.
 
 use std::sync::Arc;
 
 use askbus_question::{
     Action, ApprovalId, ApprovalReply, ApprovalReplyError, ApprovalRequest, ApprovalService,
-    ApprovalSnapshot, ApprovalVote, Decision, Durable, Grant, Identity, OnTimeout, Outcome,
-    RequestId, ReviewConfig,
+    ApprovalSnapshot, ApprovalVote, Decision, DecisionType, Durable, Grant, Identity, OnTimeout,
+    Outcome, RequestId, ReviewConfig,
 };
 use axum::Json;
 use axum::extract::State;
@@ -41,12 +43,14 @@ pub(crate) struct CreateApproval {
     /// The asking session.
     #[schema(min_length = 1)]
     session_id: String,
-    /// The tool calls to review.
+    /// The tool calls to review (seed 001's name, `actions`, is accepted too).
+    #[serde(alias = "actions")]
     #[schema(min_items = 1)]
     action_requests: Vec<Action>,
-    /// What may be decided per tool; a tool without one allows every decision.
+    /// What may be decided per tool (a tool without one allows every decision), or seed
+    /// 001's `{require_approval, timeout}` for the action at the same position.
     #[serde(default)]
-    review_configs: Vec<ReviewConfig>,
+    review_configs: Vec<ReviewConfigForm>,
     /// Seconds before the request times out (every action rejected), at most one year
     /// (31,536,000); absent: the server's default (300 s); `null`: never.
     #[serde(default)]
@@ -71,6 +75,29 @@ pub(crate) struct CreateApproval {
     /// get its own tool call approved by waiting. Absent: the server's default.
     #[serde(default)]
     on_timeout: Option<OnTimeout>,
+}
+
+/// One entry of `POST /approval`'s `review_configs`: askbus's, or seed 001's.
+#[derive(Debug, Deserialize, utoipa::ToSchema)]
+#[serde(untagged)]
+pub(crate) enum ReviewConfigForm {
+    /// What may be decided on the actions of one tool.
+    Tool(ReviewConfig),
+    /// Seed 001's review config of the action at the same position.
+    Seed(SeedReviewConfig),
+}
+
+/// Seed 001's review config: the action at the same position in `actions` needs approval,
+/// with any decision, within `timeout` seconds.
+#[derive(Debug, Deserialize, utoipa::ToSchema)]
+pub(crate) struct SeedReviewConfig {
+    /// Whether the action needs a human's approval: `true` (an action that needs none is
+    /// not asked about: leave it out of the request).
+    require_approval: bool,
+    /// Seconds before every action is rejected; the request's `timeout` when that is
+    /// absent (the smallest, when several configs give one).
+    #[serde(default)]
+    timeout: Option<f64>,
 }
 
 /// A request with where it stands: the `ApprovalRequest` fields plus `status`, and the
@@ -304,7 +331,13 @@ pub(crate) async fn create(
     ApiJson(body): ApiJson<CreateApproval>,
 ) -> Result<Json<Arc<ApprovalRequest>>, ApiError> {
     caller.act_for(&body.session_id)?;
-    let timeout = body.timeout.timeout()?;
+    let (review_configs, seed_timeout) =
+        review_configs(body.review_configs, &body.action_requests)?;
+    let timeout = match (body.timeout, seed_timeout) {
+        (RequestTimeout::Default, Some(seconds)) => RequestTimeout::Seconds(seconds),
+        (timeout, _) => timeout,
+    }
+    .timeout()?;
     let follow_up = FollowUpFields {
         remind_after: (body.remind_after, "remind_after"),
         escalate_after: (body.escalate_after, "escalate_after"),
@@ -315,7 +348,7 @@ pub(crate) async fn create(
     let mut pending = state.hub_for(&caller).approvals().submit_with(
         body.session_id,
         body.action_requests,
-        body.review_configs,
+        review_configs,
         timeout,
         follow_up,
     )?;
@@ -324,6 +357,53 @@ pub(crate) async fn create(
     let request = pending.detach();
     recorded.await?;
     Ok(Json(request))
+}
+
+/// The review configs `forms` give for `actions`, and the smallest timeout of seed 001's
+/// configs, if any gives one. A seed config reviews the action at its position with every
+/// decision allowed (nothing when that action's tool has a config already).
+///
+/// # Errors
+///
+/// 422 for a seed config without an action at its position, or with `require_approval`
+/// false.
+fn review_configs(
+    forms: Vec<ReviewConfigForm>,
+    actions: &[Action],
+) -> Result<(Vec<ReviewConfig>, Option<f64>), ApiError> {
+    let mut configs = Vec::with_capacity(forms.len());
+    let mut timeout: Option<f64> = None;
+    for (position, form) in forms.into_iter().enumerate() {
+        let seed = match form {
+            ReviewConfigForm::Tool(config) => {
+                configs.push(config);
+                continue;
+            }
+            ReviewConfigForm::Seed(seed) => seed,
+        };
+        let Some(action) = actions.get(position) else {
+            return Err(ApiError::invalid(format!(
+                "review_configs[{position}] (`require_approval`) reviews the action at the same position, and there are {} actions",
+                actions.len()
+            )));
+        };
+        if !seed.require_approval {
+            return Err(ApiError::invalid(format!(
+                "review_configs[{position}]: `require_approval` is false; an action that needs no approval is not asked about, leave {:?} out of the request",
+                action.name
+            )));
+        }
+        if let Some(seconds) = seed.timeout {
+            timeout = Some(timeout.map_or(seconds, |shortest| shortest.min(seconds)));
+        }
+        if !configs
+            .iter()
+            .any(|config: &ReviewConfig| config.action_name == action.name)
+        {
+            configs.push(ReviewConfig::new(&action.name, DecisionType::ALL));
+        }
+    }
+    Ok((configs, timeout))
 }
 
 /// The request `key` names (an `apr_` id or an `approval_key`) if it exists and the caller

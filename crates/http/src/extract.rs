@@ -14,7 +14,8 @@
 
 use std::time::Duration;
 
-use askbus_question::{QuestionId, Timeout};
+use askbus_bus::IdKind;
+use askbus_question::{QuestionId, QuestionKind, Timeout};
 use axum::body::{Body, Bytes, HttpBody};
 use axum::extract::rejection::QueryRejection;
 use axum::extract::{FromRequest, FromRequestParts, Path, Query, Request};
@@ -31,7 +32,9 @@ pub(crate) struct ApiJson<T>(pub(crate) T);
 /// Query parameters; a malformed query is a 400 [`ApiError`].
 pub(crate) struct ApiQuery<T>(pub(crate) T);
 
-/// A question id from the path (`/question/{id}`); a malformed one is a 400.
+/// A question from the path (`/question/{id}`): its `que_` id, or its seeds' key
+/// `{session_id}_{n}` (resolved to the id here, so every question route takes both). A
+/// segment that is neither is a 400; a key no request holds, a 404.
 pub(crate) struct QuestionPath(pub(crate) QuestionId);
 
 /// A plain path segment (`/session/{id}`).
@@ -120,17 +123,44 @@ impl<S: Send + Sync, T: DeserializeOwned> FromRequestParts<S> for ApiQuery<T> {
     }
 }
 
-impl<S: Send + Sync> FromRequestParts<S> for QuestionPath {
+impl FromRequestParts<AppState> for QuestionPath {
     type Rejection = ApiError;
 
-    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, Self::Rejection> {
+    async fn from_request_parts(
+        parts: &mut Parts,
+        state: &AppState,
+    ) -> Result<Self, Self::Rejection> {
         let SegmentPath(text) = SegmentPath::from_request_parts(parts, state).await?;
-        text.parse().map(Self).map_err(|_| {
-            ApiError::bad_request(format!(
-                "`{}` is not a question id (expected `que_` followed by a 26-character ULID)",
-                text.chars().take(64).collect::<String>()
-            ))
-        })
+        if let Ok(id) = text.parse() {
+            return Ok(Self(id));
+        }
+        let shown: String = text.chars().take(64).collect();
+        // Something that starts as an id does is a malformed id, not a key (of a session
+        // named `que`, say): a client that mistyped an id is told so.
+        let is_key = !text.starts_with(QuestionKind::PREFIX)
+            && text
+                .rsplit_once('_')
+                .is_some_and(|(session, n)| !session.is_empty() && n.parse::<u64>().is_ok());
+        if !is_key {
+            return Err(ApiError::bad_request(format!(
+                "`{shown}` is not a question id (expected `que_` followed by a 26-character ULID, or the key `{{sessionID}}_{{n}}`)"
+            )));
+        }
+        let hub = &state.inner.hub;
+        let id = match hub.questions().id_for_key(&text) {
+            Some(id) => id,
+            // Perhaps asked through another server sharing the store a moment ago.
+            None => {
+                hub.caught_up().await?;
+                hub.questions().id_for_key(&text).ok_or_else(|| {
+                    ApiError::new(
+                        ErrorCode::NotFound,
+                        format!("no question request has the key `{shown}`"),
+                    )
+                })?
+            }
+        };
+        Ok(Self(id))
     }
 }
 

@@ -289,7 +289,7 @@ pub(crate) struct Linked {
     path = "/question/{id}/link",
     operation_id = "question.link",
     tag = "question",
-    params(("id" = String, Path, description = "Question id, `que_` + ULID")),
+    params(("id" = String, Path, description = "Question id, `que_` + ULID, or its key `{sessionID}_{n}` (`approvalKey`)")),
     responses(
         (status = 200, description = "The link", body = Minted),
         (status = 401, description = "Missing or unknown token", body = crate::error::ErrorBody),

@@ -135,14 +135,14 @@ pub(crate) fn add_guard_and_body_responses(document: &mut utoipa::openapi::OpenA
             // The path parameter a question id is parsed from (`QuestionPath`, and the v2
             // routes' `requestID`), if the path has one.
             let question_id = if path.starts_with("/question/{id}") {
-                Some("id")
+                Some(("id", QUESTION_ID_OR_KEY_PATTERN))
             } else if path.contains("/question/{requestID}") {
-                Some("requestID")
+                Some(("requestID", QUESTION_ID_PATTERN))
             } else {
                 None
             };
             let question_path = question_id.is_some();
-            if let Some(name) = question_id {
+            if let Some((name, pattern)) = question_id {
                 for parameter in operation.parameters.iter_mut().flatten() {
                     if let RefOr::T(parameter) = parameter
                         && parameter.name == name
@@ -150,7 +150,7 @@ pub(crate) fn add_guard_and_body_responses(document: &mut utoipa::openapi::OpenA
                         parameter.schema = Some(
                             ObjectBuilder::new()
                                 .schema_type(Type::String)
-                                .pattern(Some(QUESTION_ID_PATTERN))
+                                .pattern(Some(pattern))
                                 .into(),
                         );
                     }
@@ -184,7 +184,7 @@ pub(crate) fn add_guard_and_body_responses(document: &mut utoipa::openapi::OpenA
                 add(
                     responses,
                     400,
-                    "Malformed question id: not `que_` followed by a ULID (`bad_request`)",
+                    "Malformed question id: not `que_` followed by a ULID (nor, under `/question/{id}`, a key `{sessionID}_{n}`) (`bad_request`)",
                     None,
                 );
             }
@@ -212,6 +212,8 @@ pub(crate) fn add_guard_and_body_responses(document: &mut utoipa::openapi::OpenA
 
 /// A question id as the path takes it: `que_` and a ULID in Crockford's base 32.
 const QUESTION_ID_PATTERN: &str = "^que_[0-9A-HJKMNP-TV-Z]{26}$";
+/// A question id, or the seeds' key of a question, `{sessionID}_{n}` (`QuestionPath`).
+const QUESTION_ID_OR_KEY_PATTERN: &str = "^(que_[0-9A-HJKMNP-TV-Z]{26}|.+_[0-9]+)$";
 
 /// Every operation of `document`.
 fn operations(

@@ -184,7 +184,7 @@ pub(crate) async fn list(
     path = "/question/{id}",
     operation_id = "question.get",
     tag = "question",
-    params(("id" = String, Path, description = "Question id, `que_` + ULID")),
+    params(("id" = String, Path, description = "Question id, `que_` + ULID, or its key `{sessionID}_{n}` (`approvalKey`)")),
     responses(
         (status = 200, description = "The question with its status", body = QuestionStatus),
         (status = 400, description = "Malformed id", body = crate::error::ErrorBody),
@@ -214,7 +214,7 @@ pub(crate) async fn get(
     path = "/question/{id}/wait",
     operation_id = "question.wait",
     tag = "question",
-    params(("id" = String, Path, description = "Question id, `que_` + ULID"), WaitQuery),
+    params(("id" = String, Path, description = "Question id, `que_` + ULID, or its key `{sessionID}_{n}` (`approvalKey`)"), WaitQuery),
     responses(
         (status = 200, description = "The question with its status; `pending` when the wait ran out", body = QuestionStatus),
         (status = 400, description = "Malformed id or timeout", body = crate::error::ErrorBody),
@@ -258,7 +258,7 @@ pub(crate) async fn wait(
     path = "/question/{id}/reply",
     operation_id = "question.reply",
     tag = "question",
-    params(("id" = String, Path, description = "Question id, `que_` + ULID")),
+    params(("id" = String, Path, description = "Question id, `que_` + ULID, or its key `{sessionID}_{n}` (`approvalKey`)")),
     request_body(content = crate::openapi::ReplyBodySchema, description = "`{\"answers\": [[...], ...]}`, or keyed by question text: the seeds' `{\"answers\": {\"<question text>\": \"A, B\"}}` (its `type`, `session_id` and `approval_key` ignored) or the bare `{\"<question text>\": \"A, B\"}`"),
     responses(
         (status = 200, description = "Answered", body = bool, content_type = "application/json"),
@@ -298,7 +298,7 @@ pub(crate) async fn reply(
     path = "/question/{id}/reject",
     operation_id = "question.reject",
     tag = "question",
-    params(("id" = String, Path, description = "Question id, `que_` + ULID")),
+    params(("id" = String, Path, description = "Question id, `que_` + ULID, or its key `{sessionID}_{n}` (`approvalKey`)")),
     request_body(content = Option<RejectBody>, description = "Optional: `{\"reason\": \"...\"}`"),
     responses(
         (status = 200, description = "Rejected", body = bool, content_type = "application/json"),

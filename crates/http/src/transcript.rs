@@ -60,7 +60,7 @@ pub(crate) struct StreamQuery {
     tag = "session",
     params(("id" = String, Path, description = "Session id")),
     responses(
-        (status = 200, description = "The flat history with `last_event_id`, an opaque cursor: the session's newest records (steps, requests as asked, outcomes), about as many as the server keeps per session (`--max-history-records`, `--max-history-mib`), the same after a restart and through every server sharing the store. Histories are read a few at a time: one waits its turn", body = HashMap<String, serde_json::Value>),
+        (status = 200, description = "The flat history (seed 004) with `agent_status` (`running`: waiting on a human, or no final answer since the user spoke; `idle`), `pending_approval` (the oldest request still waiting, as its history part; absent when none) and `last_event_id`, an opaque cursor: the session's newest records (steps, requests as asked, outcomes), about as many as the server keeps per session (`--max-history-records`, `--max-history-mib`), the same after a restart and through every server sharing the store. Histories are read a few at a time: one waits its turn", body = HashMap<String, serde_json::Value>),
         (status = 403, description = "The token is scoped to another session", body = crate::error::ErrorBody),
         (status = 503, description = "The store cannot be read; try again", body = crate::error::ErrorBody),
     ),
@@ -133,7 +133,7 @@ pub(crate) async fn stream(
     operation_id = "session.step",
     tag = "session",
     params(("id" = String, Path, description = "Session id")),
-    request_body(content = Step, description = "A step: `{\"type\": \"text\", \"text\": \"...\"}`, `thinking`, `tool_use`, `tool_result` or `user`"),
+    request_body(content = Step, description = "A step: `{\"type\": \"text\", \"text\": \"...\"}`, `thinking`, `tool_use` (with `\"display_as_content\": true`: shown outside groups, as a question is, and so is its result), `tool_result` or `user`"),
     responses(
         (status = 200, description = "Recorded (in the store, when the server has one)", body = bool, content_type = "application/json"),
         (status = 403, description = "The token is scoped to another session, or is a reviewer's", body = crate::error::ErrorBody),

@@ -1,10 +1,10 @@
 //! Records in, frames out: where groups open and close.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 use crate::frame::{
-    ApprovalRequestDelta, ApprovalResultDelta, ContentBlock, ContentDelta, Delta, Frame, TextFlags,
-    ToolResultBlock, ToolUseBlock,
+    ApprovalRequestDelta, ApprovalResultDelta, ContentBlock, ContentDelta, Delta, Frame,
+    StartReviewConfig, TextFlags, ToolResultBlock, ToolUseBlock,
 };
 use crate::record::{
     Decision, Outcome, QUESTION_TOOL, Record, Request, RequestEvent, RequestKind, Step,
@@ -23,8 +23,17 @@ pub const THINKING_SUMMARY: &str = "Thinking";
 /// - **Steps are always inside a group.** Thinking, tool calls, tool results and tool
 ///   approvals open a group (`group_start`) when none is open, so the first tool after a
 ///   question opens a new one.
-/// - **Outcomes do not move groups.** `approval_result` and `approval_timeout` follow their
-///   request wherever the stream is; they neither open nor close a group.
+/// - **An outcome is shown where its request is.** A question's `approval_result` or
+///   `approval_timeout` closes the open group (a group opened after the question is not
+///   the question's); a tool approval's follows it wherever the stream is, neither opening
+///   nor closing a group.
+/// - **`display_as_content`.** A `tool_use` step with `display_as_content: true` (seed
+///   000's per-tool rule) is shown outside groups, as a question is, and so is its result.
+/// - **Turns.** The agent's first output after the user spoke (or after its final answer)
+///   opens a turn, `message_start` with `message_id` `msg_{n}` (the session's `n`th turn);
+///   its final answer (`is_final`), or the user speaking again, closes it with
+///   `message_stop`. The turn's group markers and request blocks carry its `message_id`.
+///   Outcomes neither open nor close a turn.
 /// - **The summary** sent with `group_end` is the label of the group's last tool call (its
 ///   `tool_content_message`, else the tool name made readable: `web_search` -> `Web search`),
 ///   else the first approved action's name made readable, else [`THINKING_SUMMARY`].
@@ -38,10 +47,13 @@ pub const THINKING_SUMMARY: &str = "Thinking";
 /// use askbus_protocol::{Encoder, Frame, Record, Step};
 ///
 /// let mut encoder = Encoder::new();
+/// let turn = Some("msg_1".to_owned());
 /// let frames = encoder.encode(&Record::Step(Step::Thinking { thinking: "Hmm".into() }));
-/// assert_eq!(frames[0], Frame::GroupStart { index: 0 });
+/// assert_eq!(frames[0], Frame::MessageStart { message_id: "msg_1".into() });
+/// assert_eq!(frames[1], Frame::GroupStart { index: 0, message_id: turn.clone() });
 /// let frames = encoder.encode(&Record::Step(Step::Text { text: "Done".into(), is_final: true }));
-/// assert_eq!(frames[0], Frame::GroupEnd { index: 2, summary: "Thinking".into() });
+/// assert_eq!(frames[0], Frame::GroupEnd { index: 2, summary: "Thinking".into(), message_id: turn });
+/// assert_eq!(frames.last(), Some(&Frame::MessageStop { message_id: "msg_1".into() }));
 /// ```
 #[derive(Debug, Default)]
 pub struct Encoder {
@@ -53,6 +65,13 @@ pub struct Encoder {
     tool_labels: HashMap<String, String>,
     /// Requests asked and not yet resolved, by request id.
     requests: HashMap<String, AskedRequest>,
+    /// The open turn's `message_id`, if a turn is open.
+    turn: Option<String>,
+    /// How many turns the session has had.
+    turns: u64,
+    /// Ids of `display_as_content` tool calls whose result has not come yet: their results
+    /// are shown outside groups too.
+    content_calls: HashSet<String>,
 }
 
 /// A group between its `group_start` and `group_end`.
@@ -69,6 +88,8 @@ struct AskedRequest {
     approval_key: String,
     /// For a question, its question texts, to key answers by.
     questions: Vec<String>,
+    /// Question (its outcome is shown outside groups) or tool approval.
+    kind: RequestKind,
 }
 
 impl Encoder {
@@ -94,8 +115,16 @@ impl Encoder {
 
     fn step(&mut self, step: &Step, frames: &mut Vec<Frame>) {
         match step {
+            Step::User { .. } => {}
+            Step::ToolUse { name, .. } | Step::ToolResult { name, .. } if name == QUESTION_TOOL => {
+                return;
+            }
+            _ => self.open_turn(frames),
+        }
+        match step {
             Step::User { text } => {
                 self.close_group(frames);
+                self.close_turn(frames);
                 let delta = ContentDelta::TextDelta { text: text.clone() };
                 self.block(ContentBlock::User, Some(Delta::Content(delta)), frames);
             }
@@ -104,6 +133,9 @@ impl Encoder {
                 let delta = ContentDelta::TextDelta { text: text.clone() };
                 let block = ContentBlock::Text(TextFlags::new(*is_final));
                 self.block(block, Some(Delta::Content(delta)), frames);
+                if *is_final {
+                    self.close_turn(frames);
+                }
             }
             Step::Thinking { thinking } => {
                 self.open_group(frames);
@@ -119,13 +151,19 @@ impl Encoder {
                 name,
                 input,
                 tool_content_message,
+                display_as_content,
             } => {
                 let label = tool_content_message
                     .clone()
                     .filter(|label| !label.trim().is_empty())
                     .unwrap_or_else(|| readable(name));
                 self.tool_labels.insert(id.clone(), label.clone());
-                self.open_group(frames).summary = Some(label.clone());
+                if *display_as_content {
+                    self.close_group(frames);
+                    self.content_calls.insert(id.clone());
+                } else {
+                    self.open_group(frames).summary = Some(label.clone());
+                }
                 let block = ContentBlock::ToolUse(ToolUseBlock {
                     id: id.clone(),
                     name: name.clone(),
@@ -145,7 +183,11 @@ impl Encoder {
                     .get(tool_use_id)
                     .cloned()
                     .unwrap_or_else(|| readable(name));
-                self.open_group(frames).summary = Some(label.clone());
+                if self.content_calls.remove(tool_use_id) {
+                    self.close_group(frames);
+                } else {
+                    self.open_group(frames).summary = Some(label.clone());
+                }
                 let block = ContentBlock::ToolResult(ToolResultBlock {
                     tool_use_id: tool_use_id.clone(),
                     name: name.clone(),
@@ -159,6 +201,7 @@ impl Encoder {
     }
 
     fn asked(&mut self, request: &Request, frames: &mut Vec<Frame>) {
+        self.open_turn(frames);
         match request.kind {
             RequestKind::Question => self.close_group(frames),
             RequestKind::Approval => {
@@ -176,17 +219,37 @@ impl Encoder {
             AskedRequest {
                 approval_key: request.approval_key.clone(),
                 questions: request.questions.clone(),
+                kind: request.kind,
             },
         );
+        // Seed 001's start block lists an approval's actions; seed 000's, for a question,
+        // holds the key alone.
+        let (actions, review_configs) = match request.kind {
+            RequestKind::Question => (Vec::new(), Vec::new()),
+            RequestKind::Approval => (
+                request.action_requests.clone(),
+                request
+                    .action_requests
+                    .iter()
+                    .map(|_| StartReviewConfig {
+                        require_approval: true,
+                        timeout: request.timeout_seconds,
+                    })
+                    .collect(),
+            ),
+        };
         let block = ContentBlock::ApprovalRequest {
             approval_key: request.approval_key.clone(),
+            actions,
+            review_configs,
         };
         let delta = Delta::ApprovalRequest(ApprovalRequestDelta {
             action_requests: request.action_requests.clone(),
             review_configs: request.review_configs.clone(),
             timeout_seconds: request.timeout_seconds,
         });
-        self.block(block, Some(delta), frames);
+        let message_id = self.turn.clone();
+        self.block_of_turn(block, Some(delta), message_id, frames);
     }
 
     fn resolved(
@@ -199,6 +262,9 @@ impl Encoder {
         let Some(asked) = self.requests.remove(request_id) else {
             return;
         };
+        if asked.kind == RequestKind::Question {
+            self.close_group(frames);
+        }
         let approval_key = asked.approval_key;
         let result = match outcome {
             Outcome::Answered(answers) => ApprovalResultDelta::Answers {
@@ -227,10 +293,22 @@ impl Encoder {
 
     /// Emits one block: start, the delta if any, stop.
     fn block(&mut self, block: ContentBlock, delta: Option<Delta>, frames: &mut Vec<Frame>) {
+        self.block_of_turn(block, delta, None, frames);
+    }
+
+    /// Emits one block whose start names the turn `message_id`.
+    fn block_of_turn(
+        &mut self,
+        block: ContentBlock,
+        delta: Option<Delta>,
+        message_id: Option<String>,
+        frames: &mut Vec<Frame>,
+    ) {
         let index = self.take_index();
         frames.push(Frame::ContentBlockStart {
             index,
             content_block: block,
+            message_id,
         });
         if let Some(delta) = delta {
             frames.push(Frame::ContentBlockDelta { index, delta });
@@ -242,7 +320,8 @@ impl Encoder {
     fn open_group(&mut self, frames: &mut Vec<Frame>) -> &mut OpenGroup {
         if self.group.is_none() {
             let index = self.take_index();
-            frames.push(Frame::GroupStart { index });
+            let message_id = self.turn.clone();
+            frames.push(Frame::GroupStart { index, message_id });
         }
         self.group.get_or_insert_with(OpenGroup::default)
     }
@@ -252,7 +331,31 @@ impl Encoder {
         if let Some(group) = self.group.take() {
             let index = self.take_index();
             let summary = group.summary.unwrap_or_else(|| THINKING_SUMMARY.to_owned());
-            frames.push(Frame::GroupEnd { index, summary });
+            let message_id = self.turn.clone();
+            frames.push(Frame::GroupEnd {
+                index,
+                summary,
+                message_id,
+            });
+        }
+    }
+
+    /// Emits `message_start` if no turn is open.
+    fn open_turn(&mut self, frames: &mut Vec<Frame>) {
+        if self.turn.is_none() {
+            self.turns += 1;
+            let message_id = format!("msg_{}", self.turns);
+            frames.push(Frame::MessageStart {
+                message_id: message_id.clone(),
+            });
+            self.turn = Some(message_id);
+        }
+    }
+
+    /// Emits `message_stop` if a turn is open.
+    fn close_turn(&mut self, frames: &mut Vec<Frame>) {
+        if let Some(message_id) = self.turn.take() {
+            frames.push(Frame::MessageStop { message_id });
         }
     }
 

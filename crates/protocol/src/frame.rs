@@ -2,8 +2,9 @@
 //!
 //! Every block is `content_block_start` (what it is), at most one `content_block_delta`
 //! (its payload), `content_block_stop`; groups are bracketed by `group_start` /
-//! `group_end`. `index` counts blocks and group markers of the session from 0, so it never
-//! repeats within a session.
+//! `group_end`; an agent's turn by `message_start` / `message_stop` (seed 004), whose
+//! `message_id` the group markers and request blocks of the turn carry too. `index` counts
+//! blocks and group markers of the session from 0, so it never repeats within a session.
 
 use std::collections::BTreeMap;
 
@@ -19,21 +20,39 @@ use crate::record::{ActionRequest, Decision, ReviewConfig, ToolStatus};
 /// ```
 /// use askbus_protocol::Frame;
 ///
-/// let end = Frame::GroupEnd { index: 12, summary: "Web search".into() };
+/// let end = Frame::GroupEnd {
+///     index: 12,
+///     summary: "Web search".into(),
+///     message_id: Some("msg_1".into()),
+/// };
 /// assert_eq!(
 ///     serde_json::to_string(&end).unwrap(),
-///     r#"{"type":"group_end","index":12,"summary":"Web search"}"#
+///     r#"{"type":"group_end","index":12,"summary":"Web search","message_id":"msg_1"}"#
 /// );
 /// ```
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum Frame {
+    /// An agent's turn begins: its first output since the user spoke (or since its last
+    /// final answer).
+    MessageStart {
+        /// The turn's id, `msg_{n}` for the session's `n`th turn.
+        message_id: String,
+    },
+    /// The agent's turn ends: after its final answer, or when the user speaks again.
+    MessageStop {
+        /// The turn's id.
+        message_id: String,
+    },
     /// A block begins; says what it is.
     ContentBlockStart {
         /// The block's index in the session.
         index: u64,
         /// What the block is.
         content_block: ContentBlock,
+        /// The turn of a request's block (seed 001's `message_id`); absent on other blocks.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        message_id: Option<String>,
     },
     /// The block's payload.
     ContentBlockDelta {
@@ -51,6 +70,9 @@ pub enum Frame {
     GroupStart {
         /// The marker's index in the session.
         index: u64,
+        /// The turn the group belongs to.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        message_id: Option<String>,
     },
     /// The open group closes.
     GroupEnd {
@@ -58,6 +80,9 @@ pub enum Frame {
         index: u64,
         /// The group's header: its last `tool_content_message`, or `Thinking`.
         summary: String,
+        /// The turn the group belongs to.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        message_id: Option<String>,
     },
 }
 
@@ -76,10 +101,19 @@ pub enum ContentBlock {
     ToolUse(ToolUseBlock),
     /// A tool call's result.
     ToolResult(ToolResultBlock),
-    /// A request for a human; its actions in the delta.
+    /// A request for a human; its actions in the delta. An approval's start is seed 001's
+    /// block, which carries its actions and review configs too (the seed's UIs read them
+    /// there); a question's is seed 000's, the key alone.
     ApprovalRequest {
         /// The key to answer it with.
         approval_key: String,
+        /// An approval's actions up for review (seed 001's `actions`); empty (absent on the
+        /// wire) for a question.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        actions: Vec<ActionRequest>,
+        /// One per action of an approval, in seed 001's shape; empty for a question.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        review_configs: Vec<StartReviewConfig>,
     },
     /// A request's outcome; answers, decisions or `cancelled` in the delta.
     ApprovalResult {
@@ -94,6 +128,17 @@ pub enum ContentBlock {
         /// The request's key.
         approval_key: String,
     },
+}
+
+/// Seed 001's review config in an approval's `content_block_start`: the action at the same
+/// position needs approval, and is rejected after `timeout` seconds.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StartReviewConfig {
+    /// Always `true`: every action of a request is up for review.
+    pub require_approval: bool,
+    /// Seconds before every action is rejected; absent: never.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timeout: Option<u64>,
 }
 
 /// Whether a text is an intermediate remark (`is_part`) or the final answer (`is_final`);

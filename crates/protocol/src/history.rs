@@ -31,6 +31,26 @@ pub struct History {
     /// Everything up to this cursor is in `messages`; the stream resumes after it. On the
     /// wire a string (`h12-57`), which clients treat as opaque.
     pub last_event_id: FrameCursor,
+    /// Seed 004's `agent_status`: `running` while the session waits on a human or its
+    /// agent has not given its final answer since the user last spoke; `idle` once it has
+    /// (or nothing is recorded), when a client needs no stream.
+    #[serde(default)]
+    pub agent_status: AgentStatus,
+    /// Seed 004's `pending_approval`: the oldest request of the session still waiting for
+    /// a human, as its history part (also in `messages`); absent when none waits.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pending_approval: Option<RequestPart>,
+}
+
+/// Whether a session's agent is still at work (seed 004's `agent_status`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum AgentStatus {
+    /// Working, or waiting for a human: the stream has more to come.
+    Running,
+    /// The agent gave its final answer and nothing waits: the history is complete.
+    #[default]
+    Idle,
 }
 
 /// One flat history message.

@@ -48,6 +48,7 @@
 //!     name: "web_search".into(),
 //!     input: json!({"query": "market today"}),
 //!     tool_content_message: None,
+//!     display_as_content: false,
 //! })
 //! .await
 //! .unwrap();
@@ -83,11 +84,12 @@ mod view;
 
 pub use encode::{Encoder, THINKING_SUMMARY, readable};
 pub use frame::{
-    ApprovalRequestDelta, ApprovalResultDelta, ContentBlock, ContentDelta, Delta, Frame, TextFlags,
-    ToolResultBlock, ToolUseBlock,
+    ApprovalRequestDelta, ApprovalResultDelta, ContentBlock, ContentDelta, Delta, Frame,
+    StartReviewConfig, TextFlags, ToolResultBlock, ToolUseBlock,
 };
 pub use history::{
-    Display, DisplayType, History, HistoryMessage, MessageType, Part, RequestPart, ToolCall,
+    AgentStatus, Display, DisplayType, History, HistoryMessage, MessageType, Part, RequestPart,
+    ToolCall,
 };
 pub use record::{
     ActionRequest, AgentStep, Decision, DecisionType, EditedAction, OTHER_DESCRIPTION, OTHER_LABEL,

@@ -93,6 +93,10 @@ pub enum Step {
         /// (`web_search` -> `Web search`).
         #[serde(default, skip_serializing_if = "Option::is_none")]
         tool_content_message: Option<String>,
+        /// Seed 000's per-tool `display_as_content`: show this call and its result outside
+        /// groups (closing the open one), as a question is. Defaults to `false`.
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        display_as_content: bool,
     },
     /// A tool call's result, shown inside a group.
     ToolResult {
@@ -157,8 +161,8 @@ pub enum RequestEvent {
 pub struct Request {
     /// The request's id (`que_…` or `apr_…`).
     pub request_id: String,
-    /// The key a client answers with: the approval's `"{session_id}_{n}"`, or for a
-    /// question its id.
+    /// The key a client answers with: the request's `"{session_id}_{n}"` (questions and
+    /// approvals counted together), or the id of a question recorded before keys were given.
     pub approval_key: String,
     /// Question (shown outside groups) or tool approval (shown inside the current group).
     pub kind: RequestKind,
@@ -480,8 +484,12 @@ fn decided_by_a_human<'a>(
 /// A question asked, as a record.
 fn asked_question(request: &QuestionRequest) -> Record {
     let timeout = timeout_seconds(request.created_at, request.expires_at);
-    let request = Request::question(request.id.to_string(), &request.questions, timeout);
-    Record::Request(RequestEvent::Asked(request))
+    let mut shown = Request::question(request.id.to_string(), &request.questions, timeout);
+    // The seeds' key when the request has one (every request asked since keys were given).
+    if !request.approval_key.is_empty() {
+        shown.approval_key = request.approval_key.to_string();
+    }
+    Record::Request(RequestEvent::Asked(shown))
 }
 
 /// An approval asked, as a record.

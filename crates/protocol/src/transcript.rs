@@ -84,7 +84,7 @@ use crate::view::ClientView;
 ///     .unwrap();
 /// let mut stream = transcripts.follow("s1", Some(history.last_event_id)).await.unwrap();
 /// let next = stream.next().await.unwrap().unwrap();
-/// assert_eq!(serde_json::to_value(&next.frame).unwrap()["type"], "content_block_start");
+/// assert_eq!(serde_json::to_value(&next.frame).unwrap()["type"], "message_start");
 /// # }
 /// ```
 #[derive(Clone)]

@@ -14,7 +14,8 @@ use crate::frame::{
     ToolUseBlock,
 };
 use crate::history::{
-    Display, DisplayType, History, HistoryMessage, MessageType, Part, RequestPart, ToolCall,
+    AgentStatus, Display, DisplayType, History, HistoryMessage, MessageType, Part, RequestPart,
+    ToolCall,
 };
 use crate::record::{ActionRequest, Decision, QUESTION_TOOL, ReviewConfig};
 use crate::transcript::FrameCursor;
@@ -145,9 +146,12 @@ impl ClientView {
             Frame::GroupEnd { summary, .. } => self.blocks.push(Block::GroupEnd {
                 summary: summary.clone(),
             }),
+            // A turn's bounds show nothing of their own.
+            Frame::MessageStart { .. } | Frame::MessageStop { .. } => {}
             Frame::ContentBlockStart {
                 index,
                 content_block,
+                ..
             } => self.open = Some((*index, Partial::start(content_block))),
             Frame::ContentBlockDelta { index, delta } => {
                 if let Some((open, partial)) = &mut self.open
@@ -192,9 +196,23 @@ impl ClientView {
     ///
     /// A block being received (between its start and stop) is left out.
     pub fn history(&self, last_event_id: FrameCursor) -> History {
+        let pending = self.blocks.iter().find_map(|block| match block {
+            Block::Request(request) if request.resolution.is_none() => Some(request),
+            _ => None,
+        });
+        let finished = matches!(
+            self.blocks.last(),
+            None | Some(Block::Text { is_final: true, .. })
+        );
         History {
             messages: render(&self.blocks),
             last_event_id,
+            agent_status: if finished && pending.is_none() {
+                AgentStatus::Idle
+            } else {
+                AgentStatus::Running
+            },
+            pending_approval: pending.map(request_part),
         }
     }
 
@@ -241,7 +259,7 @@ impl Partial {
             },
             ContentBlock::ToolUse(tool_use) => Block::ToolUse(tool_use.clone()),
             ContentBlock::ToolResult(result) => Block::ToolResult(result.clone()),
-            ContentBlock::ApprovalRequest { approval_key } => Block::Request(RequestBlock {
+            ContentBlock::ApprovalRequest { approval_key, .. } => Block::Request(RequestBlock {
                 approval_key: approval_key.clone(),
                 action_requests: Vec::new(),
                 review_configs: Vec::new(),

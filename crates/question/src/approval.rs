@@ -4,7 +4,7 @@
 //! ordering, same single outcome per request, same timer, same drop-cancels rule. What is
 //! its own: the `approval_key`, the decisions, and their validation.
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{BTreeMap, HashSet};
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::{Arc, OnceLock};
@@ -25,6 +25,7 @@ use crate::follow_up::{Due, FollowUp, OnTimeout, Plan};
 use crate::grant::{ApprovalGrantRevoked, ApprovalGranted, Grant, Grants};
 use crate::identity::{Identity, NotAllowed};
 use crate::interrupt::RequestId;
+use crate::keys::RequestKeys;
 use crate::notify::EventSink;
 use crate::quota::{Charge, QuotaExceeded, Weight};
 use crate::record::Durable;
@@ -194,39 +195,17 @@ pub type ApprovalOutcome = Outcome<Arc<ApprovalReply>>;
 pub(crate) enum ApprovalRegistryKind {}
 
 /// The approval keys of the requests a registry remembers.
-#[derive(Debug, Default)]
-pub(crate) struct ApprovalKeys {
-    /// Request id by `approval_key`.
-    by_key: HashMap<Arc<str>, ApprovalId>,
-    /// Per session: the `n` of its last key, and how many of its requests are remembered.
-    /// A session is dropped when none is, so memory follows the remembered requests.
-    sessions: HashMap<Arc<str>, SessionKeys>,
-    /// The highest `n` of any session dropped so far: a session that asks again after it
-    /// was dropped continues above it, so that no key ever names two requests. A client
-    /// answering by the key of a forgotten request then gets 404, never another request
-    /// it did not see.
-    dropped: u64,
-    /// Keys two requests hold, with how many do: instances sharing a store number each
-    /// session's keys on their own, so two may give one key to two requests at once. Such
-    /// a key addresses neither (404; the ids still do), so that an answer meant for one is
-    /// never taken for the other.
-    ambiguous: HashMap<Arc<str>, usize>,
-}
-
-/// Key bookkeeping of one session.
-#[derive(Debug)]
-struct SessionKeys {
-    /// The `n` of the session's latest key.
-    last: u64,
-    /// How many of the session's requests are pending or remembered.
-    remembered: usize,
-}
+pub(crate) type ApprovalKeys = RequestKeys<ApprovalKind>;
 
 impl Kind for ApprovalRegistryKind {
     type IdKind = ApprovalKind;
     type Request = ApprovalRequest;
     type Reply = Arc<ApprovalReply>;
     type Index = ApprovalKeys;
+
+    fn new_index(ids: &SharedIds) -> Self::Index {
+        RequestKeys::new(Arc::clone(&ids.keys))
+    }
 
     const RECORD_KIND: RequestKind = RequestKind::Approval;
 
@@ -272,34 +251,11 @@ impl Kind for ApprovalRegistryKind {
     }
 
     fn remember(keys: &mut ApprovalKeys, request: &ApprovalRequest) {
-        keys.hold(&request.approval_key, request.id);
-        let dropped = keys.dropped;
-        let session = keys
-            .sessions
-            .entry(Arc::clone(&request.session_id))
-            .or_insert_with(|| SessionKeys {
-                last: dropped,
-                remembered: 0,
-            });
-        session.remembered += 1;
-        // Keys are `{session_id}_{n}`: later keys of the session continue after `n`.
-        let n = request
-            .approval_key
-            .rsplit_once('_')
-            .and_then(|(_, n)| n.parse().ok())
-            .unwrap_or(0);
-        session.last = session.last.max(n);
+        keys.remember(&request.session_id, &request.approval_key, request.id);
     }
 
     fn forget(keys: &mut ApprovalKeys, request: &ApprovalRequest) {
-        keys.release(&request.approval_key, request.id);
-        if let Some(session) = keys.sessions.get_mut(&request.session_id) {
-            session.remembered -= 1;
-            if session.remembered == 0 {
-                keys.dropped = keys.dropped.max(session.last);
-                keys.sessions.remove(&request.session_id);
-            }
-        }
+        keys.forget(&request.session_id, &request.approval_key, request.id);
     }
 
     fn announce_asked(to: &mut impl EventSink, request: &Arc<ApprovalRequest>) {
@@ -486,58 +442,6 @@ impl From<&Vote<Arc<ApprovalReply>>> for ApprovalVote {
             user_edit_content: vote.reply.user_edit_content.clone(),
             id: vote.id,
             decided_at: vote.id.timestamp_ms(),
-        }
-    }
-}
-
-impl ApprovalKeys {
-    /// Assigns the next key of `session_id` to `id`.
-    fn assign(&mut self, session_id: &Arc<str>, id: ApprovalId) -> Arc<str> {
-        let dropped = self.dropped;
-        let session = self
-            .sessions
-            .entry(Arc::clone(session_id))
-            .or_insert_with(|| SessionKeys {
-                last: dropped,
-                remembered: 0,
-            });
-        session.last += 1;
-        session.remembered += 1;
-        let key: Arc<str> = format!("{session_id}_{}", session.last).into();
-        self.hold(&key, id);
-        key
-    }
-
-    /// Records that request `id` holds `key`; a key another request holds already becomes
-    /// ambiguous (see [`ambiguous`](Self::ambiguous)).
-    fn hold(&mut self, key: &Arc<str>, id: ApprovalId) {
-        if let Some(count) = self.ambiguous.get_mut(key) {
-            *count += 1;
-            return;
-        }
-        match self.by_key.get(key) {
-            Some(&holder) if holder != id => {
-                self.by_key.remove(key);
-                self.ambiguous.insert(Arc::clone(key), 2);
-                tracing::warn!(
-                    "approval key {key} names two requests ({holder} and {id}, asked through different servers at once); answer them by id"
-                );
-            }
-            _ => {
-                self.by_key.insert(Arc::clone(key), id);
-            }
-        }
-    }
-
-    /// Records that request `id`, forgotten, no longer holds `key`.
-    fn release(&mut self, key: &str, id: ApprovalId) {
-        if let Some(count) = self.ambiguous.get_mut(key) {
-            *count -= 1;
-            if *count == 0 {
-                self.ambiguous.remove(key);
-            }
-        } else if self.by_key.get(key) == Some(&id) {
-            self.by_key.remove(key);
         }
     }
 }
@@ -981,7 +885,7 @@ impl ApprovalService {
     /// The id of the request with this `approval_key`, if it is pending or remembered.
     pub fn id_for_key(&self, approval_key: &str) -> Option<ApprovalId> {
         self.registry
-            .read_index(|keys| keys.by_key.get(approval_key).copied())
+            .read_index(|keys| keys.id_for_key(approval_key))
     }
 
     /// Waits for a request's outcome without owning it: dropping this future does not

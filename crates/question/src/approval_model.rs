@@ -190,8 +190,9 @@ pub struct ApprovalRequest {
     /// Ascending id; creation order.
     #[cfg_attr(feature = "openapi", schema(value_type = String, example = "apr_01JZ6Q3V8R5M2K7D4T9WXYZABC"))]
     pub id: ApprovalId,
-    /// The seeds' key, `{session_id}_{n}`: the session's `n`th approval request. Addresses
-    /// the request as well as `id` does.
+    /// The seeds' key, `{session_id}_{n}`: the session's `n`th request (in a hub, its
+    /// questions and approvals counted together). Addresses the request as well as `id`
+    /// does.
     #[cfg_attr(feature = "openapi", schema(value_type = String, example = "abc-123_1"))]
     pub approval_key: Arc<str>,
     /// The session (conversation, run) that asks.

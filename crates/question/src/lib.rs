@@ -54,6 +54,7 @@ mod grant;
 mod hub;
 mod identity;
 mod interrupt;
+mod keys;
 mod model;
 mod notify;
 mod quota;

@@ -107,6 +107,12 @@ pub struct QuestionRequest {
     #[serde(rename = "sessionID")]
     #[cfg_attr(feature = "openapi", schema(value_type = String))]
     pub session_id: Arc<str>,
+    /// The seeds' key, `{sessionID}_{n}`: the session's `n`th request, its questions and
+    /// approvals counted together from 1. Addresses the request as its id does. Empty (and
+    /// absent on the wire) for requests recorded before keys were given.
+    #[serde(rename = "approvalKey", default, skip_serializing_if = "str::is_empty")]
+    #[cfg_attr(feature = "openapi", schema(value_type = String, example = "abc-123_1"))]
+    pub approval_key: Arc<str>,
     /// The questions, answered together.
     pub questions: Vec<QuestionInfo>,
     /// The tool call that asked, if any.

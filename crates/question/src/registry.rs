@@ -63,6 +63,7 @@ use tokio::time::Instant;
 use crate::follow_up::{Due, OnTimeout};
 use crate::identity::{Duties, Identity, NotAllowed};
 use crate::interrupt::RequestId;
+use crate::keys::KeyCounters;
 use crate::notify::{EventSink, Notice, Notifier};
 use crate::quota::{Charge, Quota, QuotaExceeded, Weight};
 use crate::record::{self, Durable, DurableError, Recorder, RequestDigest};
@@ -187,9 +188,13 @@ pub(crate) trait Kind: Send + Sync + Sized + 'static {
     /// What a store calls this kind.
     const RECORD_KIND: RequestKind;
 
-    /// Lookup state of this kind beyond ids (the approval keys), kept under the registry
-    /// lock; `()` when there is none.
-    type Index: Default + Send + 'static;
+    /// Lookup state of this kind beyond ids (the seeds' keys), kept under the registry
+    /// lock.
+    type Index: Send + 'static;
+
+    /// A new, empty index, over the id source the registry shares (whose key counters the
+    /// kinds of one hub share, so that no key names a request of each).
+    fn new_index(ids: &SharedIds) -> Self::Index;
 
     /// The request's id.
     fn id(request: &Self::Request) -> Id<Self::IdKind>;
@@ -474,8 +479,14 @@ fn agreeing<K: Kind>(cast: &[Vote<K::Reply>], vote: &Vote<K::Reply>) -> u32 {
     u32::try_from(alike + 1).unwrap_or(u32::MAX)
 }
 
-/// An id source shared by registries.
-pub(crate) type SharedIds = Arc<Mutex<IdGenerator>>;
+/// An id source shared by registries: their ids, and the counters of their sessions' keys.
+#[derive(Clone)]
+pub(crate) struct SharedIds {
+    /// The ascending ids.
+    generator: Arc<Mutex<IdGenerator>>,
+    /// Each session's key count, across the kinds.
+    pub(crate) keys: Arc<Mutex<KeyCounters>>,
+}
 
 /// What the registry lock protects.
 struct State<K: Kind> {
@@ -658,7 +669,7 @@ impl<K: Kind> Registry<K> {
                     resolved: BTreeMap::new(),
                     resolved_weight: 0,
                     watchers: HashMap::new(),
-                    index: K::Index::default(),
+                    index: K::new_index(&ids),
                     calls: HashMap::new(),
                     sessions: SessionIndex::default(),
                     vote_waiters: HashMap::new(),
@@ -1998,12 +2009,15 @@ fn session_event(notice: Notice) -> Option<SessionEvent> {
 
 /// A new id source.
 pub(crate) fn new_ids() -> SharedIds {
-    Arc::new(Mutex::new(IdGenerator::new()))
+    SharedIds {
+        generator: Arc::new(Mutex::new(IdGenerator::new())),
+        keys: Arc::default(),
+    }
 }
 
 fn lock_ids(ids: &SharedIds) -> MutexGuard<'_, IdGenerator> {
     // Handing out an id cannot panic midway: a poisoned lock is still a sound one.
-    ids.lock().unwrap_or_else(PoisonError::into_inner)
+    ids.generator.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
 /// Most requests timed out per registry-lock acquisition.

@@ -14,6 +14,7 @@ use tokio::time::Instant;
 use crate::follow_up::{Due, FollowUp, OnTimeout, Plan};
 use crate::identity::{Identity, NotAllowed};
 use crate::interrupt::RequestId;
+use crate::keys::RequestKeys;
 use crate::model::{
     Answer, Answers, QuestionAsked, QuestionCancelled, QuestionEscalated, QuestionId, QuestionInfo,
     QuestionKind, QuestionRejected, QuestionReminded, QuestionReplied, QuestionRequest,
@@ -209,7 +210,11 @@ impl Kind for QuestionRegistryKind {
     type IdKind = QuestionKind;
     type Request = QuestionRequest;
     type Reply = Answers;
-    type Index = ();
+    type Index = RequestKeys<QuestionKind>;
+
+    fn new_index(ids: &SharedIds) -> Self::Index {
+        RequestKeys::new(Arc::clone(&ids.keys))
+    }
 
     const RECORD_KIND: RequestKind = RequestKind::Question;
 
@@ -248,9 +253,13 @@ impl Kind for QuestionRegistryKind {
         request.expires_at
     }
 
-    fn remember((): &mut (), _: &QuestionRequest) {}
+    fn remember(keys: &mut RequestKeys<QuestionKind>, request: &QuestionRequest) {
+        keys.remember(&request.session_id, &request.approval_key, request.id);
+    }
 
-    fn forget((): &mut (), _: &QuestionRequest) {}
+    fn forget(keys: &mut RequestKeys<QuestionKind>, request: &QuestionRequest) {
+        keys.forget(&request.session_id, &request.approval_key, request.id);
+    }
 
     fn announce_asked(to: &mut impl EventSink, request: &Arc<QuestionRequest>) {
         to.announce(QuestionAsked {
@@ -532,10 +541,11 @@ impl QuestionService {
             call.clone(),
             charge,
             questions,
-            |id, (), questions| {
+            |id, keys, questions| {
                 let created_at = id.timestamp_ms();
                 QuestionRequest {
                     id,
+                    approval_key: keys.assign(&session_id, id),
                     session_id,
                     questions,
                     tool,
@@ -687,6 +697,13 @@ impl QuestionService {
     /// One request, pending or (if still remembered) resolved with its outcome.
     pub fn get(&self, id: QuestionId) -> Option<QuestionSnapshot> {
         self.registry.get(id)
+    }
+
+    /// The id of the request with this key (`{session_id}_{n}`, its `approval_key`), if it
+    /// is pending or remembered.
+    pub fn id_for_key(&self, approval_key: &str) -> Option<QuestionId> {
+        self.registry
+            .read_index(|keys| keys.id_for_key(approval_key))
     }
 
     /// Waits for a request's outcome without owning it: dropping this future does not

@@ -222,6 +222,7 @@ impl DemoAgent {
             name: call.name.into(),
             input: call.input.clone(),
             tool_content_message: Some(call.label.into()),
+            display_as_content: false,
         });
         id
     }

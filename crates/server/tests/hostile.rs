@@ -674,8 +674,10 @@ async fn a_session_unread_while_thousands_of_events_go_by_keeps_its_history() {
     assert_eq!(messages.len(), 2, "{history:#}");
     assert_eq!(messages[0]["content"][0]["text"], "Clean up the disk");
     let part = &messages[1]["content"][0];
-    assert_eq!(part["approval_key"], id.as_str());
+    assert_eq!(part["approval_key"], "quiet_1", "the question's seed key");
     assert_eq!(part["isResolved"], false);
+    let by_key = server.get(&http, "/question/quiet_1").await;
+    assert_eq!(by_key["id"], id.as_str());
 }
 
 /// Big steps are kept in the store, not in the server's memory: after 2,000 steps of 60 KB

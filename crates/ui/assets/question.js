@@ -75,7 +75,7 @@ export function questionCard(request, actions) {
       'aria-labelledby': titleId,
       tabindex: -1,
       lang: t.locale,
-      dataset: { id, key: id, session: request.sessionID, kind: 'question' },
+      dataset: { id, key: request.approvalKey || id, session: request.sessionID, kind: 'question' },
     },
     h(
       'div',
