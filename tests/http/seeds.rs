@@ -522,3 +522,25 @@ async fn a_step_marked_display_as_content_is_shown_outside_groups() {
     assert_eq!(messages[1]["tool_calls"][0]["name"], "share_thought");
     assert_eq!(messages[1]["display_type"], "content", "{history:#}");
 }
+
+/// Seed 001's key is the session's interrupt count: a question and an approval of one
+/// session count together, so the key in the seeds' stream names one request, whichever
+/// kind it is, and each kind's routes answer 404 for the other's key.
+#[tokio::test]
+async fn questions_and_approvals_of_a_session_count_their_keys_together() {
+    let app = TestApp::new();
+    let question = ask(&app, "abc-123", seed_000_questions()).await;
+    let body = json!({
+        "session_id": "abc-123",
+        "actions": [{"name": "execute_trade", "args": {"symbol": "VNM"}}],
+        "review_configs": [{"require_approval": true}]
+    });
+    let (status, approval) = app.call(post_json("/approval", &body)).await;
+    assert_eq!(status, StatusCode::OK, "{approval}");
+    assert_eq!(question["approvalKey"], "abc-123_1");
+    assert_eq!(approval["approval_key"], "abc-123_2");
+    let (status, _) = app.call(get("/approval/abc-123_1")).await;
+    assert_eq!(status, StatusCode::NOT_FOUND);
+    let (status, _) = app.call(get("/question/abc-123_2")).await;
+    assert_eq!(status, StatusCode::NOT_FOUND);
+}
