@@ -348,28 +348,7 @@ fn seed_001_start_block_is_the_seeds_own() {
     let seed = json!({
         "type": "content_block_start",
         "index": 4,
-        "content_block": {
-            "type": "approval_request",
-            "approval_key": "abc-123_1",
-            "actions": [
-                {
-                    "name": "execute_trade",
-                    "args": {
-                        "symbol": "VNM",
-                        "quantity": 100,
-                        "side": "buy",
-                        "price": 82000
-                    },
-                    "tool_use_id": "toolu_01XyzAbc"
-                }
-            ],
-            "review_configs": [
-                {
-                    "require_approval": true,
-                    "timeout": 300
-                }
-            ]
-        },
+        "content_block": crate::support::seed_001_approval_request_block(),
         "message_id": "msg-abc"
     });
     let frames = serde_json::to_value(frames_of(&[trade_approval()])).unwrap();

@@ -1091,6 +1091,7 @@ async fn question_events_use_opencode_wire_names() {
         json!({
             "id": id.to_string(),
             "sessionID": "ses_1",
+            "approvalKey": "ses_1_1",
             "questions": [
                 {
                     "question": "Which language?",

@@ -25,6 +25,34 @@ pub(crate) fn language() -> QuestionInfo {
     )
 }
 
+/// Seed 001's `approval_request` content block, copied verbatim from its "Ví Dụ Đầy Đủ"
+/// (001_80c8035cdf420067.txt, "Block approval_request"): `actions`, and `review_configs`
+/// of `{require_approval, timeout}`.
+pub(crate) fn seed_001_approval_request_block() -> serde_json::Value {
+    serde_json::json!({
+        "type": "approval_request",
+        "approval_key": "abc-123_1",
+        "actions": [
+            {
+                "name": "execute_trade",
+                "args": {
+                    "symbol": "VNM",
+                    "quantity": 100,
+                    "side": "buy",
+                    "price": 82000
+                },
+                "tool_use_id": "toolu_01XyzAbc"
+            }
+        ],
+        "review_configs": [
+            {
+                "require_approval": true,
+                "timeout": 300
+            }
+        ]
+    })
+}
+
 /// Seed 000's `ask_user_question` questions, copied verbatim from its `content_block_delta`
 /// (`action_requests[0].args.questions`): `multiSelect`, and the free-text "Khác" option
 /// with `"input": true`.

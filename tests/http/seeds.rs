@@ -7,7 +7,7 @@ use axum::http::StatusCode;
 use serde_json::{Value, json};
 
 use super::{TestApp, get, post_json};
-use crate::support::seed_000_questions;
+use crate::support::{seed_000_questions, seed_001_approval_request_block};
 
 /// Asks `questions` in `session` over `POST /question`; returns the new request.
 async fn ask(app: &TestApp, session: &str, questions: Value) -> Value {
@@ -374,28 +374,7 @@ async fn the_seeds_approval_request_block_makes_an_approval() {
     let app = TestApp::new();
     // 001_80c8035cdf420067.txt, "Block approval_request", "Ví Dụ Đầy Đủ": the
     // `content_block`, verbatim.
-    let mut block = json!({
-        "type": "approval_request",
-        "approval_key": "abc-123_1",
-        "actions": [
-            {
-                "name": "execute_trade",
-                "args": {
-                    "symbol": "VNM",
-                    "quantity": 100,
-                    "side": "buy",
-                    "price": 82000
-                },
-                "tool_use_id": "toolu_01XyzAbc"
-            }
-        ],
-        "review_configs": [
-            {
-                "require_approval": true,
-                "timeout": 300
-            }
-        ]
-    });
+    let mut block = seed_001_approval_request_block();
     block["session_id"] = json!("abc-123");
     let (status, request) = app.call(post_json("/approval", &block)).await;
     assert_eq!(status, StatusCode::OK, "{request}");

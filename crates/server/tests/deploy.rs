@@ -152,11 +152,8 @@ async fn the_manifests_replicas_share_requests_and_answer_their_probes() {
     for replica in &replicas {
         for probe in ["liveness", "readiness"] {
             let path = manifest[probe].as_str().unwrap();
-            let response = call(replica, reqwest::Method::GET, path, &pod_ip)
-                .send()
-                .await
-                .unwrap();
-            assert_eq!(response.status(), 200, "{probe} {path}");
+            let (status, _) = sent(call(replica, reqwest::Method::GET, path, &pod_ip)).await;
+            assert_eq!(status, 200, "{probe} {path}");
         }
     }
 
@@ -166,66 +163,38 @@ async fn the_manifests_replicas_share_requests_and_answer_their_probes() {
         manifest["service"].as_str().unwrap(),
         manifest["service_port"]
     );
-    let asked: Value = call(&replicas[0], reqwest::Method::POST, "/question", &service)
-        .bearer_auth(&admin)
-        .json(&question("deploy-1"))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let (_, asked) = sent(
+        call(&replicas[0], reqwest::Method::POST, "/question", &service)
+            .bearer_auth(&admin)
+            .json(&question("deploy-1")),
+    )
+    .await;
     let id = asked["id"].as_str().unwrap().to_owned();
     let public = "askbus.example.com";
-    let listed: Value = call(&replicas[1], reqwest::Method::GET, "/question", public)
-        .bearer_auth(&alice)
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let (_, listed) =
+        sent(call(&replicas[1], reqwest::Method::GET, "/question", public).bearer_auth(&alice))
+            .await;
     assert_eq!(listed[0]["id"], id.as_str(), "{listed}");
-    let reply = call(
-        &replicas[1],
-        reqwest::Method::POST,
-        &format!("/question/{id}/reply"),
-        public,
+    let reply = format!("/question/{id}/reply");
+    let (status, _) = sent(
+        call(&replicas[1], reqwest::Method::POST, &reply, public)
+            .bearer_auth(&alice)
+            .json(&json!({"answers": [["eu"]]})),
     )
-    .bearer_auth(&alice)
-    .json(&json!({"answers": [["eu"]]}))
-    .send()
-    .await
-    .unwrap();
-    assert_eq!(reply.status(), 200);
-    let outcome: Value = call(
-        &replicas[0],
-        reqwest::Method::GET,
-        &format!("/question/{id}/wait?timeout=10"),
-        &service,
-    )
-    .bearer_auth(&admin)
-    .send()
-    .await
-    .unwrap()
-    .json()
-    .await
-    .unwrap();
+    .await;
+    assert_eq!(status, 200);
+    let wait = format!("/question/{id}/wait?timeout=10");
+    let (_, outcome) =
+        sent(call(&replicas[0], reqwest::Method::GET, &wait, &service).bearer_auth(&admin)).await;
     assert_eq!(outcome["status"], "replied", "{outcome}");
     assert_eq!(outcome["answeredBy"]["name"], "alice", "{outcome}");
 
     // A name the manifest does not allow is refused (DNS rebinding), token or not.
-    let stranger = call(
-        &replicas[0],
-        reqwest::Method::GET,
-        "/question",
-        "askbus.attacker.example",
-    )
-    .bearer_auth(&admin)
-    .send()
-    .await
-    .unwrap();
-    assert_eq!(stranger.status(), 421);
+    let stranger = "askbus.attacker.example";
+    let (status, _) =
+        sent(call(&replicas[0], reqwest::Method::GET, "/question", stranger).bearer_auth(&admin))
+            .await;
+    assert_eq!(status, 421);
 
     // The image's health check, run as the image runs it (its binary, with the
     // environment of the manifest), passes against a replica and fails against nothing.
@@ -250,6 +219,13 @@ async fn the_manifests_replicas_share_requests_and_answer_their_probes() {
         "{}",
         String::from_utf8_lossy(&failed.stderr)
     );
+}
+
+/// Sends `request`: its status, and its body as JSON (`null` if it is not).
+async fn sent(request: reqwest::RequestBuilder) -> (reqwest::StatusCode, Value) {
+    let response = request.send().await.unwrap();
+    let status = response.status();
+    (status, response.json().await.unwrap_or(Value::Null))
 }
 
 /// The exec form of the `Dockerfile`'s `HEALTHCHECK ... CMD [...]`.
