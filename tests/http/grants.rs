@@ -282,24 +282,26 @@ async fn grants_are_bounded_per_session_and_cover_one_tool() {
 async fn a_grant_applies_to_requests_made_in_process_too() {
     // One place applies grants: the service, whatever made the request.
     let app = app(32).await;
-    let first = ask(&app, "ses_lib", "deploy", "staging").await;
+    let deploy = || vec![Action::new("deploy", json!({"command": "staging"}))];
+    let submit = || {
+        app.hub
+            .approvals()
+            .submit("ses_lib", deploy(), vec![], Timeout::Never)
+            .expect("a valid request")
+    };
+    let first = submit();
+    let created = json!({"id": first.id().to_string()});
     assert_eq!(
-        answer(&app, ALICE, &first, "always").await.0,
+        answer(&app, ALICE, &created, "always").await.0,
         StatusCode::OK
     );
-    let pending = app
-        .hub
-        .approvals()
-        .submit(
-            "ses_lib",
-            vec![Action::new("deploy", json!({"command": "staging"}))],
-            vec![],
-            Timeout::Never,
-        )
-        .expect("a valid request");
-    let reply = pending.await.expect("approved by the grant");
+    drop(first.await.expect("approved by alice"));
+    let reply = tokio::time::timeout(std::time::Duration::from_secs(10), submit())
+        .await
+        .expect("answered at once")
+        .expect("approved by the grant");
     assert_eq!(reply.auto_approved_by.len(), 1);
-    assert_eq!(reply.auto_approved_by[0].id.to_string(), first["id"]);
+    assert_eq!(reply.auto_approved_by[0].id.to_string(), created["id"]);
 }
 
 #[tokio::test]
@@ -390,4 +392,105 @@ async fn a_grant_reads_nothing_in_the_agents_arguments_as_a_pattern() {
         let other = ask(&app, "ses_star", "bash", command).await;
         assert_eq!(status(&app, &other).await["status"], "pending", "{command}");
     }
+}
+
+#[tokio::test]
+async fn a_grant_covers_its_askers_calls_under_one_granter() {
+    let app = app(32).await;
+    let status_call = ask(&app, "ses_who", "bash", "git status").await;
+    let log_call = ask(&app, "ses_who", "bash", "git log").await;
+    assert_eq!(
+        answer(&app, ALICE, &status_call, "always").await.0,
+        StatusCode::OK
+    );
+    assert_eq!(
+        answer(&app, ADMIN, &log_call, "always").await.0,
+        StatusCode::OK
+    );
+
+    // Another asker repeating the granted call is asked again.
+    let body = json!({
+        "session_id": "ses_who",
+        "action_requests": [{"name": "bash", "args": {"command": "git status"}}],
+        "timeout": null,
+    });
+    let (created, by_admin) = app
+        .call(request("POST", "/approval", ADMIN, Some(body)))
+        .await;
+    assert_eq!(created, StatusCode::OK, "{by_admin}");
+    assert_eq!(status(&app, &by_admin).await["status"], "pending");
+
+    // Both calls at once: covered, but by two people's grants, so asked again.
+    let body = json!({
+        "session_id": "ses_who",
+        "action_requests": [
+            {"name": "bash", "args": {"command": "git status"}},
+            {"name": "bash", "args": {"command": "git log"}},
+        ],
+        "timeout": null,
+    });
+    let (created, both) = app
+        .call(request("POST", "/approval", AGENT, Some(body)))
+        .await;
+    assert_eq!(created, StatusCode::OK, "{both}");
+    assert_eq!(status(&app, &both).await["status"], "pending");
+    // Each alone still is what its granter approved.
+    let again = ask(&app, "ses_who", "bash", "git log").await;
+    assert_eq!(status(&app, &again).await["status"], "replied");
+}
+
+#[tokio::test]
+async fn always_is_refused_over_a_store_other_servers_share() {
+    let hub = RequestHub::shared(
+        Bus::new(),
+        QuestionConfig::default(),
+        ApprovalConfig::default(),
+        Arc::new(askbus_store::MemoryStore::new()),
+    )
+    .await
+    .expect("a memory store shares");
+    let pending = hub
+        .approvals()
+        .submit(
+            "ses_shared",
+            vec![Action::new("bash", json!({"command": "ls"}))],
+            vec![],
+            Timeout::Never,
+        )
+        .expect("asked");
+    let refused = hub
+        .approvals()
+        .reply_always(pending.id())
+        .expect_err("no grant over a shared store");
+    assert!(refused.to_string().contains("share the store"), "{refused}");
+    assert!(hub.approvals().grants("ses_shared").is_empty());
+    assert_eq!(hub.approvals().pending_count(), 1);
+}
+
+#[tokio::test]
+async fn a_permission_shows_every_tool_and_every_argument_it_approves() {
+    let app = app(32).await;
+    let body = json!({
+        "session_id": "ses_show",
+        "action_requests": [
+            {"name": "bash", "args": {"command": "ls"}},
+            {"name": "drop_table", "args": {"name": "users"}},
+            {"name": "bash", "args": {"command": "make", "env": {"LD_PRELOAD": "/tmp/x.so"}}},
+        ],
+        "timeout": null,
+    });
+    let (created, _) = app
+        .call(request("POST", "/approval", AGENT, Some(body)))
+        .await;
+    assert_eq!(created, StatusCode::OK);
+    let listed = read(&app, "/permission").await;
+    assert_eq!(listed[0]["permission"], "bash, drop_table");
+    assert_eq!(
+        listed[0]["patterns"],
+        json!([
+            "ls",
+            r#"{"name":"users"}"#,
+            r#"{"command":"make","env":{"LD_PRELOAD":"/tmp/x.so"}}"#
+        ])
+    );
 }

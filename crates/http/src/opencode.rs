@@ -73,10 +73,11 @@ pub(crate) struct Permission {
     #[serde(rename = "sessionID")]
     #[schema(value_type = String)]
     session_id: Arc<str>,
-    /// The tool the first action calls.
+    /// The tools the actions call, each once (`bash, drop_table`).
     permission: String,
-    /// What each action touches: its `command`, `filePath`, `file_path`, `path`, `url` or
-    /// `pattern` argument, or `*` when it has none of them.
+    /// Each action as a client shows it (`pattern_of`): its `command`, `filePath`,
+    /// `file_path`, `path`, `url` or `pattern` argument when that is its only argument, else
+    /// its whole arguments as JSON.
     patterns: Vec<String>,
     /// `approvalKey` and the full `actions` under review.
     #[schema(value_type = Object)]
@@ -648,13 +649,17 @@ impl PermissionV2 {
     }
 }
 
-/// The first action's tool: what OpenCode calls the permission.
+/// The tools of the request, each once, in order (`bash`, or `bash, drop_table`): what
+/// OpenCode calls the permission. Every tool, so that a client showing only this never
+/// hides a second call that `once` approves too.
 fn tool_name(request: &ApprovalRequest) -> String {
-    request
-        .action_requests
-        .first()
-        .map(|action| action.name.clone())
-        .unwrap_or_default()
+    let mut tools: Vec<&str> = Vec::new();
+    for action in &request.action_requests {
+        if !tools.contains(&action.name.as_str()) {
+            tools.push(&action.name);
+        }
+    }
+    tools.join(", ")
 }
 
 /// The first action's `tool_use_id`: OpenCode's `callID`.

@@ -731,9 +731,18 @@ impl ApprovalService {
     /// As [`reply`](Self::reply) for an approval of every action; also
     /// [`ApprovalReplyError::Invalid`] when the request calls more than one tool, needs a
     /// quorum, or its session holds
-    /// [`max_grants_per_session`](ApprovalConfig::max_grants_per_session) grants already.
+    /// [`max_grants_per_session`](ApprovalConfig::max_grants_per_session) grants already,
+    /// or the store is shared with other instances (which could not see the grant).
     /// A refused `always` changes nothing: the request stays pending.
     pub fn reply_always(&self, id: ApprovalId) -> Result<(Durable, Grant), ApprovalReplyError> {
+        if self.registry.is_shared() {
+            // Grants live in one process: over a shared store another instance could
+            // neither show nor revoke one, yet this one would go on applying it.
+            return Err(ValidationError::request(
+                "`always` is not available when several servers share the store (a grant would live in one of them): approve once",
+            )
+            .into());
+        }
         let limit = self.config.max_grants_per_session;
         let mut made = None;
         let durable = self.resolve(id, |request| {
@@ -795,6 +804,11 @@ impl ApprovalService {
         let Some(granter) = grants.first().map(|grant| grant.granted_by.clone()) else {
             return;
         };
+        // One human stands behind the whole approval, or none does: calls granted by
+        // different people are asked again, since each may decide only what they saw.
+        if grants.iter().any(|grant| grant.granted_by != granter) {
+            return;
+        }
         let approved = self
             .registry
             .resolve(request.id, Some(&granter), |request| {

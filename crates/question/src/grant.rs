@@ -9,7 +9,8 @@
 //! Policy, in exact words:
 //!
 //! - **A grant covers what the human saw, exactly.** A call is covered when its tool and its
-//!   whole arguments equal those of a call the grant approved. Nothing in the arguments is
+//!   whole arguments equal those of a call the grant approved, and the same asker makes
+//!   it. Nothing in the arguments is
 //!   read as a pattern: they come from the agent, so a `*` in an approved `ls *` must not
 //!   stand for `ls *; rm -rf ~`, and arguments the [pattern](pattern_of) leaves out (a
 //!   `cwd`, a `deploy`'s `env`) must not change unseen. The patterns are what OpenCode
@@ -31,8 +32,11 @@
 //! - **Bounded, in memory.** A session holds at most
 //!   [`ApprovalConfig::max_grants_per_session`](crate::ApprovalConfig::max_grants_per_session)
 //!   grants; `always` beyond that is refused (the request stays pending). Grants live in
-//!   this process only: a restart forgets them, and instances sharing a store do not share
-//!   them (every request they cover is then asked of a human again, never approved wrongly).
+//!   this process only, so a restart forgets them, and over a store shared by several
+//!   instances `always` is refused: another instance could neither list nor revoke the
+//!   grant while this one went on applying it.
+//! - **One granter per approval.** A request whose calls are covered by grants of
+//!   different humans is asked again: each may decide only what they saw.
 //!
 //! ```
 //! use askbus_bus::Bus;
@@ -81,6 +85,9 @@ pub struct Grant {
     pub patterns: Vec<String>,
     /// The arguments of the calls it approved, each once: the calls it covers.
     pub args: Vec<Value>,
+    /// Who asked the approved calls: the grant covers that asker's calls only (another
+    /// agent in the session repeating them is asked again).
+    pub asked_by: Option<Identity>,
     /// The human who granted it.
     pub granted_by: Identity,
     /// When, milliseconds since the Unix epoch.
@@ -109,8 +116,11 @@ pub struct ApprovalGrantRevoked {
 pub const PATTERN_ARGUMENTS: [&str; 6] =
     ["command", "filePath", "file_path", "path", "url", "pattern"];
 
-/// What `action` touches, as OpenCode names it: the first of [`PATTERN_ARGUMENTS`] that is
-/// a string argument, else `*` (OpenCode's pattern of a tool without one).
+/// What a client shows of `action` (OpenCode's pattern of a permission): the value of its
+/// first [`PATTERN_ARGUMENTS`] argument when that is all its arguments hold, else the whole
+/// arguments as compact JSON. Never a summary that leaves something out: OpenCode clients
+/// show the patterns, and the human approves every argument, not only the one that names
+/// what the call touches.
 ///
 /// # Examples
 ///
@@ -119,14 +129,18 @@ pub const PATTERN_ARGUMENTS: [&str; 6] =
 /// use serde_json::json;
 ///
 /// assert_eq!(pattern_of(&Action::new("bash", json!({"command": "ls"}))), "ls");
-/// assert_eq!(pattern_of(&Action::new("deploy", json!({"env": "prod"}))), "*");
+/// assert_eq!(pattern_of(&Action::new("deploy", json!({"env": "prod"}))), r#"{"env":"prod"}"#);
+/// assert_eq!(
+///     pattern_of(&Action::new("bash", json!({"command": "make", "cwd": "/"}))),
+///     r#"{"command":"make","cwd":"/"}"#
+/// );
 /// ```
 pub fn pattern_of(action: &Action) -> String {
+    let only_argument = action.args.as_object().filter(|args| args.len() == 1);
     PATTERN_ARGUMENTS
         .iter()
-        .find_map(|name| action.args.get(name).and_then(Value::as_str))
-        .unwrap_or("*")
-        .to_owned()
+        .find_map(|name| only_argument?.get(*name)?.as_str())
+        .map_or_else(|| action.args.to_string(), str::to_owned)
 }
 
 /// Every session's grants, shared by the handles of one approval service.
@@ -179,6 +193,7 @@ impl Grant {
             tool,
             patterns,
             args,
+            asked_by: request.asked_by.clone(),
             granted_by: granted_by.clone(),
             created_at: now_ms(),
         })
@@ -218,7 +233,9 @@ impl Grants {
         let grants = sessions.get(&request.session_id)?;
         let mut used: Vec<Grant> = Vec::new();
         for action in &request.action_requests {
-            let grant = grants.iter().find(|grant| grant.covers(action))?;
+            let grant = grants
+                .iter()
+                .find(|grant| grant.asked_by == request.asked_by && grant.covers(action))?;
             if !used.iter().any(|seen| seen.id == grant.id) {
                 used.push(grant.clone());
             }
@@ -287,6 +304,7 @@ mod tests {
             tool: "bash".to_owned(),
             patterns: Vec::new(),
             args: vec![args],
+            asked_by: None,
             granted_by: Identity::local(),
             created_at: 0,
         }

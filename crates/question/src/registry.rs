@@ -844,6 +844,11 @@ impl<K: Kind> Registry<K> {
             .map(|(recorder, _)| &recorder.store)
     }
 
+    /// Whether other instances share this registry's store (and decide through it).
+    pub(crate) fn is_shared(&self) -> bool {
+        matches!(self.inner.recorder, Some((_, StoreRole::Shared)))
+    }
+
     /// A handle that does not keep this registry alive.
     pub(crate) fn downgrade(&self) -> WeakRegistry<K> {
         WeakRegistry {
