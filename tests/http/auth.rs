@@ -310,3 +310,34 @@ async fn a_scoped_token_sees_and_decides_only_its_own_approvals_and_session() {
         "theirs is untouched"
     );
 }
+
+#[tokio::test]
+async fn a_scoped_token_learns_nothing_from_another_sessions_keys() {
+    let app = app();
+    let theirs = app.ask("theirs");
+    let mine = app.ask("mine");
+    // Their first request's key, and a key nobody holds: the same answer, naming no id.
+    for key in ["theirs_1", "theirs_9"] {
+        let (status, body) = app
+            .call(request(
+                "GET",
+                &format!("/question/{key}"),
+                Some(SCOPED),
+                None,
+            ))
+            .await;
+        assert_eq!(status, StatusCode::NOT_FOUND, "{key}: {body}");
+        assert_eq!(
+            body["message"],
+            format!("no question request has the key `{key}`"),
+            "{key}"
+        );
+        assert!(!body.to_string().contains(&theirs), "{body}");
+    }
+    // Its own session's key works.
+    let (status, body) = app
+        .call(request("GET", "/question/mine_1", Some(SCOPED), None))
+        .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert_eq!(body["id"], mine);
+}

@@ -146,18 +146,27 @@ impl FromRequestParts<AppState> for QuestionPath {
                 "`{shown}` is not a question id (expected `que_` followed by a 26-character ULID, or the key `{{sessionID}}_{{n}}`)"
             )));
         }
+        let unknown_key = || {
+            ApiError::new(
+                ErrorCode::NotFound,
+                format!("no question request has the key `{shown}`"),
+            )
+        };
+        // A key names its session: a token scoped to another one learns nothing from it,
+        // not even that the request exists (its answer would name the request's id).
+        let session = text.rsplit_once('_').map_or("", |(session, _)| session);
+        if let Some(caller) = parts.extensions.get::<crate::auth::Caller>()
+            && !caller.0.scope.allows(session)
+        {
+            return Err(unknown_key());
+        }
         let hub = &state.inner.hub;
         let id = match hub.questions().id_for_key(&text) {
             Some(id) => id,
             // Perhaps asked through another server sharing the store a moment ago.
             None => {
                 hub.caught_up().await?;
-                hub.questions().id_for_key(&text).ok_or_else(|| {
-                    ApiError::new(
-                        ErrorCode::NotFound,
-                        format!("no question request has the key `{shown}`"),
-                    )
-                })?
+                hub.questions().id_for_key(&text).ok_or_else(unknown_key)?
             }
         };
         Ok(Self(id))
