@@ -103,13 +103,15 @@ impl ParkedCalls {
 
     /// Parks `request`, driven by `driver` (which publishes into the sender whose
     /// receiver is `outcome`), for `owner`, in `connection` if it has one. Returns the
-    /// watch to wait on.
+    /// watch to wait on, and whether `owner` owns the parked request (may cancel it).
     ///
     /// A request already parked was joined: a retry of the same tool call (an approval's
     /// `tool_use_id`) gets the same request, and its future only watches it. The first
     /// park stays, its driver the asker's (stopping it would cancel the request for both),
     /// and the joining driver is stopped, which cancels nothing: both calls wait on the
-    /// first's watch.
+    /// first's watch. A joiner that is not the first's owner (another caller in the same
+    /// session sending the same call) may wait, but its cancel must not cancel the owner's
+    /// request.
     pub(crate) fn park(
         &self,
         request: RequestId,
@@ -117,13 +119,13 @@ impl ParkedCalls {
         connection: Option<&Connection>,
         outcome: watch::Receiver<Option<CallToolResult>>,
         driver: AbortHandle,
-    ) -> watch::Receiver<Option<CallToolResult>> {
+    ) -> (watch::Receiver<Option<CallToolResult>>, bool) {
         let Ok(mut calls) = self.calls.lock() else {
-            return outcome;
+            return (outcome, true);
         };
         if let Some(parked) = calls.get(&request) {
             driver.abort();
-            return parked.outcome.clone();
+            return (parked.outcome.clone(), parked.owner == owner);
         }
         let parked = Parked {
             owner,
@@ -132,7 +134,7 @@ impl ParkedCalls {
             driver,
         };
         calls.insert(request, parked);
-        outcome
+        (outcome, true)
     }
 
     /// The result watch of `request`, if `owner` parked it. A waiter from another MCP
@@ -185,5 +187,33 @@ impl Drop for Connection {
             }
             !ours
         });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use askbus_question::{ApprovalKind, Identity, Role};
+
+    use super::*;
+
+    fn owner(name: &str) -> Owner {
+        Owner {
+            session: "s".into(),
+            caller: Identity::new(name, Role::Agent),
+        }
+    }
+
+    #[tokio::test]
+    async fn only_the_owner_of_a_joined_request_may_cancel_it() {
+        let calls = ParkedCalls::default();
+        let request = RequestId::Approval(askbus_bus::IdGenerator::new().next_id::<ApprovalKind>());
+        let driver = || tokio::spawn(std::future::pending::<()>()).abort_handle();
+        let park = |who: &str| {
+            let (_, outcome) = watch::channel(None);
+            calls.park(request, owner(who), None, outcome, driver()).1
+        };
+        assert!(park("agent-1"), "the first to park owns it");
+        assert!(park("agent-1"), "its own retry may cancel it");
+        assert!(!park("agent-2"), "another caller's same call only watches");
     }
 }

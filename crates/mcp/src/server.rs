@@ -438,19 +438,22 @@ impl AskbusMcp {
             tokio::time::sleep(KEEP_RESOLVED).await;
             parked.remove(id);
         });
-        let outcome = self
-            .inner
-            .parked
-            .park(id, owner, session, outcome, driver.abort_handle());
-        self.wait_parked(id, outcome, &waiting, context).await
+        let (outcome, owned) =
+            self.inner
+                .parked
+                .park(id, owner, session, outcome, driver.abort_handle());
+        self.wait_parked(id, outcome, owned, &waiting, context)
+            .await
     }
 
     /// Waits for the parked request `id` to resolve, for [`McpConfig::answer_wait`] at
-    /// most (then the result says it is still waiting), sending progress meanwhile.
+    /// most (then the result says it is still waiting), sending progress meanwhile. A
+    /// cancelled call cancels the request only if it is `owned` by this call's caller.
     async fn wait_parked(
         &self,
         id: askbus_question::RequestId,
         mut outcome: watch::Receiver<Option<CallToolResult>>,
+        owned: bool,
         waiting: &Waiting,
         context: &RequestContext<RoleServer>,
     ) -> Result<CallToolResult, McpError> {
@@ -472,7 +475,9 @@ impl AskbusMcp {
                 () = context.ct.cancelled() => {
                     // Stopping the driver drops the request's future, which cancels it
                     // (`question.cancelled`, `approval.cancelled`).
-                    self.inner.parked.remove(id);
+                    if owned {
+                        self.inner.parked.remove(id);
+                    }
                     return Err(McpError::internal_error("the client cancelled the call", None));
                 }
                 _ = ticks.tick(), if progress.is_some() => {
@@ -514,7 +519,8 @@ impl AskbusMcp {
             ))]));
         };
         let waiting = self.waiting_of(request);
-        self.wait_parked(request, outcome, &waiting, context).await
+        self.wait_parked(request, outcome, true, &waiting, context)
+            .await
     }
 
     /// How a waiting call describes `request` (from the hub, which knows it while it is
