@@ -74,6 +74,7 @@ async fn the_dockerfile_and_the_manifest_lint_clean() {
         "service/askbus",
         "deployment/redis",
         "service/redis",
+        "networkpolicy/redis",
     ] {
         assert!(
             checked.contains(&format!("passed for resource {resource}")),
@@ -95,14 +96,26 @@ async fn the_manifests_replicas_share_requests_and_answer_their_probes() {
     let declared = manifest["env"].as_object().unwrap();
     assert_eq!(declared["ASKBUS_LISTEN"], format!("0.0.0.0:{port}"));
 
-    // Every variable the manifest sets is one askbus reads: a typo would be ignored. Help
-    // shows `[env: NAME=value]`, or `[env: NAME]` for a secret's.
+    // Every `ASKBUS_` variable the manifest sets is one askbus reads (a typo would be
+    // ignored; help shows `[env: NAME=value]`, or `[env: NAME]` for a secret's), and every
+    // other is used in one of them, as Kubernetes expands it: `$(NAME)`.
     let help = run_ok(Path::new(env!("CARGO_BIN_EXE_askbus")), &["--help"]);
     for name in declared.keys() {
-        assert!(
-            help.contains(&format!("[env: {name}=")) || help.contains(&format!("[env: {name}]")),
-            "askbus reads no {name}"
-        );
+        if name.starts_with("ASKBUS_") {
+            assert!(
+                help.contains(&format!("[env: {name}="))
+                    || help.contains(&format!("[env: {name}]")),
+                "askbus reads no {name}"
+            );
+        } else {
+            let used = format!("$({name})");
+            assert!(
+                declared
+                    .values()
+                    .any(|value| value.as_str().is_some_and(|value| value.contains(&used))),
+                "{name} is set and never used"
+            );
+        }
     }
 
     // The secret, as `kubectl create secret` in the manifest's header makes it.
@@ -111,6 +124,7 @@ async fn the_manifests_replicas_share_requests_and_answer_their_probes() {
         ("token", admin.clone()),
         ("reviewer-tokens", format!("alice={alice}")),
         ("link-secret", "c".repeat(64)),
+        ("redis-password", "d".repeat(64)),
     ]);
     let redis = TestPrefix::new();
     let mut env: Vec<(String, String)> = declared
@@ -127,7 +141,11 @@ async fn the_manifests_replicas_share_requests_and_answer_their_probes() {
         match name.as_str() {
             "ASKBUS_LISTEN" => *value = "127.0.0.1:0".to_owned(),
             "ASKBUS_STORE" => {
-                assert!(value.starts_with("redis://redis:6379/"), "{value}");
+                // The local Redis has no password; the manifest's must use the secret's.
+                assert!(
+                    value.starts_with("redis://:$(REDIS_PASSWORD)@redis:6379/"),
+                    "{value}"
+                );
                 *value = redis.store();
             }
             _ => {}
