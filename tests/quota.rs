@@ -95,10 +95,18 @@ async fn a_session_at_its_limit_is_refused_and_nothing_changes() {
     assert!(ready_envelopes(&mut events).is_empty(), "nothing published");
     assert_eq!(hub.questions().pending_count(), 1);
     assert_eq!(hub.approvals().pending_count(), 1);
+    // The session's question is `s1_1`, its approval `s1_2` (the kinds count together).
     assert!(
-        hub.approvals().id_for_key("s1_2").is_none(),
+        hub.approvals().id_for_key("s1_3").is_none(),
         "the refused approval took no key"
     );
+    // With room again (the question withdrawn), the next request takes that key.
+    drop(_first);
+    let next = hub
+        .approvals()
+        .submit("s1", delete_rows(), vec![], Timeout::Never)
+        .unwrap();
+    assert_eq!(&*next.request().approval_key, "s1_3");
 
     // Another session has room of its own.
     let _other = ask(&hub, "s2", None).unwrap();
