@@ -18,7 +18,7 @@ const PROBE_TIMEOUT: Duration = Duration::from_secs(3);
 /// Why a probe failed.
 #[derive(Debug, thiserror::Error)]
 pub enum ProbeError {
-    /// Nothing answered within [`PROBE_TIMEOUT`], or the connection failed.
+    /// Nothing answered within three seconds, or the connection failed.
     #[error("{url}: no answer")]
     Unreachable {
         /// The URL asked.
