@@ -137,15 +137,19 @@ impl FromRequestParts<AppState> for QuestionPath {
         let shown: String = text.chars().take(64).collect();
         // Something that starts as an id does is a malformed id, not a key (of a session
         // named `que`, say): a client that mistyped an id is told so.
-        let is_key = !text.starts_with(QuestionKind::PREFIX)
-            && text
-                .rsplit_once('_')
-                .is_some_and(|(session, n)| !session.is_empty() && n.parse::<u64>().is_ok());
-        if !is_key {
+        let key_session = text
+            .rsplit_once('_')
+            .filter(|(session, n)| {
+                !text.starts_with(QuestionKind::PREFIX)
+                    && !session.is_empty()
+                    && n.parse::<u64>().is_ok()
+            })
+            .map(|(session, _)| session);
+        let Some(session) = key_session else {
             return Err(ApiError::bad_request(format!(
                 "`{shown}` is not a question id (expected `que_` followed by a 26-character ULID, or the key `{{sessionID}}_{{n}}`)"
             )));
-        }
+        };
         let unknown_key = || {
             ApiError::new(
                 ErrorCode::NotFound,
@@ -154,7 +158,6 @@ impl FromRequestParts<AppState> for QuestionPath {
         };
         // A key names its session: a token scoped to another one learns nothing from it,
         // not even that the request exists (its answer would name the request's id).
-        let session = text.rsplit_once('_').map_or("", |(session, _)| session);
         if let Some(caller) = parts.extensions.get::<crate::auth::Caller>()
             && !caller.0.scope.allows(session)
         {
