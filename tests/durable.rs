@@ -328,10 +328,10 @@ async fn every_outcome_leaves_one_audit_receipt() {
             .request_sha256;
     assert_eq!(drafts[0].request_id, answered_id.to_string());
     assert_eq!(drafts[0].request_sha256, expected_sha);
-    assert_eq!(drafts[0].outcome, askbus_store::OutcomeState::Replied);
+    assert_eq!(drafts[0].outcome, askbus_audit::AuditOutcome::Replied);
     assert_eq!(drafts[0].decision, json!([["Go"]]));
     assert_eq!(drafts[1].request_id, cancelled_id.to_string());
-    assert_eq!(drafts[1].outcome, askbus_store::OutcomeState::Cancelled);
+    assert_eq!(drafts[1].outcome, askbus_audit::AuditOutcome::Cancelled);
     assert_eq!(
         entries.iter().map(|entry| entry.seq).collect::<Vec<_>>(),
         [1, 2]

@@ -218,6 +218,28 @@ async fn always_grants_the_sessions_later_matching_calls_until_revoked() {
     assert_eq!(status(&app, &after).await["status"], "pending");
     let (gone, body) = app.call(request("DELETE", &uri, ALICE, None)).await;
     assert_eq!(gone, StatusCode::NOT_FOUND, "{body}");
+
+    // The audit log receipts the revocation after the approval that made the grant: who
+    // revoked it, whose calls it covered, and the grant as listed (hashed as it is kept).
+    let audit = read(&app, "/audit").await;
+    let drafts: Vec<Value> = audit
+        .as_array()
+        .expect("audit lines")
+        .iter()
+        .map(|line| serde_json::from_str(line["draft"].as_str().unwrap()).unwrap())
+        .collect();
+    let revocation = drafts.last().expect("a receipt");
+    assert_eq!(revocation["outcome"], "grant_revoked", "{drafts:?}");
+    assert_eq!(revocation["request_id"], grant["id"]);
+    assert_eq!(revocation["session_id"], "ses_g");
+    assert_eq!(revocation["decided_by"], alice);
+    assert_eq!(revocation["asked_by"]["name"], "agent-1");
+    assert_eq!(revocation["decision"], *grant);
+    let granted = drafts
+        .iter()
+        .position(|draft| draft["request_id"] == grant["id"])
+        .expect("the approval's own receipt");
+    assert!(granted < drafts.len() - 1, "{drafts:?}");
 }
 
 #[tokio::test]

@@ -736,15 +736,19 @@ impl ApprovalService {
 
     /// Revokes grant `id` (the id of the request that made it) of `session_id`, as this
     /// handle's identity: later calls are asked of a human again. Publishes
-    /// `approval.grant_revoked`; returns the grant, or `None` if the session holds no such
-    /// grant.
-    pub fn revoke_grant(&self, session_id: &str, id: ApprovalId) -> Option<Grant> {
+    /// `approval.grant_revoked` and appends its receipt to the store's audit log; returns
+    /// the grant with the [`Durable`] of that receipt, or `None` if the session holds no
+    /// such grant.
+    pub fn revoke_grant(&self, session_id: &str, id: ApprovalId) -> Option<(Grant, Durable)> {
         let grant = self.grants.revoke(session_id, id)?;
+        let receipt = self
+            .registry
+            .record_audit(|| grant.revocation_receipt(&self.actor));
         self.bus().publish(ApprovalGrantRevoked {
             grant: grant.clone(),
             revoked_by: self.actor.clone(),
         });
-        Some(grant)
+        Some((grant, receipt))
     }
 
     /// Approves the new `request` at once if the session's grants cover it, acting as the

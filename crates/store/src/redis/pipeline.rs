@@ -48,6 +48,7 @@ use crate::{EventRecord, LOG_RETENTION, OutboxMessage, StoreError, Write, Writte
 ///   already has. Only a pending request of the right kind changes, so exactly one of any
 ///   number of attempts, from any instance, is `resolved`;
 /// - event: `e`, session, log entry; answers 1;
+/// - audit: `u`, the draft: appended to the audit stream as its next entry; answers 1;
 /// - enqueue: `q`, n, message id, created, payload, n targets: one pending delivery per
 ///   target, due at `created`, unless there is one already; answers 1;
 /// - attempted: `a`, delivery member, the state after it, next due time (`''` when
@@ -141,9 +142,11 @@ fn add_changes(pipeline: &mut redis::Pipeline, keys: &Keys, changes: &[&Write]) 
                 .arg(keys.request(id))
                 .arg(keys.pending(*kind))
                 .arg(keys.resolved(*kind)),
-            Write::Event(_) | Write::Append(_) | Write::Enqueue(_) | Write::Attempted { .. } => {
-                &mut *command
-            }
+            Write::Event(_)
+            | Write::Append(_)
+            | Write::Audit(_)
+            | Write::Enqueue(_)
+            | Write::Attempted { .. } => &mut *command,
         };
     }
     let limit = keys.history_limit.load();
@@ -214,6 +217,9 @@ fn add_changes(pipeline: &mut redis::Pipeline, keys: &Keys, changes: &[&Write]) 
             }
             Write::Event(event) => {
                 command.arg("e").arg(&event.session_id).arg(entry);
+            }
+            Write::Audit(draft) => {
+                command.arg("u").arg(draft);
             }
             Write::Enqueue(message) => {
                 add_message(command.arg("q"), message);
@@ -298,7 +304,9 @@ pub(super) fn written(write: &Write, reply: RedisResult<Value>) -> Result<Writte
                 state => Ok(Written::AlreadyResolved(state.parse()?)),
             }
         }
-        Write::Append(_) | Write::Event(_) | Write::Enqueue(_) => Ok(Written::Appended),
+        Write::Append(_) | Write::Event(_) | Write::Audit(_) | Write::Enqueue(_) => {
+            Ok(Written::Appended)
+        }
         Write::Attempted { .. } => {
             let answer = redis::from_redis_value::<String>(reply)
                 .map_err(|error| StoreError::Corrupt(error.to_string()))?;

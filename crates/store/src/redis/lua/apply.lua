@@ -90,6 +90,13 @@ local function attempted(member, state, next_at, at, last)
   redis.call('HINCRBY', delivery, 'attempts', 1)
   return 'appended'
 end
+-- The audit log's next entry, numbered from its counter: no gap, one order for every
+-- instance.
+local function append_audit(draft)
+  local seq = redis.call('INCR', KEYS[8])
+  redis.call('XADD', KEYS[7], '0-' .. seq, 'draft', draft)
+  return 1
+end
 local function resolve(request, pending, resolved, id, kind, state, outcome, at, by, audit,
     entry, message)
   local found = redis.call('HMGET', request, 'kind', 'state', 'session')
@@ -100,8 +107,7 @@ local function resolve(request, pending, resolved, id, kind, state, outcome, at,
   -- First: a script's writes are not undone when a later command fails, so an entry that
   -- cannot be appended must stop the resolution before anything of it is written.
   if string.sub(audit, 1, 1) == '+' then
-    local seq = redis.call('INCR', KEYS[8])
-    redis.call('XADD', KEYS[7], '0-' .. seq, 'draft', string.sub(audit, 2))
+    append_audit(string.sub(audit, 2))
   end
   if targets then
     enqueue(ARGV[message + 1], ARGV[message + 2], ARGV[message + 3], message + 4,
@@ -144,6 +150,9 @@ while arg <= #ARGV do
     ok, result = pcall(enqueue, ARGV[arg + 2], ARGV[arg + 3], ARGV[arg + 4], arg + 5,
       arg + 4 + targets)
     arg = arg + 5 + targets
+  elseif ARGV[arg] == 'u' then
+    ok, result = pcall(append_audit, ARGV[arg + 1])
+    arg = arg + 2
   elseif ARGV[arg] == 'a' then
     ok, result = pcall(attempted, ARGV[arg + 1], ARGV[arg + 2], ARGV[arg + 3], ARGV[arg + 4],
       ARGV[arg + 5])
