@@ -804,7 +804,7 @@ fn apply(
             if let Some(session_id) = won {
                 remember(connection, &session_id, &entry(), history_limit)?;
                 if let Some(draft) = audit {
-                    append_audit(connection, &draft)?;
+                    append_audit(connection, draft)?;
                 }
                 if let Some(message) = outbox {
                     enqueue(connection, message)?;
@@ -821,7 +821,7 @@ fn apply(
             }
         }
         Write::Audit(draft) => {
-            append_audit(connection, &draft)?;
+            append_audit(connection, draft)?;
             Ok(Written::Appended)
         }
         Write::Append(event) => {
