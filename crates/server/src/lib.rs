@@ -104,9 +104,11 @@ mod mcp;
 mod notify;
 mod parse_errors;
 mod probe;
+mod secret;
 
 pub use notify::NotifySettings;
 pub use probe::{ProbeError, probe};
+pub use secret::Secret;
 
 use std::net::SocketAddr;
 use std::str::FromStr;
@@ -163,7 +165,7 @@ pub struct Cli {
     /// on it) or `memory` (nothing survives a restart). Default: `sqlite:askbus.db` for the
     /// server, `memory` for `askbus mcp`.
     #[arg(long, env = "ASKBUS_STORE", global = true)]
-    pub store: Option<String>,
+    pub store: Option<Secret>,
     /// Days a resolved request stays in the store (for reading its outcome, and for an
     /// agent that asks again from the same tool call) before it is deleted, and a session's
     /// history after its last record once nothing of it is pending; 0 keeps them for good.
@@ -263,7 +265,7 @@ pub struct Cli {
         hide_env_values = true,
         global = true
     )]
-    pub tokens: Vec<String>,
+    pub tokens: Vec<Secret>,
     /// Agent credential(s), `NAME=SECRET` or `NAME=SECRET@SESSION_ID`: make requests and
     /// wait on them, never answer one. Repeat the flag or separate with commas.
     #[arg(
@@ -273,7 +275,7 @@ pub struct Cli {
         hide_env_values = true,
         global = true
     )]
-    pub agent_tokens: Vec<String>,
+    pub agent_tokens: Vec<Secret>,
     /// Reviewer credential(s), `NAME=SECRET` or `NAME=SECRET@SESSION_ID`: read and answer
     /// requests, never make one. Repeat the flag or separate with commas.
     #[arg(
@@ -283,7 +285,7 @@ pub struct Cli {
         hide_env_values = true,
         global = true
     )]
-    pub reviewer_tokens: Vec<String>,
+    pub reviewer_tokens: Vec<Secret>,
     /// The least quorum of approvals: `TOOL=M` (approvals of that tool need M distinct
     /// reviewers alike; any one of them may still refuse alone) or `*=M` for every tool. A
     /// request may ask for more (`review_configs[].quorum`), never fewer. Needs at least M
@@ -418,7 +420,7 @@ pub struct Cli {
         hide_env_values = true,
         global = true
     )]
-    pub link_secret: Option<String>,
+    pub link_secret: Option<Secret>,
     /// How log lines are written to stderr: `text` (colours only on a terminal) or `json`
     /// (one object per line, with the request's span fields). Levels: `RUST_LOG` (default
     /// `info`: one access line per request, target `askbus::access`).
@@ -451,7 +453,7 @@ pub struct Cli {
         value_name = "[URL=]SECRET",
         global = true
     )]
-    pub webhook_secret: Vec<String>,
+    pub webhook_secret: Vec<Secret>,
     /// How long a failed delivery (webhook, Slack, email) is retried (with exponential
     /// backoff and jitter, 1 s doubling to 10 minutes) before it is abandoned: seconds or a
     /// number with a unit (90s, 10m, 2h, 7d). Default: 24h.
@@ -471,7 +473,7 @@ pub struct Cli {
         hide_env_values = true,
         global = true
     )]
-    pub slack_token: Option<String>,
+    pub slack_token: Option<Secret>,
     /// The Slack channel id (`C0123…`) --slack-token posts to (invite the app to it).
     #[arg(long, env = "ASKBUS_SLACK_CHANNEL", value_name = "ID", global = true)]
     pub slack_channel: Option<String>,
@@ -492,7 +494,7 @@ pub struct Cli {
         hide_env_values = true,
         global = true
     )]
-    pub slack_signing_secret: Option<String>,
+    pub slack_signing_secret: Option<Secret>,
     /// `SLACKID=NAME`: the Slack user SLACKID (`U0123…`) presses buttons as the askbus
     /// credential NAME (its role decides what it may do; `local` without tokens).
     /// Unmapped users answer nothing. Repeat the flag or separate with commas.
@@ -517,7 +519,7 @@ pub struct Cli {
         value_name = "URL",
         global = true
     )]
-    pub smtp_url: Option<String>,
+    pub smtp_url: Option<Secret>,
     /// The sender of notification emails (`askbus@example.com` or `askbus <askbus@…>`).
     #[arg(long, env = "ASKBUS_EMAIL_FROM", value_name = "ADDRESS", global = true)]
     pub email_from: Option<String>,
@@ -849,7 +851,7 @@ impl Cli {
     pub fn settings(&self) -> Result<Settings, ConfigError> {
         let listen = resolve_listen(&self.listen)?;
         let store = match &self.store {
-            Some(url) => url.parse()?,
+            Some(url) => url.expose().parse()?,
             None => StoreUrl::default_for(self.command.as_ref()),
         };
         let tokens = self.credentials()?;
@@ -931,11 +933,11 @@ impl Cli {
                 webhook_secrets: &self.webhook_secret,
                 retry_window,
                 max_pending: self.webhook_max_pending,
-                slack_token: self.slack_token.as_deref(),
+                slack_token: self.slack_token.as_ref().map(Secret::expose),
                 slack_channel: self.slack_channel.as_deref(),
                 slack_api_url: &self.slack_api_url,
                 slack_link_as: self.slack_link_as.as_deref(),
-                smtp_url: self.smtp_url.as_deref(),
+                smtp_url: self.smtp_url.as_ref().map(Secret::expose),
                 email_from: self.email_from.as_deref(),
                 email_to: &self.email_to,
             },
@@ -949,7 +951,7 @@ impl Cli {
         }
         let credentials = identities(&tokens, |_| true);
         let slack = notify::slack_interactivity(
-            self.slack_signing_secret.as_deref(),
+            self.slack_signing_secret.as_ref().map(Secret::expose),
             &self.slack_user,
             &credentials,
         )?;
@@ -994,7 +996,7 @@ impl Cli {
                     ..HistoryLimits::default()
                 },
                 link_key: match &self.link_secret {
-                    Some(secret) => LinkKey::from_secret(secret)?,
+                    Some(secret) => LinkKey::from_secret(secret.expose())?,
                     None => LinkKey::random(),
                 },
                 metrics: !self.no_metrics,
@@ -1142,9 +1144,9 @@ impl Cli {
 
     /// Every credential of `--token`, `--agent-token` and `--reviewer-token`, named.
     fn credentials(&self) -> Result<Vec<AccessToken>, ConfigError> {
-        let entries = |flag: &[String]| -> Vec<String> {
+        let entries = |flag: &[Secret]| -> Vec<String> {
             flag.iter()
-                .map(|entry| entry.trim().to_owned())
+                .map(|entry| entry.expose().trim().to_owned())
                 .filter(|entry| !entry.is_empty())
                 .collect()
         };
