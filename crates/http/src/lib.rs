@@ -109,6 +109,7 @@ pub use cors::{CorsOrigin, InvalidOrigin};
 pub use error::{ApiError, ErrorCode};
 pub use extract::read_body;
 pub use links::{LINK_LIFETIME, LinkKey, Minted, ShortLinkSecret};
+pub use metrics::StoreWrites;
 pub use site::{AllowedHost, InvalidHost, MAX_HEADER_BYTES, SiteGuard, guarded};
 pub use slack::{BadSigningSecret, MAX_SLACK_AGE, SlackInteractivity};
 pub use streams::{STREAM_RETRY_AFTER, StreamSlot, StreamSlots};
@@ -165,6 +166,9 @@ pub struct HttpConfig {
     /// The counters of the webhook dispatcher, when the server delivers webhooks, for
     /// `/metrics`. Default: none.
     pub webhooks: Option<Arc<askbus_notify::DeliveryStats>>,
+    /// The store's write timings, for `/metrics`, when the server wrapped its store in a
+    /// [`MeteredStore`](askbus_store::MeteredStore) telling them. Default: none.
+    pub store_writes: Option<Arc<StoreWrites>>,
     /// Slack interactivity (`POST /slack/interactivity`): the app's signing secret and the
     /// Slack users who act as askbus credentials. Default: none (the route is 404).
     pub slack: Option<SlackInteractivity>,
@@ -187,6 +191,7 @@ impl Default for HttpConfig {
             link_key: LinkKey::random(),
             metrics: true,
             webhooks: None,
+            store_writes: None,
             slack: None,
         }
     }
@@ -271,7 +276,7 @@ fn build(
         .divide_among_tokens(config.tokens.len(), config.max_event_streams_per_token);
     let metrics = config
         .metrics
-        .then(|| metrics::Metrics::start(&hub, config.webhooks.clone(), &shutdown));
+        .then(|| metrics::Metrics::start(&hub, &config, &shutdown));
     let state = AppState {
         inner: Arc::new(Inner {
             transcripts: askbus_protocol::Transcripts::with_limits(&hub, config.history),

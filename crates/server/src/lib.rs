@@ -119,14 +119,16 @@ use std::sync::Arc;
 use askbus_bus::{Bus, BusConfig};
 use askbus_http::{
     AccessToken, AllowedHost, CorsOrigin, HistoryLimits, HttpConfig, InvalidHost, InvalidOrigin,
-    LinkKey, ShortLinkSecret, SiteGuard, StreamSlots, TokenScope,
+    LinkKey, ShortLinkSecret, SiteGuard, StoreWrites, StreamSlots, TokenScope,
 };
 use askbus_mcp::{ElicitationBridge, McpConfig};
 use askbus_question::{
     ApprovalConfig, Duties, FollowUp, Identity, MAX_TIMEOUT, OnTimeout, PendingLimits,
     QuestionConfig, QuorumFloor, RequestHub, Role,
 };
-use askbus_store::{MemoryStore, RedisLocation, RedisStore, SqliteStore, Store, StoreError};
+use askbus_store::{
+    MemoryStore, MeteredStore, RedisLocation, RedisStore, SqliteStore, Store, StoreError,
+};
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
@@ -1000,6 +1002,7 @@ impl Cli {
                     None => LinkKey::random(),
                 },
                 metrics: !self.no_metrics,
+                store_writes: (!self.no_metrics).then(|| Arc::new(StoreWrites::new())),
                 slack,
                 ..HttpConfig::default()
             },
@@ -1486,7 +1489,7 @@ async fn open_hub(settings: &Settings) -> Result<RequestHub, StoreError> {
         // Notifications need an outbox: a memory store then keeps it (for this process's
         // life), as this hub's record only.
         StoreUrl::Memory if settings.notify.is_some() => {
-            let store: Arc<dyn Store> = Arc::new(MemoryStore::new());
+            let store = metered(settings, "memory", Arc::new(MemoryStore::new()));
             return RequestHub::with_store(
                 Bus::new(),
                 settings.questions,
@@ -1502,16 +1505,24 @@ async fn open_hub(settings: &Settings) -> Result<RequestHub, StoreError> {
                 settings.approvals,
             ));
         }
-        StoreUrl::Sqlite(path) => Arc::new(
-            SqliteStore::open(path)?
-                .with_history_limit(history.records_per_session)
-                .with_history_bytes(history.bytes_per_session),
+        StoreUrl::Sqlite(path) => metered(
+            settings,
+            "sqlite",
+            Arc::new(
+                SqliteStore::open(path)?
+                    .with_history_limit(history.records_per_session)
+                    .with_history_bytes(history.bytes_per_session),
+            ),
         ),
-        StoreUrl::Redis(location) => Arc::new(
-            RedisStore::open_at(location)
-                .await?
-                .with_history_limit(history.records_per_session)
-                .with_history_bytes(history.bytes_per_session),
+        StoreUrl::Redis(location) => metered(
+            settings,
+            "redis",
+            Arc::new(
+                RedisStore::open_at(location)
+                    .await?
+                    .with_history_limit(history.records_per_session)
+                    .with_history_bytes(history.bytes_per_session),
+            ),
         ),
     };
     if let Some(keep) = settings.keep_resolved {
@@ -1533,6 +1544,15 @@ async fn open_hub(settings: &Settings) -> Result<RequestHub, StoreError> {
         tracing::info!("{restored} pending request(s) restored from the store");
     }
     Ok(hub)
+}
+
+/// `store`, named `backend`, telling `/metrics` of its writes ([`MeteredStore`]), unless
+/// metrics are off.
+fn metered(settings: &Settings, backend: &'static str, store: Arc<dyn Store>) -> Arc<dyn Store> {
+    match &settings.http.store_writes {
+        Some(writes) => Arc::new(MeteredStore::new(store, backend, Arc::clone(writes) as _)),
+        None => store,
+    }
 }
 
 /// The quotas in force, for the start-up log.
