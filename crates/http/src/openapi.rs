@@ -350,8 +350,8 @@ pub(crate) struct EventSchema {
     /// `session_id` and `request_id` (approvals) and the outcome.
     #[schema(value_type = HashMap<String, serde_json::Value>)]
     properties: (),
-    /// The `x-request-id` of the HTTP request (or `/mcp` call) whose serving published the
-    /// event, as its access log line names it. Absent when no request did: a timeout, a
+    /// The `x-request-id` of the HTTP request whose handling published the event, as its
+    /// access log line names it (the client's, or the one the server gave it). Absent when no request did: a timeout, a
     /// reminder, another server of a shared store, an event replayed after a restart.
     #[serde(rename = "requestID")]
     #[schema(required = false)]
@@ -396,7 +396,8 @@ pub(crate) struct V2EventSchema {
     /// The event's properties.
     #[schema(value_type = HashMap<String, serde_json::Value>)]
     data: (),
-    /// As in [`EventSchema`]: the `x-request-id` of the request that caused the event.
+    /// As in `Event`: the `x-request-id` of the HTTP request that caused the event, absent
+    /// when none did.
     #[serde(rename = "requestID")]
     #[schema(required = false)]
     cause: String,
