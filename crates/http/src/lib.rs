@@ -24,9 +24,11 @@
 //!   session; it then sees, answers and streams that session only (see [`TokenScope`]).
 //! - **Limits.** Request bodies are capped ([`HttpConfig::body_limit`], 413 beyond).
 //!   Non-streaming routes time out ([`HttpConfig::request_timeout`], 408); the event
-//!   streams do not, and `/wait` is bounded by its own cap ([`HttpConfig::max_wait`]).
+//!   streams and history reads do not, and `/wait` is bounded by its own cap
+//!   ([`HttpConfig::max_wait`]).
 //!   CORS allows only the listed origins, never a wildcard, never credentials.
-//! - **Quotas.** Event streams and long polls each hold a slot ([`StreamSlots`]): past
+//! - **Quotas.** Event streams, long polls and history reads each hold a slot
+//!   ([`StreamSlots`]): past
 //!   [`HttpConfig::event_streams`], 503 `too_many_streams`; past a token's
 //!   [`HttpConfig::max_event_streams_per_token`], 429 `quota` (see the `streams` module).
 //!   Creates past the hub's [`PendingLimits`](askbus_question::PendingLimits) answer 429
@@ -322,7 +324,6 @@ fn build(
         .routes(routes!(sessions::confirmation))
         .routes(routes!(sessions::pending))
         .routes(routes!(sessions::reject))
-        .routes(routes!(transcript::history))
         .routes(routes!(transcript::step))
         .routes(routes!(audit::list))
         .routes(routes!(links::mint_question))
@@ -338,8 +339,12 @@ fn build(
         stream_slot: false,
     }
     .document(timed);
-    // Held open for as long as the client likes: each takes a slot (see `streams`).
+    // Held open for as long as the client likes: each takes a slot (see `streams`). So does
+    // a history read, which waits for a turn to read and then reads as long as the history
+    // is: bounded by its work and by the slots, not by a clock (a timeout would fire on a
+    // loaded machine and throw away the read already done, which a retry then repeats).
     let streaming = OpenApiRouter::new()
+        .routes(routes!(transcript::history))
         .routes(routes!(questions::wait))
         .routes(routes!(approvals::wait))
         .routes(routes!(transcript::stream))

@@ -400,7 +400,7 @@ pub struct Cli {
         global = true
     )]
     pub max_request_values: usize,
-    /// Most event streams and long polls open at once, MCP's stream included (503
+    /// Most event streams, long polls and history reads open at once, MCP's stream included (503
     /// beyond). Default: from the open-files limit, leaving a quarter (at least 256) for
     /// everything else, at most 50,000.
     #[arg(long, env = "ASKBUS_MAX_EVENT_STREAMS", global = true)]
