@@ -1,19 +1,28 @@
 //! What an operator relies on, through the real server (`askbus_server::serve` over TCP):
 //! the request id of the call that caused an event, on the event stream and in the log
 //! lines of that call; the store's write timings and failures in `/metrics`; `/ready`
-//! failing while the store is cut off.
+//! failing while the store is cut off, or while a shared store's follower lags.
 
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use askbus::Bus;
+use askbus::question::{ApprovalConfig, QuestionConfig, RequestHub, Timeout};
 use askbus_server::Cli;
+use askbus_store::{
+    AuditRecord, BoxFuture, Change, ChangeLog, Delivery, DeliveryQuery, EventRecord, HistoryPage,
+    HistoryRecord, Loaded, LogPosition, MemoryStore, MeteredStore, RequestKind, Store,
+    StoredRequest, Write,
+};
 use clap::Parser;
 use futures_util::StreamExt;
+use http_body_util::BodyExt;
 use serde_json::{Value, json};
 use sse_stream::SseStream;
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
+use tower::ServiceExt;
 
 use crate::support::{PrivateRedis, language};
 
@@ -300,4 +309,228 @@ async fn a_store_cut_off_counts_failed_writes_and_is_not_ready() {
             assert_eq!(line["span"]["id"], "ask-2", "{line}");
         }
     }
+}
+
+/// A memory store shared by several hubs, whose change log hands a reader what it read
+/// only while the gate is open: a follower that falls behind, on demand.
+struct GatedLog {
+    inner: Arc<MemoryStore>,
+    open: tokio::sync::watch::Sender<bool>,
+}
+
+impl ChangeLog for GatedLog {
+    fn head(&self) -> BoxFuture<'_, LogPosition> {
+        self.inner.change_log().expect("a shared store").head()
+    }
+
+    fn read_after(
+        &self,
+        after: LogPosition,
+        limit: usize,
+        wait: Duration,
+    ) -> BoxFuture<'_, Vec<Change>> {
+        Box::pin(async move {
+            let log = self.inner.change_log().expect("a shared store");
+            let changes = log.read_after(after, limit, wait).await?;
+            let _ = self.open.subscribe().wait_for(|open| *open).await;
+            Ok(changes)
+        })
+    }
+}
+
+/// [`GatedLog`]'s store: the memory store, but for its change log.
+impl Store for GatedLog {
+    fn write(&self, write: Write) -> askbus_store::Ack {
+        self.inner.write(write)
+    }
+
+    fn requests(&self, kind: RequestKind, retain_resolved: usize) -> BoxFuture<'_, Loaded> {
+        self.inner.requests(kind, retain_resolved)
+    }
+
+    fn find_by_call<'a>(
+        &'a self,
+        kind: RequestKind,
+        session_id: &'a str,
+        call_id: &'a str,
+    ) -> BoxFuture<'a, Option<StoredRequest>> {
+        self.inner.find_by_call(kind, session_id, call_id)
+    }
+
+    fn get<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Option<StoredRequest>> {
+        self.inner.get(id)
+    }
+
+    fn recent_events(&self, limit: usize) -> BoxFuture<'_, Vec<EventRecord>> {
+        self.inner.recent_events(limit)
+    }
+
+    fn forget_resolved(&self, before_ms: u64, limit: usize) -> BoxFuture<'_, usize> {
+        self.inner.forget_resolved(before_ms, limit)
+    }
+
+    fn history<'a>(
+        &'a self,
+        session_id: &'a str,
+        page: HistoryPage,
+        limit: usize,
+    ) -> BoxFuture<'a, Vec<HistoryRecord>> {
+        self.inner.history(session_id, page, limit)
+    }
+
+    fn forget_quiet_histories(&self, before_ms: u64, limit: usize) -> BoxFuture<'_, usize> {
+        self.inner.forget_quiet_histories(before_ms, limit)
+    }
+
+    fn audit_entries(&self, after_seq: u64, limit: usize) -> BoxFuture<'_, Vec<AuditRecord>> {
+        self.inner.audit_entries(after_seq, limit)
+    }
+
+    fn seal_audit(&self, seals: Vec<(u64, String)>) -> BoxFuture<'_, ()> {
+        self.inner.seal_audit(seals)
+    }
+
+    fn claim_deliveries(
+        &self,
+        now_ms: u64,
+        lease_ms: u64,
+        limit: usize,
+    ) -> BoxFuture<'_, Vec<Delivery>> {
+        self.inner.claim_deliveries(now_ms, lease_ms, limit)
+    }
+
+    fn deliveries(&self, query: DeliveryQuery) -> BoxFuture<'_, Vec<Delivery>> {
+        self.inner.deliveries(query)
+    }
+
+    fn pending_deliveries(&self) -> BoxFuture<'_, u64> {
+        self.inner.pending_deliveries()
+    }
+
+    fn forget_deliveries(&self, before_ms: u64, limit: usize) -> BoxFuture<'_, usize> {
+        self.inner.forget_deliveries(before_ms, limit)
+    }
+
+    fn change_log(&self) -> Option<&dyn ChangeLog> {
+        Some(self)
+    }
+}
+
+/// `GET path` of `router`: the status and the body as text.
+async fn get(router: &axum::Router, path: &str) -> (u16, String) {
+    let request = axum::http::Request::get(path)
+        .body(axum::body::Body::empty())
+        .expect("a request");
+    let response = router.clone().oneshot(request).await.expect("infallible");
+    let status = response.status().as_u16();
+    let body = response
+        .into_body()
+        .collect()
+        .await
+        .expect("a body")
+        .to_bytes();
+    (status, String::from_utf8(body.to_vec()).expect("UTF-8"))
+}
+
+/// `/ready` is 503 while this server's follower has not applied the shared store's changes
+/// (within the probe's 2 s), and `askbus_follower_lag_changes` says by how many; both
+/// recover once it catches up.
+#[tokio::test(start_paused = true)]
+async fn a_lagging_follower_is_not_ready() {
+    let memory = Arc::new(MemoryStore::new());
+    let (open, _) = tokio::sync::watch::channel(true);
+    let gated = Arc::new(GatedLog {
+        inner: Arc::clone(&memory),
+        open: open.clone(),
+    });
+    let shared = |store: Arc<dyn Store>| {
+        RequestHub::shared(
+            Bus::new(),
+            QuestionConfig::default(),
+            ApprovalConfig::default(),
+            store,
+        )
+    };
+    let lagging = shared(gated).await.expect("a hub");
+    let other = shared(memory).await.expect("another hub");
+    let shutdown = CancellationToken::new();
+    let router = askbus_http::router(
+        lagging,
+        askbus_http::HttpConfig::default(),
+        shutdown.clone(),
+    );
+    assert_eq!(get(&router, "/ready").await.0, 200);
+
+    open.send_replace(false);
+    let mut asked = other
+        .questions()
+        .submit("elsewhere", vec![language()], None, Timeout::Never)
+        .expect("asked");
+    asked.recorded().await.expect("recorded");
+    let (status, body) = get(&router, "/ready").await;
+    assert_eq!(status, 503, "{body}");
+    let metrics = get(&router, "/metrics").await.1;
+    assert_eq!(
+        value(&metrics, "askbus_follower_lag_changes"),
+        Some(1.0),
+        "{metrics}"
+    );
+
+    open.send_replace(true);
+    let (status, body) = get(&router, "/ready").await;
+    assert_eq!(status, 200, "{body}");
+    let metrics = get(&router, "/metrics").await.1;
+    assert_eq!(
+        value(&metrics, "askbus_follower_lag_changes"),
+        Some(0.0),
+        "{metrics}"
+    );
+    shutdown.cancel();
+}
+
+/// Every series `/metrics` can serve (a shared store's, the webhooks' and the store
+/// writes' included) is listed in README's table, so the documentation cannot fall behind.
+#[tokio::test]
+async fn every_series_is_in_the_readme() {
+    let readme = include_str!("../README.md");
+    let writes = Arc::new(askbus_http::StoreWrites::new());
+    let store = MeteredStore::new(Arc::new(MemoryStore::new()), "memory", writes.clone());
+    let hub = RequestHub::shared(
+        Bus::new(),
+        QuestionConfig::default(),
+        ApprovalConfig::default(),
+        Arc::new(store),
+    )
+    .await
+    .expect("a hub");
+    let mut asked = hub
+        .questions()
+        .submit("listed", vec![language()], None, Timeout::Never)
+        .expect("asked");
+    asked.recorded().await.expect("recorded");
+    let config = askbus_http::HttpConfig {
+        store_writes: Some(writes),
+        webhooks: Some(Arc::new(askbus_notify::DeliveryStats::default())),
+        ..askbus_http::HttpConfig::default()
+    };
+    let shutdown = CancellationToken::new();
+    let router = askbus_http::router(hub, config, shutdown.clone());
+    let metrics = get(&router, "/metrics").await.1;
+    let families: Vec<&str> = metrics
+        .lines()
+        .filter_map(|line| line.strip_prefix("# TYPE ")?.split(' ').next())
+        .collect();
+    for expected in [
+        "askbus_store_write_duration_seconds",
+        "askbus_follower_lag_changes",
+    ] {
+        assert!(families.contains(&expected), "{expected} in {families:?}");
+    }
+    for family in families {
+        assert!(
+            readme.contains(&format!("`{family}")),
+            "{family} is not in README.md"
+        );
+    }
+    shutdown.cancel();
 }
