@@ -48,8 +48,11 @@ enum AckState {
     },
 }
 
+/// What a write did, as an [`Ack`] completes with it.
+type Outcome = Result<Written, StoreError>;
+
 /// What [`Ack::observed`] calls with a write's outcome.
-struct Observer(Box<dyn FnOnce(&Result<Written, StoreError>) + Send>);
+struct Observer(Box<dyn FnOnce(&Outcome) + Send>);
 
 impl std::fmt::Debug for Observer {
     fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
