@@ -312,6 +312,76 @@ async fn the_inspector_cli_in_its_default_mode_gets_the_answer() {
     askbus.shutdown.cancel();
 }
 
+/// A `question` call with `"locale": "vi"` asks in Vietnamese: the request carries the
+/// locale (the web UI shows its card so), and the result the model reads is Vietnamese.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_question_with_a_locale_is_asked_and_answered_in_its_language() {
+    let askbus = Askbus::serve(&[]).await;
+    let mut events = askbus.events().await;
+    let package = package_dir("mcp-inspector");
+    crate::node::check_node();
+    crate::node::npm_ci(&package, "@modelcontextprotocol/inspector").await;
+
+    let questions = format!(
+        "questions={}",
+        json!([{"question": "Triển khai ngay?", "header": "Triển khai",
+                "options": [{"label": "Có"}, {"label": "Không"}]}])
+    );
+    let call = [
+        "--method",
+        "tools/call",
+        "--tool-name",
+        "question",
+        "--tool-arg",
+        &questions,
+        "--tool-arg",
+        "locale=vi",
+    ];
+    let human = async {
+        let asked = events.next_of("question.asked").await;
+        assert_eq!(asked["locale"], "vi", "{asked}");
+        let id = asked["id"].as_str().expect("the id");
+        askbus
+            .post(
+                &format!("/question/{id}/reply"),
+                &json!({"answers": [["Có"]]}),
+            )
+            .await;
+    };
+    let (result, ()) = tokio::join!(inspector_call(&askbus, &call), human);
+    assert_eq!(
+        result_text(&result),
+        "Người dùng đã trả lời các câu hỏi của bạn: \"Triển khai ngay?\"=\"Có\". Giờ bạn có thể \
+         tiếp tục, dựa trên các câu trả lời của người dùng.",
+        "{result}"
+    );
+    assert_eq!(
+        result["structuredContent"],
+        json!({"status": "answered", "answers": [{"question": "Triển khai ngay?", "answer": ["Có"]}]}),
+        "{result}"
+    );
+
+    // A locale that is no language tag is a tool error the model can read; nothing is asked.
+    let bad = [
+        "--method",
+        "tools/call",
+        "--tool-name",
+        "question",
+        "--tool-arg",
+        &questions,
+        "--tool-arg",
+        "locale=not a tag",
+    ];
+    let output = inspector(&askbus, &bad)
+        .output()
+        .await
+        .expect("run the Inspector");
+    let refused: Value = serde_json::from_slice(&output.stdout).expect("the tool result");
+    assert_eq!(refused["isError"], true, "{refused}");
+    assert!(result_text(&refused).contains("locale"), "{refused}");
+    askbus.shutdown.cancel();
+}
+
 /// A call that returns `waiting` cancels nothing, nor does a `wait_for_answer` that
 /// returns `waiting` again; an unknown id is a tool error; the MCP session ending (the
 /// client deletes it) cancels the request.
@@ -915,6 +985,11 @@ fn check_tools(tools: &Value) {
     assert_eq!(tools[1]["inputSchema"]["type"], "object");
     assert_eq!(tools[1]["inputSchema"]["required"], json!(["actions"]));
     assert_eq!(tools[2]["inputSchema"]["required"], json!(["id"]));
+    for asking in &tools.as_array().expect("tools")[..2] {
+        let locale = &asking["inputSchema"]["properties"]["locale"];
+        assert_eq!(locale["type"], "string", "{asking}");
+        assert!(locale["description"].is_string(), "{asking}");
+    }
     let titles = [
         "Ask the human",
         "Ask the human to approve tool calls",
