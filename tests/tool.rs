@@ -1350,7 +1350,8 @@ mod languages {
     };
     use askbus::tool::{
         APPROVAL_TOOL_DESCRIPTION, ApprovalGuard, ApprovalTool, GuardedTool, Language,
-        QUESTION_TOOL_DESCRIPTION, QuestionTool, ToolContext, ToolOutcome, ToolOutput,
+        QUESTION_TOOL_DESCRIPTION, QuestionTool, ToolContext, ToolDefinition, ToolOutcome,
+        ToolOutput,
     };
     use serde_json::{Value, json};
 
@@ -1436,6 +1437,16 @@ mod languages {
         super::two_questions()
     }
 
+    /// The timeout of the tools here (paused time runs it out at once).
+    const SOON: Timeout = Timeout::After(Duration::from_secs(5));
+
+    /// A translated description: it starts as `start` says and still names `field`.
+    fn check_description(definition: &ToolDefinition, start: &str, field: &str) {
+        let description = &definition.description;
+        assert!(description.starts_with(start), "{description}");
+        contains(description, field);
+    }
+
     fn contains(text: &str, phrase: &str) {
         assert!(text.contains(phrase), "{phrase:?} is not in {text:?}");
     }
@@ -1460,14 +1471,13 @@ mod languages {
             let locale = phrases.locale;
             let questions = QuestionService::new(Bus::new());
             let tool = QuestionTool::new(questions.clone())
-                .with_timeout(Timeout::After(Duration::from_secs(5)))
+                .with_timeout(SOON)
                 .with_locale(locale);
-            let description = tool.definition().description;
-            assert!(
-                description.starts_with(phrases.question_description),
-                "{description}"
+            check_description(
+                &tool.definition(),
+                phrases.question_description,
+                "`multiple: true`",
             );
-            contains(&description, "`multiple: true`");
 
             let answered = ask(&tool, &questions, locale, |questions, id| {
                 questions
@@ -1521,7 +1531,7 @@ mod languages {
                 FollowUp::default().on_timeout(OnTimeout::Answer(vec![vec!["Go".into()], vec![]])),
             );
             let tool = QuestionTool::new(hub.questions().clone())
-                .with_timeout(Timeout::After(Duration::from_secs(5)))
+                .with_timeout(SOON)
                 .with_locale(phrases.locale);
             let call = tool.submit(ToolContext::new("s"), two_questions()).unwrap();
             let id = call.request().id;
@@ -1585,14 +1595,13 @@ mod languages {
             let locale = phrases.locale;
             let approvals = ApprovalService::new(Bus::new());
             let tool = ApprovalTool::new(approvals.clone())
-                .with_timeout(Timeout::After(Duration::from_secs(5)))
+                .with_timeout(SOON)
                 .with_locale(locale);
-            let description = tool.definition().description;
-            assert!(
-                description.starts_with(phrases.approval_description),
-                "{description}"
+            check_description(
+                &tool.definition(),
+                phrases.approval_description,
+                "`allowed_decisions`",
             );
-            contains(&description, "`allowed_decisions`");
             let review = |args: Value, human: Human| review(&tool, &approvals, locale, args, human);
 
             let approved = review(
@@ -1654,7 +1663,7 @@ mod languages {
         for phrases in [VIETNAMESE, CHINESE] {
             let approvals = ApprovalService::new(Bus::new());
             let guard = ApprovalGuard::new(DeleteRows, approvals.clone())
-                .with_timeout(Timeout::After(Duration::from_secs(5)))
+                .with_timeout(SOON)
                 .with_locale(phrases.locale);
             let call = |decision: Option<Decision>| {
                 let guard = &guard;

@@ -81,14 +81,15 @@ pub(crate) fn refusal_text(
     runner: Runner,
     language: Language,
 ) -> String {
+    let not_run = &Text::NotRun { runner }.in_language(language);
     let text = match refusal {
         Refusal::Decided { message } => Text::Refused {
             tool,
             message,
-            runner,
+            not_run,
         },
-        Refusal::TimedOut => Text::ApprovalTimedOut { tool, runner },
-        Refusal::Cancelled => Text::ApprovalCancelled { tool, runner },
+        Refusal::TimedOut => Text::ApprovalTimedOut { tool, not_run },
+        Refusal::Cancelled => Text::ApprovalCancelled { tool, not_run },
     };
     text.in_language(language)
 }

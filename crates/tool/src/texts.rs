@@ -199,16 +199,21 @@ pub(crate) enum Text<'a> {
         edited_tool: &'a str,
         edited_args: &'a Value,
     },
-    /// A human refused the call of `tool`, with their message if any.
+    /// The clause saying a refused call does not run: the guard runs calls itself, so a
+    /// refused one "did not run"; the model runs what the approval tool approved, so it
+    /// must "not run" a refused one.
+    NotRun { runner: Runner },
+    /// A human refused the call of `tool`, with their message if any; `not_run` is
+    /// [`NotRun`](Self::NotRun)'s.
     Refused {
         tool: &'a str,
         message: Option<&'a str>,
-        runner: Runner,
+        not_run: &'a str,
     },
     /// Nobody approved the call of `tool` in time.
-    ApprovalTimedOut { tool: &'a str, runner: Runner },
+    ApprovalTimedOut { tool: &'a str, not_run: &'a str },
     /// The approval of the call of `tool` was cancelled.
-    ApprovalCancelled { tool: &'a str, runner: Runner },
+    ApprovalCancelled { tool: &'a str, not_run: &'a str },
     /// The head of the numbered list of `count` calls' texts (`list`).
     NumberedCalls { count: usize, list: &'a str },
     /// The free text a human added to their decisions.
@@ -260,32 +265,26 @@ impl Text<'_> {
                     "没有人及时回答这些问题。没有任何人选择答案：适用为这种情况预设的默认答案：{answers}。请按这些默认答案继续，不要把它们说成是用户的选择。"
                 ),
             },
-            Self::Dismissed { reason } => match language {
-                English => {
-                    let reason = reason
-                        .map(|reason| format!(" Their reason: {reason:?}."))
-                        .unwrap_or_default();
-                    format!(
+            Self::Dismissed { reason } => {
+                let reason = reason
+                    .map(|reason| match language {
+                        English => format!(" Their reason: {reason:?}."),
+                        Vietnamese => format!(" Lý do của họ: {reason:?}."),
+                        Chinese => format!("他们的理由：{reason:?}。"),
+                    })
+                    .unwrap_or_default();
+                match language {
+                    English => format!(
                         "The user dismissed these questions without answering.{reason} Do not assume or invent answers: continue with what you already know, or explain what you need."
-                    )
-                }
-                Vietnamese => {
-                    let reason = reason
-                        .map(|reason| format!(" Lý do của họ: {reason:?}."))
-                        .unwrap_or_default();
-                    format!(
+                    ),
+                    Vietnamese => format!(
                         "Người dùng đã gạt bỏ các câu hỏi này mà không trả lời.{reason} Không được tự giả định hay bịa ra câu trả lời: hãy tiếp tục với những gì bạn đã biết, hoặc giải thích bạn cần gì."
-                    )
-                }
-                Chinese => {
-                    let reason = reason
-                        .map(|reason| format!("他们的理由：{reason:?}。"))
-                        .unwrap_or_default();
-                    format!(
+                    ),
+                    Chinese => format!(
                         "用户没有回答就关闭了这些问题。{reason}不得假设或编造答案：请基于你已知的信息继续，或者说明你需要什么。"
-                    )
+                    ),
                 }
-            },
+            }
             Self::QuestionsTimedOut => match language {
                 English => "The user did not answer these questions in time, so there are no answers. Do not assume or invent answers: continue with what you already know, or stop and explain what you need.",
                 Vietnamese => "Người dùng đã không trả lời các câu hỏi này kịp thời, nên không có câu trả lời nào. Không được tự giả định hay bịa ra câu trả lời: hãy tiếp tục với những gì bạn đã biết, hoặc dừng lại và giải thích bạn cần gì.",
@@ -331,12 +330,20 @@ impl Text<'_> {
                     "人工审核者替换了这次以 {args} 对 `{tool}` 的调用：请改为以 {edited_args} 运行 `{edited_tool}`，不要运行你原来的调用。"
                 ),
             },
+            Self::NotRun { runner } => match (runner, language) {
+                (Runner::Guard, English) => "it did not run",
+                (Runner::Model, English) => "do not run it",
+                (Runner::Guard, Vietnamese) => "nó đã không được chạy",
+                (Runner::Model, Vietnamese) => "đừng chạy nó",
+                (Runner::Guard, Chinese) => "它没有运行",
+                (Runner::Model, Chinese) => "不要运行它",
+            }
+            .to_owned(),
             Self::Refused {
                 tool,
                 message: Some(message),
-                runner,
+                not_run,
             } => {
-                let not_run = not_run(runner, language);
                 match language {
                     English => format!(
                         "A human reviewed this call to `{tool}`; {not_run}. Their answer: {message}"
@@ -352,9 +359,8 @@ impl Text<'_> {
             Self::Refused {
                 tool,
                 message: None,
-                runner,
+                not_run,
             } => {
-                let not_run = not_run(runner, language);
                 match language {
                     English => format!(
                         "A human rejected this call to `{tool}`; {not_run}. Do not retry it unchanged: continue without it, or ask the user what they want."
@@ -367,8 +373,7 @@ impl Text<'_> {
                     ),
                 }
             }
-            Self::ApprovalTimedOut { tool, runner } => {
-                let not_run = not_run(runner, language);
+            Self::ApprovalTimedOut { tool, not_run } => {
                 match language {
                     English => format!(
                         "Nobody approved this call to `{tool}` in time, so {not_run}. Do not report it as done."
@@ -381,8 +386,7 @@ impl Text<'_> {
                     ),
                 }
             }
-            Self::ApprovalCancelled { tool, runner } => {
-                let not_run = not_run(runner, language);
+            Self::ApprovalCancelled { tool, not_run } => {
                 match language {
                     English => format!(
                         "The approval of this call to `{tool}` was cancelled (the session was stopped); {not_run}."
@@ -428,20 +432,6 @@ impl Text<'_> {
                 ),
             },
         }
-    }
-}
-
-/// The clause saying a refused call does not run: the guard runs calls itself, so a refused
-/// one "did not run"; the model runs what the approval tool approved, so it must "not run"
-/// a refused one.
-fn not_run(runner: Runner, language: Language) -> &'static str {
-    match (runner, language) {
-        (Runner::Guard, Language::English) => "it did not run",
-        (Runner::Model, Language::English) => "do not run it",
-        (Runner::Guard, Language::Vietnamese) => "nó đã không được chạy",
-        (Runner::Model, Language::Vietnamese) => "đừng chạy nó",
-        (Runner::Guard, Language::Chinese) => "它没有运行",
-        (Runner::Model, Language::Chinese) => "不要运行它",
     }
 }
 
@@ -507,29 +497,51 @@ mod tests {
                 vec!["`t1`".into(), "<used>".into(), args.to_string()],
             ),
         ];
-        for runner in [Runner::Guard, Runner::Model] {
-            let tool = vec!["`t1`".into()];
-            texts.extend([
-                (
-                    Text::Refused {
-                        tool: "t1",
-                        message: Some("<msg>"),
-                        runner,
-                    },
-                    vec!["`t1`".into(), "<msg>".into()],
-                ),
-                (
-                    Text::Refused {
-                        tool: "t1",
-                        message: None,
-                        runner,
-                    },
-                    tool.clone(),
-                ),
-                (Text::ApprovalTimedOut { tool: "t1", runner }, tool.clone()),
-                (Text::ApprovalCancelled { tool: "t1", runner }, tool),
-            ]);
-        }
+        let refused = vec!["`t1`".to_owned(), "<not run>".to_owned()];
+        texts.extend([
+            (
+                Text::NotRun {
+                    runner: Runner::Guard,
+                },
+                vec![],
+            ),
+            (
+                Text::NotRun {
+                    runner: Runner::Model,
+                },
+                vec![],
+            ),
+            (
+                Text::Refused {
+                    tool: "t1",
+                    message: Some("<msg>"),
+                    not_run: "<not run>",
+                },
+                vec!["`t1`".into(), "<not run>".into(), "<msg>".into()],
+            ),
+            (
+                Text::Refused {
+                    tool: "t1",
+                    message: None,
+                    not_run: "<not run>",
+                },
+                refused.clone(),
+            ),
+            (
+                Text::ApprovalTimedOut {
+                    tool: "t1",
+                    not_run: "<not run>",
+                },
+                refused.clone(),
+            ),
+            (
+                Text::ApprovalCancelled {
+                    tool: "t1",
+                    not_run: "<not run>",
+                },
+                refused,
+            ),
+        ]);
         texts
     }
 
@@ -565,10 +577,8 @@ mod tests {
     #[test]
     fn a_refusal_says_who_would_have_run_the_call_in_every_language() {
         for language in Language::ALL {
-            assert_ne!(
-                not_run(Runner::Guard, language),
-                not_run(Runner::Model, language)
-            );
+            let not_run = |runner| Text::NotRun { runner }.in_language(language);
+            assert_ne!(not_run(Runner::Guard), not_run(Runner::Model));
         }
     }
 
