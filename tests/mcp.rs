@@ -272,43 +272,54 @@ async fn hosts_on_their_sdks_defaults_get_an_answer_slower_than_their_timeout() 
 /// `tools/call` of `question` prints the human's answer, not a task it would never poll.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_inspector_cli_in_its_default_mode_gets_the_answer() {
-    let askbus = Askbus::serve(&[]).await;
-    let mut events = askbus.events().await;
-    let package = package_dir("mcp-inspector");
-    crate::node::check_node();
-    crate::node::npm_ci(&package, "@modelcontextprotocol/inspector").await;
+    let (askbus, mut events) = serve_for_the_inspector().await;
 
     check_tools(&inspector_call(&askbus, &["--method", "tools/list", "--strict"]).await);
 
-    let questions = format!(
-        "questions={}",
-        json!([{"question": "Ship it?", "header": "Ship", "options": [{"label": "Yes"}, {"label": "No"}]}])
-    );
-    let call = [
-        "--method",
-        "tools/call",
-        "--tool-name",
-        "question",
-        "--tool-arg",
-        &questions,
-    ];
-    // The human answers while the Inspector's call waits.
-    let human = async {
-        let asked = events.next_of("question.asked").await;
-        let id = asked["id"].as_str().expect("the id");
-        askbus
-            .post(
-                &format!("/question/{id}/reply"),
-                &json!({"answers": [["Yes"]]}),
-            )
-            .await;
-    };
-    let (result, ()) = tokio::join!(inspector_call(&askbus, &call), human);
+    let questions = json!([{"question": "Ship it?", "header": "Ship", "options": [{"label": "Yes"}, {"label": "No"}]}]);
+    let (_, result) = inspector_question(&askbus, &mut events, &questions, &[], "Yes").await;
     assert_eq!(
         result["structuredContent"],
         json!({"status": "answered", "answers": [{"question": "Ship it?", "answer": ["Yes"]}]}),
         "{result}"
     );
+    askbus.shutdown.cancel();
+}
+
+/// A `question` call with `"locale": "vi"` asks in Vietnamese: the request carries the
+/// locale (the web UI shows its card so), and the result the model reads is Vietnamese.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_question_with_a_locale_is_asked_and_answered_in_its_language() {
+    let (askbus, mut events) = serve_for_the_inspector().await;
+
+    let questions = json!([{"question": "Triển khai ngay?", "header": "Triển khai",
+                             "options": [{"label": "Có"}, {"label": "Không"}]}]);
+    let locale = ["--tool-arg", "locale=vi"];
+    let (asked, result) = inspector_question(&askbus, &mut events, &questions, &locale, "Có").await;
+    assert_eq!(asked["locale"], "vi", "{asked}");
+    assert_eq!(
+        result_text(&result),
+        "Người dùng đã trả lời các câu hỏi của bạn: \"Triển khai ngay?\"=\"Có\". Giờ bạn có thể \
+         tiếp tục, dựa trên các câu trả lời của người dùng.",
+        "{result}"
+    );
+    assert_eq!(
+        result["structuredContent"],
+        json!({"status": "answered", "answers": [{"question": "Triển khai ngay?", "answer": ["Có"]}]}),
+        "{result}"
+    );
+
+    // A locale that is no language tag is a tool error the model can read.
+    let questions = format!("questions={questions}");
+    let mut bad = question_call(&questions);
+    bad.extend(["--tool-arg", "locale=not a tag"]);
+    let output = inspector(&askbus, &bad)
+        .output()
+        .await
+        .expect("run the Inspector");
+    let refused: Value = serde_json::from_slice(&output.stdout).expect("the tool result");
+    assert_eq!(refused["isError"], true, "{refused}");
+    assert!(result_text(&refused).contains("locale"), "{refused}");
     askbus.shutdown.cancel();
 }
 
@@ -915,6 +926,11 @@ fn check_tools(tools: &Value) {
     assert_eq!(tools[1]["inputSchema"]["type"], "object");
     assert_eq!(tools[1]["inputSchema"]["required"], json!(["actions"]));
     assert_eq!(tools[2]["inputSchema"]["required"], json!(["id"]));
+    for asking in &tools.as_array().expect("tools")[..2] {
+        let locale = &asking["inputSchema"]["properties"]["locale"];
+        assert_eq!(locale["type"], "string", "{asking}");
+        assert!(locale["description"].is_string(), "{asking}");
+    }
     let titles = [
         "Ask the human",
         "Ask the human to approve tool calls",
@@ -1465,6 +1481,59 @@ fn package() -> PathBuf {
 /// `tests/{name}`.
 fn package_dir(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join(name)
+}
+
+/// The Inspector CLI's arguments calling `question` with `questions` (`questions=[…]`).
+fn question_call(questions: &str) -> Vec<&str> {
+    vec![
+        "--method",
+        "tools/call",
+        "--tool-name",
+        "question",
+        "--tool-arg",
+        questions,
+    ]
+}
+
+/// The server with its events, and the Inspector's CLI installed.
+async fn serve_for_the_inspector() -> (Askbus, Events) {
+    let askbus = Askbus::serve(&[]).await;
+    let events = askbus.events().await;
+    crate::node::check_node();
+    crate::node::npm_ci(
+        &package_dir("mcp-inspector"),
+        "@modelcontextprotocol/inspector",
+    )
+    .await;
+    (askbus, events)
+}
+
+/// Calls `question` with `questions` (and `more_args`) through the Inspector's CLI while the
+/// human answers `answer` over HTTP; the `question.asked` event and the tool result.
+async fn inspector_question(
+    askbus: &Askbus,
+    events: &mut Events,
+    questions: &Value,
+    more_args: &[&str],
+    answer: &str,
+) -> (Value, Value) {
+    let questions = format!("questions={questions}");
+    let mut call = question_call(&questions);
+    call.extend_from_slice(more_args);
+    // The human answers while the Inspector's call waits.
+    let human = async {
+        let asked = events.next_of("question.asked").await;
+        let id = asked["id"].as_str().expect("the id");
+        askbus
+            .post(
+                &format!("/question/{id}/reply"),
+                &json!({"answers": [[answer]]}),
+            )
+            .await;
+        asked
+    };
+    let (result, asked) = tokio::join!(inspector_call(askbus, &call), human);
+    (asked, result)
 }
 
 /// What the Inspector's CLI prints for `args`, run to success, as JSON.

@@ -1334,3 +1334,401 @@ mod approval_tool {
         );
     }
 }
+
+mod languages {
+    //! The tools speak Vietnamese and Chinese: a tool made `.with_locale(..)` asks in that
+    //! language (the request carries the tag, the definition is translated), and every
+    //! outcome text speaks the request's language; any other tag is English.
+
+    use std::sync::Arc;
+    use std::time::Duration;
+
+    use askbus::bus::Bus;
+    use askbus::question::{
+        ApprovalId, ApprovalReply, ApprovalService, Decision, EditedAction, FollowUp, OnTimeout,
+        QuestionService, RequestHub, Timeout,
+    };
+    use askbus::tool::{
+        APPROVAL_TOOL_DESCRIPTION, ApprovalGuard, ApprovalTool, GuardedTool, Language,
+        QUESTION_TOOL_DESCRIPTION, QuestionTool, ToolContext, ToolDefinition, ToolOutcome,
+        ToolOutput,
+    };
+    use serde_json::{Value, json};
+
+    /// What a language's texts must say: a phrase of each, so a text left in English (or
+    /// in the other language) fails.
+    struct Phrases {
+        locale: &'static str,
+        question_description: &'static str,
+        approval_description: &'static str,
+        answered: &'static str,
+        unanswered: &'static str,
+        dismissed: &'static str,
+        their_reason: &'static str,
+        timed_out: &'static str,
+        cancelled: &'static str,
+        defaulted: &'static str,
+        /// "invent" (answers): every question text without answers forbids it.
+        invent: &'static str,
+        approved: &'static str,
+        replaced: &'static str,
+        reviewed: &'static str,
+        rejected: &'static str,
+        do_not_run: &'static str,
+        did_not_run: &'static str,
+        nobody_approved: &'static str,
+        approval_cancelled: &'static str,
+        numbered: &'static str,
+        human_added: &'static str,
+        edited_notice: &'static str,
+    }
+
+    const VIETNAMESE: Phrases = Phrases {
+        locale: "vi",
+        question_description: "Đặt một hoặc nhiều câu hỏi cho người dùng",
+        approval_description: "Nhờ một người xem xét các lệnh gọi công cụ",
+        answered: "Người dùng đã trả lời các câu hỏi của bạn: ",
+        unanswered: r#""Which targets?"="Chưa trả lời""#,
+        dismissed: "Người dùng đã gạt bỏ các câu hỏi này mà không trả lời.",
+        their_reason: r#"Lý do của họ: "not now"."#,
+        timed_out: "Người dùng đã không trả lời các câu hỏi này kịp thời",
+        cancelled: "Các câu hỏi đã bị hủy trước khi người dùng trả lời",
+        defaulted: "Không ai trả lời các câu hỏi này kịp thời.",
+        invent: "bịa ra",
+        approved: "Một người đã phê duyệt lệnh gọi `delete_rows` này",
+        replaced: "hãy chạy `delete_rows` với {\"table\":\"archive\"} thay vào đó",
+        reviewed: "Một người đã xem xét lệnh gọi `delete_rows` này; đừng chạy nó. Câu trả lời của họ: use the archive",
+        rejected: "Một người đã từ chối lệnh gọi `delete_rows` này; đừng chạy nó.",
+        do_not_run: "đừng chạy nó",
+        did_not_run: "nó đã không được chạy",
+        nobody_approved: "Không ai phê duyệt lệnh gọi `delete_rows` này kịp thời",
+        approval_cancelled: "Việc phê duyệt lệnh gọi `delete_rows` này đã bị hủy",
+        numbered: "2 lệnh gọi bạn đã xin thực hiện, theo thứ tự:\n1. ",
+        human_added: "\nNgười duyệt viết thêm: Ping me first.",
+        edited_notice: "Lưu ý: một người đã thay thế lệnh gọi của bạn trước khi nó chạy.",
+    };
+
+    const CHINESE: Phrases = Phrases {
+        locale: "zh-CN",
+        question_description: "向用户提出一个或多个问题",
+        approval_description: "在你执行工具调用之前，请人工审核这些调用",
+        answered: "用户已回答你的问题：",
+        unanswered: r#""Which targets?"="未回答""#,
+        dismissed: "用户没有回答就关闭了这些问题。",
+        their_reason: r#"他们的理由："not now"。"#,
+        timed_out: "用户没有及时回答这些问题",
+        cancelled: "这些问题在用户回答之前已被取消",
+        defaulted: "没有人及时回答这些问题。",
+        invent: "编造",
+        approved: "人工审核者批准了这次以 {\"table\":\"users\"} 对 `delete_rows` 的调用",
+        replaced: "请改为以 {\"table\":\"archive\"} 运行 `delete_rows`",
+        reviewed: "人工审核者审阅了这次对 `delete_rows` 的调用；不要运行它。审核者的答复：use the archive",
+        rejected: "人工审核者拒绝了这次对 `delete_rows` 的调用；不要运行它。",
+        do_not_run: "不要运行它",
+        did_not_run: "它没有运行",
+        nobody_approved: "没有人及时批准这次对 `delete_rows` 的调用",
+        approval_cancelled: "这次对 `delete_rows` 的调用的审批已被取消",
+        numbered: "你请求执行的 2 个调用，按顺序：\n1. ",
+        human_added: "\n审核者补充：Ping me first.",
+        edited_notice: "注意：人工审核者在运行前替换了你的调用。",
+    };
+
+    fn two_questions() -> Value {
+        super::two_questions()
+    }
+
+    /// The timeout of the tools here (paused time runs it out at once).
+    const SOON: Timeout = Timeout::After(Duration::from_secs(5));
+
+    /// A translated description: it starts as `start` says and still names `field`.
+    fn check_description(definition: &ToolDefinition, start: &str, field: &str) {
+        let description = &definition.description;
+        assert!(description.starts_with(start), "{description}");
+        contains(description, field);
+    }
+
+    fn contains(text: &str, phrase: &str) {
+        assert!(text.contains(phrase), "{phrase:?} is not in {text:?}");
+    }
+
+    /// Calls `tool` in session `s` while `human` acts on its one request; returns the text
+    /// and checks the request carried `locale`.
+    async fn ask(
+        tool: &QuestionTool,
+        questions: &QuestionService,
+        locale: &str,
+        human: impl FnOnce(&QuestionService, askbus::QuestionId),
+    ) -> ToolOutput {
+        let call = tool.submit(ToolContext::new("s"), two_questions()).unwrap();
+        assert_eq!(call.request().locale.as_deref(), Some(locale));
+        human(questions, call.request().id);
+        call.await.unwrap()
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn question_outcomes_speak_the_requests_language() {
+        for phrases in [VIETNAMESE, CHINESE] {
+            let locale = phrases.locale;
+            let questions = QuestionService::new(Bus::new());
+            let tool = QuestionTool::new(questions.clone())
+                .with_timeout(SOON)
+                .with_locale(locale);
+            check_description(
+                &tool.definition(),
+                phrases.question_description,
+                "`multiple: true`",
+            );
+
+            let answered = ask(&tool, &questions, locale, |questions, id| {
+                questions
+                    .reply(id, vec![vec!["Go".into()], vec![]])
+                    .unwrap();
+            })
+            .await;
+            assert!(
+                answered.text.starts_with(phrases.answered),
+                "{}",
+                answered.text
+            );
+            contains(&answered.text, r#""Which language?"="Go""#);
+            contains(&answered.text, phrases.unanswered);
+
+            let dismissed = ask(&tool, &questions, locale, |questions, id| {
+                questions.reject(id, Some("not now".into())).unwrap();
+            })
+            .await;
+            contains(&dismissed.text, phrases.dismissed);
+            contains(&dismissed.text, phrases.their_reason);
+            let silently = ask(&tool, &questions, locale, |questions, id| {
+                questions.reject(id, None).unwrap();
+            })
+            .await;
+            contains(&silently.text, phrases.dismissed);
+            assert!(!silently.text.contains("not now"), "{}", silently.text);
+
+            let timed_out = ask(&tool, &questions, locale, |_, _| {}).await;
+            assert_eq!(timed_out.outcome, ToolOutcome::TimedOut);
+            contains(&timed_out.text, phrases.timed_out);
+
+            let cancelled = ask(&tool, &questions, locale, |questions, _| {
+                assert_eq!(questions.cancel_session("s"), 1);
+            })
+            .await;
+            assert_eq!(cancelled.outcome, ToolOutcome::Cancelled);
+            contains(&cancelled.text, phrases.cancelled);
+
+            for text in [&dismissed.text, &timed_out.text, &cancelled.text] {
+                contains(text, phrases.invent);
+                assert!(!text.contains("invent"), "still English: {text}");
+            }
+        }
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_default_answer_read_back_later_speaks_its_requests_language() {
+        for phrases in [VIETNAMESE, CHINESE] {
+            let hub = RequestHub::new(Bus::new()).with_follow_up(
+                FollowUp::default().on_timeout(OnTimeout::Answer(vec![vec!["Go".into()], vec![]])),
+            );
+            let tool = QuestionTool::new(hub.questions().clone())
+                .with_timeout(SOON)
+                .with_locale(phrases.locale);
+            let call = tool.submit(ToolContext::new("s"), two_questions()).unwrap();
+            let id = call.request().id;
+            let defaulted = call.await.unwrap();
+            assert!(
+                defaulted.text.starts_with(phrases.defaulted),
+                "{}",
+                defaulted.text
+            );
+            contains(&defaulted.text, phrases.unanswered);
+
+            let snapshot = hub.questions().get(id).unwrap();
+            let language = Language::of(snapshot.request.locale.as_deref());
+            let read_back = ToolOutcome::of_question(&snapshot.request, snapshot.outcome.unwrap())
+                .into_output(language);
+            assert_eq!(read_back, defaulted);
+        }
+    }
+
+    fn delete_users() -> Value {
+        json!({"actions": [{"name": "delete_rows", "args": {"table": "users"}}]})
+    }
+
+    /// The human's edit: the same tool, on another table.
+    fn archive_instead() -> Decision {
+        Decision::Edit {
+            edited_action: EditedAction {
+                name: "delete_rows".into(),
+                args: json!({"table": "archive"}),
+            },
+        }
+    }
+
+    /// Calls `tool` with `args` in session `s` while `human` acts on its one request.
+    async fn review(
+        tool: &ApprovalTool,
+        approvals: &ApprovalService,
+        locale: &str,
+        args: Value,
+        human: Human,
+    ) -> String {
+        let call = tool.submit(ToolContext::new("s"), args).unwrap();
+        assert_eq!(call.request().locale.as_deref(), Some(locale));
+        human(approvals, call.request().id);
+        call.await.unwrap().text
+    }
+
+    /// A human's part in [`review`].
+    type Human = Box<dyn FnOnce(&ApprovalService, ApprovalId)>;
+
+    /// A human who replies `reply`.
+    fn decide(reply: ApprovalReply) -> Human {
+        Box::new(move |approvals, id| {
+            approvals.reply(id, reply).unwrap();
+        })
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn approval_outcomes_speak_the_requests_language() {
+        for phrases in [VIETNAMESE, CHINESE] {
+            let locale = phrases.locale;
+            let approvals = ApprovalService::new(Bus::new());
+            let tool = ApprovalTool::new(approvals.clone())
+                .with_timeout(SOON)
+                .with_locale(locale);
+            check_description(
+                &tool.definition(),
+                phrases.approval_description,
+                "`allowed_decisions`",
+            );
+            let review = |args: Value, human: Human| review(&tool, &approvals, locale, args, human);
+
+            let approved = review(
+                delete_users(),
+                decide(ApprovalReply::new([Decision::Approve])),
+            )
+            .await;
+            contains(&approved, phrases.approved);
+            let replaced = review(
+                delete_users(),
+                decide(ApprovalReply::new([archive_instead()])),
+            )
+            .await;
+            contains(&replaced, phrases.replaced);
+            let respond = Decision::Respond {
+                message: "use the archive".into(),
+            };
+            let reviewed = review(delete_users(), decide(ApprovalReply::new([respond]))).await;
+            assert_eq!(reviewed, phrases.reviewed);
+            let reject = Decision::Reject { message: None };
+            let rejected = review(delete_users(), decide(ApprovalReply::new([reject]))).await;
+            assert!(rejected.starts_with(phrases.rejected), "{rejected}");
+            let timed_out = review(delete_users(), Box::new(|_: &ApprovalService, _| {})).await;
+            contains(&timed_out, phrases.nobody_approved);
+            contains(&timed_out, phrases.do_not_run);
+            let cancel = |approvals: &ApprovalService, _| {
+                assert_eq!(approvals.cancel_session("s"), 1);
+            };
+            let cancelled = review(delete_users(), Box::new(cancel)).await;
+            contains(&cancelled, phrases.approval_cancelled);
+
+            let two = json!({"actions": [
+                {"name": "delete_rows", "args": {"table": "users"}},
+                {"name": "delete_rows", "args": {"table": "tmp"}},
+            ]});
+            let both = ApprovalReply::new([Decision::Approve, Decision::Approve])
+                .with_user_edit_content("Ping me first.");
+            let numbered = review(two, Box::new(decide(both))).await;
+            assert!(numbered.starts_with(phrases.numbered), "{numbered}");
+            assert!(numbered.ends_with(phrases.human_added), "{numbered}");
+        }
+    }
+
+    /// Always succeeds, naming its arguments.
+    struct DeleteRows;
+
+    impl GuardedTool for DeleteRows {
+        fn name(&self) -> &str {
+            "delete_rows"
+        }
+
+        async fn run(&self, args: Value) -> Result<String, String> {
+            Ok(format!("ran with {args}"))
+        }
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn the_guard_speaks_its_locale() {
+        for phrases in [VIETNAMESE, CHINESE] {
+            let approvals = ApprovalService::new(Bus::new());
+            let guard = ApprovalGuard::new(DeleteRows, approvals.clone())
+                .with_timeout(SOON)
+                .with_locale(phrases.locale);
+            let call = |decision: Option<Decision>| {
+                let guard = &guard;
+                let approvals = approvals.clone();
+                async move {
+                    let call = guard.call(ToolContext::new("s"), json!({"table": "users"}));
+                    let human = async {
+                        tokio::task::yield_now().await;
+                        let pending = approvals.list(Some("s"));
+                        assert_eq!(pending[0].locale.as_deref(), Some(phrases.locale));
+                        if let Some(decision) = decision {
+                            approvals
+                                .reply(pending[0].id, ApprovalReply::new([decision]))
+                                .unwrap();
+                        }
+                    };
+                    tokio::join!(call, human).0.unwrap().text
+                }
+            };
+            let edited = call(Some(archive_instead())).await;
+            assert!(edited.starts_with(phrases.edited_notice), "{edited}");
+            assert!(
+                edited.ends_with("\n\nran with {\"table\":\"archive\"}"),
+                "{edited}"
+            );
+            let rejected = call(Some(Decision::Reject { message: None })).await;
+            contains(&rejected, phrases.did_not_run);
+            let timed_out = call(None).await;
+            contains(&timed_out, phrases.did_not_run);
+            assert!(!timed_out.contains("did not run"), "{timed_out}");
+        }
+    }
+
+    /// A tag the tools do not speak is still the request's (the web UI may), and the model
+    /// reads English.
+    #[tokio::test]
+    async fn an_unspoken_locale_is_carried_and_the_texts_are_english() {
+        let questions = QuestionService::new(Bus::new());
+        let tool = QuestionTool::new(questions.clone()).with_locale("fr");
+        assert_eq!(tool.definition().description, QUESTION_TOOL_DESCRIPTION);
+        let answered = ask(&tool, &questions, "fr", |questions, id| {
+            questions
+                .reply(id, vec![vec!["Go".into()], vec![]])
+                .unwrap();
+        })
+        .await;
+        assert_eq!(
+            answered.text,
+            r#"User has answered your questions: "Which language?"="Go", "Which targets?"="Unanswered". You can now continue with the user's answers in mind."#
+        );
+
+        let approvals = ApprovalService::new(Bus::new());
+        let tool = ApprovalTool::new(approvals.clone()).with_locale(Arc::<str>::from("fr-FR"));
+        assert_eq!(tool.definition().description, APPROVAL_TOOL_DESCRIPTION);
+        let approved = review(
+            &tool,
+            &approvals,
+            "fr-FR",
+            delete_users(),
+            decide(ApprovalReply::new([Decision::Approve])),
+        )
+        .await;
+        assert_eq!(
+            approved,
+            r#"A human approved this call to `delete_rows` with {"table":"users"}: run it as you proposed."#
+        );
+    }
+}

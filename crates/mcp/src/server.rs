@@ -11,8 +11,8 @@ use askbus_question::{
     RequestHub, Role, Timeout,
 };
 use askbus_tool::{
-    APPROVAL_TOOL_NAME, ApprovalTool, QUESTION_TOOL_NAME, QuestionTool, ToolContext, ToolError,
-    ToolOutcome, ToolOutput,
+    APPROVAL_TOOL_NAME, ApprovalTool, Language, QUESTION_TOOL_NAME, QuestionTool, ToolContext,
+    ToolError, ToolOutcome, ToolOutput,
 };
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, CancelTaskParams,
@@ -369,9 +369,13 @@ impl AskbusMcp {
         };
         let asking = self.inner.hub.acting_as(asker);
         let timeout = self.inner.config.timeout;
+        let (args, locale) = tools::take_locale(tool.name(), args)?;
         Ok(match tool {
             Offered::Question => {
-                let tool = QuestionTool::new(asking.questions().clone()).with_timeout(timeout);
+                let mut tool = QuestionTool::new(asking.questions().clone()).with_timeout(timeout);
+                if let Some(locale) = locale {
+                    tool = tool.with_locale(locale);
+                }
                 let call = tool.submit(context, args)?;
                 let request = Arc::clone(call.request());
                 Started {
@@ -384,7 +388,10 @@ impl AskbusMcp {
                 }
             }
             Offered::Approval => {
-                let tool = ApprovalTool::new(asking.approvals().clone()).with_timeout(timeout);
+                let mut tool = ApprovalTool::new(asking.approvals().clone()).with_timeout(timeout);
+                if let Some(locale) = locale {
+                    tool = tool.with_locale(locale);
+                }
                 let call = tool.submit(context, args)?;
                 let request = Arc::clone(call.request());
                 Started {
@@ -688,7 +695,8 @@ impl AskbusMcp {
         // Resolved now, by this answer or an earlier one from anywhere.
         match questions.get(state.question).and_then(|s| s.outcome) {
             Some(outcome) => {
-                let output = ToolOutcome::of_question(&request, outcome).into_output();
+                let language = Language::of(request.locale.as_deref());
+                let output = ToolOutcome::of_question(&request, outcome).into_output(language);
                 Ok(call_tool_result(Ok(output)).into())
             }
             None => Ok(self.input_required(&request, None, state.round + 1)?.into()),
@@ -1179,6 +1187,14 @@ impl Offered {
             QUESTION_TOOL_NAME => Some(Self::Question),
             APPROVAL_TOOL_NAME => Some(Self::Approval),
             _ => None,
+        }
+    }
+
+    /// Its name, as the model calls it.
+    fn name(self) -> &'static str {
+        match self {
+            Self::Question => QUESTION_TOOL_NAME,
+            Self::Approval => APPROVAL_TOOL_NAME,
         }
     }
 }

@@ -8,6 +8,11 @@
 //! Rust argument types use type arrays for `Option` fields, all of them optional, so their
 //! nullability is dropped here ([`portable`]).
 //!
+//! `question` and `request_approval` take one argument more than their askbus-tool
+//! definitions: an optional `locale` (a BCP 47 tag), which MCP has no other place for.
+//! The call's request carries it, so the human sees the request in that language, and the
+//! result's text is in it ([`take_locale`]); descriptions and schemas stay English.
+//!
 //! The output schemas are written by hand: they describe the JSON of
 //! [`ToolOutcome`](askbus_tool::ToolOutcome) and
 //! [`ApprovalToolOutcome`](askbus_tool::ApprovalToolOutcome), plus the `waiting` result of
@@ -16,7 +21,7 @@
 
 use std::sync::Arc;
 
-use askbus_tool::ToolDefinition;
+use askbus_tool::{ToolDefinition, ToolError};
 use rmcp::model::{JsonObject, Tool, ToolAnnotations};
 use serde_json::{Map, Value, json};
 
@@ -30,17 +35,20 @@ approval request that is still pending. Call it with the `id` of a result whose 
 long). It returns the answer, or another `waiting` result: then call it again. Do not \
 assume or invent an answer meanwhile.";
 
+/// The argument `question` and `request_approval` take besides their askbus-tool ones.
+const LOCALE_ARGUMENT: &str = "locale";
+
 /// The tools/list entries: `question`, `request_approval` and `wait_for_answer`.
 pub(crate) fn listed(question: &ToolDefinition, approval: &ToolDefinition) -> Vec<Tool> {
     vec![
         tool(
-            question,
+            &with_locale_argument(question),
             "Ask the human",
             hints(Idempotent::No),
             question_output(),
         ),
         tool(
-            approval,
+            &with_locale_argument(approval),
             "Ask the human to approve tool calls",
             // The same `tool_use_id` joins the same review instead of asking again.
             hints(Idempotent::Yes),
@@ -65,6 +73,50 @@ pub(crate) fn listed(question: &ToolDefinition, approval: &ToolDefinition) -> Ve
             wait_output(),
         ),
     ]
+}
+
+/// `definition` with the optional `locale` argument in its schema.
+fn with_locale_argument(definition: &ToolDefinition) -> ToolDefinition {
+    let mut definition = definition.clone();
+    if let Some(Value::Object(properties)) = definition.parameters.get_mut("properties") {
+        properties.insert(
+            LOCALE_ARGUMENT.to_owned(),
+            json!({
+                "type": "string",
+                "description": "The human's language as a BCP 47 tag (\"vi\", \"zh-CN\", \"en\"), if you know it: the human sees the request in it, and this tool's result is written in it (English, Vietnamese and Chinese are spoken; any other is English).",
+            }),
+        );
+    }
+    definition
+}
+
+/// Takes the optional `locale` argument out of the `args` of a call of `tool` (`question`
+/// or `request_approval`), leaving the arguments its askbus-tool counterpart takes. A tag
+/// that is no BCP 47 tag is refused when the request is made.
+///
+/// # Errors
+///
+/// [`ToolError::InvalidArguments`] when `locale` is not a string (`null` is no locale).
+pub(crate) fn take_locale(
+    tool: &str,
+    mut args: Value,
+) -> Result<(Value, Option<String>), ToolError> {
+    let locale = match args
+        .as_object_mut()
+        .and_then(|args| args.remove(LOCALE_ARGUMENT))
+    {
+        None | Some(Value::Null) => None,
+        Some(Value::String(locale)) => Some(locale),
+        Some(other) => {
+            return Err(ToolError::InvalidArguments {
+                tool: tool.to_owned(),
+                message: format!(
+                    "`{LOCALE_ARGUMENT}` must be a BCP 47 language tag string such as \"vi\", not {other}"
+                ),
+            });
+        }
+    };
+    Ok((args, locale))
 }
 
 /// Whether calling a tool again with the same arguments has no further effect.

@@ -19,6 +19,7 @@
 
 use std::future::Future;
 use std::pin::Pin;
+use std::sync::Arc;
 use std::task::{Context, Poll};
 
 use askbus_question::{
@@ -31,27 +32,8 @@ use serde_json::{Map, Value};
 
 use crate::call::decode_encoded_field;
 use crate::review::{Refusal, Runner, refusal_text, submit_review};
-use crate::{ToolContext, ToolDefinition, ToolError, ToolOutput};
-
-/// The tool name the model calls.
-pub const APPROVAL_TOOL_NAME: &str = "request_approval";
-
-/// What the model reads to decide when to ask for approval.
-pub const APPROVAL_TOOL_DESCRIPTION: &str = "\
-Ask a human to review tool calls before you make them, and wait for their decision. Use this \
-tool before a call that is destructive, irreversible, costly or visible to others (deleting \
-data, spending money, sending messages, deploying), or whenever the user wants to approve such \
-steps. This tool runs nothing itself.
-
-Usage notes:
-- List each call you want to make under `actions`: the tool's `name`, its complete `args`, and \
-a short `description` of what it will do, written for the human.
-- The human decides on each call: approve (run it as proposed), edit (run their version \
-instead), reject (do not run it; they may say why) or respond (do not run it; their message \
-answers it). Limit the choices with `allowed_decisions` when some make no sense.
-- Afterwards run exactly what was approved: an edited call with the human's name and \
-arguments, never your original. Never run a rejected call, nor any call when the review timed \
-out or was cancelled.";
+use crate::texts::{APPROVAL_TOOL_NAME, Text};
+use crate::{Language, ToolContext, ToolDefinition, ToolError, ToolOutput};
 
 /// The LLM-callable face of [`ApprovalService::request`].
 ///
@@ -89,6 +71,8 @@ pub struct ApprovalTool {
     approvals: ApprovalService,
     /// The timeout of each call's request.
     timeout: Timeout,
+    /// The language of each call's request, and of the definition.
+    locale: Option<Arc<str>>,
 }
 
 /// The calls the model wants to make, for a human to review before any of them runs.
@@ -159,6 +143,7 @@ impl ApprovalTool {
         Self {
             approvals,
             timeout: Timeout::Default,
+            locale: None,
         }
     }
 
@@ -169,9 +154,22 @@ impl ApprovalTool {
         self
     }
 
-    /// The definition to hand to the model.
+    /// Speaks `locale` (a BCP 47 tag: `"vi"`, `"zh-CN"`): the requests this tool makes
+    /// carry it (the web UI shows them in it), and the definition and every outcome text
+    /// are in its [`Language`]. A malformed tag fails each call
+    /// ([`ToolError::InvalidArguments`], nothing asked).
+    #[must_use]
+    pub fn with_locale(mut self, locale: impl Into<Arc<str>>) -> Self {
+        self.locale = Some(locale.into());
+        self
+    }
+
+    /// The definition to hand to the model, in the tool's language.
     pub fn definition(&self) -> ToolDefinition {
-        ToolDefinition::for_args::<ApprovalToolArgs>(APPROVAL_TOOL_NAME, APPROVAL_TOOL_DESCRIPTION)
+        ToolDefinition::for_args::<ApprovalToolArgs>(
+            APPROVAL_TOOL_NAME,
+            Text::ApprovalDescription.in_language(Language::of(self.locale.as_deref())),
+        )
     }
 
     /// Runs one call of the tool: validates `args`, requests the approval, and waits for
@@ -229,6 +227,7 @@ impl ApprovalTool {
             actions,
             review_configs,
             self.timeout,
+            self.locale.as_ref(),
         )?;
         Ok(ApprovalCall { pending })
     }
@@ -236,7 +235,7 @@ impl ApprovalTool {
 
 impl ApprovalCall {
     /// The approval request as made (with its id and `approval_key`).
-    pub fn request(&self) -> &std::sync::Arc<ApprovalRequest> {
+    pub fn request(&self) -> &Arc<ApprovalRequest> {
         self.pending.request()
     }
 }
@@ -266,25 +265,30 @@ impl Future for ApprovalCall {
                 return Poll::Ready(Err(ToolError::not_allowed(APPROVAL_TOOL_NAME, &refused)));
             }
         };
-        let text = outcome.text_for_model(&self.pending.request().action_requests);
+        let request = self.pending.request();
+        let text = outcome.text_for_model(
+            &request.action_requests,
+            Language::of(request.locale.as_deref()),
+        );
         Poll::Ready(Ok(ToolOutput { text, outcome }))
     }
 }
 
 impl ApprovalToolOutcome {
-    /// The tool result text the model reads about `actions`, the calls it proposed.
-    pub fn text_for_model(&self, actions: &[Action]) -> String {
+    /// The tool result text the model reads about `actions`, the calls it proposed, in
+    /// `language`.
+    pub fn text_for_model(&self, actions: &[Action], language: Language) -> String {
         let refused = |refusal| {
             actions
                 .iter()
-                .map(|action| refusal_text(&action.name, refusal, Runner::Model))
+                .map(|action| refusal_text(&action.name, refusal, Runner::Model, language))
                 .collect()
         };
         let lines: Vec<String> = match self {
             Self::Decided(reply) => actions
                 .iter()
                 .zip(&reply.decisions)
-                .map(|(action, decision)| decision_text(action, decision))
+                .map(|(action, decision)| decision_text(action, decision, language))
                 .collect(),
             Self::TimedOut => refused(Refusal::TimedOut),
             Self::Cancelled => refused(Refusal::Cancelled),
@@ -297,11 +301,11 @@ impl ApprovalToolOutcome {
                     .enumerate()
                     .map(|(index, line)| format!("{}. {line}", index + 1))
                     .collect();
-                format!(
-                    "The {} calls you asked to make, in order:\n{}",
-                    lines.len(),
-                    numbered.join("\n")
-                )
+                Text::NumberedCalls {
+                    count: lines.len(),
+                    list: &numbered.join("\n"),
+                }
+                .in_language(language)
             }
         };
         if let Self::Decided(ApprovalReply {
@@ -309,38 +313,33 @@ impl ApprovalToolOutcome {
             ..
         }) = self
         {
-            text = format!("{text}\nThe human added: {added}");
+            let added = Text::HumanAdded { added }.in_language(language);
+            text = format!("{text}\n{added}");
         }
         text
     }
 }
 
-/// What one decision on `action` tells the model to do.
-fn decision_text(action: &Action, decision: &Decision) -> String {
+/// What one decision on `action` tells the model to do, in `language`.
+fn decision_text(action: &Action, decision: &Decision, language: Language) -> String {
     let tool = &action.name;
+    let refused =
+        |message| refusal_text(tool, Refusal::Decided { message }, Runner::Model, language);
     match decision {
-        Decision::Approve => format!(
-            "A human approved this call to `{tool}` with {}: run it as you proposed.",
-            action.args
-        ),
-        Decision::Edit { edited_action } => format!(
-            "A human replaced this call to `{tool}` with {}: run `{}` with {} instead, not your original call.",
-            action.args, edited_action.name, edited_action.args
-        ),
-        Decision::Reject { message } => refusal_text(
+        Decision::Approve => Text::Approved {
             tool,
-            Refusal::Decided {
-                message: message.as_deref(),
-            },
-            Runner::Model,
-        ),
-        Decision::Respond { message } => refusal_text(
+            args: &action.args,
+        }
+        .in_language(language),
+        Decision::Edit { edited_action } => Text::Replaced {
             tool,
-            Refusal::Decided {
-                message: Some(message),
-            },
-            Runner::Model,
-        ),
+            args: &action.args,
+            edited_tool: &edited_action.name,
+            edited_args: &edited_action.args,
+        }
+        .in_language(language),
+        Decision::Reject { message } => refused(message.as_deref()),
+        Decision::Respond { message } => refused(Some(message)),
     }
 }
 

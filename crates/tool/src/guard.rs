@@ -59,6 +59,7 @@
 //! ```
 
 use std::future::Future;
+use std::sync::Arc;
 
 use askbus_question::{
     Action, ApprovalError, ApprovalService, Decision, DecisionType, ReviewConfig, Timeout,
@@ -67,7 +68,8 @@ use serde::Serialize;
 use serde_json::Value;
 
 use crate::review::{Refusal, Runner, refusal_text, submit_review};
-use crate::{ToolContext, ToolError, ToolOutput};
+use crate::texts::Text;
+use crate::{Language, ToolContext, ToolError, ToolOutput};
 
 /// A tool the runtime can run, as the [`ApprovalGuard`] needs it.
 pub trait GuardedTool: Send + Sync {
@@ -102,6 +104,8 @@ pub struct ApprovalGuard<T> {
     review: Option<ReviewConfig>,
     /// How long each request waits for the human.
     timeout: Timeout,
+    /// The language of each request, and of the texts the model reads about it.
+    locale: Option<Arc<str>>,
 }
 
 /// What a guarded call returns: text for the model, and what happened as data.
@@ -140,6 +144,7 @@ impl<T: GuardedTool> ApprovalGuard<T> {
             approvals,
             review: None,
             timeout: Timeout::Default,
+            locale: None,
         }
     }
 
@@ -177,6 +182,16 @@ impl<T: GuardedTool> ApprovalGuard<T> {
     #[must_use]
     pub fn with_timeout(mut self, timeout: Timeout) -> Self {
         self.timeout = timeout;
+        self
+    }
+
+    /// Asks in `locale` (a BCP 47 tag: `"vi"`, `"zh-CN"`): each request carries it (the
+    /// web UI shows it in it), and the refusals and the edited notice the model reads are
+    /// in its [`Language`]. A malformed tag fails each call ([`ToolError::InvalidArguments`],
+    /// nothing asked, nothing run).
+    #[must_use]
+    pub fn with_locale(mut self, locale: impl Into<Arc<str>>) -> Self {
+        self.locale = Some(locale.into());
         self
     }
 
@@ -224,14 +239,20 @@ impl<T: GuardedTool> ApprovalGuard<T> {
             vec![action],
             reviews,
             self.timeout,
+            self.locale.as_ref(),
         )?;
+        let language = Language::of(pending.request().locale.as_deref());
         let decision = match pending.await {
             Ok(mut reply) => reply.decisions.swap_remove(0),
             Err(ApprovalError::Invalid(invalid)) => {
                 return Err(ToolError::invalid(name, invalid.to_string()));
             }
-            Err(ApprovalError::TimedOut) => return Ok(self.refused(GuardOutcome::TimedOut)),
-            Err(ApprovalError::Cancelled) => return Ok(self.refused(GuardOutcome::Cancelled)),
+            Err(ApprovalError::TimedOut) => {
+                return Ok(self.refused(GuardOutcome::TimedOut, language));
+            }
+            Err(ApprovalError::Cancelled) => {
+                return Ok(self.refused(GuardOutcome::Cancelled, language));
+            }
             Err(ApprovalError::NotRecorded(why)) => return Err(ToolError::unavailable(name, why)),
             Err(ApprovalError::OverQuota(exceeded)) => {
                 return Err(ToolError::over_quota(name, &exceeded));
@@ -247,12 +268,12 @@ impl<T: GuardedTool> ApprovalGuard<T> {
                 let mut output = self.run(edited_action.args, true).await;
                 output.text = format!(
                     "{}\n\n{}",
-                    edited_notice(name, &args, &output.outcome),
+                    edited_notice(name, &args, &output.outcome, language),
                     output.text
                 );
                 output
             }
-            refusal => self.refused(GuardOutcome::Refused { decision: refusal }),
+            refusal => self.refused(GuardOutcome::Refused { decision: refusal }, language),
         })
     }
 
@@ -271,20 +292,21 @@ impl<T: GuardedTool> ApprovalGuard<T> {
         }
     }
 
-    fn refused(&self, outcome: GuardOutcome) -> GuardedOutput {
+    fn refused(&self, outcome: GuardOutcome, language: Language) -> GuardedOutput {
         GuardedOutput {
-            text: outcome.text_for_model(self.tool.name()),
+            text: outcome.text_for_model(self.tool.name(), language),
             outcome,
         }
     }
 }
 
 impl GuardOutcome {
-    /// The text the model reads about this outcome of a call to `tool`. When the tool ran,
-    /// the model reads the tool's own result instead; this only names the fact.
-    fn text_for_model(&self, tool: &str) -> String {
+    /// The text the model reads, in `language`, about this outcome of a call to `tool`.
+    /// When the tool ran, the model reads the tool's own result instead; this only names
+    /// the fact.
+    fn text_for_model(&self, tool: &str, language: Language) -> String {
         let refusal = match self {
-            Self::Ran { .. } => return format!("`{tool}` ran."),
+            Self::Ran { .. } => return Text::GuardRan { tool }.in_language(language),
             Self::Refused {
                 decision: Decision::Reject { message },
             } => Refusal::Decided {
@@ -302,17 +324,25 @@ impl GuardOutcome {
             Self::TimedOut => Refusal::TimedOut,
             Self::Cancelled => Refusal::Cancelled,
         };
-        refusal_text(tool, refusal, Runner::Guard)
+        refusal_text(tool, refusal, Runner::Guard, language)
     }
 }
 
-/// The notice in front of the result of a call a human edited.
-fn edited_notice(tool: &str, original: &Value, outcome: &GuardOutcome) -> String {
+/// The notice, in `language`, in front of the result of a call a human edited.
+fn edited_notice(
+    tool: &str,
+    original: &Value,
+    outcome: &GuardOutcome,
+    language: Language,
+) -> String {
     let used = match outcome {
         GuardOutcome::Ran { args, .. } => args.to_string(),
         _ => String::new(),
     };
-    format!(
-        "Note: a human replaced your call before it ran. `{tool}` ran with {used} instead of {original}; the result below is of their call."
-    )
+    Text::EditedNotice {
+        tool,
+        used: &used,
+        original,
+    }
+    .in_language(language)
 }

@@ -16,6 +16,10 @@
 //!   with the user's answers in mind.` (a skipped question reads `"Q"="Unanswered"`).
 //!   Rejection, timeout and cancellation each say what happened and that the model must
 //!   **not invent an answer**.
+//! - Every text the model reads is in English, Vietnamese or Chinese: a tool made
+//!   `.with_locale("vi")` asks in that language (its requests carry the locale, its
+//!   description is translated), and each outcome text speaks its request's `locale`
+//!   ([`Language`]; the table and what stays English are in `texts.rs`).
 //! - The model cannot turn off free-text answers: `custom` is not in the schema and is
 //!   always on.
 //!
@@ -45,15 +49,19 @@ mod question_tool;
 mod review;
 #[cfg(feature = "rig")]
 pub mod rig;
+mod texts;
 
 pub use approval_tool::{
-    APPROVAL_TOOL_DESCRIPTION, APPROVAL_TOOL_NAME, ApprovalCall, ApprovalTool, ApprovalToolArgs,
-    ApprovalToolOutcome, ApprovalToolOutput, ToolAction,
+    ApprovalCall, ApprovalTool, ApprovalToolArgs, ApprovalToolOutcome, ApprovalToolOutput,
+    ToolAction,
 };
 pub use call::{ToolContext, ToolError, ToolOutput};
 pub use definition::ToolDefinition;
 pub use guard::{ApprovalGuard, GuardOutcome, GuardedOutput, GuardedTool};
 pub use question_tool::{
-    AnsweredQuestion, QUESTION_TOOL_DESCRIPTION, QUESTION_TOOL_NAME, QuestionCall, QuestionTool,
-    QuestionToolArgs, ToolOutcome, ToolQuestion,
+    AnsweredQuestion, QuestionCall, QuestionTool, QuestionToolArgs, ToolOutcome, ToolQuestion,
+};
+pub use texts::{
+    APPROVAL_TOOL_DESCRIPTION, APPROVAL_TOOL_NAME, Language, QUESTION_TOOL_DESCRIPTION,
+    QUESTION_TOOL_NAME,
 };

@@ -14,29 +14,8 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::call::decode_encoded_field;
-use crate::{ToolContext, ToolDefinition, ToolError, ToolOutput};
-
-/// The tool name the model calls.
-pub const QUESTION_TOOL_NAME: &str = "question";
-
-/// What the model reads to decide when to ask.
-pub const QUESTION_TOOL_DESCRIPTION: &str = "\
-Ask the user one or more questions and wait for their answers. Use this tool when you need \
-the user's input during the task to:
-1. Gather user preferences or requirements
-2. Clarify ambiguous instructions
-3. Get decisions on implementation choices as you work
-4. Offer choices to the user about what direction to take.
-
-Usage notes:
-- Give each question a short header (at most 30 characters), the full question, and distinct \
-options, each with a label of 1-5 words and a description of what choosing it means.
-- The user can always type their own answer instead of picking an option; do not add an \
-\"Other\" option yourself.
-- Set `multiple: true` when more than one option may be chosen.
-- If you recommend an option, list it first and add \"(Recommended)\" to its label.
-- Ask only when the answer changes what you will do; do not ask for what you can find out \
-yourself.";
+use crate::texts::{QUESTION_TOOL_NAME, Text};
+use crate::{Language, ToolContext, ToolDefinition, ToolError, ToolOutput};
 
 /// The LLM-callable face of [`QuestionService::ask`].
 ///
@@ -79,6 +58,8 @@ pub struct QuestionTool {
     questions: QuestionService,
     /// The timeout of each call's request.
     timeout: Timeout,
+    /// The language of each call's request, and of the definition.
+    locale: Option<Arc<str>>,
 }
 
 /// The questions to ask the user in one go; they answer them together.
@@ -166,6 +147,7 @@ impl QuestionTool {
         Self {
             questions,
             timeout: Timeout::Default,
+            locale: None,
         }
     }
 
@@ -176,9 +158,22 @@ impl QuestionTool {
         self
     }
 
-    /// The definition to hand to the model.
+    /// Speaks `locale` (a BCP 47 tag: `"vi"`, `"zh-CN"`): the requests this tool makes
+    /// carry it (the web UI shows them in it), and the definition and every outcome text
+    /// are in its [`Language`]. A malformed tag fails each call
+    /// ([`ToolError::InvalidArguments`], nothing asked).
+    #[must_use]
+    pub fn with_locale(mut self, locale: impl Into<Arc<str>>) -> Self {
+        self.locale = Some(locale.into());
+        self
+    }
+
+    /// The definition to hand to the model, in the tool's language.
     pub fn definition(&self) -> ToolDefinition {
-        ToolDefinition::for_args::<QuestionToolArgs>(QUESTION_TOOL_NAME, QUESTION_TOOL_DESCRIPTION)
+        ToolDefinition::for_args::<QuestionToolArgs>(
+            QUESTION_TOOL_NAME,
+            Text::QuestionDescription.in_language(Language::of(self.locale.as_deref())),
+        )
     }
 
     /// Runs one call of the tool: validates `args`, asks, and waits for the outcome.
@@ -221,11 +216,15 @@ impl QuestionTool {
                 custom: true,
             })
             .collect();
-        let pending = self
+        let mut ask = self
             .questions
             .ask(context.session_id, questions)
             .tool(context.tool)
-            .timeout(self.timeout)
+            .timeout(self.timeout);
+        if let Some(locale) = &self.locale {
+            ask = ask.locale(Arc::clone(locale));
+        }
+        let pending = ask
             .submit()
             .map_err(|refused| ToolError::not_submitted(QUESTION_TOOL_NAME, refused))?;
         Ok(QuestionCall { pending })
@@ -244,7 +243,8 @@ impl Future for QuestionCall {
 
     fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         let asked = std::task::ready!(Pin::new(&mut self.pending).poll(cx));
-        let questions = &self.pending.request().questions;
+        let request = self.pending.request();
+        let questions = &request.questions;
         let outcome = match asked {
             Ok(answers) => ToolOutcome::answered(questions, answers),
             Err(AskError::Invalid(invalid)) => {
@@ -267,13 +267,16 @@ impl Future for QuestionCall {
                 return Poll::Ready(Err(ToolError::not_allowed(QUESTION_TOOL_NAME, &refused)));
             }
         };
-        Poll::Ready(Ok(outcome.into_output()))
+        Poll::Ready(Ok(
+            outcome.into_output(Language::of(request.locale.as_deref()))
+        ))
     }
 }
 
 impl ToolOutcome {
     /// How `request` ended, as the tool reports it: for a question whose outcome is read
-    /// back later (from [`QuestionService::get`]) rather than awaited by the call.
+    /// back later (from [`QuestionService::get`]) rather than awaited by the call. Its
+    /// text speaks the request's language: `into_output(Language::of(request.locale.as_deref()))`.
     pub fn of_question(request: &QuestionRequest, outcome: QuestionOutcome) -> Self {
         match outcome {
             Outcome::Replied(answers) => Self::answered(&request.questions, answers.to_vec()),
@@ -284,10 +287,10 @@ impl ToolOutcome {
         }
     }
 
-    /// This outcome with its text, as the tool returns it.
-    pub fn into_output(self) -> ToolOutput {
+    /// This outcome with its text in `language`, as the tool returns it.
+    pub fn into_output(self, language: Language) -> ToolOutput {
         ToolOutput {
-            text: self.text_for_model(),
+            text: self.text_for_model(language),
             outcome: self,
         }
     }
@@ -306,29 +309,22 @@ impl ToolOutcome {
         }
     }
 
-    /// The tool result text the model reads.
-    pub fn text_for_model(&self) -> String {
-        match self {
-            Self::Answered { answers } => format!(
-                "User has answered your questions: {}. You can now continue with the user's answers in mind.",
-                describe_answers(answers)
-            ),
-            Self::DefaultApplied { answers } => format!(
-                "Nobody answered these questions in time. No human chose any answer: the default answers set for this case apply: {}. Continue with these defaults, and do not present them as the user's choice.",
-                describe_answers(answers)
-            ),
-            Self::Rejected { reason } => {
-                let reason = reason
-                    .as_deref()
-                    .map(|reason| format!(" Their reason: {reason:?}."))
-                    .unwrap_or_default();
-                format!(
-                    "The user dismissed these questions without answering.{reason} Do not assume or invent answers: continue with what you already know, or explain what you need."
-                )
-            }
-            Self::TimedOut => "The user did not answer these questions in time, so there are no answers. Do not assume or invent answers: continue with what you already know, or stop and explain what you need.".to_owned(),
-            Self::Cancelled => "The questions were cancelled before the user answered (the session was stopped). There are no answers; do not assume or invent any.".to_owned(),
-        }
+    /// The tool result text the model reads, in `language`.
+    pub fn text_for_model(&self, language: Language) -> String {
+        let text = match self {
+            Self::Answered { answers } => Text::Answered {
+                answers: &describe_answers(answers, language),
+            },
+            Self::DefaultApplied { answers } => Text::Defaulted {
+                answers: &describe_answers(answers, language),
+            },
+            Self::Rejected { reason } => Text::Dismissed {
+                reason: reason.as_deref(),
+            },
+            Self::TimedOut => Text::QuestionsTimedOut,
+            Self::Cancelled => Text::QuestionsCancelled,
+        };
+        text.in_language(language)
     }
 }
 
@@ -345,12 +341,12 @@ fn pair(questions: &[QuestionInfo], answers: Vec<Answer>) -> Vec<AnsweredQuestio
 }
 
 /// `"question"="answer", ...`: answers as the model reads them.
-fn describe_answers(answers: &[AnsweredQuestion]) -> String {
+fn describe_answers(answers: &[AnsweredQuestion], language: Language) -> String {
     let pairs: Vec<String> = answers
         .iter()
         .map(|answered| {
             let answer = if is_skipped(&answered.answer) {
-                "Unanswered".to_owned()
+                Text::Unanswered.in_language(language)
             } else {
                 answered.answer.join(", ")
             };

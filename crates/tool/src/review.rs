@@ -11,13 +11,14 @@
 //! came from. The two differ only in who would run the call. The guard runs an approved
 //! call itself, so a refused one "did not run"; with the approval tool the model runs what
 //! was approved, so a refused call is one it must "not run". [`Runner`] picks that clause;
-//! the rest of each sentence is shared.
+//! the rest of each sentence is shared. The words, in each language, are in `texts.rs`.
 
 use std::sync::Arc;
 
 use askbus_question::{Action, ApprovalService, PendingApproval, ReviewConfig, Timeout};
 
-use crate::ToolError;
+use crate::texts::Text;
+use crate::{Language, ToolError};
 
 /// Who runs a call once a human approved it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -43,7 +44,8 @@ pub(crate) enum Refusal<'a> {
 }
 
 /// Requests the review of `actions` in `session_id` for a call of `tool`, as
-/// [`ApprovalAsk::submit`](askbus_question::ApprovalAsk::submit) does.
+/// [`ApprovalAsk::submit`](askbus_question::ApprovalAsk::submit) does, in `locale` if
+/// given.
 ///
 /// # Errors
 ///
@@ -58,33 +60,36 @@ pub(crate) fn submit_review(
     actions: Vec<Action>,
     review_configs: Vec<ReviewConfig>,
     timeout: Timeout,
+    locale: Option<&Arc<str>>,
 ) -> Result<PendingApproval, ToolError> {
-    approvals
+    let mut request = approvals
         .request(session_id, actions)
         .review(review_configs)
-        .timeout(timeout)
+        .timeout(timeout);
+    if let Some(locale) = locale {
+        request = request.locale(Arc::clone(locale));
+    }
+    request
         .submit()
         .map_err(|refused| ToolError::not_submitted(tool, refused))
 }
 
-/// The text the model reads about a refused call to `tool`.
-pub(crate) fn refusal_text(tool: &str, refusal: Refusal<'_>, runner: Runner) -> String {
-    let not_run = match runner {
-        Runner::Guard => "it did not run",
-        Runner::Model => "do not run it",
+/// The text the model reads, in `language`, about a refused call to `tool`.
+pub(crate) fn refusal_text(
+    tool: &str,
+    refusal: Refusal<'_>,
+    runner: Runner,
+    language: Language,
+) -> String {
+    let not_run = &Text::NotRun { runner }.in_language(language);
+    let text = match refusal {
+        Refusal::Decided { message } => Text::Refused {
+            tool,
+            message,
+            not_run,
+        },
+        Refusal::TimedOut => Text::ApprovalTimedOut { tool, not_run },
+        Refusal::Cancelled => Text::ApprovalCancelled { tool, not_run },
     };
-    match refusal {
-        Refusal::Decided {
-            message: Some(message),
-        } => format!("A human reviewed this call to `{tool}`; {not_run}. Their answer: {message}"),
-        Refusal::Decided { message: None } => format!(
-            "A human rejected this call to `{tool}`; {not_run}. Do not retry it unchanged: continue without it, or ask the user what they want."
-        ),
-        Refusal::TimedOut => format!(
-            "Nobody approved this call to `{tool}` in time, so {not_run}. Do not report it as done."
-        ),
-        Refusal::Cancelled => format!(
-            "The approval of this call to `{tool}` was cancelled (the session was stopped); {not_run}."
-        ),
-    }
+    text.in_language(language)
 }

@@ -17,6 +17,8 @@
 //!   an approval, what the model may run (its call, the human's edited one, or nothing).
 //!   Bad arguments become rig's `invalid_args` error whose model feedback is askbus's own
 //!   message, so the model can correct the call.
+//! - **Which language.** The wrapped tool's: wrap `QuestionTool::new(..).with_locale("vi")`
+//!   and rig's agent reads the description and the outcome texts in Vietnamese.
 //! - **What the runtime reads.** The structured outcome ([`ToolOutcome`] or
 //!   [`ApprovalToolOutcome`]) is published in the context's result metadata
 //!   (`context.result::<ToolOutcome>()`), never shown to the model.
