@@ -950,7 +950,8 @@ const scenarios = {
   },
 
   /**
-   * "Always allow in this session": the grant shows in the session's grants (live in a
+   * "Always allow in this session" (refused once by a stubbed 422: the server's message
+   * shows): the grant shows in the session's grants (live in a
    * second tab too), the same call asked again is approved by it without a card staying
    * pending, and "Revoke" in one tab removes it from both, so the call asked a third time
    * waits for a human again.
@@ -967,7 +968,18 @@ const scenarios = {
       await review.locator('.always-hint').textContent(),
       /until revoked every later identical call of this session: the same tool with the same arguments/,
     );
-    await review.getByRole('button', { name: 'Always allow in this session: bash', exact: true }).click();
+    const alwaysAllow = review.getByRole('button', { name: 'Always allow in this session: bash', exact: true });
+    // A server that refuses `always` (as one sharing its store does): its message is shown,
+    // and the card stays for another try.
+    const refusal = '`always` is not available when several servers share the store (a grant would live in one of them): approve once';
+    const replies = /\/permission\/[^/]+\/reply$/;
+    await page.route(replies, (route) =>
+      route.fulfill({ status: 422, contentType: 'application/json', body: JSON.stringify({ code: 'invalid_request', message: refusal }) }),
+    );
+    await alwaysAllow.click();
+    await review.locator('.card-error', { hasText: `The server did not accept this decision: ${refusal}` }).waitFor();
+    await page.unroute(replies);
+    await alwaysAllow.click();
     await resolvedAs(review, 'You sent your decision');
     await review.locator('.grant-line', { hasText: `bash ${JSON.stringify(args)}` }).waitFor();
     await agent.outcome('grant_first');
