@@ -6,8 +6,8 @@ use std::time::Duration;
 
 use askbus::bus::{Bus, BusConfig};
 use askbus::question::{
-    Action, ApprovalConfig, ApprovalReply, Decision, OutcomeKind, PendingQuestion, QuestionConfig,
-    QuestionService, ReplyError, RequestHub, ToolRef,
+    Action, ApprovalReply, Decision, OutcomeKind, PendingQuestion, QuestionService, ReplyError,
+    RequestHub, ToolRef,
 };
 use askbus::{AskError, Timeout};
 use askbus_store::{RequestKind, RequestRecord, SqliteStore, Store, Write, Written};
@@ -23,14 +23,12 @@ async fn start(dir: &tempfile::TempDir) -> RequestHub {
     let bus = askbus_store::resume_bus(BusConfig::default(), Arc::clone(&store))
         .await
         .expect("the events load");
-    RequestHub::with_store(
-        bus,
-        QuestionConfig::default(),
-        ApprovalConfig::default(),
-        store,
-    )
-    .await
-    .expect("the requests load")
+    RequestHub::builder()
+        .bus(bus)
+        .store(store)
+        .build()
+        .await
+        .expect("the requests load")
 }
 
 /// Submits the language question in session `s1` from tool call `call_id`, never timing out.

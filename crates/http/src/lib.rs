@@ -238,12 +238,8 @@ pub(crate) fn account_name(position: usize) -> String {
 ///
 /// A [`QuestionService`](askbus_question::QuestionService) converts into a hub with a fresh approval service on its bus; to
 /// share approvals with other code, build the [`RequestHub`] once and pass clones.
-pub fn router(
-    hub: impl Into<RequestHub>,
-    config: HttpConfig,
-    shutdown: CancellationToken,
-) -> Router {
-    let (router, _) = build(hub.into(), config, shutdown);
+pub fn router(hub: RequestHub, config: HttpConfig, shutdown: CancellationToken) -> Router {
+    let (router, _) = build(hub, config, shutdown);
     router
 }
 

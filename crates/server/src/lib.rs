@@ -114,7 +114,7 @@ use std::time::Duration;
 
 use std::sync::Arc;
 
-use askbus_bus::{Bus, BusConfig};
+use askbus_bus::Bus;
 use askbus_http::{
     AccessToken, AllowedHost, CorsOrigin, HistoryLimits, HttpConfig, InvalidHost, InvalidOrigin,
     LinkKey, ShortLinkSecret, SiteGuard, StreamSlots, TokenScope,
@@ -1480,26 +1480,17 @@ pub async fn run(settings: Settings, shutdown: CancellationToken) -> std::io::Re
 /// read, and then every [`SWEEP_INTERVAL`](askbus_store::SWEEP_INTERVAL).
 async fn open_hub(settings: &Settings) -> Result<RequestHub, StoreError> {
     let history = settings.http.history;
+    let hub = RequestHub::builder()
+        .questions(settings.questions)
+        .approvals(settings.approvals);
     let store: Arc<dyn Store> = match &settings.store {
         // Notifications need an outbox: a memory store then keeps it (for this process's
         // life), as this hub's record only.
         StoreUrl::Memory if settings.notify.is_some() => {
             let store: Arc<dyn Store> = Arc::new(MemoryStore::new());
-            return RequestHub::with_store(
-                Bus::new(),
-                settings.questions,
-                settings.approvals,
-                store,
-            )
-            .await;
+            return hub.bus(Bus::new()).store(store).build().await;
         }
-        StoreUrl::Memory => {
-            return Ok(RequestHub::with_config(
-                Bus::new(),
-                settings.questions,
-                settings.approvals,
-            ));
-        }
+        StoreUrl::Memory => return hub.build().await,
         StoreUrl::Sqlite(path) => Arc::new(
             SqliteStore::open(path)?
                 .with_history_limit(history.records_per_session)
@@ -1522,10 +1513,10 @@ async fn open_hub(settings: &Settings) -> Result<RequestHub, StoreError> {
     if store.change_log().is_some() {
         // Redis. Its bus is this server's own: the store's change log brings it every
         // instance's request events, and its event ids are this server's cursors.
-        return RequestHub::shared(Bus::new(), settings.questions, settings.approvals, store).await;
+        return hub.bus(Bus::new()).store(store).shared().build().await;
     }
-    let bus = askbus_store::resume_bus(BusConfig::default(), Arc::clone(&store)).await?;
-    let hub = RequestHub::with_store(bus, settings.questions, settings.approvals, store).await?;
+    // SQLite: the builder resumes the bus from the store's event journal.
+    let hub = hub.store(store).build().await?;
     let restored = hub.questions().pending_count() + hub.approvals().pending_count();
     if restored > 0 {
         tracing::info!("{restored} pending request(s) restored from the store");
