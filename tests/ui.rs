@@ -14,7 +14,10 @@
 //! set to Vietnamese and Chinese (the page and the card in their language), the
 //! session filter, the token prompt, an approval of three tool calls (answered with a
 //! response, edited through the JSON editor, rejected with a message; only the decisions
-//! each allows offered), "Approve all" in one tab and a 409 in a stale one, an approval on a
+//! each allows offered), "Approve all" in one tab and a 409 in a stale one, "Always allow in
+//! this session" (the grant listed in the session's grants of two tabs, the same call then
+//! approved by it without a human, "Revoke" in one tab removing it from both, and the call
+//! asked once more waiting again), an approval on a
 //! phone by keyboard alone, a question and an approval that expire, a session's timeline
 //! in seed 004's groups, live and after a reload, a session's timeline with its pending
 //! question across a restart of a server that keeps its requests and histories in SQLite
@@ -124,6 +127,7 @@ const SCENARIOS: &[&str] = &[
     "token_prompt",
     "approval_decisions",
     "approval_conflict",
+    "standing_grants",
     "approval_phone_keyboard",
     "expiry",
     "session_timeline",
@@ -1003,6 +1007,25 @@ fn case(key: &str) -> Option<Case> {
             vec![],
             json!({"decisions": [{"type": "approve"}, {"type": "approve"}]}),
         ),
+        // One call three times: granted `always`, then approved by the grant, then (the
+        // grant revoked) asked again and approved once.
+        "grant_first" | "grant_second" | "grant_third" => approval(
+            "ui-grants",
+            vec![Action::new(
+                "bash",
+                json!({"command": "git status", "cwd": "/srv/app"}),
+            )],
+            vec![],
+            match key {
+                "grant_first" => json!({"decisions": [{"type": "approve"}], "granted": {
+                    "tool": "bash", "args": [{"command": "git status", "cwd": "/srv/app"}],
+                }}),
+                "grant_second" => json!({"decisions": [{"type": "approve"}], "auto_approved_by": [{
+                    "tool": "bash", "args": [{"command": "git status", "cwd": "/srv/app"}],
+                }]}),
+                _ => json!({"decisions": [{"type": "approve"}]}),
+            },
+        ),
         "phone_approval" => approval(
             LONG_SESSION,
             vec![
@@ -1488,7 +1511,21 @@ fn question_outcome_json(outcome: Result<Vec<Vec<String>>, AskError>) -> Value {
 /// What the agent received for an approval: the whole reply, exactly as delivered.
 fn approval_outcome_json(outcome: Result<ApprovalReply, ApprovalError>) -> Value {
     match outcome {
-        Ok(reply) => serde_json::to_value(reply).unwrap_or_else(|error| json!(error.to_string())),
+        Ok(reply) => {
+            let mut reply =
+                serde_json::to_value(reply).unwrap_or_else(|error| json!(error.to_string()));
+            // A grant's id and time differ every run: what the agent is checked for is
+            // which calls it covers.
+            let covers =
+                |grant: &mut Value| *grant = json!({"tool": grant["tool"], "args": grant["args"]});
+            if let Some(granted) = reply.get_mut("granted") {
+                covers(granted);
+            }
+            if let Some(Value::Array(grants)) = reply.get_mut("auto_approved_by") {
+                grants.iter_mut().for_each(covers);
+            }
+            reply
+        }
         Err(ApprovalError::TimedOut) => json!({"error": {"kind": "timed_out"}}),
         Err(ApprovalError::Cancelled) => json!({"error": {"kind": "cancelled"}}),
         Err(ApprovalError::Invalid(error)) => {
@@ -1638,6 +1675,7 @@ async fn drive(package: PathBuf) {
     for name in [
         "questions-desktop",
         "conflict-409",
+        "standing-grants",
         "offline-desktop",
         "question-phone",
         "list-desktop",
@@ -1680,6 +1718,9 @@ async fn drive(package: PathBuf) {
             "expiry_question",
             "filter_a",
             "filter_b",
+            "grant_first",
+            "grant_second",
+            "grant_third",
             "hidden_approval",
             "hidden_question",
             "in_flight",

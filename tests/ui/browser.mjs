@@ -934,6 +934,75 @@ const scenarios = {
   },
 
   /**
+   * "Always allow in this session" (refused once by a stubbed 422: the server's message
+   * shows): the grant shows in the session's grants (live in a
+   * second tab too), the same call asked again is approved by it without a card staying
+   * pending, and "Revoke" in one tab removes it from both, so the call asked a third time
+   * waits for a human again.
+   */
+  async standing_grants() {
+    const args = { command: 'git status', cwd: '/srv/app' };
+    const [page, other] = [await open(URL_OPEN, '?session=ui-grants'), await open(URL_OPEN, '?session=ui-grants')];
+    await Promise.all([live(page), live(other)]);
+    const grants = (tab) => tab.locator('#grants-list li.grant');
+    await page.locator('#grants-empty', { hasText: 'None: every tool call of this session waits for a human.' }).waitFor();
+
+    const [, review] = await askShown(page, 'grant_first');
+    assert.match(
+      await review.locator('.always-hint').textContent(),
+      /until revoked every later identical call of this session: the same tool with the same arguments/,
+    );
+    const alwaysAllow = review.getByRole('button', { name: 'Always allow in this session: bash', exact: true });
+    // A server that refuses `always` (as one sharing its store does): its message is shown,
+    // and the card stays for another try.
+    const refusal = '`always` is not available when several servers share the store (a grant would live in one of them): approve once';
+    const replies = /\/permission\/[^/]+\/reply$/;
+    await page.route(replies, (route) =>
+      route.fulfill({ status: 422, contentType: 'application/json', body: JSON.stringify({ code: 'invalid_request', message: refusal }) }),
+    );
+    await alwaysAllow.click();
+    await review.locator('.card-error', { hasText: `The server did not accept this decision: ${refusal}` }).waitFor();
+    await page.unroute(replies);
+    await alwaysAllow.click();
+    await resolvedAs(review, 'You sent your decision');
+    await review.locator('.grant-line', { hasText: `bash ${JSON.stringify(args)}` }).waitFor();
+    await agent.outcome('grant_first');
+    for (const tab of [page, other]) {
+      await grants(tab).first().waitFor();
+      assert.equal(await grants(tab).count(), 1, 'one grant listed');
+      const shown = grants(tab).first();
+      assert.equal(await shown.locator('.action-name').textContent(), 'bash');
+      // Every argument, in full: what stands approved is exactly what the human sees.
+      assert.deepEqual(JSON.parse(await shown.locator('pre.json').textContent()), args);
+      assert.match(await shown.locator('.grant-meta').textContent(), /granted by local/);
+      assert.equal(await tab.locator('#grants-empty').isHidden(), true);
+    }
+
+    const second = await agent.ask('grant_second');
+    await agent.outcome('grant_second');
+    await resolvedAs(card(page, second.id), 'Approved by a standing grant: nobody was asked');
+    assert.deepEqual(await shownPending(page), [], 'nothing waits for the human');
+    await shoot(page, 'standing-grants');
+
+    await grants(page).first().getByRole('button', { name: 'Revoke: grant of bash', exact: true }).click();
+    await page.locator('#grants-status', { hasText: 'Revoked: later calls of bash are asked again.' }).waitFor();
+    assert.equal(await grants(page).count(), 0);
+    // The other tab learns it from the event stream, without a reload.
+    await until('the other tab drops the revoked grant', async () => (await grants(other).count()) === 0);
+    const listed = await fetch(`${URL_OPEN}/session/ui-grants/grant`);
+    assert.deepEqual(await listed.json(), [], 'the server holds no grant');
+
+    const [third, waiting] = await askShown(page, 'grant_third');
+    const status = await (await fetch(`${URL_OPEN}/approval/${third.id}`)).json();
+    assert.equal(status.status, 'pending', 'asked again, it waits for a human');
+    assert.deepEqual(await shownPending(page), [third.id]);
+    await waiting.getByRole('button', { name: 'Approve: bash', exact: true }).click();
+    await resolvedAs(waiting, 'You sent your decision');
+    await agent.outcome('grant_third');
+    for (const tab of [page, other]) await tab.close();
+  },
+
+  /**
    * An approval on a phone, with a long session id and long arguments, reached from the
    * timeline and decided with the keyboard alone; the refused call's dot turns red.
    */

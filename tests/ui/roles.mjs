@@ -184,7 +184,7 @@ async function main() {
     await reads(repeat, '.votes-line', 'Votes: alice approved; bob approved');
 
     // Alice answers a call `always` (OpenCode's permission reply): the card says what is
-    // granted; the same call again is approved by the grant, and its card says so and who
+    // granted (the call's arguments in full); the same call again is approved by the grant, and its card says so and who
     // granted, never that a human decided it.
     const shell = () =>
       post(AGENT, '/approval', {
@@ -196,7 +196,7 @@ async function main() {
     await card(watcher, always.id).waitFor({ timeout: WAIT });
     await post(REVIEWER, `/permission/${encodeURIComponent(always.id)}/reply`, { reply: 'always' });
     await reads(card(watcher, always.id), '.status-line', 'Decided elsewhere');
-    await reads(card(watcher, always.id), '.grant-line', 'Always allowed from now on in this session: run_shell git status');
+    await reads(card(watcher, always.id), '.grant-line', 'Always allowed from now on in this session: run_shell {"command":"git status"}');
     const granted = await shell();
     approvals.granted = granted.id;
     const auto = card(watcher, granted.id);

@@ -33,7 +33,9 @@
 //
 // Choosing a session (the filter, a card's session link, or `?session=` in the URL) loads
 // that session's window and shows its timeline below the list (`session.js`): what the
-// agent did around its requests, live.
+// agent did around its requests, live; above it, the session's standing grants
+// (`grants.js`), which the event stream's `approval.granted` / `approval.grant_revoked`
+// keep current.
 //
 // An admin also sees how the webhooks' deliveries stand (`deliveries.js`): read on load,
 // every 15 s while the tab is shown, and soon after each request event of the stream.
@@ -41,6 +43,7 @@
 import * as api from './api.js';
 import { approvalCard } from './approval.js';
 import { DeliveryStatus } from './deliveries.js';
+import { SessionGrants } from './grants.js';
 import { h, setText, visibleString } from './dom.js';
 import { sentNouns, t, translateMarkup } from './i18n.js';
 import { ArrivalNotifier } from './notify.js';
@@ -191,6 +194,9 @@ const actions = {
     ),
   decide: (request, decisions) =>
     resolving(request.id, () => api.post(path('approval', request.id, 'reply'), { decisions })),
+  /** OpenCode's `always`: approves, and grants the session's later identical calls. */
+  always: (request) =>
+    resolving(request.id, () => api.post(path('permission', request.id, 'reply'), { reply: 'always' })),
   /** The request as it stands now, with the votes so far of one that needs a quorum. */
   fetch: (request) => api.get(requestPath('approval', request.id)),
   describe: describeError,
@@ -590,6 +596,12 @@ function applyEvent(event) {
       break;
     case 'approval.escalated':
       state.cards.get(properties.request_id)?.noteFollowUp('escalated', properties.escalated_to);
+      break;
+    case 'approval.granted':
+      sessionGrants.granted(properties);
+      break;
+    case 'approval.grant_revoked':
+      sessionGrants.revoked(properties);
       break;
     default:
       return;
@@ -1009,6 +1021,7 @@ ui.tokenForm.addEventListener('submit', (event) => {
   deliveries.tokenChanged();
   sessionTimeline.resume();
   sessionTimeline.retry();
+  sessionGrants.reload();
 });
 
 function tokenDeclined() {
@@ -1065,10 +1078,14 @@ const stream = new EventStreamClient({
   headers: api.authHeaders,
   onConnected({ resumed }) {
     state.resumedAt = resumed ? api.serverNow() : 0;
-    if (!resumed) resnapshot();
+    if (!resumed) {
+      resnapshot();
+      sessionGrants.reload();
+    }
   },
   onResync() {
     resnapshot();
+    sessionGrants.reload();
   },
   onEvent(event) {
     if (state.buffer) state.buffer.push(event);
@@ -1127,6 +1144,7 @@ function selectSession(session) {
   }
   render();
   sessionTimeline.show(session);
+  sessionGrants.show(session);
 }
 
 /** Takes the human from a pending request in the timeline to its card. */
@@ -1154,6 +1172,17 @@ const sessionTimeline = new SessionTimeline(
     retry: byId('timeline-retry'),
   },
   { review: reviewRequest },
+);
+
+const sessionGrants = new SessionGrants(
+  {
+    section: byId('grants-section'),
+    list: byId('grants-list'),
+    empty: byId('grants-empty'),
+    status: byId('grants-status'),
+    error: byId('grants-error'),
+  },
+  { say },
 );
 
 ui.filter.addEventListener('change', () => selectSession(ui.filter.value));
@@ -1184,5 +1213,6 @@ updateTokenButton();
 rebuildFilter();
 render();
 sessionTimeline.show(state.session);
+sessionGrants.show(state.session);
 stream.start();
 deliveries.start();

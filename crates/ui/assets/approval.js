@@ -6,6 +6,12 @@
 // "respond" a required one. Decisions are sent together, one per action in order, as
 // `POST /approval/{id}/reply {"decisions": [...]}`.
 //
+// Where the server takes OpenCode's `always` (every action calls one tool, no quorum),
+// "Always allow in this session" approves it and grants the session's later identical
+// calls (`POST /permission/{id}/reply {"reply": "always"}`, through `actions.always`; a
+// page without it, an answer link's, offers no such button). The card says so, in words,
+// before the click; the grants themselves are listed and revoked by `grants.js`.
+//
 // A request that needs a quorum (`review_configs[].quorum` above 1) takes one vote per
 // reviewer: the card says how many must agree, who voted what so far (from
 // `GET /approval/{id}`, the list carries no votes, then live from `approval.decided`), and
@@ -158,12 +164,28 @@ export function approvalCard(request, actions) {
   const approveAll = everyApprovable
     ? h('button', { type: 'button', class: 'secondary', 'aria-label': nameFor(approveText, names) }, approveText)
     : null;
+  // `always` (a standing grant), where the server takes it: one tool, no quorum.
+  const grantable = Boolean(actions.always) && everyApprovable && quorum === 1 && actionList.length > 0 &&
+    actionList.every((action) => action.name === actionList[0].name);
+  const alwaysText = t('Always allow in this session');
+  const alwaysHintId = domId(id, 'always-hint');
+  const alwaysAllow = grantable
+    ? h('button', { type: 'button', class: 'secondary', 'aria-label': nameFor(alwaysText, names), 'aria-describedby': alwaysHintId }, alwaysText)
+    : null;
+  const alwaysHint = grantable
+    ? h(
+        'p',
+        { class: 'always-hint', id: alwaysHintId },
+        t('Approves this now, and until revoked every later identical call of this session: the same tool with the same arguments.'),
+      )
+    : null;
   const form = h(
     'form',
     { class: 'card-form', novalidate: true },
     editors.map((editor) => editor.element),
     errorBox,
-    h('div', { class: 'actions' }, submit, approveAll),
+    h('div', { class: 'actions' }, submit, approveAll, alwaysAllow),
+    alwaysHint,
   );
   const resolution = h('div', { class: 'resolution', hidden: true });
   const title =
@@ -213,10 +235,14 @@ export function approvalCard(request, actions) {
     errorBox.hidden = !message;
   };
 
-  const send = async (decisions) => {
+  /**
+   * Sends `decisions` (by `call`, a decision unless said otherwise); `expected`: what the
+   * card shows of the outcome until its event says more (the grant an `always` makes).
+   */
+  const send = async (decisions, call = () => actions.decide(request, decisions), expected = {}) => {
     setBusy(true);
     try {
-      const sent = await actions.decide(request, decisions);
+      const sent = await call();
       if (quorum > 1 && !sent?.outcome) {
         // A vote: the request goes on until the quorum agrees; this page has had its say.
         voted = true;
@@ -225,7 +251,7 @@ export function approvalCard(request, actions) {
         refreshVotes();
       } else {
         // Under a quorum, the outcome that came meanwhile is what the votes decided.
-        controller.resolve({ status: 'replied', decisions, answeredBy: sent?.answeredBy, ...sent?.outcome, here: true });
+        controller.resolve({ status: 'replied', decisions, ...expected, answeredBy: sent?.answeredBy, ...sent?.outcome, here: true });
       }
       element.focus();
     } catch (error) {
@@ -291,6 +317,15 @@ export function approvalCard(request, actions) {
     if (resolved) return;
     showError('');
     send(actionList.map(() => ({ type: 'approve' })));
+  });
+  alwaysAllow?.addEventListener('click', () => {
+    if (resolved) return;
+    showError('');
+    const args = [];
+    for (const action of actionList) {
+      if (!args.some((seen) => jsonText(seen) === jsonText(action.args))) args.push(action.args);
+    }
+    send(actionList.map(() => ({ type: 'approve' })), () => actions.always(request), { granted: { tool: actionList[0].name, args } });
   });
 
   const controller = {
@@ -539,14 +574,14 @@ function resolutionView(request, outcome, subject, dismiss, t) {
   const by = granted ? grantedByLine(granted, t) : decidedByLine(outcome.status, outcome.answeredBy, t);
   if (by) parts.push(by);
   if (outcome.granted) {
-    const { tool, patterns } = outcome.granted;
+    const { tool, args } = outcome.granted;
     parts.push(
       h(
         'p',
         { class: 'grant-line' },
-        ...t.parts('Always allowed from now on in this session: {tool} {patterns}', {
+        ...t.parts('Always allowed from now on in this session: {tool} {args}', {
           tool: oneLine(tool),
-          patterns: oneLine((patterns ?? []).join(', ')),
+          args: oneLine((args ?? []).map((call) => jsonText(call)).join(', ')),
         }),
       ),
     );

@@ -144,6 +144,11 @@ const ASSETS: &[Asset] = &[
         body: include_bytes!("../assets/deliveries.js"),
     },
     Asset {
+        name: "grants.js",
+        content_type: JS,
+        body: include_bytes!("../assets/grants.js"),
+    },
+    Asset {
         name: "timeline.js",
         content_type: JS,
         body: include_bytes!("../assets/timeline.js"),
