@@ -41,7 +41,7 @@ enum AckState {
 }
 
 /// The writer's end of an [`Ack`].
-pub(crate) type AckSender = oneshot::Sender<Result<Written, StoreError>>;
+pub type AckSender = oneshot::Sender<Result<Written, StoreError>>;
 
 impl Ack {
     /// An ack that is complete already.
@@ -51,8 +51,10 @@ impl Ack {
         }
     }
 
-    /// An ack the returned sender completes.
-    pub(crate) fn channel() -> (AckSender, Self) {
+    /// An ack the returned sender completes: for a [`Store`](crate::Store) whose writer
+    /// answers later (a wrapper holding writes back, in tests, included). A sender dropped
+    /// unsent completes it with [`StoreError::Closed`].
+    pub fn channel() -> (AckSender, Self) {
         let (sender, receiver) = oneshot::channel();
         (
             sender,
