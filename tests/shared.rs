@@ -113,7 +113,9 @@ async fn a_follower_that_fell_behind_the_log_resyncs() {
     let mut mine = a
         .hub
         .questions()
-        .submit("s", vec![language()], None, Timeout::Never)
+        .ask("s", vec![language()])
+        .timeout(Timeout::Never)
+        .submit()
         .unwrap();
     let id = mine.id();
     mine.recorded().await.unwrap();
@@ -127,7 +129,9 @@ async fn a_follower_that_fell_behind_the_log_resyncs() {
         let asked = b
             .hub
             .questions()
-            .submit("flood", vec![language()], None, Timeout::Never);
+            .ask("flood", vec![language()])
+            .timeout(Timeout::Never)
+            .submit();
         drop(asked.unwrap().detach());
     }
     reply.await.unwrap();
@@ -151,7 +155,9 @@ async fn redis_requests_stay_answerable_across_a_redis_restart() {
     let mut asking = a
         .hub
         .questions()
-        .submit("s1", vec![language()], None, Timeout::Never)
+        .ask("s1", vec![language()])
+        .timeout(Timeout::Never)
+        .submit()
         .unwrap();
     let id = asking.id();
     asking.recorded().await.unwrap();
@@ -196,7 +202,8 @@ async fn redis_asking_while_redis_is_down_fails_and_leaves_nothing_behind() {
     let asking = a
         .hub
         .questions()
-        .ask("s1", vec![language()], None, Timeout::Never);
+        .ask("s1", vec![language()])
+        .timeout(Timeout::Never);
     let unseen = tokio::time::timeout(EVENT_TIMEOUT, asking)
         .await
         .expect("an ask nobody can see fails, it does not wait for good");
@@ -208,7 +215,9 @@ async fn redis_asking_while_redis_is_down_fails_and_leaves_nothing_behind() {
     let mut submitted = a
         .hub
         .questions()
-        .submit("s1", vec![language()], None, Timeout::Never)
+        .ask("s1", vec![language()])
+        .timeout(Timeout::Never)
+        .submit()
         .unwrap();
     let recorded = tokio::time::timeout(EVENT_TIMEOUT, submitted.recorded())
         .await
@@ -223,7 +232,9 @@ async fn redis_asking_while_redis_is_down_fails_and_leaves_nothing_behind() {
     let mut abandoned = a
         .hub
         .questions()
-        .submit("s1", vec![language()], None, Timeout::Never)
+        .ask("s1", vec![language()])
+        .timeout(Timeout::Never)
+        .submit()
         .unwrap();
     drop(abandoned.recorded());
     drop(abandoned.detach());
@@ -239,7 +250,9 @@ async fn redis_asking_while_redis_is_down_fails_and_leaves_nothing_behind() {
         let mut asking = a
             .hub
             .questions()
-            .submit("s1", vec![language()], None, Timeout::Never)
+            .ask("s1", vec![language()])
+            .timeout(Timeout::Never)
+            .submit()
             .unwrap();
         async move { asking.recorded().await.map(|()| asking) }
     })
@@ -292,7 +305,10 @@ async fn check_answered_elsewhere(stores: [Arc<dyn Store>; 3]) {
     let asking = a
         .hub
         .questions()
-        .submit("s1", vec![language()], Some(tool), Timeout::Never)
+        .ask("s1", vec![language()])
+        .tool(tool)
+        .timeout(Timeout::Never)
+        .submit()
         .unwrap();
     let id = asking.id();
 
@@ -344,7 +360,9 @@ async fn check_concurrent_replies(stores: [Arc<dyn Store>; 3]) {
         let mut pending = instances[0]
             .hub
             .questions()
-            .submit("race", vec![language()], None, Timeout::Never)
+            .ask("race", vec![language()])
+            .timeout(Timeout::Never)
+            .submit()
             .unwrap();
         // In the store, so every instance's catching up below covers it.
         pending.recorded().await.unwrap();
@@ -400,7 +418,9 @@ async fn check_drop_cancels(stores: [Arc<dyn Store>; 3]) {
     let asking = a
         .hub
         .questions()
-        .submit("s", vec![language()], None, Timeout::Never)
+        .ask("s", vec![language()])
+        .timeout(Timeout::Never)
+        .submit()
         .unwrap();
     let id = asking.id();
     b.wait_for(asked(id)).await;
@@ -421,12 +441,9 @@ async fn check_timeout(stores: [Arc<dyn Store>; 3]) {
     let asking = a
         .hub
         .questions()
-        .submit(
-            "s",
-            vec![language()],
-            None,
-            Timeout::After(Duration::from_millis(300)),
-        )
+        .ask("s", vec![language()])
+        .timeout(Duration::from_millis(300))
+        .submit()
         .unwrap();
     let id = asking.id();
     let timed_out = tokio::time::timeout(EVENT_TIMEOUT, asking).await;
@@ -462,7 +479,10 @@ async fn check_restart<F: Future<Output = Arc<dyn Store>>>(store: impl Fn() -> F
             let mut asked = a
                 .hub
                 .questions()
-                .submit("agent", vec![language()], Some(tool), Timeout::Never)
+                .ask("agent", vec![language()])
+                .tool(tool)
+                .timeout(Timeout::Never)
+                .submit()
                 .unwrap();
             // In the store, so B's catching up below covers it.
             asked.recorded().await.unwrap();
@@ -490,7 +510,10 @@ async fn check_restart<F: Future<Output = Arc<dyn Store>>>(store: impl Fn() -> F
         restarted
             .hub
             .questions()
-            .submit("agent", vec![language()], Some(tool), Timeout::Never)
+            .ask("agent", vec![language()])
+            .tool(tool)
+            .timeout(Timeout::Never)
+            .submit()
             .unwrap()
     };
     let rejoined = again("call-1");
@@ -521,7 +544,9 @@ async fn check_approvals_and_cancel(stores: [Arc<dyn Store>; 3]) {
     let mut reviewing = a
         .hub
         .approvals()
-        .submit("ops", vec![delete], vec![], Timeout::Never)
+        .request("ops", vec![delete])
+        .timeout(Timeout::Never)
+        .submit()
         .unwrap();
     let id = reviewing.id();
     // `caught_up` covers what the store has: A's insert must be there first.
@@ -556,7 +581,9 @@ async fn check_approvals_and_cancel(stores: [Arc<dyn Store>; 3]) {
     let mut asking = ["doomed", "doomed", "spared"].map(|session| {
         a.hub
             .questions()
-            .submit(session, vec![language()], None, Timeout::Never)
+            .ask(session, vec![language()])
+            .timeout(Timeout::Never)
+            .submit()
             .unwrap()
     });
     for pending in &mut asking {
@@ -580,7 +607,9 @@ async fn check_reject_session(stores: [Arc<dyn Store>; 3]) {
     let ask = |session| {
         a.hub
             .questions()
-            .submit(session, vec![language()], None, Timeout::Never)
+            .ask(session, vec![language()])
+            .timeout(Timeout::Never)
+            .submit()
             .unwrap()
     };
     let (mut question, mut other) = (ask("runaway"), ask("calm"));
@@ -588,7 +617,9 @@ async fn check_reject_session(stores: [Arc<dyn Store>; 3]) {
     let mut approval = a
         .hub
         .approvals()
-        .submit("runaway", vec![drop_table], vec![], Timeout::Never)
+        .request("runaway", vec![drop_table])
+        .timeout(Timeout::Never)
+        .submit()
         .unwrap();
     for recorded in [question.recorded(), other.recorded(), approval.recorded()] {
         recorded.await.unwrap();
@@ -650,13 +681,17 @@ async fn a_key_two_instances_gave_at_once_addresses_neither_request() {
     let on_a = a
         .hub
         .approvals()
-        .submit("s1", delete("users"), vec![], Timeout::Never)
+        .request("s1", delete("users"))
+        .timeout(Timeout::Never)
+        .submit()
         .unwrap()
         .detach();
     let on_b = b
         .hub
         .approvals()
-        .submit("s1", delete("orders"), vec![], Timeout::Never)
+        .request("s1", delete("orders"))
+        .timeout(Timeout::Never)
+        .submit()
         .unwrap()
         .detach();
     assert_eq!((&*on_a.approval_key, &*on_b.approval_key), ("s1_1", "s1_1"));
@@ -672,7 +707,9 @@ async fn a_key_two_instances_gave_at_once_addresses_neither_request() {
     let next = a
         .hub
         .approvals()
-        .submit("s1", delete("logs"), vec![], Timeout::Never)
+        .request("s1", delete("logs"))
+        .timeout(Timeout::Never)
+        .submit()
         .unwrap()
         .detach();
     assert_eq!(&*next.approval_key, "s1_2");

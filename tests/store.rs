@@ -1181,6 +1181,7 @@ async fn check_exactly_once<S: Store + Clone>(handles: &[S]) {
 
 /// The audit log: a winning resolution appends its draft as the next entry, numbered from
 /// 1 with no gap; a losing one, one for no request and one without a draft append nothing;
+/// an entry of its own (`Write::Audit`) is numbered in the same sequence;
 /// a read sees the resolutions queued before it; pages follow a number; a seal is set once;
 /// retention deletes requests, never entries. `other` is another handle on the same store.
 async fn check_audit(store: &dyn Store, other: &dyn Store) {
@@ -1251,9 +1252,25 @@ async fn check_audit(store: &dyn Store, other: &dyn Store) {
         ]
     );
 
-    assert_eq!(store.forget_resolved(u64::MAX, 100).await.unwrap(), 4);
+    // An entry for a decision that ends no request (a grant revoked) is numbered next,
+    // from either handle, and a resolution after it follows it.
+    assert_eq!(
+        write(other, Write::Audit("revoked".into())).await,
+        Written::Appended
+    );
+    write(store, Write::Insert(question("que_5", None))).await;
+    assert_eq!(
+        write(store, with_draft("que_5", OutcomeState::Replied, "fifth")).await,
+        Written::Resolved
+    );
+    assert_eq!(
+        store.audit_entries(3, 10).await.unwrap(),
+        [entry(4, "revoked", None), entry(5, "fifth", None)]
+    );
+
+    assert_eq!(store.forget_resolved(u64::MAX, 100).await.unwrap(), 5);
     assert_eq!(store.get("que_1").await.unwrap(), None);
-    assert_eq!(store.audit_entries(0, 10).await.unwrap().len(), 3);
+    assert_eq!(store.audit_entries(0, 10).await.unwrap().len(), 5);
 }
 
 /// What every change log must do: `writer` changes the record, `reader` (another handle on

@@ -218,6 +218,28 @@ async fn always_grants_the_sessions_later_matching_calls_until_revoked() {
     assert_eq!(status(&app, &after).await["status"], "pending");
     let (gone, body) = app.call(request("DELETE", &uri, ALICE, None)).await;
     assert_eq!(gone, StatusCode::NOT_FOUND, "{body}");
+
+    // The audit log receipts the revocation after the approval that made the grant: who
+    // revoked it, whose calls it covered, and the grant as listed (hashed as it is kept).
+    let audit = read(&app, "/audit").await;
+    let drafts: Vec<Value> = audit
+        .as_array()
+        .expect("audit lines")
+        .iter()
+        .map(|line| serde_json::from_str(line["draft"].as_str().unwrap()).unwrap())
+        .collect();
+    let revocation = drafts.last().expect("a receipt");
+    assert_eq!(revocation["outcome"], "grant_revoked", "{drafts:?}");
+    assert_eq!(revocation["request_id"], grant["id"]);
+    assert_eq!(revocation["session_id"], "ses_g");
+    assert_eq!(revocation["decided_by"], alice);
+    assert_eq!(revocation["asked_by"]["name"], "agent-1");
+    assert_eq!(revocation["decision"], *grant);
+    let granted = drafts
+        .iter()
+        .position(|draft| draft["request_id"] == grant["id"])
+        .expect("the approval's own receipt");
+    assert!(granted < drafts.len() - 1, "{drafts:?}");
 }
 
 #[tokio::test]
@@ -286,7 +308,9 @@ async fn a_grant_applies_to_requests_made_in_process_too() {
     let submit = || {
         app.hub
             .approvals()
-            .submit("ses_lib", deploy(), vec![], Timeout::Never)
+            .request("ses_lib", deploy())
+            .timeout(Timeout::Never)
+            .submit()
             .expect("a valid request")
     };
     let first = submit();
@@ -317,7 +341,9 @@ async fn only_opencode_streams_carry_companion_frames() {
     }
     let asked = app
         .questions
-        .submit("ses_c", vec![language()], None, Timeout::Never)
+        .ask("ses_c", vec![language()])
+        .timeout(Timeout::Never)
+        .submit()
         .expect("valid");
     let question_id = asked.id().to_string();
     drop(asked);
@@ -451,12 +477,12 @@ async fn always_is_refused_over_a_store_other_servers_share() {
     .expect("a memory store shares");
     let pending = hub
         .approvals()
-        .submit(
+        .request(
             "ses_shared",
             vec![Action::new("bash", json!({"command": "ls"}))],
-            vec![],
-            Timeout::Never,
         )
+        .timeout(Timeout::Never)
+        .submit()
         .expect("asked");
     let refused = hub
         .approvals()

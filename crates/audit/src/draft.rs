@@ -51,8 +51,9 @@ pub struct AuditDraft {
     pub decided_by: Option<Value>,
     /// Lowercase hex SHA-256 of the request's stored JSON, byte for byte.
     pub request_sha256: String,
-    /// `replied`, `rejected`, `timed_out` or `cancelled`.
-    pub outcome: OutcomeState,
+    /// `replied`, `rejected`, `timed_out` or `cancelled`; `grant_revoked` for a standing
+    /// grant revoked ([`grant_revoked`](Self::grant_revoked)).
+    pub outcome: AuditOutcome,
     /// The outcome's data (answers, decisions, a reason), as stored.
     pub decision: Value,
     /// When it was decided, milliseconds since the Unix epoch.
@@ -91,9 +92,36 @@ impl AuditDraft {
             asked_by,
             decided_by: outcome.decided_by.as_deref().map(json_or_text),
             request_sha256: hex::encode(request.digest),
-            outcome: outcome.state,
+            outcome: outcome.state.into(),
             decision: json_or_text(&outcome.body),
             resolved_at_ms: outcome.resolved_at_ms,
+        }
+    }
+
+    /// The receipt of a standing grant revoked: a decision that ends no request, appended
+    /// on its own ([`Write::Audit`](askbus_store::Write::Audit)). It names the approval
+    /// request whose `always` made the grant (`request_id`), who asked the calls it covered
+    /// (`asked_by`) and who revoked it (`decided_by`); `decision` is the grant as it was
+    /// listed, and `request_sha256` that JSON's SHA-256 (the request itself was receipted
+    /// when it was approved).
+    pub fn grant_revoked(
+        request_id: String,
+        session_id: String,
+        grant: Value,
+        asked_by: Option<Value>,
+        revoked_by: Value,
+        revoked_at_ms: u64,
+    ) -> Self {
+        Self {
+            request_id,
+            kind: RequestKind::Approval,
+            session_id,
+            asked_by,
+            decided_by: Some(revoked_by),
+            request_sha256: hex::encode(request_digest(&grant.to_string())),
+            outcome: AuditOutcome::GrantRevoked,
+            decision: grant,
+            resolved_at_ms: revoked_at_ms,
         }
     }
 
@@ -101,6 +129,37 @@ impl AuditDraft {
     pub fn to_json(&self) -> String {
         // Strings, numbers and parsed values only: serialising cannot fail.
         serde_json::to_string(self).unwrap_or_default()
+    }
+}
+
+/// What an audit entry records: how a request ended, or a standing grant revoked.
+///
+/// A request's outcomes are the store's [`OutcomeState`]s, spelled the same; the audit log
+/// also receipts a decision that ends no request, so it has a state of its own.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum AuditOutcome {
+    /// A human answered.
+    Replied,
+    /// A human refused.
+    Rejected,
+    /// Nobody answered in time.
+    TimedOut,
+    /// The asker went away or the session was cancelled.
+    Cancelled,
+    /// A human revoked a standing grant (an OpenCode `always`): later calls it covered are
+    /// asked again.
+    GrantRevoked,
+}
+
+impl From<OutcomeState> for AuditOutcome {
+    fn from(state: OutcomeState) -> Self {
+        match state {
+            OutcomeState::Replied => Self::Replied,
+            OutcomeState::Rejected => Self::Rejected,
+            OutcomeState::TimedOut => Self::TimedOut,
+            OutcomeState::Cancelled => Self::Cancelled,
+        }
     }
 }
 

@@ -89,7 +89,7 @@ mod sealer;
 mod verify;
 
 pub use chain::{AuditLine, GENESIS, Seal, entry_hash};
-pub use draft::{AuditDraft, RequestShown, request_digest};
+pub use draft::{AuditDraft, AuditOutcome, RequestShown, request_digest};
 pub use ed25519_dalek::{SigningKey, VerifyingKey};
 pub use keys::{
     generate_key, parse_public_key, public_key_path, public_key_pem, read_signing_key,

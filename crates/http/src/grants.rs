@@ -39,7 +39,8 @@ pub(crate) async fn list(
 }
 
 /// Revoke a standing grant: the session's later calls are asked of a human again.
-/// Published as `approval.grant_revoked`, naming who revoked it.
+/// Published as `approval.grant_revoked`, naming who revoked it, and receipted in the audit
+/// log (`grant_revoked`) before the answer.
 #[utoipa::path(
     delete,
     path = "/session/{id}/grant/{grantID}",
@@ -53,6 +54,7 @@ pub(crate) async fn list(
         (status = 200, description = "The grant revoked", body = Grant),
         (status = 403, description = "The token is scoped to another session", body = crate::error::ErrorBody),
         (status = 404, description = "The session holds no such grant", body = crate::error::ErrorBody),
+        (status = 503, description = "The revocation could not be receipted durably (it holds: the grant is gone)", body = crate::error::ErrorBody),
     ),
 )]
 pub(crate) async fn revoke(
@@ -62,21 +64,20 @@ pub(crate) async fn revoke(
 ) -> Result<Json<Grant>, ApiError> {
     let (session_id, grant_id) = path.parts();
     caller.act_for(session_id)?;
-    grant_id
-        .parse::<ApprovalId>()
-        .ok()
-        .and_then(|id| {
-            state
-                .hub_for(&caller)
-                .approvals()
-                .revoke_grant(session_id, id)
-        })
-        .map(Json)
-        .ok_or_else(|| {
-            let grant_id: String = grant_id.chars().take(64).collect();
-            ApiError::new(
-                ErrorCode::NotFound,
-                format!("session {session_id} holds no grant {grant_id}"),
-            )
-        })
+    let revoked = grant_id.parse::<ApprovalId>().ok().and_then(|id| {
+        state
+            .hub_for(&caller)
+            .approvals()
+            .revoke_grant(session_id, id)
+    });
+    let Some((grant, receipt)) = revoked else {
+        let grant_id: String = grant_id.chars().take(64).collect();
+        return Err(ApiError::new(
+            ErrorCode::NotFound,
+            format!("session {session_id} holds no grant {grant_id}"),
+        ));
+    };
+    // The 200 says the revocation is on record: its receipt is in the audit log.
+    receipt.await?;
+    Ok(Json(grant))
 }

@@ -158,7 +158,9 @@ async fn resume_round(
     for _ in 0..cycles {
         let mut asked = hub
             .questions()
-            .submit("resume", vec![question()], None, Timeout::Never)?;
+            .ask("resume", vec![question()])
+            .timeout(Timeout::Never)
+            .submit()?;
         asked.recorded().await?;
         let id = asked.detach().id;
 

@@ -20,7 +20,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use askbus_bus::Bus;
-use askbus_question::{Answer, QuestionInfo, QuestionOption, QuestionService, Timeout};
+use askbus_question::{Answer, QuestionInfo, QuestionOption, QuestionService};
 use criterion::{Criterion, criterion_group};
 use futures_util::{FutureExt, StreamExt};
 use tokio::sync::{broadcast, oneshot};
@@ -73,7 +73,8 @@ impl Askbus {
     fn cycle(&mut self) {
         let pending = self
             .questions
-            .submit("session", self.payload.clone(), None, Timeout::Default)
+            .ask("session", self.payload.clone())
+            .submit()
             .expect("valid questions");
         self.questions
             .reply(pending.id(), answers())

@@ -46,12 +46,12 @@
 //! # #[tokio::main(flavor = "current_thread")] async fn main() {
 //! let approvals = ApprovalService::new(Bus::new());
 //! let status = || vec![Action::new("bash", json!({"command": "git status"}))];
-//! let first = approvals.submit("s", status(), vec![], Timeout::Never).unwrap();
+//! let first = approvals.request("s", status()).timeout(Timeout::Never).submit().unwrap();
 //! approvals.reply_always(first.id()).unwrap();
 //! first.await.unwrap();
 //!
 //! // The same call again: approved at once, by the grant.
-//! let again = approvals.submit("s", status(), vec![], Timeout::Never).unwrap();
+//! let again = approvals.request("s", status()).timeout(Timeout::Never).submit().unwrap();
 //! let reply = again.await.unwrap();
 //! assert_eq!(reply.auto_approved_by.len(), 1);
 //! assert_eq!(approvals.grants("s").len(), 1);
@@ -61,6 +61,7 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
 
+use askbus_audit::AuditDraft;
 use askbus_bus::Event;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -279,6 +280,23 @@ impl Event for ApprovalGrantRevoked {
 
     fn session_id(&self) -> Option<&str> {
         Some(&self.grant.session_id)
+    }
+}
+
+impl Grant {
+    /// The audit receipt of this grant revoked by `revoked_by`, now: it names the request
+    /// that made the grant, who asked its calls, who revoked it, and the grant as listed.
+    pub(crate) fn revocation_receipt(&self, revoked_by: &Identity) -> AuditDraft {
+        AuditDraft::grant_revoked(
+            self.id.to_string(),
+            self.session_id.to_string(),
+            serde_json::to_value(self).unwrap_or(Value::Null),
+            self.asked_by
+                .as_ref()
+                .and_then(|who| serde_json::to_value(who).ok()),
+            serde_json::to_value(revoked_by).unwrap_or(Value::Null),
+            now_ms(),
+        )
     }
 }
 

@@ -345,6 +345,12 @@ impl Recorder {
         (ack, digest)
     }
 
+    /// Queues an audit entry of its own: `draft`, the receipt of a decision that ends no
+    /// request (a grant revoked).
+    pub(crate) fn audit(&self, draft: &AuditDraft) -> Ack {
+        self.store.write(Write::Audit(draft.to_json()))
+    }
+
     /// Queues `event` (a vote's record) to its session's history, and the message telling
     /// of it; the ack covers both.
     pub(crate) fn event(&self, event: SessionEvent) -> Ack {

@@ -51,6 +51,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError, Weak};
 use std::task::{Context, Poll};
 
+use askbus_audit::AuditDraft;
 use askbus_bus::{Bus, EventId, Id, IdGenerator, IdKind};
 use askbus_store::{
     ChangeKind, HistoryPage, Loaded, RequestKind, SessionEvent, Store, StoreError, Written,
@@ -858,6 +859,15 @@ impl<K: Kind> Registry<K> {
     /// Whether other instances share this registry's store (and decide through it).
     pub(crate) fn is_shared(&self) -> bool {
         matches!(self.inner.recorder, Some((_, StoreRole::Shared)))
+    }
+
+    /// Appends `draft` (the receipt of a decision that ends no request: a grant revoked)
+    /// to the store's audit log; done at once without a store, which keeps no log.
+    pub(crate) fn record_audit(&self, draft: impl FnOnce() -> AuditDraft) -> Durable {
+        match &self.inner.recorder {
+            Some((recorder, _)) => Durable::waiting(Some(recorder.audit(&draft()))),
+            None => Durable::done(),
+        }
     }
 
     /// A handle that does not keep this registry alive.

@@ -350,6 +350,10 @@ pub enum Write {
     /// Appends an event (an agent step) to its session's history, and to the change log of
     /// a shared store, so every instance hears of it.
     Event(SessionEvent),
+    /// Appends an audit entry (an `AuditDraft`'s JSON) for a decision that ends no request:
+    /// a standing grant revoked. It is the log's next entry, numbered as a resolution's;
+    /// answers [`Written::Appended`].
+    Audit(String),
     /// Adds a message to the outbox, one pending delivery per target, due at once. Queue
     /// it right after the change it tells of: its ack then completes after both.
     Enqueue(OutboxMessage),

@@ -162,7 +162,9 @@ impl<'a> LogEntry<'a> {
                 outcome,
             }),
             Write::Event(event) => Some(Self::Event(event)),
-            Write::Append(_) | Write::Enqueue(_) | Write::Attempted { .. } => None,
+            Write::Append(_) | Write::Audit(_) | Write::Enqueue(_) | Write::Attempted { .. } => {
+                None
+            }
         }
     }
 

@@ -156,6 +156,16 @@ impl State {
         history.newest_at_ms = now_ms();
     }
 
+    /// Appends `draft` as the audit log's next entry.
+    fn append_audit(&mut self, draft: String) {
+        let seq = self.audit.len() as u64 + 1;
+        self.audit.push(AuditRecord {
+            seq,
+            draft,
+            seal: None,
+        });
+    }
+
     /// Adds `message` to the outbox: one pending delivery per target, due at once.
     fn enqueue(&mut self, message: OutboxMessage) {
         for target in message.targets {
@@ -236,12 +246,7 @@ impl Store for MemoryStore {
                         let change = ChangeKind::Resolved { kind, id, outcome };
                         self.log(&mut state, &session_id, change);
                         if let Some(draft) = audit {
-                            let seq = state.audit.len() as u64 + 1;
-                            state.audit.push(AuditRecord {
-                                seq,
-                                draft,
-                                seal: None,
-                            });
+                            state.append_audit(draft);
                         }
                         if let Some(message) = outbox {
                             state.enqueue(message);
@@ -261,6 +266,10 @@ impl Store for MemoryStore {
                     state.events.pop_front();
                 }
                 state.events.push_back(event);
+                Written::Appended
+            }
+            Write::Audit(draft) => {
+                state.append_audit(draft);
                 Written::Appended
             }
             Write::Enqueue(message) => {

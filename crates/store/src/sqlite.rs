@@ -804,13 +804,7 @@ fn apply(
             if let Some(session_id) = won {
                 remember(connection, &session_id, &entry(), history_limit)?;
                 if let Some(draft) = audit {
-                    // Numbered here, in the writer's one transaction at a time: no gap.
-                    connection
-                        .prepare_cached(
-                            "INSERT INTO audit (seq, draft)
-                             VALUES ((SELECT coalesce(max(seq), 0) + 1 FROM audit), ?1)",
-                        )?
-                        .execute(params![draft])?;
+                    append_audit(connection, draft)?;
                 }
                 if let Some(message) = outbox {
                     enqueue(connection, message)?;
@@ -825,6 +819,10 @@ fn apply(
                 Some(state) => Ok(Written::AlreadyResolved(state.parse()?)),
                 None => Ok(Written::NotFound),
             }
+        }
+        Write::Audit(draft) => {
+            append_audit(connection, draft)?;
+            Ok(Written::Appended)
         }
         Write::Append(event) => {
             connection
@@ -858,6 +856,18 @@ fn apply(
 
 /// Adds `message` to the outbox: one pending delivery per target, due at its creation (at
 /// once). A delivery that is there already stays as it is.
+/// Appends `draft` as the audit log's next entry. Numbered here, in the writer's one
+/// transaction at a time: no gap.
+fn append_audit(connection: &Connection, draft: &str) -> rusqlite::Result<()> {
+    connection
+        .prepare_cached(
+            "INSERT INTO audit (seq, draft)
+             VALUES ((SELECT coalesce(max(seq), 0) + 1 FROM audit), ?1)",
+        )?
+        .execute(params![draft])?;
+    Ok(())
+}
+
 fn enqueue(connection: &Connection, message: &OutboxMessage) -> Result<(), StoreError> {
     let mut insert = connection.prepare_cached(
         "INSERT INTO deliveries (message_id, target, payload, created_at_ms, due_ms,
