@@ -71,6 +71,8 @@ const TARGET_CYCLES_PER_SECOND: u32 = 10_000;
 const TARGET_P99: Duration = Duration::from_millis(3);
 /// Saturated cycles per second against the bare Redis streams baseline's.
 const TARGET_RATIO: f64 = 0.5;
+/// How long one command of the cleanup after a round may take.
+const CLEANUP_LIMIT: Duration = Duration::from_secs(60);
 /// How long a cycle may take before it counts as lost (its answer never came): the run
 /// reports it and goes on instead of waiting forever.
 const CYCLE_LIMIT: Duration = Duration::from_secs(10);
@@ -605,7 +607,12 @@ fn question(label: &str) -> Vec<QuestionInfo> {
 /// Deletes every key under `prefix`, a batch at a time: a full run leaves a few hundred
 /// thousand.
 async fn delete_keys(client: &redis::Client, prefix: &str) -> anyhow::Result<()> {
-    let mut connection = client.get_multiplexed_async_connection().await?;
+    // A scan of a Redis shared with other work (and the hundreds of thousands of keys a
+    // run leaves) outlasts the client's default response timeout on a loaded machine.
+    let patient = redis::AsyncConnectionConfig::new().set_response_timeout(Some(CLEANUP_LIMIT));
+    let mut connection = client
+        .get_multiplexed_async_connection_with_config(&patient)
+        .await?;
     let mut cursor = 0_u64;
     loop {
         let (next, keys): (u64, Vec<String>) = redis::cmd("SCAN")
