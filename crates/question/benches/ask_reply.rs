@@ -152,6 +152,7 @@ const TARGET_RATIO: f64 = 2.0;
 /// The verdict `cargo xtask bench` gathers (the format of `askbus_loadtest::Target`, which
 /// this crate cannot depend on): askbus and the baseline timed in alternating rounds of the
 /// same length, judged on the median of the rounds' ratios, as the load benches do.
+#[allow(clippy::print_stdout, reason = "a benchmark's figures are its output")]
 fn same_run_ratio(full_run: bool) {
     let (rounds, cycles) = if full_run { (15, 20_000) } else { (1, 100) };
     let runtime = current_thread();
