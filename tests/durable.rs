@@ -6,8 +6,8 @@ use std::time::Duration;
 
 use askbus::bus::{Bus, BusConfig};
 use askbus::question::{
-    Action, ApprovalConfig, ApprovalReply, Decision, Outcome, OutcomeKind, PendingQuestion,
-    QuestionConfig, QuestionService, ReplyError, RequestHub, ToolRef,
+    Action, ApprovalReply, Decision, Outcome, OutcomeKind, PendingQuestion, QuestionService,
+    ReplyError, RequestHub, ToolRef,
 };
 use askbus::{AskError, Timeout};
 use askbus_store::{
@@ -27,14 +27,12 @@ async fn start(dir: &tempfile::TempDir) -> RequestHub {
     let bus = askbus_store::resume_bus(BusConfig::default(), Arc::clone(&store))
         .await
         .expect("the events load");
-    RequestHub::with_store(
-        bus,
-        QuestionConfig::default(),
-        ApprovalConfig::default(),
-        store,
-    )
-    .await
-    .expect("the requests load")
+    RequestHub::builder()
+        .bus(bus)
+        .store(store)
+        .build()
+        .await
+        .expect("the requests load")
 }
 
 /// Submits the language question in session `s1` from tool call `call_id`, never timing out.
@@ -447,14 +445,13 @@ async fn completes_now<F: std::future::Future + Unpin>(future: &mut F) -> bool {
 #[tokio::test]
 async fn waiters_resume_only_once_the_answer_is_durable() {
     let store = Arc::new(HeldOutcomes::default());
-    let questions = QuestionService::with_store(
-        Bus::new(),
-        QuestionConfig::default(),
-        Arc::clone(&store) as Arc<dyn Store>,
-    )
-    .await
-    .expect("the store opens");
-    let mut asker = ask_from_call(&questions, "call-1");
+    let hub = RequestHub::builder()
+        .store(Arc::clone(&store) as Arc<dyn Store>)
+        .build()
+        .await
+        .expect("the store opens");
+    let questions = hub.questions();
+    let mut asker = ask_from_call(questions, "call-1");
     asker.recorded().await.expect("the question is durable");
     let id = asker.id();
     let mut early = Box::pin(questions.wait(id));

@@ -5,8 +5,8 @@ use std::time::Duration;
 
 use askbus::bus::Envelope;
 use askbus::question::{
-    Action, ApprovalConfig, ApprovalReply, AskError, Decision, Duties, FollowUp, Identity,
-    OnTimeout, Outcome, QuestionConfig, RequestHub, ReviewConfig, Role, SubmitError,
+    Action, ApprovalReply, AskError, Decision, Duties, FollowUp, Identity, OnTimeout, Outcome,
+    RequestHub, ReviewConfig, Role, SubmitError,
 };
 use askbus_store::{ChangeKind, HistoryPage, MemoryStore, Store};
 
@@ -114,14 +114,12 @@ async fn a_request_answered_before_its_reminder_is_never_reminded() {
 #[tokio::test(start_paused = true)]
 async fn a_default_answer_reaches_the_asker_as_a_fallback_and_the_audit_log_says_so() {
     let store: Arc<dyn Store> = Arc::new(MemoryStore::new());
-    let hub = RequestHub::with_store(
-        roomy_bus(),
-        QuestionConfig::default(),
-        ApprovalConfig::default(),
-        Arc::clone(&store),
-    )
-    .await
-    .unwrap();
+    let hub = RequestHub::builder()
+        .bus(roomy_bus())
+        .store(Arc::clone(&store))
+        .build()
+        .await
+        .unwrap();
     let mut events = hub.bus().subscribe_all();
     let pending = hub
         .questions()
@@ -162,14 +160,12 @@ async fn a_default_answer_reaches_the_asker_as_a_fallback_and_the_audit_log_says
     assert_eq!(draft["decision"]["answers"], serde_json::json!([["Go"]]));
 
     // Read back after a restart: still a fallback, not a reply.
-    let restarted = RequestHub::with_store(
-        roomy_bus(),
-        QuestionConfig::default(),
-        ApprovalConfig::default(),
-        store,
-    )
-    .await
-    .unwrap();
+    let restarted = RequestHub::builder()
+        .bus(roomy_bus())
+        .store(store)
+        .build()
+        .await
+        .unwrap();
     assert_eq!(
         restarted.questions().get(id).unwrap().outcome,
         Some(Outcome::Defaulted(answers(&[&["Go"]]).into()))
@@ -294,14 +290,13 @@ async fn an_escalation_lets_escalate_to_decide_beside_the_named_reviewers_and_no
 async fn over_a_shared_store_one_instance_fires_and_every_bus_hears_it_once() {
     let store: Arc<dyn Store> = Arc::new(MemoryStore::new());
     let hub = |store: Arc<dyn Store>| async move {
-        RequestHub::shared(
-            roomy_bus(),
-            QuestionConfig::default(),
-            ApprovalConfig::default(),
-            store,
-        )
-        .await
-        .unwrap()
+        RequestHub::builder()
+            .bus(roomy_bus())
+            .store(store)
+            .shared()
+            .build()
+            .await
+            .unwrap()
     };
     let (a, b) = (hub(Arc::clone(&store)).await, hub(Arc::clone(&store)).await);
     let (mut events_a, mut events_b) = (a.bus().subscribe_all(), b.bus().subscribe_all());

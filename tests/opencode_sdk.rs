@@ -26,8 +26,8 @@ use std::path::Path;
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
-use askbus::question::{Identity, Role};
-use askbus::{AskError, Bus, QuestionInfo, QuestionOption, QuestionService, Timeout, ToolRef};
+use askbus::question::{Identity, RequestHub, Role};
+use askbus::{AskError, Bus, QuestionInfo, QuestionOption, Timeout, ToolRef};
 use askbus_http::{AccessToken, HttpConfig};
 use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncReadExt, BufReader, Lines};
@@ -108,7 +108,8 @@ fn deploy_question() -> Vec<QuestionInfo> {
 
 /// Serves askbus, runs `drive.mjs` against it and checks both sides of the exchange.
 async fn drive(package: &Path) {
-    let questions = QuestionService::new(Bus::new());
+    let hub = RequestHub::new(Bus::new());
+    let questions = hub.questions().clone();
     let shutdown = CancellationToken::new();
     let config = HttpConfig {
         tokens: vec![
@@ -120,7 +121,7 @@ async fn drive(package: &Path) {
         directory: DIRECTORY.to_owned(),
         ..HttpConfig::default()
     };
-    let app = askbus_http::router(questions.clone(), config, shutdown.clone());
+    let app = askbus_http::router(hub.clone(), config, shutdown.clone());
     let listener = TcpListener::bind("127.0.0.1:0")
         .await
         .expect("bind 127.0.0.1:0");

@@ -760,9 +760,20 @@ async fn hubs() -> Vec<(&'static str, RequestHub, Transcripts)> {
         (Bus::new(), configs, store)
     };
     let (bus, (questions, approvals), store) = parts();
-    let stored = RequestHub::with_store(bus, questions, approvals, store);
+    let stored = RequestHub::builder()
+        .bus(bus)
+        .questions(questions)
+        .approvals(approvals)
+        .store(store)
+        .build();
     let (bus, (questions, approvals), store) = parts();
-    let shared = RequestHub::shared(bus, questions, approvals, store);
+    let shared = RequestHub::builder()
+        .bus(bus)
+        .questions(questions)
+        .approvals(approvals)
+        .store(store)
+        .shared()
+        .build();
     let (stored, shared) = (stored.await.unwrap(), shared.await.unwrap());
     [
         ("memory", RequestHub::new(Bus::new())),
@@ -925,14 +936,12 @@ async fn a_cursor_that_cannot_be_resumed_is_told_to_resync() {
         })
     };
     let store = Arc::new(MemoryStore::new().with_history_limit(8));
-    let stored = RequestHub::with_store(
-        Bus::new(),
-        QuestionConfig::default(),
-        ApprovalConfig::default(),
-        Arc::clone(&store) as Arc<dyn Store>,
-    )
-    .await
-    .unwrap();
+    let stored = RequestHub::builder()
+        .bus(Bus::new())
+        .store(Arc::clone(&store) as Arc<dyn Store>)
+        .build()
+        .await
+        .unwrap();
     let memory = RequestHub::new(Bus::new());
     let limits = HistoryLimits {
         records_per_session: 8,
@@ -977,14 +986,12 @@ async fn a_cursor_that_cannot_be_resumed_is_told_to_resync() {
 
     // The history was deleted (retention, a quiet session): its cursors are too old.
     let transcripts = Transcripts::new(
-        &RequestHub::with_store(
-            Bus::new(),
-            QuestionConfig::default(),
-            ApprovalConfig::default(),
-            Arc::clone(&store) as Arc<dyn Store>,
-        )
-        .await
-        .unwrap(),
+        &RequestHub::builder()
+            .bus(Bus::new())
+            .store(Arc::clone(&store) as Arc<dyn Store>)
+            .build()
+            .await
+            .unwrap(),
     );
     let before = transcripts.history("long").await.unwrap().last_event_id;
     assert_eq!(store.forget_quiet_histories(u64::MAX, 10).await.unwrap(), 1);
@@ -1116,14 +1123,12 @@ async fn long_sessions_are_read_a_page_at_a_time() {
 #[tokio::test(start_paused = true)]
 async fn a_stream_left_behind_by_trimming_is_told_to_resync() {
     let store = Arc::new(MemoryStore::new().with_history_limit(8));
-    let stored = RequestHub::with_store(
-        Bus::new(),
-        QuestionConfig::default(),
-        ApprovalConfig::default(),
-        store as Arc<dyn Store>,
-    )
-    .await
-    .unwrap();
+    let stored = RequestHub::builder()
+        .bus(Bus::new())
+        .store(store as Arc<dyn Store>)
+        .build()
+        .await
+        .unwrap();
     let memory = RequestHub::new(Bus::new());
     let limits = HistoryLimits {
         records_per_session: 8,

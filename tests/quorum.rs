@@ -10,10 +10,9 @@ use std::time::Duration;
 
 use askbus::bus::{Envelope, Subscription};
 use askbus::question::{
-    Action, ApprovalConfig, ApprovalDecided, ApprovalReplied, ApprovalReply, ApprovalReplyError,
-    ApprovalVote, Decision, DecisionType, Duties, EditedAction, Identity, NotAllowed, OutcomeKind,
-    PendingApproval, QuestionConfig, QuorumFloor, RequestHub, ReviewConfig, Role, SubmitError,
-    Timeout,
+    Action, ApprovalDecided, ApprovalReplied, ApprovalReply, ApprovalReplyError, ApprovalVote,
+    Decision, DecisionType, Duties, EditedAction, Identity, NotAllowed, OutcomeKind,
+    PendingApproval, QuorumFloor, RequestHub, ReviewConfig, Role, SubmitError, Timeout,
 };
 use askbus_store::{ChangeKind, HistoryPage, MemoryStore, SqliteStore, Store};
 use futures_util::StreamExt;
@@ -333,14 +332,12 @@ async fn sqlite_records_each_vote_and_the_outcome_keeps_them_across_a_restart() 
     let path = dir.path().join("askbus.db");
     let open = || async {
         let store: Arc<dyn Store> = Arc::new(SqliteStore::open(&path).unwrap());
-        let hub = RequestHub::with_store(
-            roomy_bus(),
-            QuestionConfig::default(),
-            ApprovalConfig::default(),
-            Arc::clone(&store),
-        )
-        .await
-        .unwrap();
+        let hub = RequestHub::builder()
+            .bus(roomy_bus())
+            .store(Arc::clone(&store))
+            .build()
+            .await
+            .unwrap();
         (separated(hub), store)
     };
     let (hub, store) = open().await;

@@ -9,8 +9,8 @@ use std::time::Duration;
 
 use askbus::bus::Bus;
 use askbus::question::{
-    Action, ApprovalConfig, ApprovalReply, Decision, PendingLimits, PendingQuestion,
-    QuestionConfig, QuotaExceeded, RequestHub, SubmitError, Timeout, ToolRef,
+    Action, ApprovalReply, Decision, PendingLimits, PendingQuestion, QuotaExceeded, RequestHub,
+    SubmitError, Timeout, ToolRef,
 };
 use askbus_store::{MemoryStore, RequestKind, Store};
 use serde_json::json;
@@ -305,12 +305,10 @@ async fn limits_count_what_was_pending_before_them_and_can_change() {
 async fn requests_restored_from_the_store_count_and_a_refusal_writes_nothing() {
     let store: Arc<dyn Store> = Arc::new(MemoryStore::new());
     let open = || {
-        RequestHub::with_store(
-            roomy_bus(),
-            QuestionConfig::default(),
-            ApprovalConfig::default(),
-            Arc::clone(&store),
-        )
+        RequestHub::builder()
+            .bus(roomy_bus())
+            .store(Arc::clone(&store))
+            .build()
     };
     let before = open().await.unwrap();
     for _ in 0..2 {
@@ -338,12 +336,11 @@ async fn requests_restored_from_the_store_count_and_a_refusal_writes_nothing() {
 async fn another_instances_requests_count_here_but_are_never_refused() {
     let store = MemoryStore::new();
     let instance = || {
-        RequestHub::shared(
-            roomy_bus(),
-            QuestionConfig::default(),
-            ApprovalConfig::default(),
-            Arc::new(store.clone()),
-        )
+        RequestHub::builder()
+            .bus(roomy_bus())
+            .store(Arc::new(store.clone()))
+            .shared()
+            .build()
     };
     let a = instance().await.unwrap();
     let b = instance()

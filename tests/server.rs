@@ -329,6 +329,54 @@ fn a_link_secret_must_be_long_enough_to_sign_with() {
     assert!(settings(&["--link-secret", &"x".repeat(32)]).is_ok());
 }
 
+/// `Cli` derives `Debug`, so it may be logged: no flag's secret shows in it, while the
+/// settings made from it still use them (the tokens authenticate, the link secret signs).
+#[test]
+fn the_flags_print_no_secret() {
+    let secrets = [
+        "admin-secret-0000000000",
+        "agent-secret-1111111111",
+        "reviewer-secret-2222222222",
+        "link-secret-33333333333333333333333333",
+        "whsec_QUFBQUFBQUFBQUFBQUFBQUFBQUFBQUFBQUFBQQ==",
+        "xoxb-slack-token-44444444",
+        "slack-signing-secret-5555555555",
+        "smtp-password-6666666666",
+        "redis-password-7777777777",
+    ];
+    let args = [
+        "askbus".to_owned(),
+        format!("--token={}", secrets[0]),
+        format!("--agent-token=bot={}", secrets[1]),
+        format!("--reviewer-token=alice={}", secrets[2]),
+        format!("--link-secret={}", secrets[3]),
+        "--webhook=http://127.0.0.1:9/hook".to_owned(),
+        format!("--webhook-secret={}", secrets[4]),
+        format!("--slack-token={}", secrets[5]),
+        "--slack-channel=C0123".to_owned(),
+        format!("--slack-signing-secret={}", secrets[6]),
+        format!("--smtp-url=smtp://mailer:{}@127.0.0.1:25", secrets[7]),
+        "--email-from=askbus@example.com".to_owned(),
+        "--email-to=ops@example.com".to_owned(),
+        format!("--store=redis://:{}@127.0.0.1:6379", secrets[8]),
+    ];
+    let cli = Cli::try_parse_from(&args).expect("flags parse");
+    let printed = format!("{cli:?} {cli:#?}");
+    for secret in secrets {
+        assert!(!printed.contains(secret), "{secret} in {printed}");
+    }
+    assert!(printed.contains("Secret(***)"), "{printed}");
+    let settings = cli.settings().expect("valid");
+    assert!(
+        settings
+            .http
+            .tokens
+            .iter()
+            .any(|token| token.identity().name.as_ref() == "alice"),
+        "the reviewer's token is configured"
+    );
+}
+
 #[test]
 fn credentials_have_names_and_roles_and_roles_separate_duties() {
     let identities = |args: &[&str]| {

@@ -11,9 +11,9 @@ use std::time::Duration;
 
 use askbus::bus::{Envelope, Subscription};
 use askbus::question::{
-    Action, ApprovalAsked, ApprovalConfig, ApprovalReplied, ApprovalReply, AskError, Decision,
-    DurableError, EditedAction, Outcome, OutcomeKind, QuestionConfig, QuestionId, ReplyError,
-    RequestHub, SessionPending, SessionRejected, Timeout, ToolRef,
+    Action, ApprovalAsked, ApprovalReplied, ApprovalReply, AskError, Decision, DurableError,
+    EditedAction, Outcome, OutcomeKind, QuestionId, ReplyError, RequestHub, SessionPending,
+    SessionRejected, Timeout, ToolRef,
 };
 use askbus_store::{MemoryStore, SqliteStore, Store, StoreError};
 use futures_util::StreamExt;
@@ -275,15 +275,14 @@ async fn redis_asking_while_redis_is_down_fails_and_leaves_nothing_behind() {
 async fn a_store_only_one_process_may_use_cannot_be_shared() {
     let dir = tempfile::tempdir().unwrap();
     let sqlite = Arc::new(SqliteStore::open(dir.path().join("askbus.db")).unwrap());
-    let refused = RequestHub::shared(
-        roomy_bus(),
-        QuestionConfig::default(),
-        ApprovalConfig::default(),
-        sqlite,
-    )
-    .await
-    .err()
-    .unwrap();
+    let refused = RequestHub::builder()
+        .bus(roomy_bus())
+        .store(sqlite)
+        .shared()
+        .build()
+        .await
+        .err()
+        .unwrap();
     assert!(matches!(refused, StoreError::NotShared), "{refused}");
 }
 
@@ -740,14 +739,13 @@ async fn instances(stores: [Arc<dyn Store>; 3]) -> [Instance; 3] {
 pub(crate) async fn instance(store: Arc<dyn Store>) -> Instance {
     let bus = roomy_bus();
     let events = bus.subscribe_all();
-    let hub = RequestHub::shared(
-        bus,
-        QuestionConfig::default(),
-        ApprovalConfig::default(),
-        store,
-    )
-    .await
-    .unwrap();
+    let hub = RequestHub::builder()
+        .bus(bus)
+        .store(store)
+        .shared()
+        .build()
+        .await
+        .unwrap();
     Instance {
         hub,
         events,

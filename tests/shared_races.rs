@@ -15,8 +15,8 @@ use std::time::Duration;
 
 use askbus::bus::Subscription;
 use askbus::question::{
-    ApprovalConfig, AskError, DurableError, Outcome, OutcomeKind, PendingQuestion, QuestionConfig,
-    QuestionId, ReplyError, RequestHub, Timeout,
+    AskError, DurableError, Outcome, OutcomeKind, PendingQuestion, QuestionId, ReplyError,
+    RequestHub, Timeout,
 };
 use askbus_store::{MemoryStore, OutcomeState, Store};
 use proptest::prelude::*;
@@ -105,14 +105,13 @@ async fn run(asks: Vec<Ask>, ops: Vec<Op>) -> Result<(), TestCaseError> {
         let bus = roomy_bus();
         buses.push(bus.subscribe_all());
         let shared = Arc::new(store.clone()) as Arc<dyn Store>;
-        let hub = RequestHub::shared(
-            bus,
-            QuestionConfig::default(),
-            ApprovalConfig::default(),
-            shared,
-        )
-        .await
-        .unwrap();
+        let hub = RequestHub::builder()
+            .bus(bus)
+            .store(shared)
+            .shared()
+            .build()
+            .await
+            .unwrap();
         hubs.push(hub);
     }
     let mut ids = Vec::new();

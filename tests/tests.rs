@@ -22,6 +22,9 @@ mod opencode_sdk;
 // The served OpenAPI document through Redocly, openapi-typescript, openapi-python-client and
 // schemathesis, against the real server.
 mod openapi_clients;
+// What an operator relies on through the real server: request ids in events and logs,
+// store write metrics, readiness when the store is cut off.
+mod operability;
 // The seeds' stream and history encoding: golden frames and histories, history + replay = live.
 mod protocol;
 // Python and a virtual environment for the tests that drive PyPI packages.

@@ -76,8 +76,8 @@ use std::sync::atomic::{AtomicU16, Ordering};
 use std::time::{Duration, Instant};
 
 use askbus::question::{
-    Action, ApprovalConfig, ApprovalError, ApprovalReply, DecisionType, Duties, Identity, Outcome,
-    PendingApproval, PendingQuestion, QuestionConfig, QuestionId, RequestHub, ReviewConfig, Role,
+    Action, ApprovalError, ApprovalReply, DecisionType, Duties, Identity, Outcome, PendingApproval,
+    PendingQuestion, QuestionId, RequestHub, ReviewConfig, Role,
 };
 use askbus::{AskError, Bus, QuestionInfo, QuestionOption, Timeout};
 use askbus_http::{AccessToken, HttpConfig};
@@ -596,14 +596,12 @@ async fn webhooked_hub(
     shutdown: &CancellationToken,
 ) -> (RequestHub, Arc<dyn Store>, Arc<DeliveryStats>) {
     let store: Arc<dyn Store> = Arc::new(MemoryStore::new());
-    let hub = RequestHub::with_store(
-        Bus::new(),
-        QuestionConfig::default(),
-        ApprovalConfig::default(),
-        Arc::clone(&store),
-    )
-    .await
-    .expect("a hub over a memory store");
+    let hub = RequestHub::builder()
+        .bus(Bus::new())
+        .store(Arc::clone(&store))
+        .build()
+        .await
+        .expect("a hub over a memory store");
     let dispatcher = Dispatcher::new(
         Arc::clone(&store),
         vec![Webhook::parse(hook).expect("the receiver's URL")],
@@ -1411,14 +1409,12 @@ impl Durable {
         let bus = askbus_store::resume_bus(askbus::bus::BusConfig::default(), store.clone())
             .await
             .map_err(|error| error.to_string())?;
-        let hub = RequestHub::with_store(
-            bus,
-            QuestionConfig::default(),
-            ApprovalConfig::default(),
-            store,
-        )
-        .await
-        .map_err(|error| error.to_string())?;
+        let hub = RequestHub::builder()
+            .bus(bus)
+            .store(store)
+            .build()
+            .await
+            .map_err(|error| error.to_string())?;
         let listener = TcpListener::bind(address.unwrap_or(SocketAddr::from(([127, 0, 0, 1], 0))))
             .await
             .map_err(|error| format!("bind the durable server: {error}"))?;

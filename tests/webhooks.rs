@@ -8,8 +8,7 @@ use std::time::Duration;
 
 use askbus::bus::Bus;
 use askbus::question::{
-    ApprovalConfig, FollowUp, Identity, PendingQuestion, QuestionConfig, QuestionInfo,
-    QuestionOption, RequestHub, Role, Timeout,
+    FollowUp, Identity, PendingQuestion, QuestionInfo, QuestionOption, RequestHub, Role, Timeout,
 };
 use askbus_http::{AccessToken, HttpConfig};
 use askbus_notify::{DeliveryStats, Dispatcher, RetryPolicy, Webhook, WebhookSecret};
@@ -92,14 +91,12 @@ async fn hub_to(
     shutdown: &CancellationToken,
 ) -> (RequestHub, Arc<dyn Store>, Arc<DeliveryStats>) {
     let store: Arc<dyn Store> = Arc::new(MemoryStore::new());
-    let hub = RequestHub::with_store(
-        Bus::new(),
-        QuestionConfig::default(),
-        ApprovalConfig::default(),
-        Arc::clone(&store),
-    )
-    .await
-    .unwrap();
+    let hub = RequestHub::builder()
+        .bus(Bus::new())
+        .store(Arc::clone(&store))
+        .build()
+        .await
+        .unwrap();
     let dispatcher = configure(Dispatcher::new(
         Arc::clone(&store),
         vec![Webhook::parse(&receiver.url).unwrap()],
@@ -343,14 +340,13 @@ async fn over_a_shared_store_each_event_is_one_message() {
     let store: Arc<dyn Store> = Arc::new(MemoryStore::new());
     let mut instances = Vec::new();
     for _ in 0..2 {
-        let hub = RequestHub::shared(
-            Bus::new(),
-            QuestionConfig::default(),
-            ApprovalConfig::default(),
-            Arc::clone(&store),
-        )
-        .await
-        .unwrap();
+        let hub = RequestHub::builder()
+            .bus(Bus::new())
+            .store(Arc::clone(&store))
+            .shared()
+            .build()
+            .await
+            .unwrap();
         let dispatcher = Dispatcher::new(
             Arc::clone(&store),
             vec![Webhook::parse(&receiver.url).unwrap()],
@@ -517,14 +513,12 @@ async fn a_dead_receiver_holds_half_the_outbox_at_most_and_the_others_get_everyt
     let healthy = Receiver::start(|_| (StatusCode::NO_CONTENT, Duration::ZERO)).await;
     let shutdown = CancellationToken::new();
     let store: Arc<dyn Store> = Arc::new(MemoryStore::new());
-    let hub = RequestHub::with_store(
-        Bus::new(),
-        QuestionConfig::default(),
-        ApprovalConfig::default(),
-        Arc::clone(&store),
-    )
-    .await
-    .unwrap();
+    let hub = RequestHub::builder()
+        .bus(Bus::new())
+        .store(Arc::clone(&store))
+        .build()
+        .await
+        .unwrap();
     let dead_target = Webhook::parse(&dead.url).unwrap();
     let dead_name = dead_target.name();
     let dispatcher = Dispatcher::new(

@@ -4,7 +4,7 @@
 use std::sync::Arc;
 
 use askbus::bus::Bus;
-use askbus::question::{ApprovalConfig, Identity, QuestionConfig, RequestHub, Role, Timeout};
+use askbus::question::{Identity, RequestHub, Role, Timeout};
 use askbus_audit::{AuditLine, Sealer, SigningKey};
 use askbus_http::{AccessToken, HttpConfig};
 use axum::body::Body;
@@ -22,14 +22,12 @@ const SCOPED_REVIEWER: &str = "scoped-reviewer-secret-0123456789";
 /// A router over a hub recording in a memory store, with an all-sessions and a scoped
 /// token, and `answered` questions answered.
 async fn app_with_answers(answered: usize) -> TestApp {
-    let hub = RequestHub::with_store(
-        Bus::new(),
-        QuestionConfig::default(),
-        ApprovalConfig::default(),
-        Arc::new(askbus_store::MemoryStore::new()),
-    )
-    .await
-    .unwrap();
+    let hub = RequestHub::builder()
+        .bus(Bus::new())
+        .store(Arc::new(askbus_store::MemoryStore::new()))
+        .build()
+        .await
+        .unwrap();
     let app = TestApp::with_hub(
         hub,
         HttpConfig {

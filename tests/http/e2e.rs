@@ -5,7 +5,7 @@ use std::net::SocketAddr;
 use std::time::Duration;
 
 use askbus::Bus;
-use askbus::question::{QuestionService, Timeout};
+use askbus::question::{QuestionService, RequestHub, Timeout};
 use askbus_http::HttpConfig;
 use futures_util::StreamExt;
 use serde_json::{Value, json};
@@ -26,9 +26,10 @@ struct Served {
 async fn serve(config: HttpConfig) -> Served {
     let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
     let address = listener.local_addr().expect("address");
-    let questions = QuestionService::new(Bus::new());
+    let hub = RequestHub::new(Bus::new());
+    let questions = hub.questions().clone();
     let shutdown = CancellationToken::new();
-    let app = askbus_http::router(questions.clone(), config, shutdown.clone());
+    let app = askbus_http::router(hub.clone(), config, shutdown.clone());
     let server = tokio::spawn(
         axum::serve(listener, app)
             .with_graceful_shutdown(shutdown.clone().cancelled_owned())

@@ -5,9 +5,7 @@
 use std::sync::Arc;
 
 use askbus::bus::Bus;
-use askbus::question::{
-    Action, ApprovalConfig, Identity, QuestionConfig, RequestHub, Role, Timeout,
-};
+use askbus::question::{Action, ApprovalConfig, Identity, RequestHub, Role, Timeout};
 use askbus_http::{AccessToken, HttpConfig};
 use axum::http::StatusCode;
 use serde_json::{Value, json};
@@ -23,17 +21,16 @@ const BEARER: (&str, &str) = ("authorization", "Bearer admin-secret-0123456789")
 /// A router over a hub recording in a memory store (for the audit log), with an admin, a
 /// reviewer `alice` and an agent, and at most `max_grants` grants per session.
 async fn app(max_grants: usize) -> TestApp {
-    let hub = RequestHub::with_store(
-        Bus::new(),
-        QuestionConfig::default(),
-        ApprovalConfig {
+    let hub = RequestHub::builder()
+        .bus(Bus::new())
+        .approvals(ApprovalConfig {
             max_grants_per_session: max_grants,
             ..ApprovalConfig::default()
-        },
-        Arc::new(askbus_store::MemoryStore::new()),
-    )
-    .await
-    .expect("a memory store reads");
+        })
+        .store(Arc::new(askbus_store::MemoryStore::new()))
+        .build()
+        .await
+        .expect("a memory store reads");
     TestApp::with_hub(
         hub,
         HttpConfig {
@@ -467,14 +464,13 @@ async fn a_grant_covers_its_askers_calls_under_one_granter() {
 
 #[tokio::test]
 async fn always_is_refused_over_a_store_other_servers_share() {
-    let hub = RequestHub::shared(
-        Bus::new(),
-        QuestionConfig::default(),
-        ApprovalConfig::default(),
-        Arc::new(askbus_store::MemoryStore::new()),
-    )
-    .await
-    .expect("a memory store shares");
+    let hub = RequestHub::builder()
+        .bus(Bus::new())
+        .store(Arc::new(askbus_store::MemoryStore::new()))
+        .shared()
+        .build()
+        .await
+        .expect("a memory store shares");
     let pending = hub
         .approvals()
         .request(

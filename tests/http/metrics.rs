@@ -293,14 +293,13 @@ async fn a_stream_lagging_past_the_history_is_counted() {
 async fn the_follower_lag_is_served_over_a_shared_store_only() {
     let store: std::sync::Arc<dyn askbus_store::Store> =
         std::sync::Arc::new(askbus_store::MemoryStore::new());
-    let hub = askbus::question::RequestHub::shared(
-        askbus::bus::Bus::new(),
-        askbus::question::QuestionConfig::default(),
-        askbus::question::ApprovalConfig::default(),
-        store,
-    )
-    .await
-    .expect("a memory store is shared");
+    let hub = askbus::question::RequestHub::builder()
+        .bus(askbus::bus::Bus::new())
+        .store(store)
+        .shared()
+        .build()
+        .await
+        .expect("a memory store is shared");
     let app = TestApp::with_hub(hub, HttpConfig::default());
     create(&app, "question", "s1").await;
     scrape_until(&app, &[("askbus_follower_lag_changes", 0.0)]).await;

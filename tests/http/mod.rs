@@ -107,14 +107,12 @@ impl TestApp {
             subscriber_capacity: std::num::NonZeroUsize::MIN,
         });
         let store = askbus_store::MemoryStore::new().with_history_limit(history_limit);
-        let hub = RequestHub::with_store(
-            bus,
-            askbus::question::QuestionConfig::default(),
-            askbus::question::ApprovalConfig::default(),
-            std::sync::Arc::new(store),
-        )
-        .await
-        .expect("a memory store reads");
+        let hub = RequestHub::builder()
+            .bus(bus)
+            .store(std::sync::Arc::new(store))
+            .build()
+            .await
+            .expect("a memory store reads");
         Self::with_hub(hub, HttpConfig::default())
     }
 

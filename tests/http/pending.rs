@@ -4,10 +4,7 @@
 
 use std::sync::Arc;
 
-use askbus::question::{
-    Action, ApprovalConfig, ApprovalError, Decision, DecisionType, QuestionConfig, RequestHub,
-    ReviewConfig,
-};
+use askbus::question::{Action, ApprovalError, Decision, DecisionType, RequestHub, ReviewConfig};
 use askbus::question::{Identity, Role};
 use askbus::{AskError, Bus, Timeout};
 use askbus_http::{AccessToken, HttpConfig};
@@ -510,14 +507,12 @@ async fn reject_needs_a_json_body_if_it_has_one() {
 async fn reject_answers_once_the_store_has_every_change() {
     let dir = tempfile::tempdir().unwrap();
     let store: Arc<dyn Store> = Arc::new(SqliteStore::open(dir.path().join("askbus.db")).unwrap());
-    let hub = RequestHub::with_store(
-        Bus::new(),
-        QuestionConfig::default(),
-        ApprovalConfig::default(),
-        Arc::clone(&store),
-    )
-    .await
-    .unwrap();
+    let hub = RequestHub::builder()
+        .bus(Bus::new())
+        .store(Arc::clone(&store))
+        .build()
+        .await
+        .unwrap();
     let app = TestApp::with_hub(hub, HttpConfig::default());
     let Flooded {
         questions,

@@ -26,14 +26,13 @@ async fn health_answers_without_auth() {
 async fn ready_follows_the_store() {
     let mut redis = crate::support::PrivateRedis::start().await;
     let store: std::sync::Arc<dyn askbus_store::Store> = std::sync::Arc::new(redis.open().await);
-    let hub = askbus::question::RequestHub::shared(
-        askbus::bus::Bus::new(),
-        askbus::question::QuestionConfig::default(),
-        askbus::question::ApprovalConfig::default(),
-        store,
-    )
-    .await
-    .unwrap();
+    let hub = askbus::question::RequestHub::builder()
+        .bus(askbus::bus::Bus::new())
+        .store(store)
+        .shared()
+        .build()
+        .await
+        .unwrap();
     let app = TestApp::with_hub(
         hub,
         askbus_http::HttpConfig {

@@ -28,12 +28,8 @@ import { mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { launch } from './chromium.mjs';
+import { WAIT, card, env, live, logger, post } from './support.mjs';
 
-const env = (name) => {
-  const value = process.env[name];
-  if (!value) throw new Error(`${name} is not set`);
-  return value;
-};
 const URL_OPEN = env('ASKBUS_UI_URL');
 const URL_PROXY = env('ASKBUS_UI_PROXY_URL');
 const URL_AUTH = env('ASKBUS_UI_AUTH_URL');
@@ -42,7 +38,6 @@ const URL_DURABLE = env('ASKBUS_UI_DURABLE_URL');
 const TOKEN = env('ASKBUS_UI_TOKEN');
 const SCREENSHOTS = env('ASKBUS_UI_SCREENSHOTS');
 const ONLY = (process.env.ASKBUS_UI_ONLY || '').split(',').filter(Boolean);
-const WAIT = 10_000;
 const DESKTOP = { width: 1280, height: 900 };
 const PHONE = { width: 390, height: 844 };
 /** A session id too long for a phone's line (tests/ui.rs asks its approval under it). */
@@ -53,7 +48,7 @@ const HIDDEN_SESSION = 'ui-hidden\u202etxt.exe';
 const LONGEST_TASK_MS = 200;
 /** How soon after navigation the first card of a flood must be on screen. */
 const FIRST_CARD_MS = 1000;
-const log = (...parts) => console.error('[ui]', ...parts);
+const log = logger('ui');
 
 // ---- The agent, over stdio ---------------------------------------------------------------
 
@@ -116,8 +111,6 @@ async function open(base, query = '', { viewport = DESKTOP, blockEvents = false,
   return page;
 }
 
-const card = (page, id) => page.locator(`article.card[data-id="${id}"]`);
-
 /** Has the agent ask case `key` and waits for its card on `page`: `[request, card]`. */
 async function askShown(page, key) {
   const request = await agent.ask(key);
@@ -125,8 +118,6 @@ async function askShown(page, key) {
   await shown.waitFor({ timeout: WAIT });
   return [request, shown];
 }
-const live = (page) => page.locator('#connection[data-state="live"]').waitFor({ timeout: WAIT });
-
 async function until(what, check, timeout = WAIT) {
   const deadline = Date.now() + timeout;
   let last;
@@ -154,14 +145,7 @@ async function serverPending(base, session) {
   return (await response.json()).map((request) => request.id);
 }
 
-async function replyOverHttp(base, id, answers) {
-  const response = await fetch(`${base}/question/${id}/reply`, {
-    method: 'POST',
-    headers: { 'Content-Type': 'application/json' },
-    body: JSON.stringify({ answers }),
-  });
-  assert.equal(response.status, 200, await response.text());
-}
+const replyOverHttp = (base, id, answers) => post(base, `/question/${id}/reply`, { answers });
 
 async function shoot(page, name, { fullPage = true } = {}) {
   const file = join(SCREENSHOTS, `${name}.png`);

@@ -29,12 +29,8 @@ import assert from 'node:assert/strict';
 import { mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import { launch } from './chromium.mjs';
+import { WAIT, env, live, logger, post, setHidden } from './support.mjs';
 
-const env = (name) => {
-  const value = process.env[name];
-  if (!value) throw new Error(`${name} is not set`);
-  return value;
-};
 const BASE = env('ASKBUS_UI_DELIVERIES_URL');
 const AUTH = env('ASKBUS_UI_DELIVERIES_AUTH_URL');
 const RECEIVER = env('ASKBUS_UI_DELIVERIES_RECEIVER');
@@ -45,8 +41,7 @@ const SCREENSHOTS = process.env.ASKBUS_UI_SCREENSHOTS;
 const SESSION = 'ui-deliveries';
 /** The refresh interval the init script sets, in ms. */
 const REFRESH = 200;
-const WAIT = 10_000;
-const log = (...parts) => console.error('[ui deliveries]', ...parts);
+const log = logger('ui deliveries');
 
 /** The receiver answers every post with `status` from now on. */
 async function receiverAnswers(status) {
@@ -54,20 +49,14 @@ async function receiverAnswers(status) {
   assert.equal(response.status, 204, await response.text());
 }
 
-/** The agent asks one yes/no question on the server at `base` (with `token`, if any). */
-async function ask(question, { base = BASE, token } = {}) {
-  const response = await fetch(`${base}/question`, {
-    method: 'POST',
-    headers: { 'Content-Type': 'application/json', ...(token ? { Authorization: `Bearer ${token}` } : {}) },
-    body: JSON.stringify({
-      sessionID: SESSION,
-      questions: [{ question, header: 'Webhooks', options: [{ label: 'Yes', description: 'go ahead' }] }],
-    }),
-  });
-  const text = await response.text();
-  assert.equal(response.status, 200, text);
-  return JSON.parse(text);
-}
+/** The agent asks one question on the server at `base` (with `token`, if any). */
+const ask = (question, { base = BASE, token } = {}) =>
+  post(
+    base,
+    '/question',
+    { sessionID: SESSION, questions: [{ question, header: 'Webhooks', options: [{ label: 'Yes', description: 'go ahead' }] }] },
+    { token },
+  );
 
 /** Installed before the page's scripts: the refresh interval, and a tab that can hide. */
 function instrument(refresh) {
@@ -82,11 +71,6 @@ function instrument(refresh) {
 }
 
 /** Hides or shows the tab, as far as the page can tell. */
-const setHidden = (page, hidden) =>
-  page.evaluate((hidden) => {
-    window.askbusTest.hidden = hidden;
-    document.dispatchEvent(new Event('visibilitychange'));
-  }, hidden);
 
 const isDeliveries = (url) => new URL(url).pathname === '/webhook/deliveries';
 
@@ -113,10 +97,9 @@ async function enterToken(page, token) {
   await dialog.getByRole('button', { name: 'Use token' }).click();
 }
 
-const live = (page) => page.locator('#connection[data-state="live"]').waitFor({ timeout: WAIT });
 const control = (page) => page.locator('#deliveries-toggle');
 /** Waits until the control reads `text` (its accessible name). */
-const reads = (page, text) => page.getByRole('button', { name: text, exact: true }).waitFor({ timeout: WAIT });
+const controlReads = (page, text) => page.getByRole('button', { name: text, exact: true }).waitFor({ timeout: WAIT });
 const panel = (page) => page.getByRole('region', { name: 'Webhook deliveries' });
 const rows = (page) => panel(page).locator('li.delivery');
 const nextRead = (page) => page.waitForResponse((response) => isDeliveries(response.url()), { timeout: WAIT });
@@ -146,7 +129,7 @@ async function main() {
 
     // A receiver answering 503: pending, with the error, retried.
     await ask('Ship the release?');
-    await reads(page, 'Webhooks: 1 pending');
+    await controlReads(page, 'Webhooks: 1 pending');
     await control(page).focus();
     await page.keyboard.press('Enter');
     await panel(page).waitFor({ timeout: WAIT });
@@ -173,7 +156,7 @@ async function main() {
 
     // The receiver takes it again: all delivered, within a refresh.
     await receiverAnswers(204);
-    await reads(page, 'Webhooks: all delivered');
+    await controlReads(page, 'Webhooks: all delivered');
     await panel(page).getByText('The newest delivery was delivered.').waitFor({ timeout: WAIT });
     assert.equal(await rows(page).count(), 0);
     log('all delivered');
@@ -181,10 +164,10 @@ async function main() {
     // 410 abandons at once; then a 503 keeps one pending beside it.
     await receiverAnswers(410);
     await ask('Rotate the keys?');
-    await reads(page, 'Webhooks: 1 abandoned');
+    await controlReads(page, 'Webhooks: 1 abandoned');
     await receiverAnswers(503);
     await ask('Drop the cache?');
-    await reads(page, 'Webhooks: 1 pending · 1 abandoned');
+    await controlReads(page, 'Webhooks: 1 pending · 1 abandoned');
     await rows(page).nth(1).waitFor({ timeout: WAIT });
     await rows(page).first().filter({ hasText: 'the receiver answered 503 Service Unavailable' }).waitFor({ timeout: WAIT });
     const states = await rows(page).evaluateAll((items) => items.map((item) => item.dataset.state));
@@ -214,13 +197,13 @@ async function main() {
     log('hidden, no reads');
 
     await receiverAnswers(204);
-    await reads(page, 'Webhooks: 1 abandoned');
+    await controlReads(page, 'Webhooks: 1 abandoned');
 
     // The default refresh (15 s): a request event makes the page read soon after it.
     const { page: plain } = await open(context, BASE, { pageErrors });
     await plain.goto(BASE);
     await live(plain);
-    await reads(plain, 'Webhooks: 1 abandoned');
+    await controlReads(plain, 'Webhooks: 1 abandoned');
     const loaded = Date.now();
     await receiverAnswers(410);
     await ask('Archive the logs?');
@@ -267,7 +250,7 @@ async function main() {
     await admin.page.goto(AUTH);
     await enterToken(admin.page, ADMIN);
     await live(admin.page);
-    await reads(admin.page, 'Webhooks: all delivered');
+    await controlReads(admin.page, 'Webhooks: all delivered');
     log('an admin sees it');
   } finally {
     await context.close();

@@ -22,19 +22,14 @@
 
 import assert from 'node:assert/strict';
 import { launch } from './chromium.mjs';
+import { env, logger, reads } from './support.mjs';
 
-const env = (name) => {
-  const value = process.env[name];
-  if (!value) throw new Error(`${name} is not set`);
-  return value;
-};
 const BASE = env('ASKBUS_UI_LINKS_URL');
 const QUESTION_LINK = env('ASKBUS_UI_QUESTION_LINK');
 const APPROVAL_LINK = env('ASKBUS_UI_APPROVAL_LINK');
 const QUORUM_LINK = env('ASKBUS_UI_QUORUM_LINK');
 const NAMED_LINK = env('ASKBUS_UI_NAMED_LINK');
-const WAIT = 10_000;
-const log = (...parts) => console.error('[ui links]', ...parts);
+const log = logger('ui links');
 
 /**
  * `path` with one character of its signature changed: the character four from the end (a
@@ -46,8 +41,6 @@ function forged(path) {
   return `${path.slice(0, at)}${changed}${path.slice(at + 1)}`;
 }
 
-/** Waits until `scope` shows `text` in what `selector` selects. */
-const reads = (scope, selector, text) => scope.locator(selector, { hasText: text }).waitFor({ timeout: WAIT });
 
 async function main() {
   const pageErrors = [];

@@ -33,31 +33,18 @@
 
 import assert from 'node:assert/strict';
 import { launch } from './chromium.mjs';
+import { WAIT, card, live, logger, post as postTo, setHidden, yesNo } from './support.mjs';
 
 const BASE = process.env.ASKBUS_UI_NOTIFY_URL;
 if (!BASE) throw new Error('ASKBUS_UI_NOTIFY_URL is not set');
 const SESSION = 'ui-notify';
-const WAIT = 10_000;
-const log = (...parts) => console.error('[ui notify]', ...parts);
+const log = logger('ui notify');
 
-/** POSTs `body` to `path` over HTTP, as another process would; the answer. */
-async function post(path, body) {
-  const response = await fetch(`${BASE}${path}`, {
-    method: 'POST',
-    headers: { 'Content-Type': 'application/json' },
-    body: JSON.stringify(body),
-  });
-  const text = await response.text();
-  assert.equal(response.status, 200, text);
-  return JSON.parse(text);
-}
+/** POSTs `body` to `path` of the server, as another process would; the answer. */
+const post = (path, body) => postTo(BASE, path, body);
 
 /** The agent asks one yes/no question; the created request. */
-const ask = (question, header) =>
-  post('/question', {
-    sessionID: SESSION,
-    questions: [{ question, header, options: [{ label: 'Yes', description: 'go ahead' }, { label: 'No', description: 'not now' }] }],
-  });
+const ask = (text, header) => post('/question', { sessionID: SESSION, questions: [yesNo(text, header)] });
 
 /** Installed before the page's scripts: see the head of this file. */
 function instrument() {
@@ -114,13 +101,7 @@ const recorded = (page) =>
   }));
 
 /** Hides or shows the tab, as far as the page can tell. */
-const setHidden = (page, hidden) =>
-  page.evaluate((hidden) => {
-    window.askbusTest.hidden = hidden;
-    document.dispatchEvent(new Event('visibilitychange'));
-  }, hidden);
 
-const card = (page, id) => page.locator(`article.card[data-id="${id}"]`);
 const titled = (page, title) => page.waitForFunction((title) => document.title === title, title, { timeout: WAIT });
 
 async function main() {
@@ -131,12 +112,11 @@ async function main() {
     await context.addInitScript(instrument);
     const page = await context.newPage();
     page.on('pageerror', (error) => pageErrors.push(`${page.url()}: ${error.stack || error}`));
-    const live = () => page.locator('#connection[data-state="live"]').waitFor({ timeout: WAIT });
 
     // Pending on load: listed, no notification, no permission asked.
     const waiting = await ask('Deploy the release now?', 'Deploy');
     await page.goto(BASE);
-    await live();
+    await live(page);
     await card(page, waiting.id).waitFor({ timeout: WAIT });
     assert.deepEqual(await recorded(page), { notifications: [], permissionRequests: 0, focused: 0 });
 
@@ -191,7 +171,7 @@ async function main() {
     await page.locator('#connection[data-state="offline"]').waitFor({ timeout: WAIT });
     const replayed = await ask('Asked while you were away?', 'Away');
     await context.setOffline(false);
-    await live();
+    await live(page);
     await card(page, replayed.id).waitFor({ timeout: WAIT });
     await titled(page, '(2 new) askbus');
     assert.equal((await recorded(page)).notifications.length, 2, 'a replay raises no notification');
@@ -216,7 +196,7 @@ async function main() {
 
     // The choice outlives the page; turned off, only the title counts.
     await page.reload();
-    await live();
+    await live(page);
     await page.getByRole('button', { name: 'Notifications on' }).click();
     await page.getByRole('button', { name: 'Notify me' }).waitFor({ timeout: WAIT });
     assert.equal(await page.evaluate(() => localStorage.getItem('askbus.notifications')), 'off');

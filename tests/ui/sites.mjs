@@ -25,12 +25,8 @@
 import assert from 'node:assert/strict';
 import { createServer } from 'node:http';
 import { launch } from './chromium.mjs';
+import { env } from './support.mjs';
 
-const env = (name) => {
-  const value = process.env[name];
-  if (!value) throw new Error(`${name} is not set`);
-  return value;
-};
 const ASKBUS = new URL(env('ASKBUS_URL'));
 const QUESTION = env('ASKBUS_QUESTION');
 const APPROVAL = env('ASKBUS_APPROVAL');

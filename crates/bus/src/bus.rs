@@ -303,7 +303,7 @@ impl Bus {
     /// Never blocks on subscribers and never fails: having no subscriber is normal, and a
     /// slow subscriber is told it lagged instead of slowing the publisher.
     pub fn publish<E: Event>(&self, event: E) -> EventId {
-        self.publish_with(|id| Envelope::new(id, event))
+        self.publish_with(|id, cause| Envelope::new(id, event, cause))
     }
 
     /// Publishes an event known only as JSON (one another process published, read back
@@ -321,14 +321,16 @@ impl Bus {
         properties: &str,
     ) -> serde_json::Result<EventId> {
         let payload = RecordedPayload::new(event_type, session_id, properties)?;
-        Ok(self.publish_with(|id| Envelope::with_payload(id, payload)))
+        Ok(self.publish_with(|id, cause| Envelope::with_payload(id, payload, cause)))
     }
 
-    /// Publishes the envelope `make` builds around the next id.
-    fn publish_with(&self, make: impl FnOnce(EventId) -> Envelope) -> EventId {
+    /// Publishes the envelope `make` builds around the next id and the id of the request
+    /// being served, if any (see the `cause` module).
+    fn publish_with(&self, make: impl FnOnce(EventId, Option<Arc<str>>) -> Envelope) -> EventId {
+        let cause = crate::cause::current_request_id();
         let mut state = self.shared.lock();
         let id = state.ids.next_id();
-        let envelope = make(id);
+        let envelope = make(id, cause);
         if let Some(journal) = &self.shared.journal {
             // Under the lock, so the record's order is the id order.
             journal.record(&envelope);

@@ -2,8 +2,9 @@
 //!
 //! An [`Event`] is a plain serde type with a stable wire name. Publishing wraps it, once, in
 //! an [`Envelope`] that every subscriber shares: subscribers clone a pointer, never the
-//! payload. The envelope's JSON form `{"id","type","properties"}` is produced the first time
-//! anyone asks for it and then cached, so a thousand SSE clients cost one serialisation.
+//! payload. The envelope's JSON form `{"id","type","properties"}` (and `"requestID"` when an
+//! HTTP request caused the event: see the `cause` module) is produced the first time anyone
+//! asks for it and then cached, so a thousand SSE clients cost one serialisation.
 
 use std::any::Any;
 use std::fmt;
@@ -58,6 +59,8 @@ pub struct Envelope {
 struct EnvelopeInner<P: ?Sized> {
     /// The event's id, assigned by the bus at publish time.
     id: EventId,
+    /// The id of the request whose serving published it, if any (see the `cause` module).
+    request_id: Option<Arc<str>>,
     /// The compact JSON of the whole envelope, made on first request.
     json: OnceLock<Box<RawValue>>,
     /// The typed event.
@@ -142,13 +145,16 @@ struct EnvelopeJson<'a> {
     #[serde(rename = "type")]
     event_type: &'a str,
     properties: &'a RawValue,
+    #[serde(rename = "requestID", skip_serializing_if = "Option::is_none")]
+    request_id: Option<&'a str>,
 }
 
 impl Envelope {
-    pub(crate) fn new<E: Event>(id: EventId, event: E) -> Self {
+    pub(crate) fn new<E: Event>(id: EventId, event: E, request_id: Option<Arc<str>>) -> Self {
         Self {
             inner: Arc::new(EnvelopeInner {
                 id,
+                request_id,
                 json: OnceLock::new(),
                 payload: event,
             }),
@@ -169,14 +175,20 @@ impl Envelope {
         properties: &str,
     ) -> serde_json::Result<Self> {
         let payload = RecordedPayload::new(event_type, session_id, properties)?;
-        Ok(Self::with_payload(id, payload))
+        Ok(Self::with_payload(id, payload, None))
     }
 
-    /// The envelope of a recorded event.
-    pub(crate) fn with_payload(id: EventId, payload: RecordedPayload) -> Self {
+    /// The envelope of a recorded event, published while request `request_id` was served
+    /// (here, not where it was recorded).
+    pub(crate) fn with_payload(
+        id: EventId,
+        payload: RecordedPayload,
+        request_id: Option<Arc<str>>,
+    ) -> Self {
         Self {
             inner: Arc::new(EnvelopeInner {
                 id,
+                request_id,
                 json: OnceLock::new(),
                 payload,
             }),
@@ -204,6 +216,12 @@ impl Envelope {
         self.inner.payload.event_type()
     }
 
+    /// The id of the request (its `x-request-id`) whose serving published this event, if
+    /// it was published inside [`with_request_id`](crate::with_request_id).
+    pub fn request_id(&self) -> Option<&str> {
+        self.inner.request_id.as_deref()
+    }
+
     /// The session the event concerns, if its type says ([`Event::session_id`]).
     pub fn session_id(&self) -> Option<&str> {
         self.inner.payload.session_id()
@@ -214,8 +232,9 @@ impl Envelope {
         self.inner.payload.as_any().downcast_ref()
     }
 
-    /// The compact JSON `{"id":…,"type":…,"properties":…}`, serialised on the first call
-    /// and shared by every later one.
+    /// The compact JSON `{"id":…,"type":…,"properties":…}`, with `"requestID":…` last
+    /// when [`request_id`](Self::request_id) is some, serialised on the first call and
+    /// shared by every later one.
     ///
     /// Event payloads are plain data, so serialisation does not fail in practice; if a
     /// payload ever cannot be serialised, `properties` is `{"error": "<why>"}` rather than
@@ -233,6 +252,7 @@ impl Envelope {
                     id: self.inner.id,
                     event_type: self.event_type(),
                     properties: &properties,
+                    request_id: self.request_id(),
                 };
                 serde_json::value::to_raw_value(&frame)
                     .unwrap_or_else(|_| RawValue::NULL.to_owned())

@@ -19,6 +19,8 @@
 //! - A bus may be given a [`Journal`] that records every event in publish order (a durable
 //!   store); [`Bus::resume`] rebuilds the history from that record after a restart, so
 //!   cursors issued before it still resume with no gap, and new ids continue above old ones.
+//! - An event published while a request is served ([`with_request_id`]) carries that
+//!   request's id ([`Envelope::request_id`]), so a client can tell which call caused it.
 //!
 //! ```
 //! use askbus_bus::{Bus, Event};
@@ -46,9 +48,11 @@
 //! ```
 
 mod bus;
+mod cause;
 mod event;
 mod id;
 
 pub use bus::{Bus, BusConfig, Journal, Lagged, ReplayError, Subscription, TypedSubscription};
+pub use cause::with_request_id;
 pub use event::{Envelope, Event};
 pub use id::{EventId, EventKind, Id, IdGenerator, IdKind, ParseIdError};

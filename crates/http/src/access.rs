@@ -6,7 +6,9 @@
 //! fresh ULID; the response carries it back in `x-request-id`. The request runs inside a
 //! `request` span holding the id, the method and the **route template**
 //! (`/question/{id}/reply`: never the raw path, which holds ids and would make every line
-//! unique), so every line logged while serving it names them. When the response's head is
+//! unique), so every line logged while serving it names them, and as the work of that id
+//! ([`askbus_bus::with_request_id`]), so every event it publishes carries it as
+//! `requestID`. When the response's head is
 //! ready, one `info` line of target `askbus::access` says its status and how long it took
 //! (for a stream: until it opened). Tokens and bodies are never logged.
 
@@ -59,7 +61,10 @@ pub async fn log(request: Request, next: Next) -> Response {
         method = %method,
         route = %route
     );
-    let mut response = next.run(request).instrument(span.clone()).await;
+    let cause: std::sync::Arc<str> = id.to_str().unwrap_or_default().into();
+    let mut response = askbus_bus::with_request_id(cause, next.run(request))
+        .instrument(span.clone())
+        .await;
     let status = response.status().as_u16();
     let elapsed = started.elapsed();
     span.in_scope(|| {

@@ -2,8 +2,9 @@
 //!
 //! Framing, in exact words: every frame is one `data:` line of compact JSON and no `event:`
 //! line, so `EventSource.onmessage` and the OpenCode SDK both receive it. A bus event is
-//! sent as its [`Envelope::json`] (`{"id","type","properties"}`) with an `id:` line carrying
-//! the event id. The server's own frames (`server.connected`, `server.heartbeat`,
+//! sent as its [`Envelope::json`] (`{"id","type","properties"}`, and `"requestID"` when an
+//! HTTP request caused it) with an `id:` line carrying the event id; an OpenCode v2 frame and
+//! a companion frame carry the same `requestID` as their event. The server's own frames (`server.connected`, `server.heartbeat`,
 //! `server.resync`) are `{"type","properties"}` without an `id` member, because they are
 //! not bus events.
 //!
@@ -295,7 +296,7 @@ impl EventStream {
                                 .then(|| opencode::companion(&envelope))
                                 .flatten()
                             {
-                                let companion = self.frame(envelope.id(), kind, &properties);
+                                let companion = self.frame(&envelope, kind, &properties);
                                 self.queued.push_back(companion);
                             }
                             return Some(self.event_frame(&envelope));
@@ -341,24 +342,28 @@ impl EventStream {
                 r#"{{"directory":{directory},"payload":{}}}"#,
                 envelope.json()
             )),
-            Framing::V2 => self.frame(
-                envelope.id(),
-                envelope.event_type(),
-                &envelope.properties_json(),
-            ),
+            Framing::V2 => self.frame(envelope, envelope.event_type(), &envelope.properties_json()),
         }
     }
 
-    /// A frame of event `id` with this `kind` and `properties`, as the route wraps events.
-    fn frame(&self, id: EventId, kind: &str, properties: &str) -> SseFrame {
-        let cursor = id.to_string();
+    /// A frame of `envelope`'s id and request id with this `kind` and `properties`, as the
+    /// route wraps events.
+    fn frame(&self, envelope: &Envelope, kind: &str, properties: &str) -> SseFrame {
+        let cursor = envelope.id().to_string();
         let (id, kind) = (json_string(&cursor), json_string(kind));
+        // As `Envelope::json` writes it: last, and only when a request caused the event.
+        let cause = envelope
+            .request_id()
+            .map(|request| format!(r#","requestID":{}"#, json_string(request)))
+            .unwrap_or_default();
         let data = match &self.framing {
-            Framing::Plain => format!(r#"{{"id":{id},"type":{kind},"properties":{properties}}}"#),
+            Framing::Plain => {
+                format!(r#"{{"id":{id},"type":{kind},"properties":{properties}{cause}}}"#)
+            }
             Framing::Global(directory) => format!(
-                r#"{{"directory":{directory},"payload":{{"id":{id},"type":{kind},"properties":{properties}}}}}"#
+                r#"{{"directory":{directory},"payload":{{"id":{id},"type":{kind},"properties":{properties}{cause}}}}}"#
             ),
-            Framing::V2 => format!(r#"{{"id":{id},"type":{kind},"data":{properties}}}"#),
+            Framing::V2 => format!(r#"{{"id":{id},"type":{kind},"data":{properties}{cause}}}"#),
         };
         SseFrame::default().id(cursor).data(data)
     }

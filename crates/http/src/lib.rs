@@ -24,9 +24,11 @@
 //!   session; it then sees, answers and streams that session only (see [`TokenScope`]).
 //! - **Limits.** Request bodies are capped ([`HttpConfig::body_limit`], 413 beyond).
 //!   Non-streaming routes time out ([`HttpConfig::request_timeout`], 408); the event
-//!   streams do not, and `/wait` is bounded by its own cap ([`HttpConfig::max_wait`]).
+//!   streams and history reads do not, and `/wait` is bounded by its own cap
+//!   ([`HttpConfig::max_wait`]).
 //!   CORS allows only the listed origins, never a wildcard, never credentials.
-//! - **Quotas.** Event streams and long polls each hold a slot ([`StreamSlots`]): past
+//! - **Quotas.** Event streams, long polls and history reads each hold a slot
+//!   ([`StreamSlots`]): past
 //!   [`HttpConfig::event_streams`], 503 `too_many_streams`; past a token's
 //!   [`HttpConfig::max_event_streams_per_token`], 429 `quota` (see the `streams` module).
 //!   Creates past the hub's [`PendingLimits`](askbus_question::PendingLimits) answer 429
@@ -109,6 +111,7 @@ pub use cors::{CorsOrigin, InvalidOrigin};
 pub use error::{ApiError, ErrorCode};
 pub use extract::read_body;
 pub use links::{LINK_LIFETIME, LinkKey, Minted, ShortLinkSecret};
+pub use metrics::StoreWrites;
 pub use site::{AllowedHost, InvalidHost, MAX_HEADER_BYTES, SiteGuard, guarded};
 pub use slack::{BadSigningSecret, MAX_SLACK_AGE, SlackInteractivity};
 pub use streams::{STREAM_RETRY_AFTER, StreamSlot, StreamSlots};
@@ -165,6 +168,9 @@ pub struct HttpConfig {
     /// The counters of the webhook dispatcher, when the server delivers webhooks, for
     /// `/metrics`. Default: none.
     pub webhooks: Option<Arc<askbus_notify::DeliveryStats>>,
+    /// The store's write timings, for `/metrics`, when the server wrapped its store in a
+    /// [`MeteredStore`](askbus_store::MeteredStore) telling them. Default: none.
+    pub store_writes: Option<Arc<StoreWrites>>,
     /// Slack interactivity (`POST /slack/interactivity`): the app's signing secret and the
     /// Slack users who act as askbus credentials. Default: none (the route is 404).
     pub slack: Option<SlackInteractivity>,
@@ -187,6 +193,7 @@ impl Default for HttpConfig {
             link_key: LinkKey::random(),
             metrics: true,
             webhooks: None,
+            store_writes: None,
             slack: None,
         }
     }
@@ -238,12 +245,8 @@ pub(crate) fn account_name(position: usize) -> String {
 ///
 /// A [`QuestionService`](askbus_question::QuestionService) converts into a hub with a fresh approval service on its bus; to
 /// share approvals with other code, build the [`RequestHub`] once and pass clones.
-pub fn router(
-    hub: impl Into<RequestHub>,
-    config: HttpConfig,
-    shutdown: CancellationToken,
-) -> Router {
-    let (router, _) = build(hub.into(), config, shutdown);
+pub fn router(hub: RequestHub, config: HttpConfig, shutdown: CancellationToken) -> Router {
+    let (router, _) = build(hub, config, shutdown);
     router
 }
 
@@ -271,7 +274,7 @@ fn build(
         .divide_among_tokens(config.tokens.len(), config.max_event_streams_per_token);
     let metrics = config
         .metrics
-        .then(|| metrics::Metrics::start(&hub, config.webhooks.clone(), &shutdown));
+        .then(|| metrics::Metrics::start(&hub, &config, &shutdown));
     let state = AppState {
         inner: Arc::new(Inner {
             transcripts: askbus_protocol::Transcripts::with_limits(&hub, config.history),
@@ -317,7 +320,6 @@ fn build(
         .routes(routes!(sessions::confirmation))
         .routes(routes!(sessions::pending))
         .routes(routes!(sessions::reject))
-        .routes(routes!(transcript::history))
         .routes(routes!(transcript::step))
         .routes(routes!(audit::list))
         .routes(routes!(links::mint_question))
@@ -333,8 +335,12 @@ fn build(
         stream_slot: false,
     }
     .document(timed);
-    // Held open for as long as the client likes: each takes a slot (see `streams`).
+    // Held open for as long as the client likes: each takes a slot (see `streams`). So does
+    // a history read, which waits for a turn to read and then reads as long as the history
+    // is: bounded by its work and by the slots, not by a clock (a timeout would fire on a
+    // loaded machine and throw away the read already done, which a retry then repeats).
     let streaming = OpenApiRouter::new()
+        .routes(routes!(transcript::history))
         .routes(routes!(questions::wait))
         .routes(routes!(approvals::wait))
         .routes(routes!(transcript::stream))

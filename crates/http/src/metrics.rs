@@ -18,6 +18,9 @@
 //!   them all: sum one instance's counters, not the instances'. Events published before
 //!   the router was built (requests restored from a store) were not heard: their outcomes
 //!   count, their `asked` does not.
+//! - **Store writes are timed where every write passes**: the server wraps its store in a
+//!   [`MeteredStore`](askbus_store::MeteredStore) telling a [`StoreWrites`] (given in
+//!   [`HttpConfig::store_writes`](crate::HttpConfig)), whose series this registry serves.
 //! - **HTTP requests are timed by one layer over every route** ([`time_requests`]),
 //!   labelled by the route's template (`/question/{id}/reply`), never the raw path, so
 //!   the series stay as few as the routes.
@@ -72,6 +75,14 @@ const HUMAN_BUCKETS: [f64; 14] = [
     604_800.0,
 ];
 
+/// Upper bounds of the store write histogram, in seconds: SQLite's group commit waits for
+/// an fsync (about a millisecond), Redis for a round trip; a store that does not answer
+/// fails after seconds.
+const STORE_BUCKETS: [f64; 15] = [
+    0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 5.0,
+    30.0,
+];
+
 /// The request kinds, as labelled.
 const QUESTION: &str = "question";
 const APPROVAL: &str = "approval";
@@ -108,6 +119,79 @@ pub(crate) struct Metrics {
     follower_lag: Option<Gauge>,
     /// `askbus_webhook_pending`, set at scrape; only when the server delivers webhooks.
     webhook_pending: Option<Gauge>,
+}
+
+/// The store's write timings and failures, by backend and operation:
+/// `askbus_store_write_duration_seconds` and `askbus_store_write_failures_total`. Made by
+/// the server before it opens its store (which a
+/// [`MeteredStore`](askbus_store::MeteredStore) then tells of each write), and served by
+/// the router given it in [`HttpConfig::store_writes`](crate::HttpConfig).
+#[derive(Debug)]
+pub struct StoreWrites {
+    /// `askbus_store_write_duration_seconds{backend, operation}`: queued to acknowledged.
+    duration: Family<StoreLabels, Histogram>,
+    /// `askbus_store_write_failures_total{backend, operation}`.
+    failures: Family<StoreLabels, Counter>,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct StoreLabels {
+    /// `memory`, `sqlite` or `redis`.
+    backend: &'static str,
+    /// `insert`, `resolve`, `append`, `event`, `enqueue` or `attempted`
+    /// (`askbus_store::Write::operation`).
+    operation: &'static str,
+}
+
+impl StoreWrites {
+    /// No write counted yet.
+    pub fn new() -> Self {
+        Self {
+            duration: Family::new_with_constructor(
+                (|| Histogram::new(STORE_BUCKETS)) as fn() -> Histogram,
+            ),
+            failures: Family::default(),
+        }
+    }
+
+    /// Adds the series to `registry`.
+    fn register(&self, registry: &mut Registry) {
+        registry.register_with_unit(
+            "store_write_duration",
+            "Time from queueing a store write to its acknowledgement (durable, or failed)",
+            Unit::Seconds,
+            self.duration.clone(),
+        );
+        registry.register(
+            "store_write_failures",
+            "Store writes that failed (the store answered an error, or none in time)",
+            self.failures.clone(),
+        );
+    }
+}
+
+impl Default for StoreWrites {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl askbus_store::WriteMeter for StoreWrites {
+    fn written(
+        &self,
+        backend: &'static str,
+        operation: &'static str,
+        took: Duration,
+        failed: bool,
+    ) {
+        let labels = StoreLabels { backend, operation };
+        self.duration
+            .get_or_create(&labels)
+            .observe(took.as_secs_f64());
+        if failed {
+            self.failures.get_or_create(&labels).inc();
+        }
+    }
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
@@ -160,7 +244,7 @@ impl Metrics {
     /// runtime is there to run it) until `shutdown`.
     pub(crate) fn start(
         hub: &RequestHub,
-        webhooks: Option<Arc<DeliveryStats>>,
+        config: &crate::HttpConfig,
         shutdown: &CancellationToken,
     ) -> Arc<Self> {
         let mut registry = Registry::with_prefix("askbus");
@@ -243,7 +327,10 @@ impl Metrics {
             );
             gauge
         });
-        let webhook_pending = webhooks.map(|stats| {
+        if let Some(writes) = &config.store_writes {
+            writes.register(&mut registry);
+        }
+        let webhook_pending = config.webhooks.clone().map(|stats| {
             registry.register_collector(Box::new(WebhookSeries(stats)));
             let gauge = Gauge::default();
             registry.register(

@@ -350,6 +350,12 @@ pub(crate) struct EventSchema {
     /// `session_id` and `request_id` (approvals) and the outcome.
     #[schema(value_type = HashMap<String, serde_json::Value>)]
     properties: (),
+    /// The `x-request-id` of the HTTP request whose handling published the event, as its
+    /// access log line names it (the client's, or the one the server gave it). Absent when no request did: a timeout, a
+    /// reminder, another server of a shared store, an event replayed after a restart.
+    #[serde(rename = "requestID")]
+    #[schema(required = false)]
+    cause: String,
 }
 
 /// What the `data:` line of a `GET /global/event` frame holds: OpenCode's global stream.
@@ -390,6 +396,11 @@ pub(crate) struct V2EventSchema {
     /// The event's properties.
     #[schema(value_type = HashMap<String, serde_json::Value>)]
     data: (),
+    /// As in `Event`: the `x-request-id` of the HTTP request that caused the event, absent
+    /// when none did.
+    #[serde(rename = "requestID")]
+    #[schema(required = false)]
+    cause: String,
 }
 
 /// One Server-Sent Event of a stream whose `data:` lines are `T` as compact JSON, as an

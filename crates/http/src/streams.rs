@@ -1,10 +1,15 @@
-//! Slots for the responses a client holds open: event streams and long polls.
+//! Slots for the responses a client holds open: event streams and long polls, and history
+//! reads, which wait for a turn to read.
 //!
 //! An open event stream (`GET /event`, `GET /global/event`, `GET /session/{id}/stream`) or
 //! long poll (`GET /question/{id}/wait`, `GET /approval/{id}/wait`) holds a connection, so
 //! a file descriptor, and a few kilobytes for as long as it lasts. Without a cap, a client
 //! that opens enough of them exhausts the process's file descriptors, and then nothing,
-//! `/health` included, is answered. So each takes a slot, and the slots are counted.
+//! `/health` included, is answered. So each takes a slot, and the slots are counted. A
+//! history read (`GET /session/{id}/history`) is held too, waiting for its turn to read
+//! (a few run at once) and then as long as its history takes; it has no request timeout
+//! (a timeout would discard, on a loaded machine, reads already done), so its slot is
+//! what bounds how many can wait.
 //!
 //! The policy, in exact words, is on [`StreamSlots`].
 

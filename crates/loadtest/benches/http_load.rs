@@ -44,7 +44,7 @@ use askbus_loadtest::target::verdict;
 use askbus_loadtest::wrk::{ReplyScript, WrkReport, WrkRun};
 use askbus_loadtest::{Served, StatusTally, Target, baseline, sse, wrk};
 use askbus_question::{
-    Outcome, QuestionId, QuestionInfo, QuestionOption, QuestionService, Timeout,
+    Outcome, QuestionId, QuestionInfo, QuestionOption, QuestionService, RequestHub, Timeout,
 };
 use futures_util::StreamExt;
 use tokio::runtime::{Handle, Runtime};
@@ -281,9 +281,9 @@ enum Observed {
     No,
 }
 
-/// askbus's HTTP API over `questions`, with metrics and access logs or without.
+/// askbus's HTTP API over `hub`, with metrics and access logs or without.
 fn askbus_router(
-    questions: &QuestionService,
+    hub: &RequestHub,
     observed: Observed,
     shutdown: CancellationToken,
 ) -> axum::Router {
@@ -291,7 +291,7 @@ fn askbus_router(
         metrics: observed == Observed::Yes,
         ..HttpConfig::default()
     };
-    let router = askbus_http::router(questions.clone(), config, shutdown);
+    let router = askbus_http::router(hub.clone(), config, shutdown);
     match observed {
         Observed::Yes => router.layer(axum::middleware::from_fn(askbus_http::access_log)),
         Observed::No => router,
@@ -407,13 +407,14 @@ fn askbus_round(
     problems: &mut Vec<String>,
 ) -> anyhow::Result<AskbusRound> {
     let pool_for = |duration: Duration| (rate * duration.as_secs_f64()).ceil() as usize;
-    let questions = QuestionService::new(Bus::new());
+    let hub = RequestHub::new(Bus::new());
+    let questions = hub.questions().clone();
     let shutdown = CancellationToken::new();
     let (warm_ids, measured_ids, askbus) = servers.block_on(async {
         // Inside the runtime: a question with a deadline starts the service's timer task.
         let warm_ids = create_questions(&questions, pool_for(warm.duration));
         let measured_ids = create_questions(&questions, pool_for(run.duration));
-        let router = askbus_router(&questions, observed, shutdown.clone());
+        let router = askbus_router(&hub, observed, shutdown.clone());
         let askbus = Served::start(router, shutdown).await;
         (warm_ids, measured_ids, askbus)
     });
@@ -631,10 +632,11 @@ async fn reply_smoke(replies: usize, concurrency: usize) -> anyhow::Result<Reply
     let baseline_tally = baseline.tally();
     baseline.stop().await?;
 
-    let questions = QuestionService::new(Bus::new());
+    let hub = RequestHub::new(Bus::new());
+    let questions = hub.questions().clone();
     let ids = create_questions(&questions, replies);
     let shutdown = CancellationToken::new();
-    let router = askbus_router(&questions, Observed::Yes, shutdown.clone());
+    let router = askbus_router(&hub, Observed::Yes, shutdown.clone());
     let askbus = Served::start(router, shutdown).await?;
     send_replies(&client, &askbus.url(""), &ids, concurrency).await;
     let askbus_tally = askbus.tally();
@@ -846,9 +848,10 @@ struct EventFigures {
 
 async fn event_fan_out(plan: &EventPlan, clients: &Handle) -> anyhow::Result<EventFigures> {
     check_open_files(plan.subscribers)?;
-    let questions = QuestionService::new(Bus::new());
+    let hub = RequestHub::new(Bus::new());
+    let questions = hub.questions().clone();
     let shutdown = CancellationToken::new();
-    let router = askbus_http::router(questions.clone(), HttpConfig::default(), shutdown.clone());
+    let router = askbus_http::router(hub.clone(), HttpConfig::default(), shutdown.clone());
     let server = Served::start(router, shutdown).await?;
     let url = server.url("/event");
     let client = reqwest::Client::builder().no_proxy().build()?;

@@ -23,14 +23,11 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, bail};
-use askbus_bus::BusConfig;
 use askbus_http::HttpConfig;
 use askbus_loadtest::cpu::{CpuSample, CpuShare};
 use askbus_loadtest::stats::{Latencies, median};
 use askbus_loadtest::{Served, Target};
-use askbus_question::{
-    ApprovalConfig, QuestionConfig, QuestionInfo, QuestionOption, RequestHub, Timeout,
-};
+use askbus_question::{QuestionInfo, QuestionOption, RequestHub, Timeout};
 use askbus_store::{MemoryStore, SqliteStore, Store};
 use tokio_util::sync::CancellationToken;
 
@@ -134,15 +131,8 @@ async fn resume_round(
         StoreKind::Memory => Arc::new(MemoryStore::new()),
         StoreKind::Sqlite => Arc::new(SqliteStore::open(database)?),
     };
-    // As the server opens its store: the bus records its events there too.
-    let bus = askbus_store::resume_bus(BusConfig::default(), Arc::clone(&store)).await?;
-    let hub = RequestHub::with_store(
-        bus,
-        QuestionConfig::default(),
-        ApprovalConfig::default(),
-        store,
-    )
-    .await?;
+    // As the server opens its store: the bus resumes from (and records in) it too.
+    let hub = RequestHub::builder().store(store).build().await?;
     let shutdown = CancellationToken::new();
     let router = askbus_http::router(hub.clone(), HttpConfig::default(), shutdown.clone());
     let served = Served::start(router, shutdown).await?;

@@ -49,8 +49,7 @@ use askbus_loadtest::Target;
 use askbus_loadtest::cpu::{CpuSample, CpuShare};
 use askbus_loadtest::stats::{Latencies, Millis, median};
 use askbus_question::{
-    ApprovalConfig, QuestionAsked, QuestionConfig, QuestionId, QuestionInfo, QuestionOption,
-    RequestHub,
+    QuestionAsked, QuestionConfig, QuestionId, QuestionInfo, QuestionOption, RequestHub,
 };
 use askbus_store::RedisStore;
 use futures_util::StreamExt;
@@ -393,7 +392,13 @@ async fn askbus(prefix: &str, loads: Loads) -> anyhow::Result<Measured> {
     let instance = || async {
         let store = Arc::new(RedisStore::open(REDIS, &prefix).await?);
         let config = QuestionConfig::default();
-        RequestHub::shared(Bus::new(), config, ApprovalConfig::default(), store).await
+        RequestHub::builder()
+            .bus(Bus::new())
+            .questions(config)
+            .store(store)
+            .shared()
+            .build()
+            .await
     };
     let (a, b) = (
         instance().await.context("instance A")?,

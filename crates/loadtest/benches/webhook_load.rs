@@ -35,7 +35,7 @@ use askbus_loadtest::Served;
 use askbus_loadtest::stats::{Latencies, Millis, median};
 use askbus_loadtest::target::verdict;
 use askbus_notify::{Dispatcher, Webhook, WebhookSecret};
-use askbus_question::{ApprovalConfig, QuestionConfig, RequestHub};
+use askbus_question::RequestHub;
 use askbus_store::{MemoryStore, OutboxMessage, SqliteStore, Store, Write, now_ms};
 use axum::Router;
 use axum::http::StatusCode;
@@ -217,13 +217,11 @@ async fn resume_round(
 ) -> anyhow::Result<Latencies> {
     let store = open_store(store, scratch)?;
     let shutdown = CancellationToken::new();
-    let mut hub = RequestHub::with_store(
-        Bus::new(),
-        QuestionConfig::default(),
-        ApprovalConfig::default(),
-        Arc::clone(&store),
-    )
-    .await?;
+    let mut hub = RequestHub::builder()
+        .bus(Bus::new())
+        .store(Arc::clone(&store))
+        .build()
+        .await?;
     let mut config = HttpConfig::default();
     if let Some(receiver) = receiver {
         let dispatcher =

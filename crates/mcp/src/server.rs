@@ -298,9 +298,8 @@ impl AskbusMcp {
     /// A server making its requests through `hub`, configured by `config`.
     ///
     /// Give it the hub the HTTP API serves (the askbus server does), so that a human sees
-    /// and answers both kinds of request there. A hub made for MCP alone, say
-    /// `RequestHub::from(questions)` beside a router made the same way, would hold
-    /// approvals no one else can see.
+    /// and answers both kinds of request there. A second hub made for MCP alone would hold
+    /// requests no one else can see.
     pub fn new(hub: RequestHub, config: McpConfig) -> Self {
         // The definitions only: each call makes its request through tools acting as its
         // caller (see `start`).

@@ -114,7 +114,7 @@ pub struct QuorumFloor {
 /// Settings of an [`ApprovalService`].
 #[derive(Debug, Clone, Copy)]
 pub struct ApprovalConfig {
-    /// Timeout applied by [`Timeout::Default`]; `None` waits forever. Default: 300 s.
+    /// Timeout applied by [`Timeout::Default`](crate::Timeout::Default); `None` waits forever. Default: 300 s.
     pub default_timeout: Option<Duration>,
     /// How many resolved requests are remembered (for `get`, `wait`, 409 answers and
     /// addressing by key). Default: 10,000. The oldest are forgotten first.

@@ -1,6 +1,6 @@
 //! Following a shared store's change log: how every instance ends up with the same requests.
 //!
-//! A hub over a shared store ([`RequestHub::shared`](crate::RequestHub::shared)) runs one
+//! A hub over a shared store ([`HubBuilder::shared`](crate::HubBuilder::shared)) runs one
 //! follower task. It reads the store's [`ChangeLog`](askbus_store::ChangeLog) from the head
 //! it had when the hub loaded the store, and applies each change to the registry of its
 //! kind, in log order; that is where each instance's registries change and where its bus

@@ -13,6 +13,7 @@ use crate::approval::{ApprovalConfig, ApprovalService, PendingApproval, QuorumFl
 use crate::approval_model::{Action, ApprovalReply, Decision, DecisionType, ReviewConfig};
 use crate::follow::{self, Followed};
 use crate::follow_up::{FollowUp, OnTimeout};
+use crate::hub_builder::HubBuilder;
 use crate::identity::{Duties, Identity, NotAllowed};
 use crate::interrupt::{
     InterruptState, PendingRequest, RequestId, ResumeError, ResumeInput, confirmation_phrase,
@@ -140,13 +141,23 @@ pub struct SessionRejected {
 pub const CONFIRMATION_ACTION: &str = "confirm";
 
 impl RequestHub {
+    /// How to make a hub over a store, shared or not, with settings: see [`HubBuilder`].
+    /// The one way beside [`new`](Self::new) (memory, default settings).
+    pub fn builder() -> HubBuilder {
+        HubBuilder::default()
+    }
+
     /// Both services on `bus`, with default settings.
     pub fn new(bus: Bus) -> Self {
         Self::with_config(bus, QuestionConfig::default(), ApprovalConfig::default())
     }
 
     /// Both services on `bus`, with these settings.
-    pub fn with_config(bus: Bus, questions: QuestionConfig, approvals: ApprovalConfig) -> Self {
+    pub(crate) fn with_config(
+        bus: Bus,
+        questions: QuestionConfig,
+        approvals: ApprovalConfig,
+    ) -> Self {
         let questions = QuestionService::with_config(bus.clone(), questions);
         let approvals = ApprovalService::sharing_ids(bus, approvals, questions.ids().clone());
         Self {
@@ -163,7 +174,7 @@ impl RequestHub {
     /// # Errors
     ///
     /// [`StoreError`](askbus_store::StoreError) if the store cannot be read.
-    pub async fn with_store(
+    pub(crate) async fn with_store(
         bus: Bus,
         questions: QuestionConfig,
         approvals: ApprovalConfig,
@@ -194,7 +205,7 @@ impl RequestHub {
     /// # Panics
     ///
     /// Outside a Tokio runtime (the follower is spawned on it).
-    pub async fn shared(
+    pub(crate) async fn shared(
         bus: Bus,
         questions: QuestionConfig,
         approvals: ApprovalConfig,
@@ -370,7 +381,7 @@ impl RequestHub {
     /// Tells the outside world of every request from now on, through the store's outbox:
     /// `notifier` makes the message of each request event (see [`Notifier`]), which is
     /// written with the change it tells of. Only a hub with a store
-    /// ([`with_store`](Self::with_store), [`shared`](Self::shared)) has an outbox: without
+    /// ([`HubBuilder::store`]) has an outbox: without
     /// one, or on a second call, nothing changes. Set it before the hub is shared.
     #[must_use]
     pub fn with_notifier(self, notifier: Arc<dyn Notifier>) -> Self {
@@ -379,14 +390,14 @@ impl RequestHub {
         self
     }
 
-    /// The store the hub records its requests in ([`with_store`](Self::with_store),
-    /// [`shared`](Self::shared)), where each session's history is kept too; `None` for a
+    /// The store the hub records its requests in ([`HubBuilder::store`]), where each
+    /// session's history is kept too; `None` for a
     /// hub that keeps everything in memory.
     pub fn store(&self) -> Option<&Arc<dyn Store>> {
         self.questions.registry().store()
     }
 
-    /// Whether this hub shares its store with other instances ([`shared`](Self::shared)).
+    /// Whether this hub shares its store with other instances ([`HubBuilder::shared`]).
     pub fn shares_store(&self) -> bool {
         self.shared.is_some()
     }
@@ -719,24 +730,4 @@ fn session_entry(
             questions: 0,
             approvals: 0,
         })
-}
-
-impl From<QuestionService> for RequestHub {
-    /// A hub over existing `questions`, with a new approval service on their bus.
-    ///
-    /// Approvals exist only inside this hub: submit them through
-    /// [`approvals`](Self::approvals) of this hub (or a clone), not through a second hub
-    /// made from the same questions.
-    fn from(questions: QuestionService) -> Self {
-        let approvals = ApprovalService::sharing_ids(
-            questions.bus().clone(),
-            ApprovalConfig::default(),
-            questions.ids().clone(),
-        );
-        Self {
-            questions,
-            approvals,
-            shared: None,
-        }
-    }
 }

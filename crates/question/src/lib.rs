@@ -53,6 +53,7 @@ mod follow;
 mod follow_up;
 mod grant;
 mod hub;
+mod hub_builder;
 mod identity;
 mod interrupt;
 mod keys;
@@ -81,6 +82,7 @@ pub use hub::{
     CONFIRMATION_ACTION, PendingSessions, RequestHub, Resumed, SessionPending, SessionRejectError,
     SessionRejected,
 };
+pub use hub_builder::HubBuilder;
 pub use identity::{Duties, Identity, NotAllowed, Role};
 pub use interrupt::{
     CONFIRMATION_PHRASES, InputField, InputFieldType, InterruptState, PendingRequest, RequestId,

@@ -170,7 +170,7 @@ fn read_public_key(key: &str) -> Result<VerifyingKey, AuditError> {
 /// The store `--store` names (by default the server's, `sqlite:askbus.db`).
 async fn open_store(cli: &Cli) -> Result<Arc<dyn Store>, AuditCommandError> {
     let url = match &cli.store {
-        Some(url) => url.parse()?,
+        Some(url) => url.expose().parse()?,
         None => StoreUrl::default_for(cli.command.as_ref()),
     };
     Ok(match url {

@@ -104,9 +104,11 @@ mod mcp;
 mod notify;
 mod parse_errors;
 mod probe;
+mod secret;
 
 pub use notify::NotifySettings;
 pub use probe::{ProbeError, probe};
+pub use secret::Secret;
 
 use std::net::SocketAddr;
 use std::str::FromStr;
@@ -114,17 +116,19 @@ use std::time::Duration;
 
 use std::sync::Arc;
 
-use askbus_bus::{Bus, BusConfig};
+use askbus_bus::Bus;
 use askbus_http::{
     AccessToken, AllowedHost, CorsOrigin, HistoryLimits, HttpConfig, InvalidHost, InvalidOrigin,
-    LinkKey, ShortLinkSecret, SiteGuard, StreamSlots, TokenScope,
+    LinkKey, ShortLinkSecret, SiteGuard, StoreWrites, StreamSlots, TokenScope,
 };
 use askbus_mcp::{ElicitationBridge, McpConfig};
 use askbus_question::{
     ApprovalConfig, Duties, FollowUp, Identity, MAX_TIMEOUT, OnTimeout, PendingLimits,
     QuestionConfig, QuorumFloor, RequestHub, Role,
 };
-use askbus_store::{MemoryStore, RedisLocation, RedisStore, SqliteStore, Store, StoreError};
+use askbus_store::{
+    MemoryStore, MeteredStore, RedisLocation, RedisStore, SqliteStore, Store, StoreError,
+};
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
@@ -163,7 +167,7 @@ pub struct Cli {
     /// on it) or `memory` (nothing survives a restart). Default: `sqlite:askbus.db` for the
     /// server, `memory` for `askbus mcp`.
     #[arg(long, env = "ASKBUS_STORE", global = true)]
-    pub store: Option<String>,
+    pub store: Option<Secret>,
     /// Days a resolved request stays in the store (for reading its outcome, and for an
     /// agent that asks again from the same tool call) before it is deleted, and a session's
     /// history after its last record once nothing of it is pending; 0 keeps them for good.
@@ -263,7 +267,7 @@ pub struct Cli {
         hide_env_values = true,
         global = true
     )]
-    pub tokens: Vec<String>,
+    pub tokens: Vec<Secret>,
     /// Agent credential(s), `NAME=SECRET` or `NAME=SECRET@SESSION_ID`: make requests and
     /// wait on them, never answer one. Repeat the flag or separate with commas.
     #[arg(
@@ -273,7 +277,7 @@ pub struct Cli {
         hide_env_values = true,
         global = true
     )]
-    pub agent_tokens: Vec<String>,
+    pub agent_tokens: Vec<Secret>,
     /// Reviewer credential(s), `NAME=SECRET` or `NAME=SECRET@SESSION_ID`: read and answer
     /// requests, never make one. Repeat the flag or separate with commas.
     #[arg(
@@ -283,7 +287,7 @@ pub struct Cli {
         hide_env_values = true,
         global = true
     )]
-    pub reviewer_tokens: Vec<String>,
+    pub reviewer_tokens: Vec<Secret>,
     /// The least quorum of approvals: `TOOL=M` (approvals of that tool need M distinct
     /// reviewers alike; any one of them may still refuse alone) or `*=M` for every tool. A
     /// request may ask for more (`review_configs[].quorum`), never fewer. Needs at least M
@@ -396,7 +400,7 @@ pub struct Cli {
         global = true
     )]
     pub max_request_values: usize,
-    /// Most event streams and long polls open at once, MCP's stream included (503
+    /// Most event streams, long polls and history reads open at once, MCP's stream included (503
     /// beyond). Default: from the open-files limit, leaving a quarter (at least 256) for
     /// everything else, at most 50,000.
     #[arg(long, env = "ASKBUS_MAX_EVENT_STREAMS", global = true)]
@@ -418,7 +422,7 @@ pub struct Cli {
         hide_env_values = true,
         global = true
     )]
-    pub link_secret: Option<String>,
+    pub link_secret: Option<Secret>,
     /// How log lines are written to stderr: `text` (colours only on a terminal) or `json`
     /// (one object per line, with the request's span fields). Levels: `RUST_LOG` (default
     /// `info`: one access line per request, target `askbus::access`).
@@ -451,7 +455,7 @@ pub struct Cli {
         value_name = "[URL=]SECRET",
         global = true
     )]
-    pub webhook_secret: Vec<String>,
+    pub webhook_secret: Vec<Secret>,
     /// How long a failed delivery (webhook, Slack, email) is retried (with exponential
     /// backoff and jitter, 1 s doubling to 10 minutes) before it is abandoned: seconds or a
     /// number with a unit (90s, 10m, 2h, 7d). Default: 24h.
@@ -471,7 +475,7 @@ pub struct Cli {
         hide_env_values = true,
         global = true
     )]
-    pub slack_token: Option<String>,
+    pub slack_token: Option<Secret>,
     /// The Slack channel id (`C0123…`) --slack-token posts to (invite the app to it).
     #[arg(long, env = "ASKBUS_SLACK_CHANNEL", value_name = "ID", global = true)]
     pub slack_channel: Option<String>,
@@ -492,7 +496,7 @@ pub struct Cli {
         hide_env_values = true,
         global = true
     )]
-    pub slack_signing_secret: Option<String>,
+    pub slack_signing_secret: Option<Secret>,
     /// `SLACKID=NAME`: the Slack user SLACKID (`U0123…`) presses buttons as the askbus
     /// credential NAME (its role decides what it may do; `local` without tokens).
     /// Unmapped users answer nothing. Repeat the flag or separate with commas.
@@ -517,7 +521,7 @@ pub struct Cli {
         value_name = "URL",
         global = true
     )]
-    pub smtp_url: Option<String>,
+    pub smtp_url: Option<Secret>,
     /// The sender of notification emails (`askbus@example.com` or `askbus <askbus@…>`).
     #[arg(long, env = "ASKBUS_EMAIL_FROM", value_name = "ADDRESS", global = true)]
     pub email_from: Option<String>,
@@ -849,7 +853,7 @@ impl Cli {
     pub fn settings(&self) -> Result<Settings, ConfigError> {
         let listen = resolve_listen(&self.listen)?;
         let store = match &self.store {
-            Some(url) => url.parse()?,
+            Some(url) => url.expose().parse()?,
             None => StoreUrl::default_for(self.command.as_ref()),
         };
         let tokens = self.credentials()?;
@@ -931,11 +935,11 @@ impl Cli {
                 webhook_secrets: &self.webhook_secret,
                 retry_window,
                 max_pending: self.webhook_max_pending,
-                slack_token: self.slack_token.as_deref(),
+                slack_token: self.slack_token.as_ref().map(Secret::expose),
                 slack_channel: self.slack_channel.as_deref(),
                 slack_api_url: &self.slack_api_url,
                 slack_link_as: self.slack_link_as.as_deref(),
-                smtp_url: self.smtp_url.as_deref(),
+                smtp_url: self.smtp_url.as_ref().map(Secret::expose),
                 email_from: self.email_from.as_deref(),
                 email_to: &self.email_to,
             },
@@ -949,7 +953,7 @@ impl Cli {
         }
         let credentials = identities(&tokens, |_| true);
         let slack = notify::slack_interactivity(
-            self.slack_signing_secret.as_deref(),
+            self.slack_signing_secret.as_ref().map(Secret::expose),
             &self.slack_user,
             &credentials,
         )?;
@@ -994,10 +998,11 @@ impl Cli {
                     ..HistoryLimits::default()
                 },
                 link_key: match &self.link_secret {
-                    Some(secret) => LinkKey::from_secret(secret)?,
+                    Some(secret) => LinkKey::from_secret(secret.expose())?,
                     None => LinkKey::random(),
                 },
                 metrics: !self.no_metrics,
+                store_writes: (!self.no_metrics).then(|| Arc::new(StoreWrites::new())),
                 slack,
                 ..HttpConfig::default()
             },
@@ -1142,9 +1147,9 @@ impl Cli {
 
     /// Every credential of `--token`, `--agent-token` and `--reviewer-token`, named.
     fn credentials(&self) -> Result<Vec<AccessToken>, ConfigError> {
-        let entries = |flag: &[String]| -> Vec<String> {
+        let entries = |flag: &[Secret]| -> Vec<String> {
             flag.iter()
-                .map(|entry| entry.trim().to_owned())
+                .map(|entry| entry.expose().trim().to_owned())
                 .filter(|entry| !entry.is_empty())
                 .collect()
         };
@@ -1480,36 +1485,35 @@ pub async fn run(settings: Settings, shutdown: CancellationToken) -> std::io::Re
 /// read, and then every [`SWEEP_INTERVAL`](askbus_store::SWEEP_INTERVAL).
 async fn open_hub(settings: &Settings) -> Result<RequestHub, StoreError> {
     let history = settings.http.history;
+    let hub = RequestHub::builder()
+        .questions(settings.questions)
+        .approvals(settings.approvals);
     let store: Arc<dyn Store> = match &settings.store {
         // Notifications need an outbox: a memory store then keeps it (for this process's
         // life), as this hub's record only.
         StoreUrl::Memory if settings.notify.is_some() => {
-            let store: Arc<dyn Store> = Arc::new(MemoryStore::new());
-            return RequestHub::with_store(
-                Bus::new(),
-                settings.questions,
-                settings.approvals,
-                store,
-            )
-            .await;
+            let store = metered(settings, "memory", Arc::new(MemoryStore::new()));
+            return hub.bus(Bus::new()).store(store).build().await;
         }
-        StoreUrl::Memory => {
-            return Ok(RequestHub::with_config(
-                Bus::new(),
-                settings.questions,
-                settings.approvals,
-            ));
-        }
-        StoreUrl::Sqlite(path) => Arc::new(
-            SqliteStore::open(path)?
-                .with_history_limit(history.records_per_session)
-                .with_history_bytes(history.bytes_per_session),
+        StoreUrl::Memory => return hub.build().await,
+        StoreUrl::Sqlite(path) => metered(
+            settings,
+            "sqlite",
+            Arc::new(
+                SqliteStore::open(path)?
+                    .with_history_limit(history.records_per_session)
+                    .with_history_bytes(history.bytes_per_session),
+            ),
         ),
-        StoreUrl::Redis(location) => Arc::new(
-            RedisStore::open_at(location)
-                .await?
-                .with_history_limit(history.records_per_session)
-                .with_history_bytes(history.bytes_per_session),
+        StoreUrl::Redis(location) => metered(
+            settings,
+            "redis",
+            Arc::new(
+                RedisStore::open_at(location)
+                    .await?
+                    .with_history_limit(history.records_per_session)
+                    .with_history_bytes(history.bytes_per_session),
+            ),
         ),
     };
     if let Some(keep) = settings.keep_resolved {
@@ -1522,15 +1526,24 @@ async fn open_hub(settings: &Settings) -> Result<RequestHub, StoreError> {
     if store.change_log().is_some() {
         // Redis. Its bus is this server's own: the store's change log brings it every
         // instance's request events, and its event ids are this server's cursors.
-        return RequestHub::shared(Bus::new(), settings.questions, settings.approvals, store).await;
+        return hub.bus(Bus::new()).store(store).shared().build().await;
     }
-    let bus = askbus_store::resume_bus(BusConfig::default(), Arc::clone(&store)).await?;
-    let hub = RequestHub::with_store(bus, settings.questions, settings.approvals, store).await?;
+    // SQLite: the builder resumes the bus from the store's event journal.
+    let hub = hub.store(store).build().await?;
     let restored = hub.questions().pending_count() + hub.approvals().pending_count();
     if restored > 0 {
         tracing::info!("{restored} pending request(s) restored from the store");
     }
     Ok(hub)
+}
+
+/// `store`, named `backend`, telling `/metrics` of its writes ([`MeteredStore`]), unless
+/// metrics are off.
+fn metered(settings: &Settings, backend: &'static str, store: Arc<dyn Store>) -> Arc<dyn Store> {
+    match &settings.http.store_writes {
+        Some(writes) => Arc::new(MeteredStore::new(store, backend, Arc::clone(writes) as _)),
+        None => store,
+    }
 }
 
 /// The quotas in force, for the start-up log.

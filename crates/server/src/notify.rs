@@ -29,7 +29,7 @@ use askbus_notify::{
 };
 use askbus_question::{Identity, RequestHub, RequestId};
 
-use crate::{ConfigError, Settings};
+use crate::{ConfigError, Secret, Settings};
 
 /// How long one SMTP attempt may take.
 const SMTP_TIMEOUT: Duration = Duration::from_secs(10);
@@ -49,7 +49,7 @@ pub struct NotifySettings {
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct NotifyFlags<'a> {
     pub(crate) webhooks: &'a [String],
-    pub(crate) webhook_secrets: &'a [String],
+    pub(crate) webhook_secrets: &'a [Secret],
     pub(crate) retry_window: Option<Duration>,
     pub(crate) max_pending: u64,
     pub(crate) slack_token: Option<&'a str>,
@@ -76,7 +76,7 @@ impl NotifySettings {
         deciders: &[Identity],
     ) -> Result<Option<Self>, ConfigError> {
         let mut targets = Vec::new();
-        let webhooks = given(flags.webhooks)
+        let webhooks = given(flags.webhooks.iter().map(String::as_str))
             .map(Webhook::parse)
             .collect::<Result<Vec<_>, _>>()?;
         if !webhooks.is_empty() {
@@ -114,7 +114,7 @@ impl NotifySettings {
                 ));
             }
         }
-        let recipients: Vec<&str> = given(flags.email_to).collect();
+        let recipients: Vec<&str> = given(flags.email_to.iter().map(String::as_str)).collect();
         match (flags.smtp_url, flags.email_from, recipients.is_empty()) {
             (Some(url), Some(from), false) => {
                 for to in recipients {
@@ -155,7 +155,7 @@ pub(crate) fn slack_interactivity(
     users: &[String],
     names: &[Identity],
 ) -> Result<Option<SlackInteractivity>, ConfigError> {
-    let users = given(users)
+    let users = given(users.iter().map(String::as_str))
         .map(|entry| {
             let (slack, name) = entry
                 .split_once('=')
@@ -178,10 +178,10 @@ pub(crate) fn slack_interactivity(
 }
 
 /// The non-empty entries of a repeatable flag, trimmed.
-fn given(entries: &[String]) -> impl Iterator<Item = &str> {
+fn given<'a>(entries: impl IntoIterator<Item = &'a str>) -> impl Iterator<Item = &'a str> {
     entries
-        .iter()
-        .map(|entry| entry.trim())
+        .into_iter()
+        .map(str::trim)
         .filter(|entry| !entry.is_empty())
 }
 
@@ -196,12 +196,12 @@ struct Secrets {
 
 impl Secrets {
     /// The entries, each `URL=` matched to one of `webhooks`.
-    fn parse(entries: &[String], webhooks: &[Webhook]) -> Result<Self, ConfigError> {
+    fn parse(entries: &[Secret], webhooks: &[Webhook]) -> Result<Self, ConfigError> {
         let mut secrets = Self {
             default: None,
             by_url: Vec::new(),
         };
-        for entry in given(entries) {
+        for entry in given(entries.iter().map(Secret::expose)) {
             // The URL ends where `=whsec_` starts: the secret's base64 may end in `=`.
             match entry.find("=whsec_") {
                 Some(at) => {

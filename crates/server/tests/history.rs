@@ -91,12 +91,15 @@ async fn a_sqlite_servers_history_is_the_same_after_a_restart() {
 
 /// History reads do not hold up writes, on SQLite or Redis: while 10 clients read the
 /// history of a flooded session (1,000 steps of 64 KB kept, `--max-history-mib 128`) and 30
-/// more ask for it and go away at once, the steps of another session are acknowledged
-/// within 2 s on a debug build sharing two cores with its client (about 1 ms without the
-/// reads). Such a step once waited up to 9.9 s on SQLite (11 s here), 33.6 s on Redis:
+/// more ask for it and go away at once, the steps of another session are acknowledged in
+/// less than a fifth of the time the reads take, at least 10 of them (about 1 ms each
+/// without the reads). Such a step once waited up to 9.9 s on SQLite (11 s here), 33.6 s on Redis:
 /// every history read ran on the store's one writer, whole, those of clients gone
 /// included, and was folded on the threads that answer every request. (One test, the
-/// stores one after the other: two floods at once would measure each other.)
+/// stores one after the other: two floods at once would measure each other.) The reads
+/// themselves take as long as the machine needs (on a loaded one, the last of them waited
+/// over 30 s for its turn and got `408` while history reads had a request timeout: they
+/// hold a stream slot instead), so only the steps are timed.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn history_reads_do_not_hold_up_the_writes_of_other_sessions() {
     let dir = tempfile::tempdir().unwrap();
@@ -112,20 +115,35 @@ async fn history_reads_do_not_hold_up_the_writes_of_other_sessions() {
             "128",
         ];
         let server = Server::start_with(dir.path(), &args, &[]).await;
-        let slowest = slowest_step_while_a_flood_is_read(&server).await;
+        let during = steps_while_a_flood_is_read(&server).await;
+        // Relative to the reads, not to a clock: a loaded machine slows both alike, while a
+        // step held up until the reads end (as it once was) takes as long as they do.
         assert!(
-            slowest < Duration::from_secs(2),
-            "{store}: a step of another session took {slowest:?} while a flooded history was read"
+            during.steps >= 10 && during.slowest * 5 < during.reads,
+            "{store}: {during:?}: the steps of another session were held up while a flooded \
+             history was read"
         );
         server.kill_9().await;
     }
 }
 
+/// The steps of another session acknowledged while clients read a flooded history.
+#[derive(Debug)]
+struct StepsDuringReads {
+    /// How many were acknowledged before the last read ended.
+    steps: usize,
+    /// How long the slowest of them took.
+    slowest: Duration,
+    /// How long the reads took, from the first request to the last answer.
+    reads: Duration,
+}
+
 /// Floods a session of `server`, has 10 clients read its history and 30 ask for it and go
-/// away; answers how long the slowest step of another session took meanwhile.
-async fn slowest_step_while_a_flood_is_read(server: &Server) -> Duration {
+/// away; answers how the steps of another session fared meanwhile.
+async fn steps_while_a_flood_is_read(server: &Server) -> StepsDuringReads {
     let http = reqwest::Client::new();
     server.flood(&http, "flood").await;
+    let reads_started = Instant::now();
     let url = format!("{}/session/flood/history", server.base);
     let readers: Vec<_> = (0..10)
         .map(|_| {
@@ -147,7 +165,8 @@ async fn slowest_step_while_a_flood_is_read(server: &Server) -> Duration {
         slowest = slowest.max(started.elapsed());
         steps += 1;
     }
-    eprintln!("the slowest of {steps} steps during 10 history reads took {slowest:?}");
+    let reads = reads_started.elapsed();
+    eprintln!("the slowest of {steps} steps during 10 history reads ({reads:?}) took {slowest:?}");
     for reader in readers {
         let history: Value = serde_json::from_slice(&reader.await.unwrap().unwrap()).unwrap();
         let kept = history["messages"]
@@ -156,5 +175,9 @@ async fn slowest_step_while_a_flood_is_read(server: &Server) -> Duration {
             .len();
         assert!((1_000..=1_125).contains(&kept), "{kept} messages");
     }
-    slowest
+    StepsDuringReads {
+        steps,
+        slowest,
+        reads,
+    }
 }

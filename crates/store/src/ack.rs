@@ -24,6 +24,14 @@ pub struct Ack {
 /// An ack that is already known, or one a writer will send.
 #[derive(Debug)]
 enum AckState {
+    /// Another ack, whose outcome is shown to an observer once it is known, whether or not
+    /// anyone waits for it (see [`Ack::observed`]).
+    Observed {
+        /// The ack observed.
+        inner: Box<Ack>,
+        /// Shown the outcome once; `None` after.
+        observer: Option<Observer>,
+    },
     /// Known at once (memory store, or a write refused before queueing); taken on poll.
     Ready(Option<Result<Written, StoreError>>),
     /// Sent by the writer once the write is durable.
@@ -38,6 +46,18 @@ enum AckState {
         /// The write queued after it.
         next: Box<Ack>,
     },
+}
+
+/// What a write did, as an [`Ack`] completes with it.
+type Outcome = Result<Written, StoreError>;
+
+/// What [`Ack::observed`] calls with a write's outcome.
+struct Observer(Box<dyn FnOnce(&Outcome) + Send>);
+
+impl std::fmt::Debug for Observer {
+    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        formatter.write_str("Observer")
+    }
 }
 
 /// The writer's end of an [`Ack`].
@@ -80,11 +100,57 @@ impl Ack {
     }
 }
 
+impl Ack {
+    /// The same ack, whose outcome `observe` is shown once it is known (to measure the
+    /// write). It is shown even if this ack is dropped unfinished (a write nobody waits
+    /// for, like the bus's record of an event): the rest of the wait is then handed to a
+    /// task on the current Tokio runtime (without one, the outcome goes unseen). An ack
+    /// complete already is shown at once.
+    pub fn observed(
+        mut self,
+        observe: impl FnOnce(&Result<Written, StoreError>) + Send + 'static,
+    ) -> Self {
+        if let AckState::Ready(Some(result)) = &self.state {
+            observe(result);
+            return self;
+        }
+        let inner = Box::new(std::mem::replace(
+            &mut self,
+            Self::ready(Err(StoreError::Closed)),
+        ));
+        Self {
+            state: AckState::Observed {
+                inner,
+                observer: Some(Observer(Box::new(observe))),
+            },
+        }
+    }
+}
+
+impl Drop for Ack {
+    fn drop(&mut self) {
+        if let AckState::Observed { inner, observer } = &mut self.state
+            && let Some(Observer(observe)) = observer.take()
+            && let Ok(runtime) = tokio::runtime::Handle::try_current()
+        {
+            let inner = std::mem::replace(&mut **inner, Self::ready(Err(StoreError::Closed)));
+            runtime.spawn(async move { observe(&inner.await) });
+        }
+    }
+}
+
 impl Future for Ack {
     type Output = Result<Written, StoreError>;
 
     fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         match &mut self.state {
+            AckState::Observed { inner, observer } => {
+                let result = std::task::ready!(Pin::new(&mut **inner).poll(cx));
+                if let Some(Observer(observe)) = observer.take() {
+                    observe(&result);
+                }
+                Poll::Ready(result)
+            }
             AckState::Ready(result) => {
                 Poll::Ready(result.take().unwrap_or(Err(StoreError::Closed)))
             }

@@ -90,6 +90,9 @@
 //!   (`appendonly`, `appendfsync`).
 //! - [`MemoryStore`]: maps and the change log under a mutex; every ack is ready at once.
 //!
+//! [`MeteredStore`] wraps any of them to time its writes and count its failures, for
+//! metrics ([`WriteMeter`]).
+//!
 //! ```
 //! use askbus_store::{
 //!     MemoryStore, OutcomeRecord, OutcomeState, RequestKind, RequestRecord, Store, Write,
@@ -134,6 +137,7 @@ mod history;
 mod journal;
 mod log;
 mod memory;
+mod metered;
 mod outbox;
 mod redis;
 mod retention;
@@ -151,6 +155,7 @@ pub use history::{
 pub use journal::{EventJournal, resume_bus};
 pub use log::{Change, ChangeKind, ChangeLog, LOG_RETENTION, LogPosition};
 pub use memory::MemoryStore;
+pub use metered::{MeteredStore, WriteMeter};
 pub use outbox::{AfterAttempt, Attempt, Delivery, DeliveryQuery, DeliveryState, OutboxMessage};
 pub use redis::{RedisLocation, RedisStore};
 pub use retention::{

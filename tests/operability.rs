@@ -1,0 +1,538 @@
+//! What an operator relies on, through the real server (`askbus_server::serve` over TCP):
+//! the request id of the call that caused an event, on the event stream and in the log
+//! lines of that call; the store's write timings and failures in `/metrics`; `/ready`
+//! failing while the store is cut off, or while a shared store's follower lags.
+
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use askbus::Bus;
+use askbus::question::{RequestHub, Timeout};
+use askbus_server::Cli;
+use askbus_store::{
+    AuditRecord, BoxFuture, Change, ChangeLog, Delivery, DeliveryQuery, EventRecord, HistoryPage,
+    HistoryRecord, Loaded, LogPosition, MemoryStore, MeteredStore, RequestKind, Store,
+    StoredRequest, Write,
+};
+use clap::Parser;
+use futures_util::StreamExt;
+use http_body_util::BodyExt;
+use serde_json::{Value, json};
+use sse_stream::SseStream;
+use tokio::net::TcpListener;
+use tokio_util::sync::CancellationToken;
+use tower::ServiceExt;
+
+use crate::support::{PrivateRedis, language};
+
+/// Longest any step may take before the test calls it a hang.
+const HANG: Duration = Duration::from_secs(10);
+
+/// `askbus {args}` served on an ephemeral loopback port until dropped.
+struct Served {
+    address: SocketAddr,
+    shutdown: CancellationToken,
+    http: reqwest::Client,
+}
+
+impl Drop for Served {
+    fn drop(&mut self) {
+        self.shutdown.cancel();
+    }
+}
+
+async fn serve(args: &[&str]) -> Served {
+    let settings = Cli::try_parse_from(std::iter::once("askbus").chain(args.iter().copied()))
+        .expect("flags")
+        .settings()
+        .expect("valid");
+    let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+    let address = listener.local_addr().expect("address");
+    let shutdown = CancellationToken::new();
+    tokio::spawn(askbus_server::serve(listener, settings, shutdown.clone()));
+    Served {
+        address,
+        shutdown,
+        http: reqwest::Client::new(),
+    }
+}
+
+impl Served {
+    fn url(&self, path: &str) -> String {
+        format!("http://{}{path}", self.address)
+    }
+
+    /// `POST path` with `body` and the request id `id`: the status and the JSON answer.
+    async fn post(&self, path: &str, id: &str, body: &Value) -> (u16, Value) {
+        let response = tokio::time::timeout(
+            HANG,
+            self.http
+                .post(self.url(path))
+                .header("x-request-id", id)
+                .json(body)
+                .send(),
+        )
+        .await
+        .expect("an answer")
+        .expect("sent");
+        let status = response.status().as_u16();
+        (status, response.json().await.unwrap_or(Value::Null))
+    }
+
+    /// Asks one question in `session` as request `id`: the status and the answer.
+    async fn ask(&self, id: &str, session: &str) -> (u16, Value) {
+        let body = json!({"sessionID": session, "questions": [language()]});
+        self.post("/question", id, &body).await
+    }
+
+    /// `GET path`'s status and body.
+    async fn get(&self, path: &str) -> (u16, String) {
+        let response = tokio::time::timeout(HANG, self.http.get(self.url(path)).send())
+            .await
+            .expect("an answer")
+            .expect("sent");
+        let status = response.status().as_u16();
+        (status, response.text().await.expect("a body"))
+    }
+
+    /// Scrapes `/metrics` until `holds` holds for the value of `series` (its name and
+    /// labels as written), failing after 5 s with the last scrape.
+    async fn metric_until(&self, series: &str, holds: impl Fn(f64) -> bool) -> String {
+        let mut last = String::new();
+        for _ in 0..200 {
+            last = self.get("/metrics").await.1;
+            if value(&last, series).is_some_and(&holds) {
+                return last;
+            }
+            tokio::time::sleep(Duration::from_millis(25)).await;
+        }
+        panic!("{series} never as expected in\n{last}");
+    }
+}
+
+/// The value of `series` in the metrics `text`.
+fn value(text: &str, series: &str) -> Option<f64> {
+    text.lines().find_map(|line| {
+        let rest = line.strip_prefix(series)?.strip_prefix(' ')?;
+        rest.split(' ').next()?.parse().ok()
+    })
+}
+
+/// The data frames of an SSE response, as JSON.
+fn frames(response: reqwest::Response) -> impl futures_util::Stream<Item = Value> + Unpin {
+    SseStream::from_bytes_stream(response.bytes_stream())
+        .filter_map(|item| async move {
+            let data = item.expect("well-formed SSE").data?;
+            Some(serde_json::from_str(&data).expect("JSON data"))
+        })
+        .boxed()
+}
+
+/// The next frame of `stream` that is not a heartbeat.
+async fn next_event(stream: &mut (impl futures_util::Stream<Item = Value> + Unpin)) -> Value {
+    loop {
+        let frame = tokio::time::timeout(HANG, stream.next())
+            .await
+            .expect("a frame")
+            .expect("the stream is open");
+        if frame["type"] != "server.heartbeat" {
+            return frame;
+        }
+    }
+}
+
+/// Each event names the request that caused it, on `/event` (beside `properties`) and on
+/// OpenCode's v2 `/api/event` (beside `data`); the server's own frames and events no
+/// request caused (a timeout) name none.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn events_carry_the_id_of_the_request_that_caused_them() {
+    let served = serve(&["--store", "memory"]).await;
+    let open = |path: &'static str| {
+        let request = served.http.get(served.url(path)).send();
+        async move { frames(request.await.expect("a stream")) }
+    };
+    let (mut plain, mut v2) = (open("/event").await, open("/api/event").await);
+    for stream in [&mut plain, &mut v2] {
+        let connected = next_event(stream).await;
+        assert_eq!(connected["type"], "server.connected");
+        assert_eq!(connected.get("requestID"), None, "{connected}");
+    }
+
+    let (status, asked) = served.ask("ask-1", "traced").await;
+    assert_eq!(status, 200, "{asked}");
+    let id = asked["id"].as_str().expect("an id");
+    let (status, _) = served
+        .post(
+            &format!("/question/{id}/reply"),
+            "reply-2",
+            &json!({"answers": [["Rust"]]}),
+        )
+        .await;
+    assert_eq!(status, 200);
+    let timed = json!({"sessionID": "traced", "questions": [language()], "timeout": 0.05});
+    let (status, timing_out) = served.post("/question", "ask-3", &timed).await;
+    assert_eq!(status, 200, "{timing_out}");
+
+    for (stream, what) in [(&mut plain, "properties"), (&mut v2, "data")] {
+        let mut seen = Vec::new();
+        while seen.len() < 4 {
+            let event = next_event(stream).await;
+            assert!(event.get(what).is_some(), "{event}");
+            seen.push((event["type"].clone(), event.get("requestID").cloned()));
+        }
+        assert_eq!(
+            seen,
+            [
+                (json!("question.asked"), Some(json!("ask-1"))),
+                (json!("question.replied"), Some(json!("reply-2"))),
+                (json!("question.asked"), Some(json!("ask-3"))),
+                (json!("question.timed_out"), None),
+            ],
+            "on the {what} stream"
+        );
+    }
+}
+
+/// A buffer the test's log lines go to, one JSON object per line.
+#[derive(Clone, Default)]
+struct LogLines(Arc<Mutex<Vec<u8>>>);
+
+impl std::io::Write for LogLines {
+    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().expect("unpoisoned").extend_from_slice(bytes);
+        Ok(bytes.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+impl LogLines {
+    fn parsed(&self) -> Vec<Value> {
+        let bytes = self.0.lock().expect("unpoisoned").clone();
+        String::from_utf8(bytes)
+            .expect("UTF-8")
+            .lines()
+            .map(|line| serde_json::from_str(line).expect("a JSON line"))
+            .collect()
+    }
+}
+
+/// Every write is timed, labelled by its backend and operation, from the first ask on.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn store_writes_are_timed_by_backend_and_operation() {
+    let dir = tempfile::tempdir().expect("a directory");
+    let store = format!("sqlite:{}", dir.path().join("askbus.db").display());
+    let served = serve(&["--store", &store]).await;
+    let (status, asked) = served.ask("ask-1", "timed").await;
+    assert_eq!(status, 200, "{asked}");
+    let text = served
+        .metric_until(
+            r#"askbus_store_write_duration_seconds_count{backend="sqlite",operation="insert"}"#,
+            |count| count == 1.0,
+        )
+        .await;
+    // The bus's record of `question.asked` is not awaited by anyone, and counted all the same.
+    served
+        .metric_until(
+            r#"askbus_store_write_duration_seconds_count{backend="sqlite",operation="append"}"#,
+            |count| count >= 1.0,
+        )
+        .await;
+    assert!(
+        !text.contains("askbus_store_write_failures_total{"),
+        "{text}"
+    );
+
+    let off = serve(&["--store", &format!("{store}-off"), "--no-metrics"]).await;
+    assert_eq!(off.ask("ask-2", "timed").await.0, 200);
+    assert_eq!(off.get("/metrics").await.0, 404);
+}
+
+/// A Redis cut off (its process killed): the writes that fail are counted, `/ready` says
+/// 503, and every log line of the request that met the failure names its request id.
+#[tokio::test(flavor = "current_thread")]
+async fn a_store_cut_off_counts_failed_writes_and_is_not_ready() {
+    // A current-thread runtime: every task the server spawns logs to this thread's
+    // subscriber.
+    let logs = LogLines::default();
+    let writer = logs.clone();
+    let _subscriber = tracing::subscriber::set_default(
+        tracing_subscriber::fmt()
+            .json()
+            .with_current_span(true)
+            .with_env_filter("info")
+            .with_writer(move || writer.clone())
+            .finish(),
+    );
+    let mut redis = PrivateRedis::start().await;
+    let served = serve(&["--store", &redis.url()]).await;
+    assert_eq!(served.ask("ask-1", "cut").await.0, 200);
+    let (status, ready) = served.get("/ready").await;
+    assert_eq!(status, 200, "{ready}");
+
+    redis.kill();
+    let (status, refused) = served.ask("ask-2", "cut").await;
+    assert_eq!(status, 503, "{refused}");
+    served
+        .metric_until(
+            r#"askbus_store_write_failures_total{backend="redis",operation="insert"}"#,
+            |failures| failures >= 1.0,
+        )
+        .await;
+    let (status, not_ready) = served.get("/ready").await;
+    assert_eq!(status, 503, "{not_ready}");
+
+    let lines = logs.parsed();
+    let of_the_request: Vec<&Value> = lines
+        .iter()
+        .filter(|line| line["span"]["id"] == "ask-2")
+        .collect();
+    assert!(
+        of_the_request
+            .iter()
+            .any(|line| line["target"] != "askbus::access"),
+        "the failure is logged in the request's span: {lines:#?}"
+    );
+    assert!(
+        of_the_request
+            .iter()
+            .any(|line| line["target"] == "askbus::access" && line["fields"]["status"] == 503),
+        "{lines:#?}"
+    );
+    // What the request logged names it, and nothing else does.
+    for line in &lines {
+        let text = line.to_string();
+        if text.contains("ask-2") {
+            assert_eq!(line["span"]["id"], "ask-2", "{line}");
+        }
+    }
+}
+
+/// A memory store shared by several hubs, whose change log hands a reader what it read
+/// only while the gate is open: a follower that falls behind, on demand.
+struct GatedLog {
+    inner: Arc<MemoryStore>,
+    open: tokio::sync::watch::Sender<bool>,
+}
+
+impl ChangeLog for GatedLog {
+    fn head(&self) -> BoxFuture<'_, LogPosition> {
+        self.inner.change_log().expect("a shared store").head()
+    }
+
+    fn read_after(
+        &self,
+        after: LogPosition,
+        limit: usize,
+        wait: Duration,
+    ) -> BoxFuture<'_, Vec<Change>> {
+        Box::pin(async move {
+            let log = self.inner.change_log().expect("a shared store");
+            let changes = log.read_after(after, limit, wait).await?;
+            let _ = self.open.subscribe().wait_for(|open| *open).await;
+            Ok(changes)
+        })
+    }
+}
+
+/// [`GatedLog`]'s store: the memory store, but for its change log.
+impl Store for GatedLog {
+    fn write(&self, write: Write) -> askbus_store::Ack {
+        self.inner.write(write)
+    }
+
+    fn requests(&self, kind: RequestKind, retain_resolved: usize) -> BoxFuture<'_, Loaded> {
+        self.inner.requests(kind, retain_resolved)
+    }
+
+    fn find_by_call<'a>(
+        &'a self,
+        kind: RequestKind,
+        session_id: &'a str,
+        call_id: &'a str,
+    ) -> BoxFuture<'a, Option<StoredRequest>> {
+        self.inner.find_by_call(kind, session_id, call_id)
+    }
+
+    fn get<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Option<StoredRequest>> {
+        self.inner.get(id)
+    }
+
+    fn recent_events(&self, limit: usize) -> BoxFuture<'_, Vec<EventRecord>> {
+        self.inner.recent_events(limit)
+    }
+
+    fn forget_resolved(&self, before_ms: u64, limit: usize) -> BoxFuture<'_, usize> {
+        self.inner.forget_resolved(before_ms, limit)
+    }
+
+    fn history<'a>(
+        &'a self,
+        session_id: &'a str,
+        page: HistoryPage,
+        limit: usize,
+    ) -> BoxFuture<'a, Vec<HistoryRecord>> {
+        self.inner.history(session_id, page, limit)
+    }
+
+    fn forget_quiet_histories(&self, before_ms: u64, limit: usize) -> BoxFuture<'_, usize> {
+        self.inner.forget_quiet_histories(before_ms, limit)
+    }
+
+    fn audit_entries(&self, after_seq: u64, limit: usize) -> BoxFuture<'_, Vec<AuditRecord>> {
+        self.inner.audit_entries(after_seq, limit)
+    }
+
+    fn seal_audit(&self, seals: Vec<(u64, String)>) -> BoxFuture<'_, ()> {
+        self.inner.seal_audit(seals)
+    }
+
+    fn claim_deliveries(
+        &self,
+        now_ms: u64,
+        lease_ms: u64,
+        limit: usize,
+    ) -> BoxFuture<'_, Vec<Delivery>> {
+        self.inner.claim_deliveries(now_ms, lease_ms, limit)
+    }
+
+    fn deliveries(&self, query: DeliveryQuery) -> BoxFuture<'_, Vec<Delivery>> {
+        self.inner.deliveries(query)
+    }
+
+    fn pending_deliveries(&self) -> BoxFuture<'_, u64> {
+        self.inner.pending_deliveries()
+    }
+
+    fn forget_deliveries(&self, before_ms: u64, limit: usize) -> BoxFuture<'_, usize> {
+        self.inner.forget_deliveries(before_ms, limit)
+    }
+
+    fn change_log(&self) -> Option<&dyn ChangeLog> {
+        Some(self)
+    }
+}
+
+/// `GET path` of `router`: the status and the body as text.
+async fn get(router: &axum::Router, path: &str) -> (u16, String) {
+    let request = axum::http::Request::get(path)
+        .body(axum::body::Body::empty())
+        .expect("a request");
+    let response = router.clone().oneshot(request).await.expect("infallible");
+    let status = response.status().as_u16();
+    let body = response
+        .into_body()
+        .collect()
+        .await
+        .expect("a body")
+        .to_bytes();
+    (status, String::from_utf8(body.to_vec()).expect("UTF-8"))
+}
+
+/// `/ready` is 503 while this server's follower has not applied the shared store's changes
+/// (within the probe's 2 s), and `askbus_follower_lag_changes` says by how many; both
+/// recover once it catches up.
+#[tokio::test(start_paused = true)]
+async fn a_lagging_follower_is_not_ready() {
+    let memory = Arc::new(MemoryStore::new());
+    let (open, _) = tokio::sync::watch::channel(true);
+    let gated = Arc::new(GatedLog {
+        inner: Arc::clone(&memory),
+        open: open.clone(),
+    });
+    let shared = |store: Arc<dyn Store>| {
+        RequestHub::builder()
+            .bus(Bus::new())
+            .store(store)
+            .shared()
+            .build()
+    };
+    let lagging = shared(gated).await.expect("a hub");
+    let other = shared(memory).await.expect("another hub");
+    let shutdown = CancellationToken::new();
+    let router = askbus_http::router(
+        lagging,
+        askbus_http::HttpConfig::default(),
+        shutdown.clone(),
+    );
+    assert_eq!(get(&router, "/ready").await.0, 200);
+
+    open.send_replace(false);
+    let mut asked = other
+        .questions()
+        .ask("elsewhere", vec![language()])
+        .timeout(Timeout::Never)
+        .submit()
+        .expect("asked");
+    asked.recorded().await.expect("recorded");
+    let (status, body) = get(&router, "/ready").await;
+    assert_eq!(status, 503, "{body}");
+    let metrics = get(&router, "/metrics").await.1;
+    assert_eq!(
+        value(&metrics, "askbus_follower_lag_changes"),
+        Some(1.0),
+        "{metrics}"
+    );
+
+    open.send_replace(true);
+    let (status, body) = get(&router, "/ready").await;
+    assert_eq!(status, 200, "{body}");
+    let metrics = get(&router, "/metrics").await.1;
+    assert_eq!(
+        value(&metrics, "askbus_follower_lag_changes"),
+        Some(0.0),
+        "{metrics}"
+    );
+    shutdown.cancel();
+}
+
+/// Every series `/metrics` can serve (a shared store's, the webhooks' and the store
+/// writes' included) is listed in README's table, so the documentation cannot fall behind.
+#[tokio::test]
+async fn every_series_is_in_the_readme() {
+    let readme = include_str!("../README.md");
+    let writes = Arc::new(askbus_http::StoreWrites::new());
+    let store = MeteredStore::new(Arc::new(MemoryStore::new()), "memory", writes.clone());
+    let hub = RequestHub::builder()
+        .bus(Bus::new())
+        .store(Arc::new(store))
+        .shared()
+        .build()
+        .await
+        .expect("a hub");
+    let mut asked = hub
+        .questions()
+        .ask("listed", vec![language()])
+        .timeout(Timeout::Never)
+        .submit()
+        .expect("asked");
+    asked.recorded().await.expect("recorded");
+    let config = askbus_http::HttpConfig {
+        store_writes: Some(writes),
+        webhooks: Some(Arc::new(askbus_notify::DeliveryStats::default())),
+        ..askbus_http::HttpConfig::default()
+    };
+    let shutdown = CancellationToken::new();
+    let router = askbus_http::router(hub, config, shutdown.clone());
+    let metrics = get(&router, "/metrics").await.1;
+    let families: Vec<&str> = metrics
+        .lines()
+        .filter_map(|line| line.strip_prefix("# TYPE ")?.split(' ').next())
+        .collect();
+    for expected in [
+        "askbus_store_write_duration_seconds",
+        "askbus_follower_lag_changes",
+    ] {
+        assert!(families.contains(&expected), "{expected} in {families:?}");
+    }
+    for family in families {
+        assert!(
+            readme.contains(&format!("`{family}")),
+            "{family} is not in README.md"
+        );
+    }
+    shutdown.cancel();
+}
