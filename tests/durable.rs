@@ -6,11 +6,15 @@ use std::time::Duration;
 
 use askbus::bus::{Bus, BusConfig};
 use askbus::question::{
-    Action, ApprovalReply, Decision, OutcomeKind, PendingQuestion, QuestionService, ReplyError,
-    RequestHub, ToolRef,
+    Action, ApprovalReply, Decision, Outcome, OutcomeKind, PendingQuestion, QuestionService,
+    ReplyError, RequestHub, ToolRef,
 };
 use askbus::{AskError, Timeout};
-use askbus_store::{RequestKind, RequestRecord, SqliteStore, Store, Write, Written};
+use askbus_store::{
+    Ack, AckSender, AuditRecord, BoxFuture, Delivery, DeliveryQuery, EventRecord, HistoryPage,
+    HistoryRecord, Loaded, MemoryStore, RequestKind, RequestRecord, SqliteStore, Store,
+    StoredRequest, Write, Written,
+};
 use futures_util::StreamExt;
 use serde_json::json;
 
@@ -186,7 +190,9 @@ async fn event_cursors_from_before_a_restart_resume_without_a_gap() {
     assert!(live.id() > replayed.id());
 }
 
-#[tokio::test(start_paused = true)]
+// Real time: the expiry reaches the waiter once SQLite's writer thread acknowledged it,
+// which a paused clock would not wait for (it jumps ahead as soon as the runtime idles).
+#[tokio::test]
 async fn a_question_that_expired_while_the_server_was_down_times_out() {
     let dir = tempfile::tempdir().unwrap();
     {
@@ -213,9 +219,9 @@ async fn a_question_that_expired_while_the_server_was_down_times_out() {
     }
     let hub = start(&dir).await;
     let id = "que_01JZ6Q3V8R5M2K7D4T9WXYZABC".parse().unwrap();
-    let outcome = tokio::time::timeout(Duration::from_secs(1), hub.questions().wait(id))
+    let outcome = tokio::time::timeout(Duration::from_secs(10), hub.questions().wait(id))
         .await
-        .expect("it times out at once");
+        .expect("it times out at once (the bound only keeps a failure from hanging)");
     assert_eq!(
         outcome.map(|outcome| outcome.kind()),
         Ok(OutcomeKind::TimedOut)
@@ -333,5 +339,153 @@ async fn every_outcome_leaves_one_audit_receipt() {
     assert_eq!(
         entries.iter().map(|entry| entry.seq).collect::<Vec<_>>(),
         [1, 2]
+    );
+}
+
+/// A memory store that holds back the acknowledgement of every outcome written until
+/// [`release`](Self::release): an outcome whose write is not durable yet, for as long as a
+/// test wants.
+#[derive(Default)]
+struct HeldOutcomes {
+    store: MemoryStore,
+    held: std::sync::Mutex<Vec<(AckSender, Ack)>>,
+}
+
+impl HeldOutcomes {
+    /// Acknowledges every outcome held back so far.
+    async fn release(&self) {
+        let held = std::mem::take(&mut *self.held.lock().unwrap());
+        for (sender, written) in held {
+            let _ = sender.send(written.await);
+        }
+    }
+
+    fn held(&self) -> usize {
+        self.held.lock().unwrap().len()
+    }
+}
+
+impl Store for HeldOutcomes {
+    fn write(&self, write: Write) -> Ack {
+        let outcome = matches!(write, Write::Resolve { .. });
+        let written = self.store.write(write);
+        if !outcome {
+            return written;
+        }
+        let (sender, held) = Ack::channel();
+        self.held.lock().unwrap().push((sender, written));
+        held
+    }
+    fn requests(&self, kind: RequestKind, retain_resolved: usize) -> BoxFuture<'_, Loaded> {
+        self.store.requests(kind, retain_resolved)
+    }
+    fn find_by_call<'a>(
+        &'a self,
+        kind: RequestKind,
+        session_id: &'a str,
+        call_id: &'a str,
+    ) -> BoxFuture<'a, Option<StoredRequest>> {
+        self.store.find_by_call(kind, session_id, call_id)
+    }
+    fn get<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Option<StoredRequest>> {
+        self.store.get(id)
+    }
+    fn recent_events(&self, limit: usize) -> BoxFuture<'_, Vec<EventRecord>> {
+        self.store.recent_events(limit)
+    }
+    fn forget_resolved(&self, resolved_before_ms: u64, limit: usize) -> BoxFuture<'_, usize> {
+        self.store.forget_resolved(resolved_before_ms, limit)
+    }
+    fn history<'a>(
+        &'a self,
+        session_id: &'a str,
+        page: HistoryPage,
+        limit: usize,
+    ) -> BoxFuture<'a, Vec<HistoryRecord>> {
+        self.store.history(session_id, page, limit)
+    }
+    fn forget_quiet_histories(&self, quiet_before_ms: u64, limit: usize) -> BoxFuture<'_, usize> {
+        self.store.forget_quiet_histories(quiet_before_ms, limit)
+    }
+    fn audit_entries(&self, after_seq: u64, limit: usize) -> BoxFuture<'_, Vec<AuditRecord>> {
+        self.store.audit_entries(after_seq, limit)
+    }
+    fn seal_audit(&self, seals: Vec<(u64, String)>) -> BoxFuture<'_, ()> {
+        self.store.seal_audit(seals)
+    }
+    fn claim_deliveries(
+        &self,
+        now_ms: u64,
+        lease_ms: u64,
+        limit: usize,
+    ) -> BoxFuture<'_, Vec<Delivery>> {
+        self.store.claim_deliveries(now_ms, lease_ms, limit)
+    }
+    fn deliveries(&self, query: DeliveryQuery) -> BoxFuture<'_, Vec<Delivery>> {
+        self.store.deliveries(query)
+    }
+    fn pending_deliveries(&self) -> BoxFuture<'_, u64> {
+        self.store.pending_deliveries()
+    }
+    fn forget_deliveries(&self, settled_before_ms: u64, limit: usize) -> BoxFuture<'_, usize> {
+        self.store.forget_deliveries(settled_before_ms, limit)
+    }
+}
+
+/// Whether `future` completes when polled once more, after the runtime ran everything else
+/// that was ready.
+async fn completes_now<F: std::future::Future + Unpin>(future: &mut F) -> bool {
+    tokio::task::yield_now().await;
+    futures_util::poll!(future).is_ready()
+}
+
+/// An agent waiting for an answer (asking in process, or long-polling as `/wait` does,
+/// before or after the reply) resumes only once the answer is durable: a crash before that
+/// would have it act on an answer the restarted server does not know.
+#[tokio::test]
+async fn waiters_resume_only_once_the_answer_is_durable() {
+    let store = Arc::new(HeldOutcomes::default());
+    let hub = RequestHub::builder()
+        .store(Arc::clone(&store) as Arc<dyn Store>)
+        .build()
+        .await
+        .expect("the store opens");
+    let questions = hub.questions();
+    let mut asker = ask_from_call(questions, "call-1");
+    asker.recorded().await.expect("the question is durable");
+    let id = asker.id();
+    let mut early = Box::pin(questions.wait(id));
+    assert!(!completes_now(&mut early).await, "nobody answered yet");
+
+    let mut reply = questions
+        .reply(id, vec![vec!["Go".into()]])
+        .expect("a valid reply");
+    let mut late = Box::pin(questions.wait(id));
+    assert_eq!(store.held(), 1, "the outcome was written and is held back");
+    assert!(
+        !completes_now(&mut reply).await,
+        "the reply is not acknowledged yet"
+    );
+    assert!(
+        !completes_now(&mut early).await,
+        "a waiter from before the reply waits for the store"
+    );
+    assert!(
+        !completes_now(&mut late).await,
+        "so does one that came after it"
+    );
+    assert!(!completes_now(&mut asker).await, "so does the asker");
+
+    store.release().await;
+    reply.await.expect("the answer is durable");
+    let answer = vec![vec!["Go".to_owned()]];
+    let replied = Outcome::Replied(answer.clone().into());
+    assert_eq!(early.await, Ok(replied.clone()));
+    assert_eq!(late.await, Ok(replied.clone()));
+    assert_eq!(asker.await, Ok(answer));
+    assert_eq!(
+        questions.wait(id).await,
+        Ok(replied),
+        "remembered, and durable"
     );
 }

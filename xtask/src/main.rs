@@ -72,13 +72,64 @@ fn ci() -> Result<(), String> {
     )
 }
 
-/// The benchmarks, with the bare-primitive baselines measured in the same run.
+/// The benchmarks, with the bare-primitive baselines measured in the same run; then the
+/// verdict line each target's bench printed (see [`TARGET_PREFIX`]), gathered into one table.
 fn bench() -> Result<(), String> {
     // The HTTP load tests (crates/loadtest) drive Debian's wrk; the shared-store one and the
     // Redis store's tests need Redis.
     apt_install("/usr/bin/wrk", "wrk")?;
     ensure_redis()?;
-    cargo(&["bench", "--workspace", "--locked"])
+    // Every bench runs even when one fails, so the table has every figure there is.
+    let args = ["bench", "--workspace", "--locked", "--no-fail-fast"];
+    let (ran, verdicts) = cargo_gathering(&args, TARGET_PREFIX);
+    eprintln!("\nxtask: the targets (askbus against its baseline, same run):");
+    for verdict in &verdicts {
+        eprintln!("  {verdict}");
+    }
+    if verdicts.is_empty() {
+        eprintln!("  (no bench printed a verdict)");
+    }
+    ran
+}
+
+/// What starts the verdict lines of the benches (`askbus_loadtest::target::PREFIX`, which
+/// this dependency-free crate spells itself).
+const TARGET_PREFIX: &str = "TARGET | ";
+
+/// Runs cargo with `args`, passing its output on as it comes, and keeps the lines of its
+/// standard output that start with `prefix`.
+fn cargo_gathering(args: &[&str], prefix: &str) -> (Result<(), String>, Vec<String>) {
+    use std::io::{BufRead, Write};
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned());
+    eprintln!("xtask: cargo {}", args.join(" "));
+    let child = Command::new(&cargo)
+        .args(args)
+        .stdout(std::process::Stdio::piped())
+        .spawn();
+    let mut child = match child {
+        Ok(child) => child,
+        Err(error) => return (Err(format!("could not run {cargo}: {error}")), Vec::new()),
+    };
+    let mut gathered = Vec::new();
+    if let Some(output) = child.stdout.take() {
+        let mut stdout = std::io::stdout().lock();
+        for line in std::io::BufReader::new(output)
+            .lines()
+            .map_while(Result::ok)
+        {
+            // Passed on as cargo printed it; a closed stdout only loses the echo.
+            let _ = writeln!(stdout, "{line}");
+            if let Some(verdict) = line.strip_prefix(prefix) {
+                gathered.push(verdict.to_owned());
+            }
+        }
+    }
+    let ran = match child.wait() {
+        Ok(status) if status.success() => Ok(()),
+        Ok(status) => Err(format!("`cargo {}` failed ({status})", args.join(" "))),
+        Err(error) => Err(format!("could not wait for {cargo}: {error}")),
+    };
+    (ran, gathered)
 }
 
 /// Installs Debian package `package` with apt-get unless `binary` exists (an `apt-get

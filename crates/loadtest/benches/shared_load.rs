@@ -16,10 +16,10 @@
 //! Each side is measured twice on the same instances:
 //!
 //! - **Saturated:** [`AGENTS`] agents, each asking again as soon as it has its answer. The
-//!   most cycles per second the pair does (target >= 10,000).
+//!   most cycles per second the pair does, against the baseline's (target >= 0.5x).
 //! - **Paced:** questions asked at 10,000 a second whatever the answers do (an open loop,
 //!   started each millisecond). The cross-instance reply-to-resolve latency at that load,
-//!   from B's reply call to A's future resolving (target p99 < 5 ms).
+//!   from B's reply call to A's future resolving (target p99 < 3 ms).
 //!
 //! Latency at saturation is reported too. It is mostly queueing (64 agents taking turns at
 //! whatever the pair's pace is) and says how the pair degrades, not how fast it answers at
@@ -45,6 +45,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, bail};
 use askbus_bus::Bus;
+use askbus_loadtest::Target;
 use askbus_loadtest::cpu::{CpuSample, CpuShare};
 use askbus_loadtest::stats::{Latencies, Millis, median};
 use askbus_question::{
@@ -66,7 +67,11 @@ const AGENTS: usize = 64;
 /// Targets from the issue; missing one is reported, not fatal. The latency target is
 /// measured at the throughput target's pace.
 const TARGET_CYCLES_PER_SECOND: u32 = 10_000;
-const TARGET_P99: Duration = Duration::from_millis(5);
+const TARGET_P99: Duration = Duration::from_millis(3);
+/// Saturated cycles per second against the bare Redis streams baseline's.
+const TARGET_RATIO: f64 = 0.5;
+/// How long one command of the cleanup after a round may take.
+const CLEANUP_LIMIT: Duration = Duration::from_secs(60);
 /// How long a cycle may take before it counts as lost (its answer never came): the run
 /// reports it and goes on instead of waiting forever.
 const CYCLE_LIMIT: Duration = Duration::from_secs(10);
@@ -187,18 +192,34 @@ async fn run(full_run: bool, loads: Loads) -> anyhow::Result<()> {
     };
     let baseline_p99 = Duration::from_secs_f64(median_of(&|[baseline, _]| p99(&baseline.paced)));
     let askbus_p99 = Duration::try_from_secs_f64(median_of(&|[_, askbus]| p99(&askbus.paced))).ok();
+    let baseline_rate = median_of(&|[baseline, _]| baseline.saturated.cycles_per_second());
+    let askbus_p99_text = askbus_p99.map_or("none".to_owned(), |p99| Millis(p99).to_string());
     println!(
-        "  medians of {} rounds: askbus {rate:.0} cycles/s saturated (target >= \
-         {TARGET_CYCLES_PER_SECOND}: {}), {ratio:.2}x the baseline; reply-to-resolve p99 {} at \
-         {} questions a second (target < {}: {}; the baseline's {})",
+        "  medians of {} rounds: askbus {rate:.0} cycles/s saturated, {ratio:.2}x the \
+         baseline's {baseline_rate:.0}; reply-to-resolve p99 {askbus_p99_text} at {} questions \
+         a second (the baseline's {})",
         rounds.len(),
-        verdict(rate >= f64::from(TARGET_CYCLES_PER_SECOND)),
-        askbus_p99.map_or("none".to_owned(), |p99| Millis(p99).to_string()),
         loads.pace,
-        Millis(TARGET_P99),
-        verdict(askbus_p99.is_some_and(|p99| p99 < TARGET_P99)),
         Millis(baseline_p99),
     );
+    let target = Target {
+        name: "Redis shared store (saturated cycles/s; p99 paced)".to_owned(),
+        baseline: format!(
+            "bare Redis streams {baseline_rate:.0} cycles/s, paced p99 {}",
+            Millis(baseline_p99)
+        ),
+        askbus: format!(
+            "{rate:.0} cycles/s, p99 {askbus_p99_text} at {} a second",
+            loads.pace
+        ),
+        ratio,
+        target: format!(
+            ">= {TARGET_RATIO}x, p99 < {} at {TARGET_CYCLES_PER_SECOND} a second",
+            Millis(TARGET_P99)
+        ),
+        met: ratio >= TARGET_RATIO && askbus_p99.is_some_and(|p99| p99 < TARGET_P99),
+    };
+    println!("{target}");
     let problems: Vec<_> = rounds
         .iter()
         .flatten()
@@ -591,7 +612,12 @@ fn question(label: &str) -> Vec<QuestionInfo> {
 /// Deletes every key under `prefix`, a batch at a time: a full run leaves a few hundred
 /// thousand.
 async fn delete_keys(client: &redis::Client, prefix: &str) -> anyhow::Result<()> {
-    let mut connection = client.get_multiplexed_async_connection().await?;
+    // A scan of a Redis shared with other work (and the hundreds of thousands of keys a
+    // run leaves) outlasts the client's default response timeout on a loaded machine.
+    let patient = redis::AsyncConnectionConfig::new().set_response_timeout(Some(CLEANUP_LIMIT));
+    let mut connection = client
+        .get_multiplexed_async_connection_with_config(&patient)
+        .await?;
     let mut cursor = 0_u64;
     loop {
         let (next, keys): (u64, Vec<String>) = redis::cmd("SCAN")
@@ -613,8 +639,4 @@ async fn delete_keys(client: &redis::Client, prefix: &str) -> anyhow::Result<()>
         }
         cursor = next;
     }
-}
-
-fn verdict(met: bool) -> &'static str {
-    if met { "met" } else { "MISSED" }
 }

@@ -33,6 +33,7 @@ use askbus_bus::Bus;
 use askbus_http::HttpConfig;
 use askbus_loadtest::Served;
 use askbus_loadtest::stats::{Latencies, Millis, median};
+use askbus_loadtest::target::verdict;
 use askbus_notify::{Dispatcher, Webhook, WebhookSecret};
 use askbus_question::RequestHub;
 use askbus_store::{MemoryStore, OutboxMessage, SqliteStore, Store, Write, now_ms};
@@ -376,8 +377,4 @@ fn payload(number: usize) -> String {
 
 fn scratch_directory() -> PathBuf {
     PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!("webhook_load-{}", std::process::id()))
-}
-
-fn verdict(met: bool) -> &'static str {
-    if met { "met" } else { "MISSED" }
 }

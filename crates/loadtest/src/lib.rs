@@ -37,11 +37,13 @@ pub mod baseline;
 pub mod cpu;
 pub mod sse;
 pub mod stats;
+pub mod target;
 pub mod wrk;
 
 mod serve;
 
 pub use serve::{Served, StatusCounts, StatusTally};
+pub use target::Target;
 
 /// Why a load test could not run or could not be read.
 #[derive(Debug, thiserror::Error)]

@@ -10,15 +10,18 @@
 //! one receiver draining them.
 //!
 //! Both run synchronously on one thread (futures polled once with `now_or_never`), so the
-//! figures measure the data structures, not a scheduler.
+//! figures measure the data structures, not a scheduler. After criterion's figures, the two
+//! are timed again in alternating rounds and their ratio printed with the target (at most
+//! 2x), for `cargo xtask bench`'s table.
 
 use std::collections::HashMap;
 use std::hint::black_box;
 use std::sync::Arc;
+use std::time::Instant;
 
 use askbus_bus::Bus;
 use askbus_question::{Answer, QuestionInfo, QuestionOption, QuestionService};
-use criterion::{Criterion, criterion_group, criterion_main};
+use criterion::{Criterion, criterion_group};
 use futures_util::{FutureExt, StreamExt};
 use tokio::sync::{broadcast, oneshot};
 
@@ -48,59 +51,142 @@ fn answers() -> Vec<Answer> {
     vec![vec!["SQLite".into()], vec!["Linux".into(), "macOS".into()]]
 }
 
+/// The askbus side: a service with a timer (requests carry their default deadline, as in
+/// production) and one subscriber draining every event.
+struct Askbus {
+    questions: QuestionService,
+    subscriber: askbus_bus::Subscription,
+    payload: Vec<QuestionInfo>,
+}
+
+impl Askbus {
+    fn new() -> Self {
+        let questions = QuestionService::new(Bus::new());
+        let subscriber = questions.bus().subscribe_all();
+        Self {
+            questions,
+            subscriber,
+            payload: two_questions(),
+        }
+    }
+
+    fn cycle(&mut self) {
+        let pending = self
+            .questions
+            .ask("session", self.payload.clone())
+            .submit()
+            .expect("valid questions");
+        self.questions
+            .reply(pending.id(), answers())
+            .expect("a valid reply");
+        let answered = pending.now_or_never().expect("resolved by the reply");
+        black_box(answered.expect("answers"));
+        for _ in 0..2 {
+            black_box(self.subscriber.next().now_or_never());
+        }
+    }
+}
+
+/// The baseline side: a oneshot, a map, a broadcast channel and its one receiver.
+struct Baseline {
+    events: broadcast::Sender<Arc<dyn std::any::Any + Send + Sync>>,
+    receiver: broadcast::Receiver<Arc<dyn std::any::Any + Send + Sync>>,
+    map: HashMap<u128, oneshot::Sender<Vec<Answer>>>,
+    next_id: u128,
+    payload: Vec<QuestionInfo>,
+}
+
+impl Baseline {
+    fn new() -> Self {
+        let (events, receiver) = broadcast::channel(1024);
+        Self {
+            events,
+            receiver,
+            map: HashMap::new(),
+            next_id: 0,
+            payload: two_questions(),
+        }
+    }
+
+    fn cycle(&mut self) {
+        self.next_id += 1;
+        let request = Arc::new(self.payload.clone());
+        let (sender, outcome) = oneshot::channel();
+        self.map.insert(self.next_id, sender);
+        let _ = self.events.send(request);
+        let sender = self.map.remove(&self.next_id).expect("just inserted");
+        let reply = Arc::new(answers());
+        let _ = sender.send(reply.to_vec());
+        let _ = self.events.send(reply);
+        black_box(outcome.now_or_never());
+        for _ in 0..2 {
+            black_box(self.receiver.try_recv().ok());
+        }
+    }
+}
+
 fn ask_reply_cycle(c: &mut Criterion) {
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_time()
-        .build()
-        .expect("a current-thread runtime");
+    let runtime = current_thread();
     // Entering the runtime lets the service start its timer task, so every request carries
     // its default 600 s deadline exactly as in production.
     let _entered = runtime.enter();
 
     let mut group = c.benchmark_group("ask_reply_cycle");
-
-    let questions = QuestionService::new(Bus::new());
-    let mut subscriber = questions.bus().subscribe_all();
-    let payload = two_questions();
-    group.bench_function("askbus", |b| {
-        b.iter(|| {
-            let pending = questions
-                .ask("session", payload.clone())
-                .submit()
-                .expect("valid questions");
-            questions
-                .reply(pending.id(), answers())
-                .expect("a valid reply");
-            let answered = pending.now_or_never().expect("resolved by the reply");
-            black_box(answered.expect("answers"));
-            for _ in 0..2 {
-                black_box(subscriber.next().now_or_never());
-            }
-        });
-    });
-
-    let (events, mut receiver) = broadcast::channel::<Arc<dyn std::any::Any + Send + Sync>>(1024);
-    let mut map: HashMap<u128, oneshot::Sender<Vec<Answer>>> = HashMap::new();
-    let mut next_id = 0_u128;
-    group.bench_function("baseline", |b| {
-        b.iter(|| {
-            next_id += 1;
-            let request = Arc::new(payload.clone());
-            let (sender, outcome) = oneshot::channel();
-            map.insert(next_id, sender);
-            let _ = events.send(request);
-            let sender = map.remove(&next_id).expect("just inserted");
-            let reply = Arc::new(answers());
-            let _ = sender.send(reply.to_vec());
-            let _ = events.send(reply);
-            black_box(outcome.now_or_never());
-            for _ in 0..2 {
-                black_box(receiver.try_recv().ok());
-            }
-        });
-    });
+    let mut askbus = Askbus::new();
+    group.bench_function("askbus", |b| b.iter(|| askbus.cycle()));
+    let mut baseline = Baseline::new();
+    group.bench_function("baseline", |b| b.iter(|| baseline.cycle()));
     group.finish();
 }
 
+fn current_thread() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_time()
+        .build()
+        .expect("a current-thread runtime")
+}
+
+/// The issue's target: an askbus cycle costs at most twice the baseline's.
+const TARGET_RATIO: f64 = 2.0;
+
+/// The verdict `cargo xtask bench` gathers (the format of `askbus_loadtest::Target`, which
+/// this crate cannot depend on): askbus and the baseline timed in alternating rounds of the
+/// same length, judged on the median of the rounds' ratios, as the load benches do.
+#[allow(clippy::print_stdout, reason = "a benchmark's figures are its output")]
+fn same_run_ratio(full_run: bool) {
+    let (rounds, cycles) = if full_run { (15, 20_000) } else { (1, 100) };
+    let runtime = current_thread();
+    let _entered = runtime.enter();
+    let (mut askbus, mut baseline) = (Askbus::new(), Baseline::new());
+    let time = |cycle: &mut dyn FnMut()| {
+        let started = Instant::now();
+        for _ in 0..cycles {
+            cycle();
+        }
+        started.elapsed().as_secs_f64() * 1e9 / f64::from(cycles)
+    };
+    let mut rounds: Vec<(f64, f64)> = (0..rounds)
+        .map(|_| (time(&mut || askbus.cycle()), time(&mut || baseline.cycle())))
+        .collect();
+    rounds.sort_by(|a, b| (a.0 / a.1).total_cmp(&(b.0 / b.1)));
+    let (askbus_ns, baseline_ns) = rounds[rounds.len() / 2];
+    let ratio = askbus_ns / baseline_ns;
+    println!(
+        "TARGET | in-process ask -> reply, one subscriber | baseline oneshot + map + broadcast \
+         {baseline_ns:.0} ns | askbus {askbus_ns:.0} ns | ratio {ratio:.2}x | target <= \
+         {TARGET_RATIO}x | {}",
+        if ratio <= TARGET_RATIO {
+            "met"
+        } else {
+            "MISSED"
+        }
+    );
+}
+
 criterion_group!(benches, ask_reply_cycle);
-criterion_main!(benches);
+
+fn main() {
+    benches();
+    Criterion::default().configure_from_args().final_summary();
+    same_run_ratio(std::env::args().any(|argument| argument == "--bench"));
+}

@@ -93,6 +93,10 @@ enum DurableState {
     Done,
     /// A write to a store that follows this registry.
     Recorded(Ack),
+    /// A write to a store that follows this registry, and what is done once the store
+    /// answered: handing the outcome to those who wait for it, so none of them acts on an
+    /// answer a crash could still lose (`None` once done).
+    Delivering(Ack, Option<Box<dyn FnOnce() + Send>>),
     /// An outcome proposed to a store that decides: its verdict, then this registry's
     /// applying of it.
     Decided(Pin<Box<dyn Future<Output = Result<(), DurableError>> + Send>>),
@@ -204,6 +208,14 @@ impl Durable {
         }
     }
 
+    /// Waits for `ack`, then runs `deliver`, even if nobody waits for this (see its
+    /// `Drop`): what is handed out only once it is durable.
+    pub(crate) fn delivering(ack: Ack, deliver: impl FnOnce() + Send + 'static) -> Self {
+        Self {
+            state: DurableState::Delivering(ack, Some(Box::new(deliver))),
+        }
+    }
+
     /// Waits for a shared store's verdict on a proposed outcome: `verdict` answers it.
     pub(crate) fn decided(
         verdict: impl Future<Output = Result<(), DurableError>> + Send + 'static,
@@ -226,24 +238,13 @@ impl Future for Durable {
     fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         let result = match &mut self.state {
             DurableState::Done => return Poll::Ready(Ok(())),
-            DurableState::Recorded(ack) => {
-                std::task::ready!(Pin::new(ack).poll(cx))
-                    .map_err(DurableError::from)
-                    .and_then(|written| match written {
-                        Written::Inserted | Written::Resolved | Written::Appended => Ok(()),
-                        // The registry decided first, under its lock: the store disagreeing
-                        // means another writer touched this request, and this change was
-                        // not recorded.
-                        Written::AlreadyResolved(state) => Err(StoreError::Corrupt(format!(
-                            "the store holds this request as already {}",
-                            state.as_str()
-                        ))
-                        .into()),
-                        Written::NotFound => Err(StoreError::Corrupt(
-                            "the store does not hold this request".to_owned(),
-                        )
-                        .into()),
-                    })
+            DurableState::Recorded(ack) => recorded(std::task::ready!(Pin::new(ack).poll(cx))),
+            DurableState::Delivering(ack, deliver) => {
+                let written = std::task::ready!(Pin::new(ack).poll(cx));
+                if let Some(deliver) = deliver.take() {
+                    deliver();
+                }
+                recorded(written)
             }
             DurableState::Decided(verdict) => std::task::ready!(verdict.as_mut().poll(cx)),
         };
@@ -252,20 +253,57 @@ impl Future for Durable {
     }
 }
 
+/// What a store's answer to a write that follows the registry means for the change.
+fn recorded(written: Result<Written, StoreError>) -> Result<(), DurableError> {
+    written
+        .map_err(DurableError::from)
+        .and_then(|written| match written {
+            Written::Inserted | Written::Resolved | Written::Appended => Ok(()),
+            // The registry decided first, under its lock: the store disagreeing means
+            // another writer touched this request, and this change was not recorded.
+            Written::AlreadyResolved(state) => Err(StoreError::Corrupt(format!(
+                "the store holds this request as already {}",
+                state.as_str()
+            ))
+            .into()),
+            Written::NotFound => {
+                Err(StoreError::Corrupt("the store does not hold this request".to_owned()).into())
+            }
+        })
+}
+
 impl Drop for Durable {
-    /// A verdict nobody waits for any more is still acted on (the registry's work after
-    /// it: ending an orphan, withdrawing a request the store did not record), in a task of
-    /// its own when there is a runtime; a plain write needs nobody.
+    /// A verdict or a delivery nobody waits for any more still happens (the registry's
+    /// work after a verdict: ending an orphan, withdrawing a request the store did not
+    /// record; handing out an outcome once it is recorded), in a task of its own when
+    /// there is a runtime; a plain write needs nobody. A delivery whose store already
+    /// answered, or with no runtime to wait on, is made at once.
     fn drop(&mut self) {
-        if let DurableState::Decided(verdict) =
-            std::mem::replace(&mut self.state, DurableState::Done)
-            && let Ok(runtime) = tokio::runtime::Handle::try_current()
-        {
-            runtime.spawn(async move {
-                if let Err(error) = verdict.await {
-                    tracing::debug!("a change nobody waited for did not take: {error}");
+        match std::mem::replace(&mut self.state, DurableState::Done) {
+            DurableState::Decided(verdict) => {
+                if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+                    runtime.spawn(async move {
+                        if let Err(error) = verdict.await {
+                            tracing::debug!("a change nobody waited for did not take: {error}");
+                        }
+                    });
                 }
-            });
+            }
+            DurableState::Delivering(mut ack, Some(deliver)) => {
+                let answered = Pin::new(&mut ack)
+                    .poll(&mut Context::from_waker(std::task::Waker::noop()))
+                    .is_ready();
+                match tokio::runtime::Handle::try_current() {
+                    Ok(runtime) if !answered => {
+                        runtime.spawn(async move {
+                            let _ = ack.await;
+                            deliver();
+                        });
+                    }
+                    _ => deliver(),
+                }
+            }
+            DurableState::Done | DurableState::Recorded(_) | DurableState::Delivering(..) => {}
         }
     }
 }
@@ -275,6 +313,7 @@ impl std::fmt::Debug for Durable {
         let waits_for = match self.state {
             DurableState::Done => "nothing",
             DurableState::Recorded(_) => "the store's record",
+            DurableState::Delivering(..) => "the store's record, then handing out the outcome",
             DurableState::Decided(_) => "the store's verdict",
         };
         f.debug_struct("Durable")

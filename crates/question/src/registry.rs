@@ -395,6 +395,12 @@ type CallKey = (Arc<str>, String);
 /// The sending side of a request's outcome, for its asker or a watcher.
 type OutcomeSender<K> = oneshot::Sender<Outcome<<K as Kind>::Reply>>;
 
+/// The waiters of an outcome the store has not acknowledged yet: `Some` until it has, then
+/// `None` (the outcome is handed to them then, and later waiters get it at once). Its own
+/// lock, taken under the registry's or alone, so that the store's answer can hand the
+/// outcome out without the registry lock.
+type Unrecorded<K> = Arc<Mutex<Option<Vec<OutcomeSender<K>>>>>;
+
 /// Shared state of a registry.
 struct Inner<K: Kind> {
     /// Where `asked` and terminal events are published.
@@ -556,14 +562,18 @@ struct Resolved<K: Kind> {
     decided_by: Option<Identity>,
     /// Its weight in bytes, as it had while pending.
     weight: usize,
+    /// With a store: who waits for the outcome until the store has it.
+    unrecorded: Option<Unrecorded<K>>,
 }
 
 /// Outcome deliveries collected under the lock and sent after it is released.
 struct Delivery<K: Kind> {
     /// The asker's end, if any.
     asker: Option<oneshot::Sender<Outcome<K::Reply>>>,
-    /// Waiters from `wait`.
+    /// Waiters from `wait`; with a store they are in `unrecorded` instead.
     watchers: Vec<oneshot::Sender<Outcome<K::Reply>>>,
+    /// With a store: the waiters from `wait`, told once the store has the outcome.
+    unrecorded: Option<Unrecorded<K>>,
     /// What to send them.
     outcome: Outcome<K::Reply>,
     /// The store's acknowledgement of the outcome, if there is a store.
@@ -747,6 +757,7 @@ impl<K: Kind> Registry<K> {
                         outcome,
                         decided_by,
                         weight: 0,
+                        unrecorded: None,
                     },
                 );
             }
@@ -1702,14 +1713,23 @@ impl<K: Kind> Registry<K> {
     pub(crate) async fn wait(&self, id: Id<K::IdKind>) -> Option<Outcome<K::Reply>> {
         let receiver = {
             let mut state = self.inner.lock();
-            if !state.pending.contains_key(&id) {
-                return state
-                    .resolved
-                    .get(&id)
-                    .map(|resolved| resolved.outcome.clone());
-            }
             let (sender, receiver) = oneshot::channel();
-            state.watch(id, sender);
+            if state.pending.contains_key(&id) {
+                state.watch(id, sender);
+            } else {
+                // Resolved, but perhaps not recorded yet: then wait for the store too, as
+                // those waiting before did (an agent never resumes on an answer a crash
+                // could still lose).
+                let resolved = state.resolved.get(&id)?;
+                let mut unrecorded = resolved
+                    .unrecorded
+                    .as_ref()
+                    .map(|waiters| waiters.lock().unwrap_or_else(PoisonError::into_inner));
+                match unrecorded.as_mut().and_then(|waiters| waiters.as_mut()) {
+                    Some(waiters) => waiters.push(sender),
+                    None => return Some(resolved.outcome.clone()),
+                }
+            }
             receiver
         };
         // The sender is only dropped unsent when the registry itself is dropped.
@@ -1899,6 +1919,11 @@ impl<K: Kind> Inner<K> {
             }
             Some((_, StoreRole::Shared)) | None => None,
         };
+        // Until the store has it, the waiters (and those who come before it has) wait.
+        let (watchers, unrecorded) = match recorded {
+            Some(_) => (Vec::new(), Some(Arc::new(Mutex::new(Some(watchers))))),
+            None => (watchers, None),
+        };
         // An orphan never announced ends without events: nobody saw it asked.
         if entry.announced {
             K::announce_outcome(&mut &self.bus, &entry.request, &outcome, by.as_ref());
@@ -1926,6 +1951,7 @@ impl<K: Kind> Inner<K> {
                     outcome: outcome.clone(),
                     decided_by: by,
                     weight: entry.weight,
+                    unrecorded: unrecorded.clone(),
                 },
             );
         } else {
@@ -1934,6 +1960,7 @@ impl<K: Kind> Inner<K> {
         Some(Delivery {
             asker: entry.asker,
             watchers,
+            unrecorded,
             outcome,
             recorded,
         })
@@ -2066,18 +2093,48 @@ impl<K: Kind> Drop for Inner<K> {
 }
 
 impl<K: Kind> Delivery<K> {
-    /// Hands the outcome to the asker and the watchers; returns what completes once the
-    /// outcome is durable.
+    /// Hands the outcome to the asker and the watchers, once the store has it (at once
+    /// without a store); returns what completes once the outcome is durable. The store's
+    /// answer hands it out even if nobody awaits the returned [`Durable`].
     fn send(self) -> Durable {
-        for watcher in self.watchers {
-            // A watcher that stopped waiting is not an error.
-            let _ = watcher.send(self.outcome.clone());
-        }
-        if let Some(asker) = self.asker {
-            // Neither is an asker that detached or was dropped.
-            let _ = asker.send(self.outcome);
-        }
-        Durable::waiting(self.recorded)
+        let Self {
+            asker,
+            watchers,
+            unrecorded,
+            outcome,
+            recorded,
+        } = self;
+        let Some(recorded) = recorded else {
+            deliver(watchers, asker, outcome);
+            return Durable::done();
+        };
+        Durable::delivering(recorded, move || {
+            let watchers = unrecorded
+                .and_then(|waiters| {
+                    waiters
+                        .lock()
+                        .unwrap_or_else(PoisonError::into_inner)
+                        .take()
+                })
+                .unwrap_or_default();
+            deliver(watchers, asker, outcome);
+        })
+    }
+}
+
+/// Hands `outcome` to the watchers and the asker.
+fn deliver<R: Clone>(
+    watchers: Vec<oneshot::Sender<Outcome<R>>>,
+    asker: Option<oneshot::Sender<Outcome<R>>>,
+    outcome: Outcome<R>,
+) {
+    for watcher in watchers {
+        // A watcher that stopped waiting is not an error.
+        let _ = watcher.send(outcome.clone());
+    }
+    if let Some(asker) = asker {
+        // Neither is an asker that detached or was dropped.
+        let _ = asker.send(outcome);
     }
 }
 

@@ -61,7 +61,7 @@ impl std::fmt::Debug for Observer {
 }
 
 /// The writer's end of an [`Ack`].
-pub(crate) type AckSender = oneshot::Sender<Result<Written, StoreError>>;
+pub type AckSender = oneshot::Sender<Result<Written, StoreError>>;
 
 impl Ack {
     /// An ack that is complete already.
@@ -71,8 +71,10 @@ impl Ack {
         }
     }
 
-    /// An ack the returned sender completes.
-    pub(crate) fn channel() -> (AckSender, Self) {
+    /// An ack the returned sender completes: for a [`Store`](crate::Store) whose writer
+    /// answers later (a wrapper holding writes back, in tests, included). A sender dropped
+    /// unsent completes it with [`StoreError::Closed`].
+    pub fn channel() -> (AckSender, Self) {
         let (sender, receiver) = oneshot::channel();
         (
             sender,

@@ -147,7 +147,7 @@ use std::future::Future;
 use std::pin::Pin;
 use std::str::FromStr;
 
-pub use ack::Ack;
+pub use ack::{Ack, AckSender};
 pub use history::{
     DEFAULT_HISTORY_BYTES, DEFAULT_HISTORY_LIMIT, HistoryLimit, HistoryPage, HistoryRecord,
     KeptHistory, SessionEvent, history_slack,
