@@ -16,24 +16,27 @@ use askbus_bus::Event;
 use askbus_store::{RequestKind, SessionEvent, Store, StoreError};
 
 use crate::approval_model::{
-    Action, ApprovalAsked, ApprovalCancelled, ApprovalDecided, ApprovalEscalated, ApprovalId,
-    ApprovalKind, ApprovalReminded, ApprovalReplied, ApprovalReply, ApprovalRequest,
-    ApprovalTimedOut, ApprovalVote, Decision, DecisionType, EditedAction, ReviewConfig,
+    Action, ApprovalAsked, ApprovalCancelled, ApprovalDecided, ApprovalEscalated,
+    ApprovalGrantRevoked, ApprovalGranted, ApprovalReminded, ApprovalReplied, ApprovalReply,
+    ApprovalRequest, ApprovalTimedOut, ApprovalVote, Decision, DecisionType, EditedAction, Grant,
+    ReviewConfig,
 };
 use crate::args_schema;
-use crate::follow_up::{Due, FollowUp, OnTimeout, Plan};
-use crate::grant::{ApprovalGrantRevoked, ApprovalGranted, Grant, Grants};
+use crate::durable::Durable;
+use crate::error::{ApprovalError, ApprovalReplyError, SubmitError};
+use crate::follow_up::{Due, FollowUp, Plan};
+use crate::grant::Grants;
 use crate::identity::{Identity, NotAllowed};
-use crate::interrupt::RequestId;
+use crate::ids::{ApprovalId, ApprovalKind, RequestId};
 use crate::keys::RequestKeys;
+use crate::model::OnTimeout;
 use crate::notify::EventSink;
-use crate::quota::{Charge, QuotaExceeded, Weight};
-use crate::record::Durable;
+use crate::outcome::{Outcome, OutcomeKind, Snapshot, Vote};
+use crate::quota::{Charge, Weight};
 use crate::registry::{
-    self, Kind, Outcome, OutcomeKind, Refused, Registry, ResolveError, SharedIds, Snapshot,
-    StoreRole, Ticket, Vote, VoteOn,
+    self, Kind, Refused, Registry, ResolveError, SharedIds, StoreRole, Ticket, VoteOn,
 };
-use crate::service::{SubmitError, Timeout};
+use crate::timeout::Timeout;
 use crate::validate::ValidationError;
 
 /// Asks humans to approve tool calls and hands their decisions back to the asking task.
@@ -121,54 +124,6 @@ pub struct ApprovalConfig {
     /// How many standing grants (`always`, see the `grant` module) one session may hold;
     /// `always` beyond is refused. Default: 32.
     pub max_grants_per_session: usize,
-}
-
-/// Why `request_approval` did not return decisions.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum ApprovalError {
-    /// The request cannot be made as given.
-    #[error("invalid approval request: {0}")]
-    Invalid(#[from] ValidationError),
-    /// The request was not made: too many requests are pending. None may run; asking
-    /// again once some have ended may work.
-    #[error("the approval request was not made: {0}")]
-    OverQuota(QuotaExceeded),
-    /// The request was not made: this identity may not make requests. None may run.
-    #[error("the approval request was not made: {0}")]
-    NotAllowed(NotAllowed),
-    /// Nobody decided in time: every action counts as rejected, none may run.
-    #[error("the approval request timed out; every action is rejected")]
-    TimedOut,
-    /// The request was cancelled (its session was cancelled): none may run.
-    #[error("the approval request was cancelled")]
-    Cancelled,
-    /// The store could not record the request (it is down), so no reviewer could see it;
-    /// it was withdrawn. None may run; asking again later may work. (A future that joined
-    /// the request, by its tool call, sees it cancelled.)
-    #[error("the approval request could not be recorded, so nobody saw it: {0}")]
-    NotRecorded(String),
-}
-
-/// Why a reply or cancel was refused.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum ApprovalReplyError {
-    /// No such request is pending or remembered.
-    #[error("approval request {0} not found")]
-    NotFound(ApprovalId),
-    /// The request already has its outcome.
-    #[error("approval request {id} was already {outcome}")]
-    AlreadyResolved {
-        /// The request.
-        id: ApprovalId,
-        /// How it ended.
-        outcome: OutcomeKind,
-    },
-    /// The decisions do not fit the actions; the message names the action.
-    #[error("invalid decisions: {0}")]
-    Invalid(#[from] ValidationError),
-    /// The identity deciding may not decide this request (HTTP: 403).
-    #[error(transparent)]
-    NotAllowed(#[from] NotAllowed),
 }
 
 /// The future of one approval request; resolves to one decision per action, or the reason

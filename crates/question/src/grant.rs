@@ -61,56 +61,12 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
 
-use askbus_bus::Event;
-use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::approval_model::{Action, ApprovalId, ApprovalRequest};
+use crate::approval_model::{Action, ApprovalRequest, Grant};
 use crate::identity::Identity;
+use crate::ids::ApprovalId;
 use crate::validate::ValidationError;
-
-/// A human's standing approval of one tool's calls in one session.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
-pub struct Grant {
-    /// The approval request whose `always` made the grant; it names the grant.
-    #[cfg_attr(feature = "openapi", schema(value_type = String))]
-    pub id: ApprovalId,
-    /// The session the grant covers.
-    #[cfg_attr(feature = "openapi", schema(value_type = String))]
-    pub session_id: Arc<str>,
-    /// The tool whose calls it covers.
-    pub tool: String,
-    /// What those calls touch (see [`pattern_of`]), as OpenCode clients show a grant.
-    pub patterns: Vec<String>,
-    /// The arguments of the calls it approved, each once: the calls it covers.
-    pub args: Vec<Value>,
-    /// Who asked the approved calls: the grant covers that asker's calls only (another
-    /// agent in the session repeating them is asked again).
-    pub asked_by: Option<Identity>,
-    /// The human who granted it.
-    pub granted_by: Identity,
-    /// When, milliseconds since the Unix epoch.
-    pub created_at: u64,
-}
-
-/// `approval.granted`: a human's `always` made a grant.
-#[derive(Debug, Clone, Serialize)]
-pub struct ApprovalGranted {
-    /// The grant.
-    #[serde(flatten)]
-    pub grant: Grant,
-}
-
-/// `approval.grant_revoked`: a grant was revoked; later calls are asked again.
-#[derive(Debug, Clone, Serialize)]
-pub struct ApprovalGrantRevoked {
-    /// The grant revoked.
-    #[serde(flatten)]
-    pub grant: Grant,
-    /// Who revoked it.
-    pub revoked_by: Identity,
-}
 
 /// The arguments whose value says what a call touches, in the order they are looked for.
 pub const PATTERN_ARGUMENTS: [&str; 6] =
@@ -263,22 +219,6 @@ impl Grants {
     fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<Arc<str>, Vec<Grant>>> {
         // The map is consistent after every statement: a panic elsewhere cannot tear it.
         self.sessions.lock().unwrap_or_else(PoisonError::into_inner)
-    }
-}
-
-impl Event for ApprovalGranted {
-    const TYPE: &'static str = "approval.granted";
-
-    fn session_id(&self) -> Option<&str> {
-        Some(&self.grant.session_id)
-    }
-}
-
-impl Event for ApprovalGrantRevoked {
-    const TYPE: &'static str = "approval.grant_revoked";
-
-    fn session_id(&self) -> Option<&str> {
-        Some(&self.grant.session_id)
     }
 }
 

@@ -48,54 +48,65 @@
 mod approval;
 mod approval_model;
 mod args_schema;
+mod durable;
+mod error;
 mod follow;
 mod follow_up;
 mod grant;
 mod hub;
 mod identity;
+mod ids;
 mod interrupt;
 mod keys;
 mod model;
 mod notify;
+mod outcome;
 mod quota;
 mod record;
+mod recorded;
 mod registry;
 mod service;
 mod session_index;
+mod timeout;
 mod validate;
 
 pub use approval::{
-    ApprovalConfig, ApprovalError, ApprovalOutcome, ApprovalReplyError, ApprovalService,
-    ApprovalSnapshot, MAX_QUORUM, PendingApproval, QuorumFloor,
+    ApprovalConfig, ApprovalOutcome, ApprovalService, ApprovalSnapshot, MAX_QUORUM,
+    PendingApproval, QuorumFloor,
 };
 pub use approval_model::{
-    Action, ApprovalAsked, ApprovalCancelled, ApprovalDecided, ApprovalEscalated, ApprovalId,
-    ApprovalKind, ApprovalReminded, ApprovalReplied, ApprovalReply, ApprovalRequest,
-    ApprovalTimedOut, ApprovalVote, Decision, DecisionType, EditedAction, ReviewConfig,
+    Action, ApprovalAsked, ApprovalCancelled, ApprovalDecided, ApprovalEscalated,
+    ApprovalGrantRevoked, ApprovalGranted, ApprovalReminded, ApprovalReplied, ApprovalReply,
+    ApprovalRequest, ApprovalTimedOut, ApprovalVote, Decision, DecisionType, EditedAction, Grant,
+    ReviewConfig,
 };
-pub use follow_up::{FollowUp, OnTimeout};
-pub use grant::{ApprovalGrantRevoked, ApprovalGranted, Grant, PATTERN_ARGUMENTS, pattern_of};
+pub use durable::Durable;
+pub use error::{
+    ApprovalError, ApprovalReplyError, AskError, DurableError, ReplyError, ResumeError,
+    SessionRejectError, SubmitError,
+};
+pub use follow_up::FollowUp;
+pub use grant::{PATTERN_ARGUMENTS, pattern_of};
 pub use hub::{
-    CONFIRMATION_ACTION, PendingSessions, RequestHub, Resumed, SessionPending, SessionRejectError,
-    SessionRejected,
+    CONFIRMATION_ACTION, PendingSessions, RequestHub, Resumed, SessionPending, SessionRejected,
 };
 pub use identity::{Duties, Identity, NotAllowed, Role};
+pub use ids::{ApprovalId, ApprovalKind, QuestionId, QuestionKind, RequestId, VoteId, VoteKind};
 pub use interrupt::{
-    CONFIRMATION_PHRASES, InputField, InputFieldType, InterruptState, PendingRequest, RequestId,
-    ResumeError, ResumeInput, confirmation_phrase,
+    CONFIRMATION_PHRASES, InputField, InputFieldType, InterruptState, PendingRequest, ResumeInput,
+    confirmation_phrase,
+};
+pub use model::{
+    Answer, Answers, NO_PREFERENCE, OnTimeout, QuestionAsked, QuestionCancelled, QuestionEscalated,
+    QuestionInfo, QuestionOption, QuestionRejected, QuestionReminded, QuestionReplied,
+    QuestionRequest, QuestionTimedOut, ToolRef, is_skipped,
 };
 pub use notify::{Notice, Notifier};
-
-pub use model::{
-    Answer, Answers, NO_PREFERENCE, QuestionAsked, QuestionCancelled, QuestionEscalated,
-    QuestionId, QuestionInfo, QuestionKind, QuestionOption, QuestionRejected, QuestionReminded,
-    QuestionReplied, QuestionRequest, QuestionTimedOut, ToolRef, is_skipped,
-};
+pub use outcome::{Outcome, OutcomeKind, Snapshot, Vote};
 pub use quota::{PendingLimits, QuotaExceeded};
-pub use record::{Durable, DurableError, RecordedChange};
-pub use registry::{Outcome, OutcomeKind, Snapshot, Vote, VoteId, VoteKind};
+pub use recorded::RecordedChange;
 pub use service::{
-    AskError, MAX_TIMEOUT, PendingQuestion, QuestionConfig, QuestionOutcome, QuestionService,
-    QuestionSnapshot, ReplyError, SubmitError, Timeout,
+    PendingQuestion, QuestionConfig, QuestionOutcome, QuestionService, QuestionSnapshot,
 };
+pub use timeout::{MAX_TIMEOUT, Timeout};
 pub use validate::{MAX_HEADER_CHARS, ValidationError};

@@ -19,166 +19,21 @@
 //! readable by anyone, and a restarted registry (or another instance) rebuilds the same
 //! requests from it.
 
-use std::future::Future;
-use std::pin::Pin;
 use std::sync::{Arc, OnceLock};
-use std::task::{Context, Poll};
 
 use askbus_audit::{AuditDraft, RequestShown, request_digest};
 use askbus_store::{
-    Ack, ChangeKind, OutboxMessage, OutcomeRecord, OutcomeState, RequestKind, RequestRecord,
-    SessionEvent, Store, StoreError, StoredRequest, Write, Written, now_ms,
+    Ack, OutboxMessage, OutcomeRecord, OutcomeState, RequestRecord, SessionEvent, Store,
+    StoreError, StoredRequest, Write, now_ms,
 };
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
-use crate::approval::{ApprovalOutcome, ApprovalRegistryKind};
-use crate::approval_model::{ApprovalId, ApprovalRequest};
-use crate::follow_up::OnTimeout;
-use crate::identity::{Identity, NotAllowed};
-use crate::interrupt::RequestId;
-use crate::model::{QuestionId, QuestionRequest};
+use crate::identity::Identity;
+use crate::model::OnTimeout;
 use crate::notify::{Notice, Notifier};
-use crate::registry::{Kind, Outcome, OutcomeKind};
-use crate::service::{QuestionOutcome, QuestionRegistryKind};
-
-/// Completes when a change to a request (its registration or its outcome) is durable in the
-/// service's store; at once when the service has no store.
-///
-/// Await it before telling a human their answer is in: a crash after that point cannot lose
-/// it. Dropping it does not undo or delay the change, it only stops waiting; what the
-/// registry does once the store answered still happens.
-///
-/// # Errors
-///
-/// [`DurableError::Store`] when the store could not record the change. A registration
-/// that could not be recorded is withdrawn: the request is cancelled (see
-/// `AskError::NotRecorded`). An outcome that could not be recorded has still happened in
-/// this process, with a store only this process writes (the asker may already have the
-/// answer), but will not survive a restart; with a store several instances share, nothing
-/// changed anywhere.
-///
-/// [`DurableError::AlreadyResolved`] when, with a shared store, another instance resolved
-/// the request first: this answer was not taken.
-pub struct Durable {
-    /// What there is to wait for.
-    state: DurableState,
-}
-
-/// Why a change is not durable.
-#[derive(Debug, thiserror::Error)]
-pub enum DurableError {
-    /// Another instance sharing the store resolved the request first; this change was not
-    /// made (an HTTP client hears `409`, as for a request already resolved here).
-    #[error("request {request} was already {outcome}")]
-    AlreadyResolved {
-        /// The request.
-        request: RequestId,
-        /// How it ended.
-        outcome: OutcomeKind,
-    },
-    /// The store could not record the change.
-    #[error(transparent)]
-    Store(#[from] StoreError),
-    /// A vote was recorded but does not count: over a shared store, another vote of the
-    /// same reviewer, cast through another instance, was counted first (an HTTP client
-    /// hears `403`).
-    #[error("the vote does not count: {0}")]
-    NotCounted(NotAllowed),
-}
-
-/// What a [`Durable`] waits for.
-enum DurableState {
-    /// Nothing: no store, or nothing was written.
-    Done,
-    /// A write to a store that follows this registry.
-    Recorded(Ack),
-    /// An outcome proposed to a store that decides: its verdict, then this registry's
-    /// applying of it.
-    Decided(Pin<Box<dyn Future<Output = Result<(), DurableError>> + Send>>),
-}
-
-/// A request change of a store's record (a record of a session's history, an entry of the
-/// change log) read back as the request, or the outcome, it stands for: what a reader of
-/// the record needs to show it, without a registry.
-///
-/// # Examples
-///
-/// ```
-/// use askbus_question::RecordedChange;
-/// use askbus_store::{ChangeKind, OutcomeRecord, OutcomeState, RequestKind};
-///
-/// let ended = ChangeKind::Resolved {
-///     kind: RequestKind::Question,
-///     id: "que_01JZ6Q3V8R5M2K7D4T9WXYZABC".into(),
-///     outcome: OutcomeRecord::new(OutcomeState::Replied, r#"[["Yes"]]"#, 1_700_000_000_000),
-/// };
-/// let Some(RecordedChange::QuestionEnded { outcome, .. }) = RecordedChange::read(&ended).unwrap()
-/// else {
-///     panic!("a question's outcome");
-/// };
-/// assert_eq!(outcome, askbus_question::Outcome::Replied(vec![vec!["Yes".to_owned()]].into()));
-/// ```
-#[derive(Debug, Clone)]
-pub enum RecordedChange {
-    /// A question was asked.
-    QuestionAsked(QuestionRequest),
-    /// A question ended.
-    QuestionEnded {
-        /// The question.
-        id: QuestionId,
-        /// How.
-        outcome: QuestionOutcome,
-        /// Who decided it, if the record says.
-        decided_by: Option<Identity>,
-    },
-    /// An approval was asked.
-    ApprovalAsked(ApprovalRequest),
-    /// An approval ended.
-    ApprovalEnded {
-        /// The approval.
-        id: ApprovalId,
-        /// How.
-        outcome: ApprovalOutcome,
-        /// Who decided it, if the record says.
-        decided_by: Option<Identity>,
-    },
-}
-
-impl RecordedChange {
-    /// What `change` stands for; `None` for a change that is no request's (an event).
-    ///
-    /// # Errors
-    ///
-    /// [`StoreError::Corrupt`] for a change whose request or outcome cannot be read back
-    /// (or an unreadable change).
-    pub fn read(change: &ChangeKind) -> Result<Option<Self>, StoreError> {
-        Ok(Some(match change {
-            ChangeKind::Inserted(record) => match record.kind {
-                RequestKind::Question => {
-                    Self::QuestionAsked(request_from::<QuestionRegistryKind>(record)?)
-                }
-                RequestKind::Approval => {
-                    Self::ApprovalAsked(request_from::<ApprovalRegistryKind>(record)?)
-                }
-            },
-            ChangeKind::Resolved { kind, id, outcome } => match kind {
-                RequestKind::Question => Self::QuestionEnded {
-                    id: parse_id(id)?,
-                    outcome: outcome_from::<QuestionRegistryKind>(id, outcome)?,
-                    decided_by: decided_by(outcome),
-                },
-                RequestKind::Approval => Self::ApprovalEnded {
-                    id: parse_id(id)?,
-                    outcome: outcome_from::<ApprovalRegistryKind>(id, outcome)?,
-                    decided_by: decided_by(outcome),
-                },
-            },
-            ChangeKind::Event(_) => return Ok(None),
-            ChangeKind::Unreadable(why) => return Err(StoreError::Corrupt(why.clone())),
-        }))
-    }
-}
+use crate::outcome::{Outcome, OutcomeKind};
+use crate::registry::Kind;
 
 /// How the store and the registry's kinds meet.
 pub(crate) struct Recorder {
@@ -187,100 +42,6 @@ pub(crate) struct Recorder {
     /// What makes the outbox message of each change, once one is set (see the `notify`
     /// module).
     pub(crate) notifier: OnceLock<Arc<dyn Notifier>>,
-}
-
-impl Durable {
-    /// Nothing to wait for.
-    pub(crate) fn done() -> Self {
-        Self {
-            state: DurableState::Done,
-        }
-    }
-
-    /// Waits for `ack`, if there is one, of a store that follows this registry.
-    pub(crate) fn waiting(ack: Option<Ack>) -> Self {
-        Self {
-            state: ack.map_or(DurableState::Done, DurableState::Recorded),
-        }
-    }
-
-    /// Waits for a shared store's verdict on a proposed outcome: `verdict` answers it.
-    pub(crate) fn decided(
-        verdict: impl Future<Output = Result<(), DurableError>> + Send + 'static,
-    ) -> Self {
-        Self {
-            state: DurableState::Decided(Box::pin(verdict)),
-        }
-    }
-
-    /// Lets the change complete without anyone waiting for it: the same as dropping it
-    /// (see its `Drop`), said where that is the intent.
-    pub(crate) fn in_background(self) {
-        drop(self);
-    }
-}
-
-impl Future for Durable {
-    type Output = Result<(), DurableError>;
-
-    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        let result = match &mut self.state {
-            DurableState::Done => return Poll::Ready(Ok(())),
-            DurableState::Recorded(ack) => {
-                std::task::ready!(Pin::new(ack).poll(cx))
-                    .map_err(DurableError::from)
-                    .and_then(|written| match written {
-                        Written::Inserted | Written::Resolved | Written::Appended => Ok(()),
-                        // The registry decided first, under its lock: the store disagreeing
-                        // means another writer touched this request, and this change was
-                        // not recorded.
-                        Written::AlreadyResolved(state) => Err(StoreError::Corrupt(format!(
-                            "the store holds this request as already {}",
-                            state.as_str()
-                        ))
-                        .into()),
-                        Written::NotFound => Err(StoreError::Corrupt(
-                            "the store does not hold this request".to_owned(),
-                        )
-                        .into()),
-                    })
-            }
-            DurableState::Decided(verdict) => std::task::ready!(verdict.as_mut().poll(cx)),
-        };
-        self.state = DurableState::Done;
-        Poll::Ready(result)
-    }
-}
-
-impl Drop for Durable {
-    /// A verdict nobody waits for any more is still acted on (the registry's work after
-    /// it: ending an orphan, withdrawing a request the store did not record), in a task of
-    /// its own when there is a runtime; a plain write needs nobody.
-    fn drop(&mut self) {
-        if let DurableState::Decided(verdict) =
-            std::mem::replace(&mut self.state, DurableState::Done)
-            && let Ok(runtime) = tokio::runtime::Handle::try_current()
-        {
-            runtime.spawn(async move {
-                if let Err(error) = verdict.await {
-                    tracing::debug!("a change nobody waited for did not take: {error}");
-                }
-            });
-        }
-    }
-}
-
-impl std::fmt::Debug for Durable {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let waits_for = match self.state {
-            DurableState::Done => "nothing",
-            DurableState::Recorded(_) => "the store's record",
-            DurableState::Decided(_) => "the store's verdict",
-        };
-        f.debug_struct("Durable")
-            .field("waits_for", &waits_for)
-            .finish()
-    }
 }
 
 impl Recorder {

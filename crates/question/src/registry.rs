@@ -60,121 +60,18 @@ use serde::de::DeserializeOwned;
 use tokio::sync::{Notify, oneshot};
 use tokio::time::Instant;
 
-use crate::follow_up::{Due, OnTimeout};
+use crate::durable::Durable;
+use crate::error::DurableError;
+use crate::follow_up::{Due, Timers};
 use crate::identity::{Duties, Identity, NotAllowed};
-use crate::interrupt::RequestId;
+use crate::ids::{RequestId, VoteId};
 use crate::keys::KeyCounters;
+use crate::model::OnTimeout;
 use crate::notify::{EventSink, Notice, Notifier};
+use crate::outcome::{Outcome, OutcomeKind, Snapshot, Vote};
 use crate::quota::{Charge, Quota, QuotaExceeded, Weight};
-use crate::record::{self, Durable, DurableError, Recorder, RequestDigest};
+use crate::record::{self, Recorder, RequestDigest};
 use crate::session_index::SessionIndex;
-
-/// The single terminal outcome of a request.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Outcome<R> {
-    /// A human answered.
-    Replied(R),
-    /// A human refused to answer, optionally saying why.
-    Rejected {
-        /// The human's reason, if they gave one.
-        reason: Option<String>,
-    },
-    /// Nobody answered before the request's deadline.
-    TimedOut,
-    /// Nobody answered before the request's deadline, and the default answer the asker
-    /// gave for that case applies (questions' `on_timeout: answer`). Not a human's answer:
-    /// its kind is [`OutcomeKind::TimedOut`], and nothing consequential may take it for one.
-    Defaulted(R),
-    /// The asker went away (dropped its future) or the session was cancelled.
-    Cancelled,
-}
-
-/// Which terminal outcome a request reached, without its data.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum OutcomeKind {
-    /// See [`Outcome::Replied`].
-    Replied,
-    /// See [`Outcome::Rejected`].
-    Rejected,
-    /// See [`Outcome::TimedOut`].
-    TimedOut,
-    /// See [`Outcome::Cancelled`].
-    Cancelled,
-}
-
-/// A request with its outcome, `None` while it is still pending.
-#[derive(Debug, Clone)]
-pub struct Snapshot<Request, Reply> {
-    /// The request as it was asked.
-    pub request: Arc<Request>,
-    /// How it ended, or `None` while it waits for a human.
-    pub outcome: Option<Outcome<Reply>>,
-    /// Who decided the outcome (or cancelled the request); `None` while pending, for a
-    /// timeout, and for outcomes recorded before identities were.
-    pub decided_by: Option<Identity>,
-    /// While a request that needs a quorum is pending, the votes it has so far, in the
-    /// order they came; empty otherwise (a resolved request's reply lists its votes).
-    pub votes: Vec<Vote<Reply>>,
-}
-
-/// One identity's reply to a pending request that needs several (a quorum: see
-/// [`ReviewConfig::quorum`](crate::ReviewConfig::quorum)).
-#[derive(Debug, Clone, PartialEq)]
-pub struct Vote<Reply> {
-    /// The vote's own id: ascending, and when it was cast.
-    pub id: VoteId,
-    /// Who replied.
-    pub by: Identity,
-    /// Their reply, validated as any reply is.
-    pub reply: Reply,
-}
-
-/// Kind marker for vote ids (`vot_`).
-#[derive(Debug)]
-pub enum VoteKind {}
-
-impl IdKind for VoteKind {
-    const PREFIX: &'static str = "vot_";
-}
-
-/// The id of a [`Vote`]: `vot_` + an ascending ULID, which tells when it was cast.
-pub type VoteId = Id<VoteKind>;
-
-impl<R> Outcome<R> {
-    /// Whether this outcome is someone's decision about the request (replied, rejected),
-    /// which only an identity allowed to decide it may make; a timeout or a cancel is not.
-    pub fn is_decision(&self) -> bool {
-        matches!(self, Self::Replied(_) | Self::Rejected { .. })
-    }
-
-    /// Which outcome this is.
-    pub fn kind(&self) -> OutcomeKind {
-        match self {
-            Self::Replied(_) => OutcomeKind::Replied,
-            Self::Rejected { .. } => OutcomeKind::Rejected,
-            Self::TimedOut | Self::Defaulted(_) => OutcomeKind::TimedOut,
-            Self::Cancelled => OutcomeKind::Cancelled,
-        }
-    }
-}
-
-impl OutcomeKind {
-    /// The lower-case wire name: `replied`, `rejected`, `timed_out`, `cancelled`.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::Replied => "replied",
-            Self::Rejected => "rejected",
-            Self::TimedOut => "timed_out",
-            Self::Cancelled => "cancelled",
-        }
-    }
-}
-
-impl std::fmt::Display for OutcomeKind {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
 
 /// What a kind of request (question, approval) plugs into the registry.
 pub(crate) trait Kind: Send + Sync + Sized + 'static {
@@ -341,17 +238,6 @@ pub(crate) enum StoreRole {
     /// Several registries share the store (Redis): the store decides every outcome and
     /// each registry follows its change log. See the module docs.
     Shared,
-}
-
-/// When a new request's timer steps fall due, on this process's clock.
-#[derive(Debug, Clone, Copy, Default)]
-pub(crate) struct Timers {
-    /// When it times out, if ever.
-    pub(crate) deadline: Option<Instant>,
-    /// When it reminds, if ever.
-    pub(crate) remind: Option<Instant>,
-    /// When it escalates, if ever.
-    pub(crate) escalate: Option<Instant>,
 }
 
 /// Whether a request read from the store fires its follow-ups here (see the module docs).
