@@ -62,7 +62,6 @@ mod model;
 mod notify;
 mod outcome;
 mod quota;
-mod record;
 mod recorded;
 mod registry;
 mod service;

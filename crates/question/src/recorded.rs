@@ -12,7 +12,7 @@ use crate::approval_model::ApprovalRequest;
 use crate::identity::Identity;
 use crate::ids::{ApprovalId, QuestionId};
 use crate::model::QuestionRequest;
-use crate::record::{decided_by, outcome_from, parse_id, request_from};
+use crate::registry::record::{decided_by, outcome_from, parse_id, request_from};
 use crate::service::{QuestionOutcome, QuestionRegistryKind};
 
 /// A request change of a store's record (a record of a session's history, an entry of the

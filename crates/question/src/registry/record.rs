@@ -33,7 +33,7 @@ use crate::identity::Identity;
 use crate::model::OnTimeout;
 use crate::notify::{Notice, Notifier};
 use crate::outcome::{Outcome, OutcomeKind};
-use crate::registry::Kind;
+use crate::registry::kind::Kind;
 
 /// How the store and the registry's kinds meet.
 pub(crate) struct Recorder {

@@ -51,12 +51,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError, Weak};
 use std::task::{Context, Poll};
 
-use askbus_bus::{Bus, EventId, Id, IdGenerator, IdKind};
-use askbus_store::{
-    ChangeKind, HistoryPage, Loaded, RequestKind, SessionEvent, Store, StoreError, Written,
-};
-use serde::Serialize;
-use serde::de::DeserializeOwned;
+use askbus_bus::{Bus, EventId, Id};
+use askbus_store::{ChangeKind, HistoryPage, Loaded, SessionEvent, Store, StoreError, Written};
 use tokio::sync::{Notify, oneshot};
 use tokio::time::Instant;
 
@@ -65,137 +61,18 @@ use crate::error::DurableError;
 use crate::follow_up::{Due, Timers};
 use crate::identity::{Duties, Identity, NotAllowed};
 use crate::ids::{RequestId, VoteId};
-use crate::keys::KeyCounters;
-use crate::model::OnTimeout;
 use crate::notify::{EventSink, Notice, Notifier};
 use crate::outcome::{Outcome, OutcomeKind, Snapshot, Vote};
 use crate::quota::{Charge, Quota, QuotaExceeded, Weight};
-use crate::record::{self, Recorder, RequestDigest};
+mod id_source;
+mod kind;
+pub(crate) mod record;
+
 use crate::session_index::SessionIndex;
-
-/// What a kind of request (question, approval) plugs into the registry.
-pub(crate) trait Kind: Send + Sync + Sized + 'static {
-    /// The id prefix of this kind.
-    type IdKind: IdKind;
-    /// The request as asked; immutable once registered. Its JSON is its stored record.
-    type Request: Serialize + DeserializeOwned + Send + Sync + 'static;
-    /// A validated answer.
-    type Reply: Serialize + DeserializeOwned + Clone + Send + Sync + 'static;
-
-    /// What a store calls this kind.
-    const RECORD_KIND: RequestKind;
-
-    /// Lookup state of this kind beyond ids (the seeds' keys), kept under the registry
-    /// lock.
-    type Index: Send + 'static;
-
-    /// A new, empty index, over the id source the registry shares (whose key counters the
-    /// kinds of one hub share, so that no key names a request of each).
-    fn new_index(ids: &SharedIds) -> Self::Index;
-
-    /// The request's id.
-    fn id(request: &Self::Request) -> Id<Self::IdKind>;
-    /// The id as either kind's.
-    fn request_id(id: Id<Self::IdKind>) -> RequestId;
-    /// The session the request belongs to.
-    fn session_id(request: &Self::Request) -> &str;
-    /// The tool call that asked, if any: a second ask of the same call in the same session
-    /// joins the first request instead of asking again, if it asks the same.
-    fn call_id(request: &Self::Request) -> Option<&str>;
-    /// What an ask of this kind asks the human (the questions; the calls to review), from
-    /// which [`register`](Registry::register) builds the request.
-    type Content;
-    /// What `content` weighs (see [`Weight`]); the same as [`weight`](Self::weight) of the
-    /// request built from it.
-    fn content_weight(content: &Self::Content) -> Weight;
-    /// What `request`'s content weighs.
-    fn weight(request: &Self::Request) -> Weight;
-    /// Whether `request` asked the human exactly `content`, so that a second ask of the
-    /// same tool call may take its outcome. Compared as data (JSON arguments as values,
-    /// so the order of object keys does not matter).
-    fn asks(request: &Self::Request, content: &Self::Content) -> bool;
-    /// When the request times out, milliseconds since the Unix epoch.
-    fn expires_at(request: &Self::Request) -> Option<u64>;
-    /// Who asked the request (`None` for requests recorded before identities were).
-    fn asked_by(request: &Self::Request) -> Option<&Identity>;
-    /// Adds `request`, read back from a store, to `index`.
-    fn remember(index: &mut Self::Index, request: &Self::Request);
-    /// Drops what `index` holds for `request`, which the registry no longer remembers.
-    fn forget(index: &mut Self::Index, request: &Self::Request);
-    /// Announces a newly registered request (to the bus, or to the outbox's notice).
-    fn announce_asked(to: &mut impl EventSink, request: &Arc<Self::Request>);
-    /// Announces a request's terminal outcome, decided `by` someone (`None`: a timeout).
-    fn announce_outcome(
-        to: &mut impl EventSink,
-        request: &Arc<Self::Request>,
-        outcome: &Outcome<Self::Reply>,
-        by: Option<&Identity>,
-    );
-
-    /// When `request`'s reminder and escalation fall due, milliseconds since the Unix epoch
-    /// (see the `follow_up` module).
-    fn follow_up_at(request: &Self::Request) -> (Option<u64>, Option<u64>);
-    /// Whether `request` escalates to `by` (who may then decide it).
-    fn escalates_to(request: &Self::Request, by: &Identity) -> bool;
-    /// The fallback `request` applies on expiry, when it names one.
-    fn on_timeout(request: &Self::Request) -> Option<&OnTimeout>;
-    /// The outcome `request` reaches on expiry: [`Outcome::TimedOut`], or its fallback.
-    fn timeout_outcome(request: &Self::Request) -> Outcome<Self::Reply>;
-    /// Announces a follow-up step of `request` (a reminder or an escalation).
-    fn announce_follow_up(to: &mut impl EventSink, request: &Arc<Self::Request>, due: Due);
-
-    // A quorum: requests of a kind that can need several replies. Questions cannot, and
-    // take the defaults (a quorum of 1: the first reply decides, no vote is ever cast).
-
-    /// How many distinct identities must reply alike before a reply ends `request`; at
-    /// most 1 means the first reply does. Above 1, each reply is a [`Vote`].
-    fn quorum(_request: &Self::Request) -> u32 {
-        1
-    }
-    /// Whether `request` lets `by` decide it: `by` is one of the deciders it names, if it
-    /// names any.
-    fn names_decider(_request: &Self::Request, _by: &Identity) -> bool {
-        true
-    }
-    /// Whether a vote with `reply` ends the request at once, whatever the quorum.
-    fn vetoes(_reply: &Self::Reply) -> bool {
-        true
-    }
-    /// Whether two votes count toward the same outcome.
-    fn agree(_one: &Self::Reply, _other: &Self::Reply) -> bool {
-        false
-    }
-    /// The reply that ends the request: `deciding`, the reply of the vote that the quorum
-    /// (or a veto) decided, listing `votes`.
-    fn settle(deciding: &Self::Reply, _votes: &[Vote<Self::Reply>]) -> Self::Reply {
-        deciding.clone()
-    }
-    /// The record of `vote` (with `agreeing` votes alike so far) in its session's history,
-    /// and in a shared store's log, from which every instance counts it.
-    fn vote_record(
-        _request: &Self::Request,
-        _vote: &Vote<Self::Reply>,
-        _agreeing: u32,
-    ) -> Option<SessionEvent> {
-        None
-    }
-    /// The request a [`vote_record`](Self::vote_record) is for, and its vote; `None` for a
-    /// session event that is no vote of this kind.
-    fn read_vote(_event: &SessionEvent) -> Option<VoteOn<Self>> {
-        None
-    }
-    /// Announces `vote` on `request`, with `agreeing` votes alike so far.
-    fn publish_vote(
-        _bus: &Bus,
-        _request: &Arc<Self::Request>,
-        _vote: &Vote<Self::Reply>,
-        _agreeing: u32,
-    ) {
-    }
-}
-
-/// A vote and the request it is on.
-pub(crate) type VoteOn<K> = (Id<<K as Kind>::IdKind>, Vote<<K as Kind>::Reply>);
+use id_source::lock_ids;
+pub(crate) use id_source::{SharedIds, new_ids};
+pub(crate) use kind::{Kind, VoteOn};
+use record::{Recorder, RequestDigest};
 
 /// Why a request could not be resolved.
 #[derive(Debug)]
@@ -363,15 +240,6 @@ fn agreeing<K: Kind>(cast: &[Vote<K::Reply>], vote: &Vote<K::Reply>) -> u32 {
         .filter(|earlier| K::agree(&earlier.reply, &vote.reply))
         .count();
     u32::try_from(alike + 1).unwrap_or(u32::MAX)
-}
-
-/// An id source shared by registries: their ids, and the counters of their sessions' keys.
-#[derive(Clone)]
-pub(crate) struct SharedIds {
-    /// The ascending ids.
-    generator: Arc<Mutex<IdGenerator>>,
-    /// Each session's key count, across the kinds.
-    pub(crate) keys: Arc<Mutex<KeyCounters>>,
 }
 
 /// What the registry lock protects.
@@ -1896,19 +1764,6 @@ fn session_event(notice: Notice) -> Option<SessionEvent> {
         event_type: notice.event_type,
         properties: serde_json::to_string(&notice.properties).ok()?,
     })
-}
-
-/// A new id source.
-pub(crate) fn new_ids() -> SharedIds {
-    SharedIds {
-        generator: Arc::new(Mutex::new(IdGenerator::new())),
-        keys: Arc::default(),
-    }
-}
-
-fn lock_ids(ids: &SharedIds) -> MutexGuard<'_, IdGenerator> {
-    // Handing out an id cannot panic midway: a poisoned lock is still a sound one.
-    ids.generator.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
 /// Most requests timed out per registry-lock acquisition.
