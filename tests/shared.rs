@@ -201,8 +201,14 @@ async fn redis_asking_while_redis_is_down_fails_and_leaves_nothing_behind() {
         .await
         .expect("an ask nobody can see fails, it does not wait for good");
     assert!(
-        matches!(unseen, Err(AskError::NotRecorded(_))),
+        matches!(&unseen, Err(AskError::NotRecorded(why)) if matches!(why.error(), DurableError::Store(_))),
         "{unseen:?}"
+    );
+    // The store's error is kept as the source, not only as words.
+    let source = unseen.as_ref().err().and_then(std::error::Error::source);
+    assert!(
+        source.is_some_and(|source| source.source().is_some()),
+        "{source:?}"
     );
     // As the HTTP create does: register, then await the record.
     let mut submitted = a

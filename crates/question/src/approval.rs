@@ -940,7 +940,7 @@ impl Future for PendingApproval {
                 Err(ApprovalError::TimedOut)
             }
             Ok(Outcome::Cancelled) => Err(ApprovalError::Cancelled),
-            Err(unrecorded) => Err(ApprovalError::NotRecorded(unrecorded.to_string())),
+            Err(unrecorded) => Err(ApprovalError::NotRecorded(unrecorded.into())),
         })
     }
 }

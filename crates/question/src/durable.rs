@@ -39,6 +39,7 @@ use crate::error::DurableError;
 ///
 /// [`DurableError::AlreadyResolved`] when, with a shared store, another instance resolved
 /// the request first: this answer was not taken.
+#[must_use = "a change is only durable once its Durable completes"]
 pub struct Durable {
     /// What there is to wait for.
     state: DurableState,

@@ -22,6 +22,9 @@
 //! (`quota`). Every enum here wraps them, so a caller matches them the same way whichever
 //! call refused.
 
+use std::fmt;
+use std::sync::Arc;
+
 use askbus_store::StoreError;
 
 use crate::identity::NotAllowed;
@@ -83,7 +86,7 @@ pub enum AskError {
     /// was withdrawn. Asking again later may work. (A future that joined the question, by
     /// its tool call, sees it cancelled.)
     #[error("the question could not be recorded, so nobody saw it: {0}")]
-    NotRecorded(String),
+    NotRecorded(#[source] Unrecorded),
 }
 
 /// Why a reply, reject or cancel was refused.
@@ -138,7 +141,7 @@ pub enum ApprovalError {
     /// it was withdrawn. None may run; asking again later may work. (A future that joined
     /// the request, by its tool call, sees it cancelled.)
     #[error("the approval request could not be recorded, so nobody saw it: {0}")]
-    NotRecorded(String),
+    NotRecorded(#[source] Unrecorded),
 }
 
 /// Why a reply or cancel was refused.
@@ -218,3 +221,43 @@ pub enum SessionRejectError {
     #[error(transparent)]
     Durable(#[from] DurableError),
 }
+
+/// The store's error behind [`AskError::NotRecorded`] and [`ApprovalError::NotRecorded`],
+/// kept whole as their [source](std::error::Error::source) (the [`StoreError`] inside
+/// says what failed). Shared, so those errors stay `Clone`; two are equal when they say
+/// the same, as the message they replaced compared.
+#[derive(Debug, Clone)]
+pub struct Unrecorded(Arc<DurableError>);
+
+impl Unrecorded {
+    /// The error that kept the request from being recorded.
+    pub fn error(&self) -> &DurableError {
+        &self.0
+    }
+}
+
+impl From<DurableError> for Unrecorded {
+    fn from(error: DurableError) -> Self {
+        Self(Arc::new(error))
+    }
+}
+
+impl fmt::Display for Unrecorded {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.0.fmt(f)
+    }
+}
+
+impl std::error::Error for Unrecorded {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        Some(&*self.0)
+    }
+}
+
+impl PartialEq for Unrecorded {
+    fn eq(&self, other: &Self) -> bool {
+        Arc::ptr_eq(&self.0, &other.0) || self.0.to_string() == other.0.to_string()
+    }
+}
+
+impl Eq for Unrecorded {}

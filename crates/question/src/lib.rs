@@ -82,7 +82,7 @@ pub use approval_model::{
 pub use durable::Durable;
 pub use error::{
     ApprovalError, ApprovalReplyError, AskError, DurableError, ReplyError, ResumeError,
-    SessionRejectError, SubmitError,
+    SessionRejectError, SubmitError, Unrecorded,
 };
 pub use follow_up::FollowUp;
 pub use grant::{PATTERN_ARGUMENTS, pattern_of};

@@ -687,7 +687,7 @@ impl Future for PendingQuestion {
                 answers: answers.to_vec(),
             }),
             Ok(Outcome::Cancelled) => Err(AskError::Cancelled),
-            Err(unrecorded) => Err(AskError::NotRecorded(unrecorded.to_string())),
+            Err(unrecorded) => Err(AskError::NotRecorded(unrecorded.into())),
         })
     }
 }

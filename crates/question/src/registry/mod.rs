@@ -61,7 +61,7 @@ use crate::error::DurableError;
 use crate::follow_up::{Due, Timers};
 use crate::identity::{Duties, Identity, NotAllowed};
 use crate::ids::{RequestId, VoteId};
-use crate::notify::{EventSink, Notice, Notifier};
+use crate::notify::{Notice, Notifier};
 use crate::outcome::{Outcome, OutcomeKind, Snapshot, Vote};
 use crate::quota::{Charge, Quota, QuotaExceeded, Weight};
 mod id_source;
