@@ -52,8 +52,10 @@ use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError, Weak};
 use std::task::{Context, Poll};
 
 use askbus_bus::{Bus, EventId, Id};
-use askbus_store::{ChangeKind, HistoryPage, Loaded, SessionEvent, Store, StoreError, Written};
-use tokio::sync::{Notify, oneshot};
+use askbus_store::{
+    ChangeKind, HistoryPage, Loaded, LogPosition, SessionEvent, Store, StoreError, Written,
+};
+use tokio::sync::{Notify, oneshot, watch};
 use tokio::time::Instant;
 
 use crate::durable::Durable;
@@ -67,12 +69,15 @@ use crate::quota::{Charge, Quota, QuotaExceeded, Weight};
 mod id_source;
 mod kind;
 pub(crate) mod record;
+mod storage;
 
 use crate::session_index::SessionIndex;
 use id_source::lock_ids;
 pub(crate) use id_source::{SharedIds, new_ids};
 pub(crate) use kind::{Kind, VoteOn};
 use record::{Recorder, RequestDigest};
+pub(crate) use storage::StoreRole;
+use storage::{FollowUps, Storage};
 
 /// Why a request could not be resolved.
 #[derive(Debug)]
@@ -104,27 +109,6 @@ pub(crate) enum Refused<Id> {
         /// How many it may have.
         limit: usize,
     },
-}
-
-/// How a registry uses the store it records in.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum StoreRole {
-    /// Only this registry writes the store (SQLite): the registry decides every outcome and
-    /// the store keeps the record.
-    Record,
-    /// Several registries share the store (Redis): the store decides every outcome and
-    /// each registry follows its change log. See the module docs.
-    Shared,
-}
-
-/// Whether a request read from the store fires its follow-ups here (see the module docs).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum FollowUps {
-    /// Here: this registry is the only one (the store only records), so it fires those
-    /// still to come (one due before it started fired then, or is let go).
-    Fire,
-    /// Not here: another instance registered it, and fires them.
-    Elsewhere,
 }
 
 /// Handle to a registry; clones share it.
@@ -169,8 +153,8 @@ struct Inner<K: Kind> {
     timer_started: AtomicBool,
     /// How many resolved requests are remembered for `get`, `wait` and 409 answers.
     retain_resolved: usize,
-    /// Where registrations and outcomes are recorded, if anywhere, and in which role.
-    recorder: Option<(Recorder, StoreRole)>,
+    /// Where registrations and outcomes are recorded, if anywhere, and who decides.
+    storage: Storage,
     /// Source of request ids, ascending in registration order. Shared by the registries
     /// of one hub, so ids of both kinds are one order ("oldest" across kinds is exact);
     /// taken only under this registry's lock (registry → ids, never the other way).
@@ -392,7 +376,7 @@ impl<K: Kind> Registry<K> {
     /// Makes `notifier` tell the outside world of this registry's request changes, if it
     /// has a store (see the `notify` module). Set once: a second is ignored.
     pub(crate) fn set_notifier(&self, notifier: &Arc<dyn Notifier>) {
-        if let Some((recorder, _)) = &self.inner.recorder {
+        if let Some(recorder) = self.inner.storage.recorder() {
             let _ = recorder.notifier.set(Arc::clone(notifier));
         }
     }
@@ -431,7 +415,7 @@ impl<K: Kind> Registry<K> {
                 timer_wakeup: Arc::new(Notify::new()),
                 timer_started: AtomicBool::new(false),
                 retain_resolved,
-                recorder,
+                storage: Storage::new(recorder),
                 ids,
                 quota: OnceLock::new(),
                 duties: OnceLock::new(),
@@ -477,10 +461,7 @@ impl<K: Kind> Registry<K> {
         );
         {
             let mut state = registry.inner.lock();
-            let follow_ups = match role {
-                StoreRole::Record => FollowUps::Fire,
-                StoreRole::Shared => FollowUps::Elsewhere,
-            };
+            let follow_ups = registry.inner.storage.follow_ups_of_restored();
             for stored in &pending {
                 let (request, _) = record::read_back::<K>(stored)?;
                 state.insert_recorded(request, record::stored_digest(&stored.request), follow_ups);
@@ -593,14 +574,21 @@ impl<K: Kind> Registry<K> {
     /// The store this registry records in, if any.
     pub(crate) fn store(&self) -> Option<&Arc<dyn Store>> {
         self.inner
-            .recorder
-            .as_ref()
-            .map(|(recorder, _)| &recorder.store)
+            .storage
+            .recorder()
+            .map(|recorder| &recorder.store)
+    }
+
+    /// Hands this registry its follower's progress (the position of the last change of the
+    /// shared store's log it applied), which the store's verdicts wait for (see the
+    /// `storage` module). Ignored without a shared store.
+    pub(crate) fn follow(&self, applied: watch::Receiver<LogPosition>) {
+        self.inner.storage.follow(applied);
     }
 
     /// Whether other instances share this registry's store (and decide through it).
     pub(crate) fn is_shared(&self) -> bool {
-        matches!(self.inner.recorder, Some((_, StoreRole::Shared)))
+        self.inner.storage.deciding().is_some()
     }
 
     /// A handle that does not keep this registry alive.
@@ -744,8 +732,8 @@ impl<K: Kind> Registry<K> {
             .sessions
             .insert(K::session_id(&request), id, announced);
         // Queued before the `asked` event, so the record never announces an unknown request.
-        let (recorded, digest) = match &self.inner.recorder {
-            Some((recorder, _)) => {
+        let (recorded, digest) = match self.inner.storage.recorder() {
+            Some(recorder) => {
                 let (ack, digest) = recorder.insert::<K>(&request);
                 (Some(Durable::waiting(Some(ack))), Some(digest))
             }
@@ -894,21 +882,22 @@ impl<K: Kind> Registry<K> {
             let (sender, fate) = oneshot::channel();
             state.vote_waiters.insert(cast, sender);
             let written = store.event(record);
+            let caught_up = self.inner.storage.caught_up();
             drop(state);
             let registry = self.clone();
             return Durable::decided(async move {
-                let fate = match written.await {
-                    Ok(_) => tokio::time::timeout(APPLY_WAIT, fate).await.ok(),
-                    Err(error) => {
-                        registry.inner.lock().vote_waiters.remove(&cast);
-                        return Err(error.into());
-                    }
-                };
-                match fate {
-                    Some(Ok(fate)) => fate,
-                    // Durable, but not read back in time: it is in the log, so it counts
+                if let Err(error) = written.await {
+                    registry.inner.lock().vote_waiters.remove(&cast);
+                    return Err(error.into());
+                }
+                // Once this instance applied the log past the vote, its fate is known.
+                caught_up.await;
+                let mut fate = fate;
+                match fate.try_recv() {
+                    Ok(fate) => fate,
+                    // Not read back (the follower stopped): it is in the log, so it counts
                     // unless the same reviewer's other vote came first.
-                    _ => {
+                    Err(_) => {
                         registry.inner.lock().vote_waiters.remove(&cast);
                         Ok(())
                     }
@@ -918,10 +907,9 @@ impl<K: Kind> Registry<K> {
         let Some(counted) = self.count(&mut state, id, vote, quorum, Announce::Yes) else {
             return Durable::done();
         };
-        let recorded = match (&self.inner.recorder, counted.record) {
-            (Some((recorder, StoreRole::Record)), Some(record)) => Some(recorder.event(record)),
-            _ => None,
-        };
+        let recorded = counted
+            .record
+            .and_then(|record| self.inner.storage.record_vote(record));
         let Some((reply, by)) = counted.settled else {
             return Durable::waiting(recorded);
         };
@@ -1033,7 +1021,7 @@ impl<K: Kind> Registry<K> {
 
     /// Proposes `outcome` for pending request `id` to the shared store, which decides; see
     /// the module docs. The returned [`Durable`] completes once the store took it and this
-    /// registry applied it (or after [`APPLY_WAIT`], the change being durable anyway).
+    /// instance's follower applied the log up to it (see the `storage` module).
     fn propose(
         &self,
         store: &Recorder,
@@ -1045,16 +1033,14 @@ impl<K: Kind> Registry<K> {
         let id = K::id(request);
         let digest = state.pending.get(&id).and_then(|entry| entry.digest);
         let verdict = store.resolve::<K>(request, digest, &outcome, by.as_ref());
-        // Registered before the proposal can come back through the log.
-        let (applied_sender, applied) = oneshot::channel();
-        state.watch(id, applied_sender);
+        let caught_up = self.inner.storage.caught_up();
         let registry = self.clone();
         Durable::decided(async move {
             match verdict.await? {
                 Written::Resolved => {
                     // Durable now; waiting for the log makes this instance's own reads
                     // (a `get` right after the reply) see it.
-                    let _ = tokio::time::timeout(APPLY_WAIT, applied).await;
+                    caught_up.await;
                     Ok(())
                 }
                 Written::AlreadyResolved(state) => Err(DurableError::AlreadyResolved {
@@ -1527,17 +1513,12 @@ impl<K: Kind> Registry<K> {
             .pending
             .get(&K::id(request))
             .is_some_and(|entry| entry.announced);
-        let publish_here = match &self.inner.recorder {
-            Some((recorder, role)) => {
-                let mut notice = None;
-                K::announce_follow_up(&mut notice, request, due);
-                if let Some(event) = notice.and_then(session_event) {
-                    drop(recorder.event(event));
-                }
-                *role == StoreRole::Record
-            }
-            None => true,
-        };
+        let record = self.inner.storage.recorder().and_then(|_| {
+            let mut notice = None;
+            K::announce_follow_up(&mut notice, request, due);
+            notice.and_then(session_event)
+        });
+        let publish_here = self.inner.storage.record_follow_up(record);
         if publish_here && announced {
             K::announce_follow_up(&mut &self.inner.bus, request, due);
         }
@@ -1593,10 +1574,7 @@ impl<K: Kind> Inner<K> {
 
     /// The shared store that decides this registry's outcomes, if it has one.
     fn deciding_store(&self) -> Option<&Recorder> {
-        match &self.recorder {
-            Some((recorder, StoreRole::Shared)) => Some(recorder),
-            _ => None,
-        }
+        self.storage.deciding()
     }
 
     /// Moves a pending request to resolved, decided `by` someone (if anyone), publishes its
@@ -1637,12 +1615,9 @@ impl<K: Kind> Inner<K> {
         };
         // Queued before the event, as on registration. A shared store made this outcome
         // itself (it is applying the store's change log): nothing to write.
-        let recorded = match &self.recorder {
-            Some((recorder, StoreRole::Record)) => {
-                Some(recorder.resolve::<K>(&entry.request, entry.digest, &outcome, by.as_ref()))
-            }
-            Some((_, StoreRole::Shared)) | None => None,
-        };
+        let recorded =
+            self.storage
+                .record_outcome::<K>(&entry.request, entry.digest, &outcome, by.as_ref());
         // An orphan never announced ends without events: nobody saw it asked.
         if entry.announced {
             K::announce_outcome(&mut &self.bus, &entry.request, &outcome, by.as_ref());
@@ -1783,11 +1758,6 @@ enum Ended {
     /// Before, with this outcome.
     Before(OutcomeKind),
 }
-
-/// How long a resolution the shared store took waits for this registry to apply it, so that
-/// this instance's next read sees it. The change is durable either way; only a follower
-/// that fell behind makes the wait run out.
-const APPLY_WAIT: std::time::Duration = std::time::Duration::from_secs(1);
 
 impl<K: Kind> Drop for Inner<K> {
     fn drop(&mut self) {
