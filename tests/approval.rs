@@ -85,9 +85,11 @@ async fn a_decision_per_action_and_fewer_are_filled_with_the_first() {
             .unwrap_err();
         assert!(refused.to_string().contains("one action only"), "{refused}");
     }
-    approvals
-        .reply(pending.id(), ApprovalReply::new([Decision::Approve]))
-        .unwrap();
+    drop(
+        approvals
+            .reply(pending.id(), ApprovalReply::new([Decision::Approve]))
+            .unwrap(),
+    );
     assert_eq!(pending.await.unwrap().decisions, vec![Decision::Approve; 3]);
 }
 

@@ -209,14 +209,16 @@ async fn every_outcome_frees_its_slot() {
 
     let replied = ask(&hub, "s1", None).unwrap();
     assert!(full(&hub));
-    hub.questions()
-        .reply(replied.id(), answers(&[&["Go"]]))
-        .unwrap();
+    drop(
+        hub.questions()
+            .reply(replied.id(), answers(&[&["Go"]]))
+            .unwrap(),
+    );
     replied.await.unwrap();
 
     let rejected = ask(&hub, "s1", None).unwrap();
     assert!(full(&hub));
-    hub.questions().reject(rejected.id(), None).unwrap();
+    drop(hub.questions().reject(rejected.id(), None).unwrap());
     drop(rejected);
 
     let dropped = ask(&hub, "s1", None).unwrap();
@@ -236,9 +238,11 @@ async fn every_outcome_frees_its_slot() {
         .submit("s1", delete_rows(), vec![], Timeout::Never)
         .unwrap();
     assert!(full(&hub));
-    hub.approvals()
-        .reply(approved.id(), ApprovalReply::new([Decision::Approve]))
-        .unwrap();
+    drop(
+        hub.approvals()
+            .reply(approved.id(), ApprovalReply::new([Decision::Approve]))
+            .unwrap(),
+    );
     approved.await.unwrap();
 
     let timing_out = hub
@@ -531,7 +535,7 @@ async fn resolved_requests_are_forgotten_past_a_quarter_of_the_bytes() {
             .submit("s1", heavy(1_500), vec![], Timeout::Never)
             .unwrap();
         ids.push(request.id());
-        hub.approvals().cancel(request.id()).unwrap();
+        drop(hub.approvals().cancel(request.id()).unwrap());
         drop(request);
     }
     // Each weighs some 250 KB: a quarter of 4 MiB keeps the newest few, not all 40 (the

@@ -67,9 +67,11 @@ fn ask_reply_cycle(c: &mut Criterion) {
             let pending = questions
                 .submit("session", payload.clone(), None, Timeout::Default)
                 .expect("valid questions");
-            questions
-                .reply(pending.id(), answers())
-                .expect("a valid reply");
+            drop(
+                questions
+                    .reply(pending.id(), answers())
+                    .expect("a valid reply"),
+            );
             let answered = pending.now_or_never().expect("resolved by the reply");
             black_box(answered.expect("answers"));
             for _ in 0..2 {

@@ -730,9 +730,11 @@ mod tests {
             async move { service.wait(id).await }
         });
         tokio::task::yield_now().await;
-        service
-            .reply(id, vec![vec!["Yes".to_owned()]])
-            .expect("pending");
+        drop(
+            service
+                .reply(id, vec![vec!["Yes".to_owned()]])
+                .expect("pending"),
+        );
         let outcome = waiting.await.expect("the wait ends").expect("a known id");
         assert!(matches!(outcome, crate::Outcome::Replied(_)), "{outcome:?}");
         assert_eq!(service.registry.watcher_count(id), 0);
