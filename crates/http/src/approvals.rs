@@ -474,7 +474,6 @@ impl From<ApprovalSnapshot> for ApprovalStatus {
                     reply.user_edit_content,
                 )
             }
-            Some(Outcome::Rejected { .. }) => (RequestState::Rejected, None, None),
             Some(Outcome::TimedOut | Outcome::Defaulted(_)) => (
                 RequestState::TimedOut,
                 Some(snapshot.request.rejections()),

@@ -480,7 +480,7 @@ fn question_outcome(outcome: &QuestionOutcome) -> Outcome {
 fn approval_outcome(outcome: &ApprovalOutcome) -> Outcome {
     match outcome {
         ApprovalOutcome::Replied(reply) => Outcome::Decided(reply.decisions.clone()),
-        ApprovalOutcome::Rejected { reason } => Outcome::Rejected(reason.clone()),
+        ApprovalOutcome::Rejected { reason } => match *reason {},
         ApprovalOutcome::TimedOut | ApprovalOutcome::Defaulted(_) => Outcome::TimedOut,
         ApprovalOutcome::Cancelled => Outcome::Cancelled,
     }

@@ -31,7 +31,7 @@ use crate::ids::{ApprovalId, ApprovalKind, RequestId};
 use crate::keys::RequestKeys;
 use crate::model::OnTimeout;
 use crate::notify::EventSink;
-use crate::outcome::{Outcome, OutcomeKind, Snapshot, Vote};
+use crate::outcome::{NeverRejected, Outcome, OutcomeKind, Snapshot, Vote};
 use crate::quota::{Charge, Weight};
 use crate::registry::{
     self, Kind, Refused, Registry, ResolveError, SharedIds, StoreRole, Ticket, VoteOn,
@@ -141,10 +141,10 @@ pub struct PendingApproval {
 
 /// An approval request with its outcome (`None` while pending). A replied outcome holds
 /// exactly one decision per action.
-pub type ApprovalSnapshot = Snapshot<ApprovalRequest, Arc<ApprovalReply>>;
+pub type ApprovalSnapshot = Snapshot<ApprovalRequest, Arc<ApprovalReply>, NeverRejected>;
 
 /// An approval request's terminal outcome.
-pub type ApprovalOutcome = Outcome<Arc<ApprovalReply>>;
+pub type ApprovalOutcome = Outcome<Arc<ApprovalReply>, NeverRejected>;
 
 /// Plugs approvals into the generic registry.
 pub(crate) enum ApprovalRegistryKind {}
@@ -156,6 +156,7 @@ impl Kind for ApprovalRegistryKind {
     type IdKind = ApprovalKind;
     type Request = ApprovalRequest;
     type Reply = Arc<ApprovalReply>;
+    type Rejection = NeverRejected;
     type Index = ApprovalKeys;
 
     fn new_index(ids: &SharedIds) -> Self::Index {
@@ -240,11 +241,10 @@ impl Kind for ApprovalRegistryKind {
                 reply: Arc::clone(reply),
                 answered_by: by.cloned(),
             }),
-            // Approvals are not rejected as a whole (a reply rejects actions); should a
-            // caller reach this, the request ended with every action rejected, as on expiry.
+            Outcome::Rejected { reason } => match *reason {},
             // An approval never takes a default answer (refused when it is made): should one
             // reach here, every action is rejected all the same.
-            Outcome::TimedOut | Outcome::Rejected { .. } | Outcome::Defaulted(_) => {
+            Outcome::TimedOut | Outcome::Defaulted(_) => {
                 to.announce(ApprovalTimedOut {
                     session_id,
                     request_id,
@@ -275,6 +275,13 @@ impl Kind for ApprovalRegistryKind {
 
     /// Always a timeout: an approval has no default answer.
     fn timeout_outcome(_: &ApprovalRequest) -> ApprovalOutcome {
+        Outcome::TimedOut
+    }
+
+    /// No approval is rejected as a whole, so none was ever stored so; should a store hold
+    /// one all the same, it reads back as what it was announced as: every action rejected,
+    /// as on expiry.
+    fn read_rejection(_: Option<String>) -> ApprovalOutcome {
         Outcome::TimedOut
     }
 
@@ -936,9 +943,7 @@ impl Future for PendingApproval {
         let outcome = std::task::ready!(self.ticket.poll_outcome(cx));
         Poll::Ready(match outcome {
             Ok(Outcome::Replied(reply)) => Ok(Arc::unwrap_or_clone(reply)),
-            Ok(Outcome::TimedOut | Outcome::Rejected { .. } | Outcome::Defaulted(_)) => {
-                Err(ApprovalError::TimedOut)
-            }
+            Ok(Outcome::TimedOut | Outcome::Defaulted(_)) => Err(ApprovalError::TimedOut),
             Ok(Outcome::Cancelled) => Err(ApprovalError::Cancelled),
             Err(unrecorded) => Err(ApprovalError::NotRecorded(unrecorded.into())),
         })

@@ -101,7 +101,7 @@ pub use model::{
     QuestionRequest, QuestionTimedOut, ToolRef, is_skipped,
 };
 pub use notify::{Notice, Notifier};
-pub use outcome::{Outcome, OutcomeKind, Snapshot, Vote};
+pub use outcome::{NeverRejected, Outcome, OutcomeKind, Snapshot, Vote};
 pub use quota::{PendingLimits, QuotaExceeded};
 pub use recorded::RecordedChange;
 pub use service::{

@@ -12,14 +12,19 @@ use crate::identity::Identity;
 use crate::ids::VoteId;
 
 /// The single terminal outcome of a request.
+///
+/// `Rejection` is what a rejection of the request as a whole holds: the human's reason for
+/// a question; for an approval [`NeverRejected`], which no value has, because an approval is
+/// never rejected as a whole (a reply rejects its actions, and refusing a whole session
+/// replies so): the type says it cannot happen, so no code has to map it to something else.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Outcome<R> {
+pub enum Outcome<R, Rejection = Option<String>> {
     /// A human answered.
     Replied(R),
-    /// A human refused to answer, optionally saying why.
+    /// A human refused to answer, optionally saying why (questions only).
     Rejected {
         /// The human's reason, if they gave one.
-        reason: Option<String>,
+        reason: Rejection,
     },
     /// Nobody answered before the request's deadline.
     TimedOut,
@@ -44,13 +49,19 @@ pub enum OutcomeKind {
     Cancelled,
 }
 
+/// What an approval's [`Outcome::Rejected`] would hold: nothing can, as no approval is
+/// rejected as a whole (see [`Outcome`]). A match on an approval's outcome needs no arm
+/// for it, or `match *reason {}` where it is borrowed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+pub enum NeverRejected {}
+
 /// A request with its outcome, `None` while it is still pending.
 #[derive(Debug, Clone)]
-pub struct Snapshot<Request, Reply> {
+pub struct Snapshot<Request, Reply, Rejection = Option<String>> {
     /// The request as it was asked.
     pub request: Arc<Request>,
     /// How it ended, or `None` while it waits for a human.
-    pub outcome: Option<Outcome<Reply>>,
+    pub outcome: Option<Outcome<Reply, Rejection>>,
     /// Who decided the outcome (or cancelled the request); `None` while pending, for a
     /// timeout, and for outcomes recorded before identities were.
     pub decided_by: Option<Identity>,
@@ -71,7 +82,7 @@ pub struct Vote<Reply> {
     pub reply: Reply,
 }
 
-impl<R> Outcome<R> {
+impl<R, Rejection> Outcome<R, Rejection> {
     /// Whether this outcome is someone's decision about the request (replied, rejected),
     /// which only an identity allowed to decide it may make; a timeout or a cancel is not.
     pub fn is_decision(&self) -> bool {

@@ -115,6 +115,7 @@ impl Kind for QuestionRegistryKind {
     type IdKind = QuestionKind;
     type Request = QuestionRequest;
     type Reply = Answers;
+    type Rejection = Option<String>;
     type Index = RequestKeys<QuestionKind>;
 
     fn new_index(ids: &SharedIds) -> Self::Index {
@@ -193,6 +194,10 @@ impl Kind for QuestionRegistryKind {
             Some(OnTimeout::Answer(answers)) => Outcome::Defaulted(answers.clone().into()),
             _ => Outcome::TimedOut,
         }
+    }
+
+    fn read_rejection(reason: Option<String>) -> Outcome<Answers> {
+        Outcome::Rejected { reason }
     }
 
     fn announce_follow_up(to: &mut impl EventSink, request: &Arc<QuestionRequest>, due: Due) {

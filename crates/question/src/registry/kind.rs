@@ -29,6 +29,8 @@ pub(crate) trait Kind: Send + Sync + Sized + 'static {
     type Request: Serialize + DeserializeOwned + Send + Sync + 'static;
     /// A validated answer.
     type Reply: Serialize + DeserializeOwned + Clone + Send + Sync + 'static;
+    /// What a rejection of a whole request holds (see [`Outcome`]).
+    type Rejection: Serialize + Clone + Send + Sync + 'static;
 
     /// What a store calls this kind.
     const RECORD_KIND: RequestKind;
@@ -76,7 +78,7 @@ pub(crate) trait Kind: Send + Sync + Sized + 'static {
     fn announce_outcome(
         to: &mut impl EventSink,
         request: &Arc<Self::Request>,
-        outcome: &Outcome<Self::Reply>,
+        outcome: &KindOutcome<Self>,
         by: Option<&Identity>,
     );
 
@@ -88,7 +90,9 @@ pub(crate) trait Kind: Send + Sync + Sized + 'static {
     /// The fallback `request` applies on expiry, when it names one.
     fn on_timeout(request: &Self::Request) -> Option<&OnTimeout>;
     /// The outcome `request` reaches on expiry: [`Outcome::TimedOut`], or its fallback.
-    fn timeout_outcome(request: &Self::Request) -> Outcome<Self::Reply>;
+    fn timeout_outcome(request: &Self::Request) -> KindOutcome<Self>;
+    /// The outcome a stored rejection (with the human's `reason`) reads back as.
+    fn read_rejection(reason: Option<String>) -> KindOutcome<Self>;
     /// Announces a follow-up step of `request` (a reminder or an escalation).
     fn announce_follow_up(to: &mut impl EventSink, request: &Arc<Self::Request>, due: Due);
 
@@ -141,6 +145,9 @@ pub(crate) trait Kind: Send + Sync + Sized + 'static {
     ) {
     }
 }
+
+/// The outcome of a request of kind `K`.
+pub(crate) type KindOutcome<K> = Outcome<<K as Kind>::Reply, <K as Kind>::Rejection>;
 
 /// A vote and the request it is on.
 pub(crate) type VoteOn<K> = (Id<<K as Kind>::IdKind>, Vote<<K as Kind>::Reply>);

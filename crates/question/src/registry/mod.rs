@@ -74,7 +74,7 @@ mod storage;
 use crate::session_index::SessionIndex;
 use id_source::lock_ids;
 pub(crate) use id_source::{SharedIds, new_ids};
-pub(crate) use kind::{Kind, VoteOn};
+pub(crate) use kind::{Kind, KindOutcome, VoteOn};
 use record::{Recorder, RequestDigest};
 pub(crate) use storage::StoreRole;
 use storage::{FollowUps, Storage};
@@ -122,7 +122,7 @@ pub(crate) struct Ticket<K: Kind> {
     /// The request as registered.
     request: Arc<K::Request>,
     /// Where the outcome arrives.
-    outcome: oneshot::Receiver<Outcome<K::Reply>>,
+    outcome: oneshot::Receiver<KindOutcome<K>>,
     /// Used to cancel on drop.
     registry: Registry<K>,
     /// Set once the outcome was taken or the request detached: nothing to cancel then.
@@ -139,7 +139,7 @@ pub(crate) struct Ticket<K: Kind> {
 type CallKey = (Arc<str>, String);
 
 /// The sending side of a request's outcome, for its asker or a watcher.
-type OutcomeSender<K> = oneshot::Sender<Outcome<<K as Kind>::Reply>>;
+type OutcomeSender<K> = oneshot::Sender<KindOutcome<K>>;
 
 /// Shared state of a registry.
 struct Inner<K: Kind> {
@@ -210,7 +210,7 @@ async fn read_votes<K: Kind>(
 
 /// Whether `outcome`, as a decision, runs nothing: a rejection, or a reply that vetoes
 /// (see [`Registry::check_decider`]).
-fn stops<K: Kind>(outcome: &Outcome<K::Reply>) -> bool {
+fn stops<K: Kind>(outcome: &KindOutcome<K>) -> bool {
     match outcome {
         Outcome::Replied(reply) => K::vetoes(reply),
         _ => true,
@@ -259,7 +259,7 @@ struct Pending<K: Kind> {
     /// The request as asked.
     request: Arc<K::Request>,
     /// The asker's end, `None` for requests nobody awaits in process (server mode).
-    asker: Option<oneshot::Sender<Outcome<K::Reply>>>,
+    asker: Option<oneshot::Sender<KindOutcome<K>>>,
     /// When the request times out, if ever.
     deadline: Option<Instant>,
     /// When it escalates, if ever: from then on the deciders it escalates to may decide
@@ -288,7 +288,7 @@ struct Resolved<K: Kind> {
     /// The request as asked.
     request: Arc<K::Request>,
     /// How it ended.
-    outcome: Outcome<K::Reply>,
+    outcome: KindOutcome<K>,
     /// Who decided it, if anyone did.
     decided_by: Option<Identity>,
     /// Its weight in bytes, as it had while pending.
@@ -298,11 +298,11 @@ struct Resolved<K: Kind> {
 /// Outcome deliveries collected under the lock and sent after it is released.
 struct Delivery<K: Kind> {
     /// The asker's end, if any.
-    asker: Option<oneshot::Sender<Outcome<K::Reply>>>,
+    asker: Option<oneshot::Sender<KindOutcome<K>>>,
     /// Waiters from `wait`.
-    watchers: Vec<oneshot::Sender<Outcome<K::Reply>>>,
+    watchers: Vec<oneshot::Sender<KindOutcome<K>>>,
     /// What to send them.
-    outcome: Outcome<K::Reply>,
+    outcome: KindOutcome<K>,
     /// The store's acknowledgement of the outcome, if there is a store.
     recorded: Option<askbus_store::Ack>,
 }
@@ -785,7 +785,7 @@ impl<K: Kind> Registry<K> {
         &self,
         id: Id<K::IdKind>,
         by: Option<&Identity>,
-        decide: impl FnOnce(&K::Request) -> Result<Outcome<K::Reply>, E>,
+        decide: impl FnOnce(&K::Request) -> Result<KindOutcome<K>, E>,
     ) -> Result<Durable, ResolveError<E>> {
         let mut state = self.inner.lock();
         let Some(entry) = state.pending.get(&id) else {
@@ -1027,7 +1027,7 @@ impl<K: Kind> Registry<K> {
         store: &Recorder,
         state: &mut State<K>,
         request: &Arc<K::Request>,
-        outcome: Outcome<K::Reply>,
+        outcome: KindOutcome<K>,
         by: Option<Identity>,
     ) -> Durable {
         let id = K::id(request);
@@ -1069,7 +1069,7 @@ impl<K: Kind> Registry<K> {
     fn end_orphan(
         &self,
         id: Id<K::IdKind>,
-        outcome: Outcome<K::Reply>,
+        outcome: KindOutcome<K>,
         by: Option<Identity>,
     ) -> Ended {
         let mut state = self.inner.lock();
@@ -1252,7 +1252,7 @@ impl<K: Kind> Registry<K> {
         &self,
         session_id: &str,
         by: &Identity,
-        mut decide: impl FnMut(&K::Request) -> Outcome<K::Reply>,
+        mut decide: impl FnMut(&K::Request) -> KindOutcome<K>,
     ) -> Result<Vec<(OutcomeKind, Durable)>, NotAllowed> {
         let mut state = self.inner.lock();
         let decided = state
@@ -1409,7 +1409,10 @@ impl<K: Kind> Registry<K> {
     }
 
     /// One request, pending or remembered as resolved.
-    pub(crate) fn get(&self, id: Id<K::IdKind>) -> Option<Snapshot<K::Request, K::Reply>> {
+    pub(crate) fn get(
+        &self,
+        id: Id<K::IdKind>,
+    ) -> Option<Snapshot<K::Request, K::Reply, K::Rejection>> {
         let state = self.inner.lock();
         if let Some(entry) = state.pending.get(&id) {
             return Some(Snapshot {
@@ -1429,7 +1432,7 @@ impl<K: Kind> Registry<K> {
 
     /// Waits for a request's outcome without becoming its asker: dropping the wait does not
     /// cancel the request. `None` if the id is neither pending nor remembered.
-    pub(crate) async fn wait(&self, id: Id<K::IdKind>) -> Option<Outcome<K::Reply>> {
+    pub(crate) async fn wait(&self, id: Id<K::IdKind>) -> Option<KindOutcome<K>> {
         let receiver = {
             let mut state = self.inner.lock();
             if !state.pending.contains_key(&id) {
@@ -1584,7 +1587,7 @@ impl<K: Kind> Inner<K> {
         &self,
         state: &mut State<K>,
         id: Id<K::IdKind>,
-        outcome: Outcome<K::Reply>,
+        outcome: KindOutcome<K>,
         by: Option<Identity>,
     ) -> Option<Delivery<K>> {
         let entry = state.pending.remove(&id)?;
@@ -1695,7 +1698,7 @@ impl<K: Kind> Ticket<K> {
     pub(crate) fn poll_outcome(
         &mut self,
         cx: &mut Context<'_>,
-    ) -> Poll<Result<Outcome<K::Reply>, DurableError>> {
+    ) -> Poll<Result<KindOutcome<K>, DurableError>> {
         if let Poll::Ready(received) = Pin::new(&mut self.outcome).poll(cx) {
             self.settled = true;
             // The sender is only dropped unsent when the registry itself is gone.

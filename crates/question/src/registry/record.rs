@@ -33,7 +33,7 @@ use crate::identity::Identity;
 use crate::model::OnTimeout;
 use crate::notify::{Notice, Notifier};
 use crate::outcome::{Outcome, OutcomeKind};
-use crate::registry::kind::Kind;
+use crate::registry::kind::{Kind, KindOutcome};
 
 /// How the store and the registry's kinds meet.
 pub(crate) struct Recorder {
@@ -101,7 +101,7 @@ impl Recorder {
         &self,
         request: &Arc<K::Request>,
         digest: Option<RequestDigest>,
-        outcome: &Outcome<K::Reply>,
+        outcome: &KindOutcome<K>,
         by: Option<&Identity>,
     ) -> Ack {
         let message = self.message(|sink| K::announce_outcome(sink, request, outcome, by));
@@ -173,7 +173,7 @@ pub(crate) fn stored_digest(record: &RequestRecord) -> RequestDigest {
 }
 
 /// A request and its outcome (`None` while pending), as read back from a store.
-pub(crate) type ReadBack<K> = (<K as Kind>::Request, Option<Outcome<<K as Kind>::Reply>>);
+pub(crate) type ReadBack<K> = (<K as Kind>::Request, Option<KindOutcome<K>>);
 
 /// A request and its outcome read back from the store.
 pub(crate) fn read_back<K: Kind>(stored: &StoredRequest) -> Result<ReadBack<K>, StoreError> {
@@ -195,7 +195,7 @@ pub(crate) fn request_from<K: Kind>(record: &RequestRecord) -> Result<K::Request
 pub(crate) fn outcome_from<K: Kind>(
     id: &str,
     outcome: &OutcomeRecord,
-) -> Result<Outcome<K::Reply>, StoreError> {
+) -> Result<KindOutcome<K>, StoreError> {
     Ok(match outcome.state {
         OutcomeState::Replied => Outcome::Replied(from_json(id, &outcome.body)?),
         OutcomeState::Rejected => {
@@ -204,9 +204,7 @@ pub(crate) fn outcome_from<K: Kind>(
                 reason: Option<String>,
             }
             let rejection: Rejection = from_json(id, &outcome.body)?;
-            Outcome::Rejected {
-                reason: rejection.reason,
-            }
+            K::read_rejection(rejection.reason)
         }
         OutcomeState::TimedOut => match serde_json::from_str::<Fallback<K::Reply>>(&outcome.body) {
             Ok(Fallback {

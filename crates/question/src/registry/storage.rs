@@ -38,10 +38,9 @@ use std::sync::OnceLock;
 use askbus_store::{Ack, LogPosition, SessionEvent};
 use tokio::sync::watch;
 
-use super::kind::Kind;
+use super::kind::{Kind, KindOutcome};
 use super::record::{Recorder, RequestDigest};
 use crate::identity::Identity;
-use crate::outcome::Outcome;
 
 /// How a registry uses the store it records in, as its constructor is told.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -125,7 +124,7 @@ impl Storage {
         &self,
         request: &std::sync::Arc<K::Request>,
         digest: Option<RequestDigest>,
-        outcome: &Outcome<K::Reply>,
+        outcome: &KindOutcome<K>,
         by: Option<&Identity>,
     ) -> Option<Ack> {
         match self {
