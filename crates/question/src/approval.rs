@@ -27,14 +27,14 @@ use crate::error::{ApprovalError, ApprovalReplyError, SubmitError};
 use crate::follow_up::{Due, FollowUp, Plan};
 use crate::grant::Grants;
 use crate::identity::{Identity, NotAllowed};
-use crate::ids::{ApprovalId, ApprovalKind, RequestId};
+use crate::ids::{ApprovalId, ApprovalIdPrefix, RequestId};
 use crate::keys::RequestKeys;
 use crate::model::OnTimeout;
 use crate::notify::EventSink;
 use crate::outcome::{NeverRejected, Outcome, OutcomeKind, Snapshot, Vote};
 use crate::quota::{Charge, Weight};
 use crate::registry::{
-    self, Kind, Refused, Registry, ResolveError, SharedIds, StoreRole, Ticket, VoteOn,
+    self, Refused, Registry, RequestType, ResolveError, SharedIds, StoreRole, Ticket, VoteOn,
 };
 use crate::timeout::Timeout;
 use crate::validate::ValidationError;
@@ -68,7 +68,7 @@ use crate::validate::ValidationError;
 #[derive(Clone)]
 pub struct ApprovalService {
     /// The pending and recently resolved approval requests.
-    registry: Registry<ApprovalRegistryKind>,
+    registry: Registry<Approvals>,
     /// Defaults applied to every request.
     config: ApprovalConfig,
     /// The account new requests are charged to
@@ -136,7 +136,7 @@ pub struct ApprovalConfig {
 #[must_use = "dropping a PendingApproval cancels the request"]
 pub struct PendingApproval {
     /// The registered request and where its outcome arrives.
-    ticket: Ticket<ApprovalRegistryKind>,
+    ticket: Ticket<Approvals>,
 }
 
 /// An approval request with its outcome (`None` while pending). A replied outcome holds
@@ -147,13 +147,13 @@ pub type ApprovalSnapshot = Snapshot<ApprovalRequest, Arc<ApprovalReply>, NeverR
 pub type ApprovalOutcome = Outcome<Arc<ApprovalReply>, NeverRejected>;
 
 /// Plugs approvals into the generic registry.
-pub(crate) enum ApprovalRegistryKind {}
+pub(crate) enum Approvals {}
 
 /// The approval keys of the requests a registry remembers.
-pub(crate) type ApprovalKeys = RequestKeys<ApprovalKind>;
+pub(crate) type ApprovalKeys = RequestKeys<ApprovalIdPrefix>;
 
-impl Kind for ApprovalRegistryKind {
-    type IdKind = ApprovalKind;
+impl RequestType for Approvals {
+    type IdPrefix = ApprovalIdPrefix;
     type Request = ApprovalRequest;
     type Reply = Arc<ApprovalReply>;
     type Rejection = NeverRejected;
@@ -493,7 +493,7 @@ impl ApprovalService {
     }
 
     /// The registry behind this service.
-    pub(crate) fn registry(&self) -> &Registry<ApprovalRegistryKind> {
+    pub(crate) fn registry(&self) -> &Registry<Approvals> {
         &self.registry
     }
 

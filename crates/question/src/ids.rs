@@ -12,39 +12,39 @@ use std::str::FromStr;
 use askbus_bus::{Id, IdKind};
 use serde::Serialize;
 
-/// Kind marker for question ids (`que_`).
+/// The prefix marker of question ids (`que_`).
 #[derive(Debug)]
-pub enum QuestionKind {}
+pub enum QuestionIdPrefix {}
 
-impl IdKind for QuestionKind {
+impl IdKind for QuestionIdPrefix {
     const PREFIX: &'static str = "que_";
 }
 
 /// The id of a question request: `que_` + an ascending ULID. Public, guessable, not a secret.
-pub type QuestionId = Id<QuestionKind>;
+pub type QuestionId = Id<QuestionIdPrefix>;
 
-/// Kind marker for approval ids (`apr_`).
+/// The prefix marker of approval ids (`apr_`).
 #[derive(Debug)]
-pub enum ApprovalKind {}
+pub enum ApprovalIdPrefix {}
 
-impl IdKind for ApprovalKind {
+impl IdKind for ApprovalIdPrefix {
     const PREFIX: &'static str = "apr_";
 }
 
 /// The id of an approval request: `apr_` + an ascending ULID. Public, guessable, not a
 /// secret.
-pub type ApprovalId = Id<ApprovalKind>;
+pub type ApprovalId = Id<ApprovalIdPrefix>;
 
-/// Kind marker for vote ids (`vot_`).
+/// The prefix marker of vote ids (`vot_`).
 #[derive(Debug)]
-pub enum VoteKind {}
+pub enum VoteIdPrefix {}
 
-impl IdKind for VoteKind {
+impl IdKind for VoteIdPrefix {
     const PREFIX: &'static str = "vot_";
 }
 
 /// The id of a [`Vote`](crate::Vote): `vot_` + an ascending ULID, which tells when it was cast.
-pub type VoteId = Id<VoteKind>;
+pub type VoteId = Id<VoteIdPrefix>;
 
 /// The id of a request of either kind: `que_…` or `apr_…`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -68,7 +68,7 @@ impl FromStr for RequestId {
     type Err = askbus_bus::ParseIdError;
 
     fn from_str(text: &str) -> Result<Self, Self::Err> {
-        if text.starts_with(ApprovalKind::PREFIX) {
+        if text.starts_with(ApprovalIdPrefix::PREFIX) {
             text.parse().map(Self::Approval)
         } else {
             text.parse().map(Self::Question)

@@ -90,7 +90,9 @@ pub use hub::{
     CONFIRMATION_ACTION, PendingSessions, RequestHub, Resumed, SessionPending, SessionRejected,
 };
 pub use identity::{Duties, Identity, NotAllowed, Role};
-pub use ids::{ApprovalId, ApprovalKind, QuestionId, QuestionKind, RequestId, VoteId, VoteKind};
+pub use ids::{
+    ApprovalId, ApprovalIdPrefix, QuestionId, QuestionIdPrefix, RequestId, VoteId, VoteIdPrefix,
+};
 pub use interrupt::{
     CONFIRMATION_PHRASES, InputField, InputFieldType, InterruptState, PendingRequest, ResumeInput,
     confirmation_phrase,

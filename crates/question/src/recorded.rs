@@ -7,13 +7,13 @@
 
 use askbus_store::{ChangeKind, RequestKind, StoreError};
 
-use crate::approval::{ApprovalOutcome, ApprovalRegistryKind};
+use crate::approval::{ApprovalOutcome, Approvals};
 use crate::approval_model::ApprovalRequest;
 use crate::identity::Identity;
 use crate::ids::{ApprovalId, QuestionId};
 use crate::model::QuestionRequest;
 use crate::registry::record::{decided_by, outcome_from, parse_id, request_from};
-use crate::service::{QuestionOutcome, QuestionRegistryKind};
+use crate::service::{QuestionOutcome, Questions};
 
 /// A request change of a store's record (a record of a session's history, an entry of the
 /// change log) read back as the request, or the outcome, it stands for: what a reader of
@@ -72,22 +72,18 @@ impl RecordedChange {
     pub fn read(change: &ChangeKind) -> Result<Option<Self>, StoreError> {
         Ok(Some(match change {
             ChangeKind::Inserted(record) => match record.kind {
-                RequestKind::Question => {
-                    Self::QuestionAsked(request_from::<QuestionRegistryKind>(record)?)
-                }
-                RequestKind::Approval => {
-                    Self::ApprovalAsked(request_from::<ApprovalRegistryKind>(record)?)
-                }
+                RequestKind::Question => Self::QuestionAsked(request_from::<Questions>(record)?),
+                RequestKind::Approval => Self::ApprovalAsked(request_from::<Approvals>(record)?),
             },
             ChangeKind::Resolved { kind, id, outcome } => match kind {
                 RequestKind::Question => Self::QuestionEnded {
                     id: parse_id(id)?,
-                    outcome: outcome_from::<QuestionRegistryKind>(id, outcome)?,
+                    outcome: outcome_from::<Questions>(id, outcome)?,
                     decided_by: decided_by(outcome),
                 },
                 RequestKind::Approval => Self::ApprovalEnded {
                     id: parse_id(id)?,
-                    outcome: outcome_from::<ApprovalRegistryKind>(id, outcome)?,
+                    outcome: outcome_from::<Approvals>(id, outcome)?,
                     decided_by: decided_by(outcome),
                 },
             },

@@ -14,7 +14,7 @@ use crate::durable::Durable;
 use crate::error::{AskError, ReplyError, SubmitError};
 use crate::follow_up::{Due, FollowUp, Plan};
 use crate::identity::{Identity, NotAllowed};
-use crate::ids::{QuestionId, QuestionKind, RequestId};
+use crate::ids::{QuestionId, QuestionIdPrefix, RequestId};
 use crate::keys::RequestKeys;
 use crate::model::{
     Answer, Answers, OnTimeout, QuestionAsked, QuestionCancelled, QuestionEscalated, QuestionInfo,
@@ -24,7 +24,9 @@ use crate::model::{
 use crate::notify::EventSink;
 use crate::outcome::{Outcome, OutcomeKind, Snapshot};
 use crate::quota::{Charge, Weight};
-use crate::registry::{self, Kind, Refused, Registry, ResolveError, SharedIds, StoreRole, Ticket};
+use crate::registry::{
+    self, Refused, Registry, RequestType, ResolveError, SharedIds, StoreRole, Ticket,
+};
 use crate::timeout::Timeout;
 use crate::validate::{self, ValidationError};
 
@@ -62,7 +64,7 @@ use crate::validate::{self, ValidationError};
 #[derive(Clone)]
 pub struct QuestionService {
     /// The pending and recently resolved questions.
-    registry: Registry<QuestionRegistryKind>,
+    registry: Registry<Questions>,
     /// Defaults applied to every request.
     config: QuestionConfig,
     /// The account new requests are charged to
@@ -99,7 +101,7 @@ pub struct QuestionConfig {
 #[must_use = "dropping a PendingQuestion cancels the question"]
 pub struct PendingQuestion {
     /// The registered request and where its outcome arrives.
-    ticket: Ticket<QuestionRegistryKind>,
+    ticket: Ticket<Questions>,
 }
 
 /// A question request with its outcome (`None` while pending).
@@ -109,14 +111,14 @@ pub type QuestionSnapshot = Snapshot<QuestionRequest, Answers>;
 pub type QuestionOutcome = Outcome<Answers>;
 
 /// Plugs questions into the generic registry.
-pub(crate) enum QuestionRegistryKind {}
+pub(crate) enum Questions {}
 
-impl Kind for QuestionRegistryKind {
-    type IdKind = QuestionKind;
+impl RequestType for Questions {
+    type IdPrefix = QuestionIdPrefix;
     type Request = QuestionRequest;
     type Reply = Answers;
     type Rejection = Option<String>;
-    type Index = RequestKeys<QuestionKind>;
+    type Index = RequestKeys<QuestionIdPrefix>;
 
     fn new_index(ids: &SharedIds) -> Self::Index {
         RequestKeys::new(Arc::clone(&ids.keys))
@@ -159,11 +161,11 @@ impl Kind for QuestionRegistryKind {
         request.expires_at
     }
 
-    fn remember(keys: &mut RequestKeys<QuestionKind>, request: &QuestionRequest) {
+    fn remember(keys: &mut RequestKeys<QuestionIdPrefix>, request: &QuestionRequest) {
         keys.remember(&request.session_id, &request.approval_key, request.id);
     }
 
-    fn forget(keys: &mut RequestKeys<QuestionKind>, request: &QuestionRequest) {
+    fn forget(keys: &mut RequestKeys<QuestionIdPrefix>, request: &QuestionRequest) {
         keys.forget(&request.session_id, &request.approval_key, request.id);
     }
 
@@ -345,7 +347,7 @@ impl QuestionService {
     }
 
     /// The registry behind this service.
-    pub(crate) fn registry(&self) -> &Registry<QuestionRegistryKind> {
+    pub(crate) fn registry(&self) -> &Registry<Questions> {
         &self.registry
     }
 

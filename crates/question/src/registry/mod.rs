@@ -67,15 +67,15 @@ use crate::notify::{Notice, Notifier};
 use crate::outcome::{Outcome, OutcomeKind, Snapshot, Vote};
 use crate::quota::{Charge, Quota, QuotaExceeded, Weight};
 mod id_source;
-mod kind;
 pub(crate) mod record;
+mod request_type;
 mod storage;
 
 use crate::session_index::SessionIndex;
 use id_source::lock_ids;
 pub(crate) use id_source::{SharedIds, new_ids};
-pub(crate) use kind::{Kind, KindOutcome, VoteOn};
 use record::{Recorder, RequestDigest};
+pub(crate) use request_type::{OutcomeOf, RequestType, VoteOn};
 pub(crate) use storage::StoreRole;
 use storage::{FollowUps, Storage};
 
@@ -112,17 +112,17 @@ pub(crate) enum Refused<Id> {
 }
 
 /// Handle to a registry; clones share it.
-pub(crate) struct Registry<K: Kind> {
+pub(crate) struct Registry<K: RequestType> {
     inner: Arc<Inner<K>>,
 }
 
 /// The asker's handle on one registered request: receives its outcome, and cancels the
 /// request if dropped before that (unless detached). The public pending futures wrap it.
-pub(crate) struct Ticket<K: Kind> {
+pub(crate) struct Ticket<K: RequestType> {
     /// The request as registered.
     request: Arc<K::Request>,
     /// Where the outcome arrives.
-    outcome: oneshot::Receiver<KindOutcome<K>>,
+    outcome: oneshot::Receiver<OutcomeOf<K>>,
     /// Used to cancel on drop.
     registry: Registry<K>,
     /// Set once the outcome was taken or the request detached: nothing to cancel then.
@@ -139,10 +139,10 @@ pub(crate) struct Ticket<K: Kind> {
 type CallKey = (Arc<str>, String);
 
 /// The sending side of a request's outcome, for its asker or a watcher.
-type OutcomeSender<K> = oneshot::Sender<KindOutcome<K>>;
+type OutcomeSender<K> = oneshot::Sender<OutcomeOf<K>>;
 
 /// Shared state of a registry.
-struct Inner<K: Kind> {
+struct Inner<K: RequestType> {
     /// Where `asked` and terminal events are published.
     bus: Bus,
     /// Everything mutable; see the module docs for the locking policy.
@@ -172,10 +172,10 @@ const VOTE_PAGE: usize = 256;
 
 /// The votes on requests `ids` of `session` recorded in its history, oldest first. Reads
 /// back from the newest record until the inserts of all of them were passed.
-async fn read_votes<K: Kind>(
+async fn read_votes<K: RequestType>(
     store: &dyn Store,
     session: &str,
-    ids: &[Id<K::IdKind>],
+    ids: &[Id<K::IdPrefix>],
 ) -> Result<Vec<VoteOn<K>>, StoreError> {
     let mut inserts_to_pass: BTreeSet<String> = ids.iter().map(ToString::to_string).collect();
     let mut votes = Vec::new();
@@ -210,7 +210,7 @@ async fn read_votes<K: Kind>(
 
 /// Whether `outcome`, as a decision, runs nothing: a rejection, or a reply that vetoes
 /// (see [`Registry::check_decider`]).
-fn stops<K: Kind>(outcome: &KindOutcome<K>) -> bool {
+fn stops<K: RequestType>(outcome: &OutcomeOf<K>) -> bool {
     match outcome {
         Outcome::Replied(reply) => K::vetoes(reply),
         _ => true,
@@ -218,7 +218,7 @@ fn stops<K: Kind>(outcome: &KindOutcome<K>) -> bool {
 }
 
 /// How many votes agree with `vote` once it joins `cast`, itself included.
-fn agreeing<K: Kind>(cast: &[Vote<K::Reply>], vote: &Vote<K::Reply>) -> u32 {
+fn agreeing<K: RequestType>(cast: &[Vote<K::Reply>], vote: &Vote<K::Reply>) -> u32 {
     let alike = cast
         .iter()
         .filter(|earlier| K::agree(&earlier.reply, &vote.reply))
@@ -227,39 +227,39 @@ fn agreeing<K: Kind>(cast: &[Vote<K::Reply>], vote: &Vote<K::Reply>) -> u32 {
 }
 
 /// What the registry lock protects.
-struct State<K: Kind> {
+struct State<K: RequestType> {
     /// Pending requests by id; ascending iteration is creation order.
-    pending: BTreeMap<Id<K::IdKind>, Pending<K>>,
+    pending: BTreeMap<Id<K::IdPrefix>, Pending<K>>,
     /// `(when, id, what)` of every deadline and follow-up step of the pending requests,
     /// earliest first.
-    deadlines: BTreeSet<(Instant, Id<K::IdKind>, Due)>,
+    deadlines: BTreeSet<(Instant, Id<K::IdPrefix>, Due)>,
     /// The most recently created resolved requests, at most `retain_resolved`.
-    resolved: BTreeMap<Id<K::IdKind>, Resolved<K>>,
+    resolved: BTreeMap<Id<K::IdPrefix>, Resolved<K>>,
     /// The weight of the resolved requests remembered (0 without a quota).
     resolved_weight: usize,
     /// Extra waiters from [`Registry::wait`], by pending request. Kept out of [`Pending`]
     /// because few requests have any, and every pending entry would pay for the field.
-    watchers: HashMap<Id<K::IdKind>, Vec<OutcomeSender<K>>>,
+    watchers: HashMap<Id<K::IdPrefix>, Vec<OutcomeSender<K>>>,
     /// The kind's own lookup state, covering exactly the pending and remembered requests.
     index: K::Index,
     /// The pending or remembered request of each tool call that asked one.
-    calls: HashMap<CallKey, Id<K::IdKind>>,
+    calls: HashMap<CallKey, Id<K::IdPrefix>>,
     /// The pending requests by session, in step with `pending`.
-    sessions: SessionIndex<Id<K::IdKind>>,
+    sessions: SessionIndex<Id<K::IdPrefix>>,
     /// Over a shared store, the votes cast here and not yet read back from its log, with
     /// where to say whether each counted ([`Registry::vote`]).
     vote_waiters: HashMap<VoteKey<K>, oneshot::Sender<Result<(), DurableError>>>,
 }
 
 /// One vote cast on one request.
-type VoteKey<K> = (Id<<K as Kind>::IdKind>, VoteId);
+type VoteKey<K> = (Id<<K as RequestType>::IdPrefix>, VoteId);
 
 /// A request waiting for its outcome.
-struct Pending<K: Kind> {
+struct Pending<K: RequestType> {
     /// The request as asked.
     request: Arc<K::Request>,
     /// The asker's end, `None` for requests nobody awaits in process (server mode).
-    asker: Option<oneshot::Sender<KindOutcome<K>>>,
+    asker: Option<oneshot::Sender<OutcomeOf<K>>>,
     /// When the request times out, if ever.
     deadline: Option<Instant>,
     /// When it escalates, if ever: from then on the deciders it escalates to may decide
@@ -284,11 +284,11 @@ struct Pending<K: Kind> {
 }
 
 /// A request that reached its outcome, remembered for late readers.
-struct Resolved<K: Kind> {
+struct Resolved<K: RequestType> {
     /// The request as asked.
     request: Arc<K::Request>,
     /// How it ended.
-    outcome: KindOutcome<K>,
+    outcome: OutcomeOf<K>,
     /// Who decided it, if anyone did.
     decided_by: Option<Identity>,
     /// Its weight in bytes, as it had while pending.
@@ -296,13 +296,13 @@ struct Resolved<K: Kind> {
 }
 
 /// Outcome deliveries collected under the lock and sent after it is released.
-struct Delivery<K: Kind> {
+struct Delivery<K: RequestType> {
     /// The asker's end, if any.
-    asker: Option<oneshot::Sender<KindOutcome<K>>>,
+    asker: Option<oneshot::Sender<OutcomeOf<K>>>,
     /// Waiters from `wait`.
-    watchers: Vec<oneshot::Sender<KindOutcome<K>>>,
+    watchers: Vec<oneshot::Sender<OutcomeOf<K>>>,
     /// What to send them.
-    outcome: KindOutcome<K>,
+    outcome: OutcomeOf<K>,
     /// The store's acknowledgement of the outcome, if there is a store.
     recorded: Option<askbus_store::Ack>,
 }
@@ -316,7 +316,7 @@ enum Announce {
 }
 
 /// What counting one vote came to ([`Registry::count`]).
-struct Counted<K: Kind> {
+struct Counted<K: RequestType> {
     /// The vote's record for the session's history.
     record: Option<SessionEvent>,
     /// The reply that ends the request and who cast the deciding vote, if the vote
@@ -325,18 +325,18 @@ struct Counted<K: Kind> {
 }
 
 /// A handle that does not keep its registry alive (for tasks that serve it).
-pub(crate) struct WeakRegistry<K: Kind> {
+pub(crate) struct WeakRegistry<K: RequestType> {
     inner: Weak<Inner<K>>,
 }
 
-impl<K: Kind> WeakRegistry<K> {
+impl<K: RequestType> WeakRegistry<K> {
     /// The registry, unless every handle of it is gone.
     pub(crate) fn upgrade(&self) -> Option<Registry<K>> {
         self.inner.upgrade().map(|inner| Registry { inner })
     }
 }
 
-impl<K: Kind> Clone for Registry<K> {
+impl<K: RequestType> Clone for Registry<K> {
     fn clone(&self) -> Self {
         Self {
             inner: Arc::clone(&self.inner),
@@ -344,7 +344,7 @@ impl<K: Kind> Clone for Registry<K> {
     }
 }
 
-impl<K: Kind> Registry<K> {
+impl<K: RequestType> Registry<K> {
     pub(crate) fn new(bus: Bus, retain_resolved: usize, ids: SharedIds) -> Self {
         Self::with_parts(bus, retain_resolved, ids, None)
     }
@@ -448,7 +448,7 @@ impl<K: Kind> Registry<K> {
             .chain(&resolved)
             .map(|stored| stored.request.id.as_str())
             .max()
-            .map(record::parse_id::<K::IdKind>)
+            .map(record::parse_id::<K::IdPrefix>)
             .transpose()?;
         if let Some(newest) = newest {
             lock_ids(&ids).skip_past(newest.ulid());
@@ -503,7 +503,7 @@ impl<K: Kind> Registry<K> {
         let Some(store) = self.store() else {
             return Ok(());
         };
-        let mut sessions: BTreeMap<Arc<str>, Vec<Id<K::IdKind>>> = BTreeMap::new();
+        let mut sessions: BTreeMap<Arc<str>, Vec<Id<K::IdPrefix>>> = BTreeMap::new();
         for entry in self.inner.lock().pending.values() {
             if K::quorum(&entry.request) > 1 {
                 let session = Arc::from(K::session_id(&entry.request));
@@ -544,7 +544,7 @@ impl<K: Kind> Registry<K> {
     fn settle_restored(
         &self,
         state: &mut State<K>,
-        id: Id<K::IdKind>,
+        id: Id<K::IdPrefix>,
         reply: K::Reply,
         by: Identity,
     ) {
@@ -604,7 +604,7 @@ impl<K: Kind> Registry<K> {
     }
 
     /// The ids of every pending request, ascending.
-    pub(crate) fn pending_ids(&self) -> Vec<Id<K::IdKind>> {
+    pub(crate) fn pending_ids(&self) -> Vec<Id<K::IdPrefix>> {
         self.inner.lock().pending.keys().copied().collect()
     }
 
@@ -615,7 +615,7 @@ impl<K: Kind> Registry<K> {
     /// is pending or remembered, nothing is registered: the ticket joins that request (it
     /// becomes the asker if the request has none, as after a restart; otherwise it only
     /// watches), or carries its outcome at once. It joins **only if that request
-    /// [`asks`](Kind::asks) `content`** (the same questions, the same calls with the same
+    /// [`asks`](RequestType::asks) `content`** (the same questions, the same calls with the same
     /// arguments): its outcome was decided by a human who saw that content, never this.
     /// Otherwise nothing changes and the earlier request's id is the error
     /// ([`Refused::CallReused`]). This is the one place the rule is kept, so every way in
@@ -628,7 +628,7 @@ impl<K: Kind> Registry<K> {
     ///
     /// `asker` must be allowed to ask ([`Duties::check_ask`]; [`Refused::NotAllowed`]
     /// otherwise, before anything else), and `build` must record it as the request's
-    /// [`asked_by`](Kind::asked_by).
+    /// [`asked_by`](RequestType::asked_by).
     ///
     /// `build` runs under the registry lock, so it must be cheap and must not call back
     /// into the registry.
@@ -638,9 +638,9 @@ impl<K: Kind> Registry<K> {
         call: Option<CallKey>,
         mut charge: Charge,
         content: K::Content,
-        build: impl FnOnce(Id<K::IdKind>, &mut K::Index, K::Content) -> K::Request,
+        build: impl FnOnce(Id<K::IdPrefix>, &mut K::Index, K::Content) -> K::Request,
         timers: Timers,
-    ) -> Result<Ticket<K>, Refused<Id<K::IdKind>>> {
+    ) -> Result<Ticket<K>, Refused<Id<K::IdPrefix>>> {
         self.duties()
             .check_ask(asker)
             .map_err(Refused::NotAllowed)?;
@@ -783,9 +783,9 @@ impl<K: Kind> Registry<K> {
     /// it must not call back into the registry.
     pub(crate) fn resolve<E>(
         &self,
-        id: Id<K::IdKind>,
+        id: Id<K::IdPrefix>,
         by: Option<&Identity>,
-        decide: impl FnOnce(&K::Request) -> Result<KindOutcome<K>, E>,
+        decide: impl FnOnce(&K::Request) -> Result<OutcomeOf<K>, E>,
     ) -> Result<Durable, ResolveError<E>> {
         let mut state = self.inner.lock();
         let Some(entry) = state.pending.get(&id) else {
@@ -866,7 +866,7 @@ impl<K: Kind> Registry<K> {
     fn vote(
         &self,
         mut state: MutexGuard<'_, State<K>>,
-        id: Id<K::IdKind>,
+        id: Id<K::IdPrefix>,
         vote: Vote<K::Reply>,
         quorum: u32,
     ) -> Durable {
@@ -928,7 +928,7 @@ impl<K: Kind> Registry<K> {
     fn count(
         &self,
         state: &mut State<K>,
-        id: Id<K::IdKind>,
+        id: Id<K::IdPrefix>,
         vote: Vote<K::Reply>,
         quorum: u32,
         announce: Announce,
@@ -1027,7 +1027,7 @@ impl<K: Kind> Registry<K> {
         store: &Recorder,
         state: &mut State<K>,
         request: &Arc<K::Request>,
-        outcome: KindOutcome<K>,
+        outcome: OutcomeOf<K>,
         by: Option<Identity>,
     ) -> Durable {
         let id = K::id(request);
@@ -1068,8 +1068,8 @@ impl<K: Kind> Registry<K> {
     /// this registry can. Says whether it ended it now, or how it had ended before.
     fn end_orphan(
         &self,
-        id: Id<K::IdKind>,
-        outcome: KindOutcome<K>,
+        id: Id<K::IdPrefix>,
+        outcome: OutcomeOf<K>,
         by: Option<Identity>,
     ) -> Ended {
         let mut state = self.inner.lock();
@@ -1093,7 +1093,7 @@ impl<K: Kind> Registry<K> {
     /// event follows. In case the insert took effect after all (its answer lost on the
     /// way), the cancellation is also proposed to a shared store, for a while, so the
     /// other instances end it too.
-    fn withdraw(&self, id: Id<K::IdKind>) -> Ended {
+    fn withdraw(&self, id: Id<K::IdPrefix>) -> Ended {
         let mut state = self.inner.lock();
         let Some(request) = state
             .pending
@@ -1150,7 +1150,7 @@ impl<K: Kind> Registry<K> {
             // Not a request's: the follower passes it on (see the `follow` module).
             ChangeKind::Event(_) => return Err(StoreError::Corrupt(format!("{change:?}"))),
             ChangeKind::Inserted(record) => {
-                let id = record::parse_id::<K::IdKind>(&record.id)?;
+                let id = record::parse_id::<K::IdPrefix>(&record.id)?;
                 // A request known here (most often: registered here) needs no reading, and
                 // the reading of one that does is done outside the lock.
                 let known = {
@@ -1210,7 +1210,7 @@ impl<K: Kind> Registry<K> {
             ChangeKind::Resolved { id, outcome, .. } => {
                 let decided_by = record::decided_by(outcome);
                 let outcome = record::outcome_from::<K>(id, outcome)?;
-                let id = record::parse_id::<K::IdKind>(id)?;
+                let id = record::parse_id::<K::IdPrefix>(id)?;
                 let mut state = self.inner.lock();
                 let delivery = self.inner.finish(&mut state, id, outcome, decided_by);
                 drop(state);
@@ -1252,7 +1252,7 @@ impl<K: Kind> Registry<K> {
         &self,
         session_id: &str,
         by: &Identity,
-        mut decide: impl FnMut(&K::Request) -> KindOutcome<K>,
+        mut decide: impl FnMut(&K::Request) -> OutcomeOf<K>,
     ) -> Result<Vec<(OutcomeKind, Durable)>, NotAllowed> {
         let mut state = self.inner.lock();
         let decided = state
@@ -1411,7 +1411,7 @@ impl<K: Kind> Registry<K> {
     /// One request, pending or remembered as resolved.
     pub(crate) fn get(
         &self,
-        id: Id<K::IdKind>,
+        id: Id<K::IdPrefix>,
     ) -> Option<Snapshot<K::Request, K::Reply, K::Rejection>> {
         let state = self.inner.lock();
         if let Some(entry) = state.pending.get(&id) {
@@ -1432,7 +1432,7 @@ impl<K: Kind> Registry<K> {
 
     /// Waits for a request's outcome without becoming its asker: dropping the wait does not
     /// cancel the request. `None` if the id is neither pending nor remembered.
-    pub(crate) async fn wait(&self, id: Id<K::IdKind>) -> Option<KindOutcome<K>> {
+    pub(crate) async fn wait(&self, id: Id<K::IdPrefix>) -> Option<OutcomeOf<K>> {
         let receiver = {
             let mut state = self.inner.lock();
             if !state.pending.contains_key(&id) {
@@ -1452,7 +1452,7 @@ impl<K: Kind> Registry<K> {
     /// How many waits of [`wait`](Self::wait) a pending request holds (live or not yet
     /// pruned).
     #[cfg(test)]
-    pub(crate) fn watcher_count(&self, id: Id<K::IdKind>) -> usize {
+    pub(crate) fn watcher_count(&self, id: Id<K::IdPrefix>) -> usize {
         self.inner.lock().watchers.get(&id).map_or(0, Vec::len)
     }
 
@@ -1530,7 +1530,7 @@ impl<K: Kind> Registry<K> {
     /// Waits for the store's verdict on an expiry in a task of its own. A store that could
     /// not be reached makes the request due again after [`EXPIRY_RETRY`], so it still
     /// times out once the store is back.
-    fn expire_in_background(&self, id: Id<K::IdKind>, proposal: Durable) {
+    fn expire_in_background(&self, id: Id<K::IdPrefix>, proposal: Durable) {
         let Ok(runtime) = tokio::runtime::Handle::try_current() else {
             return;
         };
@@ -1568,7 +1568,7 @@ impl<K: Kind> Registry<K> {
     }
 }
 
-impl<K: Kind> Inner<K> {
+impl<K: RequestType> Inner<K> {
     fn lock(&self) -> MutexGuard<'_, State<K>> {
         // Every mutation leaves the state consistent before the next statement, and nothing
         // that can panic runs under the lock, so a poisoned lock is still a sound one.
@@ -1586,8 +1586,8 @@ impl<K: Kind> Inner<K> {
     fn finish(
         &self,
         state: &mut State<K>,
-        id: Id<K::IdKind>,
-        outcome: KindOutcome<K>,
+        id: Id<K::IdPrefix>,
+        outcome: OutcomeOf<K>,
         by: Option<Identity>,
     ) -> Option<Delivery<K>> {
         let entry = state.pending.remove(&id)?;
@@ -1662,7 +1662,7 @@ impl<K: Kind> Inner<K> {
     }
 }
 
-impl<K: Kind> Ticket<K> {
+impl<K: RequestType> Ticket<K> {
     /// The request as registered.
     pub(crate) fn request(&self) -> &Arc<K::Request> {
         &self.request
@@ -1698,7 +1698,7 @@ impl<K: Kind> Ticket<K> {
     pub(crate) fn poll_outcome(
         &mut self,
         cx: &mut Context<'_>,
-    ) -> Poll<Result<KindOutcome<K>, DurableError>> {
+    ) -> Poll<Result<OutcomeOf<K>, DurableError>> {
         if let Poll::Ready(received) = Pin::new(&mut self.outcome).poll(cx) {
             self.settled = true;
             // The sender is only dropped unsent when the registry itself is gone.
@@ -1721,7 +1721,7 @@ impl<K: Kind> Ticket<K> {
     }
 }
 
-impl<K: Kind> Drop for Ticket<K> {
+impl<K: RequestType> Drop for Ticket<K> {
     fn drop(&mut self) {
         if !self.settled && self.owns {
             // Already resolved (the outcome is waiting unread) is fine: nothing to cancel.
@@ -1762,14 +1762,14 @@ enum Ended {
     Before(OutcomeKind),
 }
 
-impl<K: Kind> Drop for Inner<K> {
+impl<K: RequestType> Drop for Inner<K> {
     fn drop(&mut self) {
         // Lets the timer driver notice that its registry is gone and exit.
         self.timer_wakeup.notify_one();
     }
 }
 
-impl<K: Kind> Delivery<K> {
+impl<K: RequestType> Delivery<K> {
     /// Hands the outcome to the asker and the watchers; returns what completes once the
     /// outcome is durable.
     fn send(self) -> Durable {
@@ -1785,10 +1785,10 @@ impl<K: Kind> Delivery<K> {
     }
 }
 
-impl<K: Kind> State<K> {
+impl<K: RequestType> State<K> {
     /// How request `id` ended, if this registry remembers; a request it does not (any
     /// more) counts as cancelled.
-    fn outcome_kind(&self, id: Id<K::IdKind>) -> OutcomeKind {
+    fn outcome_kind(&self, id: Id<K::IdPrefix>) -> OutcomeKind {
         self.resolved
             .get(&id)
             .map_or(OutcomeKind::Cancelled, |resolved| resolved.outcome.kind())
@@ -1798,7 +1798,7 @@ impl<K: Kind> State<K> {
     /// long poll that ran out, a client that left, a joining retry dropped) leave closed
     /// senders behind; dropping them here keeps an often re-polled request's list as long
     /// as its live waits, not its history of polls.
-    fn watch(&mut self, id: Id<K::IdKind>, sender: OutcomeSender<K>) {
+    fn watch(&mut self, id: Id<K::IdPrefix>, sender: OutcomeSender<K>) {
         let watchers = self.watchers.entry(id).or_default();
         watchers.retain(|watcher| !watcher.is_closed());
         watchers.push(sender);
@@ -1806,7 +1806,7 @@ impl<K: Kind> State<K> {
 
     /// Adds a deadline or a follow-up step to the index; returns whether it is the new
     /// earliest (the timer must then wake up to sleep less).
-    fn add_due(&mut self, at: Instant, id: Id<K::IdKind>, due: Due) -> bool {
+    fn add_due(&mut self, at: Instant, id: Id<K::IdPrefix>, due: Due) -> bool {
         let is_new_earliest = self
             .deadlines
             .first()
@@ -1896,7 +1896,7 @@ impl<K: Kind> State<K> {
 
 /// The one timer task of a registry: sleeps until the earliest deadline, expires what is
 /// due, repeats. Holds only a weak reference so it never keeps a dropped registry alive.
-async fn run_timer<K: Kind>(registry: Weak<Inner<K>>, wakeup: Arc<Notify>) {
+async fn run_timer<K: RequestType>(registry: Weak<Inner<K>>, wakeup: Arc<Notify>) {
     loop {
         let now = Instant::now();
         let next = match registry.upgrade() {

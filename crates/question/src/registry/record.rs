@@ -33,7 +33,7 @@ use crate::identity::Identity;
 use crate::model::OnTimeout;
 use crate::notify::{Notice, Notifier};
 use crate::outcome::{Outcome, OutcomeKind};
-use crate::registry::kind::{Kind, KindOutcome};
+use crate::registry::request_type::{OutcomeOf, RequestType};
 
 /// How the store and the registry's kinds meet.
 pub(crate) struct Recorder {
@@ -56,7 +56,7 @@ impl Recorder {
     /// Queues the registration of `request`, and the message telling of it; with the
     /// digest of the JSON stored, which its outcome's receipt names (keep it with the
     /// pending request: see [`resolve`](Self::resolve)). The ack covers both.
-    pub(crate) fn insert<K: Kind>(&self, request: &Arc<K::Request>) -> (Ack, RequestDigest) {
+    pub(crate) fn insert<K: RequestType>(&self, request: &Arc<K::Request>) -> (Ack, RequestDigest) {
         let record = request_record::<K>(request);
         let digest = request_digest(&record.body);
         let inserted = self.store.write(Write::Insert(record));
@@ -97,11 +97,11 @@ impl Recorder {
     /// `digest` is the one [`insert`](Self::insert) (or [`stored_digest`]) gave: the
     /// request's JSON is then not written again, under the registry lock, on every
     /// outcome. Without one (a request withdrawn, no longer pending) it is made here.
-    pub(crate) fn resolve<K: Kind>(
+    pub(crate) fn resolve<K: RequestType>(
         &self,
         request: &Arc<K::Request>,
         digest: Option<RequestDigest>,
-        outcome: &KindOutcome<K>,
+        outcome: &OutcomeOf<K>,
         by: Option<&Identity>,
     ) -> Ack {
         let message = self.message(|sink| K::announce_outcome(sink, request, outcome, by));
@@ -150,7 +150,7 @@ impl Recorder {
 
 /// The record of `request`, as inserted: its body is the JSON the audit receipt hashes,
 /// made the same way at insert and at resolve.
-fn request_record<K: Kind>(request: &K::Request) -> RequestRecord {
+fn request_record<K: RequestType>(request: &K::Request) -> RequestRecord {
     let id = K::id(request);
     RequestRecord {
         id: id.to_string(),
@@ -173,10 +173,10 @@ pub(crate) fn stored_digest(record: &RequestRecord) -> RequestDigest {
 }
 
 /// A request and its outcome (`None` while pending), as read back from a store.
-pub(crate) type ReadBack<K> = (<K as Kind>::Request, Option<KindOutcome<K>>);
+pub(crate) type ReadBack<K> = (<K as RequestType>::Request, Option<OutcomeOf<K>>);
 
 /// A request and its outcome read back from the store.
-pub(crate) fn read_back<K: Kind>(stored: &StoredRequest) -> Result<ReadBack<K>, StoreError> {
+pub(crate) fn read_back<K: RequestType>(stored: &StoredRequest) -> Result<ReadBack<K>, StoreError> {
     let request = request_from::<K>(&stored.request)?;
     let outcome = stored
         .outcome
@@ -187,15 +187,17 @@ pub(crate) fn read_back<K: Kind>(stored: &StoredRequest) -> Result<ReadBack<K>, 
 }
 
 /// A request read back from its record.
-pub(crate) fn request_from<K: Kind>(record: &RequestRecord) -> Result<K::Request, StoreError> {
+pub(crate) fn request_from<K: RequestType>(
+    record: &RequestRecord,
+) -> Result<K::Request, StoreError> {
     from_json(&record.id, &record.body)
 }
 
 /// The outcome of request `id` read back from its record.
-pub(crate) fn outcome_from<K: Kind>(
+pub(crate) fn outcome_from<K: RequestType>(
     id: &str,
     outcome: &OutcomeRecord,
-) -> Result<KindOutcome<K>, StoreError> {
+) -> Result<OutcomeOf<K>, StoreError> {
     Ok(match outcome.state {
         OutcomeState::Replied => Outcome::Replied(from_json(id, &outcome.body)?),
         OutcomeState::Rejected => {

@@ -38,8 +38,8 @@ use std::sync::OnceLock;
 use askbus_store::{Ack, LogPosition, SessionEvent};
 use tokio::sync::watch;
 
-use super::kind::{Kind, KindOutcome};
 use super::record::{Recorder, RequestDigest};
+use super::request_type::{OutcomeOf, RequestType};
 use crate::identity::Identity;
 
 /// How a registry uses the store it records in, as its constructor is told.
@@ -120,11 +120,11 @@ impl Storage {
     /// Writes the outcome this registry decided, where the store follows it; `None` where
     /// there is nothing to write (in memory) or the store made the outcome itself (it is
     /// being applied from a shared store's log).
-    pub(super) fn record_outcome<K: Kind>(
+    pub(super) fn record_outcome<K: RequestType>(
         &self,
         request: &std::sync::Arc<K::Request>,
         digest: Option<RequestDigest>,
-        outcome: &KindOutcome<K>,
+        outcome: &OutcomeOf<K>,
         by: Option<&Identity>,
     ) -> Option<Ack> {
         match self {

@@ -1,8 +1,8 @@
-//! [`Kind`]: what a kind of request (question, approval) plugs into the registry.
+//! [`RequestType`]: what a kind of request (question, approval) plugs into the registry.
 //!
 //! The registry is generic over it, and so is its record in a store (`record`): both
 //! depend on this trait, neither on the other's internals. The two implementations live
-//! beside their services (`QuestionRegistryKind` in `service`, `ApprovalRegistryKind` in
+//! beside their services (`Questions` in `service`, `Approvals` in
 //! `approval`), which is where the rules of each kind are.
 
 use std::sync::Arc;
@@ -22,9 +22,9 @@ use crate::quota::Weight;
 use crate::registry::id_source::SharedIds;
 
 /// What a kind of request (question, approval) plugs into the registry.
-pub(crate) trait Kind: Send + Sync + Sized + 'static {
+pub(crate) trait RequestType: Send + Sync + Sized + 'static {
     /// The id prefix of this kind.
-    type IdKind: IdKind;
+    type IdPrefix: IdKind;
     /// The request as asked; immutable once registered. Its JSON is its stored record.
     type Request: Serialize + DeserializeOwned + Send + Sync + 'static;
     /// A validated answer.
@@ -44,9 +44,9 @@ pub(crate) trait Kind: Send + Sync + Sized + 'static {
     fn new_index(ids: &SharedIds) -> Self::Index;
 
     /// The request's id.
-    fn id(request: &Self::Request) -> Id<Self::IdKind>;
+    fn id(request: &Self::Request) -> Id<Self::IdPrefix>;
     /// The id as either kind's.
-    fn request_id(id: Id<Self::IdKind>) -> RequestId;
+    fn request_id(id: Id<Self::IdPrefix>) -> RequestId;
     /// The session the request belongs to.
     fn session_id(request: &Self::Request) -> &str;
     /// The tool call that asked, if any: a second ask of the same call in the same session
@@ -78,7 +78,7 @@ pub(crate) trait Kind: Send + Sync + Sized + 'static {
     fn announce_outcome(
         to: &mut impl EventSink,
         request: &Arc<Self::Request>,
-        outcome: &KindOutcome<Self>,
+        outcome: &OutcomeOf<Self>,
         by: Option<&Identity>,
     );
 
@@ -90,9 +90,9 @@ pub(crate) trait Kind: Send + Sync + Sized + 'static {
     /// The fallback `request` applies on expiry, when it names one.
     fn on_timeout(request: &Self::Request) -> Option<&OnTimeout>;
     /// The outcome `request` reaches on expiry: [`Outcome::TimedOut`], or its fallback.
-    fn timeout_outcome(request: &Self::Request) -> KindOutcome<Self>;
+    fn timeout_outcome(request: &Self::Request) -> OutcomeOf<Self>;
     /// The outcome a stored rejection (with the human's `reason`) reads back as.
-    fn read_rejection(reason: Option<String>) -> KindOutcome<Self>;
+    fn read_rejection(reason: Option<String>) -> OutcomeOf<Self>;
     /// Announces a follow-up step of `request` (a reminder or an escalation).
     fn announce_follow_up(to: &mut impl EventSink, request: &Arc<Self::Request>, due: Due);
 
@@ -147,7 +147,10 @@ pub(crate) trait Kind: Send + Sync + Sized + 'static {
 }
 
 /// The outcome of a request of kind `K`.
-pub(crate) type KindOutcome<K> = Outcome<<K as Kind>::Reply, <K as Kind>::Rejection>;
+pub(crate) type OutcomeOf<K> = Outcome<<K as RequestType>::Reply, <K as RequestType>::Rejection>;
 
 /// A vote and the request it is on.
-pub(crate) type VoteOn<K> = (Id<<K as Kind>::IdKind>, Vote<<K as Kind>::Reply>);
+pub(crate) type VoteOn<K> = (
+    Id<<K as RequestType>::IdPrefix>,
+    Vote<<K as RequestType>::Reply>,
+);
