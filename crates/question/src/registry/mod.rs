@@ -13,9 +13,20 @@
 //! `.await`**. Answers are delivered to waiting futures after the lock is released.
 //!
 //! Timeouts cost no task and no timer per request: deadlines live in one ordered index, and
-//! one driver task per registry sleeps until the earliest of them. A request's follow-ups
-//! (its reminder and escalation: see the `follow_up` module) are entries of the same index,
-//! `(at, id, what)`, served by the same task.
+//! one driver task per registry sleeps until the earliest of them (see `timer`).
+//!
+//! ## Files
+//!
+//! - `request_type`: the [`RequestType`] trait, what questions and approvals plug in.
+//! - `storage`: the storage mode (memory, a store that records, a store that decides),
+//!   one private type whose methods are the only places the modes differ.
+//! - `record`: what is written to a store and how it is read back.
+//! - `ticket`: the asker's handle, whose drop cancels.
+//! - `timer`: the one task per registry that serves deadlines and follow-ups.
+//! - `id_source`: the ids the registries of one hub share.
+//!
+//! `request_type`, `storage`, `record` and `id_source` depend on nothing of this file;
+//! `ticket` and `timer` are this file's `Registry` split by concern, and use it.
 //!
 //! # Over a shared store
 //!
@@ -44,12 +55,9 @@
 //! clock, on every instance, not the event.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
-use std::convert::Infallible;
 use std::ops::Bound;
-use std::pin::Pin;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError, Weak};
-use std::task::{Context, Poll};
 
 use askbus_bus::{Bus, EventId, Id};
 use askbus_store::{
@@ -70,6 +78,8 @@ mod id_source;
 pub(crate) mod record;
 mod request_type;
 mod storage;
+mod ticket;
+mod timer;
 
 use crate::session_index::SessionIndex;
 use id_source::lock_ids;
@@ -78,6 +88,8 @@ use record::{Recorder, RequestDigest};
 pub(crate) use request_type::{OutcomeOf, RequestType, VoteOn};
 pub(crate) use storage::StoreRole;
 use storage::{FollowUps, Storage};
+pub(crate) use ticket::Ticket;
+use timer::EXPIRY_RETRY;
 
 /// Why a request could not be resolved.
 #[derive(Debug)]
@@ -114,25 +126,6 @@ pub(crate) enum Refused<Id> {
 /// Handle to a registry; clones share it.
 pub(crate) struct Registry<K: RequestType> {
     inner: Arc<Inner<K>>,
-}
-
-/// The asker's handle on one registered request: receives its outcome, and cancels the
-/// request if dropped before that (unless detached). The public pending futures wrap it.
-pub(crate) struct Ticket<K: RequestType> {
-    /// The request as registered.
-    request: Arc<K::Request>,
-    /// Where the outcome arrives.
-    outcome: oneshot::Receiver<OutcomeOf<K>>,
-    /// Used to cancel on drop.
-    registry: Registry<K>,
-    /// Set once the outcome was taken or the request detached: nothing to cancel then.
-    settled: bool,
-    /// Whether this ticket is the request's asker, whose drop cancels it; a ticket that
-    /// joined a request asked before (by the same tool call) only watches it.
-    owns: bool,
-    /// The store's acknowledgement of the registration, until it came or someone asked
-    /// for it.
-    recorded: Option<Durable>,
 }
 
 /// A tool call in a session: `(session_id, call_id)`.
@@ -1455,117 +1448,6 @@ impl<K: RequestType> Registry<K> {
     pub(crate) fn watcher_count(&self, id: Id<K::IdPrefix>) -> usize {
         self.inner.lock().watchers.get(&id).map_or(0, Vec::len)
     }
-
-    /// Times out requests whose deadline is at or before `now`, at most [`EXPIRY_BATCH`]
-    /// of them, so that a mass expiry never holds the lock for long; returns the next
-    /// deadline (which is `<= now` if more are already due).
-    ///
-    /// Over a shared store each expiry is proposed like any outcome; an instance that
-    /// loses the race to another's expiry (or reply) loses nothing.
-    fn expire_due(&self, now: Instant) -> Option<Instant> {
-        let mut state = self.inner.lock();
-        let mut deliveries = Vec::new();
-        let mut proposals = Vec::new();
-        let mut steps = 0;
-        while steps < EXPIRY_BATCH
-            && let Some(&(at, id, due)) = state.deadlines.first()
-            && at <= now
-        {
-            state.deadlines.pop_first();
-            steps += 1;
-            let Some(request) = state
-                .pending
-                .get(&id)
-                .map(|entry| Arc::clone(&entry.request))
-            else {
-                continue;
-            };
-            if due != Due::Expire {
-                self.follow_up(&mut state, &request, due);
-                continue;
-            }
-            let outcome = K::timeout_outcome(&request);
-            match self.inner.deciding_store() {
-                None => {
-                    deliveries.extend(self.inner.finish(&mut state, id, outcome, None));
-                }
-                Some(store) => {
-                    let proposal = self.propose(store, &mut state, &request, outcome, None);
-                    proposals.push((id, proposal));
-                }
-            }
-        }
-        let next = state.deadlines.first().map(|&(at, _, _)| at);
-        drop(state);
-        for delivery in deliveries {
-            // Nobody is told of an expiry but the asker: nothing waits for the record.
-            drop(delivery.send());
-        }
-        for (id, proposal) in proposals {
-            self.expire_in_background(id, proposal);
-        }
-        next
-    }
-
-    /// Fires the follow-up step `due` (a reminder or an escalation) of pending `request`:
-    /// recorded in its session's history with its outbox message, then published (over a
-    /// shared store, by every instance's follower when the log brings it back: see the
-    /// module docs). Nothing waits for the record: a follow-up is no change of the request.
-    fn follow_up(&self, state: &mut State<K>, request: &Arc<K::Request>, due: Due) {
-        let announced = state
-            .pending
-            .get(&K::id(request))
-            .is_some_and(|entry| entry.announced);
-        let record = self.inner.storage.recorder().and_then(|_| {
-            let mut notice = None;
-            K::announce_follow_up(&mut notice, request, due);
-            notice.and_then(session_event)
-        });
-        let publish_here = self.inner.storage.record_follow_up(record);
-        if publish_here && announced {
-            K::announce_follow_up(&mut &self.inner.bus, request, due);
-        }
-    }
-
-    /// Waits for the store's verdict on an expiry in a task of its own. A store that could
-    /// not be reached makes the request due again after [`EXPIRY_RETRY`], so it still
-    /// times out once the store is back.
-    fn expire_in_background(&self, id: Id<K::IdPrefix>, proposal: Durable) {
-        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
-            return;
-        };
-        let registry = self.clone();
-        runtime.spawn(async move {
-            if let Err(DurableError::Store(error)) = proposal.await {
-                tracing::warn!("{} could not be timed out: {error}", K::request_id(id));
-                let mut state = registry.inner.lock();
-                let retry = Instant::now() + EXPIRY_RETRY;
-                if let Some(entry) = state.pending.get_mut(&id) {
-                    entry.deadline = Some(retry);
-                    if state.add_due(retry, id, Due::Expire) {
-                        registry.inner.timer_wakeup.notify_one();
-                    }
-                }
-            }
-        });
-    }
-
-    /// Starts the timer driver once, if a Tokio runtime is available. Without one the
-    /// deadlines are kept and honoured once any later registration finds a runtime.
-    fn ensure_timer_driver(&self) {
-        if self.inner.timer_started.load(Ordering::Relaxed) {
-            return;
-        }
-        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
-            return;
-        };
-        if !self.inner.timer_started.swap(true, Ordering::AcqRel) {
-            runtime.spawn(run_timer(
-                Arc::downgrade(&self.inner),
-                Arc::clone(&self.inner.timer_wakeup),
-            ));
-        }
-    }
 }
 
 impl<K: RequestType> Inner<K> {
@@ -1662,79 +1544,6 @@ impl<K: RequestType> Inner<K> {
     }
 }
 
-impl<K: RequestType> Ticket<K> {
-    /// The request as registered.
-    pub(crate) fn request(&self) -> &Arc<K::Request> {
-        &self.request
-    }
-
-    /// Completes once the registration is durable in the store (at once without a store,
-    /// or for a ticket that joined an earlier request). Only the first call waits. If the
-    /// store failed to record it, the request is withdrawn (see [`Registry::withdraw`]),
-    /// even if the returned future is dropped unawaited (an HTTP client that went away).
-    pub(crate) fn recorded(&mut self) -> Durable {
-        let Some(recorded) = self.recorded.take() else {
-            return Durable::done();
-        };
-        let (registry, id) = (self.registry.clone(), K::id(&self.request));
-        Durable::decided(async move {
-            let result = recorded.await;
-            if result.is_err() {
-                registry.withdraw(id);
-            }
-            result
-        })
-    }
-
-    /// Leaves the request pending without an in-process asker.
-    pub(crate) fn detach(mut self) -> Arc<K::Request> {
-        self.settled = true;
-        Arc::clone(&self.request)
-    }
-
-    /// Polls for the outcome; once it is taken, dropping the ticket cancels nothing. Fails
-    /// if the store could not record the request, which is then withdrawn (see
-    /// [`Registry::withdraw`]), unless an outcome came first.
-    pub(crate) fn poll_outcome(
-        &mut self,
-        cx: &mut Context<'_>,
-    ) -> Poll<Result<OutcomeOf<K>, DurableError>> {
-        if let Poll::Ready(received) = Pin::new(&mut self.outcome).poll(cx) {
-            self.settled = true;
-            // The sender is only dropped unsent when the registry itself is gone.
-            return Poll::Ready(Ok(received.unwrap_or(Outcome::Cancelled)));
-        }
-        if let Some(recorded) = &mut self.recorded
-            && let Poll::Ready(result) = Pin::new(recorded).poll(cx)
-        {
-            self.recorded = None;
-            if let Err(error) = result
-                && let Ended::Now = self.registry.withdraw(K::id(&self.request))
-            {
-                self.settled = true;
-                return Poll::Ready(Err(error));
-            }
-            // Ended otherwise meanwhile: its outcome is on its way (the receiver is
-            // polled above, so its arrival wakes this task).
-        }
-        Poll::Pending
-    }
-}
-
-impl<K: RequestType> Drop for Ticket<K> {
-    fn drop(&mut self) {
-        if !self.settled && self.owns {
-            // Already resolved (the outcome is waiting unread) is fine: nothing to cancel.
-            if let Ok(cancelled) =
-                self.registry
-                    .resolve::<Infallible>(K::id(&self.request), None, |_| Ok(Outcome::Cancelled))
-            {
-                cancelled.in_background();
-            }
-        }
-    }
-}
-
 /// The session history record of the event `notice` tells of.
 fn session_event(notice: Notice) -> Option<SessionEvent> {
     Some(SessionEvent {
@@ -1743,12 +1552,6 @@ fn session_event(notice: Notice) -> Option<SessionEvent> {
         properties: serde_json::to_string(&notice.properties).ok()?,
     })
 }
-
-/// Most requests timed out per registry-lock acquisition.
-const EXPIRY_BATCH: usize = 1024;
-
-/// How long after a failed attempt (the shared store unreachable) an expiry is tried again.
-const EXPIRY_RETRY: std::time::Duration = std::time::Duration::from_secs(1);
 
 /// How many times (one [`EXPIRY_RETRY`] apart) the cancellation of a withdrawn request is
 /// proposed to a shared store that cannot be reached.
@@ -1890,29 +1693,6 @@ impl<K: RequestType> State<K> {
             if self.calls.get(&key) == Some(&K::id(request)) {
                 self.calls.remove(&key);
             }
-        }
-    }
-}
-
-/// The one timer task of a registry: sleeps until the earliest deadline, expires what is
-/// due, repeats. Holds only a weak reference so it never keeps a dropped registry alive.
-async fn run_timer<K: RequestType>(registry: Weak<Inner<K>>, wakeup: Arc<Notify>) {
-    loop {
-        let now = Instant::now();
-        let next = match registry.upgrade() {
-            Some(inner) => Registry { inner }.expire_due(now),
-            None => return,
-        };
-        match next {
-            // More were due than one batch: let other tasks in before the next batch.
-            Some(at) if at <= now => tokio::task::yield_now().await,
-            Some(at) => {
-                tokio::select! {
-                    () = tokio::time::sleep_until(at) => {}
-                    () = wakeup.notified() => {}
-                }
-            }
-            None => wakeup.notified().await,
         }
     }
 }
