@@ -27,6 +27,24 @@
 //! `multiple`; offered labels only unless `custom`); an empty answer, or
 //! [`NO_PREFERENCE`] alone, skips a question.
 //!
+//! # Modules
+//!
+//! Layered, bottom up; each file uses only files of the layers below it, so no files import
+//! each other in a circle (the registry's `ticket` and `timer` are its own type's methods,
+//! split by concern):
+//!
+//! 1. Data with no crate dependency: `ids` (every id, and [`RequestId`]), `identity`,
+//!    `quota`, `notify`, `keys`, `session_index`, `args_schema`.
+//! 2. The models: `model` (questions, [`OnTimeout`]), `approval_model` (approvals, grants),
+//!    `outcome` ([`Outcome`], [`Snapshot`], [`Vote`]), `validate`, `timeout`, `follow_up`.
+//! 3. `error` (every public error enum) and `durable` ([`Durable`]).
+//! 4. `registry`: the one machinery both kinds of request run on (its files: the
+//!    `RequestType` trait they plug in, the storage mode, the store record, the ticket,
+//!    the timer, the id source).
+//! 5. The services: `service` ([`QuestionService`]), `approval` ([`ApprovalService`]),
+//!    `grant`; then `interrupt`, `recorded` and `follow` (a shared store's follower).
+//! 6. `hub` ([`RequestHub`]), which owns one service of each kind.
+//!
 //! ```
 //! use askbus_bus::Bus;
 //! use askbus_question::{AskError, QuestionInfo, QuestionOption, QuestionService, Timeout};
