@@ -64,12 +64,9 @@ fn confirmation_phrases_are_found_in_any_case_and_only_as_phrases() {
 async fn a_decision_per_action_and_fewer_are_filled_with_the_first() {
     let approvals = ApprovalService::new(Bus::new());
     let pending = approvals
-        .submit(
-            "s1",
-            vec![trade(1), trade(2), trade(3)],
-            vec![],
-            Timeout::Never,
-        )
+        .request("s1", vec![trade(1), trade(2), trade(3)])
+        .timeout(Timeout::Never)
+        .submit()
         .unwrap();
     let edit = Decision::Edit {
         edited_action: EditedAction {
@@ -102,7 +99,10 @@ async fn a_decision_an_action_does_not_allow_is_refused_naming_it() {
     )];
     let actions = vec![trade(1), Action::new("delete_rows", json!({}))];
     let pending = approvals
-        .submit("s1", actions, reviews, Timeout::Never)
+        .request("s1", actions)
+        .review(reviews)
+        .timeout(Timeout::Never)
+        .submit()
         .unwrap();
     let respond = Decision::Respond {
         message: "use the archive".into(),
@@ -140,8 +140,11 @@ async fn a_review_config_allowing_no_decision_is_refused_naming_the_action() {
     let approvals = ApprovalService::new(Bus::new());
     let actions = || vec![trade(1), Action::new("delete_rows", json!({}))];
     let undecidable = || vec![only("delete_rows", &[])];
-    let Err(SubmitError::Invalid(refused)) =
-        approvals.submit("s1", actions(), undecidable(), Timeout::Never)
+    let Err(SubmitError::Invalid(refused)) = approvals
+        .request("s1", actions())
+        .review(undecidable())
+        .timeout(Timeout::Never)
+        .submit()
     else {
         panic!("an undecidable review config is invalid");
     };
@@ -152,7 +155,9 @@ async fn a_review_config_allowing_no_decision_is_refused_naming_the_action() {
     assert_eq!(refused.action_index(), Some(1));
     assert_eq!(
         approvals
-            .request_approval("s1", actions(), undecidable(), Timeout::Never)
+            .request("s1", actions())
+            .review(undecidable())
+            .timeout(Timeout::Never)
             .await,
         Err(ApprovalError::Invalid(refused)),
         "refused at once, not left to time out"
@@ -167,7 +172,8 @@ async fn expiry_rejects_every_action_and_is_published() {
     let mut timed_out = bus.subscribe::<ApprovalTimedOut>();
     let approvals = ApprovalService::new(bus);
     let pending = approvals
-        .submit("s1", vec![trade(1), trade(2)], vec![], Timeout::Default)
+        .request("s1", vec![trade(1), trade(2)])
+        .submit()
         .unwrap();
     let id = pending.id();
     let started = tokio::time::Instant::now();
@@ -197,7 +203,9 @@ async fn keys_count_each_sessions_requests_and_address_them() {
     let approvals = ApprovalService::new(Bus::new());
     let submit = |session: &str| {
         approvals
-            .submit(session, vec![trade(1)], vec![], Timeout::Never)
+            .request(session, vec![trade(1)])
+            .timeout(Timeout::Never)
+            .submit()
             .unwrap()
     };
     let (a1, b1, a2) = (submit("a"), submit("b"), submit("a"));
@@ -226,7 +234,9 @@ async fn a_key_never_names_a_second_request_once_its_first_is_forgotten() {
     );
     let submit = |session: &str| {
         approvals
-            .submit(session, vec![trade(1)], vec![], Timeout::Never)
+            .request(session, vec![trade(1)])
+            .timeout(Timeout::Never)
+            .submit()
             .unwrap()
             .detach()
     };
@@ -259,12 +269,16 @@ async fn the_interrupt_is_the_oldest_request_of_either_kind_even_within_a_millis
         let (first, second) = if round % 2 == 0 {
             let approval = hub
                 .approvals()
-                .submit(session.as_str(), vec![trade(1)], vec![], Timeout::Never)
+                .request(session.as_str(), vec![trade(1)])
+                .timeout(Timeout::Never)
+                .submit()
                 .unwrap()
                 .detach();
             let asked = hub
                 .questions()
-                .submit(session.as_str(), vec![question()], None, Timeout::Never)
+                .ask(session.as_str(), vec![question()])
+                .timeout(Timeout::Never)
+                .submit()
                 .unwrap()
                 .detach();
             (
@@ -274,12 +288,16 @@ async fn the_interrupt_is_the_oldest_request_of_either_kind_even_within_a_millis
         } else {
             let asked = hub
                 .questions()
-                .submit(session.as_str(), vec![question()], None, Timeout::Never)
+                .ask(session.as_str(), vec![question()])
+                .timeout(Timeout::Never)
+                .submit()
                 .unwrap()
                 .detach();
             let approval = hub
                 .approvals()
-                .submit(session.as_str(), vec![trade(1)], vec![], Timeout::Never)
+                .request(session.as_str(), vec![trade(1)])
+                .timeout(Timeout::Never)
+                .submit()
                 .unwrap()
                 .detach();
             (

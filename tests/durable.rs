@@ -36,7 +36,10 @@ async fn start(dir: &tempfile::TempDir) -> RequestHub {
 /// Submits the language question in session `s1` from tool call `call_id`, never timing out.
 fn ask_from_call(questions: &QuestionService, call_id: &str) -> PendingQuestion {
     questions
-        .submit("s1", vec![language()], tool_call(call_id), Timeout::Never)
+        .ask("s1", vec![language()])
+        .tool(tool_call(call_id))
+        .timeout(Timeout::Never)
+        .submit()
         .unwrap()
 }
 
@@ -97,12 +100,9 @@ async fn a_restart_keeps_pending_questions_and_given_answers() {
 
     // The agent asks again from the same tool calls: no second prompt.
     let again = questions
-        .ask(
-            "s1",
-            vec![language()],
-            tool_call("call-answered"),
-            Timeout::Never,
-        )
+        .ask("s1", vec![language()])
+        .tool(tool_call("call-answered"))
+        .timeout(Timeout::Never)
         .await;
     assert_eq!(again, Ok(vec![vec!["Go".to_owned()]]));
     let rejoined = ask_from_call(questions, "call-waiting");
@@ -122,7 +122,9 @@ async fn new_ids_continue_above_the_stored_ones() {
     let first = start(&dir).await;
     let before = first
         .questions()
-        .submit("s1", vec![language()], None, Timeout::Never)
+        .ask("s1", vec![language()])
+        .timeout(Timeout::Never)
+        .submit()
         .unwrap()
         .detach()
         .id;
@@ -130,7 +132,9 @@ async fn new_ids_continue_above_the_stored_ones() {
     let second = start(&dir).await;
     let after = second
         .questions()
-        .submit("s1", vec![language()], None, Timeout::Never)
+        .ask("s1", vec![language()])
+        .timeout(Timeout::Never)
+        .submit()
         .unwrap()
         .detach()
         .id;
@@ -143,7 +147,9 @@ async fn event_cursors_from_before_a_restart_resume_without_a_gap() {
     let first = start(&dir).await;
     let questions = first.questions();
     let asked = questions
-        .submit("s1", vec![language()], None, Timeout::Never)
+        .ask("s1", vec![language()])
+        .timeout(Timeout::Never)
+        .submit()
         .unwrap();
     let cursor = first.bus().head();
     let id = asked.id();
@@ -174,7 +180,9 @@ async fn event_cursors_from_before_a_restart_resume_without_a_gap() {
     assert_eq!(replayed.json(), missed[0], "the event reads as it did");
     second
         .questions()
-        .submit("s2", vec![language()], None, Timeout::Never)
+        .ask("s2", vec![language()])
+        .timeout(Timeout::Never)
+        .submit()
         .unwrap()
         .detach();
     let live = resumed.next().await.unwrap().unwrap();
@@ -226,7 +234,9 @@ async fn approval_keys_continue_after_a_restart() {
     let action = || Action::new("delete_rows", json!({"table": "users"}));
     let one = first
         .approvals()
-        .submit("s1", vec![action()], vec![], Timeout::Never)
+        .request("s1", vec![action()])
+        .timeout(Timeout::Never)
+        .submit()
         .unwrap()
         .detach();
     assert_eq!(&*one.approval_key, "s1_1");
@@ -240,7 +250,9 @@ async fn approval_keys_continue_after_a_restart() {
         "old keys still address"
     );
     let two = approvals
-        .submit("s1", vec![action()], vec![], Timeout::Never)
+        .request("s1", vec![action()])
+        .timeout(Timeout::Never)
+        .submit()
         .unwrap();
     assert_eq!(&*two.request().approval_key, "s1_2");
     approvals
@@ -265,7 +277,10 @@ async fn without_a_store_a_repeated_tool_call_also_gets_one_request() {
     let second = ask_from_call(questions, "c1");
     assert_eq!(first.id(), second.id());
     let other_session = questions
-        .submit("s2", vec![language()], tool_call("c1"), Timeout::Never)
+        .ask("s2", vec![language()])
+        .tool(tool_call("c1"))
+        .timeout(Timeout::Never)
+        .submit()
         .unwrap();
     assert_ne!(other_session.id(), first.id(), "call ids are per session");
     // The joiner only watches: dropping it leaves the question to its asker.

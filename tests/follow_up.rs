@@ -6,7 +6,7 @@ use std::time::Duration;
 use askbus::bus::Envelope;
 use askbus::question::{
     Action, ApprovalConfig, ApprovalReply, AskError, Decision, Duties, FollowUp, Identity,
-    OnTimeout, Outcome, QuestionConfig, RequestHub, ReviewConfig, Role, SubmitError, Timeout,
+    OnTimeout, Outcome, QuestionConfig, RequestHub, ReviewConfig, Role, SubmitError,
 };
 use askbus_store::{ChangeKind, HistoryPage, MemoryStore, Store};
 
@@ -38,15 +38,14 @@ async fn reminders_and_escalations_fire_once_at_their_time_and_in_order() {
     let mut events = hub.bus().subscribe_all();
     let pending = hub
         .questions()
-        .submit_with(
-            "s",
-            vec![language()],
-            None,
-            Timeout::After(100 * SECOND),
+        .ask("s", vec![language()])
+        .timeout(100 * SECOND)
+        .follow_up(
             FollowUp::default()
                 .remind_after(10 * SECOND)
                 .escalate_after(20 * SECOND, ["bob"]),
         )
+        .submit()
         .unwrap();
     assert_eq!(types(&ready_envelopes(&mut events)), ["question.asked"]);
     assert_eq!(pending.request().escalate_to, ["bob"]);
@@ -93,15 +92,14 @@ async fn a_request_answered_before_its_reminder_is_never_reminded() {
     let mut events = hub.bus().subscribe_all();
     let pending = hub
         .approvals()
-        .submit_with(
-            "s",
-            vec![Action::new("deploy", serde_json::json!({}))],
-            vec![],
-            Timeout::After(100 * SECOND),
+        .request("s", vec![Action::new("deploy", serde_json::json!({}))])
+        .timeout(100 * SECOND)
+        .follow_up(
             FollowUp::default()
                 .remind_after(10 * SECOND)
                 .escalate_after(20 * SECOND, ["bob"]),
         )
+        .submit()
         .unwrap();
     advance(5 * SECOND).await;
     drop(
@@ -131,13 +129,10 @@ async fn a_default_answer_reaches_the_asker_as_a_fallback_and_the_audit_log_says
     let mut events = hub.bus().subscribe_all();
     let pending = hub
         .questions()
-        .submit_with(
-            "s",
-            vec![language()],
-            None,
-            Timeout::After(30 * SECOND),
-            FollowUp::default().on_timeout(OnTimeout::Answer(answers(&[&["Go"]]))),
-        )
+        .ask("s", vec![language()])
+        .timeout(30 * SECOND)
+        .follow_up(FollowUp::default().on_timeout(OnTimeout::Answer(answers(&[&["Go"]]))))
+        .submit()
         .unwrap();
     let id = pending.id();
     let asked = tokio::spawn(pending);
@@ -188,24 +183,22 @@ async fn a_default_answer_reaches_the_asker_as_a_fallback_and_the_audit_log_says
 #[tokio::test(start_paused = true)]
 async fn a_default_answer_is_checked_as_a_reply_and_refused_for_approvals() {
     let hub = RequestHub::new(roomy_bus());
-    let refused = hub.questions().submit_with(
-        "s",
-        vec![language().options_only()],
-        None,
-        Timeout::After(30 * SECOND),
-        FollowUp::default().on_timeout(OnTimeout::Answer(answers(&[&["Cobol"]]))),
-    );
+    let refused = hub
+        .questions()
+        .ask("s", vec![language().options_only()])
+        .timeout(30 * SECOND)
+        .follow_up(FollowUp::default().on_timeout(OnTimeout::Answer(answers(&[&["Cobol"]]))))
+        .submit();
     assert!(
         matches!(refused, Err(SubmitError::Invalid(_))),
         "{refused:?}"
     );
-    let refused = hub.approvals().submit_with(
-        "s",
-        vec![Action::new("deploy", serde_json::json!({}))],
-        vec![],
-        Timeout::After(30 * SECOND),
-        FollowUp::default().on_timeout(OnTimeout::Answer(answers(&[&["approve"]]))),
-    );
+    let refused = hub
+        .approvals()
+        .request("s", vec![Action::new("deploy", serde_json::json!({}))])
+        .timeout(30 * SECOND)
+        .follow_up(FollowUp::default().on_timeout(OnTimeout::Answer(answers(&[&["approve"]]))))
+        .submit();
     let Err(SubmitError::Invalid(invalid)) = refused else {
         panic!("an approval takes no default answer: {refused:?}");
     };
@@ -213,27 +206,25 @@ async fn a_default_answer_is_checked_as_a_reply_and_refused_for_approvals() {
         invalid.to_string().contains("approved by waiting"),
         "{invalid}"
     );
-    let late = hub.questions().submit_with(
-        "s",
-        vec![language()],
-        None,
-        Timeout::After(30 * SECOND),
-        FollowUp::default().remind_after(30 * SECOND),
-    );
+    let late = hub
+        .questions()
+        .ask("s", vec![language()])
+        .timeout(30 * SECOND)
+        .follow_up(FollowUp::default().remind_after(30 * SECOND))
+        .submit();
     assert!(
         matches!(late, Err(SubmitError::Invalid(_))),
         "a reminder after the deadline"
     );
-    let nobody = hub.questions().submit_with(
-        "s",
-        vec![language()],
-        None,
-        Timeout::After(30 * SECOND),
-        FollowUp {
+    let nobody = hub
+        .questions()
+        .ask("s", vec![language()])
+        .timeout(30 * SECOND)
+        .follow_up(FollowUp {
             escalate_after: Some(SECOND),
             ..FollowUp::default()
-        },
-    );
+        })
+        .submit();
     assert!(
         matches!(nobody, Err(SubmitError::Invalid(_))),
         "nobody to escalate to"
@@ -250,16 +241,13 @@ async fn escalate_on_expiry_escalates_waits_once_more_then_rejects() {
     let mut events = hub.bus().subscribe_all();
     let pending = hub
         .approvals()
-        .submit_with(
-            "s",
-            vec![Action::new("deploy", serde_json::json!({}))],
-            vec![],
-            Timeout::After(60 * SECOND),
-            FollowUp {
-                escalate_to: vec!["bob".into()],
-                ..FollowUp::default().on_timeout(OnTimeout::Escalate)
-            },
-        )
+        .request("s", vec![Action::new("deploy", serde_json::json!({}))])
+        .timeout(60 * SECOND)
+        .follow_up(FollowUp {
+            escalate_to: vec!["bob".into()],
+            ..FollowUp::default().on_timeout(OnTimeout::Escalate)
+        })
+        .submit()
         .unwrap();
     let request = Arc::clone(pending.request());
     assert_eq!(request.expires_at, Some(request.created_at + 120_000));
@@ -287,13 +275,11 @@ async fn an_escalation_lets_escalate_to_decide_beside_the_named_reviewers_and_no
         ReviewConfig::new("deploy", askbus::question::DecisionType::ALL).with_reviewers(["alice"]);
     let pending = hub
         .approvals()
-        .submit_with(
-            "s",
-            vec![Action::new("deploy", serde_json::json!({}))],
-            vec![review],
-            Timeout::After(100 * SECOND),
-            FollowUp::default().escalate_after(10 * SECOND, ["bob"]),
-        )
+        .request("s", vec![Action::new("deploy", serde_json::json!({}))])
+        .review(vec![review])
+        .timeout(100 * SECOND)
+        .follow_up(FollowUp::default().escalate_after(10 * SECOND, ["bob"]))
+        .submit()
         .unwrap();
     let id = pending.id();
     let approve = |who: &str| {
@@ -325,13 +311,10 @@ async fn over_a_shared_store_one_instance_fires_and_every_bus_hears_it_once() {
     let (mut events_a, mut events_b) = (a.bus().subscribe_all(), b.bus().subscribe_all());
     let pending = a
         .questions()
-        .submit_with(
-            "s",
-            vec![language()],
-            None,
-            Timeout::After(Duration::from_secs(60)),
-            FollowUp::default().remind_after(Duration::from_millis(50)),
-        )
+        .ask("s", vec![language()])
+        .timeout(Duration::from_secs(60))
+        .follow_up(FollowUp::default().remind_after(Duration::from_millis(50)))
+        .submit()
         .unwrap();
     let reminded = |envelopes: &[Envelope]| {
         envelopes

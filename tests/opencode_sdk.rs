@@ -158,23 +158,18 @@ async fn drive(package: &Path) {
         }
         // Both streams are open: ask now, so node sees the questions announced.
         let setup = questions
-            .submit(
-                "ses_opencode_sdk",
-                setup_questions(),
-                Some(ToolRef {
-                    message_id: "msg_sdk".to_owned(),
-                    call_id: "call_sdk".to_owned(),
-                }),
-                Timeout::Never,
-            )
+            .ask("ses_opencode_sdk", setup_questions())
+            .tool(ToolRef {
+                message_id: "msg_sdk".to_owned(),
+                call_id: "call_sdk".to_owned(),
+            })
+            .timeout(Timeout::Never)
+            .submit()
             .map_err(|error| format!("submit the first question: {error}"))?;
         let deploy = questions
-            .submit(
-                "ses_opencode_deploy",
-                deploy_question(),
-                None,
-                Timeout::Never,
-            )
+            .ask("ses_opencode_deploy", deploy_question())
+            .timeout(Timeout::Never)
+            .submit()
             .map_err(|error| format!("submit the second question: {error}"))?;
         let summary = next_json(&mut lines).await?;
         if let Some(extra) = lines.next_line().await.map_err(|error| error.to_string())? {

@@ -821,7 +821,9 @@ async fn transcripts_keep_steps_and_requests_in_the_order_they_happened() {
         let ten_minutes = Timeout::After(Duration::from_secs(600));
         let mut pending = hub
             .questions()
-            .submit("s1", seed_questions(), None, ten_minutes)
+            .ask("s1", seed_questions())
+            .timeout(ten_minutes)
+            .submit()
             .unwrap();
         pending.recorded().await.unwrap();
         let id = pending.detach().id;
@@ -874,7 +876,9 @@ async fn transcripts_see_every_question_outcome() {
         };
         let ask = |timeout| {
             hub.questions()
-                .submit("s", question(), None, timeout)
+                .ask("s", question())
+                .timeout(timeout)
+                .submit()
                 .unwrap()
         };
         let mut rejected = ask(Timeout::Never);
@@ -1036,7 +1040,9 @@ async fn without_a_store_a_waiting_session_keeps_its_history_through_floods() {
     record(&hub, "victim", user("Clean up the disk")).await;
     let mut question = hub
         .questions()
-        .submit("victim", seed_questions(), None, Timeout::Never)
+        .ask("victim", seed_questions())
+        .timeout(Timeout::Never)
+        .submit()
         .unwrap();
     question.recorded().await.unwrap();
     record(&hub, "quiet", user("hi")).await;
@@ -1239,6 +1245,7 @@ fn actions(ops: &[Op]) -> Vec<Action> {
                     escalate_at: None,
                     escalate_to: Vec::new(),
                     on_timeout: None,
+                    locale: None,
                 });
                 pending.push((request.id, *count));
                 Action::Ask(request)
@@ -1375,7 +1382,9 @@ async fn act(
         Op::Ask(count) => {
             let mut asked = hub
                 .questions()
-                .submit("s", questions(*count), None, Timeout::Never)
+                .ask("s", questions(*count))
+                .timeout(Timeout::Never)
+                .submit()
                 .unwrap();
             asked.recorded().await.unwrap();
             pending.push((Asked::Question(asked), *count));
@@ -1387,7 +1396,9 @@ async fn act(
             );
             let mut asked = hub
                 .approvals()
-                .submit("s", vec![trade], vec![], Timeout::Never)
+                .request("s", vec![trade])
+                .timeout(Timeout::Never)
+                .submit()
                 .unwrap();
             asked.recorded().await.unwrap();
             pending.push((Asked::Approval(asked), 0));

@@ -3,6 +3,7 @@
 //! and the events on the bus.
 
 use std::collections::BTreeMap;
+use std::future::IntoFuture;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -34,7 +35,9 @@ fn submit(
     questions: Vec<QuestionInfo>,
 ) -> PendingQuestion {
     service
-        .submit(session_id, questions, None, Timeout::Never)
+        .ask(session_id, questions)
+        .timeout(Timeout::Never)
+        .submit()
         .expect("valid questions")
 }
 
@@ -65,7 +68,10 @@ enum Expect<'a> {
 fn check_ask(session_id: &str, questions: Vec<QuestionInfo>, expected: Expect<'_>) {
     let service = service();
     let mut subscription = service.bus().subscribe_all();
-    let asked = service.submit(session_id, questions, None, Timeout::Never);
+    let asked = service
+        .ask(session_id, questions)
+        .timeout(Timeout::Never)
+        .submit();
     match (asked, expected) {
         (Ok(pending), Expect::Ok) => {
             assert_eq!(service.list(None)[0].id, pending.id());
@@ -203,7 +209,7 @@ fn ask_validation() {
 #[tokio::test]
 async fn ask_reports_invalid_questions_at_once() {
     let service = service();
-    let asked = service.ask("s", vec![], None, Timeout::Default).await;
+    let asked = service.ask("s", vec![]).await;
     match asked {
         Err(AskError::Invalid(error)) => {
             assert!(error.to_string().contains("at least one question"));
@@ -419,12 +425,9 @@ async fn a_resolved_request_refuses_every_later_resolution() {
         let service = service();
         let mut subscription = service.bus().subscribe_all();
         let pending = service
-            .submit(
-                "s",
-                vec![language()],
-                None,
-                Timeout::After(Duration::from_secs(5)),
-            )
+            .ask("s", vec![language()])
+            .timeout(Duration::from_secs(5))
+            .submit()
             .expect("valid");
         let id = pending.id();
         let mut pending = Some(pending);
@@ -585,7 +588,7 @@ fn dropping_the_pending_question_cancels_it() {
 async fn dropping_a_started_ask_future_cancels_it() {
     let service = service();
     let mut subscription = service.bus().subscribe_all();
-    let mut asking = Box::pin(service.ask("s", vec![language()], None, Timeout::Default));
+    let mut asking = Box::pin(service.ask("s", vec![language()]).into_future());
     assert!(poll_once(asking.as_mut()).is_none(), "waits for a human");
     let id = service.list(None)[0].id;
     drop(asking);
@@ -610,7 +613,7 @@ async fn dropping_a_started_ask_future_cancels_it() {
 async fn an_ask_future_never_polled_asks_nothing() {
     let service = service();
     let mut subscription = service.bus().subscribe_all();
-    let asking = service.ask("s", vec![language()], None, Timeout::Default);
+    let asking = service.ask("s", vec![language()]);
     drop(asking);
     assert_eq!(service.pending_count(), 0);
     assert!(events(&mut subscription).is_empty());
@@ -696,9 +699,7 @@ async fn the_default_timeout_fires_at_600_seconds_not_before() {
     let service = service();
     let mut subscription = service.bus().subscribe_all();
     let started = Instant::now();
-    let mut pending = service
-        .submit("s", vec![language()], None, Timeout::Default)
-        .expect("valid");
+    let mut pending = service.ask("s", vec![language()]).submit().expect("valid");
     let id = pending.id();
     let (created_at, expires_at) = request_times(pending.request());
     assert_eq!(expires_at, Some(created_at + 600_000));
@@ -743,16 +744,11 @@ async fn timeout_after_and_a_configured_default() {
     };
     let service = QuestionService::with_config(Bus::new(), config);
     let started = Instant::now();
-    let by_default = service
-        .submit("s", vec![language()], None, Timeout::Default)
-        .expect("valid");
+    let by_default = service.ask("s", vec![language()]).submit().expect("valid");
     let mut explicit = service
-        .submit(
-            "s",
-            vec![language()],
-            None,
-            Timeout::After(Duration::from_millis(1500)),
-        )
+        .ask("s", vec![language()])
+        .timeout(Duration::from_millis(1500))
+        .submit()
         .expect("valid");
     let (created_at, expires_at) = request_times(explicit.request());
     assert_eq!(expires_at, Some(created_at + 1500));
@@ -786,7 +782,9 @@ async fn timeout_never_waits_forever() {
     ];
     for (service, timeout) in services {
         let mut pending = service
-            .submit("s", vec![language()], None, timeout)
+            .ask("s", vec![language()])
+            .timeout(timeout)
+            .submit()
             .expect("valid");
         assert_eq!(pending.request().expires_at, None);
         let json = serde_json::to_value(pending.request()).expect("serialises");
@@ -816,12 +814,9 @@ async fn ten_thousand_timeouts_share_one_timer_task() {
         .map(|n| {
             let timeout = Timeout::After(Duration::from_secs(1 + n % 100));
             service
-                .submit(
-                    format!("session-{}", n % 7),
-                    vec![language()],
-                    None,
-                    timeout,
-                )
+                .ask(format!("session-{}", n % 7), vec![language()])
+                .timeout(timeout)
+                .submit()
                 .expect("valid")
         })
         .collect();
@@ -985,7 +980,9 @@ async fn every_request_has_one_terminal_event_after_its_asked_event() {
     let mut subscription = service.bus().subscribe_all();
     let ask = |session: &str, timeout: Timeout| {
         service
-            .submit(session, vec![language()], None, timeout)
+            .ask(session, vec![language()])
+            .timeout(timeout)
+            .submit()
             .expect("valid")
     };
     let ten_seconds = Timeout::After(Duration::from_secs(10));
@@ -1043,12 +1040,9 @@ async fn question_events_use_opencode_wire_names() {
         call_id: "call_1".into(),
     };
     let pending = service
-        .submit(
-            "ses_1",
-            vec![language(), targets()],
-            Some(tool),
-            Timeout::Default,
-        )
+        .ask("ses_1", vec![language(), targets()])
+        .tool(tool)
+        .submit()
         .expect("valid");
     let id = pending.id();
     let (created_at, _) = request_times(pending.request());
@@ -1160,12 +1154,9 @@ async fn timed_out_event_names_session_and_request() {
     let service = service();
     let mut subscription = service.bus().subscribe_all();
     let pending = service
-        .submit(
-            "ses_2",
-            vec![language()],
-            None,
-            Timeout::After(Duration::from_secs(1)),
-        )
+        .ask("ses_2", vec![language()])
+        .timeout(Duration::from_secs(1))
+        .submit()
         .expect("valid");
     let id = pending.id();
     assert_eq!(pending.await, Err(AskError::TimedOut));
@@ -1179,4 +1170,34 @@ async fn timed_out_event_names_session_and_request() {
             "properties": {"sessionID": "ses_2", "requestID": id.to_string()}
         })
     );
+}
+
+/// The builder's settings reach the request: its tool call, its timeout and its locale;
+/// a locale that is no language tag asks nothing.
+#[tokio::test(start_paused = true)]
+async fn the_ask_builder_carries_tool_timeout_and_locale() {
+    let service = service();
+    let call = ToolRef {
+        message_id: "m1".into(),
+        call_id: "c1".into(),
+    };
+    let pending = service
+        .ask("s", vec![language()])
+        .tool(call.clone())
+        .timeout(Duration::from_secs(30))
+        .locale("vi")
+        .submit()
+        .unwrap();
+    let request = pending.request().clone();
+    assert_eq!(request.tool, Some(call));
+    assert_eq!(request.locale.as_deref(), Some("vi"));
+    assert_eq!(request.expires_at, Some(request.created_at + 30_000));
+    assert_eq!(pending.await, Err(AskError::TimedOut));
+
+    let refused = service.ask("s", vec![language()]).locale("vi_VN").submit();
+    assert!(
+        matches!(&refused, Err(SubmitError::Invalid(invalid)) if invalid.to_string().contains("no language tag")),
+        "{refused:?}"
+    );
+    assert_eq!(service.pending_count(), 0);
 }

@@ -129,7 +129,9 @@ impl Harness {
                 });
                 let pending = self
                     .service
-                    .submit(session_name(session), vec![language()], None, timeout)
+                    .ask(session_name(session), vec![language()])
+                    .timeout(timeout)
+                    .submit()
                     .map_err(|error| TestCaseError::fail(error.to_string()))?;
                 if let Some(previous) = self.requests.last() {
                     prop_assert!(previous.id < pending.id(), "ids ascend");

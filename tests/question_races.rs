@@ -34,7 +34,9 @@ async fn concurrent_replies_resolve_exactly_once() {
 
     for _ in 0..ITERATIONS {
         let pending = service
-            .submit("race", vec![language()], None, Timeout::Never)
+            .ask("race", vec![language()])
+            .timeout(Timeout::Never)
+            .submit()
             .expect("valid");
         let id = pending.id();
         let barrier = Arc::new(Barrier::new(REPLIERS));
@@ -108,7 +110,9 @@ async fn reply_reject_cancel_drop_and_timeout_race_to_one_outcome() {
         };
         let session = format!("session-{iteration}");
         let pending = service
-            .submit(session.as_str(), vec![language()], None, timeout)
+            .ask(session.as_str(), vec![language()])
+            .timeout(timeout)
+            .submit()
             .expect("valid");
         let id = pending.id();
         let barrier = Arc::new(Barrier::new(5));
@@ -191,7 +195,7 @@ async fn a_reply_racing_the_asker_dropping_its_future_resolves_once() {
             async move {
                 tokio::time::timeout(
                     Duration::from_micros(50),
-                    service.ask("s", vec![language()], None, Timeout::Never),
+                    service.ask("s", vec![language()]).timeout(Timeout::Never),
                 )
                 .await
             }

@@ -108,7 +108,10 @@ async fn two_of_two_needs_two_distinct_reviewers_and_never_the_asker() {
     let agent = hub.acting_as(Identity::new("agent-1", Role::Agent));
     let mut pending = agent
         .approvals()
-        .submit("ops", vec![delete_rows()], needs(2, None), Timeout::Never)
+        .request("ops", vec![delete_rows()])
+        .review(needs(2, None))
+        .timeout(Timeout::Never)
+        .submit()
         .unwrap();
     let id = pending.id();
     assert_eq!(pending.request().quorum(), 2);
@@ -121,7 +124,10 @@ async fn two_of_two_needs_two_distinct_reviewers_and_never_the_asker() {
     let ops = hub.acting_as(Identity::new("ops", Role::Admin));
     let own = ops
         .approvals()
-        .submit("ops", vec![delete_rows()], needs(2, None), Timeout::Never)
+        .request("ops", vec![delete_rows()])
+        .review(needs(2, None))
+        .timeout(Timeout::Never)
+        .submit()
         .unwrap();
     assert!(matches!(
         ops.approvals().reply(own.id(), approve()),
@@ -203,7 +209,10 @@ async fn votes_count_when_alike_and_one_that_runs_nothing_is_a_veto() {
     // are two alike, and the outcome is theirs.
     let mut split = hub
         .approvals()
-        .submit("ops", vec![delete_rows()], needs(2, None), Timeout::Never)
+        .request("ops", vec![delete_rows()])
+        .review(needs(2, None))
+        .timeout(Timeout::Never)
+        .submit()
         .unwrap();
     vote("alice", split.id(), approve()).unwrap();
     vote("bob", split.id(), edit("tmp")).unwrap();
@@ -219,7 +228,10 @@ async fn votes_count_when_alike_and_one_that_runs_nothing_is_a_veto() {
     // Two edits to the same arguments are alike.
     let edited = hub
         .approvals()
-        .submit("ops", vec![delete_rows()], needs(2, None), Timeout::Never)
+        .request("ops", vec![delete_rows()])
+        .review(needs(2, None))
+        .timeout(Timeout::Never)
+        .submit()
         .unwrap();
     vote("alice", edited.id(), edit("tmp")).unwrap();
     vote("bob", edited.id(), edit("tmp")).unwrap();
@@ -228,7 +240,10 @@ async fn votes_count_when_alike_and_one_that_runs_nothing_is_a_veto() {
     // One reviewer may stop what none alone may run.
     let vetoed = hub
         .approvals()
-        .submit("ops", vec![delete_rows()], needs(3, None), Timeout::Never)
+        .request("ops", vec![delete_rows()])
+        .review(needs(3, None))
+        .timeout(Timeout::Never)
+        .submit()
         .unwrap();
     vote("alice", vetoed.id(), approve()).unwrap();
     vote("bob", vetoed.id(), reject("not in production")).unwrap();
@@ -242,12 +257,10 @@ async fn a_request_that_names_its_reviewers_takes_only_their_votes() {
     let hub = separated(RequestHub::new(roomy_bus()));
     let named = hub
         .approvals()
-        .submit(
-            "ops",
-            vec![delete_rows()],
-            needs(2, Some(&["alice", "bob"])),
-            Timeout::Never,
-        )
+        .request("ops", vec![delete_rows()])
+        .review(needs(2, Some(&["alice", "bob"])))
+        .timeout(Timeout::Never)
+        .submit()
         .unwrap();
     for outsider in [reviewer("carol"), Identity::new("root", Role::Admin)] {
         let refused = hub
@@ -275,7 +288,10 @@ async fn a_request_that_names_its_reviewers_takes_only_their_votes() {
     // A review config that could never be decided is refused when asked.
     let refused = |configs| {
         hub.approvals()
-            .submit("ops", vec![delete_rows()], configs, Timeout::Never)
+            .request("ops", vec![delete_rows()])
+            .review(configs)
+            .timeout(Timeout::Never)
+            .submit()
             .map(drop)
     };
     for configs in [
@@ -294,7 +310,9 @@ async fn a_request_that_names_its_reviewers_takes_only_their_votes() {
     // Without a quorum, votes a client sends are not the outcome's.
     let plain = hub
         .approvals()
-        .submit("ops", vec![delete_rows()], vec![], Timeout::Never)
+        .request("ops", vec![delete_rows()])
+        .timeout(Timeout::Never)
+        .submit()
         .unwrap();
     let mut forged = approve();
     forged.votes = vec![ApprovalVote {
@@ -332,13 +350,19 @@ async fn sqlite_records_each_vote_and_the_outcome_keeps_them_across_a_restart() 
     let (hub, store) = open().await;
     let pending = hub
         .approvals()
-        .submit("ops", vec![delete_rows()], needs(2, None), Timeout::Never)
+        .request("ops", vec![delete_rows()])
+        .review(needs(2, None))
+        .timeout(Timeout::Never)
+        .submit()
         .unwrap();
     let id = pending.id();
     let detached = pending.detach();
     let half = hub
         .approvals()
-        .submit("ops", vec![delete_rows()], needs(2, None), Timeout::Never)
+        .request("ops", vec![delete_rows()])
+        .review(needs(2, None))
+        .timeout(Timeout::Never)
+        .submit()
         .unwrap()
         .detach();
     as_reviewer(&hub, "alice")
@@ -443,7 +467,10 @@ async fn check_votes_across_instances(stores: [Arc<dyn Store>; 4]) {
     // An instance started after a vote was cast counts it too.
     let mut asking = a
         .approvals()
-        .submit("late", vec![delete_rows()], needs(2, None), Timeout::Never)
+        .request("late", vec![delete_rows()])
+        .review(needs(2, None))
+        .timeout(Timeout::Never)
+        .submit()
         .unwrap();
     asking.recorded().await.unwrap();
     let asked = asking.detach();
@@ -469,7 +496,10 @@ async fn check_votes_across_instances(stores: [Arc<dyn Store>; 4]) {
     // refused, at once or once the log says which came first, never taken silently.
     let mut asking = a
         .approvals()
-        .submit("twice", vec![delete_rows()], needs(2, None), Timeout::Never)
+        .request("twice", vec![delete_rows()])
+        .review(needs(2, None))
+        .timeout(Timeout::Never)
+        .submit()
         .unwrap();
     asking.recorded().await.unwrap();
     let twice = asking.detach().id;
@@ -495,7 +525,10 @@ async fn check_votes_across_instances(stores: [Arc<dyn Store>; 4]) {
         let mut pending: PendingApproval = a
             .acting_as(Identity::new("agent-1", Role::Agent))
             .approvals()
-            .submit(session, vec![delete_rows()], needs(2, None), Timeout::Never)
+            .request(session, vec![delete_rows()])
+            .review(needs(2, None))
+            .timeout(Timeout::Never)
+            .submit()
             .unwrap();
         pending.recorded().await.unwrap();
         let id = pending.id();
@@ -577,12 +610,10 @@ async fn any_reviewer_may_stop_what_the_named_ones_would_approve() {
     let ask = |session: &str| {
         agent
             .approvals()
-            .submit(
-                session,
-                vec![delete_rows()],
-                needs(1, Some(&["bob"])),
-                Timeout::Never,
-            )
+            .request(session, vec![delete_rows()])
+            .review(needs(1, Some(&["bob"])))
+            .timeout(Timeout::Never)
+            .submit()
             .unwrap()
     };
     let vetoed = ask("ops");
@@ -602,7 +633,10 @@ async fn any_reviewer_may_stop_what_the_named_ones_would_approve() {
 
     let stopped = agent
         .approvals()
-        .submit("ops", vec![delete_rows()], needs(2, None), Timeout::Never)
+        .request("ops", vec![delete_rows()])
+        .review(needs(2, None))
+        .timeout(Timeout::Never)
+        .submit()
         .unwrap();
     drop(
         as_reviewer(&hub, "bob")
@@ -631,7 +665,10 @@ async fn any_reviewer_may_stop_what_the_named_ones_would_approve() {
     // A reviewer who approved may still veto: the approval is not what runs.
     let changed = agent
         .approvals()
-        .submit("ops", vec![delete_rows()], needs(2, None), Timeout::Never)
+        .request("ops", vec![delete_rows()])
+        .review(needs(2, None))
+        .timeout(Timeout::Never)
+        .submit()
         .unwrap();
     let alice = as_reviewer(&hub, "alice");
     drop(alice.approvals().reply(changed.id(), approve()).unwrap());
@@ -652,12 +689,10 @@ async fn review_configs_whose_named_reviewers_could_never_approve_are_refused() 
     let read = Action::new("read_rows", json!({"table": "users"}));
     let ask = |configs: Vec<ReviewConfig>| {
         hub.approvals()
-            .submit(
-                "ops",
-                vec![delete_rows(), read.clone()],
-                configs,
-                Timeout::Never,
-            )
+            .request("ops", vec![delete_rows(), read.clone()])
+            .review(configs)
+            .timeout(Timeout::Never)
+            .submit()
             .map(drop)
     };
     let config = |name: &str| ReviewConfig::new(name, DecisionType::ALL);
@@ -693,7 +728,10 @@ async fn the_operators_floor_raises_every_request_and_no_agent_lowers_it() {
     let quorum_of = |configs: Vec<ReviewConfig>| {
         let pending = agent
             .approvals()
-            .submit("ops", vec![delete_rows()], configs, Timeout::Never)
+            .request("ops", vec![delete_rows()])
+            .review(configs)
+            .timeout(Timeout::Never)
+            .submit()
             .unwrap();
         let request = pending.detach();
         (request.quorum(), request.review_configs.len())
@@ -704,19 +742,18 @@ async fn the_operators_floor_raises_every_request_and_no_agent_lowers_it() {
     // Other tools are not touched.
     let read = agent
         .approvals()
-        .submit(
-            "ops",
-            vec![Action::new("read_rows", json!({}))],
-            vec![],
-            Timeout::Never,
-        )
+        .request("ops", vec![Action::new("read_rows", json!({}))])
+        .timeout(Timeout::Never)
+        .submit()
         .unwrap()
         .detach();
     assert_eq!((read.quorum(), read.review_configs.len()), (1, 0));
     // And one reviewer's approval is a vote, not a run.
     let pending = agent
         .approvals()
-        .submit("ops", vec![delete_rows()], vec![], Timeout::Never)
+        .request("ops", vec![delete_rows()])
+        .timeout(Timeout::Never)
+        .submit()
         .unwrap();
     drop(
         as_reviewer(&hub, "alice")

@@ -44,7 +44,10 @@ fn ask(
         call_id: call.to_owned(),
     });
     hub.questions()
-        .submit(session, vec![language()], tool, Timeout::Never)
+        .ask(session, vec![language()])
+        .tool(tool)
+        .timeout(Timeout::Never)
+        .submit()
 }
 
 /// The limit `refused` names, or a panic if it was not refused for quota.
@@ -68,7 +71,9 @@ async fn a_session_at_its_limit_is_refused_and_nothing_changes() {
     let _first = ask(&hub, "s1", None).unwrap();
     let _second = hub
         .approvals()
-        .submit("s1", delete_rows(), vec![], Timeout::Never)
+        .request("s1", delete_rows())
+        .timeout(Timeout::Never)
+        .submit()
         .unwrap();
     assert_eq!(ready_envelopes(&mut events).len(), 2);
 
@@ -87,7 +92,9 @@ async fn a_session_at_its_limit_is_refused_and_nothing_changes() {
     );
     let refused_approval = hub
         .approvals()
-        .submit("s1", delete_rows(), vec![], Timeout::Never);
+        .request("s1", delete_rows())
+        .timeout(Timeout::Never)
+        .submit();
     assert!(matches!(
         exceeded(refused_approval),
         QuotaExceeded::Session { .. }
@@ -104,7 +111,9 @@ async fn a_session_at_its_limit_is_refused_and_nothing_changes() {
     drop(_first);
     let next = hub
         .approvals()
-        .submit("s1", delete_rows(), vec![], Timeout::Never)
+        .request("s1", delete_rows())
+        .timeout(Timeout::Never)
+        .submit()
         .unwrap();
     assert_eq!(&*next.request().approval_key, "s1_3");
 
@@ -121,7 +130,9 @@ async fn the_total_counts_both_kinds_of_every_session() {
     let _held = [ask(&hub, "a", None).unwrap(), ask(&hub, "b", None).unwrap()];
     let _approval = hub
         .approvals()
-        .submit("c", delete_rows(), vec![], Timeout::Never)
+        .request("c", delete_rows())
+        .timeout(Timeout::Never)
+        .submit()
         .unwrap();
     assert_eq!(
         exceeded(ask(&hub, "d", None)),
@@ -129,7 +140,9 @@ async fn the_total_counts_both_kinds_of_every_session() {
     );
     let refused = hub
         .approvals()
-        .submit("d", delete_rows(), vec![], Timeout::Never);
+        .request("d", delete_rows())
+        .timeout(Timeout::Never)
+        .submit();
     assert_eq!(exceeded(refused), QuotaExceeded::Total { limit: 3 });
 }
 
@@ -155,7 +168,9 @@ async fn an_account_at_its_limit_leaves_room_for_the_others() {
     assert!(refused.to_string().contains("token 1"), "{refused}");
     let refused = agent
         .approvals()
-        .submit("s3", delete_rows(), vec![], Timeout::Never);
+        .request("s3", delete_rows())
+        .timeout(Timeout::Never)
+        .submit();
     assert!(matches!(exceeded(refused), QuotaExceeded::Account { .. }));
 
     // Another account, and the hub itself, still have room.
@@ -176,15 +191,15 @@ async fn a_retry_of_the_same_tool_call_joins_however_full_the_session_is() {
     let joined = ask(&hub, "s1", Some("call-1")).unwrap();
     assert_eq!(joined.id(), id);
     // The same call asking something else is the call-id rule's, not the quota's.
-    let other = hub.questions().submit(
-        "s1",
-        vec![targets()],
-        Some(ToolRef {
+    let other = hub
+        .questions()
+        .ask("s1", vec![targets()])
+        .tool(ToolRef {
             message_id: "m".to_owned(),
             call_id: "call-1".to_owned(),
-        }),
-        Timeout::Never,
-    );
+        })
+        .timeout(Timeout::Never)
+        .submit();
     assert!(
         matches!(other, Err(SubmitError::Invalid(ref invalid)) if invalid.conflicting_request().is_some()),
         "{other:?}"
@@ -227,7 +242,9 @@ async fn every_outcome_frees_its_slot() {
 
     let cancelled = hub
         .approvals()
-        .submit("s1", delete_rows(), vec![], Timeout::Never)
+        .request("s1", delete_rows())
+        .timeout(Timeout::Never)
+        .submit()
         .unwrap();
     assert!(full(&hub));
     assert_eq!(hub.cancel_session("s1"), 1);
@@ -235,7 +252,9 @@ async fn every_outcome_frees_its_slot() {
 
     let approved = hub
         .approvals()
-        .submit("s1", delete_rows(), vec![], Timeout::Never)
+        .request("s1", delete_rows())
+        .timeout(Timeout::Never)
+        .submit()
         .unwrap();
     assert!(full(&hub));
     drop(
@@ -247,12 +266,9 @@ async fn every_outcome_frees_its_slot() {
 
     let timing_out = hub
         .questions()
-        .submit(
-            "s1",
-            vec![language()],
-            None,
-            Timeout::After(Duration::from_secs(5)),
-        )
+        .ask("s1", vec![language()])
+        .timeout(Duration::from_secs(5))
+        .submit()
         .unwrap();
     assert!(full(&hub));
     tokio::time::sleep(Duration::from_secs(6)).await;
@@ -419,7 +435,9 @@ async fn race(hub: &RequestHub, tasks: usize, attempts: usize, cancelling: bool)
                         ask(&hub, &session, None).map(|pending| drop(pending.detach()))
                     } else {
                         hub.approvals()
-                            .submit(session.as_str(), delete_rows(), vec![], Timeout::Never)
+                            .request(session.as_str(), delete_rows())
+                            .timeout(Timeout::Never)
+                            .submit()
                             .map(|pending| drop(pending.detach()))
                     };
                     match made {
@@ -472,7 +490,9 @@ async fn requests_are_capped_by_what_they_weigh_not_only_by_count() {
     let refused = loop {
         match hub
             .approvals()
-            .submit("s1", heavy(1_500), vec![], Timeout::Never)
+            .request("s1", heavy(1_500))
+            .timeout(Timeout::Never)
+            .submit()
         {
             Ok(request) => pending.push(request),
             Err(refused) => break refused,
@@ -493,7 +513,9 @@ async fn requests_are_capped_by_what_they_weigh_not_only_by_count() {
     settle().await;
     assert!(
         hub.approvals()
-            .submit("s1", heavy(1_500), vec![], Timeout::Never)
+            .request("s1", heavy(1_500))
+            .timeout(Timeout::Never)
+            .submit()
             .is_ok(),
         "the weight of an ended request is free again"
     );
@@ -508,7 +530,9 @@ async fn one_request_may_hold_only_so_many_json_values() {
     let mut events = hub.bus().subscribe_all();
     let refused = hub
         .approvals()
-        .submit("s1", heavy(1_000), vec![], Timeout::Never);
+        .request("s1", heavy(1_000))
+        .timeout(Timeout::Never)
+        .submit();
     let Err(SubmitError::Invalid(invalid)) = refused else {
         panic!("a request of 1,000 empty objects is refused as invalid");
     };
@@ -517,7 +541,9 @@ async fn one_request_may_hold_only_so_many_json_values() {
     assert_eq!(hub.approvals().pending_count(), 0);
     assert!(
         hub.approvals()
-            .submit("s1", heavy(400), vec![], Timeout::Never)
+            .request("s1", heavy(400))
+            .timeout(Timeout::Never)
+            .submit()
             .is_ok()
     );
 }
@@ -532,7 +558,9 @@ async fn resolved_requests_are_forgotten_past_a_quarter_of_the_bytes() {
     for _ in 0..40 {
         let request = hub
             .approvals()
-            .submit("s1", heavy(1_500), vec![], Timeout::Never)
+            .request("s1", heavy(1_500))
+            .timeout(Timeout::Never)
+            .submit()
             .unwrap();
         ids.push(request.id());
         drop(hub.approvals().cancel(request.id()).unwrap());

@@ -117,7 +117,9 @@ async fn a_follower_that_fell_behind_the_log_resyncs() {
     let mut mine = a
         .hub
         .questions()
-        .submit("s", vec![language()], None, Timeout::Never)
+        .ask("s", vec![language()])
+        .timeout(Timeout::Never)
+        .submit()
         .unwrap();
     let id = mine.id();
     mine.recorded().await.unwrap();
@@ -131,7 +133,9 @@ async fn a_follower_that_fell_behind_the_log_resyncs() {
         let asked = b
             .hub
             .questions()
-            .submit("flood", vec![language()], None, Timeout::Never);
+            .ask("flood", vec![language()])
+            .timeout(Timeout::Never)
+            .submit();
         drop(asked.unwrap().detach());
     }
     reply.await.unwrap();
@@ -157,7 +161,9 @@ async fn a_reply_waits_for_its_own_follower_to_reach_its_log_position() {
     let mut asked = a
         .hub
         .questions()
-        .submit("s", vec![language()], None, Timeout::Never)
+        .ask("s", vec![language()])
+        .timeout(Timeout::Never)
+        .submit()
         .unwrap();
     let id = asked.id();
     asked.recorded().await.unwrap();
@@ -194,7 +200,9 @@ async fn redis_requests_stay_answerable_across_a_redis_restart() {
     let mut asking = a
         .hub
         .questions()
-        .submit("s1", vec![language()], None, Timeout::Never)
+        .ask("s1", vec![language()])
+        .timeout(Timeout::Never)
+        .submit()
         .unwrap();
     let id = asking.id();
     asking.recorded().await.unwrap();
@@ -239,7 +247,8 @@ async fn redis_asking_while_redis_is_down_fails_and_leaves_nothing_behind() {
     let asking = a
         .hub
         .questions()
-        .ask("s1", vec![language()], None, Timeout::Never);
+        .ask("s1", vec![language()])
+        .timeout(Timeout::Never);
     let unseen = tokio::time::timeout(EVENT_TIMEOUT, asking)
         .await
         .expect("an ask nobody can see fails, it does not wait for good");
@@ -257,7 +266,9 @@ async fn redis_asking_while_redis_is_down_fails_and_leaves_nothing_behind() {
     let mut submitted = a
         .hub
         .questions()
-        .submit("s1", vec![language()], None, Timeout::Never)
+        .ask("s1", vec![language()])
+        .timeout(Timeout::Never)
+        .submit()
         .unwrap();
     let recorded = tokio::time::timeout(EVENT_TIMEOUT, submitted.recorded())
         .await
@@ -272,7 +283,9 @@ async fn redis_asking_while_redis_is_down_fails_and_leaves_nothing_behind() {
     let mut abandoned = a
         .hub
         .questions()
-        .submit("s1", vec![language()], None, Timeout::Never)
+        .ask("s1", vec![language()])
+        .timeout(Timeout::Never)
+        .submit()
         .unwrap();
     drop(abandoned.recorded());
     drop(abandoned.detach());
@@ -288,7 +301,9 @@ async fn redis_asking_while_redis_is_down_fails_and_leaves_nothing_behind() {
         let mut asking = a
             .hub
             .questions()
-            .submit("s1", vec![language()], None, Timeout::Never)
+            .ask("s1", vec![language()])
+            .timeout(Timeout::Never)
+            .submit()
             .unwrap();
         async move { asking.recorded().await.map(|()| asking) }
     })
@@ -341,7 +356,10 @@ async fn check_answered_elsewhere(stores: [Arc<dyn Store>; 3]) {
     let asking = a
         .hub
         .questions()
-        .submit("s1", vec![language()], Some(tool), Timeout::Never)
+        .ask("s1", vec![language()])
+        .tool(tool)
+        .timeout(Timeout::Never)
+        .submit()
         .unwrap();
     let id = asking.id();
 
@@ -393,7 +411,9 @@ async fn check_concurrent_replies(stores: [Arc<dyn Store>; 3]) {
         let mut pending = instances[0]
             .hub
             .questions()
-            .submit("race", vec![language()], None, Timeout::Never)
+            .ask("race", vec![language()])
+            .timeout(Timeout::Never)
+            .submit()
             .unwrap();
         // In the store, so every instance's catching up below covers it.
         pending.recorded().await.unwrap();
@@ -449,7 +469,9 @@ async fn check_drop_cancels(stores: [Arc<dyn Store>; 3]) {
     let asking = a
         .hub
         .questions()
-        .submit("s", vec![language()], None, Timeout::Never)
+        .ask("s", vec![language()])
+        .timeout(Timeout::Never)
+        .submit()
         .unwrap();
     let id = asking.id();
     b.wait_for(asked(id)).await;
@@ -470,12 +492,9 @@ async fn check_timeout(stores: [Arc<dyn Store>; 3]) {
     let asking = a
         .hub
         .questions()
-        .submit(
-            "s",
-            vec![language()],
-            None,
-            Timeout::After(Duration::from_millis(300)),
-        )
+        .ask("s", vec![language()])
+        .timeout(Duration::from_millis(300))
+        .submit()
         .unwrap();
     let id = asking.id();
     let timed_out = tokio::time::timeout(EVENT_TIMEOUT, asking).await;
@@ -511,7 +530,10 @@ async fn check_restart<F: Future<Output = Arc<dyn Store>>>(store: impl Fn() -> F
             let mut asked = a
                 .hub
                 .questions()
-                .submit("agent", vec![language()], Some(tool), Timeout::Never)
+                .ask("agent", vec![language()])
+                .tool(tool)
+                .timeout(Timeout::Never)
+                .submit()
                 .unwrap();
             // In the store, so B's catching up below covers it.
             asked.recorded().await.unwrap();
@@ -539,7 +561,10 @@ async fn check_restart<F: Future<Output = Arc<dyn Store>>>(store: impl Fn() -> F
         restarted
             .hub
             .questions()
-            .submit("agent", vec![language()], Some(tool), Timeout::Never)
+            .ask("agent", vec![language()])
+            .tool(tool)
+            .timeout(Timeout::Never)
+            .submit()
             .unwrap()
     };
     let rejoined = again("call-1");
@@ -570,7 +595,9 @@ async fn check_approvals_and_cancel(stores: [Arc<dyn Store>; 3]) {
     let mut reviewing = a
         .hub
         .approvals()
-        .submit("ops", vec![delete], vec![], Timeout::Never)
+        .request("ops", vec![delete])
+        .timeout(Timeout::Never)
+        .submit()
         .unwrap();
     let id = reviewing.id();
     // `caught_up` covers what the store has: A's insert must be there first.
@@ -605,7 +632,9 @@ async fn check_approvals_and_cancel(stores: [Arc<dyn Store>; 3]) {
     let mut asking = ["doomed", "doomed", "spared"].map(|session| {
         a.hub
             .questions()
-            .submit(session, vec![language()], None, Timeout::Never)
+            .ask(session, vec![language()])
+            .timeout(Timeout::Never)
+            .submit()
             .unwrap()
     });
     for pending in &mut asking {
@@ -629,7 +658,9 @@ async fn check_reject_session(stores: [Arc<dyn Store>; 3]) {
     let ask = |session| {
         a.hub
             .questions()
-            .submit(session, vec![language()], None, Timeout::Never)
+            .ask(session, vec![language()])
+            .timeout(Timeout::Never)
+            .submit()
             .unwrap()
     };
     let (mut question, mut other) = (ask("runaway"), ask("calm"));
@@ -637,7 +668,9 @@ async fn check_reject_session(stores: [Arc<dyn Store>; 3]) {
     let mut approval = a
         .hub
         .approvals()
-        .submit("runaway", vec![drop_table], vec![], Timeout::Never)
+        .request("runaway", vec![drop_table])
+        .timeout(Timeout::Never)
+        .submit()
         .unwrap();
     for recorded in [question.recorded(), other.recorded(), approval.recorded()] {
         recorded.await.unwrap();
@@ -699,13 +732,17 @@ async fn a_key_two_instances_gave_at_once_addresses_neither_request() {
     let on_a = a
         .hub
         .approvals()
-        .submit("s1", delete("users"), vec![], Timeout::Never)
+        .request("s1", delete("users"))
+        .timeout(Timeout::Never)
+        .submit()
         .unwrap()
         .detach();
     let on_b = b
         .hub
         .approvals()
-        .submit("s1", delete("orders"), vec![], Timeout::Never)
+        .request("s1", delete("orders"))
+        .timeout(Timeout::Never)
+        .submit()
         .unwrap()
         .detach();
     assert_eq!((&*on_a.approval_key, &*on_b.approval_key), ("s1_1", "s1_1"));
@@ -721,7 +758,9 @@ async fn a_key_two_instances_gave_at_once_addresses_neither_request() {
     let next = a
         .hub
         .approvals()
-        .submit("s1", delete("logs"), vec![], Timeout::Never)
+        .request("s1", delete("logs"))
+        .timeout(Timeout::Never)
+        .submit()
         .unwrap()
         .detach();
     assert_eq!(&*next.approval_key, "s1_2");

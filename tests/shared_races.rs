@@ -124,7 +124,9 @@ async fn run(asks: Vec<Ask>, ops: Vec<Op>) -> Result<(), TestCaseError> {
         let session = format!("session-{}", ask.session);
         let pending = hubs[ask.instance]
             .questions()
-            .submit(session, vec![language()], None, timeout)
+            .ask(session, vec![language()])
+            .timeout(timeout)
+            .submit()
             .unwrap();
         ids.push(pending.id());
         askers.push(Some(pending));

@@ -1205,7 +1205,9 @@ impl Agent {
                     Ask::Questions(questions) if case.server == Server::Durable => {
                         let mut pending = hub
                             .questions()
-                            .submit(case.session, questions, None, case.timeout)
+                            .ask(case.session, questions)
+                            .timeout(case.timeout)
+                            .submit()
                             .map_err(|error| format!("ask {key}: {error}"))?;
                         pending
                             .recorded()
@@ -1218,7 +1220,9 @@ impl Agent {
                     Ask::Questions(questions) => {
                         let pending = hub
                             .questions()
-                            .submit(case.session, questions, None, case.timeout)
+                            .ask(case.session, questions)
+                            .timeout(case.timeout)
+                            .submit()
                             .map_err(|error| format!("ask {key}: {error}"))?;
                         let request = serde_json::to_value(pending.request().as_ref());
                         (Pending::Question(pending), request)
@@ -1229,7 +1233,10 @@ impl Agent {
                     } => {
                         let pending = hub
                             .approvals()
-                            .submit(case.session, actions, review_configs, case.timeout)
+                            .request(case.session, actions)
+                            .review(review_configs)
+                            .timeout(case.timeout)
+                            .submit()
                             .map_err(|error| format!("ask {key}: {error}"))?;
                         let request = serde_json::to_value(pending.request().as_ref());
                         (Pending::Approval(pending), request)
@@ -1335,7 +1342,9 @@ impl Agent {
             let pending = self
                 .flood
                 .approvals()
-                .submit(session, vec![action], vec![], Timeout::Never)
+                .request(session, vec![action])
+                .timeout(Timeout::Never)
+                .submit()
                 .map_err(|error| format!("flood approval {n}: {error}"))?;
             drop(pending.detach());
         } else {
@@ -1350,7 +1359,9 @@ impl Agent {
             let pending = self
                 .flood
                 .questions()
-                .submit(session, vec![question], None, Timeout::Never)
+                .ask(session, vec![question])
+                .timeout(Timeout::Never)
+                .submit()
                 .map_err(|error| format!("flood question {n}: {error}"))?;
             drop(pending.detach());
         }

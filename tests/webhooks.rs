@@ -120,7 +120,9 @@ async fn one_question_to(
     let (hub, store, _) = hub_to(receiver, configure, shutdown).await;
     let pending = hub
         .questions()
-        .submit("s1", question(), None, Timeout::Never)
+        .ask("s1", question())
+        .timeout(Timeout::Never)
+        .submit()
         .unwrap();
     (store, pending)
 }
@@ -229,15 +231,14 @@ async fn reminders_and_escalations_are_delivered_as_their_events() {
     let (hub, store, _) = hub_to(&receiver, |dispatcher| dispatcher, &shutdown).await;
     let pending = hub
         .questions()
-        .submit_with(
-            "s1",
-            question(),
-            None,
-            Timeout::After(Duration::from_secs(60)),
+        .ask("s1", question())
+        .timeout(Duration::from_secs(60))
+        .follow_up(
             FollowUp::default()
                 .remind_after(Duration::from_millis(50))
                 .escalate_after(Duration::from_millis(100), ["bob"]),
         )
+        .submit()
         .unwrap();
     let kinds = |receiver: &Receiver| -> Vec<String> {
         receiver
@@ -361,7 +362,9 @@ async fn over_a_shared_store_each_event_is_one_message() {
     // Asked on one instance, answered on the other.
     let pending = instances[0]
         .questions()
-        .submit("s1", question(), None, Timeout::Never)
+        .ask("s1", question())
+        .timeout(Timeout::Never)
+        .submit()
         .unwrap();
     let id = pending.id();
     let mut pending = pending;
@@ -420,7 +423,9 @@ async fn the_deliveries_are_an_admin_s_to_read_a_page_at_a_time() {
     for session in ["s1", "s2", "s3"] {
         let mut pending = app
             .questions
-            .submit(session, question(), None, Timeout::Never)
+            .ask(session, question())
+            .timeout(Timeout::Never)
+            .submit()
             .unwrap();
         pending.recorded().await.unwrap();
         kept.push(pending);
@@ -539,7 +544,9 @@ async fn a_dead_receiver_holds_half_the_outbox_at_most_and_the_others_get_everyt
     // The ask itself is never refused: only messages are dropped.
     let ask = |session: String| {
         hub.questions()
-            .submit(session, question(), None, Timeout::Never)
+            .ask(session, question())
+            .timeout(Timeout::Never)
+            .submit()
             .unwrap()
     };
     let mut kept = vec![ask("s0".to_owned())];

@@ -21,7 +21,10 @@ fn submit(app: &TestApp, session: &str) -> askbus::question::PendingApproval {
     )];
     app.hub
         .approvals()
-        .submit(session, actions, reviews, Timeout::Never)
+        .request(session, actions)
+        .review(reviews)
+        .timeout(Timeout::Never)
+        .submit()
         .expect("a valid request")
 }
 
@@ -332,7 +335,9 @@ async fn a_lone_edit_never_stands_for_another_action() {
     let pending = app
         .hub
         .approvals()
-        .submit("s1", actions, Vec::new(), Timeout::Never)
+        .request("s1", actions)
+        .timeout(Timeout::Never)
+        .submit()
         .expect("a valid request");
     let uri = format!("/approval/{}/reply", pending.id());
     let edit = json!({"type": "edit", "edited_action": {"name": "delete_rows", "args": {"table": "users"}}});

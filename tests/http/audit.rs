@@ -47,7 +47,9 @@ async fn app_with_answers(answered: usize) -> TestApp {
     for n in 0..answered {
         let asked = app
             .questions
-            .submit("mine", vec![language()], None, Timeout::Never)
+            .ask("mine", vec![language()])
+            .timeout(Timeout::Never)
+            .submit()
             .unwrap();
         app.questions
             .reply(asked.id(), vec![vec![format!("answer {n}")]])

@@ -235,7 +235,9 @@ async fn a_scoped_token_sees_and_decides_only_its_own_approvals_and_session() {
     let submit = |session: &str| {
         app.hub
             .approvals()
-            .submit(session, vec![action()], vec![], askbus::Timeout::Never)
+            .request(session, vec![action()])
+            .timeout(askbus::Timeout::Never)
+            .submit()
             .expect("valid")
             .detach()
     };

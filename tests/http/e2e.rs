@@ -85,7 +85,8 @@ async fn an_agent_asks_and_a_client_answers_over_http() {
         let questions = served.questions.clone();
         tokio::spawn(async move {
             questions
-                .ask("session-1", vec![language()], None, Timeout::Never)
+                .ask("session-1", vec![language()])
+                .timeout(Timeout::Never)
                 .await
         })
     };
@@ -157,7 +158,9 @@ async fn graceful_shutdown_ends_open_streams_promptly() {
     }
     let id = served
         .questions
-        .submit("s1", vec![language()], None, Timeout::Never)
+        .ask("s1", vec![language()])
+        .timeout(Timeout::Never)
+        .submit()
         .expect("valid")
         .detach()
         .id;

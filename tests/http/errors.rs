@@ -194,12 +194,9 @@ async fn answers_that_do_not_fit_are_422_naming_the_question() {
     let app = TestApp::new();
     let pending = app
         .questions
-        .submit(
-            "s1",
-            vec![language(), super::targets()],
-            None,
-            Timeout::Never,
-        )
+        .ask("s1", vec![language(), super::targets()])
+        .timeout(Timeout::Never)
+        .submit()
         .expect("valid");
     let id = pending.id();
     for (body, part) in [

@@ -30,7 +30,9 @@ async fn the_first_frame_is_server_connected_then_every_event() {
 
     let pending = app
         .questions
-        .submit("s1", vec![language()], None, Timeout::Never)
+        .ask("s1", vec![language()])
+        .timeout(Timeout::Never)
+        .submit()
         .expect("valid");
     let id = pending.id();
     drop(

@@ -286,7 +286,9 @@ async fn a_grant_applies_to_requests_made_in_process_too() {
     let submit = || {
         app.hub
             .approvals()
-            .submit("ses_lib", deploy(), vec![], Timeout::Never)
+            .request("ses_lib", deploy())
+            .timeout(Timeout::Never)
+            .submit()
             .expect("a valid request")
     };
     let first = submit();
@@ -317,7 +319,9 @@ async fn only_opencode_streams_carry_companion_frames() {
     }
     let asked = app
         .questions
-        .submit("ses_c", vec![language()], None, Timeout::Never)
+        .ask("ses_c", vec![language()])
+        .timeout(Timeout::Never)
+        .submit()
         .expect("valid");
     let question_id = asked.id().to_string();
     drop(asked);
@@ -451,12 +455,12 @@ async fn always_is_refused_over_a_store_other_servers_share() {
     .expect("a memory store shares");
     let pending = hub
         .approvals()
-        .submit(
+        .request(
             "ses_shared",
             vec![Action::new("bash", json!({"command": "ls"}))],
-            vec![],
-            Timeout::Never,
         )
+        .timeout(Timeout::Never)
+        .submit()
         .expect("asked");
     let refused = hub
         .approvals()

@@ -28,6 +28,8 @@ mod openapi;
 mod pending;
 // Answer links: single use, unforgeable, expiring, acting as their reviewer.
 mod links;
+// A request's locale: kept wherever it is read; refused when it is no language tag.
+mod locale;
 // Quotas: 429 for creates past a pending limit, 503 and 429 for streams past their slots.
 mod quotas;
 // Roles: agents never decide, reviewers never ask, nobody decides what they asked; who
@@ -190,7 +192,9 @@ impl TestApp {
     /// Submits a detached single-question request in `session`; returns its id text.
     pub(crate) fn ask(&self, session: &str) -> String {
         self.questions
-            .submit(session, vec![language()], None, Timeout::Never)
+            .ask(session, vec![language()])
+            .timeout(Timeout::Never)
+            .submit()
             .expect("valid question")
             .detach()
             .id

@@ -34,12 +34,10 @@ fn ask_approval(
         .unwrap_or_default();
     app.hub
         .approvals()
-        .submit(
-            session,
-            vec![Action::new(action, json!({}))],
-            configs,
-            Timeout::Never,
-        )
+        .request(session, vec![Action::new(action, json!({}))])
+        .review(configs)
+        .timeout(Timeout::Never)
+        .submit()
         .unwrap()
         .detach()
         .id
@@ -331,21 +329,24 @@ struct Flooded {
 fn flood(app: &TestApp) -> Flooded {
     let ask = |session| {
         app.questions
-            .submit(session, vec![language()], None, Timeout::Never)
+            .ask(session, vec![language()])
+            .timeout(Timeout::Never)
+            .submit()
             .unwrap()
     };
     let approve = |name: &str, allowed: Vec<DecisionType>| {
         app.hub
             .approvals()
-            .submit(
+            .request(
                 "runaway",
                 vec![
                     Action::new(name, json!({"n": 1})),
                     Action::new("log", json!({})),
                 ],
-                vec![ReviewConfig::new(name, allowed)],
-                Timeout::Never,
             )
+            .review(vec![ReviewConfig::new(name, allowed)])
+            .timeout(Timeout::Never)
+            .submit()
             .unwrap()
     };
     Flooded {

@@ -101,7 +101,9 @@ async fn reply_resolves_the_asker_and_get_shows_the_outcome() {
     let app = TestApp::new();
     let pending = app
         .questions
-        .submit("s1", vec![language(), targets()], None, Timeout::Never)
+        .ask("s1", vec![language(), targets()])
+        .timeout(Timeout::Never)
+        .submit()
         .expect("valid");
     let id = pending.id().to_string();
 
@@ -136,7 +138,9 @@ async fn keyed_reply_is_converted() {
     let app = TestApp::new();
     let pending = app
         .questions
-        .submit("s1", vec![language(), targets()], None, Timeout::Never)
+        .ask("s1", vec![language(), targets()])
+        .timeout(Timeout::Never)
+        .submit()
         .expect("valid");
     let id = pending.id();
     let (status, body) = app
@@ -169,7 +173,9 @@ async fn reject_with_and_without_a_body() {
     ] {
         let pending = app
             .questions
-            .submit("s1", vec![language()], None, Timeout::Never)
+            .ask("s1", vec![language()])
+            .timeout(Timeout::Never)
+            .submit()
             .expect("valid");
         let mut request = Request::post(format!("/question/{}/reject", pending.id()));
         if let Some(content_type) = content_type {
@@ -410,7 +416,9 @@ async fn a_whole_list_is_one_json_array_whatever_its_size() {
         );
         let pending = app
             .questions
-            .submit("s1", vec![question], None, Timeout::Never)
+            .ask("s1", vec![question])
+            .timeout(Timeout::Never)
+            .submit()
             .unwrap();
         asked.push(pending.detach().id.to_string());
     }

@@ -30,11 +30,15 @@ async fn the_oldest_pending_request_is_the_interrupt_and_resume_answers_it() {
     let approval = app
         .hub
         .approvals()
-        .submit("s1", vec![delete_users()], vec![], Timeout::Never)
+        .request("s1", vec![delete_users()])
+        .timeout(Timeout::Never)
+        .submit()
         .unwrap();
     let question = app
         .questions
-        .submit("s1", vec![language()], None, Timeout::Never)
+        .ask("s1", vec![language()])
+        .timeout(Timeout::Never)
+        .submit()
         .unwrap();
 
     let (status, body) = app.call(get("/session/s1/interrupt")).await;
@@ -81,17 +85,16 @@ async fn resume_by_checkpoint_rejects_or_decides_that_request() {
     let older = app
         .hub
         .approvals()
-        .submit("s1", vec![delete_users()], vec![], Timeout::Never)
+        .request("s1", vec![delete_users()])
+        .timeout(Timeout::Never)
+        .submit()
         .unwrap();
     let newer = app
         .hub
         .approvals()
-        .submit(
-            "s1",
-            vec![delete_users(), delete_users()],
-            vec![],
-            Timeout::Never,
-        )
+        .request("s1", vec![delete_users(), delete_users()])
+        .timeout(Timeout::Never)
+        .submit()
         .unwrap();
     let decisions = json!({
         "checkpoint_id": newer.id().to_string(),
@@ -117,12 +120,9 @@ async fn an_expired_interrupt_is_409() {
     let app = TestApp::new();
     let question = app
         .questions
-        .submit(
-            "s1",
-            vec![language()],
-            None,
-            Timeout::After(Duration::from_secs(60)),
-        )
+        .ask("s1", vec![language()])
+        .timeout(Duration::from_secs(60))
+        .submit()
         .unwrap();
     assert_eq!(question.await, Err(AskError::TimedOut));
     let (status, error) = app
@@ -146,7 +146,9 @@ async fn bad_resumes_are_refused_with_the_right_status() {
     let approval = app
         .hub
         .approvals()
-        .submit("s1", vec![delete_users()], vec![], Timeout::Never)
+        .request("s1", vec![delete_users()])
+        .timeout(Timeout::Never)
+        .submit()
         .unwrap();
     let check = |session: &'static str, body: Value, expected: StatusCode, says: &'static str| {
         let app = app.clone();

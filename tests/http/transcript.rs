@@ -63,7 +63,9 @@ async fn history_plus_stream_replay_is_the_live_stream_of(app: TestApp) {
     .await;
     let question = app
         .questions
-        .submit("s1", vec![language()], None, Timeout::Never)
+        .ask("s1", vec![language()])
+        .timeout(Timeout::Never)
+        .submit()
         .unwrap()
         .detach();
     let middle = history(&app, "s1").await;
@@ -78,12 +80,12 @@ async fn history_plus_stream_replay_is_the_live_stream_of(app: TestApp) {
     let approval = app
         .hub
         .approvals()
-        .submit(
+        .request(
             "s1",
             vec![Action::new("delete_rows", json!({"table": "sessions"}))],
-            vec![],
-            Timeout::Never,
         )
+        .timeout(Timeout::Never)
+        .submit()
         .unwrap()
         .detach();
     let (status, _) = app

@@ -75,6 +75,15 @@ pub(crate) struct CreateApproval {
     /// get its own tool call approved by waiting. Absent: the server's default.
     #[serde(default)]
     on_timeout: Option<OnTimeout>,
+    /// The language of the request, as a BCP 47 tag (`vi`, `zh-CN`): the web UI shows its
+    /// card in that language when it has it. Absent: each reader's own.
+    #[serde(default)]
+    #[schema(
+        max_length = 35,
+        pattern = "^[A-Za-z]{2,8}(-[A-Za-z0-9]{1,8})*$",
+        example = "vi"
+    )]
+    locale: Option<String>,
 }
 
 /// One entry of `POST /approval`'s `review_configs`: askbus's, or seed 001's.
@@ -345,13 +354,17 @@ pub(crate) async fn create(
         on_timeout: body.on_timeout,
     }
     .follow_up(&state)?;
-    let mut pending = state.hub_for(&caller).approvals().submit_with(
-        body.session_id,
-        body.action_requests,
-        review_configs,
-        timeout,
-        follow_up,
-    )?;
+    let hub = state.hub_for(&caller);
+    let mut ask = hub
+        .approvals()
+        .request(body.session_id, body.action_requests)
+        .review(review_configs)
+        .timeout(timeout)
+        .follow_up(follow_up);
+    if let Some(locale) = body.locale {
+        ask = ask.locale(locale);
+    }
+    let mut pending = ask.submit()?;
     let recorded = pending.recorded();
     // Detached first, so a client that goes away while the store writes does not cancel it.
     let request = pending.detach();

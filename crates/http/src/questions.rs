@@ -73,6 +73,15 @@ pub(crate) struct CreateQuestion {
     /// answer. Absent: the server's default (`--on-timeout`, else `reject`).
     #[serde(rename = "onTimeout", default)]
     on_timeout: Option<OnTimeout>,
+    /// The language of the request, as a BCP 47 tag (`vi`, `zh-CN`): the web UI shows its
+    /// card in that language when it has it. Absent: each reader's own.
+    #[serde(default)]
+    #[schema(
+        max_length = 35,
+        pattern = "^[A-Za-z]{2,8}(-[A-Za-z0-9]{1,8})*$",
+        example = "vi"
+    )]
+    locale: Option<String>,
 }
 
 /// `POST /question/{id}/reject` body.
@@ -362,13 +371,17 @@ pub(crate) async fn create(
         on_timeout: body.on_timeout,
     }
     .follow_up(&state)?;
-    let mut pending = state.hub_for(&caller).questions().submit_with(
-        body.session_id,
-        body.questions,
-        body.tool,
-        timeout,
-        follow_up,
-    )?;
+    let hub = state.hub_for(&caller);
+    let mut ask = hub
+        .questions()
+        .ask(body.session_id, body.questions)
+        .tool(body.tool)
+        .timeout(timeout)
+        .follow_up(follow_up);
+    if let Some(locale) = body.locale {
+        ask = ask.locale(locale);
+    }
+    let mut pending = ask.submit()?;
     let recorded = pending.recorded();
     // Nobody awaits it in this process: the asker collects the outcome over HTTP. Detached
     // first, so a client that goes away while the store writes does not cancel it.

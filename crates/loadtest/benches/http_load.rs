@@ -638,7 +638,8 @@ fn create_questions(questions: &QuestionService, count: usize) -> Vec<QuestionId
     (0..count)
         .map(|_| {
             questions
-                .submit("load-test", payload.clone(), None, Timeout::Default)
+                .ask("load-test", payload.clone())
+                .submit()
                 .expect("the reply questions are valid")
                 .detach()
                 .id
@@ -933,7 +934,9 @@ async fn publish(
         ticks.tick().await;
         let at = Instant::now();
         questions
-            .submit("fan-out", payload.clone(), None, Timeout::Never)
+            .ask("fan-out", payload.clone())
+            .timeout(Timeout::Never)
+            .submit()
             .expect("the questions are valid")
             .detach();
         // This task is the bus's only publisher, so the newest event is the one just made.

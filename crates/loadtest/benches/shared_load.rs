@@ -49,7 +49,7 @@ use askbus_loadtest::cpu::{CpuSample, CpuShare};
 use askbus_loadtest::stats::{Latencies, Millis, median};
 use askbus_question::{
     ApprovalConfig, QuestionAsked, QuestionConfig, QuestionId, QuestionInfo, QuestionOption,
-    RequestHub, Timeout,
+    RequestHub,
 };
 use askbus_store::RedisStore;
 use futures_util::StreamExt;
@@ -423,7 +423,8 @@ async fn askbus(prefix: &str, loads: Loads) -> anyhow::Result<Measured> {
             let label = format!("agent {agent} question {n}");
             let pending = a
                 .questions()
-                .submit("bench", question(&label), None, Timeout::Default)
+                .ask("bench", question(&label))
+                .submit()
                 .expect("valid questions");
             let id = pending.id();
             let right = pending.await.is_ok_and(|answers| answers == [[label]]);

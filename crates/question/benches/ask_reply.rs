@@ -17,7 +17,7 @@ use std::hint::black_box;
 use std::sync::Arc;
 
 use askbus_bus::Bus;
-use askbus_question::{Answer, QuestionInfo, QuestionOption, QuestionService, Timeout};
+use askbus_question::{Answer, QuestionInfo, QuestionOption, QuestionService};
 use criterion::{Criterion, criterion_group, criterion_main};
 use futures_util::{FutureExt, StreamExt};
 use tokio::sync::{broadcast, oneshot};
@@ -65,7 +65,8 @@ fn ask_reply_cycle(c: &mut Criterion) {
     group.bench_function("askbus", |b| {
         b.iter(|| {
             let pending = questions
-                .submit("session", payload.clone(), None, Timeout::Default)
+                .ask("session", payload.clone())
+                .submit()
                 .expect("valid questions");
             drop(
                 questions

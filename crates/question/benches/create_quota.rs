@@ -18,7 +18,7 @@
 use std::hint::black_box;
 
 use askbus_bus::Bus;
-use askbus_question::{PendingLimits, PendingQuestion, QuestionService, RequestHub, Timeout};
+use askbus_question::{PendingLimits, PendingQuestion, QuestionService, RequestHub};
 use criterion::{BenchmarkId, Criterion, criterion_group, criterion_main};
 
 mod support;
@@ -36,12 +36,8 @@ fn with_background(hub: &RequestHub) -> (QuestionService, Vec<PendingQuestion>) 
     let background = (0..SESSIONS * PENDING_PER_SESSION)
         .map(|index| {
             questions
-                .submit(
-                    format!("session-{}", index % SESSIONS),
-                    database_question(),
-                    None,
-                    Timeout::Default,
-                )
+                .ask(format!("session-{}", index % SESSIONS), database_question())
+                .submit()
                 .expect("room for the background")
         })
         .collect();
@@ -79,12 +75,8 @@ fn create_cycle(c: &mut Criterion) {
             b.iter(|| {
                 next = (next + 1) % SESSIONS;
                 let pending = questions
-                    .submit(
-                        sessions[next].as_str(),
-                        payload.clone(),
-                        None,
-                        Timeout::Default,
-                    )
+                    .ask(sessions[next].as_str(), payload.clone())
+                    .submit()
                     .expect("room below the limits");
                 black_box(pending.id());
             });

@@ -15,7 +15,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use askbus_bus::{Bus, BusConfig};
-use askbus_question::{QuestionConfig, QuestionService, Timeout};
+use askbus_question::{QuestionConfig, QuestionService};
 use askbus_store::{MemoryStore, SqliteStore, Store};
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 
@@ -37,7 +37,8 @@ async fn cycles(questions: &QuestionService) -> Duration {
             tokio::spawn(async move {
                 for _ in 0..CYCLES / AGENTS {
                     let mut pending = questions
-                        .submit("bench", database_question(), None, Timeout::Default)
+                        .ask("bench", database_question())
+                        .submit()
                         .expect("valid questions");
                     pending.recorded().await.expect("the question is durable");
                     questions

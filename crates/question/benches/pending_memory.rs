@@ -15,7 +15,7 @@
 use std::time::Instant;
 
 use askbus_bus::{Bus, BusConfig};
-use askbus_question::{QuestionInfo, QuestionOption, QuestionService, Timeout};
+use askbus_question::{QuestionInfo, QuestionOption, QuestionService};
 
 /// Set in a child process: the one size it measures.
 const SIZE_VARIABLE: &str = "ASKBUS_BENCH_PENDING";
@@ -99,7 +99,8 @@ fn measure(size: usize, two_questions: bool) {
     for index in 0..size {
         let session = if index % 100 == 0 { "watched" } else { "other" };
         questions
-            .submit(session, payload.clone(), None, Timeout::Default)
+            .ask(session, payload.clone())
+            .submit()
             .expect("valid questions")
             .detach();
     }

@@ -22,6 +22,7 @@ use crate::approval_model::{
     ReviewConfig,
 };
 use crate::args_schema;
+use crate::ask::{ApprovalAsk, Terms};
 use crate::durable::Durable;
 use crate::error::{ApprovalError, ApprovalReplyError, SubmitError};
 use crate::follow_up::{Due, FollowUp, Plan};
@@ -36,7 +37,7 @@ use crate::quota::{Charge, Weight};
 use crate::registry::{
     self, Refused, Registry, RequestType, ResolveError, SharedIds, StoreRole, Ticket, VoteOn,
 };
-use crate::timeout::Timeout;
+use crate::validate;
 use crate::validate::ValidationError;
 
 /// Asks humans to approve tool calls and hands their decisions back to the asking task.
@@ -55,7 +56,7 @@ use crate::validate::ValidationError;
 /// # #[tokio::main(flavor = "current_thread")] async fn main() {
 /// let approvals = ApprovalService::new(Bus::new());
 /// let trade = Action::new("execute_trade", json!({"symbol": "VNM", "quantity": 100}));
-/// let pending = approvals.submit("abc-123", vec![trade], vec![], Timeout::Default).unwrap();
+/// let pending = approvals.request("abc-123", vec![trade]).submit().unwrap();
 /// assert_eq!(&*pending.request().approval_key, "abc-123_1");
 ///
 /// // Elsewhere, a human approves (in a real system: over HTTP, by id or by key).
@@ -497,11 +498,15 @@ impl ApprovalService {
         &self.registry
     }
 
-    /// Asks a human to review `actions` for `session_id` and waits for the decisions.
+    /// Asks a human to approve `actions` (tool calls) on behalf of `session_id`: await the
+    /// returned [`ApprovalAsk`] for the decisions, after setting what differs from the
+    /// defaults (review configs, the timeout, a follow-up, the language), or
+    /// [`submit`](ApprovalAsk::submit) it to have the pending request (its id and key)
+    /// first.
     ///
-    /// Publishes `approval.asked`, then resolves when a human replies (one decision per
-    /// action, by position), the timeout passes, or the session is cancelled. An action
-    /// may run only if its decision [runs](Decision::runs).
+    /// Awaiting publishes `approval.asked`, then resolves when a human replies (one
+    /// decision per action, by position), the timeout passes, or the session is cancelled.
+    /// An action may run only if its decision [runs](Decision::runs).
     ///
     /// # Errors
     ///
@@ -514,77 +519,28 @@ impl ApprovalService {
     /// # Cancel safety
     ///
     /// Dropping the future cancels the request (see [`PendingApproval`]).
-    pub async fn request_approval(
+    pub fn request(
         &self,
         session_id: impl Into<Arc<str>>,
         actions: Vec<Action>,
-        review_configs: Vec<ReviewConfig>,
-        timeout: Timeout,
-    ) -> Result<ApprovalReply, ApprovalError> {
-        self.submit(session_id, actions, review_configs, timeout)?
-            .await
+    ) -> ApprovalAsk<'_> {
+        ApprovalAsk::new(self, session_id.into(), actions)
     }
 
-    /// Registers the request now and returns the future of its decisions.
-    ///
-    /// Unlike [`request_approval`](Self::request_approval), the request exists (and
-    /// `approval.asked` is published) before this returns, so its id and key can be handed
-    /// out first.
-    ///
-    /// **One request per tool call.** When the first action's `tool_use_id` already asked
-    /// in this session, and that request is pending or still remembered, nothing new is
-    /// asked: the future joins that request, but only if it reviews the same calls (the
-    /// same actions with the same arguments, under the same review configs), since its
-    /// decision was taken on what the human saw. Joining is never refused for quota: it
-    /// adds no request.
-    ///
-    /// # Errors
-    ///
-    /// [`SubmitError::Invalid`] if the request cannot be made: no session, no action, an
-    /// action without a name, an `args_schema` that is no JSON Schema (or refers to a
-    /// document outside itself: nothing is fetched) or that the action's own `args` do not
-    /// fit, a review config naming no action, repeating one, or allowing no decision, a
-    /// timeout longer than [`MAX_TIMEOUT`](crate::MAX_TIMEOUT), or a
-    /// `tool_use_id` that already asked about other calls in this session
-    /// ([`conflicting_request`](ValidationError::conflicting_request) names that request,
-    /// which is left as it was); [`SubmitError::OverQuota`] if a
-    /// [limit](crate::PendingLimits) of pending requests is reached (nothing was asked).
-    pub fn submit(
+    /// Registers a request: what [`ApprovalAsk::submit`] does.
+    pub(crate) fn submit_request(
         &self,
-        session_id: impl Into<Arc<str>>,
+        session_id: Arc<str>,
         actions: Vec<Action>,
         review_configs: Vec<ReviewConfig>,
-        timeout: Timeout,
+        terms: Terms,
     ) -> Result<PendingApproval, SubmitError> {
-        self.submit_with(
-            session_id,
-            actions,
-            review_configs,
+        let Terms {
             timeout,
-            FollowUp::default(),
-        )
-    }
-
-    /// As [`submit`](Self::submit), with a [`FollowUp`]: reminders, an escalation (whose
-    /// `escalate_to` may decide the request from then on, beside the reviewers its review
-    /// configs name), and `escalate` on expiry. Its parts left out are the service's
-    /// defaults ([`RequestHub::with_follow_up`](crate::RequestHub::with_follow_up)).
-    ///
-    /// # Errors
-    ///
-    /// As [`submit`](Self::submit); also [`SubmitError::Invalid`] for a default answer
-    /// ([`OnTimeout::Answer`]: an agent must never get its own tool call approved by
-    /// waiting), a reminder or escalation not before the deadline, an escalation with
-    /// nobody to escalate to, or a fallback without a deadline.
-    pub fn submit_with(
-        &self,
-        session_id: impl Into<Arc<str>>,
-        actions: Vec<Action>,
-        review_configs: Vec<ReviewConfig>,
-        timeout: Timeout,
-        follow_up: FollowUp,
-    ) -> Result<PendingApproval, SubmitError> {
-        let session_id = session_id.into();
+            follow_up,
+            locale,
+        } = terms;
+        validate::check_locale(locale.as_deref())?;
         let mut review_configs = review_configs;
         if let Some(floor) = self.quorum_floor.get() {
             floor.raise(&actions, &mut review_configs);
@@ -627,6 +583,7 @@ impl ApprovalService {
                     escalate_at: plan.escalate_at(created_at),
                     escalate_to: plan.escalate_to.clone(),
                     on_timeout: plan.on_timeout.clone(),
+                    locale,
                 }
             },
             plan.timers,

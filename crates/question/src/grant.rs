@@ -46,12 +46,12 @@
 //! # #[tokio::main(flavor = "current_thread")] async fn main() {
 //! let approvals = ApprovalService::new(Bus::new());
 //! let status = || vec![Action::new("bash", json!({"command": "git status"}))];
-//! let first = approvals.submit("s", status(), vec![], Timeout::Never).unwrap();
+//! let first = approvals.request("s", status()).timeout(Timeout::Never).submit().unwrap();
 //! approvals.reply_always(first.id()).unwrap();
 //! first.await.unwrap();
 //!
 //! // The same call again: approved at once, by the grant.
-//! let again = approvals.submit("s", status(), vec![], Timeout::Never).unwrap();
+//! let again = approvals.request("s", status()).timeout(Timeout::Never).submit().unwrap();
 //! let reply = again.await.unwrap();
 //! assert_eq!(reply.auto_approved_by.len(), 1);
 //! assert_eq!(approvals.grants("s").len(), 1);

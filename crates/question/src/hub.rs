@@ -44,7 +44,7 @@ use crate::timeout::Timeout;
 /// let hub = RequestHub::new(Bus::new());
 /// let delete = Action::new("delete_rows", json!({"table": "users"}))
 ///     .with_description("Delete 1,234 expired users");
-/// let pending = hub.approvals().submit("s1", vec![delete], vec![], Timeout::Default).unwrap();
+/// let pending = hub.approvals().request("s1", vec![delete]).submit().unwrap();
 ///
 /// let state = hub.interrupt_state("s1").expect("s1 waits for a human");
 /// assert_eq!(state.reason, "Delete 1,234 expired users");
@@ -266,9 +266,9 @@ impl RequestHub {
     /// let limits = PendingLimits { total: 1, ..PendingLimits::default() };
     /// let hub = RequestHub::new(Bus::new()).with_pending_limits(limits);
     /// let delete = || vec![Action::new("delete_rows", json!({"table": "users"}))];
-    /// let _pending = hub.approvals().submit("s1", delete(), vec![], Timeout::Never).unwrap();
+    /// let _pending = hub.approvals().request("s1", delete()).timeout(Timeout::Never).submit().unwrap();
     ///
-    /// let refused = hub.approvals().submit("s2", delete(), vec![], Timeout::Never);
+    /// let refused = hub.approvals().request("s2", delete()).timeout(Timeout::Never).submit();
     /// assert!(matches!(refused, Err(SubmitError::OverQuota(_))));
     /// # }
     /// ```
@@ -486,9 +486,9 @@ impl RequestHub {
     /// # #[tokio::main(flavor = "current_thread")] async fn main() {
     /// let hub = RequestHub::new(Bus::new());
     /// let info = QuestionInfo::new("Continue?", "Continue", [QuestionOption::new("Yes", "")]);
-    /// let question = hub.questions().submit("runaway", vec![info], None, Timeout::Never).unwrap();
+    /// let question = hub.questions().ask("runaway", vec![info]).timeout(Timeout::Never).submit().unwrap();
     /// let drop_table = Action::new("drop_table", json!({"table": "users"}));
-    /// let approval = hub.approvals().submit("runaway", vec![drop_table], vec![], Timeout::Never).unwrap();
+    /// let approval = hub.approvals().request("runaway", vec![drop_table]).timeout(Timeout::Never).submit().unwrap();
     ///
     /// let rejected = hub.reject_session("runaway", Some("stop")).await.unwrap();
     /// assert_eq!((rejected.questions, rejected.approvals, rejected.cancelled), (1, 1, 0));
@@ -679,7 +679,10 @@ impl RequestHub {
             [DecisionType::Approve, DecisionType::Reject],
         );
         self.approvals
-            .submit(session_id, vec![action], vec![review], timeout)
+            .request(session_id, vec![action])
+            .review(vec![review])
+            .timeout(timeout)
+            .submit()
             .map(Some)
     }
 

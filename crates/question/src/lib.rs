@@ -47,17 +47,17 @@
 //!
 //! ```
 //! use askbus_bus::Bus;
-//! use askbus_question::{AskError, QuestionInfo, QuestionOption, QuestionService, Timeout};
+//! use askbus_question::{AskError, QuestionInfo, QuestionOption, QuestionService};
 //! use std::time::Duration;
 //!
 //! # #[tokio::main(flavor = "current_thread", start_paused = true)] async fn main() {
 //! let questions = QuestionService::new(Bus::new());
-//! let asked = questions.ask(
-//!     "session-1",
-//!     vec![QuestionInfo::new("Deploy now?", "Deploy", [QuestionOption::new("Yes", "ship it")])],
-//!     None,
-//!     Timeout::After(Duration::from_secs(30)),
-//! );
+//! let asked = questions
+//!     .ask(
+//!         "session-1",
+//!         vec![QuestionInfo::new("Deploy now?", "Deploy", [QuestionOption::new("Yes", "ship it")])],
+//!     )
+//!     .timeout(Duration::from_secs(30));
 //! // Nobody answers: after 30 s (of paused, auto-advancing test time) the ask times out.
 //! assert_eq!(asked.await, Err(AskError::TimedOut));
 //! # }
@@ -66,6 +66,7 @@
 mod approval;
 mod approval_model;
 mod args_schema;
+mod ask;
 mod durable;
 mod error;
 mod follow;
@@ -97,6 +98,7 @@ pub use approval_model::{
     ApprovalRequest, ApprovalTimedOut, ApprovalVote, Decision, DecisionType, EditedAction, Grant,
     ReviewConfig,
 };
+pub use ask::{ApprovalAsk, Asked, QuestionAsk};
 pub use durable::Durable;
 pub use error::{
     ApprovalError, ApprovalReplyError, AskError, DurableError, ReplyError, ResumeError,

@@ -136,6 +136,12 @@ pub struct QuestionRequest {
     /// (a default answer, applied as the asker's fallback, never as a human's).
     #[serde(rename = "onTimeout", default, skip_serializing_if = "Option::is_none")]
     pub on_timeout: Option<OnTimeout>,
+    /// The language the asker wrote in and its reader should see, as a BCP 47 tag
+    /// (`vi`, `zh-CN`); absent: each reader's own. The web UI shows the request's card in
+    /// it, the tool writes its results to the model in it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "openapi", schema(value_type = Option<String>, example = "vi"))]
+    pub locale: Option<Arc<str>>,
 }
 
 /// `question.asked`: a new request is waiting; its properties are the request itself.

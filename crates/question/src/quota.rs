@@ -56,14 +56,14 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 ///
 /// let limits = PendingLimits { per_session: 1, ..defaults };
 /// let hub = RequestHub::new(Bus::new()).with_pending_limits(limits);
-/// let first = hub.questions().submit("s1", question(), None, Timeout::Never).unwrap();
+/// let first = hub.questions().ask("s1", question()).timeout(Timeout::Never).submit().unwrap();
 ///
-/// let refused = hub.questions().submit("s1", question(), None, Timeout::Never).unwrap_err();
+/// let refused = hub.questions().ask("s1", question()).timeout(Timeout::Never).submit().unwrap_err();
 /// assert!(matches!(refused, SubmitError::OverQuota(QuotaExceeded::Session { .. })));
 /// // Another session has room; and once the first request ends, so has s1.
-/// assert!(hub.questions().submit("s2", question(), None, Timeout::Never).is_ok());
+/// assert!(hub.questions().ask("s2", question()).timeout(Timeout::Never).submit().is_ok());
 /// drop(first);
-/// assert!(hub.questions().submit("s1", question(), None, Timeout::Never).is_ok());
+/// assert!(hub.questions().ask("s1", question()).timeout(Timeout::Never).submit().is_ok());
 /// # }
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

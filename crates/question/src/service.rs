@@ -10,6 +10,7 @@ use std::time::Duration;
 use askbus_bus::Bus;
 use askbus_store::{RequestKind, Store, StoreError};
 
+use crate::ask::{QuestionAsk, Terms};
 use crate::durable::Durable;
 use crate::error::{AskError, ReplyError, SubmitError};
 use crate::follow_up::{Due, FollowUp, Plan};
@@ -27,7 +28,6 @@ use crate::quota::{Charge, Weight};
 use crate::registry::{
     self, Refused, Registry, RequestType, ResolveError, SharedIds, StoreRole, Ticket,
 };
-use crate::timeout::Timeout;
 use crate::validate::{self, ValidationError};
 
 /// Asks humans questions and hands their answers back to the asking task.
@@ -38,22 +38,17 @@ use crate::validate::{self, ValidationError};
 ///
 /// ```
 /// use askbus_bus::Bus;
-/// use askbus_question::{QuestionInfo, QuestionOption, QuestionService, Timeout};
+/// use askbus_question::{QuestionInfo, QuestionOption, QuestionService};
 ///
 /// # #[tokio::main(flavor = "current_thread")] async fn main() {
 /// let questions = QuestionService::new(Bus::new());
-/// let pending = questions
-///     .submit(
-///         "session-1",
-///         vec![QuestionInfo::new(
-///             "Which database?",
-///             "Database",
-///             [QuestionOption::new("SQLite", "embedded"), QuestionOption::new("Postgres", "server")],
-///         )],
-///         None,
-///         Timeout::Default,
-///     )
-///     .unwrap();
+/// let database = QuestionInfo::new(
+///     "Which database?",
+///     "Database",
+///     [QuestionOption::new("SQLite", "embedded"), QuestionOption::new("Postgres", "server")],
+/// );
+/// // `submit` makes the request now, so its id is known before anyone answers.
+/// let pending = questions.ask("session-1", vec![database]).submit().unwrap();
 ///
 /// // Elsewhere, a human answers (in a real system: over HTTP).
 /// questions.reply(pending.id(), vec![vec!["SQLite".into()]]).unwrap();
@@ -351,10 +346,13 @@ impl QuestionService {
         &self.registry
     }
 
-    /// Asks `questions` on behalf of `session_id` and waits for the outcome.
+    /// Asks `questions` on behalf of `session_id`: await the returned [`QuestionAsk`] for
+    /// the answers, after setting what differs from the defaults (the tool call, the
+    /// timeout, a follow-up, the language), or [`submit`](QuestionAsk::submit) it to have
+    /// the pending request (and its id) first.
     ///
-    /// Publishes `question.asked`, then resolves when a human replies or rejects, the
-    /// timeout passes, or the session is cancelled.
+    /// Awaiting publishes `question.asked`, then resolves when a human replies or rejects,
+    /// the timeout passes, or the session is cancelled.
     ///
     /// # Errors
     ///
@@ -367,67 +365,28 @@ impl QuestionService {
     /// # Cancel safety
     ///
     /// Dropping the future cancels the question (see [`PendingQuestion`]).
-    pub async fn ask(
+    pub fn ask(
         &self,
         session_id: impl Into<Arc<str>>,
         questions: Vec<QuestionInfo>,
-        tool: Option<ToolRef>,
-        timeout: Timeout,
-    ) -> Result<Vec<Answer>, AskError> {
-        self.submit(session_id, questions, tool, timeout)?.await
+    ) -> QuestionAsk<'_> {
+        QuestionAsk::new(self, session_id.into(), questions)
     }
 
-    /// Registers the questions now and returns the future of their answers.
-    ///
-    /// Unlike [`ask`](Self::ask), the request exists (and `question.asked` is published)
-    /// before this returns, so its id can be handed out first.
-    ///
-    /// **One request per tool call.** When `tool` names a call that already asked in this
-    /// session, and that request is pending or still remembered, nothing new is asked: the
-    /// future joins that request (an agent that re-asks after a restart, or retries a tool
-    /// call, gets the one answer instead of a second prompt). The joining future cancels
-    /// the request on drop only if the request had no live asker. It joins only a request
-    /// of the same questions: the answer was given to what the human saw. Joining is never
-    /// refused for quota: it adds no request.
-    ///
-    /// # Errors
-    ///
-    /// [`SubmitError::Invalid`] if the questions cannot be asked (or `timeout` is longer
-    /// than [`MAX_TIMEOUT`]), or if `tool`'s call already asked other questions in this
-    /// session
-    /// ([`conflicting_request`](ValidationError::conflicting_request) names that request,
-    /// which is left as it was); [`SubmitError::OverQuota`] if a
-    /// [limit](crate::PendingLimits) of pending requests is reached (nothing was asked).
-    pub fn submit(
+    /// Registers a request: what [`QuestionAsk::submit`] does.
+    pub(crate) fn submit_request(
         &self,
-        session_id: impl Into<Arc<str>>,
+        session_id: Arc<str>,
         questions: Vec<QuestionInfo>,
         tool: Option<ToolRef>,
-        timeout: Timeout,
+        terms: Terms,
     ) -> Result<PendingQuestion, SubmitError> {
-        self.submit_with(session_id, questions, tool, timeout, FollowUp::default())
-    }
-
-    /// As [`submit`](Self::submit), with a [`FollowUp`]: reminders, an escalation, and
-    /// what applies when nobody answered by the deadline (see the `follow_up` module of
-    /// the docs). Its parts left out are the service's defaults
-    /// ([`RequestHub::with_follow_up`](crate::RequestHub::with_follow_up)).
-    ///
-    /// # Errors
-    ///
-    /// As [`submit`](Self::submit); also [`SubmitError::Invalid`] for a reminder or an
-    /// escalation not before the deadline, an escalation with nobody to escalate to, a
-    /// fallback without a deadline, or a default answer that does not fit the questions (it
-    /// is checked as a reply is).
-    pub fn submit_with(
-        &self,
-        session_id: impl Into<Arc<str>>,
-        questions: Vec<QuestionInfo>,
-        tool: Option<ToolRef>,
-        timeout: Timeout,
-        follow_up: FollowUp,
-    ) -> Result<PendingQuestion, SubmitError> {
-        let session_id = session_id.into();
+        let Terms {
+            timeout,
+            follow_up,
+            locale,
+        } = terms;
+        validate::check_locale(locale.as_deref())?;
         validate::check_questions(&session_id, &questions)?;
         let plan = Plan::new(
             timeout,
@@ -468,6 +427,7 @@ impl QuestionService {
                     escalate_at: plan.escalate_at(created_at),
                     escalate_to: plan.escalate_to.clone(),
                     on_timeout: plan.on_timeout.clone(),
+                    locale,
                 }
             },
             plan.timers,
@@ -570,7 +530,7 @@ impl QuestionService {
     /// let questions = QuestionService::new(Bus::new());
     /// let ask = || {
     ///     let info = QuestionInfo::new("Deploy now?", "Deploy", [QuestionOption::new("Yes", "")]);
-    ///     questions.submit("s1", vec![info], None, Timeout::Never).unwrap().detach()
+    ///     questions.ask("s1", vec![info]).timeout(Timeout::Never).submit().unwrap().detach()
     /// };
     /// let (first, second, third) = (ask(), ask(), ask());
     /// let page = questions.page(Some("s1"), None, 2);
@@ -723,7 +683,9 @@ mod tests {
         let service = QuestionService::new(Bus::new());
         let question = QuestionInfo::new("Ship it?", "Ship", [QuestionOption::new("Yes", "")]);
         let pending = service
-            .submit("session", vec![question], None, Timeout::Never)
+            .ask("session", vec![question])
+            .timeout(Timeout::Never)
+            .submit()
             .expect("a valid question");
         let id = pending.id();
         for _ in 0..100 {

@@ -27,6 +27,13 @@ pub enum Timeout {
     After(Duration),
 }
 
+impl From<Duration> for Timeout {
+    /// [`Timeout::After`] this long.
+    fn from(after: Duration) -> Self {
+        Self::After(after)
+    }
+}
+
 /// A request's timeout, from its [`Timeout`] and the service default.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Deadline {

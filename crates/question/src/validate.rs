@@ -42,7 +42,7 @@ impl ValidationError {
 
     /// The request this one's tool call already made, when this one was refused because
     /// it asks something else under the same call id (see
-    /// [`QuestionService::submit`](crate::QuestionService::submit)). A client should give
+    /// [`QuestionAsk::submit`](crate::QuestionAsk::submit)). A client should give
     /// the new request a call id of its own; HTTP answers `409`.
     pub fn conflicting_request(&self) -> Option<RequestId> {
         self.conflicting_request
@@ -103,6 +103,35 @@ impl ValidationError {
                 info.question
             ))
         }
+    }
+}
+
+/// The longest locale a request may carry: BCP 47 advises supporting tags of at least 35
+/// characters, which holds every language, script, region and variant combination in use.
+const MAX_LOCALE_LEN: usize = 35;
+
+/// Checks a request's locale is shaped as a BCP 47 language tag: a language of 2 to 8
+/// letters, then subtags of 1 to 8 letters or digits, joined by `-`. It is shown to
+/// readers (the UI picks its texts by it), so anything else is refused rather than passed
+/// on; whether the language is one askbus speaks is the reader's affair (it falls back to
+/// its own).
+pub(crate) fn check_locale(locale: Option<&str>) -> Result<(), ValidationError> {
+    let Some(locale) = locale else {
+        return Ok(());
+    };
+    let mut subtags = locale.split('-');
+    let language_ok = subtags.next().is_some_and(|language| {
+        (2..=8).contains(&language.len()) && language.bytes().all(|b| b.is_ascii_alphabetic())
+    });
+    let rest_ok = subtags.all(|subtag| {
+        (1..=8).contains(&subtag.len()) && subtag.bytes().all(|b| b.is_ascii_alphanumeric())
+    });
+    if language_ok && rest_ok && locale.len() <= MAX_LOCALE_LEN {
+        Ok(())
+    } else {
+        Err(ValidationError::request(format!(
+            "locale {locale:?} is no language tag: give a BCP 47 tag such as \"vi\" or \"zh-CN\" (at most {MAX_LOCALE_LEN} characters), or leave it out"
+        )))
     }
 }
 

@@ -140,12 +140,11 @@ impl DemoAgent {
             "demo agent asks: {:?} (answer it with curl, see the README)",
             topic.questions[0].question
         );
-        let asked = self.hub.questions().ask(
-            DEMO_SESSION,
-            topic.questions.clone(),
-            None,
-            Timeout::After(REQUEST_TIMEOUT),
-        );
+        let asked = self
+            .hub
+            .questions()
+            .ask(DEMO_SESSION, topic.questions.clone())
+            .timeout(REQUEST_TIMEOUT);
         match asked.await {
             Ok(answers) => tracing::info!(turn, ?answers, "demo agent got its answers"),
             Err(AskError::Rejected { reason }) => {

@@ -53,7 +53,7 @@ answers it). Limit the choices with `allowed_decisions` when some make no sense.
 arguments, never your original. Never run a rejected call, nor any call when the review timed \
 out or was cancelled.";
 
-/// The LLM-callable face of [`ApprovalService::request_approval`].
+/// The LLM-callable face of [`ApprovalService::request`].
 ///
 /// # Examples
 ///

@@ -2,7 +2,7 @@
 //!
 //! [`ApprovalGuard`] wraps any tool the runtime has (anything implementing [`GuardedTool`]).
 //! Each call is first put to a human as an approval request
-//! ([`ApprovalService::submit`]), and the decision says what happens, in exact words:
+//! ([`ApprovalService::request`]), and the decision says what happens, in exact words:
 //!
 //! - **approve**: the tool runs with the model's arguments; its result is the result.
 //! - **edit**: the tool runs with the human's arguments, and the result starts with a notice

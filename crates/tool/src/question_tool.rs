@@ -223,7 +223,10 @@ impl QuestionTool {
             .collect();
         let pending = self
             .questions
-            .submit(context.session_id, questions, context.tool, self.timeout)
+            .ask(context.session_id, questions)
+            .tool(context.tool)
+            .timeout(self.timeout)
+            .submit()
             .map_err(|refused| ToolError::not_submitted(QUESTION_TOOL_NAME, refused))?;
         Ok(QuestionCall { pending })
     }

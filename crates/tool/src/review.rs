@@ -43,7 +43,7 @@ pub(crate) enum Refusal<'a> {
 }
 
 /// Requests the review of `actions` in `session_id` for a call of `tool`, as
-/// [`ApprovalService::submit`] does.
+/// [`ApprovalAsk::submit`](askbus_question::ApprovalAsk::submit) does.
 ///
 /// # Errors
 ///
@@ -60,7 +60,10 @@ pub(crate) fn submit_review(
     timeout: Timeout,
 ) -> Result<PendingApproval, ToolError> {
     approvals
-        .submit(session_id, actions, review_configs, timeout)
+        .request(session_id, actions)
+        .review(review_configs)
+        .timeout(timeout)
+        .submit()
         .map_err(|refused| ToolError::not_submitted(tool, refused))
 }
 
