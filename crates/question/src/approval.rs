@@ -22,7 +22,6 @@ use crate::approval_model::{
     ReviewConfig,
 };
 use crate::args_schema;
-use crate::ask::{ApprovalAsk, Terms};
 use crate::durable::Durable;
 use crate::error::{ApprovalError, ApprovalReplyError, SubmitError};
 use crate::follow_up::{Due, FollowUp, Plan};
@@ -37,6 +36,7 @@ use crate::quota::{Charge, Weight};
 use crate::registry::{
     self, Refused, Registry, RequestType, ResolveError, SharedIds, StoreRole, Ticket, VoteOn,
 };
+use crate::terms::Terms;
 use crate::validate;
 use crate::validate::ValidationError;
 
@@ -117,7 +117,7 @@ pub struct QuorumFloor {
 /// Settings of an [`ApprovalService`].
 #[derive(Debug, Clone, Copy)]
 pub struct ApprovalConfig {
-    /// Timeout applied by [`Timeout::Default`]; `None` waits forever. Default: 300 s.
+    /// Timeout applied by [`Timeout::Default`](crate::Timeout::Default); `None` waits forever. Default: 300 s.
     pub default_timeout: Option<Duration>,
     /// How many resolved requests are remembered (for `get`, `wait`, 409 answers and
     /// addressing by key). Default: 10,000. The oldest are forgotten first.
@@ -496,35 +496,6 @@ impl ApprovalService {
     /// The registry behind this service.
     pub(crate) fn registry(&self) -> &Registry<Approvals> {
         &self.registry
-    }
-
-    /// Asks a human to approve `actions` (tool calls) on behalf of `session_id`: await the
-    /// returned [`ApprovalAsk`] for the decisions, after setting what differs from the
-    /// defaults (review configs, the timeout, a follow-up, the language), or
-    /// [`submit`](ApprovalAsk::submit) it to have the pending request (its id and key)
-    /// first.
-    ///
-    /// Awaiting publishes `approval.asked`, then resolves when a human replies (one
-    /// decision per action, by position), the timeout passes, or the session is cancelled.
-    /// An action may run only if its decision [runs](Decision::runs).
-    ///
-    /// # Errors
-    ///
-    /// [`ApprovalError::Invalid`] at once if the request cannot be made;
-    /// [`ApprovalError::OverQuota`] at once if too many requests are pending;
-    /// [`ApprovalError::NotRecorded`] if the service's store could not record it (nobody
-    /// could see it); otherwise [`ApprovalError::TimedOut`] (every action rejected) or
-    /// [`ApprovalError::Cancelled`].
-    ///
-    /// # Cancel safety
-    ///
-    /// Dropping the future cancels the request (see [`PendingApproval`]).
-    pub fn request(
-        &self,
-        session_id: impl Into<Arc<str>>,
-        actions: Vec<Action>,
-    ) -> ApprovalAsk<'_> {
-        ApprovalAsk::new(self, session_id.into(), actions)
     }
 
     /// Registers a request: what [`ApprovalAsk::submit`] does.

@@ -591,7 +591,7 @@ pub struct Grant {
     pub session_id: Arc<str>,
     /// The tool whose calls it covers.
     pub tool: String,
-    /// What those calls touch (see [`pattern_of`]), as OpenCode clients show a grant.
+    /// What those calls touch (see [`pattern_of`](crate::pattern_of)), as OpenCode clients show a grant.
     pub patterns: Vec<String>,
     /// The arguments of the calls it approved, each once: the calls it covers.
     pub args: Vec<Value>,

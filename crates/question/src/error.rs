@@ -211,7 +211,7 @@ pub enum DurableError {
     NotCounted(NotAllowed),
 }
 
-/// Why [`RequestHub::reject_session`] did not refuse everything.
+/// Why [`RequestHub::reject_session`](crate::RequestHub::reject_session) did not refuse everything.
 #[derive(Debug, thiserror::Error)]
 pub enum SessionRejectError {
     /// The identity may not decide a request of the session (HTTP: 403).

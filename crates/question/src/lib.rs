@@ -85,6 +85,7 @@ mod recorded;
 mod registry;
 mod service;
 mod session_index;
+mod terms;
 mod timeout;
 mod validate;
 

@@ -10,7 +10,6 @@ use std::time::Duration;
 use askbus_bus::Bus;
 use askbus_store::{RequestKind, Store, StoreError};
 
-use crate::ask::{QuestionAsk, Terms};
 use crate::durable::Durable;
 use crate::error::{AskError, ReplyError, SubmitError};
 use crate::follow_up::{Due, FollowUp, Plan};
@@ -28,6 +27,7 @@ use crate::quota::{Charge, Weight};
 use crate::registry::{
     self, Refused, Registry, RequestType, ResolveError, SharedIds, StoreRole, Ticket,
 };
+use crate::terms::Terms;
 use crate::validate::{self, ValidationError};
 
 /// Asks humans questions and hands their answers back to the asking task.
@@ -78,7 +78,7 @@ pub struct QuestionService {
 /// Settings of a [`QuestionService`].
 #[derive(Debug, Clone, Copy)]
 pub struct QuestionConfig {
-    /// Timeout applied by [`Timeout::Default`]; `None` waits forever. Default: 600 s.
+    /// Timeout applied by [`Timeout::Default`](crate::Timeout::Default); `None` waits forever. Default: 600 s.
     pub default_timeout: Option<Duration>,
     /// How many resolved requests are remembered, so that `get` and `wait` can report their
     /// outcome and a second reply is told "already resolved" rather than "not found".
@@ -344,33 +344,6 @@ impl QuestionService {
     /// The registry behind this service.
     pub(crate) fn registry(&self) -> &Registry<Questions> {
         &self.registry
-    }
-
-    /// Asks `questions` on behalf of `session_id`: await the returned [`QuestionAsk`] for
-    /// the answers, after setting what differs from the defaults (the tool call, the
-    /// timeout, a follow-up, the language), or [`submit`](QuestionAsk::submit) it to have
-    /// the pending request (and its id) first.
-    ///
-    /// Awaiting publishes `question.asked`, then resolves when a human replies or rejects,
-    /// the timeout passes, or the session is cancelled.
-    ///
-    /// # Errors
-    ///
-    /// [`AskError::Invalid`] at once if the questions cannot be asked;
-    /// [`AskError::OverQuota`] at once if too many requests are pending;
-    /// [`AskError::NotRecorded`] if the service's store could not record them (nobody
-    /// could see them); otherwise the non-answer outcome: [`AskError::Rejected`],
-    /// [`AskError::TimedOut`], [`AskError::Cancelled`].
-    ///
-    /// # Cancel safety
-    ///
-    /// Dropping the future cancels the question (see [`PendingQuestion`]).
-    pub fn ask(
-        &self,
-        session_id: impl Into<Arc<str>>,
-        questions: Vec<QuestionInfo>,
-    ) -> QuestionAsk<'_> {
-        QuestionAsk::new(self, session_id.into(), questions)
     }
 
     /// Registers a request: what [`QuestionAsk::submit`] does.

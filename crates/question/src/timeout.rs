@@ -18,7 +18,7 @@ pub const MAX_TIMEOUT: Duration = Duration::from_secs(365 * 24 * 3600);
 /// How long a request may wait for a human.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Timeout {
-    /// The service's configured default ([`QuestionConfig::default_timeout`]).
+    /// The service's configured default ([`QuestionConfig::default_timeout`](crate::QuestionConfig::default_timeout)).
     #[default]
     Default,
     /// Wait forever.
