@@ -12,8 +12,8 @@ use std::time::Duration;
 use askbus::bus::{Envelope, Subscription};
 use askbus::question::{
     Action, ApprovalAsked, ApprovalConfig, ApprovalReplied, ApprovalReply, AskError, Decision,
-    DurableError, EditedAction, Outcome, OutcomeKind, QuestionConfig, QuestionId, ReplyError,
-    RequestHub, SessionPending, SessionRejected, Timeout, ToolRef,
+    DurableError, EditedAction, Outcome, OutcomeKind, PendingQuestion, QuestionConfig, QuestionId,
+    ReplyError, RequestHub, SessionPending, SessionRejected, Timeout, ToolRef,
 };
 use askbus_store::{
     Ack, AuditRecord, BoxFuture, Change, ChangeLog, Delivery, DeliveryQuery, EventRecord,
@@ -114,16 +114,8 @@ async fn redis_a_session_is_counted_and_rejected_across_instances() {
 #[tokio::test(flavor = "current_thread")]
 async fn a_follower_that_fell_behind_the_log_resyncs() {
     let [a, b, _c] = instances(memory_stores()).await;
-    let mut mine = a
-        .hub
-        .questions()
-        .ask("s", vec![language()])
-        .timeout(Timeout::Never)
-        .submit()
-        .unwrap();
+    let mine = ask_recorded(&a).await;
     let id = mine.id();
-    mine.recorded().await.unwrap();
-    a.hub.caught_up().await.unwrap();
     b.hub.caught_up().await.unwrap();
     // Without an `.await`, so no follower runs on this one thread: B answers, then more
     // changes are made than the log keeps.
@@ -158,16 +150,8 @@ async fn a_reply_waits_for_its_own_follower_to_reach_its_log_position() {
         open: held,
     };
     let a = instance(Arc::new(store)).await;
-    let mut asked = a
-        .hub
-        .questions()
-        .ask("s", vec![language()])
-        .timeout(Timeout::Never)
-        .submit()
-        .unwrap();
+    let asked = ask_recorded(&a).await;
     let id = asked.id();
-    asked.recorded().await.unwrap();
-    a.hub.caught_up().await.unwrap();
 
     open.send_replace(false);
     let mut reply = a.hub.questions().reply(id, answers(&[&["Go"]])).unwrap();
@@ -824,6 +808,21 @@ impl Instance {
             panic!("the awaited event did not come; saw {:?}", self.seen);
         }
     }
+}
+
+/// A question (session `s`, no timeout) asked through `instance`, once it is in the store
+/// and `instance` applied it.
+async fn ask_recorded(instance: &Instance) -> PendingQuestion {
+    let mut asked = instance
+        .hub
+        .questions()
+        .ask("s", vec![language()])
+        .timeout(Timeout::Never)
+        .submit()
+        .unwrap();
+    asked.recorded().await.unwrap();
+    instance.hub.caught_up().await.unwrap();
+    asked
 }
 
 fn asked(id: QuestionId) -> impl Fn(&Envelope) -> bool {
