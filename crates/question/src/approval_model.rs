@@ -591,7 +591,7 @@ pub struct Grant {
     pub session_id: Arc<str>,
     /// The tool whose calls it covers.
     pub tool: String,
-    /// What those calls touch (see [`pattern_of`](crate::pattern_of)), as OpenCode clients show a grant.
+    /// What those calls touch (see [`pattern_of`]), as OpenCode clients show a grant.
     pub patterns: Vec<String>,
     /// The arguments of the calls it approved, each once: the calls it covers.
     pub args: Vec<Value>,
@@ -636,4 +636,35 @@ impl Event for ApprovalGrantRevoked {
     fn session_id(&self) -> Option<&str> {
         Some(&self.grant.session_id)
     }
+}
+
+/// The arguments whose value says what a call touches, in the order they are looked for.
+pub const PATTERN_ARGUMENTS: [&str; 6] =
+    ["command", "filePath", "file_path", "path", "url", "pattern"];
+
+/// What a client shows of `action` (OpenCode's pattern of a permission): the value of its
+/// first [`PATTERN_ARGUMENTS`] argument when that is all its arguments hold, else the whole
+/// arguments as compact JSON. Never a summary that leaves something out: OpenCode clients
+/// show the patterns, and the human approves every argument, not only the one that names
+/// what the call touches.
+///
+/// # Examples
+///
+/// ```
+/// use askbus_question::{Action, pattern_of};
+/// use serde_json::json;
+///
+/// assert_eq!(pattern_of(&Action::new("bash", json!({"command": "ls"}))), "ls");
+/// assert_eq!(pattern_of(&Action::new("deploy", json!({"env": "prod"}))), r#"{"env":"prod"}"#);
+/// assert_eq!(
+///     pattern_of(&Action::new("bash", json!({"command": "make", "cwd": "/"}))),
+///     r#"{"command":"make","cwd":"/"}"#
+/// );
+/// ```
+pub fn pattern_of(action: &Action) -> String {
+    let only_argument = action.args.as_object().filter(|args| args.len() == 1);
+    PATTERN_ARGUMENTS
+        .iter()
+        .find_map(|name| only_argument?.get(*name)?.as_str())
+        .map_or_else(|| action.args.to_string(), str::to_owned)
 }

@@ -63,41 +63,10 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 use serde_json::Value;
 
-use crate::approval_model::{Action, ApprovalRequest, Grant};
+use crate::approval_model::{Action, ApprovalRequest, Grant, pattern_of};
 use crate::identity::Identity;
 use crate::ids::ApprovalId;
 use crate::validate::ValidationError;
-
-/// The arguments whose value says what a call touches, in the order they are looked for.
-pub const PATTERN_ARGUMENTS: [&str; 6] =
-    ["command", "filePath", "file_path", "path", "url", "pattern"];
-
-/// What a client shows of `action` (OpenCode's pattern of a permission): the value of its
-/// first [`PATTERN_ARGUMENTS`] argument when that is all its arguments hold, else the whole
-/// arguments as compact JSON. Never a summary that leaves something out: OpenCode clients
-/// show the patterns, and the human approves every argument, not only the one that names
-/// what the call touches.
-///
-/// # Examples
-///
-/// ```
-/// use askbus_question::{Action, pattern_of};
-/// use serde_json::json;
-///
-/// assert_eq!(pattern_of(&Action::new("bash", json!({"command": "ls"}))), "ls");
-/// assert_eq!(pattern_of(&Action::new("deploy", json!({"env": "prod"}))), r#"{"env":"prod"}"#);
-/// assert_eq!(
-///     pattern_of(&Action::new("bash", json!({"command": "make", "cwd": "/"}))),
-///     r#"{"command":"make","cwd":"/"}"#
-/// );
-/// ```
-pub fn pattern_of(action: &Action) -> String {
-    let only_argument = action.args.as_object().filter(|args| args.len() == 1);
-    PATTERN_ARGUMENTS
-        .iter()
-        .find_map(|name| only_argument?.get(*name)?.as_str())
-        .map_or_else(|| action.args.to_string(), str::to_owned)
-}
 
 /// Every session's grants, shared by the handles of one approval service.
 #[derive(Debug, Clone, Default)]

@@ -99,6 +99,7 @@ pub use approval_model::{
     ApprovalRequest, ApprovalTimedOut, ApprovalVote, Decision, DecisionType, EditedAction, Grant,
     ReviewConfig,
 };
+pub use approval_model::{PATTERN_ARGUMENTS, pattern_of};
 pub use ask::{ApprovalAsk, Asked, QuestionAsk};
 pub use durable::Durable;
 pub use error::{
@@ -106,7 +107,6 @@ pub use error::{
     SessionRejectError, SubmitError, Unrecorded,
 };
 pub use follow_up::FollowUp;
-pub use grant::{PATTERN_ARGUMENTS, pattern_of};
 pub use hub::{
     CONFIRMATION_ACTION, PendingSessions, RequestHub, Resumed, SessionPending, SessionRejected,
 };
