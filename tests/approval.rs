@@ -82,9 +82,11 @@ async fn a_decision_per_action_and_fewer_are_filled_with_the_first() {
             .unwrap_err();
         assert!(refused.to_string().contains("one action only"), "{refused}");
     }
-    approvals
-        .reply(pending.id(), ApprovalReply::new([Decision::Approve]))
-        .unwrap();
+    drop(
+        approvals
+            .reply(pending.id(), ApprovalReply::new([Decision::Approve]))
+            .unwrap(),
+    );
     assert_eq!(pending.await.unwrap().decisions, vec![Decision::Approve; 3]);
 }
 
@@ -335,4 +337,29 @@ async fn model_text_that_asks_for_confirmation_becomes_an_approval() {
     hub.resume("s1", askbus::question::ResumeInput::Confirm(false), None)
         .unwrap();
     assert!(!pending.await.unwrap().decisions[0].runs());
+}
+
+/// An approval is never rejected as a whole (its outcome type has no value for it), and none
+/// was ever stored so; a record that says so all the same reads back as what it was
+/// announced as, every action rejected on expiry, rather than failing to read.
+#[test]
+fn a_stored_rejection_of_an_approval_reads_back_as_timed_out() {
+    use askbus::question::{Outcome, RecordedChange};
+    use askbus_store::{ChangeKind, OutcomeRecord, OutcomeState, RequestKind};
+
+    let id = "apr_01JZ6Q3V8R5M2K7D4T9WXYZABC";
+    let ended = ChangeKind::Resolved {
+        kind: RequestKind::Approval,
+        id: id.into(),
+        outcome: OutcomeRecord::new(
+            OutcomeState::Rejected,
+            r#"{"reason":"no"}"#,
+            1_700_000_000_000,
+        ),
+    };
+    let Some(RecordedChange::ApprovalEnded { outcome, .. }) = RecordedChange::read(&ended).unwrap()
+    else {
+        panic!("an approval's outcome");
+    };
+    assert_eq!(outcome, Outcome::TimedOut);
 }

@@ -110,9 +110,11 @@ async fn a_restart_keeps_pending_questions_and_given_answers() {
     let rejoined = ask_from_call(questions, "call-waiting");
     assert_eq!(rejoined.id(), waiting_id, "the pending question is joined");
     assert_eq!(questions.pending_count(), 1);
-    questions
-        .reply(waiting_id, vec![vec!["Rust".into()]])
-        .unwrap();
+    drop(
+        questions
+            .reply(waiting_id, vec![vec!["Rust".into()]])
+            .unwrap(),
+    );
     assert_eq!(rejoined.await, Ok(vec![vec!["Rust".to_owned()]]));
 }
 
@@ -153,7 +155,7 @@ async fn event_cursors_from_before_a_restart_resume_without_a_gap() {
         .unwrap();
     let cursor = first.bus().head();
     let id = asked.id();
-    questions.reject(id, Some("not now".into())).unwrap();
+    drop(questions.reject(id, Some("not now".into())).unwrap());
     assert_eq!(
         asked.await,
         Err(AskError::Rejected {
@@ -288,9 +290,11 @@ async fn without_a_store_a_repeated_tool_call_also_gets_one_request() {
     // The joiner only watches: dropping it leaves the question to its asker.
     drop(second);
     assert_eq!(questions.pending_count(), 2);
-    questions
-        .reply(first.id(), vec![vec!["Go".into()]])
-        .unwrap();
+    drop(
+        questions
+            .reply(first.id(), vec![vec!["Go".into()]])
+            .unwrap(),
+    );
     assert_eq!(first.await, Ok(vec![vec!["Go".to_owned()]]));
 }
 

@@ -77,9 +77,11 @@ async fn reminders_and_escalations_fire_once_at_their_time_and_in_order() {
 
     advance(50 * SECOND).await;
     assert!(ready_envelopes(&mut events).is_empty(), "each fires once");
-    hub.questions()
-        .reply(pending.id(), answers(&[&["Rust"]]))
-        .unwrap();
+    drop(
+        hub.questions()
+            .reply(pending.id(), answers(&[&["Rust"]]))
+            .unwrap(),
+    );
     assert_eq!(pending.await.unwrap(), answers(&[&["Rust"]]));
     assert_eq!(types(&ready_envelopes(&mut events)), ["question.replied"]);
 }
@@ -100,9 +102,11 @@ async fn a_request_answered_before_its_reminder_is_never_reminded() {
         .submit()
         .unwrap();
     advance(5 * SECOND).await;
-    hub.approvals()
-        .reply(pending.id(), ApprovalReply::new([Decision::Approve]))
-        .unwrap();
+    drop(
+        hub.approvals()
+            .reply(pending.id(), ApprovalReply::new([Decision::Approve]))
+            .unwrap(),
+    );
     advance(200 * SECOND).await;
     assert_eq!(
         types(&ready_envelopes(&mut events)),

@@ -9,7 +9,7 @@ use askbus::bus::{Bus, IdGenerator};
 use askbus::question::{
     Action as ToolCall, Answer, ApprovalConfig, ApprovalReply, AskError,
     Decision as ApprovalDecision, PendingApproval, PendingQuestion, QuestionConfig, QuestionId,
-    QuestionInfo, QuestionKind, QuestionOption, QuestionRequest, RequestHub, Timeout,
+    QuestionIdPrefix, QuestionInfo, QuestionOption, QuestionRequest, RequestHub, Timeout,
 };
 use askbus_protocol::{
     ActionRequest, AgentStep, ClientView, ContentBlock, Decision, DecisionType, Encoder, Follow,
@@ -1236,7 +1236,7 @@ fn actions(ops: &[Op]) -> Vec<Action> {
                 Action::Step(step)
             }
             Op::Ask(count) => {
-                let id: QuestionId = ids.next_id::<QuestionKind>();
+                let id: QuestionId = ids.next_id::<QuestionIdPrefix>();
                 let request = Arc::new(QuestionRequest {
                     id,
                     approval_key: format!("s_{}", pending.len() + 1).into(),
@@ -1257,7 +1257,7 @@ fn actions(ops: &[Op]) -> Vec<Action> {
             }
             Op::Approve => {
                 // Approval ids only need to be distinct strings; a question id is one.
-                let id: QuestionId = ids.next_id::<QuestionKind>();
+                let id: QuestionId = ids.next_id::<QuestionIdPrefix>();
                 pending.push((id, 0));
                 let mut request = trade_request();
                 request.request_id = id.to_string();

@@ -275,10 +275,12 @@ async fn a_request_that_names_its_reviewers_takes_only_their_votes() {
         );
     }
     for name in ["alice", "bob"] {
-        as_reviewer(&hub, name)
-            .approvals()
-            .reply(named.id(), approve())
-            .unwrap();
+        drop(
+            as_reviewer(&hub, name)
+                .approvals()
+                .reply(named.id(), approve())
+                .unwrap(),
+        );
     }
     assert_eq!(named.await.unwrap().decisions, [Decision::Approve]);
 
@@ -319,10 +321,12 @@ async fn a_request_that_names_its_reviewers_takes_only_their_votes() {
         user_edit_content: None,
         decided_at: 0,
     }];
-    as_reviewer(&hub, "alice")
-        .approvals()
-        .reply(plain.id(), forged)
-        .unwrap();
+    drop(
+        as_reviewer(&hub, "alice")
+            .approvals()
+            .reply(plain.id(), forged)
+            .unwrap(),
+    );
     assert!(plain.await.unwrap().votes.is_empty());
 }
 
@@ -616,10 +620,12 @@ async fn any_reviewer_may_stop_what_the_named_ones_would_approve() {
             .reply(vetoed.id(), approve()),
         Err(ApprovalReplyError::NotAllowed(NotAllowed::NotNamed(_)))
     ));
-    as_reviewer(&hub, "alice")
-        .approvals()
-        .reply(vetoed.id(), reject("no"))
-        .unwrap();
+    drop(
+        as_reviewer(&hub, "alice")
+            .approvals()
+            .reply(vetoed.id(), reject("no"))
+            .unwrap(),
+    );
     assert!(!vetoed.await.unwrap().decisions[0].runs());
 
     let stopped = agent
@@ -629,10 +635,12 @@ async fn any_reviewer_may_stop_what_the_named_ones_would_approve() {
         .timeout(Timeout::Never)
         .submit()
         .unwrap();
-    as_reviewer(&hub, "bob")
-        .approvals()
-        .reply(stopped.id(), approve())
-        .unwrap();
+    drop(
+        as_reviewer(&hub, "bob")
+            .approvals()
+            .reply(stopped.id(), approve())
+            .unwrap(),
+    );
     let rejected = as_reviewer(&hub, "alice")
         .reject_session("ops", Some("stop"))
         .await
@@ -660,11 +668,13 @@ async fn any_reviewer_may_stop_what_the_named_ones_would_approve() {
         .submit()
         .unwrap();
     let alice = as_reviewer(&hub, "alice");
-    alice.approvals().reply(changed.id(), approve()).unwrap();
-    alice
-        .approvals()
-        .reply(changed.id(), reject("on second thought"))
-        .unwrap();
+    drop(alice.approvals().reply(changed.id(), approve()).unwrap());
+    drop(
+        alice
+            .approvals()
+            .reply(changed.id(), reject("on second thought"))
+            .unwrap(),
+    );
     let decided = changed.await.unwrap();
     assert_eq!(decided.decisions, reject("on second thought").decisions);
     assert_eq!(voters(&decided.votes), ["alice", "alice"]);
@@ -742,10 +752,12 @@ async fn the_operators_floor_raises_every_request_and_no_agent_lowers_it() {
         .timeout(Timeout::Never)
         .submit()
         .unwrap();
-    as_reviewer(&hub, "alice")
-        .approvals()
-        .reply(pending.id(), approve())
-        .unwrap();
+    drop(
+        as_reviewer(&hub, "alice")
+            .approvals()
+            .reply(pending.id(), approve())
+            .unwrap(),
+    );
     assert_eq!(hub.approvals().get(pending.id()).unwrap().outcome, None);
 
     for bad in ["drop_table", "drop_table=0", "=2", "*=x", "*=101"] {

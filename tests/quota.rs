@@ -224,14 +224,16 @@ async fn every_outcome_frees_its_slot() {
 
     let replied = ask(&hub, "s1", None).unwrap();
     assert!(full(&hub));
-    hub.questions()
-        .reply(replied.id(), answers(&[&["Go"]]))
-        .unwrap();
+    drop(
+        hub.questions()
+            .reply(replied.id(), answers(&[&["Go"]]))
+            .unwrap(),
+    );
     replied.await.unwrap();
 
     let rejected = ask(&hub, "s1", None).unwrap();
     assert!(full(&hub));
-    hub.questions().reject(rejected.id(), None).unwrap();
+    drop(hub.questions().reject(rejected.id(), None).unwrap());
     drop(rejected);
 
     let dropped = ask(&hub, "s1", None).unwrap();
@@ -255,9 +257,11 @@ async fn every_outcome_frees_its_slot() {
         .submit()
         .unwrap();
     assert!(full(&hub));
-    hub.approvals()
-        .reply(approved.id(), ApprovalReply::new([Decision::Approve]))
-        .unwrap();
+    drop(
+        hub.approvals()
+            .reply(approved.id(), ApprovalReply::new([Decision::Approve]))
+            .unwrap(),
+    );
     approved.await.unwrap();
 
     let timing_out = hub
@@ -556,7 +560,7 @@ async fn resolved_requests_are_forgotten_past_a_quarter_of_the_bytes() {
             .submit()
             .unwrap();
         ids.push(request.id());
-        hub.approvals().cancel(request.id()).unwrap();
+        drop(hub.approvals().cancel(request.id()).unwrap());
         drop(request);
     }
     // Each weighs some 250 KB: a quarter of 4 MiB keeps the newest few, not all 40 (the

@@ -83,9 +83,11 @@ async fn an_answer_reaches_the_model_and_the_outcome_the_runtime() {
             (tool_ref.message_id.as_str(), tool_ref.call_id.as_str()),
             ("msg_1", "call_1")
         );
-        questions
-            .reply(pending[0].id, vec![vec!["Postgres".into()]])
-            .unwrap();
+        drop(
+            questions
+                .reply(pending[0].id, vec![vec!["Postgres".into()]])
+                .unwrap(),
+        );
     };
     let (result, ()) = tokio::join!(tool.execute(ARGS.to_owned(), &mut context), human);
 
@@ -111,9 +113,11 @@ async fn without_a_call_context_the_default_session_asks_and_a_rejection_is_an_o
     let human = async {
         let pending = pending(|| questions.list(Some("rig-default"))).await;
         assert_eq!(pending[0].tool, None);
-        questions
-            .reject(pending[0].id, Some("not now".into()))
-            .unwrap();
+        drop(
+            questions
+                .reject(pending[0].id, Some("not now".into()))
+                .unwrap(),
+        );
     };
     let (result, ()) = tokio::join!(tool.execute(ARGS.to_owned(), &mut context), human);
 
@@ -143,7 +147,7 @@ async fn check_review(mut context: ToolContext, session: &str, decision: Decisio
     let human = async {
         let pending = pending(|| approvals.list(Some(session))).await;
         let reply = ApprovalReply::new([decision.clone()]);
-        approvals.reply(pending[0].id, reply).unwrap();
+        drop(approvals.reply(pending[0].id, reply).unwrap());
     };
     let (result, ()) = tokio::join!(tool.execute(ACTIONS.to_owned(), &mut context), human);
 

@@ -12,10 +12,14 @@ use std::time::Duration;
 use askbus::bus::{Envelope, Subscription};
 use askbus::question::{
     Action, ApprovalAsked, ApprovalReplied, ApprovalReply, AskError, Decision, DurableError,
-    EditedAction, Outcome, OutcomeKind, QuestionId, ReplyError, RequestHub, SessionPending,
-    SessionRejected, Timeout, ToolRef,
+    EditedAction, Outcome, OutcomeKind, PendingQuestion, QuestionId, ReplyError, RequestHub,
+    SessionPending, SessionRejected, Timeout, ToolRef,
 };
-use askbus_store::{MemoryStore, SqliteStore, Store, StoreError};
+use askbus_store::{
+    Ack, AuditRecord, BoxFuture, Change, ChangeLog, Delivery, DeliveryQuery, EventRecord,
+    HistoryPage, HistoryRecord, Loaded, LogPosition, MemoryStore, RequestKind, SqliteStore, Store,
+    StoreError, StoredRequest, Write,
+};
 use futures_util::StreamExt;
 use serde_json::json;
 
@@ -110,16 +114,8 @@ async fn redis_a_session_is_counted_and_rejected_across_instances() {
 #[tokio::test(flavor = "current_thread")]
 async fn a_follower_that_fell_behind_the_log_resyncs() {
     let [a, b, _c] = instances(memory_stores()).await;
-    let mut mine = a
-        .hub
-        .questions()
-        .ask("s", vec![language()])
-        .timeout(Timeout::Never)
-        .submit()
-        .unwrap();
+    let mine = ask_recorded(&a).await;
     let id = mine.id();
-    mine.recorded().await.unwrap();
-    a.hub.caught_up().await.unwrap();
     b.hub.caught_up().await.unwrap();
     // Without an `.await`, so no follower runs on this one thread: B answers, then more
     // changes are made than the log keeps.
@@ -140,6 +136,39 @@ async fn a_follower_that_fell_behind_the_log_resyncs() {
     assert_eq!(answered.expect("A resynced").unwrap(), answers(&[&["Go"]]));
     a.hub.caught_up().await.unwrap();
     assert_eq!(a.hub.questions().list(Some("flood")).len(), flood);
+}
+
+/// A reply through an instance whose follower is behind completes when that follower has
+/// applied the log up to the reply, not after a fixed wait: however long the follower is
+/// held (here 5 s of paused time), the reply waits, and once it completes this instance
+/// shows the answer.
+#[tokio::test(flavor = "current_thread", start_paused = true)]
+async fn a_reply_waits_for_its_own_follower_to_reach_its_log_position() {
+    let (open, held) = tokio::sync::watch::channel(true);
+    let store = HeldLog {
+        store: MemoryStore::new(),
+        open: held,
+    };
+    let a = instance(Arc::new(store)).await;
+    let asked = ask_recorded(&a).await;
+    let id = asked.id();
+
+    open.send_replace(false);
+    let mut reply = a.hub.questions().reply(id, answers(&[&["Go"]])).unwrap();
+    let held_for = Duration::from_secs(5);
+    assert!(
+        tokio::time::timeout(held_for, &mut reply).await.is_err(),
+        "the reply completed while its follower was held"
+    );
+    assert_eq!(a.hub.questions().get(id).unwrap().outcome, None);
+
+    open.send_replace(true);
+    reply.await.unwrap();
+    assert_eq!(
+        a.hub.questions().get(id).unwrap().outcome,
+        Some(Outcome::Replied(answers(&[&["Go"]]).into()))
+    );
+    assert_eq!(asked.await.unwrap(), answers(&[&["Go"]]));
 }
 
 /// Redis crashes and comes back (with what it acknowledged, from its append-only file):
@@ -208,8 +237,14 @@ async fn redis_asking_while_redis_is_down_fails_and_leaves_nothing_behind() {
         .await
         .expect("an ask nobody can see fails, it does not wait for good");
     assert!(
-        matches!(unseen, Err(AskError::NotRecorded(_))),
+        matches!(&unseen, Err(AskError::NotRecorded(why)) if matches!(why.error(), DurableError::Store(_))),
         "{unseen:?}"
+    );
+    // The store's error is kept as the source, not only as words.
+    let source = unseen.as_ref().err().and_then(std::error::Error::source);
+    assert!(
+        source.is_some_and(|source| source.source().is_some()),
+        "{source:?}"
     );
     // As the HTTP create does: register, then await the record.
     let mut submitted = a
@@ -773,10 +808,121 @@ impl Instance {
     }
 }
 
+/// A question (session `s`, no timeout) asked through `instance`, once it is in the store
+/// and `instance` applied it.
+async fn ask_recorded(instance: &Instance) -> PendingQuestion {
+    let mut asked = instance
+        .hub
+        .questions()
+        .ask("s", vec![language()])
+        .timeout(Timeout::Never)
+        .submit()
+        .unwrap();
+    asked.recorded().await.unwrap();
+    instance.hub.caught_up().await.unwrap();
+    asked
+}
+
 fn asked(id: QuestionId) -> impl Fn(&Envelope) -> bool {
     move |event| question_event(event) == Some(QuestionEvent::Asked(id))
 }
 
 fn ended(id: QuestionId) -> impl Fn(&Envelope) -> bool {
     move |event| matches!(question_event(event), Some(QuestionEvent::Terminal(ended, _)) if ended == id)
+}
+
+/// A shared `MemoryStore` whose change log delivers what it read only while `open` holds:
+/// a follower that falls behind on demand.
+struct HeldLog {
+    store: MemoryStore,
+    open: tokio::sync::watch::Receiver<bool>,
+}
+
+impl ChangeLog for HeldLog {
+    fn head(&self) -> BoxFuture<'_, LogPosition> {
+        self.store
+            .change_log()
+            .expect("a memory store has a log")
+            .head()
+    }
+
+    fn read_after(
+        &self,
+        after: LogPosition,
+        limit: usize,
+        wait: Duration,
+    ) -> BoxFuture<'_, Vec<Change>> {
+        Box::pin(async move {
+            let log = self.store.change_log().expect("a memory store has a log");
+            let changes = log.read_after(after, limit, wait).await?;
+            let mut open = self.open.clone();
+            open.wait_for(|&open| open)
+                .await
+                .map_err(|_| StoreError::Closed)?;
+            Ok(changes)
+        })
+    }
+}
+
+impl Store for HeldLog {
+    fn write(&self, write: Write) -> Ack {
+        self.store.write(write)
+    }
+    fn requests(&self, kind: RequestKind, retain_resolved: usize) -> BoxFuture<'_, Loaded> {
+        self.store.requests(kind, retain_resolved)
+    }
+    fn find_by_call<'a>(
+        &'a self,
+        kind: RequestKind,
+        session_id: &'a str,
+        call_id: &'a str,
+    ) -> BoxFuture<'a, Option<StoredRequest>> {
+        self.store.find_by_call(kind, session_id, call_id)
+    }
+    fn get<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Option<StoredRequest>> {
+        self.store.get(id)
+    }
+    fn recent_events(&self, limit: usize) -> BoxFuture<'_, Vec<EventRecord>> {
+        self.store.recent_events(limit)
+    }
+    fn forget_resolved(&self, resolved_before_ms: u64, limit: usize) -> BoxFuture<'_, usize> {
+        self.store.forget_resolved(resolved_before_ms, limit)
+    }
+    fn history<'a>(
+        &'a self,
+        session_id: &'a str,
+        page: HistoryPage,
+        limit: usize,
+    ) -> BoxFuture<'a, Vec<HistoryRecord>> {
+        self.store.history(session_id, page, limit)
+    }
+    fn forget_quiet_histories(&self, quiet_before_ms: u64, limit: usize) -> BoxFuture<'_, usize> {
+        self.store.forget_quiet_histories(quiet_before_ms, limit)
+    }
+    fn audit_entries(&self, after_seq: u64, limit: usize) -> BoxFuture<'_, Vec<AuditRecord>> {
+        self.store.audit_entries(after_seq, limit)
+    }
+    fn seal_audit(&self, seals: Vec<(u64, String)>) -> BoxFuture<'_, ()> {
+        self.store.seal_audit(seals)
+    }
+    fn claim_deliveries(
+        &self,
+        now_ms: u64,
+        lease_ms: u64,
+        limit: usize,
+    ) -> BoxFuture<'_, Vec<Delivery>> {
+        self.store.claim_deliveries(now_ms, lease_ms, limit)
+    }
+    fn deliveries(&self, query: DeliveryQuery) -> BoxFuture<'_, Vec<Delivery>> {
+        self.store.deliveries(query)
+    }
+    fn pending_deliveries(&self) -> BoxFuture<'_, u64> {
+        self.store.pending_deliveries()
+    }
+    fn forget_deliveries(&self, settled_before_ms: u64, limit: usize) -> BoxFuture<'_, usize> {
+        self.store.forget_deliveries(settled_before_ms, limit)
+    }
+    fn change_log(&self) -> Option<&dyn ChangeLog> {
+        Some(self)
+    }
 }

@@ -76,12 +76,14 @@ fn schema_keeps_custom_answers_out_of_the_models_hands() {
 #[tokio::test]
 async fn answers_read_back_as_question_answer_pairs() {
     let output = call_and_answer(two_questions(), |questions, id| {
-        questions
-            .reply(
-                id,
-                vec![vec!["Rust".into()], vec!["Linux".into(), "macOS".into()]],
-            )
-            .unwrap();
+        drop(
+            questions
+                .reply(
+                    id,
+                    vec![vec!["Rust".into()], vec!["Linux".into(), "macOS".into()]],
+                )
+                .unwrap(),
+        );
     })
     .await
     .unwrap();
@@ -124,7 +126,7 @@ async fn the_seeds_question_shape_is_understood() {
         .into_iter()
         .map(|(question, answer)| (question.to_owned(), answer.to_owned()))
         .collect();
-        questions.reply_keyed(id, &keyed).unwrap();
+        drop(questions.reply_keyed(id, &keyed).unwrap());
     })
     .await
     .unwrap();
@@ -137,9 +139,11 @@ async fn the_seeds_question_shape_is_understood() {
 #[tokio::test]
 async fn skipped_questions_read_as_unanswered() {
     let output = call_and_answer(two_questions(), |questions, id| {
-        questions
-            .reply(id, vec![vec![NO_PREFERENCE.into()], vec![]])
-            .unwrap();
+        drop(
+            questions
+                .reply(id, vec![vec![NO_PREFERENCE.into()], vec![]])
+                .unwrap(),
+        );
     })
     .await
     .unwrap();
@@ -174,7 +178,7 @@ async fn the_call_carries_its_tool_reference() {
 #[tokio::test]
 async fn rejection_tells_the_model_not_to_invent_an_answer() {
     let output = call_and_answer(two_questions(), |questions, id| {
-        questions.reject(id, Some("not now".into())).unwrap();
+        drop(questions.reject(id, Some("not now".into())).unwrap());
     })
     .await
     .unwrap();
@@ -274,9 +278,11 @@ async fn a_default_answer_says_nobody_answered_and_names_it() {
 async fn questions_sent_as_an_encoded_string_are_accepted() {
     let encoded = json!({"questions": two_questions()["questions"].to_string()});
     let output = call_and_answer(encoded, |questions, id| {
-        questions
-            .reply(id, vec![vec!["Go".into()], vec![]])
-            .unwrap();
+        drop(
+            questions
+                .reply(id, vec![vec!["Go".into()], vec![]])
+                .unwrap(),
+        );
     })
     .await
     .unwrap();
@@ -416,9 +422,11 @@ mod guard {
             let pending = approvals.list(Some("s1"));
             assert_eq!(pending.len(), 1, "the call waits for a human");
             assert_eq!(pending[0].action_requests[0].name, "delete_rows");
-            approvals
-                .reply(pending[0].id, ApprovalReply::new([decision]))
-                .unwrap();
+            drop(
+                approvals
+                    .reply(pending[0].id, ApprovalReply::new([decision]))
+                    .unwrap(),
+            );
         };
         tokio::join!(call, human).0.unwrap()
     }
@@ -600,9 +608,11 @@ mod guard {
                     args: json!({"table": "tmp"}),
                 },
             };
-            approvals
-                .reply(pending[0].id, ApprovalReply::new([edit]))
-                .unwrap();
+            drop(
+                approvals
+                    .reply(pending[0].id, ApprovalReply::new([edit]))
+                    .unwrap(),
+            );
         };
         let output = tokio::join!(call, human).0.unwrap();
         assert_eq!(
@@ -697,9 +707,11 @@ mod guard {
                     args: json!({"table": "users", "limit": 100}),
                 },
             };
-            approvals
-                .reply(pending[0].id, ApprovalReply::new([edit]))
-                .unwrap();
+            drop(
+                approvals
+                    .reply(pending[0].id, ApprovalReply::new([edit]))
+                    .unwrap(),
+            );
         };
         let output = tokio::join!(call, human).0.unwrap();
         assert_eq!(
@@ -796,9 +808,11 @@ mod guard {
         tokio::task::yield_now().await;
         let pending = approvals.list(Some("s1"));
         assert_eq!(pending.len(), 1, "the call waits for a human");
-        approvals
-            .reply(pending[0].id, ApprovalReply::new([Decision::Approve]))
-            .unwrap();
+        drop(
+            approvals
+                .reply(pending[0].id, ApprovalReply::new([Decision::Approve]))
+                .unwrap(),
+        );
     }
 
     /// The context of the runtime's tool call `call-1` in `s1`.
@@ -943,7 +957,7 @@ mod approval_tool {
         let pending = approvals.list(Some("s1"));
         assert_eq!(pending.len(), 1, "the call made exactly one request");
         assert_eq!(pending[0].id, call.request().id);
-        approvals.reply(call.request().id, reply).unwrap();
+        drop(approvals.reply(call.request().id, reply).unwrap());
         call.await.unwrap()
     }
 
@@ -1043,12 +1057,14 @@ mod approval_tool {
             );
         }
         assert_eq!(approvals.pending_count(), 1, "still waiting for the human");
-        approvals
-            .reply(
-                id,
-                ApprovalReply::new([edit("search", json!({"limit": 50}))]),
-            )
-            .unwrap();
+        drop(
+            approvals
+                .reply(
+                    id,
+                    ApprovalReply::new([edit("search", json!({"limit": 50}))]),
+                )
+                .unwrap(),
+        );
         assert!(
             call.await
                 .unwrap()
@@ -1207,9 +1223,11 @@ mod approval_tool {
             "the first request still waits"
         );
 
-        approvals
-            .reply(first.request().id, ApprovalReply::new([Decision::Approve]))
-            .unwrap();
+        drop(
+            approvals
+                .reply(first.request().id, ApprovalReply::new([Decision::Approve]))
+                .unwrap(),
+        );
         let (first, retry) = (first.await.unwrap(), retry.await.unwrap());
         assert_eq!(first.text, retry.text);
         assert!(
@@ -1241,9 +1259,11 @@ mod approval_tool {
             ApprovalReply::new([edit("deploy", json!({"env": "dev"}))]),
         );
         assert!(refused.is_err(), "an edit was not allowed");
-        approvals
-            .reply(request.id, ApprovalReply::new([Decision::Approve]))
-            .unwrap();
+        drop(
+            approvals
+                .reply(request.id, ApprovalReply::new([Decision::Approve]))
+                .unwrap(),
+        );
         let output = call.await.unwrap();
         assert!(output.text.starts_with("The 3 calls"), "{}", output.text);
     }
@@ -1480,9 +1500,11 @@ mod languages {
             );
 
             let answered = ask(&tool, &questions, locale, |questions, id| {
-                questions
-                    .reply(id, vec![vec!["Go".into()], vec![]])
-                    .unwrap();
+                drop(
+                    questions
+                        .reply(id, vec![vec!["Go".into()], vec![]])
+                        .unwrap(),
+                );
             })
             .await;
             assert!(
@@ -1494,13 +1516,13 @@ mod languages {
             contains(&answered.text, phrases.unanswered);
 
             let dismissed = ask(&tool, &questions, locale, |questions, id| {
-                questions.reject(id, Some("not now".into())).unwrap();
+                drop(questions.reject(id, Some("not now".into())).unwrap());
             })
             .await;
             contains(&dismissed.text, phrases.dismissed);
             contains(&dismissed.text, phrases.their_reason);
             let silently = ask(&tool, &questions, locale, |questions, id| {
-                questions.reject(id, None).unwrap();
+                drop(questions.reject(id, None).unwrap());
             })
             .await;
             contains(&silently.text, phrases.dismissed);
@@ -1585,7 +1607,7 @@ mod languages {
     /// A human who replies `reply`.
     fn decide(reply: ApprovalReply) -> Human {
         Box::new(move |approvals, id| {
-            approvals.reply(id, reply).unwrap();
+            drop(approvals.reply(id, reply).unwrap());
         })
     }
 
@@ -1675,9 +1697,11 @@ mod languages {
                         let pending = approvals.list(Some("s"));
                         assert_eq!(pending[0].locale.as_deref(), Some(phrases.locale));
                         if let Some(decision) = decision {
-                            approvals
-                                .reply(pending[0].id, ApprovalReply::new([decision]))
-                                .unwrap();
+                            drop(
+                                approvals
+                                    .reply(pending[0].id, ApprovalReply::new([decision]))
+                                    .unwrap(),
+                            );
                         }
                     };
                     tokio::join!(call, human).0.unwrap().text
@@ -1705,9 +1729,11 @@ mod languages {
         let tool = QuestionTool::new(questions.clone()).with_locale("fr");
         assert_eq!(tool.definition().description, QUESTION_TOOL_DESCRIPTION);
         let answered = ask(&tool, &questions, "fr", |questions, id| {
-            questions
-                .reply(id, vec![vec!["Go".into()], vec![]])
-                .unwrap();
+            drop(
+                questions
+                    .reply(id, vec![vec!["Go".into()], vec![]])
+                    .unwrap(),
+            );
         })
         .await;
         assert_eq!(

@@ -1497,7 +1497,7 @@ fn question_outcome_json(outcome: Result<Vec<Vec<String>>, AskError>) -> Value {
             json!({"error": {"kind": "invalid", "reason": error.to_string()}})
         }
         Err(AskError::NotRecorded(why)) => {
-            json!({"error": {"kind": "not_recorded", "reason": why}})
+            json!({"error": {"kind": "not_recorded", "reason": why.to_string()}})
         }
         Err(AskError::OverQuota(exceeded)) => {
             json!({"error": {"kind": "over_quota", "reason": exceeded.to_string()}})
@@ -1532,7 +1532,7 @@ fn approval_outcome_json(outcome: Result<ApprovalReply, ApprovalError>) -> Value
             json!({"error": {"kind": "invalid", "reason": error.to_string()}})
         }
         Err(ApprovalError::NotRecorded(why)) => {
-            json!({"error": {"kind": "not_recorded", "reason": why}})
+            json!({"error": {"kind": "not_recorded", "reason": why.to_string()}})
         }
         Err(ApprovalError::OverQuota(exceeded)) => {
             json!({"error": {"kind": "over_quota", "reason": exceeded.to_string()}})

@@ -35,9 +35,11 @@ async fn the_first_frame_is_server_connected_then_every_event() {
         .submit()
         .expect("valid");
     let id = pending.id();
-    app.questions
-        .reply(id, vec![vec!["Rust".to_owned()]])
-        .expect("reply");
+    drop(
+        app.questions
+            .reply(id, vec![vec!["Rust".to_owned()]])
+            .expect("reply"),
+    );
 
     let asked = frames.next().await;
     assert_event(&asked, "question.asked");

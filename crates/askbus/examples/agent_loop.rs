@@ -10,6 +10,9 @@
 //! Run it: `cargo run -p askbus --example agent_loop`. CI runs it too (it checks its own
 //! transcript and fails if the loop goes wrong).
 
+// An example prints what happens: that is its output.
+#![allow(clippy::print_stdout)]
+
 use std::time::Duration;
 
 use askbus::Bus;

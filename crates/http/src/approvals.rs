@@ -487,7 +487,6 @@ impl From<ApprovalSnapshot> for ApprovalStatus {
                     reply.user_edit_content,
                 )
             }
-            Some(Outcome::Rejected { .. }) => (RequestState::Rejected, None, None),
             Some(Outcome::TimedOut | Outcome::Defaulted(_)) => (
                 RequestState::TimedOut,
                 Some(snapshot.request.rejections()),

@@ -15,7 +15,7 @@
 use std::time::Duration;
 
 use askbus_bus::IdKind;
-use askbus_question::{QuestionId, QuestionKind, Timeout};
+use askbus_question::{QuestionId, QuestionIdPrefix, Timeout};
 use axum::body::{Body, Bytes, HttpBody};
 use axum::extract::rejection::QueryRejection;
 use axum::extract::{FromRequest, FromRequestParts, Path, Query, Request};
@@ -140,7 +140,7 @@ impl FromRequestParts<AppState> for QuestionPath {
         let key_session = text
             .rsplit_once('_')
             .filter(|(session, n)| {
-                !text.starts_with(QuestionKind::PREFIX)
+                !text.starts_with(QuestionIdPrefix::PREFIX)
                     && !session.is_empty()
                     && n.parse::<u64>().is_ok()
             })

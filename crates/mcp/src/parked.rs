@@ -192,7 +192,7 @@ impl Drop for Connection {
 
 #[cfg(test)]
 mod tests {
-    use askbus_question::{ApprovalKind, Identity, Role};
+    use askbus_question::{ApprovalIdPrefix, Identity, Role};
 
     use super::*;
 
@@ -206,7 +206,8 @@ mod tests {
     #[tokio::test]
     async fn only_the_owner_of_a_joined_request_may_cancel_it() {
         let calls = ParkedCalls::default();
-        let request = RequestId::Approval(askbus_bus::IdGenerator::new().next_id::<ApprovalKind>());
+        let request =
+            RequestId::Approval(askbus_bus::IdGenerator::new().next_id::<ApprovalIdPrefix>());
         let driver = || tokio::spawn(std::future::pending::<()>()).abort_handle();
         let park = |who: &str| {
             let (_, outcome) = watch::channel(None);

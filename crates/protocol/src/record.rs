@@ -16,14 +16,15 @@ use std::sync::Arc;
 use std::task::{Context, Poll};
 
 use askbus_bus::{Envelope, Event};
+pub use askbus_question::{Decision, DecisionType, EditedAction};
+
 use askbus_question::{
-    Answer, ApprovalAsked, ApprovalCancelled, ApprovalOutcome, ApprovalReplied, ApprovalTimedOut,
-    Identity, NO_PREFERENCE, QuestionAsked, QuestionCancelled, QuestionInfo, QuestionOutcome,
-    QuestionRejected, QuestionReplied, QuestionRequest, QuestionTimedOut, RecordedChange,
-    RequestHub, is_skipped,
+    Action, Answer, ApprovalAsked, ApprovalCancelled, ApprovalOutcome, ApprovalReplied,
+    ApprovalTimedOut, Identity, NO_PREFERENCE, QuestionAsked, QuestionCancelled, QuestionInfo,
+    QuestionOption, QuestionOutcome, QuestionRejected, QuestionReplied, QuestionRequest,
+    QuestionTimedOut, RecordedChange, RequestHub, is_skipped,
 };
 use askbus_store::{Ack, ChangeKind, SessionEvent, StoreError, Write};
-use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
@@ -200,7 +201,8 @@ pub enum Outcome {
     Cancelled,
 }
 
-/// A tool call up for review (seed 001's `actions[]`).
+/// A tool call up for review (seed 001's `actions[]`), as the stream shows it: the question
+/// crate's [`Action`] without its `args_schema`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ActionRequest {
     /// The tool's name (`ask_user_question` for a question).
@@ -215,60 +217,15 @@ pub struct ActionRequest {
     pub description: Option<String>,
 }
 
-/// What the human may decide about one action.
+/// What the human may decide about one action, as the stream shows it (the question
+/// crate's [`ReviewConfig`](askbus_question::ReviewConfig) without its quorum and
+/// reviewers, which are the service's business, not the transcript's).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ReviewConfig {
     /// The action (tool) name this applies to.
     pub action_name: String,
     /// The decisions offered.
     pub allowed_decisions: Vec<DecisionType>,
-}
-
-/// The kinds of [`Decision`].
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum DecisionType {
-    /// Run the action as asked.
-    Approve,
-    /// Run it with edited arguments.
-    Edit,
-    /// Do not run it.
-    Reject,
-    /// Do not run it; tell the model something instead.
-    Respond,
-}
-
-/// A human's decision about one action (seed 001).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(tag = "type", rename_all = "snake_case")]
-pub enum Decision {
-    /// Run the action as asked.
-    Approve,
-    /// Run it with these arguments instead.
-    Edit {
-        /// The replacement call.
-        edited_action: EditedAction,
-    },
-    /// Do not run it.
-    Reject {
-        /// Why, if the human said.
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        message: Option<String>,
-    },
-    /// Do not run it; answer the model with this message.
-    Respond {
-        /// What to tell the model.
-        message: String,
-    },
-}
-
-/// The call a human substituted in an `edit` decision.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct EditedAction {
-    /// The tool's name.
-    pub name: String,
-    /// The edited arguments.
-    pub args: Value,
 }
 
 /// Everything the encoder consumes: a step, or a request event.
@@ -522,8 +479,8 @@ fn question_outcome(outcome: &QuestionOutcome) -> Outcome {
 /// An approval's outcome in the encoder's terms.
 fn approval_outcome(outcome: &ApprovalOutcome) -> Outcome {
     match outcome {
-        ApprovalOutcome::Replied(reply) => Outcome::Decided(same_shape(&reply.decisions)),
-        ApprovalOutcome::Rejected { reason } => Outcome::Rejected(reason.clone()),
+        ApprovalOutcome::Replied(reply) => Outcome::Decided(reply.decisions.clone()),
+        ApprovalOutcome::Rejected { reason } => match *reason {},
         ApprovalOutcome::TimedOut | ApprovalOutcome::Defaulted(_) => Outcome::TimedOut,
         ApprovalOutcome::Cancelled => Outcome::Cancelled,
     }
@@ -582,21 +539,42 @@ impl Request {
             request_id: request.id.to_string(),
             approval_key: request.approval_key.to_string(),
             kind: RequestKind::Approval,
-            action_requests: same_shape(&request.action_requests),
-            review_configs: same_shape(&request.review_configs),
+            action_requests: request.action_requests.iter().map(Into::into).collect(),
+            review_configs: request.review_configs.iter().map(Into::into).collect(),
             timeout_seconds,
             questions: Vec::new(),
         }
     }
 }
 
-/// A value of the question crate as the protocol's own type of the same wire shape (the
-/// seeds' snake_case names are shared; this crate keeps its own types so the stream's wire
-/// is defined here). A shape that does not convert gives the default, never a panic.
-pub(crate) fn same_shape<From: Serialize, To: DeserializeOwned + Default>(value: &From) -> To {
-    serde_json::to_value(value)
-        .and_then(serde_json::from_value)
-        .unwrap_or_default()
+impl From<&Action> for ActionRequest {
+    fn from(action: &Action) -> Self {
+        Self {
+            name: action.name.clone(),
+            args: action.args.clone(),
+            tool_use_id: action.tool_use_id.clone(),
+            description: action.description.clone(),
+        }
+    }
+}
+
+impl From<&askbus_question::ReviewConfig> for ReviewConfig {
+    fn from(config: &askbus_question::ReviewConfig) -> Self {
+        Self {
+            action_name: config.action_name.clone(),
+            allowed_decisions: config.allowed_decisions.clone(),
+        }
+    }
+}
+
+/// One option of a question in the seeds' shape: `label`, `description`, and `"input":
+/// true` on the free-text option only (as the question crate writes it).
+fn option_json(option: &QuestionOption) -> Value {
+    let mut shown = json!({"label": option.label, "description": option.description});
+    if option.input {
+        shown["input"] = Value::Bool(true);
+    }
+    shown
 }
 
 /// Answers keyed by question text, as the seeds submit and show them: selections joined with
@@ -620,7 +598,7 @@ pub fn keyed_answers(questions: &[String], answers: &[Answer]) -> BTreeMap<Strin
 /// [`OTHER_LABEL`] option with `"input": true`, unless it offers a free-text option of its
 /// own (its `"input": true`, the seeds' "Khác") or an option already labelled so.
 fn question_json(info: &QuestionInfo) -> Value {
-    let mut options: Vec<Value> = info.options.iter().map(same_shape).collect();
+    let mut options: Vec<Value> = info.options.iter().map(option_json).collect();
     if info.custom
         && !info.offers_free_text()
         && !info

@@ -16,26 +16,29 @@ use askbus_bus::Event;
 use askbus_store::{RequestKind, SessionEvent, Store, StoreError};
 
 use crate::approval_model::{
-    Action, ApprovalAsked, ApprovalCancelled, ApprovalDecided, ApprovalEscalated, ApprovalId,
-    ApprovalKind, ApprovalReminded, ApprovalReplied, ApprovalReply, ApprovalRequest,
-    ApprovalTimedOut, ApprovalVote, Decision, DecisionType, EditedAction, ReviewConfig,
+    Action, ApprovalAsked, ApprovalCancelled, ApprovalDecided, ApprovalEscalated,
+    ApprovalGrantRevoked, ApprovalGranted, ApprovalReminded, ApprovalReplied, ApprovalReply,
+    ApprovalRequest, ApprovalTimedOut, ApprovalVote, Decision, DecisionType, EditedAction, Grant,
+    ReviewConfig,
 };
 use crate::args_schema;
-use crate::ask::{ApprovalAsk, Terms};
-use crate::follow_up::{Due, FollowUp, OnTimeout, Plan};
-use crate::grant::{ApprovalGrantRevoked, ApprovalGranted, Grant, Grants};
+use crate::durable::Durable;
+use crate::error::{ApprovalError, ApprovalReplyError, SubmitError};
+use crate::follow_up::{Due, FollowUp, Plan};
+use crate::grant::Grants;
 use crate::identity::{Identity, NotAllowed};
-use crate::interrupt::RequestId;
+use crate::ids::{ApprovalId, ApprovalIdPrefix, RequestId};
 use crate::keys::RequestKeys;
+use crate::model::OnTimeout;
 use crate::notify::EventSink;
-use crate::quota::{Charge, QuotaExceeded, Weight};
-use crate::record::Durable;
+use crate::outcome::{NeverRejected, Outcome, OutcomeKind, Snapshot, Vote};
+use crate::quota::{Charge, Weight};
 use crate::registry::{
-    self, Kind, Outcome, OutcomeKind, Refused, Registry, ResolveError, SharedIds, Snapshot,
-    StoreRole, Ticket, Vote, VoteOn,
+    self, Refused, Registry, RequestType, ResolveError, SharedIds, StoreRole, Ticket, VoteOn,
 };
-use crate::service::SubmitError;
-use crate::validate::{self, ValidationError};
+use crate::terms::Terms;
+use crate::validate;
+use crate::validate::ValidationError;
 
 /// Asks humans to approve tool calls and hands their decisions back to the asking task.
 ///
@@ -66,7 +69,7 @@ use crate::validate::{self, ValidationError};
 #[derive(Clone)]
 pub struct ApprovalService {
     /// The pending and recently resolved approval requests.
-    registry: Registry<ApprovalRegistryKind>,
+    registry: Registry<Approvals>,
     /// Defaults applied to every request.
     config: ApprovalConfig,
     /// The account new requests are charged to
@@ -124,54 +127,6 @@ pub struct ApprovalConfig {
     pub max_grants_per_session: usize,
 }
 
-/// Why `request_approval` did not return decisions.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum ApprovalError {
-    /// The request cannot be made as given.
-    #[error("invalid approval request: {0}")]
-    Invalid(#[from] ValidationError),
-    /// The request was not made: too many requests are pending. None may run; asking
-    /// again once some have ended may work.
-    #[error("the approval request was not made: {0}")]
-    OverQuota(QuotaExceeded),
-    /// The request was not made: this identity may not make requests. None may run.
-    #[error("the approval request was not made: {0}")]
-    NotAllowed(NotAllowed),
-    /// Nobody decided in time: every action counts as rejected, none may run.
-    #[error("the approval request timed out; every action is rejected")]
-    TimedOut,
-    /// The request was cancelled (its session was cancelled): none may run.
-    #[error("the approval request was cancelled")]
-    Cancelled,
-    /// The store could not record the request (it is down), so no reviewer could see it;
-    /// it was withdrawn. None may run; asking again later may work. (A future that joined
-    /// the request, by its tool call, sees it cancelled.)
-    #[error("the approval request could not be recorded, so nobody saw it: {0}")]
-    NotRecorded(String),
-}
-
-/// Why a reply or cancel was refused.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum ApprovalReplyError {
-    /// No such request is pending or remembered.
-    #[error("approval request {0} not found")]
-    NotFound(ApprovalId),
-    /// The request already has its outcome.
-    #[error("approval request {id} was already {outcome}")]
-    AlreadyResolved {
-        /// The request.
-        id: ApprovalId,
-        /// How it ended.
-        outcome: OutcomeKind,
-    },
-    /// The decisions do not fit the actions; the message names the action.
-    #[error("invalid decisions: {0}")]
-    Invalid(#[from] ValidationError),
-    /// The identity deciding may not decide this request (HTTP: 403).
-    #[error(transparent)]
-    NotAllowed(#[from] NotAllowed),
-}
-
 /// The future of one approval request; resolves to one decision per action, or the reason
 /// there are none.
 ///
@@ -182,26 +137,27 @@ pub enum ApprovalReplyError {
 #[must_use = "dropping a PendingApproval cancels the request"]
 pub struct PendingApproval {
     /// The registered request and where its outcome arrives.
-    ticket: Ticket<ApprovalRegistryKind>,
+    ticket: Ticket<Approvals>,
 }
 
 /// An approval request with its outcome (`None` while pending). A replied outcome holds
 /// exactly one decision per action.
-pub type ApprovalSnapshot = Snapshot<ApprovalRequest, Arc<ApprovalReply>>;
+pub type ApprovalSnapshot = Snapshot<ApprovalRequest, Arc<ApprovalReply>, NeverRejected>;
 
 /// An approval request's terminal outcome.
-pub type ApprovalOutcome = Outcome<Arc<ApprovalReply>>;
+pub type ApprovalOutcome = Outcome<Arc<ApprovalReply>, NeverRejected>;
 
 /// Plugs approvals into the generic registry.
-pub(crate) enum ApprovalRegistryKind {}
+pub(crate) enum Approvals {}
 
 /// The approval keys of the requests a registry remembers.
-pub(crate) type ApprovalKeys = RequestKeys<ApprovalKind>;
+pub(crate) type ApprovalKeys = RequestKeys<ApprovalIdPrefix>;
 
-impl Kind for ApprovalRegistryKind {
-    type IdKind = ApprovalKind;
+impl RequestType for Approvals {
+    type IdPrefix = ApprovalIdPrefix;
     type Request = ApprovalRequest;
     type Reply = Arc<ApprovalReply>;
+    type Rejection = NeverRejected;
     type Index = ApprovalKeys;
 
     fn new_index(ids: &SharedIds) -> Self::Index {
@@ -286,11 +242,10 @@ impl Kind for ApprovalRegistryKind {
                 reply: Arc::clone(reply),
                 answered_by: by.cloned(),
             }),
-            // Approvals are not rejected as a whole (a reply rejects actions); should a
-            // caller reach this, the request ended with every action rejected, as on expiry.
+            Outcome::Rejected { reason } => match *reason {},
             // An approval never takes a default answer (refused when it is made): should one
             // reach here, every action is rejected all the same.
-            Outcome::TimedOut | Outcome::Rejected { .. } | Outcome::Defaulted(_) => {
+            Outcome::TimedOut | Outcome::Defaulted(_) => {
                 to.announce(ApprovalTimedOut {
                     session_id,
                     request_id,
@@ -321,6 +276,13 @@ impl Kind for ApprovalRegistryKind {
 
     /// Always a timeout: an approval has no default answer.
     fn timeout_outcome(_: &ApprovalRequest) -> ApprovalOutcome {
+        Outcome::TimedOut
+    }
+
+    /// No approval is rejected as a whole, so none was ever stored so; should a store hold
+    /// one all the same, it reads back as what it was announced as: every action rejected,
+    /// as on expiry.
+    fn read_rejection(_: Option<String>) -> ApprovalOutcome {
         Outcome::TimedOut
     }
 
@@ -532,37 +494,8 @@ impl ApprovalService {
     }
 
     /// The registry behind this service.
-    pub(crate) fn registry(&self) -> &Registry<ApprovalRegistryKind> {
+    pub(crate) fn registry(&self) -> &Registry<Approvals> {
         &self.registry
-    }
-
-    /// Asks a human to approve `actions` (tool calls) on behalf of `session_id`: await the
-    /// returned [`ApprovalAsk`] for the decisions, after setting what differs from the
-    /// defaults (review configs, the timeout, a follow-up, the language), or
-    /// [`submit`](ApprovalAsk::submit) it to have the pending request (its id and key)
-    /// first.
-    ///
-    /// Awaiting publishes `approval.asked`, then resolves when a human replies (one
-    /// decision per action, by position), the timeout passes, or the session is cancelled.
-    /// An action may run only if its decision [runs](Decision::runs).
-    ///
-    /// # Errors
-    ///
-    /// [`ApprovalError::Invalid`] at once if the request cannot be made;
-    /// [`ApprovalError::OverQuota`] at once if too many requests are pending;
-    /// [`ApprovalError::NotRecorded`] if the service's store could not record it (nobody
-    /// could see it); otherwise [`ApprovalError::TimedOut`] (every action rejected) or
-    /// [`ApprovalError::Cancelled`].
-    ///
-    /// # Cancel safety
-    ///
-    /// Dropping the future cancels the request (see [`PendingApproval`]).
-    pub fn request(
-        &self,
-        session_id: impl Into<Arc<str>>,
-        actions: Vec<Action>,
-    ) -> ApprovalAsk<'_> {
-        ApprovalAsk::new(self, session_id.into(), actions)
     }
 
     /// Registers a request: what [`ApprovalAsk::submit`] does.
@@ -942,11 +875,9 @@ impl Future for PendingApproval {
         let outcome = std::task::ready!(self.ticket.poll_outcome(cx));
         Poll::Ready(match outcome {
             Ok(Outcome::Replied(reply)) => Ok(Arc::unwrap_or_clone(reply)),
-            Ok(Outcome::TimedOut | Outcome::Rejected { .. } | Outcome::Defaulted(_)) => {
-                Err(ApprovalError::TimedOut)
-            }
+            Ok(Outcome::TimedOut | Outcome::Defaulted(_)) => Err(ApprovalError::TimedOut),
             Ok(Outcome::Cancelled) => Err(ApprovalError::Cancelled),
-            Err(unrecorded) => Err(ApprovalError::NotRecorded(unrecorded.to_string())),
+            Err(unrecorded) => Err(ApprovalError::NotRecorded(unrecorded.into())),
         })
     }
 }

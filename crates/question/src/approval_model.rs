@@ -7,26 +7,13 @@
 
 use std::sync::Arc;
 
-use askbus_bus::{Event, Id, IdKind};
+use askbus_bus::Event;
 
-use crate::follow_up::OnTimeout;
-use crate::grant::Grant;
 use crate::identity::Identity;
-use crate::registry::VoteId;
+use crate::ids::{ApprovalId, VoteId};
+use crate::model::OnTimeout;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
-
-/// Kind marker for approval ids (`apr_`).
-#[derive(Debug)]
-pub enum ApprovalKind {}
-
-impl IdKind for ApprovalKind {
-    const PREFIX: &'static str = "apr_";
-}
-
-/// The id of an approval request: `apr_` + an ascending ULID. Public, guessable, not a
-/// secret.
-pub type ApprovalId = Id<ApprovalKind>;
 
 /// One tool call the agent wants to make, shown to the human for review.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -590,4 +577,94 @@ impl ApprovalReply {
 
 fn every_decision() -> Vec<DecisionType> {
     DecisionType::ALL.to_vec()
+}
+
+/// A human's standing approval of one tool's calls in one session.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct Grant {
+    /// The approval request whose `always` made the grant; it names the grant.
+    #[cfg_attr(feature = "openapi", schema(value_type = String))]
+    pub id: ApprovalId,
+    /// The session the grant covers.
+    #[cfg_attr(feature = "openapi", schema(value_type = String))]
+    pub session_id: Arc<str>,
+    /// The tool whose calls it covers.
+    pub tool: String,
+    /// What those calls touch (see [`pattern_of`]), as OpenCode clients show a grant.
+    pub patterns: Vec<String>,
+    /// The arguments of the calls it approved, each once: the calls it covers.
+    pub args: Vec<Value>,
+    /// Who asked the approved calls: the grant covers that asker's calls only (another
+    /// agent in the session repeating them is asked again).
+    pub asked_by: Option<Identity>,
+    /// The human who granted it.
+    pub granted_by: Identity,
+    /// When, milliseconds since the Unix epoch.
+    pub created_at: u64,
+}
+
+/// `approval.granted`: a human's `always` made a grant.
+#[derive(Debug, Clone, Serialize)]
+pub struct ApprovalGranted {
+    /// The grant.
+    #[serde(flatten)]
+    pub grant: Grant,
+}
+
+/// `approval.grant_revoked`: a grant was revoked; later calls are asked again.
+#[derive(Debug, Clone, Serialize)]
+pub struct ApprovalGrantRevoked {
+    /// The grant revoked.
+    #[serde(flatten)]
+    pub grant: Grant,
+    /// Who revoked it.
+    pub revoked_by: Identity,
+}
+
+impl Event for ApprovalGranted {
+    const TYPE: &'static str = "approval.granted";
+
+    fn session_id(&self) -> Option<&str> {
+        Some(&self.grant.session_id)
+    }
+}
+
+impl Event for ApprovalGrantRevoked {
+    const TYPE: &'static str = "approval.grant_revoked";
+
+    fn session_id(&self) -> Option<&str> {
+        Some(&self.grant.session_id)
+    }
+}
+
+/// The arguments whose value says what a call touches, in the order they are looked for.
+pub const PATTERN_ARGUMENTS: [&str; 6] =
+    ["command", "filePath", "file_path", "path", "url", "pattern"];
+
+/// What a client shows of `action` (OpenCode's pattern of a permission): the value of its
+/// first [`PATTERN_ARGUMENTS`] argument when that is all its arguments hold, else the whole
+/// arguments as compact JSON. Never a summary that leaves something out: OpenCode clients
+/// show the patterns, and the human approves every argument, not only the one that names
+/// what the call touches.
+///
+/// # Examples
+///
+/// ```
+/// use askbus_question::{Action, pattern_of};
+/// use serde_json::json;
+///
+/// assert_eq!(pattern_of(&Action::new("bash", json!({"command": "ls"}))), "ls");
+/// assert_eq!(pattern_of(&Action::new("deploy", json!({"env": "prod"}))), r#"{"env":"prod"}"#);
+/// assert_eq!(
+///     pattern_of(&Action::new("bash", json!({"command": "make", "cwd": "/"}))),
+///     r#"{"command":"make","cwd":"/"}"#
+/// );
+/// ```
+pub fn pattern_of(action: &Action) -> String {
+    let only_argument = action.args.as_object().filter(|args| args.len() == 1);
+    PATTERN_ARGUMENTS
+        .iter()
+        .find_map(|name| only_argument?.get(*name)?.as_str())
+        .map_or_else(|| action.args.to_string(), str::to_owned)
 }

@@ -35,21 +35,71 @@ use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
 
+use crate::terms::Terms;
 use crate::{
     Action, Answer, ApprovalError, ApprovalReply, ApprovalService, AskError, FollowUp,
     PendingApproval, PendingQuestion, QuestionInfo, QuestionService, ReviewConfig, SubmitError,
     Timeout, ToolRef,
 };
 
-/// What a request may carry beside its content, the same for both kinds.
-#[derive(Debug, Clone, Default)]
-pub(crate) struct Terms {
-    /// How long it may wait.
-    pub(crate) timeout: Timeout,
-    /// Reminders, escalation and what applies on timeout; parts left out are the service's.
-    pub(crate) follow_up: FollowUp,
-    /// The language its reader should see (a BCP 47 tag), if the asker knows it.
-    pub(crate) locale: Option<Arc<str>>,
+impl QuestionService {
+    /// Asks `questions` on behalf of `session_id`: await the returned [`QuestionAsk`] for
+    /// the answers, after setting what differs from the defaults (the tool call, the
+    /// timeout, a follow-up, the language), or [`submit`](QuestionAsk::submit) it to have
+    /// the pending request (and its id) first.
+    ///
+    /// Awaiting publishes `question.asked`, then resolves when a human replies or rejects,
+    /// the timeout passes, or the session is cancelled.
+    ///
+    /// # Errors
+    ///
+    /// [`AskError::Invalid`] at once if the questions cannot be asked;
+    /// [`AskError::OverQuota`] at once if too many requests are pending;
+    /// [`AskError::NotRecorded`] if the service's store could not record them (nobody
+    /// could see them); otherwise the non-answer outcome: [`AskError::Rejected`],
+    /// [`AskError::TimedOut`], [`AskError::Cancelled`].
+    ///
+    /// # Cancel safety
+    ///
+    /// Dropping the future cancels the question (see [`PendingQuestion`]).
+    pub fn ask(
+        &self,
+        session_id: impl Into<Arc<str>>,
+        questions: Vec<QuestionInfo>,
+    ) -> QuestionAsk<'_> {
+        QuestionAsk::new(self, session_id.into(), questions)
+    }
+}
+
+impl ApprovalService {
+    /// Asks a human to approve `actions` (tool calls) on behalf of `session_id`: await the
+    /// returned [`ApprovalAsk`] for the decisions, after setting what differs from the
+    /// defaults (review configs, the timeout, a follow-up, the language), or
+    /// [`submit`](ApprovalAsk::submit) it to have the pending request (its id and key)
+    /// first.
+    ///
+    /// Awaiting publishes `approval.asked`, then resolves when a human replies (one
+    /// decision per action, by position), the timeout passes, or the session is cancelled.
+    /// An action may run only if its decision [runs](crate::Decision::runs).
+    ///
+    /// # Errors
+    ///
+    /// [`ApprovalError::Invalid`] at once if the request cannot be made;
+    /// [`ApprovalError::OverQuota`] at once if too many requests are pending;
+    /// [`ApprovalError::NotRecorded`] if the service's store could not record it (nobody
+    /// could see it); otherwise [`ApprovalError::TimedOut`] (every action rejected) or
+    /// [`ApprovalError::Cancelled`].
+    ///
+    /// # Cancel safety
+    ///
+    /// Dropping the future cancels the request (see [`PendingApproval`]).
+    pub fn request(
+        &self,
+        session_id: impl Into<Arc<str>>,
+        actions: Vec<Action>,
+    ) -> ApprovalAsk<'_> {
+        ApprovalAsk::new(self, session_id.into(), actions)
+    }
 }
 
 /// A question request being made: [`QuestionService::ask`]. Await it for the answers, or

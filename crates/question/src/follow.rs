@@ -32,10 +32,10 @@ use tokio::sync::watch;
 
 use askbus_bus::Event;
 
-use crate::approval::ApprovalRegistryKind;
+use crate::approval::Approvals;
 use crate::approval_model::ApprovalDecided;
-use crate::registry::{Kind, Registry, WeakRegistry};
-use crate::service::QuestionRegistryKind;
+use crate::registry::{Registry, RequestType, WeakRegistry};
+use crate::service::Questions;
 
 /// How many changes one read takes at most.
 const READ_BATCH: usize = 1024;
@@ -52,15 +52,15 @@ pub(crate) const MAX_BACKOFF: Duration = Duration::from_secs(5);
 /// The registries a follower applies changes to.
 pub(crate) struct Followed {
     /// The questions' registry.
-    pub(crate) questions: WeakRegistry<QuestionRegistryKind>,
+    pub(crate) questions: WeakRegistry<Questions>,
     /// The approvals' registry.
-    pub(crate) approvals: WeakRegistry<ApprovalRegistryKind>,
+    pub(crate) approvals: WeakRegistry<Approvals>,
 }
 
 /// Strong handles on both registries, for the span of one batch.
 struct Registries {
-    questions: Registry<QuestionRegistryKind>,
-    approvals: Registry<ApprovalRegistryKind>,
+    questions: Registry<Questions>,
+    approvals: Registry<Approvals>,
 }
 
 /// Applies `store`'s change log after `position` to `followed` until the registries are
@@ -171,7 +171,10 @@ async fn resync(registries: &Registries, store: &dyn Store) -> Result<LogPositio
 
 /// Applies to `registry` what it missed: requests now pending in the store as inserted, and
 /// the outcome of each request pending here that the store has resolved.
-async fn resync_kind<K: Kind>(registry: &Registry<K>, store: &dyn Store) -> Result<(), StoreError> {
+async fn resync_kind<K: RequestType>(
+    registry: &Registry<K>,
+    store: &dyn Store,
+) -> Result<(), StoreError> {
     let loaded = store
         .requests(K::RECORD_KIND, registry.retain_resolved())
         .await?;

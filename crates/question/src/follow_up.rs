@@ -32,12 +32,10 @@
 
 use std::time::Duration;
 
-use serde::{Deserialize, Serialize};
 use tokio::time::Instant;
 
-use crate::model::Answer;
-use crate::registry::Timers;
-use crate::service::{Deadline, MAX_TIMEOUT, Timeout};
+use crate::model::{Answer, OnTimeout};
+use crate::timeout::{Deadline, MAX_TIMEOUT, Timeout};
 use crate::validate::ValidationError;
 
 /// What happens to a request nobody answers: a reminder, an escalation, a fallback on
@@ -67,23 +65,6 @@ pub struct FollowUp {
     /// What applies when nobody answered by the deadline; `None`: the service's default
     /// (reject, unless the server says otherwise).
     pub on_timeout: Option<OnTimeout>,
-}
-
-/// What applies when nobody answered a request by its deadline.
-#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
-#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
-#[serde(rename_all = "snake_case")]
-pub enum OnTimeout {
-    /// The request times out: nothing was answered (every action of an approval is
-    /// rejected). The default.
-    #[default]
-    Reject,
-    /// Escalate at the deadline (unless escalated before), wait the original timeout once
-    /// more, then reject.
-    Escalate,
-    /// Questions only: this answer (one per question, validated as a reply is) applies,
-    /// as the asker's fallback, never as a human's answer.
-    Answer(Vec<Answer>),
 }
 
 /// One step of a request's follow-up, which the registry's timer fires.
@@ -136,17 +117,6 @@ impl FollowUp {
                 self.escalate_to
             },
             on_timeout: self.on_timeout.or_else(|| defaults.on_timeout.clone()),
-        }
-    }
-}
-
-impl OnTimeout {
-    /// The wire name of the fallback: `reject`, `escalate`, `default_answer`.
-    pub fn as_str(&self) -> &'static str {
-        match self {
-            Self::Reject => "reject",
-            Self::Escalate => "escalate",
-            Self::Answer(_) => "default_answer",
         }
     }
 }
@@ -304,4 +274,15 @@ impl Plan {
     pub(crate) fn escalate_at(&self, created_at: u64) -> Option<u64> {
         self.escalate_in.map(|ms| created_at.saturating_add(ms))
     }
+}
+
+/// When a new request's timer steps fall due, on this process's clock.
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct Timers {
+    /// When it times out, if ever.
+    pub(crate) deadline: Option<Instant>,
+    /// When it reminds, if ever.
+    pub(crate) remind: Option<Instant>,
+    /// When it escalates, if ever.
+    pub(crate) escalate: Option<Instant>,
 }

@@ -11,18 +11,21 @@ use tokio::sync::watch;
 
 use crate::approval::{ApprovalConfig, ApprovalService, PendingApproval, QuorumFloor};
 use crate::approval_model::{Action, ApprovalReply, Decision, DecisionType, ReviewConfig};
+use crate::durable::Durable;
+use crate::error::{DurableError, ResumeError, SessionRejectError, SubmitError};
 use crate::follow::{self, Followed};
-use crate::follow_up::{FollowUp, OnTimeout};
+use crate::follow_up::FollowUp;
 use crate::hub_builder::HubBuilder;
-use crate::identity::{Duties, Identity, NotAllowed};
-use crate::interrupt::{
-    InterruptState, PendingRequest, RequestId, ResumeError, ResumeInput, confirmation_phrase,
-};
+use crate::identity::{Duties, Identity};
+use crate::ids::RequestId;
+use crate::interrupt::{InterruptState, PendingRequest, ResumeInput, confirmation_phrase};
+use crate::model::OnTimeout;
 use crate::notify::Notifier;
+use crate::outcome::OutcomeKind;
 use crate::quota::{PendingLimits, Quota};
-use crate::record::{Durable, DurableError};
-use crate::registry::{OutcomeKind, StoreRole};
-use crate::service::{QuestionConfig, QuestionService, SubmitError, Timeout};
+use crate::registry::StoreRole;
+use crate::service::{QuestionConfig, QuestionService};
+use crate::timeout::Timeout;
 
 /// The questions and approvals of one system, on one bus.
 ///
@@ -60,17 +63,6 @@ pub struct RequestHub {
     approvals: ApprovalService,
     /// The store this hub shares with other instances, if it does.
     shared: Option<Shared>,
-}
-
-/// Why [`RequestHub::reject_session`] did not refuse everything.
-#[derive(Debug, thiserror::Error)]
-pub enum SessionRejectError {
-    /// The identity may not decide a request of the session (HTTP: 403).
-    #[error(transparent)]
-    NotAllowed(#[from] NotAllowed),
-    /// The store could not record a refusal (HTTP: 503).
-    #[error(transparent)]
-    Durable(#[from] DurableError),
 }
 
 /// A hub's link to the store it shares with other instances.
@@ -225,6 +217,8 @@ impl RequestHub {
         )
         .await?;
         let (applied_sender, applied) = watch::channel(head);
+        hub.questions.registry().follow(applied.clone());
+        hub.approvals.registry().follow(applied.clone());
         let followed = Followed {
             questions: hub.questions.registry().downgrade(),
             approvals: hub.approvals.registry().downgrade(),

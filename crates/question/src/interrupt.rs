@@ -14,17 +14,13 @@
 //! asks for confirmation ("Shall I proceed?") into an approval request.
 
 use std::collections::BTreeMap;
-use std::fmt;
-use std::str::FromStr;
 use std::sync::Arc;
 
-use askbus_bus::IdKind;
 use serde::Serialize;
 
-use crate::approval::ApprovalReplyError;
-use crate::approval_model::{ApprovalId, ApprovalKind, ApprovalReply, ApprovalRequest};
-use crate::model::{Answer, QuestionId, QuestionRequest};
-use crate::service::ReplyError;
+use crate::approval_model::{ApprovalReply, ApprovalRequest};
+use crate::ids::RequestId;
+use crate::model::{Answer, QuestionRequest};
 
 /// What a session is waiting on: the seed's `InterruptState`, plus the request.
 #[derive(Debug, Clone, Serialize)]
@@ -114,15 +110,6 @@ impl utoipa::ToSchema for PendingRequest {
     }
 }
 
-/// The id of a request of either kind: `que_…` or `apr_…`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum RequestId {
-    /// A question request.
-    Question(QuestionId),
-    /// An approval request.
-    Approval(ApprovalId),
-}
-
 /// One field of the form that collects the input (seed 002's `InputField`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
@@ -168,29 +155,6 @@ pub enum ResumeInput {
     /// `{"decisions": [...]}`: decides an approval request (fewer decisions than actions
     /// are filled with the first).
     Decisions(ApprovalReply),
-}
-
-/// Why a session could not be resumed.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum ResumeError {
-    /// No pending or remembered request belongs to this session.
-    #[error("session {0:?} has no requests")]
-    UnknownSession(String),
-    /// The session is known but nothing of it is pending (any more).
-    #[error("session {0:?} has no pending request to resume")]
-    NothingPending(String),
-    /// The checkpoint names no request of this session that is pending or remembered.
-    #[error("{0} is no request of this session")]
-    UnknownCheckpoint(RequestId),
-    /// The input does not fit the kind of request pending.
-    #[error("{0}")]
-    WrongInput(String),
-    /// Answering the question failed.
-    #[error(transparent)]
-    Question(#[from] ReplyError),
-    /// Deciding the approval failed.
-    #[error(transparent)]
-    Approval(#[from] ApprovalReplyError),
 }
 
 /// The phrases that mark model text as asking for confirmation (seed 002), lower case.
@@ -288,36 +252,6 @@ impl PendingRequest {
             timestamp: created_at / 1000,
             checkpoint_id: self.id(),
             request: self.clone(),
-        }
-    }
-}
-
-impl fmt::Display for RequestId {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Self::Question(id) => id.fmt(f),
-            Self::Approval(id) => id.fmt(f),
-        }
-    }
-}
-
-impl FromStr for RequestId {
-    type Err = askbus_bus::ParseIdError;
-
-    fn from_str(text: &str) -> Result<Self, Self::Err> {
-        if text.starts_with(ApprovalKind::PREFIX) {
-            text.parse().map(Self::Approval)
-        } else {
-            text.parse().map(Self::Question)
-        }
-    }
-}
-
-impl Serialize for RequestId {
-    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        match self {
-            Self::Question(id) => id.serialize(serializer),
-            Self::Approval(id) => id.serialize(serializer),
         }
     }
 }

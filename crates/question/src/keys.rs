@@ -17,7 +17,7 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use askbus_bus::{Id, IdKind};
 
-/// The keys of the requests of one kind that a registry remembers (its `Kind::Index`).
+/// The keys of the requests of one kind that a registry remembers (its `RequestType::Index`).
 #[derive(Debug)]
 pub(crate) struct RequestKeys<K: IdKind> {
     /// Request id by key.

@@ -27,6 +27,24 @@
 //! `multiple`; offered labels only unless `custom`); an empty answer, or
 //! [`NO_PREFERENCE`] alone, skips a question.
 //!
+//! # Modules
+//!
+//! Layered, bottom up; each file uses only files of the layers below it, so no files import
+//! each other in a circle (the registry's `ticket` and `timer` are its own type's methods,
+//! split by concern):
+//!
+//! 1. Data with no crate dependency: `ids` (every id, and [`RequestId`]), `identity`,
+//!    `quota`, `notify`, `keys`, `session_index`, `args_schema`.
+//! 2. The models: `model` (questions, [`OnTimeout`]), `approval_model` (approvals, grants),
+//!    `outcome` ([`Outcome`], [`Snapshot`], [`Vote`]), `validate`, `timeout`, `follow_up`.
+//! 3. `error` (every public error enum) and `durable` ([`Durable`]).
+//! 4. `registry`: the one machinery both kinds of request run on (its files: the
+//!    `RequestType` trait they plug in, the storage mode, the store record, the ticket,
+//!    the timer, the id source).
+//! 5. The services: `service` ([`QuestionService`]), `approval` ([`ApprovalService`]),
+//!    `grant`; then `interrupt`, `recorded` and `follow` (a shared store's follower).
+//! 6. `hub` ([`RequestHub`]), which owns one service of each kind.
+//!
 //! ```
 //! use askbus_bus::Bus;
 //! use askbus_question::{AskError, QuestionInfo, QuestionOption, QuestionService};
@@ -49,57 +67,70 @@ mod approval;
 mod approval_model;
 mod args_schema;
 mod ask;
+mod durable;
+mod error;
 mod follow;
 mod follow_up;
 mod grant;
 mod hub;
 mod hub_builder;
 mod identity;
+mod ids;
 mod interrupt;
 mod keys;
 mod model;
 mod notify;
+mod outcome;
 mod quota;
-mod record;
+mod recorded;
 mod registry;
 mod service;
 mod session_index;
+mod terms;
+mod timeout;
 mod validate;
 
 pub use approval::{
-    ApprovalConfig, ApprovalError, ApprovalOutcome, ApprovalReplyError, ApprovalService,
-    ApprovalSnapshot, MAX_QUORUM, PendingApproval, QuorumFloor,
+    ApprovalConfig, ApprovalOutcome, ApprovalService, ApprovalSnapshot, MAX_QUORUM,
+    PendingApproval, QuorumFloor,
 };
 pub use approval_model::{
-    Action, ApprovalAsked, ApprovalCancelled, ApprovalDecided, ApprovalEscalated, ApprovalId,
-    ApprovalKind, ApprovalReminded, ApprovalReplied, ApprovalReply, ApprovalRequest,
-    ApprovalTimedOut, ApprovalVote, Decision, DecisionType, EditedAction, ReviewConfig,
+    Action, ApprovalAsked, ApprovalCancelled, ApprovalDecided, ApprovalEscalated,
+    ApprovalGrantRevoked, ApprovalGranted, ApprovalReminded, ApprovalReplied, ApprovalReply,
+    ApprovalRequest, ApprovalTimedOut, ApprovalVote, Decision, DecisionType, EditedAction, Grant,
+    ReviewConfig,
 };
+pub use approval_model::{PATTERN_ARGUMENTS, pattern_of};
 pub use ask::{ApprovalAsk, Asked, QuestionAsk};
-pub use follow_up::{FollowUp, OnTimeout};
-pub use grant::{ApprovalGrantRevoked, ApprovalGranted, Grant, PATTERN_ARGUMENTS, pattern_of};
+pub use durable::Durable;
+pub use error::{
+    ApprovalError, ApprovalReplyError, AskError, DurableError, ReplyError, ResumeError,
+    SessionRejectError, SubmitError, Unrecorded,
+};
+pub use follow_up::FollowUp;
 pub use hub::{
-    CONFIRMATION_ACTION, PendingSessions, RequestHub, Resumed, SessionPending, SessionRejectError,
-    SessionRejected,
+    CONFIRMATION_ACTION, PendingSessions, RequestHub, Resumed, SessionPending, SessionRejected,
 };
 pub use hub_builder::HubBuilder;
 pub use identity::{Duties, Identity, NotAllowed, Role};
+pub use ids::{
+    ApprovalId, ApprovalIdPrefix, QuestionId, QuestionIdPrefix, RequestId, VoteId, VoteIdPrefix,
+};
 pub use interrupt::{
-    CONFIRMATION_PHRASES, InputField, InputFieldType, InterruptState, PendingRequest, RequestId,
-    ResumeError, ResumeInput, confirmation_phrase,
+    CONFIRMATION_PHRASES, InputField, InputFieldType, InterruptState, PendingRequest, ResumeInput,
+    confirmation_phrase,
+};
+pub use model::{
+    Answer, Answers, NO_PREFERENCE, OnTimeout, QuestionAsked, QuestionCancelled, QuestionEscalated,
+    QuestionInfo, QuestionOption, QuestionRejected, QuestionReminded, QuestionReplied,
+    QuestionRequest, QuestionTimedOut, ToolRef, is_skipped,
 };
 pub use notify::{Notice, Notifier};
-
-pub use model::{
-    Answer, Answers, NO_PREFERENCE, QuestionAsked, QuestionCancelled, QuestionEscalated,
-    QuestionId, QuestionInfo, QuestionKind, QuestionOption, QuestionRejected, QuestionReminded,
-    QuestionReplied, QuestionRequest, QuestionTimedOut, ToolRef, is_skipped,
-};
+pub use outcome::{NeverRejected, Outcome, OutcomeKind, Snapshot, Vote};
 pub use quota::{PendingLimits, QuotaExceeded};
-pub use record::{Durable, DurableError, RecordedChange};
-pub use registry::{Outcome, OutcomeKind, Snapshot, Vote, VoteId, VoteKind};
+pub use recorded::RecordedChange;
 pub use service::{
-    AskError, MAX_TIMEOUT, PendingQuestion, QuestionConfig, QuestionOutcome, QuestionService,
-    QuestionSnapshot, ReplyError, SubmitError, Timeout,
+    PendingQuestion, QuestionConfig, QuestionOutcome, QuestionService, QuestionSnapshot,
 };
+pub use timeout::{MAX_TIMEOUT, Timeout};
 pub use validate::{MAX_HEADER_CHARS, ValidationError};

@@ -6,22 +6,11 @@
 
 use std::sync::Arc;
 
-use askbus_bus::{Event, Id, IdKind};
+use askbus_bus::Event;
 
-use crate::follow_up::OnTimeout;
 use crate::identity::Identity;
+use crate::ids::QuestionId;
 use serde::{Deserialize, Serialize};
-
-/// Kind marker for question ids (`que_`).
-#[derive(Debug)]
-pub enum QuestionKind {}
-
-impl IdKind for QuestionKind {
-    const PREFIX: &'static str = "que_";
-}
-
-/// The id of a question request: `que_` + an ascending ULID. Public, guessable, not a secret.
-pub type QuestionId = Id<QuestionKind>;
 
 /// The answer to one question: the selected labels, or custom text.
 ///
@@ -371,4 +360,32 @@ pub fn is_skipped(answer: &[String]) -> bool {
 
 fn custom_by_default() -> bool {
     true
+}
+
+/// What applies when nobody answered a request by its deadline.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(rename_all = "snake_case")]
+pub enum OnTimeout {
+    /// The request times out: nothing was answered (every action of an approval is
+    /// rejected). The default.
+    #[default]
+    Reject,
+    /// Escalate at the deadline (unless escalated before), wait the original timeout once
+    /// more, then reject.
+    Escalate,
+    /// Questions only: this answer (one per question, validated as a reply is) applies,
+    /// as the asker's fallback, never as a human's answer.
+    Answer(Vec<Answer>),
+}
+
+impl OnTimeout {
+    /// The wire name of the fallback: `reject`, `escalate`, `default_answer`.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Self::Reject => "reject",
+            Self::Escalate => "escalate",
+            Self::Answer(_) => "default_answer",
+        }
+    }
 }

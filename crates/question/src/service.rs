@@ -9,25 +9,25 @@ use std::time::Duration;
 
 use askbus_bus::Bus;
 use askbus_store::{RequestKind, Store, StoreError};
-use tokio::time::Instant;
 
-use crate::ask::{QuestionAsk, Terms};
-use crate::follow_up::{Due, FollowUp, OnTimeout, Plan};
+use crate::durable::Durable;
+use crate::error::{AskError, ReplyError, SubmitError};
+use crate::follow_up::{Due, FollowUp, Plan};
 use crate::identity::{Identity, NotAllowed};
-use crate::interrupt::RequestId;
+use crate::ids::{QuestionId, QuestionIdPrefix, RequestId};
 use crate::keys::RequestKeys;
 use crate::model::{
-    Answer, Answers, QuestionAsked, QuestionCancelled, QuestionEscalated, QuestionId, QuestionInfo,
-    QuestionKind, QuestionRejected, QuestionReminded, QuestionReplied, QuestionRequest,
-    QuestionTimedOut, ToolRef,
+    Answer, Answers, OnTimeout, QuestionAsked, QuestionCancelled, QuestionEscalated, QuestionInfo,
+    QuestionRejected, QuestionReminded, QuestionReplied, QuestionRequest, QuestionTimedOut,
+    ToolRef,
 };
 use crate::notify::EventSink;
-use crate::quota::{Charge, QuotaExceeded, Weight};
-use crate::record::Durable;
+use crate::outcome::{Outcome, OutcomeKind, Snapshot};
+use crate::quota::{Charge, Weight};
 use crate::registry::{
-    self, Kind, Outcome, OutcomeKind, Refused, Registry, ResolveError, SharedIds, Snapshot,
-    StoreRole, Ticket,
+    self, Refused, Registry, RequestType, ResolveError, SharedIds, StoreRole, Ticket,
 };
+use crate::terms::Terms;
 use crate::validate::{self, ValidationError};
 
 /// Asks humans questions and hands their answers back to the asking task.
@@ -59,7 +59,7 @@ use crate::validate::{self, ValidationError};
 #[derive(Clone)]
 pub struct QuestionService {
     /// The pending and recently resolved questions.
-    registry: Registry<QuestionRegistryKind>,
+    registry: Registry<Questions>,
     /// Defaults applied to every request.
     config: QuestionConfig,
     /// The account new requests are charged to
@@ -78,113 +78,12 @@ pub struct QuestionService {
 /// Settings of a [`QuestionService`].
 #[derive(Debug, Clone, Copy)]
 pub struct QuestionConfig {
-    /// Timeout applied by [`Timeout::Default`]; `None` waits forever. Default: 600 s.
+    /// Timeout applied by [`Timeout::Default`](crate::Timeout::Default); `None` waits forever. Default: 600 s.
     pub default_timeout: Option<Duration>,
     /// How many resolved requests are remembered, so that `get` and `wait` can report their
     /// outcome and a second reply is told "already resolved" rather than "not found".
     /// Default: 10,000. The oldest are forgotten first.
     pub retain_resolved: usize,
-}
-
-/// The longest [`Timeout::After`] a request may have: one year. Longer waits are
-/// [`Timeout::Never`]; a bound keeps every `expires_at` a time any client can read (a
-/// JavaScript number holds milliseconds exactly only up to 2^53).
-pub const MAX_TIMEOUT: Duration = Duration::from_secs(365 * 24 * 3600);
-
-/// How long a request may wait for a human.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum Timeout {
-    /// The service's configured default ([`QuestionConfig::default_timeout`]).
-    #[default]
-    Default,
-    /// Wait forever.
-    Never,
-    /// Time out after this long: at most [`MAX_TIMEOUT`].
-    After(Duration),
-}
-
-impl From<Duration> for Timeout {
-    /// [`Timeout::After`] this long.
-    fn from(after: Duration) -> Self {
-        Self::After(after)
-    }
-}
-
-/// Why a request was not made (`submit` of either service).
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum SubmitError {
-    /// The request cannot be made as given (HTTP: 422), or its tool call already asked
-    /// something else ([`ValidationError::conflicting_request`]; HTTP: 409).
-    #[error(transparent)]
-    Invalid(#[from] ValidationError),
-    /// Too many requests are pending (HTTP: 429); the same request may be made once some
-    /// have ended. See [`PendingLimits`](crate::PendingLimits).
-    #[error(transparent)]
-    OverQuota(#[from] QuotaExceeded),
-    /// The identity asking may not make requests (a reviewer; HTTP: 403).
-    #[error(transparent)]
-    NotAllowed(#[from] NotAllowed),
-}
-
-/// Why `ask` did not return answers.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum AskError {
-    /// The questions cannot be asked as given.
-    #[error("invalid question: {0}")]
-    Invalid(#[from] ValidationError),
-    /// The question was not asked: too many requests are pending. Asking again once some
-    /// have ended may work.
-    #[error("the question was not asked: {0}")]
-    OverQuota(QuotaExceeded),
-    /// The question was not asked: this identity may not make requests.
-    #[error("the question was not asked: {0}")]
-    NotAllowed(NotAllowed),
-    /// The human declined to answer.
-    #[error("the human rejected the question{}", reason_suffix(.reason))]
-    Rejected {
-        /// The human's reason, if any.
-        reason: Option<String>,
-    },
-    /// Nobody answered in time.
-    #[error("the question timed out without an answer")]
-    TimedOut,
-    /// Nobody answered in time, and the default answer the asker gave for that case
-    /// (`OnTimeout::Answer`) applies. Not a human's answer.
-    #[error("nobody answered the question in time; the asker's default answer applies")]
-    DefaultApplied {
-        /// The default answer, one per question.
-        answers: Vec<Answer>,
-    },
-    /// The question was cancelled (its session was cancelled, or the service shut down).
-    #[error("the question was cancelled")]
-    Cancelled,
-    /// The store could not record the question (it is down), so nobody could see it; it
-    /// was withdrawn. Asking again later may work. (A future that joined the question, by
-    /// its tool call, sees it cancelled.)
-    #[error("the question could not be recorded, so nobody saw it: {0}")]
-    NotRecorded(String),
-}
-
-/// Why a reply, reject or cancel was refused.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum ReplyError {
-    /// No such request is pending or remembered.
-    #[error("question request {0} not found")]
-    NotFound(QuestionId),
-    /// The request already has its outcome.
-    #[error("question request {id} was already {outcome}")]
-    AlreadyResolved {
-        /// The request.
-        id: QuestionId,
-        /// How it ended.
-        outcome: OutcomeKind,
-    },
-    /// The answers do not fit the questions.
-    #[error("invalid answer: {0}")]
-    Invalid(#[from] ValidationError),
-    /// The identity answering may not decide this request (HTTP: 403).
-    #[error(transparent)]
-    NotAllowed(#[from] NotAllowed),
 }
 
 /// The future of one asked request; resolves to the answers or the reason there are none.
@@ -197,7 +96,7 @@ pub enum ReplyError {
 #[must_use = "dropping a PendingQuestion cancels the question"]
 pub struct PendingQuestion {
     /// The registered request and where its outcome arrives.
-    ticket: Ticket<QuestionRegistryKind>,
+    ticket: Ticket<Questions>,
 }
 
 /// A question request with its outcome (`None` while pending).
@@ -207,13 +106,14 @@ pub type QuestionSnapshot = Snapshot<QuestionRequest, Answers>;
 pub type QuestionOutcome = Outcome<Answers>;
 
 /// Plugs questions into the generic registry.
-pub(crate) enum QuestionRegistryKind {}
+pub(crate) enum Questions {}
 
-impl Kind for QuestionRegistryKind {
-    type IdKind = QuestionKind;
+impl RequestType for Questions {
+    type IdPrefix = QuestionIdPrefix;
     type Request = QuestionRequest;
     type Reply = Answers;
-    type Index = RequestKeys<QuestionKind>;
+    type Rejection = Option<String>;
+    type Index = RequestKeys<QuestionIdPrefix>;
 
     fn new_index(ids: &SharedIds) -> Self::Index {
         RequestKeys::new(Arc::clone(&ids.keys))
@@ -256,11 +156,11 @@ impl Kind for QuestionRegistryKind {
         request.expires_at
     }
 
-    fn remember(keys: &mut RequestKeys<QuestionKind>, request: &QuestionRequest) {
+    fn remember(keys: &mut RequestKeys<QuestionIdPrefix>, request: &QuestionRequest) {
         keys.remember(&request.session_id, &request.approval_key, request.id);
     }
 
-    fn forget(keys: &mut RequestKeys<QuestionKind>, request: &QuestionRequest) {
+    fn forget(keys: &mut RequestKeys<QuestionIdPrefix>, request: &QuestionRequest) {
         keys.forget(&request.session_id, &request.approval_key, request.id);
     }
 
@@ -291,6 +191,10 @@ impl Kind for QuestionRegistryKind {
             Some(OnTimeout::Answer(answers)) => Outcome::Defaulted(answers.clone().into()),
             _ => Outcome::TimedOut,
         }
+    }
+
+    fn read_rejection(reason: Option<String>) -> Outcome<Answers> {
+        Outcome::Rejected { reason }
     }
 
     fn announce_follow_up(to: &mut impl EventSink, request: &Arc<QuestionRequest>, due: Due) {
@@ -438,35 +342,8 @@ impl QuestionService {
     }
 
     /// The registry behind this service.
-    pub(crate) fn registry(&self) -> &Registry<QuestionRegistryKind> {
+    pub(crate) fn registry(&self) -> &Registry<Questions> {
         &self.registry
-    }
-
-    /// Asks `questions` on behalf of `session_id`: await the returned [`QuestionAsk`] for
-    /// the answers, after setting what differs from the defaults (the tool call, the
-    /// timeout, a follow-up, the language), or [`submit`](QuestionAsk::submit) it to have
-    /// the pending request (and its id) first.
-    ///
-    /// Awaiting publishes `question.asked`, then resolves when a human replies or rejects,
-    /// the timeout passes, or the session is cancelled.
-    ///
-    /// # Errors
-    ///
-    /// [`AskError::Invalid`] at once if the questions cannot be asked;
-    /// [`AskError::OverQuota`] at once if too many requests are pending;
-    /// [`AskError::NotRecorded`] if the service's store could not record them (nobody
-    /// could see them); otherwise the non-answer outcome: [`AskError::Rejected`],
-    /// [`AskError::TimedOut`], [`AskError::Cancelled`].
-    ///
-    /// # Cancel safety
-    ///
-    /// Dropping the future cancels the question (see [`PendingQuestion`]).
-    pub fn ask(
-        &self,
-        session_id: impl Into<Arc<str>>,
-        questions: Vec<QuestionInfo>,
-    ) -> QuestionAsk<'_> {
-        QuestionAsk::new(self, session_id.into(), questions)
     }
 
     /// Registers a request: what [`QuestionAsk::submit`] does.
@@ -750,7 +627,7 @@ impl Future for PendingQuestion {
                 answers: answers.to_vec(),
             }),
             Ok(Outcome::Cancelled) => Err(AskError::Cancelled),
-            Err(unrecorded) => Err(AskError::NotRecorded(unrecorded.to_string())),
+            Err(unrecorded) => Err(AskError::NotRecorded(unrecorded.into())),
         })
     }
 }
@@ -761,53 +638,6 @@ impl std::fmt::Debug for PendingQuestion {
             .field("id", &self.id())
             .finish_non_exhaustive()
     }
-}
-
-/// A request's timeout, from its [`Timeout`] and the service default.
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct Deadline {
-    /// The timeout, if the request has one.
-    timeout: Option<Duration>,
-}
-
-impl Deadline {
-    /// The deadline of a request made now with `timeout`, where `Timeout::Default` means
-    /// `default`.
-    ///
-    /// # Errors
-    ///
-    /// [`ValidationError`] for a [`Timeout::After`] longer than [`MAX_TIMEOUT`].
-    pub(crate) fn after(
-        timeout: Timeout,
-        default: Option<Duration>,
-    ) -> Result<Self, ValidationError> {
-        let timeout = match timeout {
-            Timeout::Default => default,
-            Timeout::Never => None,
-            Timeout::After(duration) if duration > MAX_TIMEOUT => {
-                return Err(ValidationError::request(format!(
-                    "a timeout is at most one year ({} s); wait forever instead (no timeout)",
-                    MAX_TIMEOUT.as_secs()
-                )));
-            }
-            Timeout::After(duration) => Some(duration),
-        };
-        // A timeout too long to represent is, in practice, no timeout.
-        let timeout = timeout.filter(|&duration| Instant::now().checked_add(duration).is_some());
-        Ok(Self { timeout })
-    }
-
-    /// The timeout, if the request has one.
-    pub(crate) fn duration(self) -> Option<Duration> {
-        self.timeout
-    }
-}
-
-fn reason_suffix(reason: &Option<String>) -> String {
-    reason
-        .as_ref()
-        .map(|reason| format!(": {reason}"))
-        .unwrap_or_default()
 }
 
 #[cfg(test)]
@@ -842,9 +672,11 @@ mod tests {
             async move { service.wait(id).await }
         });
         tokio::task::yield_now().await;
-        service
-            .reply(id, vec![vec!["Yes".to_owned()]])
-            .expect("pending");
+        drop(
+            service
+                .reply(id, vec![vec!["Yes".to_owned()]])
+                .expect("pending"),
+        );
         let outcome = waiting.await.expect("the wait ends").expect("a known id");
         assert!(matches!(outcome, crate::Outcome::Replied(_)), "{outcome:?}");
         assert_eq!(service.registry.watcher_count(id), 0);

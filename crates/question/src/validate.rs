@@ -8,7 +8,7 @@ use std::collections::{BTreeMap, HashSet};
 
 use std::fmt;
 
-use crate::interrupt::RequestId;
+use crate::ids::RequestId;
 use crate::model::{Answer, NO_PREFERENCE, QuestionInfo, QuestionOption};
 
 /// Longest header, in characters, that a UI chip is expected to show.

@@ -377,13 +377,17 @@ mod tests {
         let agent = tokio::spawn(run(hub.clone(), shutdown.clone()));
 
         let question = questions_asked.next().await.unwrap().unwrap().request;
-        hub.questions()
-            .reply(question.id, vec![vec!["SQLite".into()]])
-            .unwrap();
+        drop(
+            hub.questions()
+                .reply(question.id, vec![vec!["SQLite".into()]])
+                .unwrap(),
+        );
         let approval = approvals_asked.next().await.unwrap().unwrap().request;
-        hub.approvals()
-            .reply(approval.id, ApprovalReply::new([Decision::Approve]))
-            .unwrap();
+        drop(
+            hub.approvals()
+                .reply(approval.id, ApprovalReply::new([Decision::Approve]))
+                .unwrap(),
+        );
         // The turn ends with the agent's final text.
         while !matches!(
             steps.next().await.unwrap().unwrap().step,

@@ -256,7 +256,10 @@ impl Future for ApprovalCall {
             Err(ApprovalError::TimedOut) => ApprovalToolOutcome::TimedOut,
             Err(ApprovalError::Cancelled) => ApprovalToolOutcome::Cancelled,
             Err(ApprovalError::NotRecorded(why)) => {
-                return Poll::Ready(Err(ToolError::unavailable(APPROVAL_TOOL_NAME, why)));
+                return Poll::Ready(Err(ToolError::unavailable(
+                    APPROVAL_TOOL_NAME,
+                    why.to_string(),
+                )));
             }
             Err(ApprovalError::OverQuota(exceeded)) => {
                 return Poll::Ready(Err(ToolError::over_quota(APPROVAL_TOOL_NAME, &exceeded)));

@@ -253,7 +253,9 @@ impl<T: GuardedTool> ApprovalGuard<T> {
             Err(ApprovalError::Cancelled) => {
                 return Ok(self.refused(GuardOutcome::Cancelled, language));
             }
-            Err(ApprovalError::NotRecorded(why)) => return Err(ToolError::unavailable(name, why)),
+            Err(ApprovalError::NotRecorded(why)) => {
+                return Err(ToolError::unavailable(name, why.to_string()));
+            }
             Err(ApprovalError::OverQuota(exceeded)) => {
                 return Err(ToolError::over_quota(name, &exceeded));
             }

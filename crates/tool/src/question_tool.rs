@@ -258,7 +258,10 @@ impl Future for QuestionCall {
             Err(AskError::DefaultApplied { answers }) => ToolOutcome::defaulted(questions, answers),
             Err(AskError::Cancelled) => ToolOutcome::Cancelled,
             Err(AskError::NotRecorded(why)) => {
-                return Poll::Ready(Err(ToolError::unavailable(QUESTION_TOOL_NAME, why)));
+                return Poll::Ready(Err(ToolError::unavailable(
+                    QUESTION_TOOL_NAME,
+                    why.to_string(),
+                )));
             }
             Err(AskError::OverQuota(exceeded)) => {
                 return Poll::Ready(Err(ToolError::over_quota(QUESTION_TOOL_NAME, &exceeded)));

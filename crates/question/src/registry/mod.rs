@@ -13,9 +13,20 @@
 //! `.await`**. Answers are delivered to waiting futures after the lock is released.
 //!
 //! Timeouts cost no task and no timer per request: deadlines live in one ordered index, and
-//! one driver task per registry sleeps until the earliest of them. A request's follow-ups
-//! (its reminder and escalation: see the `follow_up` module) are entries of the same index,
-//! `(at, id, what)`, served by the same task.
+//! one driver task per registry sleeps until the earliest of them (see `timer`).
+//!
+//! ## Files
+//!
+//! - `request_type`: the [`RequestType`] trait, what questions and approvals plug in.
+//! - `storage`: the storage mode (memory, a store that records, a store that decides),
+//!   one private type whose methods are the only places the modes differ.
+//! - `record`: what is written to a store and how it is read back.
+//! - `ticket`: the asker's handle, whose drop cancels.
+//! - `timer`: the one task per registry that serves deadlines and follow-ups.
+//! - `id_source`: the ids the registries of one hub share.
+//!
+//! `request_type`, `storage`, `record` and `id_source` depend on nothing of this file;
+//! `ticket` and `timer` are this file's `Registry` split by concern, and use it.
 //!
 //! # Over a shared store
 //!
@@ -44,262 +55,42 @@
 //! clock, on every instance, not the event.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
-use std::convert::Infallible;
 use std::ops::Bound;
-use std::pin::Pin;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError, Weak};
-use std::task::{Context, Poll};
 
 use askbus_audit::AuditDraft;
-use askbus_bus::{Bus, EventId, Id, IdGenerator, IdKind};
+use askbus_bus::{Bus, EventId, Id};
 use askbus_store::{
-    ChangeKind, HistoryPage, Loaded, RequestKind, SessionEvent, Store, StoreError, Written,
+    ChangeKind, HistoryPage, Loaded, LogPosition, SessionEvent, Store, StoreError, Written,
 };
-use serde::Serialize;
-use serde::de::DeserializeOwned;
-use tokio::sync::{Notify, oneshot};
+use tokio::sync::{Notify, oneshot, watch};
 use tokio::time::Instant;
 
-use crate::follow_up::{Due, OnTimeout};
+use crate::durable::Durable;
+use crate::error::DurableError;
+use crate::follow_up::{Due, Timers};
 use crate::identity::{Duties, Identity, NotAllowed};
-use crate::interrupt::RequestId;
-use crate::keys::KeyCounters;
-use crate::notify::{EventSink, Notice, Notifier};
+use crate::ids::{RequestId, VoteId};
+use crate::notify::{Notice, Notifier};
+use crate::outcome::{Outcome, OutcomeKind, Snapshot, Vote};
 use crate::quota::{Charge, Quota, QuotaExceeded, Weight};
-use crate::record::{self, Durable, DurableError, Recorder, RequestDigest};
+mod id_source;
+pub(crate) mod record;
+mod request_type;
+mod storage;
+mod ticket;
+mod timer;
+
 use crate::session_index::SessionIndex;
-
-/// The single terminal outcome of a request.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Outcome<R> {
-    /// A human answered.
-    Replied(R),
-    /// A human refused to answer, optionally saying why.
-    Rejected {
-        /// The human's reason, if they gave one.
-        reason: Option<String>,
-    },
-    /// Nobody answered before the request's deadline.
-    TimedOut,
-    /// Nobody answered before the request's deadline, and the default answer the asker
-    /// gave for that case applies (questions' `on_timeout: answer`). Not a human's answer:
-    /// its kind is [`OutcomeKind::TimedOut`], and nothing consequential may take it for one.
-    Defaulted(R),
-    /// The asker went away (dropped its future) or the session was cancelled.
-    Cancelled,
-}
-
-/// Which terminal outcome a request reached, without its data.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum OutcomeKind {
-    /// See [`Outcome::Replied`].
-    Replied,
-    /// See [`Outcome::Rejected`].
-    Rejected,
-    /// See [`Outcome::TimedOut`].
-    TimedOut,
-    /// See [`Outcome::Cancelled`].
-    Cancelled,
-}
-
-/// A request with its outcome, `None` while it is still pending.
-#[derive(Debug, Clone)]
-pub struct Snapshot<Request, Reply> {
-    /// The request as it was asked.
-    pub request: Arc<Request>,
-    /// How it ended, or `None` while it waits for a human.
-    pub outcome: Option<Outcome<Reply>>,
-    /// Who decided the outcome (or cancelled the request); `None` while pending, for a
-    /// timeout, and for outcomes recorded before identities were.
-    pub decided_by: Option<Identity>,
-    /// While a request that needs a quorum is pending, the votes it has so far, in the
-    /// order they came; empty otherwise (a resolved request's reply lists its votes).
-    pub votes: Vec<Vote<Reply>>,
-}
-
-/// One identity's reply to a pending request that needs several (a quorum: see
-/// [`ReviewConfig::quorum`](crate::ReviewConfig::quorum)).
-#[derive(Debug, Clone, PartialEq)]
-pub struct Vote<Reply> {
-    /// The vote's own id: ascending, and when it was cast.
-    pub id: VoteId,
-    /// Who replied.
-    pub by: Identity,
-    /// Their reply, validated as any reply is.
-    pub reply: Reply,
-}
-
-/// Kind marker for vote ids (`vot_`).
-#[derive(Debug)]
-pub enum VoteKind {}
-
-impl IdKind for VoteKind {
-    const PREFIX: &'static str = "vot_";
-}
-
-/// The id of a [`Vote`]: `vot_` + an ascending ULID, which tells when it was cast.
-pub type VoteId = Id<VoteKind>;
-
-impl<R> Outcome<R> {
-    /// Whether this outcome is someone's decision about the request (replied, rejected),
-    /// which only an identity allowed to decide it may make; a timeout or a cancel is not.
-    pub fn is_decision(&self) -> bool {
-        matches!(self, Self::Replied(_) | Self::Rejected { .. })
-    }
-
-    /// Which outcome this is.
-    pub fn kind(&self) -> OutcomeKind {
-        match self {
-            Self::Replied(_) => OutcomeKind::Replied,
-            Self::Rejected { .. } => OutcomeKind::Rejected,
-            Self::TimedOut | Self::Defaulted(_) => OutcomeKind::TimedOut,
-            Self::Cancelled => OutcomeKind::Cancelled,
-        }
-    }
-}
-
-impl OutcomeKind {
-    /// The lower-case wire name: `replied`, `rejected`, `timed_out`, `cancelled`.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::Replied => "replied",
-            Self::Rejected => "rejected",
-            Self::TimedOut => "timed_out",
-            Self::Cancelled => "cancelled",
-        }
-    }
-}
-
-impl std::fmt::Display for OutcomeKind {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
-/// What a kind of request (question, approval) plugs into the registry.
-pub(crate) trait Kind: Send + Sync + Sized + 'static {
-    /// The id prefix of this kind.
-    type IdKind: IdKind;
-    /// The request as asked; immutable once registered. Its JSON is its stored record.
-    type Request: Serialize + DeserializeOwned + Send + Sync + 'static;
-    /// A validated answer.
-    type Reply: Serialize + DeserializeOwned + Clone + Send + Sync + 'static;
-
-    /// What a store calls this kind.
-    const RECORD_KIND: RequestKind;
-
-    /// Lookup state of this kind beyond ids (the seeds' keys), kept under the registry
-    /// lock.
-    type Index: Send + 'static;
-
-    /// A new, empty index, over the id source the registry shares (whose key counters the
-    /// kinds of one hub share, so that no key names a request of each).
-    fn new_index(ids: &SharedIds) -> Self::Index;
-
-    /// The request's id.
-    fn id(request: &Self::Request) -> Id<Self::IdKind>;
-    /// The id as either kind's.
-    fn request_id(id: Id<Self::IdKind>) -> RequestId;
-    /// The session the request belongs to.
-    fn session_id(request: &Self::Request) -> &str;
-    /// The tool call that asked, if any: a second ask of the same call in the same session
-    /// joins the first request instead of asking again, if it asks the same.
-    fn call_id(request: &Self::Request) -> Option<&str>;
-    /// What an ask of this kind asks the human (the questions; the calls to review), from
-    /// which [`register`](Registry::register) builds the request.
-    type Content;
-    /// What `content` weighs (see [`Weight`]); the same as [`weight`](Self::weight) of the
-    /// request built from it.
-    fn content_weight(content: &Self::Content) -> Weight;
-    /// What `request`'s content weighs.
-    fn weight(request: &Self::Request) -> Weight;
-    /// Whether `request` asked the human exactly `content`, so that a second ask of the
-    /// same tool call may take its outcome. Compared as data (JSON arguments as values,
-    /// so the order of object keys does not matter).
-    fn asks(request: &Self::Request, content: &Self::Content) -> bool;
-    /// When the request times out, milliseconds since the Unix epoch.
-    fn expires_at(request: &Self::Request) -> Option<u64>;
-    /// Who asked the request (`None` for requests recorded before identities were).
-    fn asked_by(request: &Self::Request) -> Option<&Identity>;
-    /// Adds `request`, read back from a store, to `index`.
-    fn remember(index: &mut Self::Index, request: &Self::Request);
-    /// Drops what `index` holds for `request`, which the registry no longer remembers.
-    fn forget(index: &mut Self::Index, request: &Self::Request);
-    /// Announces a newly registered request (to the bus, or to the outbox's notice).
-    fn announce_asked(to: &mut impl EventSink, request: &Arc<Self::Request>);
-    /// Announces a request's terminal outcome, decided `by` someone (`None`: a timeout).
-    fn announce_outcome(
-        to: &mut impl EventSink,
-        request: &Arc<Self::Request>,
-        outcome: &Outcome<Self::Reply>,
-        by: Option<&Identity>,
-    );
-
-    /// When `request`'s reminder and escalation fall due, milliseconds since the Unix epoch
-    /// (see the `follow_up` module).
-    fn follow_up_at(request: &Self::Request) -> (Option<u64>, Option<u64>);
-    /// Whether `request` escalates to `by` (who may then decide it).
-    fn escalates_to(request: &Self::Request, by: &Identity) -> bool;
-    /// The fallback `request` applies on expiry, when it names one.
-    fn on_timeout(request: &Self::Request) -> Option<&OnTimeout>;
-    /// The outcome `request` reaches on expiry: [`Outcome::TimedOut`], or its fallback.
-    fn timeout_outcome(request: &Self::Request) -> Outcome<Self::Reply>;
-    /// Announces a follow-up step of `request` (a reminder or an escalation).
-    fn announce_follow_up(to: &mut impl EventSink, request: &Arc<Self::Request>, due: Due);
-
-    // A quorum: requests of a kind that can need several replies. Questions cannot, and
-    // take the defaults (a quorum of 1: the first reply decides, no vote is ever cast).
-
-    /// How many distinct identities must reply alike before a reply ends `request`; at
-    /// most 1 means the first reply does. Above 1, each reply is a [`Vote`].
-    fn quorum(_request: &Self::Request) -> u32 {
-        1
-    }
-    /// Whether `request` lets `by` decide it: `by` is one of the deciders it names, if it
-    /// names any.
-    fn names_decider(_request: &Self::Request, _by: &Identity) -> bool {
-        true
-    }
-    /// Whether a vote with `reply` ends the request at once, whatever the quorum.
-    fn vetoes(_reply: &Self::Reply) -> bool {
-        true
-    }
-    /// Whether two votes count toward the same outcome.
-    fn agree(_one: &Self::Reply, _other: &Self::Reply) -> bool {
-        false
-    }
-    /// The reply that ends the request: `deciding`, the reply of the vote that the quorum
-    /// (or a veto) decided, listing `votes`.
-    fn settle(deciding: &Self::Reply, _votes: &[Vote<Self::Reply>]) -> Self::Reply {
-        deciding.clone()
-    }
-    /// The record of `vote` (with `agreeing` votes alike so far) in its session's history,
-    /// and in a shared store's log, from which every instance counts it.
-    fn vote_record(
-        _request: &Self::Request,
-        _vote: &Vote<Self::Reply>,
-        _agreeing: u32,
-    ) -> Option<SessionEvent> {
-        None
-    }
-    /// The request a [`vote_record`](Self::vote_record) is for, and its vote; `None` for a
-    /// session event that is no vote of this kind.
-    fn read_vote(_event: &SessionEvent) -> Option<VoteOn<Self>> {
-        None
-    }
-    /// Announces `vote` on `request`, with `agreeing` votes alike so far.
-    fn publish_vote(
-        _bus: &Bus,
-        _request: &Arc<Self::Request>,
-        _vote: &Vote<Self::Reply>,
-        _agreeing: u32,
-    ) {
-    }
-}
-
-/// A vote and the request it is on.
-pub(crate) type VoteOn<K> = (Id<<K as Kind>::IdKind>, Vote<<K as Kind>::Reply>);
+use id_source::lock_ids;
+pub(crate) use id_source::{SharedIds, new_ids};
+use record::{Recorder, RequestDigest};
+pub(crate) use request_type::{OutcomeOf, RequestType, VoteOn};
+pub(crate) use storage::StoreRole;
+use storage::{FollowUps, Storage};
+pub(crate) use ticket::Ticket;
+use timer::EXPIRY_RETRY;
 
 /// Why a request could not be resolved.
 #[derive(Debug)]
@@ -333,67 +124,16 @@ pub(crate) enum Refused<Id> {
     },
 }
 
-/// How a registry uses the store it records in.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum StoreRole {
-    /// Only this registry writes the store (SQLite): the registry decides every outcome and
-    /// the store keeps the record.
-    Record,
-    /// Several registries share the store (Redis): the store decides every outcome and
-    /// each registry follows its change log. See the module docs.
-    Shared,
-}
-
-/// When a new request's timer steps fall due, on this process's clock.
-#[derive(Debug, Clone, Copy, Default)]
-pub(crate) struct Timers {
-    /// When it times out, if ever.
-    pub(crate) deadline: Option<Instant>,
-    /// When it reminds, if ever.
-    pub(crate) remind: Option<Instant>,
-    /// When it escalates, if ever.
-    pub(crate) escalate: Option<Instant>,
-}
-
-/// Whether a request read from the store fires its follow-ups here (see the module docs).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum FollowUps {
-    /// Here: this registry is the only one (the store only records), so it fires those
-    /// still to come (one due before it started fired then, or is let go).
-    Fire,
-    /// Not here: another instance registered it, and fires them.
-    Elsewhere,
-}
-
 /// Handle to a registry; clones share it.
-pub(crate) struct Registry<K: Kind> {
+pub(crate) struct Registry<K: RequestType> {
     inner: Arc<Inner<K>>,
-}
-
-/// The asker's handle on one registered request: receives its outcome, and cancels the
-/// request if dropped before that (unless detached). The public pending futures wrap it.
-pub(crate) struct Ticket<K: Kind> {
-    /// The request as registered.
-    request: Arc<K::Request>,
-    /// Where the outcome arrives.
-    outcome: oneshot::Receiver<Outcome<K::Reply>>,
-    /// Used to cancel on drop.
-    registry: Registry<K>,
-    /// Set once the outcome was taken or the request detached: nothing to cancel then.
-    settled: bool,
-    /// Whether this ticket is the request's asker, whose drop cancels it; a ticket that
-    /// joined a request asked before (by the same tool call) only watches it.
-    owns: bool,
-    /// The store's acknowledgement of the registration, until it came or someone asked
-    /// for it.
-    recorded: Option<Durable>,
 }
 
 /// A tool call in a session: `(session_id, call_id)`.
 type CallKey = (Arc<str>, String);
 
 /// The sending side of a request's outcome, for its asker or a watcher.
-type OutcomeSender<K> = oneshot::Sender<Outcome<<K as Kind>::Reply>>;
+type OutcomeSender<K> = oneshot::Sender<OutcomeOf<K>>;
 
 /// The waiters of an outcome the store has not acknowledged yet: `Some` until it has, then
 /// `None` (the outcome is handed to them then, and later waiters get it at once). Its own
@@ -402,7 +142,7 @@ type OutcomeSender<K> = oneshot::Sender<Outcome<<K as Kind>::Reply>>;
 type Unrecorded<K> = Arc<Mutex<Option<Vec<OutcomeSender<K>>>>>;
 
 /// Shared state of a registry.
-struct Inner<K: Kind> {
+struct Inner<K: RequestType> {
     /// Where `asked` and terminal events are published.
     bus: Bus,
     /// Everything mutable; see the module docs for the locking policy.
@@ -413,8 +153,8 @@ struct Inner<K: Kind> {
     timer_started: AtomicBool,
     /// How many resolved requests are remembered for `get`, `wait` and 409 answers.
     retain_resolved: usize,
-    /// Where registrations and outcomes are recorded, if anywhere, and in which role.
-    recorder: Option<(Recorder, StoreRole)>,
+    /// Where registrations and outcomes are recorded, if anywhere, and who decides.
+    storage: Storage,
     /// Source of request ids, ascending in registration order. Shared by the registries
     /// of one hub, so ids of both kinds are one order ("oldest" across kinds is exact);
     /// taken only under this registry's lock (registry → ids, never the other way).
@@ -432,10 +172,10 @@ const VOTE_PAGE: usize = 256;
 
 /// The votes on requests `ids` of `session` recorded in its history, oldest first. Reads
 /// back from the newest record until the inserts of all of them were passed.
-async fn read_votes<K: Kind>(
+async fn read_votes<K: RequestType>(
     store: &dyn Store,
     session: &str,
-    ids: &[Id<K::IdKind>],
+    ids: &[Id<K::IdPrefix>],
 ) -> Result<Vec<VoteOn<K>>, StoreError> {
     let mut inserts_to_pass: BTreeSet<String> = ids.iter().map(ToString::to_string).collect();
     let mut votes = Vec::new();
@@ -470,7 +210,7 @@ async fn read_votes<K: Kind>(
 
 /// Whether `outcome`, as a decision, runs nothing: a rejection, or a reply that vetoes
 /// (see [`Registry::check_decider`]).
-fn stops<K: Kind>(outcome: &Outcome<K::Reply>) -> bool {
+fn stops<K: RequestType>(outcome: &OutcomeOf<K>) -> bool {
     match outcome {
         Outcome::Replied(reply) => K::vetoes(reply),
         _ => true,
@@ -478,7 +218,7 @@ fn stops<K: Kind>(outcome: &Outcome<K::Reply>) -> bool {
 }
 
 /// How many votes agree with `vote` once it joins `cast`, itself included.
-fn agreeing<K: Kind>(cast: &[Vote<K::Reply>], vote: &Vote<K::Reply>) -> u32 {
+fn agreeing<K: RequestType>(cast: &[Vote<K::Reply>], vote: &Vote<K::Reply>) -> u32 {
     let alike = cast
         .iter()
         .filter(|earlier| K::agree(&earlier.reply, &vote.reply))
@@ -486,49 +226,40 @@ fn agreeing<K: Kind>(cast: &[Vote<K::Reply>], vote: &Vote<K::Reply>) -> u32 {
     u32::try_from(alike + 1).unwrap_or(u32::MAX)
 }
 
-/// An id source shared by registries: their ids, and the counters of their sessions' keys.
-#[derive(Clone)]
-pub(crate) struct SharedIds {
-    /// The ascending ids.
-    generator: Arc<Mutex<IdGenerator>>,
-    /// Each session's key count, across the kinds.
-    pub(crate) keys: Arc<Mutex<KeyCounters>>,
-}
-
 /// What the registry lock protects.
-struct State<K: Kind> {
+struct State<K: RequestType> {
     /// Pending requests by id; ascending iteration is creation order.
-    pending: BTreeMap<Id<K::IdKind>, Pending<K>>,
+    pending: BTreeMap<Id<K::IdPrefix>, Pending<K>>,
     /// `(when, id, what)` of every deadline and follow-up step of the pending requests,
     /// earliest first.
-    deadlines: BTreeSet<(Instant, Id<K::IdKind>, Due)>,
+    deadlines: BTreeSet<(Instant, Id<K::IdPrefix>, Due)>,
     /// The most recently created resolved requests, at most `retain_resolved`.
-    resolved: BTreeMap<Id<K::IdKind>, Resolved<K>>,
+    resolved: BTreeMap<Id<K::IdPrefix>, Resolved<K>>,
     /// The weight of the resolved requests remembered (0 without a quota).
     resolved_weight: usize,
     /// Extra waiters from [`Registry::wait`], by pending request. Kept out of [`Pending`]
     /// because few requests have any, and every pending entry would pay for the field.
-    watchers: HashMap<Id<K::IdKind>, Vec<OutcomeSender<K>>>,
+    watchers: HashMap<Id<K::IdPrefix>, Vec<OutcomeSender<K>>>,
     /// The kind's own lookup state, covering exactly the pending and remembered requests.
     index: K::Index,
     /// The pending or remembered request of each tool call that asked one.
-    calls: HashMap<CallKey, Id<K::IdKind>>,
+    calls: HashMap<CallKey, Id<K::IdPrefix>>,
     /// The pending requests by session, in step with `pending`.
-    sessions: SessionIndex<Id<K::IdKind>>,
+    sessions: SessionIndex<Id<K::IdPrefix>>,
     /// Over a shared store, the votes cast here and not yet read back from its log, with
     /// where to say whether each counted ([`Registry::vote`]).
     vote_waiters: HashMap<VoteKey<K>, oneshot::Sender<Result<(), DurableError>>>,
 }
 
 /// One vote cast on one request.
-type VoteKey<K> = (Id<<K as Kind>::IdKind>, VoteId);
+type VoteKey<K> = (Id<<K as RequestType>::IdPrefix>, VoteId);
 
 /// A request waiting for its outcome.
-struct Pending<K: Kind> {
+struct Pending<K: RequestType> {
     /// The request as asked.
     request: Arc<K::Request>,
     /// The asker's end, `None` for requests nobody awaits in process (server mode).
-    asker: Option<oneshot::Sender<Outcome<K::Reply>>>,
+    asker: Option<oneshot::Sender<OutcomeOf<K>>>,
     /// When the request times out, if ever.
     deadline: Option<Instant>,
     /// When it escalates, if ever: from then on the deciders it escalates to may decide
@@ -553,11 +284,11 @@ struct Pending<K: Kind> {
 }
 
 /// A request that reached its outcome, remembered for late readers.
-struct Resolved<K: Kind> {
+struct Resolved<K: RequestType> {
     /// The request as asked.
     request: Arc<K::Request>,
     /// How it ended.
-    outcome: Outcome<K::Reply>,
+    outcome: OutcomeOf<K>,
     /// Who decided it, if anyone did.
     decided_by: Option<Identity>,
     /// Its weight in bytes, as it had while pending.
@@ -567,15 +298,15 @@ struct Resolved<K: Kind> {
 }
 
 /// Outcome deliveries collected under the lock and sent after it is released.
-struct Delivery<K: Kind> {
+struct Delivery<K: RequestType> {
     /// The asker's end, if any.
-    asker: Option<oneshot::Sender<Outcome<K::Reply>>>,
+    asker: Option<oneshot::Sender<OutcomeOf<K>>>,
     /// Waiters from `wait`; with a store they are in `unrecorded` instead.
-    watchers: Vec<oneshot::Sender<Outcome<K::Reply>>>,
+    watchers: Vec<oneshot::Sender<OutcomeOf<K>>>,
     /// With a store: the waiters from `wait`, told once the store has the outcome.
     unrecorded: Option<Unrecorded<K>>,
     /// What to send them.
-    outcome: Outcome<K::Reply>,
+    outcome: OutcomeOf<K>,
     /// The store's acknowledgement of the outcome, if there is a store.
     recorded: Option<askbus_store::Ack>,
 }
@@ -589,7 +320,7 @@ enum Announce {
 }
 
 /// What counting one vote came to ([`Registry::count`]).
-struct Counted<K: Kind> {
+struct Counted<K: RequestType> {
     /// The vote's record for the session's history.
     record: Option<SessionEvent>,
     /// The reply that ends the request and who cast the deciding vote, if the vote
@@ -598,18 +329,18 @@ struct Counted<K: Kind> {
 }
 
 /// A handle that does not keep its registry alive (for tasks that serve it).
-pub(crate) struct WeakRegistry<K: Kind> {
+pub(crate) struct WeakRegistry<K: RequestType> {
     inner: Weak<Inner<K>>,
 }
 
-impl<K: Kind> WeakRegistry<K> {
+impl<K: RequestType> WeakRegistry<K> {
     /// The registry, unless every handle of it is gone.
     pub(crate) fn upgrade(&self) -> Option<Registry<K>> {
         self.inner.upgrade().map(|inner| Registry { inner })
     }
 }
 
-impl<K: Kind> Clone for Registry<K> {
+impl<K: RequestType> Clone for Registry<K> {
     fn clone(&self) -> Self {
         Self {
             inner: Arc::clone(&self.inner),
@@ -617,7 +348,7 @@ impl<K: Kind> Clone for Registry<K> {
     }
 }
 
-impl<K: Kind> Registry<K> {
+impl<K: RequestType> Registry<K> {
     pub(crate) fn new(bus: Bus, retain_resolved: usize, ids: SharedIds) -> Self {
         Self::with_parts(bus, retain_resolved, ids, None)
     }
@@ -649,7 +380,7 @@ impl<K: Kind> Registry<K> {
     /// Makes `notifier` tell the outside world of this registry's request changes, if it
     /// has a store (see the `notify` module). Set once: a second is ignored.
     pub(crate) fn set_notifier(&self, notifier: &Arc<dyn Notifier>) {
-        if let Some((recorder, _)) = &self.inner.recorder {
+        if let Some(recorder) = self.inner.storage.recorder() {
             let _ = recorder.notifier.set(Arc::clone(notifier));
         }
     }
@@ -688,7 +419,7 @@ impl<K: Kind> Registry<K> {
                 timer_wakeup: Arc::new(Notify::new()),
                 timer_started: AtomicBool::new(false),
                 retain_resolved,
-                recorder,
+                storage: Storage::new(recorder),
                 ids,
                 quota: OnceLock::new(),
                 duties: OnceLock::new(),
@@ -721,7 +452,7 @@ impl<K: Kind> Registry<K> {
             .chain(&resolved)
             .map(|stored| stored.request.id.as_str())
             .max()
-            .map(record::parse_id::<K::IdKind>)
+            .map(record::parse_id::<K::IdPrefix>)
             .transpose()?;
         if let Some(newest) = newest {
             lock_ids(&ids).skip_past(newest.ulid());
@@ -734,10 +465,7 @@ impl<K: Kind> Registry<K> {
         );
         {
             let mut state = registry.inner.lock();
-            let follow_ups = match role {
-                StoreRole::Record => FollowUps::Fire,
-                StoreRole::Shared => FollowUps::Elsewhere,
-            };
+            let follow_ups = registry.inner.storage.follow_ups_of_restored();
             for stored in &pending {
                 let (request, _) = record::read_back::<K>(stored)?;
                 state.insert_recorded(request, record::stored_digest(&stored.request), follow_ups);
@@ -780,7 +508,7 @@ impl<K: Kind> Registry<K> {
         let Some(store) = self.store() else {
             return Ok(());
         };
-        let mut sessions: BTreeMap<Arc<str>, Vec<Id<K::IdKind>>> = BTreeMap::new();
+        let mut sessions: BTreeMap<Arc<str>, Vec<Id<K::IdPrefix>>> = BTreeMap::new();
         for entry in self.inner.lock().pending.values() {
             if K::quorum(&entry.request) > 1 {
                 let session = Arc::from(K::session_id(&entry.request));
@@ -821,7 +549,7 @@ impl<K: Kind> Registry<K> {
     fn settle_restored(
         &self,
         state: &mut State<K>,
-        id: Id<K::IdKind>,
+        id: Id<K::IdPrefix>,
         reply: K::Reply,
         by: Identity,
     ) {
@@ -851,21 +579,28 @@ impl<K: Kind> Registry<K> {
     /// The store this registry records in, if any.
     pub(crate) fn store(&self) -> Option<&Arc<dyn Store>> {
         self.inner
-            .recorder
-            .as_ref()
-            .map(|(recorder, _)| &recorder.store)
+            .storage
+            .recorder()
+            .map(|recorder| &recorder.store)
+    }
+
+    /// Hands this registry its follower's progress (the position of the last change of the
+    /// shared store's log it applied), which the store's verdicts wait for (see the
+    /// `storage` module). Ignored without a shared store.
+    pub(crate) fn follow(&self, applied: watch::Receiver<LogPosition>) {
+        self.inner.storage.follow(applied);
     }
 
     /// Whether other instances share this registry's store (and decide through it).
     pub(crate) fn is_shared(&self) -> bool {
-        matches!(self.inner.recorder, Some((_, StoreRole::Shared)))
+        self.inner.storage.deciding().is_some()
     }
 
     /// Appends `draft` (the receipt of a decision that ends no request: a grant revoked)
     /// to the store's audit log; done at once without a store, which keeps no log.
     pub(crate) fn record_audit(&self, draft: impl FnOnce() -> AuditDraft) -> Durable {
-        match &self.inner.recorder {
-            Some((recorder, _)) => Durable::waiting(Some(recorder.audit(&draft()))),
+        match self.inner.storage.recorder() {
+            Some(recorder) => Durable::waiting(Some(recorder.audit(&draft()))),
             None => Durable::done(),
         }
     }
@@ -883,7 +618,7 @@ impl<K: Kind> Registry<K> {
     }
 
     /// The ids of every pending request, ascending.
-    pub(crate) fn pending_ids(&self) -> Vec<Id<K::IdKind>> {
+    pub(crate) fn pending_ids(&self) -> Vec<Id<K::IdPrefix>> {
         self.inner.lock().pending.keys().copied().collect()
     }
 
@@ -894,7 +629,7 @@ impl<K: Kind> Registry<K> {
     /// is pending or remembered, nothing is registered: the ticket joins that request (it
     /// becomes the asker if the request has none, as after a restart; otherwise it only
     /// watches), or carries its outcome at once. It joins **only if that request
-    /// [`asks`](Kind::asks) `content`** (the same questions, the same calls with the same
+    /// [`asks`](RequestType::asks) `content`** (the same questions, the same calls with the same
     /// arguments): its outcome was decided by a human who saw that content, never this.
     /// Otherwise nothing changes and the earlier request's id is the error
     /// ([`Refused::CallReused`]). This is the one place the rule is kept, so every way in
@@ -907,7 +642,7 @@ impl<K: Kind> Registry<K> {
     ///
     /// `asker` must be allowed to ask ([`Duties::check_ask`]; [`Refused::NotAllowed`]
     /// otherwise, before anything else), and `build` must record it as the request's
-    /// [`asked_by`](Kind::asked_by).
+    /// [`asked_by`](RequestType::asked_by).
     ///
     /// `build` runs under the registry lock, so it must be cheap and must not call back
     /// into the registry.
@@ -917,9 +652,9 @@ impl<K: Kind> Registry<K> {
         call: Option<CallKey>,
         mut charge: Charge,
         content: K::Content,
-        build: impl FnOnce(Id<K::IdKind>, &mut K::Index, K::Content) -> K::Request,
+        build: impl FnOnce(Id<K::IdPrefix>, &mut K::Index, K::Content) -> K::Request,
         timers: Timers,
-    ) -> Result<Ticket<K>, Refused<Id<K::IdKind>>> {
+    ) -> Result<Ticket<K>, Refused<Id<K::IdPrefix>>> {
         self.duties()
             .check_ask(asker)
             .map_err(Refused::NotAllowed)?;
@@ -1011,8 +746,8 @@ impl<K: Kind> Registry<K> {
             .sessions
             .insert(K::session_id(&request), id, announced);
         // Queued before the `asked` event, so the record never announces an unknown request.
-        let (recorded, digest) = match &self.inner.recorder {
-            Some((recorder, _)) => {
+        let (recorded, digest) = match self.inner.storage.recorder() {
+            Some(recorder) => {
                 let (ack, digest) = recorder.insert::<K>(&request);
                 (Some(Durable::waiting(Some(ack))), Some(digest))
             }
@@ -1062,9 +797,9 @@ impl<K: Kind> Registry<K> {
     /// it must not call back into the registry.
     pub(crate) fn resolve<E>(
         &self,
-        id: Id<K::IdKind>,
+        id: Id<K::IdPrefix>,
         by: Option<&Identity>,
-        decide: impl FnOnce(&K::Request) -> Result<Outcome<K::Reply>, E>,
+        decide: impl FnOnce(&K::Request) -> Result<OutcomeOf<K>, E>,
     ) -> Result<Durable, ResolveError<E>> {
         let mut state = self.inner.lock();
         let Some(entry) = state.pending.get(&id) else {
@@ -1145,7 +880,7 @@ impl<K: Kind> Registry<K> {
     fn vote(
         &self,
         mut state: MutexGuard<'_, State<K>>,
-        id: Id<K::IdKind>,
+        id: Id<K::IdPrefix>,
         vote: Vote<K::Reply>,
         quorum: u32,
     ) -> Durable {
@@ -1161,21 +896,22 @@ impl<K: Kind> Registry<K> {
             let (sender, fate) = oneshot::channel();
             state.vote_waiters.insert(cast, sender);
             let written = store.event(record);
+            let caught_up = self.inner.storage.caught_up();
             drop(state);
             let registry = self.clone();
             return Durable::decided(async move {
-                let fate = match written.await {
-                    Ok(_) => tokio::time::timeout(APPLY_WAIT, fate).await.ok(),
-                    Err(error) => {
-                        registry.inner.lock().vote_waiters.remove(&cast);
-                        return Err(error.into());
-                    }
-                };
-                match fate {
-                    Some(Ok(fate)) => fate,
-                    // Durable, but not read back in time: it is in the log, so it counts
+                if let Err(error) = written.await {
+                    registry.inner.lock().vote_waiters.remove(&cast);
+                    return Err(error.into());
+                }
+                // Once this instance applied the log past the vote, its fate is known.
+                caught_up.await;
+                let mut fate = fate;
+                match fate.try_recv() {
+                    Ok(fate) => fate,
+                    // Not read back (the follower stopped): it is in the log, so it counts
                     // unless the same reviewer's other vote came first.
-                    _ => {
+                    Err(_) => {
                         registry.inner.lock().vote_waiters.remove(&cast);
                         Ok(())
                     }
@@ -1185,10 +921,9 @@ impl<K: Kind> Registry<K> {
         let Some(counted) = self.count(&mut state, id, vote, quorum, Announce::Yes) else {
             return Durable::done();
         };
-        let recorded = match (&self.inner.recorder, counted.record) {
-            (Some((recorder, StoreRole::Record)), Some(record)) => Some(recorder.event(record)),
-            _ => None,
-        };
+        let recorded = counted
+            .record
+            .and_then(|record| self.inner.storage.record_vote(record));
         let Some((reply, by)) = counted.settled else {
             return Durable::waiting(recorded);
         };
@@ -1207,7 +942,7 @@ impl<K: Kind> Registry<K> {
     fn count(
         &self,
         state: &mut State<K>,
-        id: Id<K::IdKind>,
+        id: Id<K::IdPrefix>,
         vote: Vote<K::Reply>,
         quorum: u32,
         announce: Announce,
@@ -1300,28 +1035,26 @@ impl<K: Kind> Registry<K> {
 
     /// Proposes `outcome` for pending request `id` to the shared store, which decides; see
     /// the module docs. The returned [`Durable`] completes once the store took it and this
-    /// registry applied it (or after [`APPLY_WAIT`], the change being durable anyway).
+    /// instance's follower applied the log up to it (see the `storage` module).
     fn propose(
         &self,
         store: &Recorder,
         state: &mut State<K>,
         request: &Arc<K::Request>,
-        outcome: Outcome<K::Reply>,
+        outcome: OutcomeOf<K>,
         by: Option<Identity>,
     ) -> Durable {
         let id = K::id(request);
         let digest = state.pending.get(&id).and_then(|entry| entry.digest);
         let verdict = store.resolve::<K>(request, digest, &outcome, by.as_ref());
-        // Registered before the proposal can come back through the log.
-        let (applied_sender, applied) = oneshot::channel();
-        state.watch(id, applied_sender);
+        let caught_up = self.inner.storage.caught_up();
         let registry = self.clone();
         Durable::decided(async move {
             match verdict.await? {
                 Written::Resolved => {
                     // Durable now; waiting for the log makes this instance's own reads
                     // (a `get` right after the reply) see it.
-                    let _ = tokio::time::timeout(APPLY_WAIT, applied).await;
+                    caught_up.await;
                     Ok(())
                 }
                 Written::AlreadyResolved(state) => Err(DurableError::AlreadyResolved {
@@ -1349,8 +1082,8 @@ impl<K: Kind> Registry<K> {
     /// this registry can. Says whether it ended it now, or how it had ended before.
     fn end_orphan(
         &self,
-        id: Id<K::IdKind>,
-        outcome: Outcome<K::Reply>,
+        id: Id<K::IdPrefix>,
+        outcome: OutcomeOf<K>,
         by: Option<Identity>,
     ) -> Ended {
         let mut state = self.inner.lock();
@@ -1374,7 +1107,7 @@ impl<K: Kind> Registry<K> {
     /// event follows. In case the insert took effect after all (its answer lost on the
     /// way), the cancellation is also proposed to a shared store, for a while, so the
     /// other instances end it too.
-    fn withdraw(&self, id: Id<K::IdKind>) -> Ended {
+    fn withdraw(&self, id: Id<K::IdPrefix>) -> Ended {
         let mut state = self.inner.lock();
         let Some(request) = state
             .pending
@@ -1431,7 +1164,7 @@ impl<K: Kind> Registry<K> {
             // Not a request's: the follower passes it on (see the `follow` module).
             ChangeKind::Event(_) => return Err(StoreError::Corrupt(format!("{change:?}"))),
             ChangeKind::Inserted(record) => {
-                let id = record::parse_id::<K::IdKind>(&record.id)?;
+                let id = record::parse_id::<K::IdPrefix>(&record.id)?;
                 // A request known here (most often: registered here) needs no reading, and
                 // the reading of one that does is done outside the lock.
                 let known = {
@@ -1491,7 +1224,7 @@ impl<K: Kind> Registry<K> {
             ChangeKind::Resolved { id, outcome, .. } => {
                 let decided_by = record::decided_by(outcome);
                 let outcome = record::outcome_from::<K>(id, outcome)?;
-                let id = record::parse_id::<K::IdKind>(id)?;
+                let id = record::parse_id::<K::IdPrefix>(id)?;
                 let mut state = self.inner.lock();
                 let delivery = self.inner.finish(&mut state, id, outcome, decided_by);
                 drop(state);
@@ -1533,7 +1266,7 @@ impl<K: Kind> Registry<K> {
         &self,
         session_id: &str,
         by: &Identity,
-        mut decide: impl FnMut(&K::Request) -> Outcome<K::Reply>,
+        mut decide: impl FnMut(&K::Request) -> OutcomeOf<K>,
     ) -> Result<Vec<(OutcomeKind, Durable)>, NotAllowed> {
         let mut state = self.inner.lock();
         let decided = state
@@ -1690,7 +1423,10 @@ impl<K: Kind> Registry<K> {
     }
 
     /// One request, pending or remembered as resolved.
-    pub(crate) fn get(&self, id: Id<K::IdKind>) -> Option<Snapshot<K::Request, K::Reply>> {
+    pub(crate) fn get(
+        &self,
+        id: Id<K::IdPrefix>,
+    ) -> Option<Snapshot<K::Request, K::Reply, K::Rejection>> {
         let state = self.inner.lock();
         if let Some(entry) = state.pending.get(&id) {
             return Some(Snapshot {
@@ -1710,7 +1446,7 @@ impl<K: Kind> Registry<K> {
 
     /// Waits for a request's outcome without becoming its asker: dropping the wait does not
     /// cancel the request. `None` if the id is neither pending nor remembered.
-    pub(crate) async fn wait(&self, id: Id<K::IdKind>) -> Option<Outcome<K::Reply>> {
+    pub(crate) async fn wait(&self, id: Id<K::IdPrefix>) -> Option<OutcomeOf<K>> {
         let receiver = {
             let mut state = self.inner.lock();
             let (sender, receiver) = oneshot::channel();
@@ -1739,128 +1475,12 @@ impl<K: Kind> Registry<K> {
     /// How many waits of [`wait`](Self::wait) a pending request holds (live or not yet
     /// pruned).
     #[cfg(test)]
-    pub(crate) fn watcher_count(&self, id: Id<K::IdKind>) -> usize {
+    pub(crate) fn watcher_count(&self, id: Id<K::IdPrefix>) -> usize {
         self.inner.lock().watchers.get(&id).map_or(0, Vec::len)
-    }
-
-    /// Times out requests whose deadline is at or before `now`, at most [`EXPIRY_BATCH`]
-    /// of them, so that a mass expiry never holds the lock for long; returns the next
-    /// deadline (which is `<= now` if more are already due).
-    ///
-    /// Over a shared store each expiry is proposed like any outcome; an instance that
-    /// loses the race to another's expiry (or reply) loses nothing.
-    fn expire_due(&self, now: Instant) -> Option<Instant> {
-        let mut state = self.inner.lock();
-        let mut deliveries = Vec::new();
-        let mut proposals = Vec::new();
-        let mut steps = 0;
-        while steps < EXPIRY_BATCH
-            && let Some(&(at, id, due)) = state.deadlines.first()
-            && at <= now
-        {
-            state.deadlines.pop_first();
-            steps += 1;
-            let Some(request) = state
-                .pending
-                .get(&id)
-                .map(|entry| Arc::clone(&entry.request))
-            else {
-                continue;
-            };
-            if due != Due::Expire {
-                self.follow_up(&mut state, &request, due);
-                continue;
-            }
-            let outcome = K::timeout_outcome(&request);
-            match self.inner.deciding_store() {
-                None => {
-                    deliveries.extend(self.inner.finish(&mut state, id, outcome, None));
-                }
-                Some(store) => {
-                    let proposal = self.propose(store, &mut state, &request, outcome, None);
-                    proposals.push((id, proposal));
-                }
-            }
-        }
-        let next = state.deadlines.first().map(|&(at, _, _)| at);
-        drop(state);
-        for delivery in deliveries {
-            // Nobody is told of an expiry but the asker: nothing waits for the record.
-            drop(delivery.send());
-        }
-        for (id, proposal) in proposals {
-            self.expire_in_background(id, proposal);
-        }
-        next
-    }
-
-    /// Fires the follow-up step `due` (a reminder or an escalation) of pending `request`:
-    /// recorded in its session's history with its outbox message, then published (over a
-    /// shared store, by every instance's follower when the log brings it back: see the
-    /// module docs). Nothing waits for the record: a follow-up is no change of the request.
-    fn follow_up(&self, state: &mut State<K>, request: &Arc<K::Request>, due: Due) {
-        let announced = state
-            .pending
-            .get(&K::id(request))
-            .is_some_and(|entry| entry.announced);
-        let publish_here = match &self.inner.recorder {
-            Some((recorder, role)) => {
-                let mut notice = None;
-                K::announce_follow_up(&mut notice, request, due);
-                if let Some(event) = notice.and_then(session_event) {
-                    drop(recorder.event(event));
-                }
-                *role == StoreRole::Record
-            }
-            None => true,
-        };
-        if publish_here && announced {
-            K::announce_follow_up(&mut &self.inner.bus, request, due);
-        }
-    }
-
-    /// Waits for the store's verdict on an expiry in a task of its own. A store that could
-    /// not be reached makes the request due again after [`EXPIRY_RETRY`], so it still
-    /// times out once the store is back.
-    fn expire_in_background(&self, id: Id<K::IdKind>, proposal: Durable) {
-        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
-            return;
-        };
-        let registry = self.clone();
-        runtime.spawn(async move {
-            if let Err(DurableError::Store(error)) = proposal.await {
-                tracing::warn!("{} could not be timed out: {error}", K::request_id(id));
-                let mut state = registry.inner.lock();
-                let retry = Instant::now() + EXPIRY_RETRY;
-                if let Some(entry) = state.pending.get_mut(&id) {
-                    entry.deadline = Some(retry);
-                    if state.add_due(retry, id, Due::Expire) {
-                        registry.inner.timer_wakeup.notify_one();
-                    }
-                }
-            }
-        });
-    }
-
-    /// Starts the timer driver once, if a Tokio runtime is available. Without one the
-    /// deadlines are kept and honoured once any later registration finds a runtime.
-    fn ensure_timer_driver(&self) {
-        if self.inner.timer_started.load(Ordering::Relaxed) {
-            return;
-        }
-        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
-            return;
-        };
-        if !self.inner.timer_started.swap(true, Ordering::AcqRel) {
-            runtime.spawn(run_timer(
-                Arc::downgrade(&self.inner),
-                Arc::clone(&self.inner.timer_wakeup),
-            ));
-        }
     }
 }
 
-impl<K: Kind> Inner<K> {
+impl<K: RequestType> Inner<K> {
     fn lock(&self) -> MutexGuard<'_, State<K>> {
         // Every mutation leaves the state consistent before the next statement, and nothing
         // that can panic runs under the lock, so a poisoned lock is still a sound one.
@@ -1869,10 +1489,7 @@ impl<K: Kind> Inner<K> {
 
     /// The shared store that decides this registry's outcomes, if it has one.
     fn deciding_store(&self) -> Option<&Recorder> {
-        match &self.recorder {
-            Some((recorder, StoreRole::Shared)) => Some(recorder),
-            _ => None,
-        }
+        self.storage.deciding()
     }
 
     /// Moves a pending request to resolved, decided `by` someone (if anyone), publishes its
@@ -1881,8 +1498,8 @@ impl<K: Kind> Inner<K> {
     fn finish(
         &self,
         state: &mut State<K>,
-        id: Id<K::IdKind>,
-        outcome: Outcome<K::Reply>,
+        id: Id<K::IdPrefix>,
+        outcome: OutcomeOf<K>,
         by: Option<Identity>,
     ) -> Option<Delivery<K>> {
         let entry = state.pending.remove(&id)?;
@@ -1913,12 +1530,9 @@ impl<K: Kind> Inner<K> {
         };
         // Queued before the event, as on registration. A shared store made this outcome
         // itself (it is applying the store's change log): nothing to write.
-        let recorded = match &self.recorder {
-            Some((recorder, StoreRole::Record)) => {
-                Some(recorder.resolve::<K>(&entry.request, entry.digest, &outcome, by.as_ref()))
-            }
-            Some((_, StoreRole::Shared)) | None => None,
-        };
+        let recorded =
+            self.storage
+                .record_outcome::<K>(&entry.request, entry.digest, &outcome, by.as_ref());
         // Until the store has it, the waiters (and those who come before it has) wait.
         let (watchers, unrecorded) = match recorded {
             Some(_) => (Vec::new(), Some(Arc::new(Mutex::new(Some(watchers))))),
@@ -1967,79 +1581,6 @@ impl<K: Kind> Inner<K> {
     }
 }
 
-impl<K: Kind> Ticket<K> {
-    /// The request as registered.
-    pub(crate) fn request(&self) -> &Arc<K::Request> {
-        &self.request
-    }
-
-    /// Completes once the registration is durable in the store (at once without a store,
-    /// or for a ticket that joined an earlier request). Only the first call waits. If the
-    /// store failed to record it, the request is withdrawn (see [`Registry::withdraw`]),
-    /// even if the returned future is dropped unawaited (an HTTP client that went away).
-    pub(crate) fn recorded(&mut self) -> Durable {
-        let Some(recorded) = self.recorded.take() else {
-            return Durable::done();
-        };
-        let (registry, id) = (self.registry.clone(), K::id(&self.request));
-        Durable::decided(async move {
-            let result = recorded.await;
-            if result.is_err() {
-                registry.withdraw(id);
-            }
-            result
-        })
-    }
-
-    /// Leaves the request pending without an in-process asker.
-    pub(crate) fn detach(mut self) -> Arc<K::Request> {
-        self.settled = true;
-        Arc::clone(&self.request)
-    }
-
-    /// Polls for the outcome; once it is taken, dropping the ticket cancels nothing. Fails
-    /// if the store could not record the request, which is then withdrawn (see
-    /// [`Registry::withdraw`]), unless an outcome came first.
-    pub(crate) fn poll_outcome(
-        &mut self,
-        cx: &mut Context<'_>,
-    ) -> Poll<Result<Outcome<K::Reply>, DurableError>> {
-        if let Poll::Ready(received) = Pin::new(&mut self.outcome).poll(cx) {
-            self.settled = true;
-            // The sender is only dropped unsent when the registry itself is gone.
-            return Poll::Ready(Ok(received.unwrap_or(Outcome::Cancelled)));
-        }
-        if let Some(recorded) = &mut self.recorded
-            && let Poll::Ready(result) = Pin::new(recorded).poll(cx)
-        {
-            self.recorded = None;
-            if let Err(error) = result
-                && let Ended::Now = self.registry.withdraw(K::id(&self.request))
-            {
-                self.settled = true;
-                return Poll::Ready(Err(error));
-            }
-            // Ended otherwise meanwhile: its outcome is on its way (the receiver is
-            // polled above, so its arrival wakes this task).
-        }
-        Poll::Pending
-    }
-}
-
-impl<K: Kind> Drop for Ticket<K> {
-    fn drop(&mut self) {
-        if !self.settled && self.owns {
-            // Already resolved (the outcome is waiting unread) is fine: nothing to cancel.
-            if let Ok(cancelled) =
-                self.registry
-                    .resolve::<Infallible>(K::id(&self.request), None, |_| Ok(Outcome::Cancelled))
-            {
-                cancelled.in_background();
-            }
-        }
-    }
-}
-
 /// The session history record of the event `notice` tells of.
 fn session_event(notice: Notice) -> Option<SessionEvent> {
     Some(SessionEvent {
@@ -2048,25 +1589,6 @@ fn session_event(notice: Notice) -> Option<SessionEvent> {
         properties: serde_json::to_string(&notice.properties).ok()?,
     })
 }
-
-/// A new id source.
-pub(crate) fn new_ids() -> SharedIds {
-    SharedIds {
-        generator: Arc::new(Mutex::new(IdGenerator::new())),
-        keys: Arc::default(),
-    }
-}
-
-fn lock_ids(ids: &SharedIds) -> MutexGuard<'_, IdGenerator> {
-    // Handing out an id cannot panic midway: a poisoned lock is still a sound one.
-    ids.generator.lock().unwrap_or_else(PoisonError::into_inner)
-}
-
-/// Most requests timed out per registry-lock acquisition.
-const EXPIRY_BATCH: usize = 1024;
-
-/// How long after a failed attempt (the shared store unreachable) an expiry is tried again.
-const EXPIRY_RETRY: std::time::Duration = std::time::Duration::from_secs(1);
 
 /// How many times (one [`EXPIRY_RETRY`] apart) the cancellation of a withdrawn request is
 /// proposed to a shared store that cannot be reached.
@@ -2080,19 +1602,14 @@ enum Ended {
     Before(OutcomeKind),
 }
 
-/// How long a resolution the shared store took waits for this registry to apply it, so that
-/// this instance's next read sees it. The change is durable either way; only a follower
-/// that fell behind makes the wait run out.
-const APPLY_WAIT: std::time::Duration = std::time::Duration::from_secs(1);
-
-impl<K: Kind> Drop for Inner<K> {
+impl<K: RequestType> Drop for Inner<K> {
     fn drop(&mut self) {
         // Lets the timer driver notice that its registry is gone and exit.
         self.timer_wakeup.notify_one();
     }
 }
 
-impl<K: Kind> Delivery<K> {
+impl<K: RequestType> Delivery<K> {
     /// Hands the outcome to the asker and the watchers, once the store has it (at once
     /// without a store); returns what completes once the outcome is durable. The store's
     /// answer hands it out even if nobody awaits the returned [`Durable`].
@@ -2105,7 +1622,7 @@ impl<K: Kind> Delivery<K> {
             recorded,
         } = self;
         let Some(recorded) = recorded else {
-            deliver(watchers, asker, outcome);
+            deliver::<K>(watchers, asker, outcome);
             return Durable::done();
         };
         Durable::delivering(recorded, move || {
@@ -2117,16 +1634,16 @@ impl<K: Kind> Delivery<K> {
                         .take()
                 })
                 .unwrap_or_default();
-            deliver(watchers, asker, outcome);
+            deliver::<K>(watchers, asker, outcome);
         })
     }
 }
 
 /// Hands `outcome` to the watchers and the asker.
-fn deliver<R: Clone>(
-    watchers: Vec<oneshot::Sender<Outcome<R>>>,
-    asker: Option<oneshot::Sender<Outcome<R>>>,
-    outcome: Outcome<R>,
+fn deliver<K: RequestType>(
+    watchers: Vec<OutcomeSender<K>>,
+    asker: Option<OutcomeSender<K>>,
+    outcome: OutcomeOf<K>,
 ) {
     for watcher in watchers {
         // A watcher that stopped waiting is not an error.
@@ -2138,10 +1655,10 @@ fn deliver<R: Clone>(
     }
 }
 
-impl<K: Kind> State<K> {
+impl<K: RequestType> State<K> {
     /// How request `id` ended, if this registry remembers; a request it does not (any
     /// more) counts as cancelled.
-    fn outcome_kind(&self, id: Id<K::IdKind>) -> OutcomeKind {
+    fn outcome_kind(&self, id: Id<K::IdPrefix>) -> OutcomeKind {
         self.resolved
             .get(&id)
             .map_or(OutcomeKind::Cancelled, |resolved| resolved.outcome.kind())
@@ -2151,7 +1668,7 @@ impl<K: Kind> State<K> {
     /// long poll that ran out, a client that left, a joining retry dropped) leave closed
     /// senders behind; dropping them here keeps an often re-polled request's list as long
     /// as its live waits, not its history of polls.
-    fn watch(&mut self, id: Id<K::IdKind>, sender: OutcomeSender<K>) {
+    fn watch(&mut self, id: Id<K::IdPrefix>, sender: OutcomeSender<K>) {
         let watchers = self.watchers.entry(id).or_default();
         watchers.retain(|watcher| !watcher.is_closed());
         watchers.push(sender);
@@ -2159,7 +1676,7 @@ impl<K: Kind> State<K> {
 
     /// Adds a deadline or a follow-up step to the index; returns whether it is the new
     /// earliest (the timer must then wake up to sleep less).
-    fn add_due(&mut self, at: Instant, id: Id<K::IdKind>, due: Due) -> bool {
+    fn add_due(&mut self, at: Instant, id: Id<K::IdPrefix>, due: Due) -> bool {
         let is_new_earliest = self
             .deadlines
             .first()
@@ -2243,29 +1760,6 @@ impl<K: Kind> State<K> {
             if self.calls.get(&key) == Some(&K::id(request)) {
                 self.calls.remove(&key);
             }
-        }
-    }
-}
-
-/// The one timer task of a registry: sleeps until the earliest deadline, expires what is
-/// due, repeats. Holds only a weak reference so it never keeps a dropped registry alive.
-async fn run_timer<K: Kind>(registry: Weak<Inner<K>>, wakeup: Arc<Notify>) {
-    loop {
-        let now = Instant::now();
-        let next = match registry.upgrade() {
-            Some(inner) => Registry { inner }.expire_due(now),
-            None => return,
-        };
-        match next {
-            // More were due than one batch: let other tasks in before the next batch.
-            Some(at) if at <= now => tokio::task::yield_now().await,
-            Some(at) => {
-                tokio::select! {
-                    () = tokio::time::sleep_until(at) => {}
-                    () = wakeup.notified() => {}
-                }
-            }
-            None => wakeup.notified().await,
         }
     }
 }
