@@ -4,6 +4,7 @@ use std::future::Future;
 use std::pin::Pin;
 use std::task::{Context, Poll};
 
+#[cfg(any(feature = "sqlite", feature = "redis"))]
 use tokio::sync::oneshot;
 
 use crate::{StoreError, Written};
@@ -26,7 +27,8 @@ pub struct Ack {
 enum AckState {
     /// Known at once (memory store, or a write refused before queueing); taken on poll.
     Ready(Option<Result<Written, StoreError>>),
-    /// Sent by the writer once the write is durable.
+    /// Sent by the writer once the write is durable (the stores with a writer).
+    #[cfg(any(feature = "sqlite", feature = "redis"))]
     Waiting(oneshot::Receiver<Result<Written, StoreError>>),
     /// Two writes, the second queued after the first: what the first did, once both are
     /// durable.
@@ -41,6 +43,7 @@ enum AckState {
 }
 
 /// The writer's end of an [`Ack`].
+#[cfg(any(feature = "sqlite", feature = "redis"))]
 pub(crate) type AckSender = oneshot::Sender<Result<Written, StoreError>>;
 
 impl Ack {
@@ -52,6 +55,7 @@ impl Ack {
     }
 
     /// An ack the returned sender completes.
+    #[cfg(any(feature = "sqlite", feature = "redis"))]
     pub(crate) fn channel() -> (AckSender, Self) {
         let (sender, receiver) = oneshot::channel();
         (
@@ -81,12 +85,18 @@ impl Ack {
 impl Future for Ack {
     type Output = Result<Written, StoreError>;
 
+    // Without a backend that writes on a task of its own, no ack waits for a writer.
+    #[cfg_attr(
+        not(any(feature = "sqlite", feature = "redis")),
+        expect(clippy::only_used_in_recursion)
+    )]
     fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         match &mut self.state {
             AckState::Ready(result) => {
                 Poll::Ready(result.take().unwrap_or(Err(StoreError::Closed)))
             }
             // A writer that dropped the sender unsent has stopped: the write's fate is unknown.
+            #[cfg(any(feature = "sqlite", feature = "redis"))]
             AckState::Waiting(receiver) => Pin::new(receiver)
                 .poll(cx)
                 .map(|received| received.unwrap_or(Err(StoreError::Closed))),
