@@ -106,9 +106,11 @@ fn shorten(message: &str) -> String {
 /// Always, naming the feature that checks schemas.
 #[cfg(not(feature = "args-schema"))]
 pub(crate) fn compile(_schema: &Value) -> Result<Validator, String> {
-    Err("this askbus cannot check an args_schema (built without askbus-question's \
+    Err(
+        "this askbus cannot check an args_schema (built without askbus-question's \
          `args-schema` feature), so it takes no action that carries one"
-        .to_owned())
+            .to_owned(),
+    )
 }
 
 /// Never called: no [`Validator`] exists in a build that cannot check a schema.
