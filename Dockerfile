@@ -21,7 +21,7 @@ ENV RUSTUP_TOOLCHAIN=1.95.0 \
     CARGO_PROFILE_RELEASE_STRIP=symbols
 RUN --mount=type=cache,target=/usr/local/cargo/registry \
     --mount=type=cache,target=/src/target \
-    cargo build --release --locked -p askbus-server \
+    cargo build --release --locked -p askbus --features server \
  && cp target/release/askbus /askbus \
  && mkdir /data
 

@@ -12,7 +12,7 @@
 //! process: the bytes `askbus mcp` exchanges, without the built binary (cargo builds the
 //! binaries of other packages only for their own tests, so a test here cannot rely on it).
 //! The real `askbus mcp`, spawned by the SDK's `StdioClientTransport`, is driven by the
-//! same scripts from `crates/server/tests/mcp_stdio.rs`.
+//! same scripts from `crates/askbus/tests/mcp_stdio.rs`.
 //!
 //! Both tools are driven: `question` (answered with `POST /question/{id}/reply`) and
 //! `request_approval` (decided with `POST /approval/{id}/reply`: approve, edit, reject).

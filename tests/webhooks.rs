@@ -1,7 +1,7 @@
 //! Webhook delivery in process: retries of a receiver that fails, times out or is gone, the
 //! retry window, what `GET /webhook/deliveries` shows and to whom, and one message per
 //! event over a shared store. (The real binary against the Standard Webhooks reference
-//! library, a receiver down and `kill -9`: askbus-server's `tests/webhooks.rs`.)
+//! library, a receiver down and `kill -9`: the `askbus` package's `tests/webhooks.rs`.)
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;

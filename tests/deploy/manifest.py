@@ -1,6 +1,6 @@
 """Prints what deploy/kubernetes.yaml runs askbus with, as one JSON object.
 
-Read by crates/server/tests/deploy.rs, which runs the replicas natively with it:
+Read by crates/askbus/tests/deploy.rs, which runs the replicas natively with it:
 {"replicas": 2, "env": {"NAME": "value" | {"secret": "key"}}, "port": 4717,
  "liveness": "/health", "readiness": "/ready", "service": "askbus"}
 """

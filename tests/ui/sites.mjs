@@ -1,6 +1,6 @@
 // Pages of other sites against a real askbus on loopback, in Debian's chromium.
 //
-// Run by crates/server/tests/browser_sites.rs, which starts the `askbus` binary with a
+// Run by crates/askbus/tests/browser_sites.rs, which starts the `askbus` binary with a
 // pending question and approval in session `demo`, then checks after this script that
 // nothing was answered, approved or cancelled. Chromium maps the names `attacker.example`
 // and `rebind.example` to 127.0.0.1 (--host-resolver-rules), as a DNS-rebinding attacker's

@@ -10,7 +10,8 @@ use std::time::{Duration, Instant};
 const USAGE: &str = "usage: cargo xtask <command>
 
 commands:
-  ci      format check, clippy (warnings denied), every test, docs (warnings denied)
+  ci      format check, clippy (warnings denied), every test, docs (warnings denied),
+          every crate packaged and built alone
   bench   the criterion benchmarks (figures land in target/criterion) and the load tests
           (wrk and redis-server, installed with apt-get when missing; figures printed)";
 
@@ -69,7 +70,24 @@ fn ci() -> Result<(), String> {
             "--locked",
         ],
         &[("RUSTDOCFLAGS", "-D warnings")],
-    )
+    )?;
+    // Every published crate packs, and its package builds on its own with its default
+    // features (the verification `cargo publish` does; members that depend on each other
+    // unpublished are packed together), so no crate leans on a feature another member
+    // happens to turn on. The working tree as it is, like every step above.
+    // The members that are never published (`publish = false`) are left out.
+    cargo(&[
+        "package",
+        "--workspace",
+        "--exclude",
+        "askbus-loadtest",
+        "--exclude",
+        "askbus-tests",
+        "--exclude",
+        "xtask",
+        "--locked",
+        "--allow-dirty",
+    ])
 }
 
 /// The benchmarks, with the bare-primitive baselines measured in the same run; then the

@@ -82,23 +82,33 @@
 //! # }
 //! ```
 
+#[cfg(feature = "seal")]
 mod chain;
 mod draft;
+#[cfg(feature = "seal")]
 mod keys;
+#[cfg(feature = "seal")]
 mod sealer;
+#[cfg(feature = "seal")]
 mod verify;
 
+#[cfg(feature = "seal")]
 pub use chain::{AuditLine, GENESIS, Seal, entry_hash};
 pub use draft::{AuditDraft, AuditOutcome, RequestShown, request_digest};
+#[cfg(feature = "seal")]
 pub use ed25519_dalek::{SigningKey, VerifyingKey};
+#[cfg(feature = "seal")]
 pub use keys::{
     generate_key, parse_public_key, public_key_path, public_key_pem, read_signing_key,
     write_key_files,
 };
+#[cfg(feature = "seal")]
 pub use sealer::{SEAL_INTERVAL, Sealer, export};
+#[cfg(feature = "seal")]
 pub use verify::{Problem, Summary, VerifyError, verify};
 
 /// Why an audit operation failed.
+#[cfg(feature = "seal")]
 #[derive(Debug, thiserror::Error)]
 pub enum AuditError {
     /// The store could not be read or written.

@@ -18,15 +18,26 @@
 //! request's weight). The validator is compiled for each check; schemas of tool parameters
 //! are small, and a reply is checked once.
 //!
+//! **Without the `args-schema` feature** (jsonschema and its 60-odd crates left out), a
+//! schema cannot be checked, so an action that carries one is refused when the request is
+//! made, with a message naming the feature: never let through unchecked.
+//!
 //! [`Action::args_schema`]: crate::Action::args_schema
 
+#[cfg(feature = "args-schema")]
 use jsonschema::{PatternOptions, Validator};
 use serde_json::Value;
 
+/// Nothing to compile a schema into, in a build that cannot check one.
+#[cfg(not(feature = "args-schema"))]
+pub(crate) enum Validator {}
+
+#[cfg(feature = "args-schema")]
 /// The longest validation message quoted, in characters: a message quotes the value that
 /// failed, which may be the whole arguments.
 const MAX_MESSAGE_CHARS: usize = 300;
 
+#[cfg(feature = "args-schema")]
 /// Compiles `schema` without fetching anything.
 ///
 /// # Errors
@@ -41,6 +52,7 @@ pub(crate) fn compile(schema: &Value) -> Result<Validator, String> {
         .map_err(|error| shorten(&error.to_string()))
 }
 
+#[cfg(feature = "args-schema")]
 /// Checks `args` against `validator`; `field` is where the arguments are in the client's
 /// JSON (`decisions[0].edited_action.args`), so the message names the field that failed.
 ///
@@ -68,6 +80,7 @@ pub(crate) fn check(validator: &Validator, args: &Value, field: &str) -> Result<
     })
 }
 
+#[cfg(feature = "args-schema")]
 /// Whether `name` reads unquoted after a dot: letters, digits and `_`, not starting with a
 /// digit.
 fn is_identifier(name: &str) -> bool {
@@ -77,10 +90,31 @@ fn is_identifier(name: &str) -> bool {
         && name.chars().all(|c| c.is_alphanumeric() || c == '_')
 }
 
+#[cfg(feature = "args-schema")]
 /// `message`, cut to [`MAX_MESSAGE_CHARS`].
 fn shorten(message: &str) -> String {
     match message.char_indices().nth(MAX_MESSAGE_CHARS) {
         Some((cut, _)) => format!("{}…", &message[..cut]),
         None => message.to_owned(),
     }
+}
+
+/// Refuses every schema: this build cannot check one.
+///
+/// # Errors
+///
+/// Always, naming the feature that checks schemas.
+#[cfg(not(feature = "args-schema"))]
+pub(crate) fn compile(_schema: &Value) -> Result<Validator, String> {
+    Err(
+        "this askbus cannot check an args_schema (built without askbus-question's \
+         `args-schema` feature), so it takes no action that carries one"
+            .to_owned(),
+    )
+}
+
+/// Never called: no [`Validator`] exists in a build that cannot check a schema.
+#[cfg(not(feature = "args-schema"))]
+pub(crate) fn check(validator: &Validator, _args: &Value, _field: &str) -> Result<(), String> {
+    match *validator {}
 }

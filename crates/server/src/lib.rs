@@ -1,8 +1,8 @@
 //! The `askbus` server: the HTTP API and event stream of askbus as one binary, for agents
 //! and UIs in any language.
 //!
-//! `main.rs` is thin: it parses [`Cli`], sets up logging and calls [`run`]. Everything
-//! worth testing lives here, first of all [`Cli::settings`], which turns flags into
+//! [`main`] (the `askbus` binary's, which lives in the `askbus` package) parses [`Cli`],
+//! sets up logging and calls [`run`]. Everything worth testing lives here, first of all [`Cli::settings`], which turns flags into
 //! [`Settings`] or refuses with a [`ConfigError`] that says what to change.
 //!
 //! Policy, in exact words:
@@ -100,12 +100,14 @@
 mod accept;
 mod audit;
 mod demo;
+mod entry;
 mod mcp;
 mod notify;
 mod parse_errors;
 mod probe;
 mod secret;
 
+pub use entry::main;
 pub use notify::NotifySettings;
 pub use probe::{ProbeError, probe};
 pub use secret::Secret;

@@ -34,7 +34,7 @@ enum AckState {
     },
     /// Known at once (memory store, or a write refused before queueing); taken on poll.
     Ready(Option<Result<Written, StoreError>>),
-    /// Sent by the writer once the write is durable.
+    /// Sent by the writer once the write is durable (the stores with a writer).
     Waiting(oneshot::Receiver<Result<Written, StoreError>>),
     /// Two writes, the second queued after the first: what the first did, once both are
     /// durable.

@@ -37,6 +37,7 @@
 //!   with a pending request keeps its history whatever its age.
 
 use std::collections::VecDeque;
+#[cfg(any(feature = "sqlite", feature = "redis"))]
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use crate::ChangeKind;
@@ -267,6 +268,7 @@ impl<T: Clone> KeptHistory<T> {
 /// A [`HistoryLimit`] the store's writer reads while its opener may still set it (the
 /// stores' `with_history_limit` and `with_history_bytes`): it applies to the records
 /// written from then on.
+#[cfg(any(feature = "sqlite", feature = "redis"))]
 #[derive(Debug)]
 pub(crate) struct SharedHistoryLimit {
     /// [`HistoryLimit::records`].
@@ -275,6 +277,7 @@ pub(crate) struct SharedHistoryLimit {
     bytes: AtomicUsize,
 }
 
+#[cfg(any(feature = "sqlite", feature = "redis"))]
 impl Default for SharedHistoryLimit {
     fn default() -> Self {
         let limit = HistoryLimit::default();
@@ -285,6 +288,7 @@ impl Default for SharedHistoryLimit {
     }
 }
 
+#[cfg(any(feature = "sqlite", feature = "redis"))]
 impl SharedHistoryLimit {
     /// The limit now.
     pub(crate) fn load(&self) -> HistoryLimit {

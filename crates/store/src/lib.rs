@@ -139,8 +139,10 @@ mod log;
 mod memory;
 mod metered;
 mod outbox;
+#[cfg(feature = "redis")]
 mod redis;
 mod retention;
+#[cfg(feature = "sqlite")]
 mod sqlite;
 
 use std::future::Future;
@@ -157,11 +159,13 @@ pub use log::{Change, ChangeKind, ChangeLog, LOG_RETENTION, LogPosition};
 pub use memory::MemoryStore;
 pub use metered::{MeteredStore, WriteMeter};
 pub use outbox::{AfterAttempt, Attempt, Delivery, DeliveryQuery, DeliveryState, OutboxMessage};
+#[cfg(feature = "redis")]
 pub use redis::{RedisLocation, RedisStore};
 pub use retention::{
     SWEEP_BATCH, SWEEP_INTERVAL, forget_deliveries_older_than, forget_quiet_histories_older_than,
     forget_resolved_older_than, keep_resolved_for, sweep,
 };
+#[cfg(feature = "sqlite")]
 pub use sqlite::SqliteStore;
 
 /// The record behind the pending-request registry: requests, outcomes and events.
@@ -504,6 +508,17 @@ pub enum StoreError {
         "unsupported store {0:?}: use `memory`, `sqlite:PATH` or `redis://HOST:PORT[/DB][?prefix=NAME]`"
     )]
     UnsupportedUrl(String),
+    /// The store URL names a backend this build leaves out: it needs the crate feature
+    /// `feature` of `askbus-store` (`sqlite` or `redis`).
+    #[error(
+        "the store {url:?} needs askbus-store's `{feature}` feature, which this build leaves out"
+    )]
+    NotBuilt {
+        /// The URL.
+        url: String,
+        /// The feature that builds its backend in.
+        feature: &'static str,
+    },
     /// Another process has the SQLite file open.
     #[error("the store {path} is in use by another process (only one server may open it)")]
     Locked {
@@ -519,9 +534,11 @@ pub enum StoreError {
         supported: i64,
     },
     /// SQLite failed.
+    #[cfg(feature = "sqlite")]
     #[error("SQLite: {0}")]
     Sqlite(#[from] rusqlite::Error),
     /// Redis failed (or cannot be reached).
+    #[cfg(feature = "redis")]
     #[error("Redis: {0}")]
     Redis(#[from] ::redis::RedisError),
     /// A group of writes could not be committed; none of them happened.
@@ -556,19 +573,18 @@ pub enum StoreError {
 ///
 /// # Errors
 ///
-/// [`StoreError::UnsupportedUrl`] for any other URL, or the backend's error on open.
+/// [`StoreError::UnsupportedUrl`] for any other URL, [`StoreError::NotBuilt`] for a backend
+/// this build leaves out (see the crate features), or the backend's error on open.
 pub async fn open(url: &str) -> Result<std::sync::Arc<dyn Store>, StoreError> {
     let url = url.trim();
     if url == "memory" {
         return Ok(std::sync::Arc::new(MemoryStore::new()));
     }
     if let Some(path) = url.strip_prefix("sqlite:") {
-        return Ok(std::sync::Arc::new(SqliteStore::open(path)?));
+        return open_sqlite(path);
     }
     if url.starts_with("redis://") || url.starts_with("rediss://") {
-        return Ok(std::sync::Arc::new(
-            RedisStore::open_at(&url.parse()?).await?,
-        ));
+        return open_redis(url).await;
     }
     Err(StoreError::UnsupportedUrl(url.to_owned()))
 }
@@ -656,4 +672,36 @@ impl FromStr for OutcomeState {
             other => Err(StoreError::Corrupt(format!("unknown outcome {other:?}"))),
         }
     }
+}
+
+/// The [`SqliteStore`] at `path`.
+#[cfg(feature = "sqlite")]
+fn open_sqlite(path: &str) -> Result<std::sync::Arc<dyn Store>, StoreError> {
+    Ok(std::sync::Arc::new(SqliteStore::open(path)?))
+}
+
+/// No SQLite in this build: [`StoreError::NotBuilt`].
+#[cfg(not(feature = "sqlite"))]
+fn open_sqlite(path: &str) -> Result<std::sync::Arc<dyn Store>, StoreError> {
+    Err(StoreError::NotBuilt {
+        url: format!("sqlite:{path}"),
+        feature: "sqlite",
+    })
+}
+
+/// The [`RedisStore`] at `url`.
+#[cfg(feature = "redis")]
+async fn open_redis(url: &str) -> Result<std::sync::Arc<dyn Store>, StoreError> {
+    Ok(std::sync::Arc::new(
+        RedisStore::open_at(&url.parse()?).await?,
+    ))
+}
+
+/// No Redis in this build: [`StoreError::NotBuilt`].
+#[cfg(not(feature = "redis"))]
+async fn open_redis(url: &str) -> Result<std::sync::Arc<dyn Store>, StoreError> {
+    Err(StoreError::NotBuilt {
+        url: url.to_owned(),
+        feature: "redis",
+    })
 }

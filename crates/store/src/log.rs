@@ -23,9 +23,7 @@
 use std::fmt;
 use std::time::Duration;
 
-use crate::{
-    BoxFuture, OutcomeRecord, RequestKind, RequestRecord, SessionEvent, StoreError, Write,
-};
+use crate::{BoxFuture, OutcomeRecord, RequestKind, RequestRecord, SessionEvent, StoreError};
 
 /// How many changes a change log keeps (Redis trims to about this many).
 pub const LOG_RETENTION: usize = 100_000;
@@ -115,6 +113,7 @@ impl LogPosition {
 impl ChangeKind {
     /// The change a log entry's (or a history record's) JSON stands for:
     /// [`Unreadable`](Self::Unreadable), with why, if it cannot be read back.
+    #[cfg(any(feature = "sqlite", feature = "redis"))]
     pub(crate) fn read(json: &str) -> Self {
         serde_json::from_str(json)
             .unwrap_or_else(|error| Self::Unreadable(format!("{error}: {json}")))
@@ -133,6 +132,7 @@ impl ChangeKind {
 
 /// A change as the stores write it (the change log's entries, a session history's
 /// records): the JSON of its [`ChangeKind`], made from the write without copying it.
+#[cfg(any(feature = "sqlite", feature = "redis"))]
 #[derive(serde::Serialize)]
 #[serde(tag = "op", rename_all = "snake_case")]
 pub(crate) enum LogEntry<'a> {
@@ -148,10 +148,12 @@ pub(crate) enum LogEntry<'a> {
     Event(&'a SessionEvent),
 }
 
+#[cfg(any(feature = "sqlite", feature = "redis"))]
 impl<'a> LogEntry<'a> {
     /// What `write` logs if it takes effect; `None` for an event appended to the bus's
     /// record or the outbox's bookkeeping, which change no request.
-    pub(crate) fn of(write: &'a Write) -> Option<Self> {
+    pub(crate) fn of(write: &'a crate::Write) -> Option<Self> {
+        use crate::Write;
         match write {
             Write::Insert(request) => Some(Self::Inserted(request)),
             Write::Resolve {

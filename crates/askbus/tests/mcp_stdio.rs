@@ -10,6 +10,8 @@
 //! Needs Node.js 20+ with npm, and the npm registry the first time (or after the lock file
 //! changes).
 
+// The binary these tests run is built with the `server` feature only.
+#![cfg(feature = "server")]
 #![allow(clippy::unwrap_used)]
 
 // Node.js, `npm ci` and the script driver of the workspace's tests, which use all of it.

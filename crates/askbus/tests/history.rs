@@ -3,6 +3,8 @@
 //! cursor included, and a stream resumed after that cursor goes on across the restart; and
 //! reading a flooded session's history does not hold up anyone's writes.
 
+// The binary these tests run is built with the `server` feature only.
+#![cfg(feature = "server")]
 #![allow(clippy::unwrap_used)]
 
 mod support;

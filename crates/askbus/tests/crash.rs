@@ -3,6 +3,8 @@
 //! still there, nothing resolved twice or otherwise, and agents that ask again from the
 //! same tool call get the stored outcome.
 
+// The binary these tests run is built with the `server` feature only.
+#![cfg(feature = "server")]
 #![allow(clippy::unwrap_used)]
 
 mod support;

@@ -4,6 +4,8 @@
 //! pending one, stay. A session's history goes once its newest record is older than that
 //! and nothing of it is pending; a session waiting for an answer keeps its history.
 
+// The binary these tests run is built with the `server` feature only.
+#![cfg(feature = "server")]
 #![allow(clippy::unwrap_used)]
 
 mod support;

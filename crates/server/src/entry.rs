@@ -1,26 +1,20 @@
-//! `askbus`: the askbus server binary. All logic is in the `askbus_server` library; this
-//! file parses flags, sets up logging and waits for a signal.
+//! The `askbus` binary's whole `main`: parse [`Cli`], set up logging, run the command or
+//! the server on a runtime of its own, and stop on a signal. It lives in the library so
+//! that the binary (in the `askbus` package, behind its `server` feature) is two lines
+//! and the global allocator its own choice.
 
+use std::io::IsTerminal;
 use std::process::ExitCode;
 
 use anyhow::Context;
-use std::io::IsTerminal;
-
-use askbus_server::{Cli, Command, LogFormat};
 use clap::Parser;
 use tokio_util::sync::CancellationToken;
 use tracing_subscriber::EnvFilter;
 
-/// mimalloc instead of glibc's malloc. With many pending requests the heap holds millions of
-/// small allocations, and glibc frees them into fastbins that one `free` of a larger chunk
-/// then consolidates all at once, under the arena lock: the load bench saw worker threads
-/// stalled for 230 ms in `malloc_consolidate` with two million questions pending (p99 of
-/// replies 125 ms against the bare axum baseline's 9 ms). mimalloc frees into per-page lists
-/// and has no such sweep. The library crates leave the choice to their embedders.
-#[global_allocator]
-static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+use crate::{Cli, Command, LogFormat};
 
-fn main() -> ExitCode {
+/// Runs the `askbus` command line: what the binary's `main` does, exit code included.
+pub fn main() -> ExitCode {
     let cli = Cli::parse();
     let logs = tracing_subscriber::fmt()
         .with_env_filter(
@@ -33,7 +27,7 @@ fn main() -> ExitCode {
         LogFormat::Text => logs.with_ansi(std::io::stderr().is_terminal()).init(),
         LogFormat::Json => logs.json().with_current_span(true).init(),
     }
-    match run(&cli) {
+    match run_cli(&cli) {
         Ok(()) => ExitCode::SUCCESS,
         Err(error) => {
             tracing::error!("{error:#}");
@@ -42,14 +36,14 @@ fn main() -> ExitCode {
     }
 }
 
-fn run(cli: &Cli) -> anyhow::Result<()> {
+fn run_cli(cli: &Cli) -> anyhow::Result<()> {
     if let Some(Command::Audit(command)) = &cli.command {
         // A one-off command: no server, no connections to make room for.
         let runtime = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()
             .context("cannot start the async runtime")?;
-        return Ok(runtime.block_on(askbus_server::run_audit(command, cli))?);
+        return Ok(runtime.block_on(crate::run_audit(command, cli))?);
     }
     if let Some(Command::Probe { ready }) = cli.command {
         // A health check: one request, no server.
@@ -58,10 +52,10 @@ fn run(cli: &Cli) -> anyhow::Result<()> {
             .enable_all()
             .build()
             .context("cannot start the async runtime")?;
-        return Ok(runtime.block_on(askbus_server::probe(listen, ready))?);
+        return Ok(runtime.block_on(crate::probe(listen, ready))?);
     }
     // First: the default number of event streams is derived from the limit in force.
-    match askbus_server::raise_open_files_limit() {
+    match crate::raise_open_files_limit() {
         Ok(Some(files)) if files.now > files.before => tracing::info!(
             "open files: soft limit raised from {} to {} (the hard limit)",
             files.before,
@@ -79,7 +73,7 @@ fn run(cli: &Cli) -> anyhow::Result<()> {
     let served = runtime.block_on(async {
         let shutdown = CancellationToken::new();
         tokio::spawn(cancel_on_signal(shutdown.clone()));
-        askbus_server::run(settings, shutdown)
+        crate::run(settings, shutdown)
             .await
             .with_context(|| format!("cannot serve on {}", cli.listen))
     });

@@ -2,6 +2,8 @@
 //! SIGINT with a client still streaming events, it ends the stream and exits 0 promptly
 //! (the router's own shutdown of streams and long polls is tested in `tests/http/e2e.rs`).
 
+// The binary these tests run is built with the `server` feature only.
+#![cfg(feature = "server")]
 #![allow(clippy::unwrap_used)]
 
 mod support;

@@ -13,6 +13,8 @@
 //!
 //! A missing Redis fails these tests and says how to get one (`cargo xtask ci` starts it).
 
+// The binary these tests run is built with the `server` feature only.
+#![cfg(feature = "server")]
 #![allow(clippy::unwrap_used)]
 
 mod support;

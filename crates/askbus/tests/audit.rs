@@ -3,6 +3,8 @@
 //! `askbus audit verify` passing on the export and failing, naming the entry, on a changed
 //! byte; and an acknowledged answer's entry surviving `kill -9`.
 
+// The binary these tests run is built with the `server` feature only.
+#![cfg(feature = "server")]
 #![allow(clippy::unwrap_used)]
 
 mod support;

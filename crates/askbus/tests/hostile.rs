@@ -2,6 +2,8 @@
 //! SQLite) against an attacker and a careless client. Each test is a probe that once got
 //! through, or one that must keep failing to get through.
 
+// The binary these tests run is built with the `server` feature only.
+#![cfg(feature = "server")]
 #![allow(clippy::unwrap_used)]
 
 mod support;

@@ -8,6 +8,8 @@
 //! Node.js 20+ with npm, the npm registry the first time, and the `chromium` Debian package
 //! (`cargo xtask ci` installs it).
 
+// The binary these tests run is built with the `server` feature only.
+#![cfg(feature = "server")]
 #![allow(clippy::unwrap_used)]
 
 // Node.js, `npm ci` and the script driver of the workspace's tests.

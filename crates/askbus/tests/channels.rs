@@ -2,6 +2,8 @@
 //! started here on loopback, receive what askbus sends; button presses come back signed
 //! exactly as Slack signs them, and answer as the mapped identity or not at all.
 
+// The binary these tests run is built with the `server` feature only.
+#![cfg(feature = "server")]
 #![allow(clippy::unwrap_used)]
 
 mod support;

@@ -3,6 +3,8 @@
 //! and the outcome, the audit log and a restart all say who decided. A tool the operator
 //! gave a quorum of two (`--quorum`) takes two distinct reviewers, across a `kill -9`.
 
+// The binary these tests run is built with the `server` feature only.
+#![cfg(feature = "server")]
 #![allow(clippy::unwrap_used)]
 
 mod support;

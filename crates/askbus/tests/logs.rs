@@ -2,6 +2,8 @@
 //! status and the request's id (the client's `x-request-id`, echoed back), never a token;
 //! no colour codes when the log is not a terminal; JSON lines with `--log-format json`.
 
+// The binary these tests run is built with the `server` feature only.
+#![cfg(feature = "server")]
 #![allow(clippy::unwrap_used)]
 
 mod support;
