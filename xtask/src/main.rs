@@ -10,8 +10,8 @@ use std::time::{Duration, Instant};
 const USAGE: &str = "usage: cargo xtask <command>
 
 commands:
-  ci      format check, clippy (warnings denied), every test, docs (warnings denied),
-          every crate packaged and built alone
+  ci      format check, clippy (warnings denied), every test, the examples run, docs
+          (warnings denied), every crate packaged and built alone
   bench   the criterion benchmarks (figures land in target/criterion) and the load tests
           (wrk and redis-server, installed with apt-get when missing; figures printed)";
 
@@ -61,6 +61,15 @@ fn ci() -> Result<(), String> {
         "--locked",
     ])?;
     cargo(&["test", "--workspace", "--doc", "--all-features", "--locked"])?;
+    // The examples are built by `--all-targets`; each also checks its own run.
+    cargo(&[
+        "run",
+        "--locked",
+        "--package",
+        "askbus",
+        "--example",
+        "agent_loop",
+    ])?;
     cargo_with_env(
         &[
             "doc",
