@@ -11,9 +11,8 @@ use askbus::question::{
 };
 use askbus::{AskError, Timeout};
 use askbus_store::{
-    Ack, AckSender, AuditRecord, BoxFuture, Delivery, DeliveryQuery, EventRecord, HistoryPage,
-    HistoryRecord, Loaded, MemoryStore, RequestKind, RequestRecord, SqliteStore, Store,
-    StoredRequest, Write, Written,
+    Ack, AckSender, MemoryStore, RequestKind, RequestRecord, SqliteStore, Store, StoreLayer, Write,
+    Written,
 };
 use futures_util::StreamExt;
 use serde_json::json;
@@ -369,7 +368,10 @@ impl HeldOutcomes {
     }
 }
 
-impl Store for HeldOutcomes {
+impl StoreLayer for HeldOutcomes {
+    fn inner(&self) -> &dyn Store {
+        &self.store
+    }
     fn write(&self, write: Write) -> Ack {
         let outcome = matches!(write, Write::Resolve { .. });
         let written = self.store.write(write);
@@ -379,60 +381,6 @@ impl Store for HeldOutcomes {
         let (sender, held) = Ack::channel();
         self.held.lock().unwrap().push((sender, written));
         held
-    }
-    fn requests(&self, kind: RequestKind, retain_resolved: usize) -> BoxFuture<'_, Loaded> {
-        self.store.requests(kind, retain_resolved)
-    }
-    fn find_by_call<'a>(
-        &'a self,
-        kind: RequestKind,
-        session_id: &'a str,
-        call_id: &'a str,
-    ) -> BoxFuture<'a, Option<StoredRequest>> {
-        self.store.find_by_call(kind, session_id, call_id)
-    }
-    fn get<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Option<StoredRequest>> {
-        self.store.get(id)
-    }
-    fn recent_events(&self, limit: usize) -> BoxFuture<'_, Vec<EventRecord>> {
-        self.store.recent_events(limit)
-    }
-    fn forget_resolved(&self, resolved_before_ms: u64, limit: usize) -> BoxFuture<'_, usize> {
-        self.store.forget_resolved(resolved_before_ms, limit)
-    }
-    fn history<'a>(
-        &'a self,
-        session_id: &'a str,
-        page: HistoryPage,
-        limit: usize,
-    ) -> BoxFuture<'a, Vec<HistoryRecord>> {
-        self.store.history(session_id, page, limit)
-    }
-    fn forget_quiet_histories(&self, quiet_before_ms: u64, limit: usize) -> BoxFuture<'_, usize> {
-        self.store.forget_quiet_histories(quiet_before_ms, limit)
-    }
-    fn audit_entries(&self, after_seq: u64, limit: usize) -> BoxFuture<'_, Vec<AuditRecord>> {
-        self.store.audit_entries(after_seq, limit)
-    }
-    fn seal_audit(&self, seals: Vec<(u64, String)>) -> BoxFuture<'_, ()> {
-        self.store.seal_audit(seals)
-    }
-    fn claim_deliveries(
-        &self,
-        now_ms: u64,
-        lease_ms: u64,
-        limit: usize,
-    ) -> BoxFuture<'_, Vec<Delivery>> {
-        self.store.claim_deliveries(now_ms, lease_ms, limit)
-    }
-    fn deliveries(&self, query: DeliveryQuery) -> BoxFuture<'_, Vec<Delivery>> {
-        self.store.deliveries(query)
-    }
-    fn pending_deliveries(&self) -> BoxFuture<'_, u64> {
-        self.store.pending_deliveries()
-    }
-    fn forget_deliveries(&self, settled_before_ms: u64, limit: usize) -> BoxFuture<'_, usize> {
-        self.store.forget_deliveries(settled_before_ms, limit)
     }
 }
 

@@ -11,9 +11,7 @@ use askbus::Bus;
 use askbus::question::{RequestHub, Timeout};
 use askbus_server::Cli;
 use askbus_store::{
-    AuditRecord, BoxFuture, Change, ChangeLog, Delivery, DeliveryQuery, EventRecord, HistoryPage,
-    HistoryRecord, Loaded, LogPosition, MemoryStore, MeteredStore, RequestKind, Store,
-    StoredRequest, Write,
+    BoxFuture, Change, ChangeLog, LogPosition, MemoryStore, MeteredStore, Store, StoreLayer,
 };
 use clap::Parser;
 use futures_util::StreamExt;
@@ -339,76 +337,9 @@ impl ChangeLog for GatedLog {
 }
 
 /// [`GatedLog`]'s store: the memory store, but for its change log.
-impl Store for GatedLog {
-    fn write(&self, write: Write) -> askbus_store::Ack {
-        self.inner.write(write)
-    }
-
-    fn requests(&self, kind: RequestKind, retain_resolved: usize) -> BoxFuture<'_, Loaded> {
-        self.inner.requests(kind, retain_resolved)
-    }
-
-    fn find_by_call<'a>(
-        &'a self,
-        kind: RequestKind,
-        session_id: &'a str,
-        call_id: &'a str,
-    ) -> BoxFuture<'a, Option<StoredRequest>> {
-        self.inner.find_by_call(kind, session_id, call_id)
-    }
-
-    fn get<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Option<StoredRequest>> {
-        self.inner.get(id)
-    }
-
-    fn recent_events(&self, limit: usize) -> BoxFuture<'_, Vec<EventRecord>> {
-        self.inner.recent_events(limit)
-    }
-
-    fn forget_resolved(&self, before_ms: u64, limit: usize) -> BoxFuture<'_, usize> {
-        self.inner.forget_resolved(before_ms, limit)
-    }
-
-    fn history<'a>(
-        &'a self,
-        session_id: &'a str,
-        page: HistoryPage,
-        limit: usize,
-    ) -> BoxFuture<'a, Vec<HistoryRecord>> {
-        self.inner.history(session_id, page, limit)
-    }
-
-    fn forget_quiet_histories(&self, before_ms: u64, limit: usize) -> BoxFuture<'_, usize> {
-        self.inner.forget_quiet_histories(before_ms, limit)
-    }
-
-    fn audit_entries(&self, after_seq: u64, limit: usize) -> BoxFuture<'_, Vec<AuditRecord>> {
-        self.inner.audit_entries(after_seq, limit)
-    }
-
-    fn seal_audit(&self, seals: Vec<(u64, String)>) -> BoxFuture<'_, ()> {
-        self.inner.seal_audit(seals)
-    }
-
-    fn claim_deliveries(
-        &self,
-        now_ms: u64,
-        lease_ms: u64,
-        limit: usize,
-    ) -> BoxFuture<'_, Vec<Delivery>> {
-        self.inner.claim_deliveries(now_ms, lease_ms, limit)
-    }
-
-    fn deliveries(&self, query: DeliveryQuery) -> BoxFuture<'_, Vec<Delivery>> {
-        self.inner.deliveries(query)
-    }
-
-    fn pending_deliveries(&self) -> BoxFuture<'_, u64> {
-        self.inner.pending_deliveries()
-    }
-
-    fn forget_deliveries(&self, before_ms: u64, limit: usize) -> BoxFuture<'_, usize> {
-        self.inner.forget_deliveries(before_ms, limit)
+impl StoreLayer for GatedLog {
+    fn inner(&self) -> &dyn Store {
+        &*self.inner
     }
 
     fn change_log(&self) -> Option<&dyn ChangeLog> {

@@ -16,9 +16,8 @@ use askbus::question::{
     SessionPending, SessionRejected, Timeout, ToolRef,
 };
 use askbus_store::{
-    Ack, AuditRecord, BoxFuture, Change, ChangeLog, Delivery, DeliveryQuery, EventRecord,
-    HistoryPage, HistoryRecord, Loaded, LogPosition, MemoryStore, RequestKind, SqliteStore, Store,
-    StoreError, StoredRequest, Write,
+    BoxFuture, Change, ChangeLog, LogPosition, MemoryStore, SqliteStore, Store, StoreError,
+    StoreLayer,
 };
 use futures_util::StreamExt;
 use serde_json::json;
@@ -864,63 +863,9 @@ impl ChangeLog for HeldLog {
     }
 }
 
-impl Store for HeldLog {
-    fn write(&self, write: Write) -> Ack {
-        self.store.write(write)
-    }
-    fn requests(&self, kind: RequestKind, retain_resolved: usize) -> BoxFuture<'_, Loaded> {
-        self.store.requests(kind, retain_resolved)
-    }
-    fn find_by_call<'a>(
-        &'a self,
-        kind: RequestKind,
-        session_id: &'a str,
-        call_id: &'a str,
-    ) -> BoxFuture<'a, Option<StoredRequest>> {
-        self.store.find_by_call(kind, session_id, call_id)
-    }
-    fn get<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Option<StoredRequest>> {
-        self.store.get(id)
-    }
-    fn recent_events(&self, limit: usize) -> BoxFuture<'_, Vec<EventRecord>> {
-        self.store.recent_events(limit)
-    }
-    fn forget_resolved(&self, resolved_before_ms: u64, limit: usize) -> BoxFuture<'_, usize> {
-        self.store.forget_resolved(resolved_before_ms, limit)
-    }
-    fn history<'a>(
-        &'a self,
-        session_id: &'a str,
-        page: HistoryPage,
-        limit: usize,
-    ) -> BoxFuture<'a, Vec<HistoryRecord>> {
-        self.store.history(session_id, page, limit)
-    }
-    fn forget_quiet_histories(&self, quiet_before_ms: u64, limit: usize) -> BoxFuture<'_, usize> {
-        self.store.forget_quiet_histories(quiet_before_ms, limit)
-    }
-    fn audit_entries(&self, after_seq: u64, limit: usize) -> BoxFuture<'_, Vec<AuditRecord>> {
-        self.store.audit_entries(after_seq, limit)
-    }
-    fn seal_audit(&self, seals: Vec<(u64, String)>) -> BoxFuture<'_, ()> {
-        self.store.seal_audit(seals)
-    }
-    fn claim_deliveries(
-        &self,
-        now_ms: u64,
-        lease_ms: u64,
-        limit: usize,
-    ) -> BoxFuture<'_, Vec<Delivery>> {
-        self.store.claim_deliveries(now_ms, lease_ms, limit)
-    }
-    fn deliveries(&self, query: DeliveryQuery) -> BoxFuture<'_, Vec<Delivery>> {
-        self.store.deliveries(query)
-    }
-    fn pending_deliveries(&self) -> BoxFuture<'_, u64> {
-        self.store.pending_deliveries()
-    }
-    fn forget_deliveries(&self, settled_before_ms: u64, limit: usize) -> BoxFuture<'_, usize> {
-        self.store.forget_deliveries(settled_before_ms, limit)
+impl StoreLayer for HeldLog {
+    fn inner(&self) -> &dyn Store {
+        &self.store
     }
     fn change_log(&self) -> Option<&dyn ChangeLog> {
         Some(self)

@@ -135,6 +135,7 @@
 mod ack;
 mod history;
 mod journal;
+mod layer;
 mod log;
 mod memory;
 mod metered;
@@ -155,6 +156,7 @@ pub use history::{
     KeptHistory, SessionEvent, history_slack,
 };
 pub use journal::{EventJournal, resume_bus};
+pub use layer::StoreLayer;
 pub use log::{Change, ChangeKind, ChangeLog, LOG_RETENTION, LogPosition};
 pub use memory::MemoryStore;
 pub use metered::{MeteredStore, WriteMeter};

@@ -3,7 +3,7 @@
 //!
 //! An operator whose replies slow down asks first whether the store is the cause. Every
 //! write (an ask, an outcome, an agent step, the bus's record of an event, the outbox's
-//! bookkeeping) goes through [`Store::write`], so [`MeteredStore`] wraps a store and times
+//! bookkeeping) goes through [`Store::write`], so [`MeteredStore`] wraps a store (a [`StoreLayer`]) and times
 //! each write from the moment it is queued until its [`Ack`] completes, then tells a
 //! [`WriteMeter`] the backend, the operation ([`Write::operation`]), the time and whether
 //! it failed. It measures writes nobody waits for too ([`Ack::observed`]), and reads not
@@ -47,10 +47,7 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use crate::{
-    Ack, AuditRecord, BoxFuture, ChangeLog, Delivery, DeliveryQuery, EventRecord, HistoryPage,
-    HistoryRecord, Loaded, RequestKind, Store, StoredRequest, Write,
-};
+use crate::{Ack, Store, StoreLayer, Write};
 
 /// Told of every write a [`MeteredStore`] made durable or failed.
 pub trait WriteMeter: Send + Sync + 'static {
@@ -99,7 +96,11 @@ impl Write {
     }
 }
 
-impl Store for MeteredStore {
+impl StoreLayer for MeteredStore {
+    fn inner(&self) -> &dyn Store {
+        &*self.inner
+    }
+
     fn write(&self, write: Write) -> Ack {
         let (backend, operation) = (self.backend, write.operation());
         let meter = Arc::clone(&self.meter);
@@ -107,76 +108,5 @@ impl Store for MeteredStore {
         self.inner.write(write).observed(move |result| {
             meter.written(backend, operation, queued.elapsed(), result.is_err());
         })
-    }
-
-    fn requests(&self, kind: RequestKind, retain_resolved: usize) -> BoxFuture<'_, Loaded> {
-        self.inner.requests(kind, retain_resolved)
-    }
-
-    fn find_by_call<'a>(
-        &'a self,
-        kind: RequestKind,
-        session_id: &'a str,
-        call_id: &'a str,
-    ) -> BoxFuture<'a, Option<StoredRequest>> {
-        self.inner.find_by_call(kind, session_id, call_id)
-    }
-
-    fn get<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Option<StoredRequest>> {
-        self.inner.get(id)
-    }
-
-    fn recent_events(&self, limit: usize) -> BoxFuture<'_, Vec<EventRecord>> {
-        self.inner.recent_events(limit)
-    }
-
-    fn forget_resolved(&self, resolved_before_ms: u64, limit: usize) -> BoxFuture<'_, usize> {
-        self.inner.forget_resolved(resolved_before_ms, limit)
-    }
-
-    fn history<'a>(
-        &'a self,
-        session_id: &'a str,
-        page: HistoryPage,
-        limit: usize,
-    ) -> BoxFuture<'a, Vec<HistoryRecord>> {
-        self.inner.history(session_id, page, limit)
-    }
-
-    fn forget_quiet_histories(&self, quiet_before_ms: u64, limit: usize) -> BoxFuture<'_, usize> {
-        self.inner.forget_quiet_histories(quiet_before_ms, limit)
-    }
-
-    fn audit_entries(&self, after_seq: u64, limit: usize) -> BoxFuture<'_, Vec<AuditRecord>> {
-        self.inner.audit_entries(after_seq, limit)
-    }
-
-    fn seal_audit(&self, seals: Vec<(u64, String)>) -> BoxFuture<'_, ()> {
-        self.inner.seal_audit(seals)
-    }
-
-    fn claim_deliveries(
-        &self,
-        now_ms: u64,
-        lease_ms: u64,
-        limit: usize,
-    ) -> BoxFuture<'_, Vec<Delivery>> {
-        self.inner.claim_deliveries(now_ms, lease_ms, limit)
-    }
-
-    fn deliveries(&self, query: DeliveryQuery) -> BoxFuture<'_, Vec<Delivery>> {
-        self.inner.deliveries(query)
-    }
-
-    fn pending_deliveries(&self) -> BoxFuture<'_, u64> {
-        self.inner.pending_deliveries()
-    }
-
-    fn forget_deliveries(&self, settled_before_ms: u64, limit: usize) -> BoxFuture<'_, usize> {
-        self.inner.forget_deliveries(settled_before_ms, limit)
-    }
-
-    fn change_log(&self) -> Option<&dyn ChangeLog> {
-        self.inner.change_log()
     }
 }
