@@ -41,20 +41,13 @@ const REPLY_TIMEOUT: Duration = Duration::from_secs(20);
 /// The session the TUI attaches to.
 const SESSION: &str = "ses_x";
 
-#[test]
-fn opencode_tui_answers_a_question_and_an_approval() {
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn opencode_tui_answers_a_question_and_an_approval() {
     let package = Path::new(env!("CARGO_MANIFEST_DIR")).join("opencode-tui");
     node::check_node();
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .expect("a tokio runtime");
-    runtime.block_on(async {
-        node::npm_ci(&package, "opencode-linux-x64").await;
-        let python = python::venv(&package).await;
-        drive(&package, &python).await;
-    });
+    node::npm_ci(&package, "opencode-linux-x64").await;
+    let python = python::venv(&package).await;
+    drive(&package, &python).await;
 }
 
 /// The TUI on its pseudo-terminal, through `drive.py`.
