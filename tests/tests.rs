@@ -19,6 +19,8 @@ mod mcp;
 mod node;
 // The real @opencode-ai/sdk v2 client (npm, installed by the test) against a served askbus.
 mod opencode_sdk;
+// OpenCode's own TUI (npm `opencode-ai`) on a pseudo-terminal against a served askbus.
+mod opencode_tui;
 // The served OpenAPI document through Redocly, openapi-typescript, openapi-python-client and
 // schemathesis, against the real server.
 mod openapi_clients;

@@ -24,6 +24,8 @@ mod metrics;
 // The OpenAPI document: an insta snapshot, and every operation probed for what its layers
 // and body reader answer.
 mod openapi;
+// What OpenCode's TUI awaits before it draws: empty providers, agents, config; any session.
+mod opencode_tui;
 // What a human needs under a flood: paged lists, counts per session, rejecting a session.
 mod pending;
 // Answer links: single use, unforgeable, expiring, acting as their reviewer.

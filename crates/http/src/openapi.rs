@@ -38,6 +38,7 @@ use utoipa_axum::router::OpenApiRouter;
         (name = "webhook", description = "Outbound webhooks: every request event, signed per Standard Webhooks, delivered at least once"),
         (name = "slack", description = "Slack interactivity: a button pressed in an askbus message in Slack answers its request (Slack's signature, no token)"),
         (name = "server", description = "Health and this document"),
+        (name = "opencode", description = "What OpenCode's TUI needs to start (`opencode attach URL --session ID`): askbus has no providers, agents or config"),
     )
 )]
 pub(crate) struct ApiDoc;

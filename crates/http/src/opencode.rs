@@ -37,6 +37,10 @@
 //!   `permission.replied` after every approval outcome. A companion carries its event's id
 //!   (so a resumed stream neither repeats nor loses it) and, for questions, `endedAs` (the
 //!   askbus outcome), so a client can tell it from a human's rejection.
+//! - **Enough for OpenCode's TUI.** `opencode attach URL --session ID` awaits
+//!   `/config/providers`, `/provider`, `/agent`, `/config` and `/session/{id}` before it
+//!   draws anything; askbus has no providers, agents or config, so they answer empty, and
+//!   any session id is a session in the configured `directory`.
 //!
 //! ```text
 //! approval.asked     {id, session_id, action_requests: [{name: "bash", args: {command}}]}
@@ -677,6 +681,136 @@ fn metadata(request: &ApprovalRequest) -> Value {
         "approvalKey": request.approval_key,
         "actions": request.action_requests,
     })
+}
+
+/// What OpenCode's TUI needs to start: askbus has no providers, agents or config.
+#[utoipa::path(
+    get,
+    path = "/config/providers",
+    operation_id = "config.providers",
+    tag = "opencode",
+    params(DirectoryQuery),
+    responses(
+        (status = 200, description = "What OpenCode's TUI needs to start: askbus has no providers, agents or config (`{\"providers\": [], \"default\": {}}`)", body = Value),
+        (status = 401, description = "Missing or unknown token", body = crate::error::ErrorBody),
+    ),
+)]
+pub(crate) async fn config_providers(ApiQuery(_): ApiQuery<DirectoryQuery>) -> Json<Value> {
+    Json(json!({"providers": [], "default": {}}))
+}
+
+/// What OpenCode's TUI needs to start: askbus has no providers, agents or config.
+#[utoipa::path(
+    get,
+    path = "/provider",
+    operation_id = "provider.list",
+    tag = "opencode",
+    params(DirectoryQuery),
+    responses(
+        (status = 200, description = "What OpenCode's TUI needs to start: askbus has no providers, agents or config (`{\"all\": [], \"default\": {}, \"connected\": []}`)", body = Value),
+        (status = 401, description = "Missing or unknown token", body = crate::error::ErrorBody),
+    ),
+)]
+pub(crate) async fn provider_list(ApiQuery(_): ApiQuery<DirectoryQuery>) -> Json<Value> {
+    Json(json!({"all": [], "default": {}, "connected": []}))
+}
+
+/// What OpenCode's TUI needs to start: askbus has no providers, agents or config.
+#[utoipa::path(
+    get,
+    path = "/agent",
+    operation_id = "app.agents",
+    tag = "opencode",
+    params(DirectoryQuery),
+    responses(
+        (status = 200, description = "What OpenCode's TUI needs to start: askbus has no providers, agents or config (no agents)", body = Vec<Value>),
+        (status = 401, description = "Missing or unknown token", body = crate::error::ErrorBody),
+    ),
+)]
+pub(crate) async fn agent_list(ApiQuery(_): ApiQuery<DirectoryQuery>) -> Json<Vec<Value>> {
+    Json(Vec::new())
+}
+
+/// What OpenCode's TUI needs to start: askbus has no providers, agents or config.
+#[utoipa::path(
+    get,
+    path = "/config",
+    operation_id = "config.get",
+    tag = "opencode",
+    params(DirectoryQuery),
+    responses(
+        (status = 200, description = "What OpenCode's TUI needs to start: askbus has no providers, agents or config (`{}`)", body = Value),
+        (status = 401, description = "Missing or unknown token", body = crate::error::ErrorBody),
+    ),
+)]
+pub(crate) async fn config_get(ApiQuery(_): ApiQuery<DirectoryQuery>) -> Json<Value> {
+    Json(json!({}))
+}
+
+/// OpenCode's `Session`, as much of it as its TUI reads: askbus keeps no sessions of its
+/// own, so any id is a session, in the server's configured directory.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+pub(crate) struct Session {
+    /// The id the path names.
+    id: String,
+    /// The id again (OpenCode's short name for the session).
+    slug: String,
+    /// Always `global`: askbus serves no projects.
+    #[serde(rename = "projectID")]
+    project_id: &'static str,
+    /// The server's configured `directory`.
+    directory: String,
+    /// `askbus session {id}`.
+    title: String,
+    /// askbus's version.
+    version: &'static str,
+    /// When the session was made and changed; askbus does not track it, so both are now.
+    time: SessionTime,
+}
+
+/// OpenCode's `Session.time`, in milliseconds since the Unix epoch.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+pub(crate) struct SessionTime {
+    /// When the session was made.
+    created: u64,
+    /// When the session last changed.
+    updated: u64,
+}
+
+/// What OpenCode's TUI needs to start (`opencode attach URL --session ID`): askbus has no
+/// providers, agents or config; the session is the id, in the server's directory.
+#[utoipa::path(
+    get,
+    path = "/session/{id}",
+    operation_id = "session.get",
+    tag = "opencode",
+    params(("id" = String, Path, description = "Session id"), DirectoryQuery),
+    responses(
+        (status = 200, description = "What OpenCode's TUI needs to start: askbus has no providers, agents or config; any id is a session", body = Session),
+        (status = 401, description = "Missing or unknown token", body = crate::error::ErrorBody),
+        (status = 403, description = "The token is scoped to another session", body = crate::error::ErrorBody),
+    ),
+)]
+pub(crate) async fn session_get(
+    State(state): State<AppState>,
+    caller: Caller,
+    crate::extract::SegmentPath(id): crate::extract::SegmentPath,
+    ApiQuery(_): ApiQuery<DirectoryQuery>,
+) -> Result<Json<Session>, ApiError> {
+    caller.act_for(&id)?;
+    let now = askbus_store::now_ms();
+    Ok(Json(Session {
+        slug: id.clone(),
+        title: format!("askbus session {id}"),
+        id,
+        project_id: "global",
+        directory: state.inner.config.directory.clone(),
+        version: env!("CARGO_PKG_VERSION"),
+        time: SessionTime {
+            created: now,
+            updated: now,
+        },
+    }))
 }
 
 /// The server's location, as OpenCode's `LocationInfo`.
