@@ -673,10 +673,15 @@ impl ApprovalService {
     /// the grant with the [`Durable`] of that receipt, or `None` if the session holds no
     /// such grant.
     pub fn revoke_grant(&self, session_id: &str, id: ApprovalId) -> Option<(Grant, Durable)> {
-        let grant = self.grants.revoke(session_id, id)?;
-        let receipt = self
-            .registry
-            .record_audit(|| grant.revocation_receipt(&self.actor));
+        // Under the registry's lock, as a grant's approvals are made: one made before is
+        // queued before this receipt, and none is made after it (see `apply_grants`).
+        let (grant, receipt) = self.registry.exclusively(|| {
+            let grant = self.grants.revoke(session_id, id)?;
+            let receipt = self
+                .registry
+                .record_audit(|| grant.revocation_receipt(&self.actor));
+            Some((grant, receipt))
+        })?;
         self.bus().publish(ApprovalGrantRevoked {
             grant: grant.clone(),
             revoked_by: self.actor.clone(),
@@ -706,12 +711,19 @@ impl ApprovalService {
         let approved = self
             .registry
             .resolve(request.id, Some(&granter), |request| {
+                // Read again under the registry's lock, which revoking holds too: a grant
+                // revoked since the read above approves nothing.
+                if self.grants.covering(request).as_ref() != Some(&grants) {
+                    return Err(ValidationError::request(
+                        "a grant covering it was revoked meanwhile",
+                    ));
+                }
                 let mut reply = complete_reply(request, ApprovalReply::new([Decision::Approve]))?;
                 reply.auto_approved_by = grants;
                 Ok::<_, ValidationError>(Outcome::Replied(Arc::new(reply)))
             });
         match approved {
-            // The asker is told at once; the store records the outcome on its own time.
+            // The asker is told once the store has the outcome, on its own time.
             Ok(durable) => drop(durable),
             Err(refused) => tracing::debug!(
                 "approval request {} is covered by a grant but stays pending for a human: {refused:?}",

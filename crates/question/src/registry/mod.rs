@@ -1360,6 +1360,14 @@ impl<K: RequestType> Registry<K> {
             .any(|request| K::session_id(request) == session_id)
     }
 
+    /// Runs `change` while holding this registry's lock: nothing is registered, resolved or
+    /// applied meanwhile. For a change outside the registry that its resolutions read (a
+    /// grant revoked), so that each resolution sees it wholly before or wholly after.
+    pub(crate) fn exclusively<T>(&self, change: impl FnOnce() -> T) -> T {
+        let _state = self.inner.lock();
+        change()
+    }
+
     /// Reads the kind's index under the registry lock.
     pub(crate) fn read_index<T>(&self, read: impl FnOnce(&K::Index) -> T) -> T {
         read(&self.inner.lock().index)

@@ -42,6 +42,11 @@ use super::record::{Recorder, RequestDigest};
 use super::request_type::{OutcomeOf, RequestType};
 use crate::identity::Identity;
 
+/// The longest a change waits, once durable, for this instance's follower to apply it:
+/// longer than a follower's reads take while the store answers, short enough that a reply
+/// accepted by a store that then went away is answered as taken rather than timed out.
+const CAUGHT_UP_LIMIT: std::time::Duration = std::time::Duration::from_secs(10);
+
 /// How a registry uses the store it records in, as its constructor is told.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum StoreRole {
@@ -163,7 +168,8 @@ impl Storage {
     }
 
     /// Completes once this instance's follower applied the shared store's log up to its
-    /// head as of now (see the module docs). At once without a follower or a change log.
+    /// head as of now (see the module docs), or after [`CAUGHT_UP_LIMIT`]. At once without
+    /// a follower or a change log.
     pub(super) fn caught_up(&self) -> impl Future<Output = ()> + Send + 'static {
         let (store, applied) = match self {
             Self::Shared { recorder, applied } => (
@@ -184,8 +190,11 @@ impl Storage {
             let Ok(head) = log.head().await else {
                 return;
             };
-            // Err: the follower stopped for good, nothing will apply the change here.
-            let _ = applied.wait_for(|&position| position >= head).await;
+            // Err: the follower stopped for good, nothing will apply the change here. A
+            // follower cut off from the store (Redis down) stops nobody for longer than
+            // `CAUGHT_UP_LIMIT`: the change is durable, only reading it back here is late.
+            let caught_up = applied.wait_for(|&position| position >= head);
+            let _ = tokio::time::timeout(CAUGHT_UP_LIMIT, caught_up).await;
         }
     }
 }
