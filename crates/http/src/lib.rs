@@ -53,12 +53,12 @@
 //! ```
 //! use askbus_bus::Bus;
 //! use askbus_http::{HttpConfig, router};
-//! use askbus_question::QuestionService;
+//! use askbus_question::RequestHub;
 //! use tokio_util::sync::CancellationToken;
 //!
-//! let questions = QuestionService::new(Bus::new());
+//! let hub = RequestHub::new(Bus::new());
 //! let shutdown = CancellationToken::new();
-//! let app: axum::Router = router(questions, HttpConfig::default(), shutdown.clone());
+//! let app: axum::Router = router(hub, HttpConfig::default(), shutdown.clone());
 //! // axum::serve(listener, app).with_graceful_shutdown(shutdown.cancelled_owned())
 //! # drop(app);
 //! ```
