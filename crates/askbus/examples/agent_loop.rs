@@ -16,6 +16,7 @@
 use std::time::Duration;
 
 use askbus::Bus;
+use askbus::bus::Subscription;
 use askbus::question::{ApprovalAsked, ApprovalReply, Decision, QuestionAsked, RequestHub};
 use askbus::tool::{ApprovalGuard, GuardedTool, QuestionTool, ToolContext, ToolDefinition};
 use serde_json::{Value, json};
@@ -103,9 +104,9 @@ impl GuardedTool for RunSql {
 }
 
 /// The human, as a UI: answers every question with "Postgres" and approves every call,
-/// having seen it.
-async fn human(hub: RequestHub) {
-    let mut events = hub.questions().bus().subscribe_all();
+/// having seen it. `events` is subscribed before the agent starts, so no request is
+/// asked before the human can see it.
+async fn human(hub: RequestHub, mut events: Subscription) {
     while let Some(event) = events.next().await {
         // `Err(Lagged)`: this UI fell behind; `hub.questions().list(None)` would catch up.
         let Ok(envelope) = event else { continue };
@@ -132,8 +133,27 @@ async fn human(hub: RequestHub) {
 #[tokio::main]
 async fn main() {
     let hub = RequestHub::new(Bus::new());
-    tokio::spawn(human(hub.clone()));
+    // Subscribed here, not in the task: a spawned task may first run after the agent
+    // asked, and a question published before a subscription exists is not in it.
+    let events = hub.questions().bus().subscribe_all();
+    tokio::spawn(human(hub.clone(), events));
 
+    // A loop that stops making progress fails the example instead of hanging CI.
+    let (reply, messages) = tokio::time::timeout(Duration::from_secs(30), agent(&hub))
+        .await
+        .expect("the agent loop finishes within 30 s");
+    check(&reply, &messages);
+    // Nothing is left waiting for a human.
+    tokio::time::sleep(Duration::from_millis(10)).await;
+    assert_eq!(
+        hub.questions().pending_count() + hub.approvals().pending_count(),
+        0
+    );
+}
+
+/// The agent loop: the model's turns until it answers with text; returns that text and
+/// the conversation.
+async fn agent(hub: &RequestHub) -> (String, Vec<Message>) {
     let session = "session-1";
     let question = QuestionTool::new(hub.questions().clone());
     let run_sql = ApprovalGuard::new(RunSql, hub.approvals().clone());
@@ -182,12 +202,16 @@ async fn main() {
         }
     };
     println!("[model] {reply}");
+    (reply, messages)
+}
 
+/// Fails the example unless the loop went as scripted: the user's message, then each call
+/// with its result, in order.
+fn check(reply: &str, messages: &[Message]) {
     assert_eq!(
         reply,
         r#"Done: ran on "postgres": "CREATE TABLE users (id INTEGER PRIMARY KEY)""#
     );
-    // The user's message, then each call with its result, in order.
     let calls: Vec<(&str, &str, &Value)> = messages
         .iter()
         .filter_map(|message| match message {
@@ -215,10 +239,4 @@ async fn main() {
         .collect();
     assert_eq!(answered, ["call_1", "call_2"]);
     assert!(matches!(&messages[0], Message::User(text) if text.contains("users table")));
-    // Nothing is left waiting for a human.
-    tokio::time::sleep(Duration::from_millis(10)).await;
-    assert_eq!(
-        hub.questions().pending_count() + hub.approvals().pending_count(),
-        0
-    );
 }
