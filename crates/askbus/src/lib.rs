@@ -13,8 +13,8 @@
 //! - `server` (`askbus_server`, feature `server`): the whole server, as the `askbus`
 //!   binary runs it (flags, every store, HTTP, UI, MCP).
 //!
-//! The default build is the library alone: no store backend, no HTTP. The most used items
-//! are also re-exported at the top level.
+//! The default build is the library alone: no store backend, no HTTP (57 crates with this
+//! one). The most used items are also re-exported at the top level.
 #![doc = include_str!("../README.md")]
 
 pub use askbus_bus as bus;

@@ -50,6 +50,22 @@
 //!   ends every open event stream and long poll at once, so a graceful shutdown never
 //!   waits on a client.
 //!
+//! # Over a shared store
+//!
+//! When servers share their requests through one store
+//! ([`RequestHub::shares_store`](askbus_question::RequestHub::shares_store)), a request may
+//! have been asked or answered through another server a moment ago, and this one's
+//! follower may not have read it yet. So a read is never older than what a client saw
+//! elsewhere: a lookup of an id this server does not know, a `GET` of a request pending
+//! here, and every list, count, interrupt state, resume and session reject first wait for
+//! [`RequestHub::caught_up`](askbus_question::RequestHub::caught_up). A reply needs no such
+//! wait, since the store decides it: one that another server's beat is `409`
+//! ([`DurableError::AlreadyResolved`](askbus_question::DurableError::AlreadyResolved)).
+//!
+//! Event ids are each server's own: a `Last-Event-ID` from another server is answered with
+//! `server.resync` (`unknown_cursor`). Session stream cursors are the store's, so they
+//! resume on any server.
+//!
 //! ```
 //! use askbus_bus::Bus;
 //! use askbus_http::{HttpConfig, router};

@@ -4,6 +4,16 @@
 //! them behind its `openapi` feature, the route modules on their own bodies, so the document
 //! cannot drift from the wire. The one exception is the reply body, which is parsed by hand
 //! (it accepts three shapes) and so is described here.
+//!
+//! What the layers answer is documented where the layers are given, so the document says
+//! what the router does: `RouteGroup` adds each group's (bearer or public `security: []`,
+//! `401`, `408`, the stream slots' `429` and `503`), `add_guard_and_body_responses` the
+//! site guard's and the body reader's to every operation. An event stream's response
+//! describes each event (`SseFrame`: a `data` string whose `contentSchema` is the event's
+//! schema). `/health` is liveness, `/ready` readiness (`RequestHub::ready`, within 2 s).
+//! Clients written elsewhere check the document against the real server
+//! (`tests/openapi_clients.rs`: Redocly, openapi-typescript, openapi-python-client,
+//! schemathesis).
 
 use std::collections::BTreeMap;
 

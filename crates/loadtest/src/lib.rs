@@ -32,6 +32,17 @@
 //!
 //! Without `--bench` (that is, under `cargo test --all-targets`) the bench runs a smoke
 //! version that needs no `wrk`: a few hundred replies and 50 subscribers for a second.
+//!
+//! # The benches
+//!
+//! Each has its own docs, follows the policy above, and ends with [`target`] lines, which
+//! `cargo xtask bench` gathers into one table once every bench ran:
+//!
+//! - `http_load`: reply throughput and SSE fan-out, as above (and what metrics and the
+//!   access log cost);
+//! - `shared_load`: two hubs sharing one Redis, against bare Redis streams;
+//! - `resume_load`: reply to agent resumed over HTTP, against a `GET /health` round trip;
+//! - `webhook_load`: what outbound webhooks add to a reply, and deliveries per second.
 
 pub mod baseline;
 pub mod cpu;

@@ -8,6 +8,9 @@
 //!
 //! This module also reads records back: from a bus event ([`Record::of_event`]) and from a
 //! record of a session's history in a store ([`Record::of_change`]), through one mapping.
+//! Decisions are the question crate's own types ([`Decision`]); actions and review configs
+//! become the stream's narrower shapes by `From` impls, never through JSON, so the
+//! compiler checks every field that crosses.
 
 use std::collections::BTreeMap;
 use std::future::Future;

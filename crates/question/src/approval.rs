@@ -1126,6 +1126,11 @@ fn check_args_schema(index: usize, action: &Action) -> Result<(), ValidationErro
 
 /// Checks a reply against its request and fills it to one decision per action with the
 /// first decision.
+///
+/// The one check of an approval's reply, whichever way it came (HTTP, a link, Slack, MCP,
+/// resume, the guard): a decision its review config allows for each action, a lone `edit`
+/// for several actions refused (never copied), and every edit passing [`check_edit`]. A
+/// refused reply changes nothing.
 fn complete_reply(
     request: &ApprovalRequest,
     mut reply: ApprovalReply,

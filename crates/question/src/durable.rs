@@ -7,7 +7,12 @@
 //! this process writes (SQLite), the store's [`Ack`] of the write the registry queued under
 //! its lock. With a store several instances share (Redis), the store's *verdict* on an
 //! outcome the registry proposed, and then this registry's applying of it (see
-//! `registry::shared`), so that this instance's next read sees what its caller just did.
+//! `registry::storage`), so that this instance's next read sees what its caller just did.
+//!
+//! Those who wait for an outcome wait for it too: with a store that follows the registry,
+//! the asker's future and every `wait` (begun before the write or during it) get the
+//! outcome only once the store has it, so no agent acts on an answer a crash could still
+//! lose.
 //!
 //! Dropping a `Durable` never undoes or delays the change: a plain write needs nobody, and
 //! a verdict nobody waits for any more is still acted on in a task of its own (ending an

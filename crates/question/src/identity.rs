@@ -7,7 +7,11 @@
 //! `Registry::register` (may this identity ask?) and `Registry::check_decider` (may it
 //! decide this request? which also keeps a request's own rules: the reviewers it names,
 //! and one vote per reviewer under a quorum). Every way into a request (the services, HTTP, MCP, the tools, the
-//! guard, the web UI, resume) goes through those two, so none can walk around it.
+//! guard, the web UI, resume) goes through those two, so none can walk around it: each
+//! reaches the registry through a handle acting as its caller (see below), the HTTP
+//! routes through their `AppState::hub_for`, MCP as its `McpCaller`, the tools and the
+//! guard through the services they were given, resume and a session's reject through the
+//! hub. No entry checks roles itself, so none can differ.
 //!
 //! An identity is a name and a [`Role`]. The HTTP server gives each bearer token one; an
 //! embedding runtime acts as [`Identity::local`] unless it hands a service handle another

@@ -88,6 +88,23 @@
 //!   waits `--mcp-wait-secs` (45 s) at most, then returns `waiting`; the agent waits again
 //!   with `wait_for_answer`.
 //!
+//! # From flags to a served router
+//!
+//! [`Cli`] (clap; every flag also an environment variable; a secret flag holds a
+//! [`Secret`], so `Cli`'s derived `Debug` prints none) becomes [`Settings`] through
+//! [`Cli::settings`], which refuses what the policy above refuses (a listen beyond loopback
+//! without a token, an unsupported store, a zero limit) and turns the quota flags into the
+//! hub's [`PendingLimits`] and the router's [`StreamSlots`]. [`run`] binds the address,
+//! opens the store, restores the hub from it (over Redis a shared hub whose bus is this
+//! process's own), and only then logs the URL. The API router, the web UI and `/mcp` (the
+//! `mcp` module) are merged, put behind [`askbus_http::guarded`] (the listen address known
+//! once bound, and `--allowed-host`) and the access log, and served by the accept loop
+//! ([`serve_router`]); beside them run the audit [`Sealer`](askbus_audit::Sealer) over the
+//! hub's store, the notification dispatcher (the `notify` module) and the `--demo` agent.
+//! `--max-history-*` set the store's per-session history limits and, for `--store memory`,
+//! the router's in-memory ones (`HttpConfig::history`). [`main`] (`entry.rs`) only parses,
+//! logs and runs; the binary sets the allocator.
+//!
 //! ```
 //! use askbus_server::Cli;
 //! use clap::Parser;

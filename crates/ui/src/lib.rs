@@ -35,6 +35,28 @@
 //! - **No referrer.** Every UI response says `Referrer-Policy: no-referrer`, so the answer
 //!   link in the address bar never leaves the page in a `Referer` header.
 //!
+//! # Files
+//!
+//! Each file of `assets/` opens with its own design notes (its policy, in exact words):
+//!
+//! - `index.html` and `app.js`: the pending list, a window of pages on the snapshot plus
+//!   the event stream, each session's count, the token prompt, "Reject all pending in this
+//!   session";
+//! - `question.js`, `approval.js`: the cards, each naming who asked and who answered;
+//! - `session.js`, `timeline.js`: a session's timeline (history, then stream) in seed
+//!   004's groups; `grants.js`: its standing grants;
+//! - `notify.js`: desktop notifications and the title's count; `deliveries.js`: webhook
+//!   deliveries, for whoever may read them;
+//! - `sse.js` (streams read with `fetch`, so they carry the token), `api.js` (the JSON
+//!   API), `dom.js` (`h()`: text only as text, hidden characters marked);
+//! - `i18n.js`, `texts.js`: every text is written in English in the code and passed
+//!   through `t('…')`, the English being the key; `texts.js` holds the Vietnamese and
+//!   Chinese, and this crate's tests check that both hold every text the code and the
+//!   markup (`data-i18n`) show, and nothing else;
+//! - `answer.html`, `answer.js`: the page of an answer link.
+//!
+//! The pages are tested in Debian's chromium (`tests/ui.rs`, scripts in `tests/ui/`).
+//!
 //! ```
 //! # use axum::Router;
 //! // Merge the UI into the API router (it has no fallback, so merging cannot clash).

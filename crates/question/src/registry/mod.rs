@@ -10,7 +10,9 @@
 //!
 //! Locking policy: one `std::sync::Mutex` per registry, held only to look up, insert or
 //! remove entries and to publish on the bus (which never blocks); **never across an
-//! `.await`**. Answers are delivered to waiting futures after the lock is released.
+//! `.await`**. Answers are delivered to waiting futures after the lock is released. Locks
+//! nest one way: registry → bus (and registry → ids, registry → quota), never the other,
+//! so nothing the bus or a subscriber does can wait for a registry.
 //!
 //! Timeouts cost no task and no timer per request: deadlines live in one ordered index, and
 //! one driver task per registry sleeps until the earliest of them (see `timer`).
@@ -53,6 +55,30 @@
 //! this one included, publishes it when its follower reads it in the log, as it publishes
 //! an agent step. Who may decide an escalated request follows its `escalate_at` and the
 //! clock, on every instance, not the event.
+//!
+//! # Quorums
+//!
+//! A request whose review configs need more than one reviewer (`review_configs[].quorum`,
+//! raised to the operator's [`QuorumFloor`](crate::QuorumFloor) when it is made) does not
+//! end on a reply: each reply is a [`Vote`], counted here and published as
+//! `approval.decided`, and the request ends when the votes alike reach the quorum, or at
+//! once on a veto. Every way in (an HTTP reply, a link, Slack, resume, a session reject,
+//! the guard) reaches the same count, so all vote the same way. Each vote is recorded as a
+//! session event: in the session's history and, over a shared store, in the change log.
+//!
+//! Who may vote is [`check_decider`](Registry::check_decider)'s: the request's named
+//! reviewers, one vote each. Those restrain only what may *run*; a decision that runs
+//! nothing (a veto, a session rejected) needs only the role and asker rule, so an agent
+//! naming its reviewers cannot take the kill switch from the others.
+//!
+//! Over a shared store a vote is only written. Every instance counts it when it reads it in
+//! the log, so all count the same votes in the same order; the instance that cast it
+//! learns from the log whether it counted (a second vote of the same reviewer, cast
+//! through another instance first, does not: [`DurableError::NotCounted`], `403` over
+//! HTTP), and whichever instance sees the quorum reached proposes the outcome, of which
+//! the store takes one. A restarted instance, one joining later, or a follower that missed
+//! part of the log counts the votes of its pending requests again from their sessions'
+//! histories ([`recount_votes`](Registry::recount_votes)).
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::ops::Bound;
