@@ -1,6 +1,7 @@
 // The web UI's texts in Vietnamese and Chinese, keyed by the English the code shows
 // (`i18n.js`). A `{name}` in a text is filled in by the caller; every translation keeps
-// the same names. `tests/ui/i18n.mjs` checks that each language has every text.
+// the same names. The unit tests of `crates/ui/src/lib.rs` check that each language has
+// every text.
 
 export const VI = {
   "({count} new) askbus": "({count} mới) askbus",
