@@ -114,37 +114,32 @@ fn complete(request: &CompletionRequest) -> Reply {
                 ]
             }]}),
         },
-        [answer] => {
-            let database = if answer.contains("\"Postgres\"") {
-                "postgres"
-            } else {
-                "sqlite"
-            };
-            Reply::Call {
-                id: "call_2",
-                name: "request_approval",
-                arguments: json!({"actions": [{
-                    "name": "run_sql",
-                    "args": {"database": database, "sql": sql},
-                    "description": "Create the users table"
-                }]}),
-            }
-        }
-        // Run only what the human approved, with the arguments they approved.
-        [_, review] if review.contains("run it as you proposed") => {
-            let database = if review.contains("\"postgres\"") {
-                "postgres"
-            } else {
-                "sqlite"
-            };
-            Reply::Call {
-                id: "call_3",
-                name: "run_sql",
-                arguments: json!({"database": database, "sql": sql}),
-            }
-        }
+        [answer] => Reply::Call {
+            id: "call_2",
+            name: "request_approval",
+            arguments: json!({"actions": [{
+                "name": "run_sql",
+                "args": {"database": database(answer), "sql": sql},
+                "description": "Create the users table"
+            }]}),
+        },
+        // Run the call only as the human approved it.
+        [answer, review] if review.contains("run it as you proposed") => Reply::Call {
+            id: "call_3",
+            name: "run_sql",
+            arguments: json!({"database": database(answer), "sql": sql}),
+        },
         [_, review] => Reply::Text(format!("Nothing ran: {review}")),
         [.., ran] => Reply::Text(format!("Done: {ran}")),
+    }
+}
+
+/// The database the user picked in the question tool's `answer`.
+fn database(answer: &str) -> &'static str {
+    if answer.contains("\"Postgres\"") {
+        "postgres"
+    } else {
+        "sqlite"
     }
 }
 
