@@ -104,27 +104,33 @@ impl GuardedTool for RunSql {
 
 /// The human, as a UI: answers every question with "Postgres" and approves every call,
 /// having seen it.
-async fn human(hub: RequestHub) {
+///
+/// It watches the bus from the call on, before the task running it starts, so it sees the
+/// first request however soon the agent asks.
+fn human(hub: RequestHub) -> impl Future<Output = ()> {
     let mut events = hub.questions().bus().subscribe_all();
-    while let Some(event) = events.next().await {
-        // `Err(Lagged)`: this UI fell behind; `hub.questions().list(None)` would catch up.
-        let Ok(envelope) = event else { continue };
-        if let Some(QuestionAsked { request }) = envelope.downcast_ref::<QuestionAsked>() {
-            println!(
-                "  [human] asked {:?}: picks Postgres",
-                request.questions[0].question
-            );
-            drop(
-                hub.questions()
-                    .reply(request.id, vec![vec!["Postgres".into()]]),
-            );
-        } else if let Some(ApprovalAsked { request }) = envelope.downcast_ref::<ApprovalAsked>() {
-            let call = &request.action_requests[0];
-            println!("  [human] reviews {}({}): approves", call.name, call.args);
-            drop(
-                hub.approvals()
-                    .reply(request.id, ApprovalReply::new([Decision::Approve])),
-            );
+    async move {
+        while let Some(event) = events.next().await {
+            // `Err(Lagged)`: this UI fell behind; `hub.questions().list(None)` would catch up.
+            let Ok(envelope) = event else { continue };
+            if let Some(QuestionAsked { request }) = envelope.downcast_ref::<QuestionAsked>() {
+                println!(
+                    "  [human] asked {:?}: picks Postgres",
+                    request.questions[0].question
+                );
+                drop(
+                    hub.questions()
+                        .reply(request.id, vec![vec!["Postgres".into()]]),
+                );
+            } else if let Some(ApprovalAsked { request }) = envelope.downcast_ref::<ApprovalAsked>()
+            {
+                let call = &request.action_requests[0];
+                println!("  [human] reviews {}({}): approves", call.name, call.args);
+                drop(
+                    hub.approvals()
+                        .reply(request.id, ApprovalReply::new([Decision::Approve])),
+                );
+            }
         }
     }
 }
