@@ -61,15 +61,13 @@ fn ci() -> Result<(), String> {
         "--locked",
     ])?;
     cargo(&["test", "--workspace", "--doc", "--all-features", "--locked"])?;
-    // The examples are built by `--all-targets`; each also checks its own run.
-    cargo(&[
-        "run",
-        "--locked",
-        "--package",
-        "askbus",
-        "--example",
-        "agent_loop",
-    ])?;
+    // The examples are built by `--all-targets`; each also checks its own run, with only
+    // the features it needs.
+    for example in [&["agent_loop"][..], &["rig_agent", "--features", "rig"]] {
+        let mut args = vec!["run", "--locked", "--package", "askbus", "--example"];
+        args.extend(example);
+        cargo(&args)?;
+    }
     cargo_with_env(
         &[
             "doc",
