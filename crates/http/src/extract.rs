@@ -40,15 +40,29 @@ pub(crate) struct QuestionPath(pub(crate) QuestionId);
 /// A plain path segment (`/session/{id}`).
 pub(crate) struct SegmentPath(pub(crate) String);
 
+/// A JSON body not parsed yet, for a handler that reads it its own way; rejections become
+/// 400, 413 or 415 [`ApiError`]s.
+pub(crate) struct JsonBody(pub(crate) Bytes);
+
 impl<T: DeserializeOwned> FromRequest<AppState> for ApiJson<T> {
+    type Rejection = ApiError;
+
+    async fn from_request(request: Request, state: &AppState) -> Result<Self, Self::Rejection> {
+        let JsonBody(body) = JsonBody::from_request(request, state).await?;
+        parse_json(&body).map(Self)
+    }
+}
+
+impl FromRequest<AppState> for JsonBody {
     type Rejection = ApiError;
 
     async fn from_request(request: Request, state: &AppState) -> Result<Self, Self::Rejection> {
         if !crate::questions::is_json(request.headers()) {
             return Err(not_json());
         }
-        let body = read_body(request.into_body(), state.inner.config.body_limit).await?;
-        parse_json(&body).map(Self)
+        read_body(request.into_body(), state.inner.config.body_limit)
+            .await
+            .map(Self)
     }
 }
 

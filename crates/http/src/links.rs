@@ -39,6 +39,7 @@ use sha2::Sha256;
 use crate::auth::{Authorized, Caller, TokenScope};
 use crate::error::{ApiError, ErrorCode};
 use crate::extract::{ApiJson, QuestionPath, SegmentPath};
+use crate::questions::ReplyBody;
 use crate::{AppState, approvals, questions};
 
 /// How long a link lives at most; a request that expires sooner takes its links with it.
@@ -444,7 +445,13 @@ pub(crate) async fn reply(
     let caller = link.caller(&scope, session_of(&state, &link).await?)?;
     match link.request {
         RequestId::Question(id) => {
-            questions::reply(State(state), caller, QuestionPath(id), ApiJson(body)).await
+            questions::reply(
+                State(state),
+                caller,
+                QuestionPath(id),
+                ReplyBody::Value(body),
+            )
+            .await
         }
         RequestId::Approval(id) => {
             let reply = serde_json::from_value(body).map_err(|error| {

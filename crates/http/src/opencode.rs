@@ -66,7 +66,7 @@ use crate::approvals;
 use crate::auth::Caller;
 use crate::error::ApiError;
 use crate::extract::{ApiJson, ApiQuery, QuestionPath};
-use crate::questions;
+use crate::questions::{self, ReplyBody};
 
 /// OpenCode's `PermissionRequest`: an askbus approval request as OpenCode clients show it.
 #[derive(Debug, Serialize, utoipa::ToSchema)]
@@ -532,7 +532,7 @@ pub(crate) async fn v2_question_reply(
     State(state): State<AppState>,
     caller: Caller,
     path: SessionRequestPath,
-    body: ApiJson<Value>,
+    body: ReplyBody,
 ) -> Result<StatusCode, ApiError> {
     let id = question_in_session(&state, &caller, &path).await?;
     questions::reply(State(state), caller, QuestionPath(id), body)

@@ -8,7 +8,8 @@ use askbus_question::{
     QuestionSnapshot, RequestId, ResumeInput, ToolRef,
 };
 use axum::Json;
-use axum::extract::{Request, State};
+use axum::body::Bytes;
+use axum::extract::{FromRequest, Request, State};
 use axum::http::{HeaderMap, header};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -17,7 +18,7 @@ use crate::AppState;
 use crate::auth::Caller;
 use crate::error::ApiError;
 use crate::extract::{
-    ApiJson, ApiQuery, QuestionPath, RequestTimeout, not_json, parse_json, read_body,
+    ApiJson, ApiQuery, JsonBody, QuestionPath, RequestTimeout, not_json, parse_json, read_body,
 };
 use crate::follow_up::FollowUpFields;
 use crate::long_poll::{WaitQuery, long_poll};
@@ -284,12 +285,12 @@ pub(crate) async fn reply(
     State(state): State<AppState>,
     caller: Caller,
     QuestionPath(id): QuestionPath,
-    body: ApiJson<Value>,
+    body: ReplyBody,
 ) -> Result<Json<bool>, ApiError> {
     may_act_on(&state, &caller, id).await?;
     let hub = state.hub_for(&caller);
     let questions = hub.questions();
-    let result = match ReplyForm::parse(body.0).map_err(|error| error.for_question(id))? {
+    let result = match body.form().map_err(|error| error.for_question(id))? {
         ReplyForm::Answers(answers) => questions.reply(id, answers),
         ReplyForm::Keyed(keyed) => questions.reply_keyed(id, &keyed),
     };
@@ -424,6 +425,38 @@ pub(crate) async fn visible(
         .ok_or_else(|| ApiError::question_not_found(id))
 }
 
+/// A reply's body as it came: the JSON of `POST /question/{id}/reply` (or OpenCode's v2
+/// route), or a value another entry built (an answer link's, Slack's). Either becomes a
+/// [`ReplyForm`] the same way.
+pub(crate) enum ReplyBody {
+    /// A request's JSON, not parsed yet.
+    Json(Bytes),
+    /// A JSON value already parsed.
+    Value(Value),
+}
+
+impl FromRequest<AppState> for ReplyBody {
+    type Rejection = ApiError;
+
+    async fn from_request(request: Request, state: &AppState) -> Result<Self, Self::Rejection> {
+        let JsonBody(body) = JsonBody::from_request(request, state).await?;
+        Ok(Self::Json(body))
+    }
+}
+
+impl ReplyBody {
+    /// The reply it holds: 400 for malformed JSON, 422 for JSON of no accepted form.
+    fn form(self) -> Result<ReplyForm, ApiError> {
+        match self {
+            Self::Json(body) => match ReplyForm::by_position(&body) {
+                Some(form) => Ok(form),
+                None => ReplyForm::parse(parse_json(&body)?),
+            },
+            Self::Value(value) => ReplyForm::parse(value),
+        }
+    }
+}
+
 /// The accepted reply bodies: `answers` by position, or keyed by question text, the keyed
 /// map either under `answers` (the seeds' reply) or as the whole body.
 pub(crate) enum ReplyForm {
@@ -434,6 +467,21 @@ pub(crate) enum ReplyForm {
 }
 
 impl ReplyForm {
+    /// The primary form, `{"answers": [["A"], ["B", "C"]]}` (other fields ignored, as
+    /// [`parse`](Self::parse) ignores them), read straight into its type: the reply route's
+    /// common case, without building a `Value` first. `None` for any other body, which
+    /// `parse` then reads (and explains, if it must refuse it).
+    fn by_position(body: &[u8]) -> Option<Self> {
+        /// The primary form's one field.
+        #[derive(Deserialize)]
+        struct ByPosition {
+            answers: Vec<Answer>,
+        }
+        serde_json::from_slice(body)
+            .ok()
+            .map(|ByPosition { answers }| Self::Answers(answers))
+    }
+
     /// A reply body. With `answers` an array or an object, the other fields are ignored:
     /// the seeds' reply message carries `type`, `session_id` and `approval_key` beside
     /// its `answers`, and the path already names the request here.

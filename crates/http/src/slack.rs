@@ -46,6 +46,7 @@ use sha2::Sha256;
 use crate::auth::{Authorized, Caller, TokenScope};
 use crate::error::{ApiError, ErrorCode};
 use crate::extract::{ApiJson, QuestionPath, SegmentPath, read_body};
+use crate::questions::ReplyBody;
 use crate::{AppState, approvals, questions};
 
 /// How far a signed request's timestamp may be from now, either way.
@@ -335,7 +336,7 @@ async fn answer(
         State(state.clone()),
         caller,
         QuestionPath(id),
-        ApiJson(json!({ "answers": answers })),
+        ReplyBody::Value(json!({ "answers": answers })),
     )
     .await
     .map(drop)
