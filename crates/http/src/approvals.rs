@@ -13,7 +13,8 @@ use std::sync::Arc;
 use askbus_question::{
     Action, ApprovalId, ApprovalOutcome, ApprovalReply, ApprovalReplyError, ApprovalRequest,
     ApprovalService, ApprovalSnapshot, ApprovalVote, Decision, DecisionType, Durable, Grant,
-    Identity, NeverRejected, OnTimeout, Outcome, RequestHub, RequestId, ReviewConfig,
+    Identity, NeverRejected, OnTimeout, Outcome, PendingApproval, RequestHub, RequestId,
+    ReviewConfig,
 };
 use axum::Json;
 use axum::extract::State;
@@ -324,12 +325,12 @@ pub(crate) async fn create(
     if let Some(locale) = body.locale {
         ask = ask.locale(locale);
     }
-    let mut pending = ask.submit()?;
-    let recorded = pending.recorded();
-    // Detached first, so a client that goes away while the store writes does not cancel it.
-    let request = pending.detach();
-    recorded.await?;
-    Ok(Json(request))
+    request_routes::created(
+        ask.submit()?,
+        PendingApproval::recorded,
+        PendingApproval::detach,
+    )
+    .await
 }
 
 /// The review configs `forms` give for `actions`, and the smallest timeout of seed 001's

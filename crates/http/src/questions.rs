@@ -4,9 +4,9 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use askbus_question::{
-    Answer, Answers, Identity, OnTimeout, Outcome, QuestionId, QuestionInfo, QuestionOutcome,
-    QuestionRequest, QuestionService, QuestionSnapshot, RequestHub, RequestId, ResumeInput,
-    ToolRef,
+    Answer, Answers, Identity, OnTimeout, Outcome, PendingQuestion, QuestionId, QuestionInfo,
+    QuestionOutcome, QuestionRequest, QuestionService, QuestionSnapshot, RequestHub, RequestId,
+    ResumeInput, ToolRef,
 };
 use axum::Json;
 use axum::extract::{Request, State};
@@ -342,13 +342,12 @@ pub(crate) async fn create(
     if let Some(locale) = body.locale {
         ask = ask.locale(locale);
     }
-    let mut pending = ask.submit()?;
-    let recorded = pending.recorded();
-    // Nobody awaits it in this process: the asker collects the outcome over HTTP. Detached
-    // first, so a client that goes away while the store writes does not cancel it.
-    let request = pending.detach();
-    recorded.await?;
-    Ok(Json(request))
+    request_routes::created(
+        ask.submit()?,
+        PendingQuestion::recorded,
+        PendingQuestion::detach,
+    )
+    .await
 }
 
 /// `Ok` if the caller may act on the request: 404 otherwise, as [`visible`]. With a token

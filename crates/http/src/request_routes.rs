@@ -12,11 +12,13 @@
 //! - A token scoped to a session sees that session's requests only; any other answers
 //!   `404`, the same as a request that does not exist ([`visible`]).
 //! - A long poll that ends reads back who decided and, while pending, the votes so far.
+//! - A request asked over HTTP is answered `200` only once durable, and no client going
+//!   away meanwhile cancels it ([`created`]).
 
 use std::future::Future;
 use std::sync::Arc;
 
-use askbus_question::{Outcome, RequestHub, RequestId, Snapshot};
+use askbus_question::{Durable, Outcome, RequestHub, RequestId, Snapshot};
 use axum::Json;
 use serde::Serialize;
 
@@ -174,4 +176,26 @@ pub(crate) async fn visible<K: RequestRoutes>(
     found
         .filter(|snapshot| caller.0.scope.allows(K::session_id(&snapshot.request)))
         .ok_or_else(|| K::not_found(key))
+}
+
+/// The answer to a request asked over HTTP (`POST /question`, `POST /approval`): `pending`,
+/// the request just submitted, once it is durable (`recorded` and `detach` are its kind's
+/// `PendingQuestion` or `PendingApproval` methods).
+///
+/// Nobody awaits its outcome in this process: the asker collects it over HTTP (`wait`).
+///
+/// # Errors
+///
+/// What its `Durable` fails with, as [`ApiError`] maps it: 503 when the request could not
+/// be stored durably.
+pub(crate) async fn created<Pending, Request>(
+    mut pending: Pending,
+    recorded: impl FnOnce(&mut Pending) -> Durable,
+    detach: impl FnOnce(Pending) -> Arc<Request>,
+) -> Result<Json<Arc<Request>>, ApiError> {
+    let recorded = recorded(&mut pending);
+    // Detached first, so a client that goes away while the store writes does not cancel it.
+    let request = detach(pending);
+    recorded.await?;
+    Ok(Json(request))
 }
