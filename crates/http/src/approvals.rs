@@ -404,7 +404,6 @@ impl RequestRoutes for ApprovalService {
     type Request = ApprovalRequest;
     type Reply = Arc<ApprovalReply>;
     type Rejection = NeverRejected;
-    type Id = ApprovalId;
     // An `apr_` id or an `approval_key`.
     type Key = str;
     type Status = ApprovalStatus;
@@ -417,12 +416,8 @@ impl RequestRoutes for ApprovalService {
         hub.approvals()
     }
 
-    fn id(request: &ApprovalRequest) -> ApprovalId {
-        request.id
-    }
-
-    fn request_id(id: ApprovalId) -> RequestId {
-        RequestId::Approval(id)
+    fn request_id(request: &ApprovalRequest) -> RequestId {
+        RequestId::Approval(request.id)
     }
 
     fn session_id(request: &ApprovalRequest) -> &str {
@@ -449,12 +444,12 @@ impl RequestRoutes for ApprovalService {
         self.page(session_id, after, limit)
     }
 
-    fn snapshot(&self, id: ApprovalId) -> Option<ApprovalSnapshot> {
-        self.get(id)
+    fn latest(&self, request: &ApprovalRequest) -> Option<ApprovalSnapshot> {
+        self.get(request.id)
     }
 
-    async fn outcome(&self, id: ApprovalId) -> Result<ApprovalOutcome, ApiError> {
-        Ok(self.wait(id).await?)
+    async fn outcome(&self, request: &ApprovalRequest) -> Result<ApprovalOutcome, ApiError> {
+        Ok(self.wait(request.id).await?)
     }
 }
 

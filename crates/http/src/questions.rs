@@ -503,7 +503,6 @@ impl RequestRoutes for QuestionService {
     type Request = QuestionRequest;
     type Reply = Answers;
     type Rejection = Option<String>;
-    type Id = QuestionId;
     // `QuestionPath` has read a key as the id it names already.
     type Key = QuestionId;
     type Status = QuestionStatus;
@@ -516,12 +515,8 @@ impl RequestRoutes for QuestionService {
         hub.questions()
     }
 
-    fn id(request: &QuestionRequest) -> QuestionId {
-        request.id
-    }
-
-    fn request_id(id: QuestionId) -> RequestId {
-        RequestId::Question(id)
+    fn request_id(request: &QuestionRequest) -> RequestId {
+        RequestId::Question(request.id)
     }
 
     fn session_id(request: &QuestionRequest) -> &str {
@@ -545,12 +540,12 @@ impl RequestRoutes for QuestionService {
         self.page(session_id, after, limit)
     }
 
-    fn snapshot(&self, id: QuestionId) -> Option<QuestionSnapshot> {
-        self.get(id)
+    fn latest(&self, request: &QuestionRequest) -> Option<QuestionSnapshot> {
+        self.get(request.id)
     }
 
-    async fn outcome(&self, id: QuestionId) -> Result<QuestionOutcome, ApiError> {
-        Ok(self.wait(id).await?)
+    async fn outcome(&self, request: &QuestionRequest) -> Result<QuestionOutcome, ApiError> {
+        Ok(self.wait(request.id).await?)
     }
 }
 

@@ -37,8 +37,6 @@ pub(crate) trait RequestRoutes {
     type Reply;
     /// What a rejection of a whole request holds.
     type Rejection;
-    /// The request's id.
-    type Id: Copy;
     /// What names a request in a path, once extracted.
     type Key: ?Sized;
     /// The request with where it stands, as `get` and `wait` answer it.
@@ -51,10 +49,8 @@ pub(crate) trait RequestRoutes {
 
     /// This kind's service in `hub`.
     fn of(hub: &RequestHub) -> &Self;
-    /// The request's id.
-    fn id(request: &Self::Request) -> Self::Id;
-    /// The id as either kind's (a page's cursor).
-    fn request_id(id: Self::Id) -> RequestId;
+    /// The request's id, as either kind's (a page's cursor).
+    fn request_id(request: &Self::Request) -> RequestId;
     /// The session the request belongs to.
     fn session_id(request: &Self::Request) -> &str;
     /// The request `key` names, pending or remembered, whoever may see it.
@@ -68,12 +64,12 @@ pub(crate) trait RequestRoutes {
         after: Option<RequestId>,
         limit: usize,
     ) -> Vec<Arc<Self::Request>>;
-    /// The request with id `id`, pending or remembered.
-    fn snapshot(&self, id: Self::Id) -> Option<SnapshotOf<Self>>;
-    /// The outcome of the request with id `id`, once it has one.
+    /// `request` as the registry has it now, pending or remembered.
+    fn latest(&self, request: &Self::Request) -> Option<SnapshotOf<Self>>;
+    /// The outcome of `request`, once it has one.
     fn outcome(
         &self,
-        id: Self::Id,
+        request: &Self::Request,
     ) -> impl Future<Output = Result<Outcome<Self::Reply, Self::Rejection>, ApiError>> + Send;
 }
 
@@ -99,7 +95,7 @@ pub(crate) async fn list<K: RequestRoutes>(
     let requests = K::of(&state.inner.hub).pending(session, page.after(), page.read());
     Ok(page.answer(
         requests,
-        |request| K::request_id(K::id(request)),
+        K::request_id,
         K::LIST_PATH,
         session.map(|session| (K::SESSION_PARAM, session)),
     ))
@@ -135,14 +131,13 @@ pub(crate) async fn wait<K: RequestRoutes>(
     if snapshot.outcome.is_some() {
         return Ok(Json(K::Status::from(snapshot)));
     }
-    let id = K::id(&snapshot.request);
     let requests = K::of(&state.inner.hub);
-    let outcome = match long_poll(state, limit, requests.outcome(id)).await {
+    let outcome = match long_poll(state, limit, requests.outcome(&snapshot.request)).await {
         Some(outcome) => Some(outcome?),
         None => None,
     };
     // Who decided, and the votes so far, are in the registry's record, read back now.
-    let (decided_by, votes) = match (&outcome, requests.snapshot(id)) {
+    let (decided_by, votes) = match (&outcome, requests.latest(&snapshot.request)) {
         (Some(_), Some(resolved)) => (resolved.decided_by, Vec::new()),
         (None, Some(pending)) => (None, pending.votes),
         (_, None) => (None, Vec::new()),
