@@ -11,9 +11,10 @@
 use std::sync::Arc;
 
 use askbus_question::{
-    Action, ApprovalId, ApprovalReply, ApprovalReplyError, ApprovalRequest, ApprovalService,
-    ApprovalSnapshot, ApprovalVote, Decision, DecisionType, Durable, Grant, Identity, OnTimeout,
-    Outcome, RequestId, ReviewConfig,
+    Action, ApprovalId, ApprovalOutcome, ApprovalReply, ApprovalReplyError, ApprovalRequest,
+    ApprovalService, ApprovalSnapshot, ApprovalVote, Decision, DecisionType, Durable, Grant,
+    Identity, NeverRejected, OnTimeout, Outcome, PendingApproval, RequestHub, RequestId,
+    ReviewConfig,
 };
 use axum::Json;
 use axum::extract::State;
@@ -24,9 +25,10 @@ use crate::auth::Caller;
 use crate::error::{ApiError, ErrorCode};
 use crate::extract::{ApiJson, ApiQuery, RequestTimeout, SegmentPath};
 use crate::follow_up::FollowUpFields;
-use crate::long_poll::{WaitQuery, long_poll};
+use crate::long_poll::WaitQuery;
 use crate::paging::{PageQuery, Paged};
 use crate::questions::RequestState;
+use crate::request_routes::{self, RequestRoutes};
 
 /// `GET /approval` query.
 #[derive(Debug, Deserialize, utoipa::IntoParams)]
@@ -165,21 +167,8 @@ pub(crate) async fn list(
     ApiQuery(query): ApiQuery<ListQuery>,
     ApiQuery(paging): ApiQuery<PageQuery>,
 ) -> Result<Paged<ApprovalRequest>, ApiError> {
-    let session = caller.listed_session(query.session_id.as_deref())?;
-    let page = paging.page()?;
-    // With a store shared by several servers: what any of them was asked until now.
-    state.inner.hub.caught_up().await?;
-    let approvals = state
-        .inner
-        .hub
-        .approvals()
-        .page(session, page.after(), page.read());
-    Ok(page.answer(
-        approvals,
-        |request| RequestId::Approval(request.id),
-        "/approval",
-        session.map(|session| ("session_id", session)),
-    ))
+    request_routes::list::<ApprovalService>(&state, &caller, query.session_id.as_deref(), &paging)
+        .await
 }
 
 /// Get one approval request, pending or resolved, by id or `approval_key`.
@@ -200,13 +189,7 @@ pub(crate) async fn get(
     caller: Caller,
     SegmentPath(key): SegmentPath,
 ) -> Result<Json<ApprovalStatus>, ApiError> {
-    let mut snapshot = visible(&state, &caller, &key).await?;
-    if snapshot.outcome.is_none() && state.inner.hub.shares_store() {
-        // As for questions: a read is never older than what the client saw elsewhere.
-        state.inner.hub.caught_up().await?;
-        snapshot = visible(&state, &caller, &key).await?;
-    }
-    Ok(Json(ApprovalStatus::from(snapshot)))
+    request_routes::get::<ApprovalService>(&state, &caller, &key).await
 }
 
 /// Wait (long poll) until an approval request is decided or the timeout runs out.
@@ -230,29 +213,7 @@ pub(crate) async fn wait(
     SegmentPath(key): SegmentPath,
     ApiQuery(query): ApiQuery<WaitQuery>,
 ) -> Result<Json<ApprovalStatus>, ApiError> {
-    let limit = query.limit(&state)?;
-    let snapshot = visible(&state, &caller, &key).await?;
-    if snapshot.outcome.is_some() {
-        return Ok(Json(ApprovalStatus::from(snapshot)));
-    }
-    let id = snapshot.request.id;
-    let outcome = match long_poll(&state, limit, state.inner.hub.approvals().wait(id)).await {
-        Some(outcome) => Some(outcome.map_err(ApiError::from)?),
-        None => None,
-    };
-    // Who decided, and the votes so far, are in the registry's record, read back now.
-    let latest = state.inner.hub.approvals().get(id);
-    let (decided_by, votes) = match (&outcome, latest) {
-        (Some(_), Some(resolved)) => (resolved.decided_by, Vec::new()),
-        (None, Some(pending)) => (None, pending.votes),
-        (_, None) => (None, Vec::new()),
-    };
-    Ok(Json(ApprovalStatus::from(ApprovalSnapshot {
-        request: snapshot.request,
-        outcome,
-        decided_by,
-        votes,
-    })))
+    request_routes::wait::<ApprovalService>(&state, &caller, &key, &query).await
 }
 
 /// Decide a pending approval request: one decision per action, by position (fewer are
@@ -364,12 +325,12 @@ pub(crate) async fn create(
     if let Some(locale) = body.locale {
         ask = ask.locale(locale);
     }
-    let mut pending = ask.submit()?;
-    let recorded = pending.recorded();
-    // Detached first, so a client that goes away while the store writes does not cancel it.
-    let request = pending.detach();
-    recorded.await?;
-    Ok(Json(request))
+    request_routes::created(
+        ask.submit()?,
+        PendingApproval::recorded,
+        PendingApproval::detach,
+    )
+    .await
 }
 
 /// The review configs `forms` give for `actions`, and the smallest timeout of seed 001's
@@ -421,31 +382,13 @@ fn review_configs(
 
 /// The request `key` names (an `apr_` id or an `approval_key`) if it exists and the caller
 /// may see it; otherwise 404, the same answer whether it does not exist or belongs to
-/// another session.
+/// another session (the check both kinds share: [`request_routes::visible`]).
 pub(crate) async fn visible(
     state: &AppState,
     caller: &Caller,
     key: &str,
 ) -> Result<ApprovalSnapshot, ApiError> {
-    let hub = &state.inner.hub;
-    let lookup = || {
-        let approvals = hub.approvals();
-        key.parse::<ApprovalId>()
-            .ok()
-            .or_else(|| approvals.id_for_key(key))
-            .and_then(|id| approvals.get(id))
-    };
-    let found = match lookup() {
-        Some(snapshot) => Some(snapshot),
-        // Perhaps asked through another server sharing the store a moment ago.
-        None => {
-            hub.caught_up().await?;
-            lookup()
-        }
-    };
-    found
-        .filter(|snapshot| caller.0.scope.allows(&snapshot.request.session_id))
-        .ok_or_else(|| not_found(key))
+    request_routes::visible::<ApprovalService>(state, caller, key).await
 }
 
 /// 404 for the approval `key` names.
@@ -455,6 +398,59 @@ pub(crate) fn not_found(key: &str) -> ApiError {
         ErrorCode::NotFound,
         format!("approval request {key} not found"),
     )
+}
+
+impl RequestRoutes for ApprovalService {
+    type Request = ApprovalRequest;
+    type Reply = Arc<ApprovalReply>;
+    type Rejection = NeverRejected;
+    // An `apr_` id or an `approval_key`.
+    type Key = str;
+    type Status = ApprovalStatus;
+
+    const LIST_PATH: &'static str = "/approval";
+    // The seeds' name (`sessionID` is accepted too).
+    const SESSION_PARAM: &'static str = "session_id";
+
+    fn of(hub: &RequestHub) -> &Self {
+        hub.approvals()
+    }
+
+    fn request_id(request: &ApprovalRequest) -> RequestId {
+        RequestId::Approval(request.id)
+    }
+
+    fn session_id(request: &ApprovalRequest) -> &str {
+        &request.session_id
+    }
+
+    fn find(&self, key: &str) -> Option<ApprovalSnapshot> {
+        key.parse::<ApprovalId>()
+            .ok()
+            .or_else(|| self.id_for_key(key))
+            .and_then(|id| self.get(id))
+    }
+
+    fn not_found(key: &str) -> ApiError {
+        not_found(key)
+    }
+
+    fn pending(
+        &self,
+        session_id: Option<&str>,
+        after: Option<RequestId>,
+        limit: usize,
+    ) -> Vec<Arc<ApprovalRequest>> {
+        self.page(session_id, after, limit)
+    }
+
+    fn latest(&self, request: &ApprovalRequest) -> Option<ApprovalSnapshot> {
+        self.get(request.id)
+    }
+
+    async fn outcome(&self, request: &ApprovalRequest) -> Result<ApprovalOutcome, ApiError> {
+        Ok(self.wait(request.id).await?)
+    }
 }
 
 impl From<ApprovalReplyError> for ApiError {

@@ -96,6 +96,7 @@ mod openapi;
 mod opencode;
 mod paging;
 mod questions;
+mod request_routes;
 mod sessions;
 mod site;
 mod slack;

@@ -4,8 +4,9 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use askbus_question::{
-    Answer, Answers, Identity, OnTimeout, Outcome, QuestionId, QuestionInfo, QuestionRequest,
-    QuestionSnapshot, RequestId, ResumeInput, ToolRef,
+    Answer, Answers, Identity, OnTimeout, Outcome, PendingQuestion, QuestionId, QuestionInfo,
+    QuestionOutcome, QuestionRequest, QuestionService, QuestionSnapshot, RequestHub, RequestId,
+    ResumeInput, ToolRef,
 };
 use axum::Json;
 use axum::body::Bytes;
@@ -21,8 +22,9 @@ use crate::extract::{
     ApiJson, ApiQuery, JsonBody, QuestionPath, RequestTimeout, not_json, parse_json, read_body,
 };
 use crate::follow_up::FollowUpFields;
-use crate::long_poll::{WaitQuery, long_poll};
+use crate::long_poll::WaitQuery;
 use crate::paging::{PageQuery, Paged};
+use crate::request_routes::{self, RequestRoutes};
 
 /// `GET /question` query.
 #[derive(Debug, Deserialize, utoipa::IntoParams)]
@@ -171,21 +173,8 @@ pub(crate) async fn list(
     ApiQuery(query): ApiQuery<ListQuery>,
     ApiQuery(paging): ApiQuery<PageQuery>,
 ) -> Result<Paged<QuestionRequest>, ApiError> {
-    let session = caller.listed_session(query.session_id.as_deref())?;
-    let page = paging.page()?;
-    // With a store shared by several servers: what any of them was asked until now.
-    state.inner.hub.caught_up().await?;
-    let questions = state
-        .inner
-        .hub
-        .questions()
-        .page(session, page.after(), page.read());
-    Ok(page.answer(
-        questions,
-        |request| RequestId::Question(request.id),
-        "/question",
-        session.map(|session| ("sessionID", session)),
-    ))
+    request_routes::list::<QuestionService>(&state, &caller, query.session_id.as_deref(), &paging)
+        .await
 }
 
 /// Get one question, pending or resolved, with its status.
@@ -207,15 +196,7 @@ pub(crate) async fn get(
     caller: Caller,
     QuestionPath(id): QuestionPath,
 ) -> Result<Json<QuestionStatus>, ApiError> {
-    let mut snapshot = visible(&state, &caller, id).await?;
-    if snapshot.outcome.is_none() && state.inner.hub.shares_store() {
-        // Pending here, but perhaps answered through another server a moment ago: a read
-        // is never older than what the client saw elsewhere (a reply needs no such wait:
-        // the store decides it).
-        state.inner.hub.caught_up().await?;
-        snapshot = visible(&state, &caller, id).await?;
-    }
-    Ok(Json(QuestionStatus::from_snapshot(snapshot)))
+    request_routes::get::<QuestionService>(&state, &caller, &id).await
 }
 
 /// Wait (long poll) until a question is resolved or the timeout runs out.
@@ -239,27 +220,7 @@ pub(crate) async fn wait(
     QuestionPath(id): QuestionPath,
     ApiQuery(query): ApiQuery<WaitQuery>,
 ) -> Result<Json<QuestionStatus>, ApiError> {
-    let limit = query.limit(&state)?;
-    let snapshot = visible(&state, &caller, id).await?;
-    if snapshot.outcome.is_some() {
-        return Ok(Json(QuestionStatus::from_snapshot(snapshot)));
-    }
-    let waited = long_poll(&state, limit, state.inner.hub.questions().wait(id)).await;
-    let outcome = match waited {
-        Some(outcome) => Some(outcome?),
-        None => None,
-    };
-    // Who decided is in the registry's record of the outcome, read back once it came.
-    let decided_by = outcome
-        .as_ref()
-        .and_then(|_| state.inner.hub.questions().get(id))
-        .and_then(|resolved| resolved.decided_by);
-    Ok(Json(QuestionStatus::from_snapshot(QuestionSnapshot {
-        request: snapshot.request,
-        outcome,
-        decided_by,
-        votes: Vec::new(),
-    })))
+    request_routes::wait::<QuestionService>(&state, &caller, &id, &query).await
 }
 
 /// Answer a pending question.
@@ -382,13 +343,12 @@ pub(crate) async fn create(
     if let Some(locale) = body.locale {
         ask = ask.locale(locale);
     }
-    let mut pending = ask.submit()?;
-    let recorded = pending.recorded();
-    // Nobody awaits it in this process: the asker collects the outcome over HTTP. Detached
-    // first, so a client that goes away while the store writes does not cancel it.
-    let request = pending.detach();
-    recorded.await?;
-    Ok(Json(request))
+    request_routes::created(
+        ask.submit()?,
+        PendingQuestion::recorded,
+        PendingQuestion::detach,
+    )
+    .await
 }
 
 /// `Ok` if the caller may act on the request: 404 otherwise, as [`visible`]. With a token
@@ -402,27 +362,15 @@ async fn may_act_on(state: &AppState, caller: &Caller, id: QuestionId) -> Result
     visible(state, caller, id).await.map(drop)
 }
 
-/// The request if it exists and the caller may see it; otherwise 404, the same answer
-/// whether it does not exist or belongs to another session.
-///
-/// An id this server does not know may have been asked through another server sharing
-/// its store a moment ago: it catches up with the store before answering 404.
+/// The question if it exists and the caller may see it; otherwise 404, the same answer
+/// whether it does not exist or belongs to another session (the check both kinds share:
+/// [`request_routes::visible`]).
 pub(crate) async fn visible(
     state: &AppState,
     caller: &Caller,
     id: QuestionId,
 ) -> Result<QuestionSnapshot, ApiError> {
-    let hub = &state.inner.hub;
-    let found = match hub.questions().get(id) {
-        Some(snapshot) => Some(snapshot),
-        None => {
-            hub.caught_up().await?;
-            hub.questions().get(id)
-        }
-    };
-    found
-        .filter(|snapshot| caller.0.scope.allows(&snapshot.request.session_id))
-        .ok_or_else(|| ApiError::question_not_found(id))
+    request_routes::visible::<QuestionService>(state, caller, &id).await
 }
 
 /// A reply's body as it came: the JSON of `POST /question/{id}/reply` (or OpenCode's v2
@@ -569,8 +517,8 @@ pub(crate) fn is_json(headers: &HeaderMap) -> bool {
         .unwrap_or(false)
 }
 
-impl QuestionStatus {
-    fn from_snapshot(snapshot: QuestionSnapshot) -> Self {
+impl From<QuestionSnapshot> for QuestionStatus {
+    fn from(snapshot: QuestionSnapshot) -> Self {
         let (mut fallback, mut default_answers) = (None, None);
         let (status, answers, reason) = match snapshot.outcome {
             None => (RequestState::Pending, None, None),
@@ -596,6 +544,56 @@ impl QuestionStatus {
             fallback,
             default_answers,
         }
+    }
+}
+
+impl RequestRoutes for QuestionService {
+    type Request = QuestionRequest;
+    type Reply = Answers;
+    type Rejection = Option<String>;
+    // `QuestionPath` has read a key as the id it names already.
+    type Key = QuestionId;
+    type Status = QuestionStatus;
+
+    const LIST_PATH: &'static str = "/question";
+    // OpenCode's name.
+    const SESSION_PARAM: &'static str = "sessionID";
+
+    fn of(hub: &RequestHub) -> &Self {
+        hub.questions()
+    }
+
+    fn request_id(request: &QuestionRequest) -> RequestId {
+        RequestId::Question(request.id)
+    }
+
+    fn session_id(request: &QuestionRequest) -> &str {
+        &request.session_id
+    }
+
+    fn find(&self, id: &QuestionId) -> Option<QuestionSnapshot> {
+        self.get(*id)
+    }
+
+    fn not_found(id: &QuestionId) -> ApiError {
+        ApiError::question_not_found(*id)
+    }
+
+    fn pending(
+        &self,
+        session_id: Option<&str>,
+        after: Option<RequestId>,
+        limit: usize,
+    ) -> Vec<Arc<QuestionRequest>> {
+        self.page(session_id, after, limit)
+    }
+
+    fn latest(&self, request: &QuestionRequest) -> Option<QuestionSnapshot> {
+        self.get(request.id)
+    }
+
+    async fn outcome(&self, request: &QuestionRequest) -> Result<QuestionOutcome, ApiError> {
+        Ok(self.wait(request.id).await?)
     }
 }
 
