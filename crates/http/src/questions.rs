@@ -251,7 +251,7 @@ pub(crate) async fn reply(
     may_act_on(&state, &caller, id).await?;
     let hub = state.hub_for(&caller);
     let questions = hub.questions();
-    let result = match body.form().map_err(|error| error.for_question(id))? {
+    let result = match body.form(id)? {
         ReplyForm::Answers(answers) => questions.reply(id, answers),
         ReplyForm::Keyed(keyed) => questions.reply_keyed(id, &keyed),
     };
@@ -393,15 +393,17 @@ impl FromRequest<AppState> for ReplyBody {
 }
 
 impl ReplyBody {
-    /// The reply it holds: 400 for malformed JSON, 422 for JSON of no accepted form.
-    fn form(self) -> Result<ReplyForm, ApiError> {
-        match self {
+    /// The reply it holds for question `id`: 400 for malformed JSON (as on any route), 422
+    /// for JSON of no accepted form (an error about the question, tagged as such).
+    fn form(self, id: QuestionId) -> Result<ReplyForm, ApiError> {
+        let value = match self {
             Self::Json(body) => match ReplyForm::by_position(&body) {
-                Some(form) => Ok(form),
-                None => ReplyForm::parse(parse_json(&body)?),
+                Some(form) => return Ok(form),
+                None => parse_json(&body)?,
             },
-            Self::Value(value) => ReplyForm::parse(value),
-        }
+            Self::Value(value) => value,
+        };
+        ReplyForm::parse(value).map_err(|error| error.for_question(id))
     }
 }
 
