@@ -739,6 +739,125 @@ async fn redis_change_log_refuses_a_trimmed_position() {
     );
 }
 
+/// A change counter behind its log (its key lost while the log was kept: deleted by hand,
+/// evicted) refuses no change: the log's head is still its newest change, and the next
+/// change is numbered after it, where every reader reads on, instead of each change's
+/// number being refused by the log for good (and the change written without its entry).
+#[tokio::test]
+async fn redis_store_numbers_changes_past_a_counter_that_fell_behind() {
+    let redis = TestRedis::new().await;
+    let store = redis.open().await;
+    let log = store.change_log().unwrap();
+    for id in ["que_1", "que_2"] {
+        write(&store, Write::Insert(question(id, None))).await;
+    }
+    redis.command(redis::cmd("DEL").arg(format!("{}:log:seq", redis.prefix)));
+    assert_eq!(log.head().await.unwrap(), LogPosition(2));
+
+    assert_eq!(
+        write(&store, Write::Insert(in_session("que_3", "other"))).await,
+        Written::Inserted
+    );
+    assert_eq!(
+        write(&store, resolve("que_1", OutcomeState::Replied)).await,
+        Written::Resolved
+    );
+    let changes = log
+        .read_after(LogPosition::START, 10, Duration::ZERO)
+        .await
+        .unwrap();
+    let positions: Vec<u64> = changes.iter().map(|change| change.position.0).collect();
+    assert_eq!(positions, [1, 2, 3, 4]);
+    assert_eq!(log.head().await.unwrap(), LogPosition(4));
+    let history: Vec<u64> = whole_history(&store, "s")
+        .await
+        .iter()
+        .map(|record| record.position)
+        .collect();
+    assert_eq!(history, [1, 2, 4]);
+}
+
+/// A session's history kept while the log and its counter were lost: the session's next
+/// change is numbered after the history's newest record, in the history and in the log,
+/// instead of being logged and then refused by the history (a change the other instances
+/// apply while its writer is told it failed). Readers find the gap and load again.
+#[tokio::test]
+async fn redis_store_numbers_changes_past_a_history_that_outlived_its_log() {
+    let redis = TestRedis::new().await;
+    let store = redis.open().await;
+    for id in ["que_1", "que_2"] {
+        write(&store, Write::Insert(question(id, None))).await;
+    }
+    let log = format!("{}:log", redis.prefix);
+    redis.command(redis::cmd("DEL").arg(&log).arg(format!("{log}:seq")));
+
+    assert_eq!(
+        write(&store, Write::Insert(question("que_3", None))).await,
+        Written::Inserted
+    );
+    let history: Vec<u64> = whole_history(&store, "s")
+        .await
+        .iter()
+        .map(|record| record.position)
+        .collect();
+    assert_eq!(history, [1, 2, 3]);
+    let reader = store.change_log().unwrap();
+    let changes = reader
+        .read_after(LogPosition(2), 10, Duration::ZERO)
+        .await
+        .unwrap();
+    assert_eq!(
+        changes
+            .iter()
+            .map(|change| &change.kind)
+            .collect::<Vec<_>>(),
+        [&ChangeKind::Inserted(question("que_3", None))]
+    );
+    let gap = reader
+        .read_after(LogPosition::START, 10, Duration::ZERO)
+        .await
+        .unwrap_err();
+    assert!(matches!(gap, StoreError::LogTrimmed { .. }), "{gap}");
+}
+
+/// An audit counter behind its log (its key lost) refuses no resolution: the next entry
+/// is numbered after the log's newest, with no gap.
+#[tokio::test]
+async fn redis_store_numbers_audit_entries_past_a_counter_that_fell_behind() {
+    let redis = TestRedis::new().await;
+    let store = redis.open().await;
+    write(&store, Write::Audit("first".into())).await;
+    redis.command(redis::cmd("DEL").arg(format!("{}:audit:seq", redis.prefix)));
+    write(&store, Write::Insert(question("que_1", None))).await;
+    let with_draft = Write::Resolve {
+        kind: RequestKind::Question,
+        id: "que_1".into(),
+        outcome: outcome(OutcomeState::Replied),
+        audit: Some("second".into()),
+        outbox: None,
+    };
+    assert_eq!(write(&store, with_draft).await, Written::Resolved);
+    assert_eq!(
+        write(&store, Write::Audit("third".into())).await,
+        Written::Appended
+    );
+    let drafts: Vec<(u64, String)> = store
+        .audit_entries(0, 10)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|entry| (entry.seq, entry.draft))
+        .collect();
+    assert_eq!(
+        drafts,
+        [
+            (1, "first".into()),
+            (2, "second".into()),
+            (3, "third".into())
+        ]
+    );
+}
+
 #[tokio::test]
 async fn open_picks_the_backend_from_the_url() {
     let dir = tempfile::tempdir().unwrap();

@@ -27,9 +27,7 @@ const FOLLOW_SLACK: Duration = Duration::from_secs(5);
 
 impl ChangeLog for RedisStore {
     fn head(&self) -> BoxFuture<'_, LogPosition> {
-        self.read(|mut connection, keys| async move {
-            logged(&mut connection, &keys.log_counter()).await
-        })
+        self.read(|mut connection, keys| async move { logged(&mut connection, &keys).await })
     }
 
     fn read_after(
@@ -81,7 +79,7 @@ impl Follower {
         wait: Duration,
     ) -> Result<Vec<Change>, StoreError> {
         if self.check_rewound {
-            if logged(&mut self.connection, &keys.log_counter()).await? < after {
+            if logged(&mut self.connection, keys).await? < after {
                 return Err(StoreError::LogTrimmed { after });
             }
             self.check_rewound = false;
@@ -109,16 +107,31 @@ impl Follower {
     }
 }
 
-/// The number of the last change logged (the change counter), `START` before any.
+/// The number of the last change logged, `START` before any: the change counter, or the
+/// log's newest entry if that is further (the counter's key was lost while the log was
+/// kept, and no change has numbered past it yet: see `lua/apply.lua`), so that a reader
+/// starting then does not start behind the log.
 async fn logged(
     connection: &mut MultiplexedConnection,
-    counter: &str,
+    keys: &Keys,
 ) -> Result<LogPosition, StoreError> {
-    let count: Option<u64> = redis::cmd("GET")
-        .arg(counter)
+    type Entries = Vec<(String, redis::Value)>;
+    let (count, newest): (Option<u64>, Entries) = redis::pipe()
+        .cmd("GET")
+        .arg(keys.log_counter())
+        .cmd("XREVRANGE")
+        .arg(keys.log())
+        .arg("+")
+        .arg("-")
+        .arg("COUNT")
+        .arg(1)
         .query_async(connection)
         .await?;
-    Ok(LogPosition(count.unwrap_or(0)))
+    let newest = newest
+        .first()
+        .and_then(|(id, _)| id.strip_prefix("0-")?.parse().ok())
+        .unwrap_or(0);
+    Ok(LogPosition(count.unwrap_or(0).max(newest)))
 }
 
 /// A change log entry back as a change: its position from the entry id, what changed from

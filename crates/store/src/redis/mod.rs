@@ -79,7 +79,11 @@ pub use location::RedisLocation;
 /// `outbox:order` (all of them, score 0, so that their names' order, the message ids'
 /// order, which is their creation order, then the targets', pages them newest first).
 /// Durability is Redis's own: enable `appendonly` with `appendfsync always` (or
-/// `everysec`) for writes to survive a Redis restart.
+/// `everysec`) for writes to survive a Redis restart, and keep `maxmemory-policy
+/// noeviction` (the default): a key Redis evicts is a request, or a record, lost. A
+/// counter found behind its stream all the same (its key lost while the stream was kept)
+/// wedges nothing: the next change or audit entry is numbered past the stream's newest
+/// entry (see `pipeline`), and until then the log's head is its newest entry.
 ///
 /// The outbox is written by the same scripts as the requests, in queue order: a winning
 /// resolution adds its message's deliveries in its own step, and only a winning one.

@@ -23,6 +23,16 @@ use crate::{EventRecord, LOG_RETENTION, OutboxMessage, StoreError, Write, Writte
 /// module docs). Its bytes are counted in `history_bytes`; a history written before they
 /// were (schema 4) is counted whole at its next record.
 ///
+/// Each change is numbered from the log's counter (`log:seq`), and each audit entry from
+/// the audit log's. A counter behind its streams (its key lost while they were kept:
+/// deleted by hand, or evicted) would have every change refused by them for good, and a
+/// change refused there after its other writes would be made but never logged; instead a
+/// number a stream refuses is replaced by the one past the newest entry of the log and of
+/// the session's history (of the audit log, for an entry), and the counter set to it
+/// (Redis's own log says so). Past the log's newest, readers read on without a gap; past
+/// a history's newer one (the log was lost too), they find a gap and load the requests
+/// again, as after any loss.
+///
 /// The outbox's writes are changes of this script too (they are not logged: they change no
 /// request), so they keep the queue's order among the others. A delivery's hash key is its
 /// member name (message id, tab, target) after the delivery prefix, made here. Its commands
