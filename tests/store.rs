@@ -499,6 +499,25 @@ async fn redis_store_first_write_after_an_idle_restart_succeeds() {
     assert_eq!(found.unwrap().request, question("que_1", None));
 }
 
+/// The reads on the connection that is not the writer's (the change log's head, history
+/// pages) are read again on a new one when Redis restarted while that one was idle.
+#[tokio::test]
+async fn redis_store_reads_aside_again_after_an_idle_restart() {
+    let mut redis = PrivateRedis::start().await;
+    let store = redis.open().await;
+    let log = store.change_log().unwrap();
+    write(&store, Write::Insert(question("que_1", None))).await;
+    assert_eq!(log.head().await.unwrap(), LogPosition(1));
+    assert_eq!(whole_history(&store, "s").await.len(), 1);
+    redis.restart().await;
+    // redis-rs notices the closed socket in its own time.
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    assert_eq!(whole_history(&store, "s").await.len(), 1);
+    redis.restart().await;
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    assert_eq!(log.head().await.unwrap(), LogPosition(1));
+}
+
 /// The pause between attempts to reach Redis grows while it stays down, and starts over
 /// once it is back: a Redis that restarts again soon after is reconnected to as quickly as
 /// the first time, not after the grown pause.

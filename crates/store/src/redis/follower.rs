@@ -2,8 +2,8 @@
 
 use std::time::Duration;
 
-use redis::AsyncConnectionConfig;
 use redis::aio::MultiplexedConnection;
+use redis::{AsyncConnectionConfig, RedisResult};
 
 use super::RedisStore;
 use super::keys::Keys;
@@ -27,7 +27,14 @@ const FOLLOW_SLACK: Duration = Duration::from_secs(5);
 
 impl ChangeLog for RedisStore {
     fn head(&self) -> BoxFuture<'_, LogPosition> {
-        self.read(|mut connection, keys| async move { logged(&mut connection, &keys).await })
+        // Not on the writer's queue, whose writes would wait for it: the changes made
+        // before this call are the ones Redis answered before this read reaches it.
+        let keys = &self.keys;
+        Box::pin(
+            self.read_aside(
+                move |mut connection| async move { logged(&mut connection, keys).await },
+            ),
+        )
     }
 
     fn read_after(
@@ -111,10 +118,7 @@ impl Follower {
 /// log's newest entry if that is further (the counter's key was lost while the log was
 /// kept, and no change has numbered past it yet: see `lua/apply.lua`), so that a reader
 /// starting then does not start behind the log.
-async fn logged(
-    connection: &mut MultiplexedConnection,
-    keys: &Keys,
-) -> Result<LogPosition, StoreError> {
+async fn logged(connection: &mut MultiplexedConnection, keys: &Keys) -> RedisResult<LogPosition> {
     type Entries = Vec<(String, redis::Value)>;
     let (count, newest): (Option<u64>, Entries) = redis::pipe()
         .cmd("GET")
