@@ -421,8 +421,9 @@ async fn redis_change_log_keeps_the_contract() {
     check_change_log(&redis.open().await, &redis.open().await).await;
 }
 
-/// A Redis that lost its script cache (restarted, or `SCRIPT FLUSH`) still takes every
-/// write: the store loads its scripts again with each group of writes.
+/// A Redis that lost its script cache without the connection breaking (`SCRIPT FLUSH`)
+/// still takes the next write: Redis refuses it (`NOSCRIPT`), and the store, having sent
+/// nothing after it, loads the script and sends it again.
 #[tokio::test]
 async fn redis_store_writes_after_its_scripts_were_flushed() {
     let redis = TestRedis::new().await;
@@ -437,6 +438,37 @@ async fn redis_store_writes_after_its_scripts_were_flushed() {
         write(&store, resolve("que_1", OutcomeState::Replied)).await,
         Written::Resolved
     );
+}
+
+/// A write Redis refused for want of its script (`SCRIPT FLUSH`) after the store sent
+/// something behind it (here a read) is not sent again, which would do it after what came
+/// after it: it fails, not done, as the read saw it; the next write loads the script again.
+#[tokio::test]
+async fn redis_store_fails_a_write_refused_for_want_of_its_script_once_more_followed_it() {
+    let redis = TestRedis::new().await;
+    let store = redis.open().await;
+    write(&store, Write::Insert(question("que_1", None))).await;
+    redis.command(redis::cmd("SCRIPT").arg("FLUSH"));
+    // Both queued before the writer runs (one thread): the read goes right after the write.
+    let refused = store.write(Write::Insert(question("que_2", None)));
+    let read = store.get("que_2");
+    assert_eq!(read.await.unwrap(), None);
+    let refused = refused.await;
+    assert!(
+        matches!(&refused, Err(StoreError::CommitFailed(why)) if why.contains("script")),
+        "{refused:?}"
+    );
+    assert_eq!(
+        write(&store, Write::Insert(question("que_2", None))).await,
+        Written::Inserted
+    );
+    let changes = store
+        .change_log()
+        .unwrap()
+        .read_after(LogPosition::START, 10, Duration::ZERO)
+        .await
+        .unwrap();
+    assert_eq!(changes.len(), 2);
 }
 
 /// A Redis that went away fails writes and reads at once, with the reason, instead of
