@@ -1113,6 +1113,20 @@ async fn check_history(store: &dyn Store, max_kept: usize) {
         long.last().map(|record| &record.entry),
         Some(&ChangeKind::Event(step_event("long", 249)))
     );
+
+    // Queued at once (Redis takes them in one script call): kept as if one by one.
+    let burst: Vec<_> = (0..250)
+        .map(|n| store.write(Write::Event(step_event("burst", n))))
+        .collect();
+    for written in burst {
+        written.await.unwrap();
+    }
+    let burst = whole_history(store, "burst").await;
+    assert!((4..=max_kept).contains(&burst.len()), "{} kept", burst.len());
+    assert_eq!(
+        burst.last().map(|record| &record.entry),
+        Some(&ChangeKind::Event(step_event("burst", 249)))
+    );
 }
 
 /// The byte limit the `…_within_their_bytes` tests set: 8 KiB.
@@ -1153,6 +1167,18 @@ async fn check_history_bytes(store: &dyn Store) {
     }
     let kept = whole_history(store, "s").await;
     assert!(kept.len() >= HISTORY_BYTES / 600, "{} kept", kept.len());
+    // Queued at once (Redis takes them in one script call): counted as if one by one.
+    let burst: Vec<_> = (0..100)
+        .map(|n| store.write(Write::Event(big_step("burst", n, 500))))
+        .collect();
+    for written in burst {
+        written.await.unwrap();
+    }
+    let bytes = history_bytes(&whole_history(store, "burst").await);
+    assert!(
+        (HISTORY_BYTES - 600..=HISTORY_BYTES + HISTORY_BYTES / 8).contains(&bytes),
+        "{bytes} bytes kept"
+    );
     write(store, Write::Event(big_step("s", 100, 2 * HISTORY_BYTES))).await;
     let kept = whole_history(store, "s").await;
     assert_eq!(kept.len(), 1, "only the newest, over the limit on its own");

@@ -21,7 +21,9 @@ use crate::{EventRecord, LOG_RETENTION, OutboxMessage, StoreError, Write, Writte
 /// count bytes): once it is a batch over its limit of records or of bytes, its oldest
 /// entries are deleted until it is within both, keeping its newest (see the `history`
 /// module docs). Its bytes are counted in `history_bytes`; a history written before they
-/// were (schema 4) is counted whole at its next record.
+/// were (schema 4) is counted whole at its next record. A call reads each history's
+/// length once and sets each session's time in `histories` once, however many of its
+/// changes it applies: every command a change saves is one Redis runs for every change.
 ///
 /// Each change is numbered from the log's counter (`log:seq`), and each audit entry from
 /// the audit log's. A counter behind its streams (its key lost while they were kept:

@@ -2,11 +2,16 @@ local results = {}
 local key, arg = 12, 9
 local records_limit, records_trimmed = tonumber(ARGV[4]), tonumber(ARGV[5])
 local bytes_limit, bytes_trimmed = tonumber(ARGV[6]), tonumber(ARGV[7])
-local function size(history, session, entry)
-  if redis.call('HEXISTS', KEYS[6], session) == 1 then
-    return redis.call('HINCRBY', KEYS[6], session, #entry)
-  end
-  local bytes = 0
+-- Within this call: the length of each history written, and the sessions whose time in
+-- `histories` is set (to this call's time).
+local lengths, dated = {}, {}
+-- The bytes of `history` with `entry`, its newest of `records` records, counted.
+local function size(history, session, entry, records)
+  local bytes = redis.call('HINCRBY', KEYS[6], session, #entry)
+  -- Counted from this record on only: a history written before bytes were (schema 4),
+  -- counted whole now.
+  if bytes > #entry or records == 1 then return bytes end
+  bytes = 0
   for _, item in ipairs(redis.call('XRANGE', history, '-', '+')) do
     bytes = bytes + #item[2][2]
   end
@@ -30,6 +35,7 @@ local function trim(history, session, records, bytes)
     redis.call('XTRIM', history, 'MINID', '0-' .. (tonumber(string.sub(cut, 3)) + 1))
     redis.call('HSET', KEYS[6], session, bytes)
   end
+  return records
 end
 -- The number of the last entry ever added to stream `key` (0 if there is none): no entry
 -- can be added at or below it. Raises if the stream holds an id askbus does not write.
@@ -78,12 +84,17 @@ local function log(session, entry)
     end
     redis.call('SET', KEYS[2], number)
   end
-  local records = redis.call('XLEN', history)
-  local bytes = size(history, session, entry)
+  local records = lengths[history]
+  records = records and records + 1 or redis.call('XLEN', history)
+  local bytes = size(history, session, entry, records)
   if records > records_trimmed or bytes > bytes_trimmed then
-    trim(history, session, records, bytes)
+    records = trim(history, session, records, bytes)
   end
-  redis.call('ZADD', KEYS[4], ARGV[3], session)
+  lengths[history] = records
+  if not dated[session] then
+    redis.call('ZADD', KEYS[4], ARGV[3], session)
+    dated[session] = true
+  end
 end
 local function insert(request, pending, calls, id, field, session, first, last, entry)
   if redis.call('EXISTS', request) == 1 then return 0 end
@@ -165,9 +176,11 @@ local function resolve(request, pending, resolved, id, kind, state, outcome, at,
     enqueue(ARGV[message + 1], ARGV[message + 2], ARGV[message + 3], message + 4,
       message + 3 + targets)
   end
-  redis.call('HSET', request, 'state', state, 'outcome', outcome, 'resolved_at', at)
   if string.sub(by, 1, 1) == '+' then
-    redis.call('HSET', request, 'decided_by', string.sub(by, 2))
+    redis.call('HSET', request, 'state', state, 'outcome', outcome, 'resolved_at', at,
+      'decided_by', string.sub(by, 2))
+  else
+    redis.call('HSET', request, 'state', state, 'outcome', outcome, 'resolved_at', at)
   end
   redis.call('ZREM', pending, id)
   redis.call('ZADD', resolved, 0, id)
