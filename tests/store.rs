@@ -703,6 +703,39 @@ async fn redis_change_log_reads_past_a_damaged_entry() {
     );
 }
 
+/// A log entry is read whatever the order of its fields, though the stores write its `op`
+/// first.
+#[tokio::test]
+async fn redis_change_log_reads_an_entry_whose_op_is_not_first() {
+    let redis = TestRedis::new().await;
+    let store = redis.open().await;
+    let log = format!("{}:log", redis.prefix);
+    redis.command(redis::cmd("INCR").arg(format!("{log}:seq")));
+    let resolved = r#"{"id":"que_1","outcome":{"state":"rejected","body":"{}",
+        "resolved_at_ms":1},"op":"resolved","kind":"question"}"#;
+    redis.command(
+        redis::cmd("XADD")
+            .arg(&log)
+            .arg("0-1")
+            .arg("change")
+            .arg(resolved),
+    );
+    let changes = store
+        .change_log()
+        .unwrap()
+        .read_after(LogPosition::START, 10, Duration::ZERO)
+        .await
+        .unwrap();
+    assert_eq!(
+        changes[0].kind,
+        ChangeKind::Resolved {
+            kind: RequestKind::Question,
+            id: "que_1".into(),
+            outcome: OutcomeRecord::new(OutcomeState::Rejected, "{}", 1),
+        }
+    );
+}
+
 /// Changes sent together (one script call) succeed or fail one by one.
 #[tokio::test]
 async fn redis_store_fails_a_change_alone() {
@@ -1122,7 +1155,11 @@ async fn check_history(store: &dyn Store, max_kept: usize) {
         written.await.unwrap();
     }
     let burst = whole_history(store, "burst").await;
-    assert!((4..=max_kept).contains(&burst.len()), "{} kept", burst.len());
+    assert!(
+        (4..=max_kept).contains(&burst.len()),
+        "{} kept",
+        burst.len()
+    );
     assert_eq!(
         burst.last().map(|record| &record.entry),
         Some(&ChangeKind::Event(step_event("burst", 249)))
