@@ -16,12 +16,12 @@
 //!
 //! Changes are numbered 1, 2, 3, … with no gap, so a reader can tell that it missed
 //! something. The log is bounded (the newest [`LOG_RETENTION`] changes, approximately in
-//! Redis), and a store can be wiped (a Redis restarted without persistence starts again at
-//! 1) or lose part of its record (a Redis log lost while a session's history was kept: the
-//! next change of that session is numbered past the history's newest, a gap): a reader
-//! whose position fell out of the log, is ahead of it, or finds a gap gets
-//! [`StoreError::LogTrimmed`] instead of reading on silently, and must load the requests
-//! again.
+//! Redis), a store can be wiped (a Redis restarted without persistence numbers from the
+//! start again), and it can lose part of its record (a Redis log lost while a session's
+//! history was kept: the next change of that session is numbered past the history's
+//! newest, a gap). A reader whose position fell out of the log, is ahead of it, or finds
+//! a gap gets [`StoreError::LogTrimmed`] instead of reading on silently, and must load the
+//! requests again.
 
 use std::fmt;
 use std::time::Duration;
