@@ -170,6 +170,27 @@ async fn a_reply_waits_for_its_own_follower_to_reach_its_log_position() {
     assert_eq!(asked.await.unwrap(), answers(&[&["Go"]]));
 }
 
+/// Redis lost the change counter's key while it kept the log (deleted by hand, evicted): a
+/// reply through another instance is still taken, logged and delivered. (The log refused
+/// the counter's number while the store recorded the reply: the request was answered in
+/// the store, pending on every instance, its asker waiting for good.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn redis_a_reply_reaches_its_asker_after_the_change_counter_was_lost() {
+    let redis = TestRedis::new().await;
+    let [a, b, _c] = instances(redis_stores(&redis).await).await;
+    let asked = ask_recorded(&a).await;
+    let id = asked.id();
+    b.hub.caught_up().await.unwrap();
+    redis.command(redis::cmd("DEL").arg(format!("{}:log:seq", redis.prefix)));
+    let reply = b.hub.questions().reply(id, answers(&[&["Go"]])).unwrap();
+    reply.await.unwrap();
+    let answered = tokio::time::timeout(EVENT_TIMEOUT, asked).await;
+    assert_eq!(
+        answered.expect("the asker got the answer").unwrap(),
+        answers(&[&["Go"]])
+    );
+}
+
 /// Redis crashes and comes back (with what it acknowledged, from its append-only file):
 /// while it is down a reply fails with the reason, then the same reply goes through, the
 /// asker on the other instance gets it, and both buses tell it once.

@@ -421,8 +421,11 @@ async fn redis_change_log_keeps_the_contract() {
     check_change_log(&redis.open().await, &redis.open().await).await;
 }
 
-/// A Redis that lost its script cache (restarted, or `SCRIPT FLUSH`) still takes every
-/// write: the store loads its scripts again with each group of writes.
+/// A Redis that lost its script cache without the connection breaking (`SCRIPT FLUSH`)
+/// refuses the calls of the changes script (`NOSCRIPT`), doing nothing of them. Writes it
+/// refused are sent again, the script loaded first, if the store sent nothing after them
+/// (the next write of an idle store); otherwise they fail, not done, rather than be done
+/// after what came after them (here a read, which saw them not done).
 #[tokio::test]
 async fn redis_store_writes_after_its_scripts_were_flushed() {
     let redis = TestRedis::new().await;
@@ -437,6 +440,23 @@ async fn redis_store_writes_after_its_scripts_were_flushed() {
         write(&store, resolve("que_1", OutcomeState::Replied)).await,
         Written::Resolved
     );
+
+    redis.command(redis::cmd("SCRIPT").arg("FLUSH"));
+    // Both queued before the writer runs (one thread): the read goes right after the write.
+    let refused = store.write(Write::Insert(question("que_3", None)));
+    let read = store.get("que_3");
+    assert_eq!(read.await.unwrap(), None);
+    let refused = refused.await;
+    assert!(
+        matches!(&refused, Err(StoreError::CommitFailed(why)) if why.contains("script")),
+        "{refused:?}"
+    );
+    assert_eq!(
+        write(&store, Write::Insert(question("que_3", None))).await,
+        Written::Inserted
+    );
+    let changes = whole_log(&store).await;
+    assert_eq!(changes.len(), 4);
 }
 
 /// A Redis that went away fails writes and reads at once, with the reason, instead of
@@ -497,6 +517,25 @@ async fn redis_store_first_write_after_an_idle_restart_succeeds() {
     tokio::time::sleep(Duration::from_millis(200)).await;
     let found = store.get("que_1").await.unwrap();
     assert_eq!(found.unwrap().request, question("que_1", None));
+}
+
+/// The reads on the connection that is not the writer's (the change log's head, history
+/// pages) are read again on a new one when Redis restarted while that one was idle.
+#[tokio::test]
+async fn redis_store_reads_aside_again_after_an_idle_restart() {
+    let mut redis = PrivateRedis::start().await;
+    let store = redis.open().await;
+    let log = store.change_log().unwrap();
+    write(&store, Write::Insert(question("que_1", None))).await;
+    assert_eq!(log.head().await.unwrap(), LogPosition(1));
+    assert_eq!(whole_history(&store, "s").await.len(), 1);
+    redis.restart().await;
+    // redis-rs notices the closed socket in its own time.
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    assert_eq!(whole_history(&store, "s").await.len(), 1);
+    redis.restart().await;
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    assert_eq!(log.head().await.unwrap(), LogPosition(1));
 }
 
 /// The pause between attempts to reach Redis grows while it stays down, and starts over
@@ -633,12 +672,7 @@ async fn redis_change_log_reads_past_a_damaged_entry() {
             .arg("{not json"),
     );
     write(&store, Write::Insert(question("que_2", None))).await;
-    let changes = store
-        .change_log()
-        .unwrap()
-        .read_after(LogPosition::START, 10, Duration::ZERO)
-        .await
-        .unwrap();
+    let changes = whole_log(&store).await;
     let positions: Vec<u64> = changes.iter().map(|change| change.position.0).collect();
     assert_eq!(positions, [1, 2, 3]);
     assert_eq!(
@@ -649,6 +683,34 @@ async fn redis_change_log_reads_past_a_damaged_entry() {
     assert_eq!(
         changes[2].kind,
         ChangeKind::Inserted(question("que_2", None))
+    );
+}
+
+/// A log entry is read whatever the order of its fields, though the stores write its `op`
+/// first.
+#[tokio::test]
+async fn redis_change_log_reads_an_entry_whose_op_is_not_first() {
+    let redis = TestRedis::new().await;
+    let store = redis.open().await;
+    let log = format!("{}:log", redis.prefix);
+    redis.command(redis::cmd("INCR").arg(format!("{log}:seq")));
+    let resolved = r#"{"id":"que_1","outcome":{"state":"rejected","body":"{}",
+        "resolved_at_ms":1},"op":"resolved","kind":"question"}"#;
+    redis.command(
+        redis::cmd("XADD")
+            .arg(&log)
+            .arg("0-1")
+            .arg("change")
+            .arg(resolved),
+    );
+    let changes = whole_log(&store).await;
+    assert_eq!(
+        changes[0].kind,
+        ChangeKind::Resolved {
+            kind: RequestKind::Question,
+            id: "que_1".into(),
+            outcome: OutcomeRecord::new(OutcomeState::Rejected, "{}", 1),
+        }
     );
 }
 
@@ -736,6 +798,115 @@ async fn redis_change_log_refuses_a_trimmed_position() {
     assert!(
         matches!(rewound, StoreError::LogTrimmed { .. }),
         "{rewound}"
+    );
+}
+
+/// A change counter behind its log (its key lost while the log was kept: deleted by hand,
+/// evicted) refuses no change: the log's head is still its newest change, and the next
+/// change is numbered after it, where every reader reads on, instead of each change's
+/// number being refused by the log for good (and the change written without its entry).
+#[tokio::test]
+async fn redis_store_numbers_changes_past_a_counter_that_fell_behind() {
+    let redis = TestRedis::new().await;
+    let store = redis.open().await;
+    let log = store.change_log().unwrap();
+    for id in ["que_1", "que_2"] {
+        write(&store, Write::Insert(question(id, None))).await;
+    }
+    redis.command(redis::cmd("DEL").arg(format!("{}:log:seq", redis.prefix)));
+    assert_eq!(log.head().await.unwrap(), LogPosition(2));
+
+    assert_eq!(
+        write(&store, Write::Insert(in_session("que_3", "other"))).await,
+        Written::Inserted
+    );
+    assert_eq!(
+        write(&store, resolve("que_1", OutcomeState::Replied)).await,
+        Written::Resolved
+    );
+    let positions: Vec<u64> = whole_log(&store)
+        .await
+        .iter()
+        .map(|change| change.position.0)
+        .collect();
+    assert_eq!(positions, [1, 2, 3, 4]);
+    assert_eq!(log.head().await.unwrap(), LogPosition(4));
+    assert_eq!(history_positions(&store, "s").await, [1, 2, 4]);
+}
+
+/// A session's history kept while the log and its counter were lost: the session's next
+/// change is numbered after the history's newest record, in the history and in the log,
+/// instead of being logged and then refused by the history (a change the other instances
+/// apply while its writer is told it failed). Readers find the gap and load again.
+#[tokio::test]
+async fn redis_store_numbers_changes_past_a_history_that_outlived_its_log() {
+    let redis = TestRedis::new().await;
+    let store = redis.open().await;
+    for id in ["que_1", "que_2"] {
+        write(&store, Write::Insert(question(id, None))).await;
+    }
+    let log = format!("{}:log", redis.prefix);
+    redis.command(redis::cmd("DEL").arg(&log).arg(format!("{log}:seq")));
+
+    assert_eq!(
+        write(&store, Write::Insert(question("que_3", None))).await,
+        Written::Inserted
+    );
+    assert_eq!(history_positions(&store, "s").await, [1, 2, 3]);
+    let reader = store.change_log().unwrap();
+    let changes = reader
+        .read_after(LogPosition(2), 10, Duration::ZERO)
+        .await
+        .unwrap();
+    assert_eq!(
+        changes
+            .iter()
+            .map(|change| &change.kind)
+            .collect::<Vec<_>>(),
+        [&ChangeKind::Inserted(question("que_3", None))]
+    );
+    let gap = reader
+        .read_after(LogPosition::START, 10, Duration::ZERO)
+        .await
+        .unwrap_err();
+    assert!(matches!(gap, StoreError::LogTrimmed { .. }), "{gap}");
+}
+
+/// An audit counter behind its log (its key lost) refuses no resolution: the next entry
+/// is numbered after the log's newest, with no gap.
+#[tokio::test]
+async fn redis_store_numbers_audit_entries_past_a_counter_that_fell_behind() {
+    let redis = TestRedis::new().await;
+    let store = redis.open().await;
+    write(&store, Write::Audit("first".into())).await;
+    redis.command(redis::cmd("DEL").arg(format!("{}:audit:seq", redis.prefix)));
+    write(&store, Write::Insert(question("que_1", None))).await;
+    let with_draft = Write::Resolve {
+        kind: RequestKind::Question,
+        id: "que_1".into(),
+        outcome: outcome(OutcomeState::Replied),
+        audit: Some("second".into()),
+        outbox: None,
+    };
+    assert_eq!(write(&store, with_draft).await, Written::Resolved);
+    assert_eq!(
+        write(&store, Write::Audit("third".into())).await,
+        Written::Appended
+    );
+    let drafts: Vec<(u64, String)> = store
+        .audit_entries(0, 10)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|entry| (entry.seq, entry.draft))
+        .collect();
+    assert_eq!(
+        drafts,
+        [
+            (1, "first".into()),
+            (2, "second".into()),
+            (3, "third".into())
+        ]
     );
 }
 
@@ -943,6 +1114,24 @@ async fn check_history(store: &dyn Store, max_kept: usize) {
         long.last().map(|record| &record.entry),
         Some(&ChangeKind::Event(step_event("long", 249)))
     );
+
+    // Queued at once (Redis takes them in one script call): kept as if one by one.
+    let burst: Vec<_> = (0..250)
+        .map(|n| store.write(Write::Event(step_event("burst", n))))
+        .collect();
+    for written in burst {
+        written.await.unwrap();
+    }
+    let burst = whole_history(store, "burst").await;
+    assert!(
+        (4..=max_kept).contains(&burst.len()),
+        "{} kept",
+        burst.len()
+    );
+    assert_eq!(
+        burst.last().map(|record| &record.entry),
+        Some(&ChangeKind::Event(step_event("burst", 249)))
+    );
 }
 
 /// The byte limit the `…_within_their_bytes` tests set: 8 KiB.
@@ -983,6 +1172,18 @@ async fn check_history_bytes(store: &dyn Store) {
     }
     let kept = whole_history(store, "s").await;
     assert!(kept.len() >= HISTORY_BYTES / 600, "{} kept", kept.len());
+    // Queued at once (Redis takes them in one script call): counted as if one by one.
+    let burst: Vec<_> = (0..100)
+        .map(|n| store.write(Write::Event(big_step("burst", n, 500))))
+        .collect();
+    for written in burst {
+        written.await.unwrap();
+    }
+    let bytes = history_bytes(&whole_history(store, "burst").await);
+    assert!(
+        (HISTORY_BYTES - 600..=HISTORY_BYTES + HISTORY_BYTES / 8).contains(&bytes),
+        "{bytes} bytes kept"
+    );
     write(store, Write::Event(big_step("s", 100, 2 * HISTORY_BYTES))).await;
     let kept = whole_history(store, "s").await;
     assert_eq!(kept.len(), 1, "only the newest, over the limit on its own");
@@ -1475,6 +1676,23 @@ async fn redis_store_acknowledges_big_writes_that_wait_their_turn() {
         failed.len(),
         failed.first()
     );
+}
+
+/// The positions of the records of `session`'s history, oldest first.
+async fn history_positions(store: &(impl Store + ?Sized), session: &str) -> Vec<u64> {
+    let history = whole_history(store, session).await;
+    history.iter().map(|record| record.position).collect()
+}
+
+/// Every change of `store`'s log from its first (at most ten), as a reader from the start
+/// reads them.
+async fn whole_log(store: &(impl Store + ?Sized)) -> Vec<askbus_store::Change> {
+    store
+        .change_log()
+        .unwrap()
+        .read_after(LogPosition::START, 10, Duration::ZERO)
+        .await
+        .unwrap()
 }
 
 /// Every record of `session`'s history, oldest first.

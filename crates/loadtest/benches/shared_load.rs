@@ -24,12 +24,15 @@
 //! Latency at saturation is reported too. It is mostly queueing (64 agents taking turns at
 //! whatever the pair's pace is) and says how the pair degrades, not how fast it answers at
 //! the target load; a closed loop also hides the waits of the cycles it never starts.
-//! A cycle whose answer is not the one given, or that gets none within [`CYCLE_LIMIT`],
-//! fails the run; a missed target is reported.
+//! A cycle whose answer is not the one given (the run says what the agent got instead:
+//! another answer, or which error), or that gets none within [`CYCLE_LIMIT`], fails the
+//! run, as does a reply on B that fails; a missed target is reported.
 //!
 //! The baseline and askbus are measured in three rounds, alternately (this machine's speed
 //! drifts between minutes, and the tail latency with it); the verdicts are on the medians
-//! of the rounds.
+//! of the rounds. Each round has a key prefix of its own, and its askbus instances stop,
+//! every write of theirs answered, before its keys are deleted: nothing of one round
+//! reaches the next.
 //!
 //! Without `--bench` (under `cargo test --all-targets`) a smoke version runs a second of
 //! each, paced at 500 a second, and checks the same invariants; its figures mean
@@ -39,19 +42,20 @@
 
 use std::collections::HashMap;
 use std::fmt;
+use std::num::NonZeroUsize;
 use std::process::ExitCode;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, bail};
-use askbus_bus::Bus;
+use askbus_bus::{Bus, BusConfig};
 use askbus_loadtest::Target;
 use askbus_loadtest::cpu::{CpuSample, CpuShare};
 use askbus_loadtest::stats::{Latencies, Millis, median};
 use askbus_question::{
     QuestionAsked, QuestionConfig, QuestionId, QuestionInfo, QuestionOption, RequestHub,
 };
-use askbus_store::RedisStore;
+use askbus_store::{RedisStore, Store, StoreError};
 use futures_util::StreamExt;
 use redis::aio::MultiplexedConnection;
 use tokio::sync::oneshot;
@@ -160,6 +164,9 @@ async fn run(full_run: bool, loads: Loads) -> anyhow::Result<()> {
     );
     let mut rounds = Vec::new();
     for round in 1..=loads.rounds {
+        // A prefix of its own per round: nothing of a round (a key its cleanup left, a
+        // write still on its way) is in the next round's store.
+        let prefix = format!("{prefix}:{round}");
         let baseline = baseline(&client, &prefix, loads)
             .await
             .context("the baseline")?;
@@ -279,12 +286,13 @@ impl fmt::Display for Figures {
 type Answered<K> = Arc<Mutex<HashMap<K, Instant>>>;
 
 /// The agents' side of a measurement: `cycle(agent, n)` runs one cycle and returns when
-/// the answer was given (for the latency) and whether it was the right one. Cycles started
-/// in the measured window count, with their latency, however late they end.
+/// the answer was given (for the latency) and whether it was the right one, or what the
+/// agent got instead. Cycles started in the measured window count, with their latency,
+/// however late they end.
 async fn drive<F, Fut>(load: Load, loads: Loads, cycle: F) -> Figures
 where
     F: Fn(usize, usize) -> Fut + Clone + Send + 'static,
-    Fut: Future<Output = (Instant, bool)> + Send + 'static,
+    Fut: Future<Output = (Instant, Result<(), String>)> + Send + 'static,
 {
     let start = Instant::now();
     let (window_start, window_end) = (
@@ -293,7 +301,7 @@ where
     );
     // Each run cycle: when it started, when it ended, and (unless it was given up on) when
     // its answer was given and whether it was right.
-    type Run = (Instant, Instant, Option<(Instant, bool)>);
+    type Run = (Instant, Instant, Option<(Instant, Result<(), String>)>);
     let timed = move |cycle: F, agent, n| async move {
         let started = Instant::now();
         let answer = tokio::time::timeout(CYCLE_LIMIT, cycle(agent, n))
@@ -343,14 +351,16 @@ where
             }
         }
     }
-    let (mut latencies, mut cycles, mut wrong, mut lost) = (Vec::new(), 0, 0, 0);
+    let (mut latencies, mut cycles, mut wrong, mut lost) = (Vec::new(), 0, Vec::new(), 0);
     for task in tasks {
         for (started, resolved, answer) in task.await.expect("the cycle ran") {
             let Some((answered, right)) = answer else {
                 lost += 1;
                 continue;
             };
-            wrong += usize::from(!right);
+            if let Err(got) = right {
+                wrong.push(got);
+            }
             if (window_start..window_end).contains(&started) {
                 latencies.push(resolved.saturating_duration_since(answered));
                 cycles += 1;
@@ -361,11 +371,9 @@ where
         .zip(CpuSample::now())
         .and_then(|(from, to)| from.until(to));
     let mut problems = Vec::new();
-    if wrong > 0 {
-        problems.push(format!(
-            "{load:?}: {wrong} cycles got an answer that was not the one given"
-        ));
-    }
+    problems.extend(tally(wrong).into_iter().map(|(count, got)| {
+        format!("{load:?}: {count} cycles did not get the answer given but: {got}")
+    }));
     if lost > 0 {
         problems.push(format!(
             "{load:?}: {lost} cycles got no answer within {CYCLE_LIMIT:?}"
@@ -386,21 +394,53 @@ where
     }
 }
 
+/// How many times each kind of message occurs in `messages`, the most frequent first: a
+/// kind is a message with its request ids and numbers blanked out (`que_…`, `#`).
+fn tally(messages: Vec<String>) -> Vec<(usize, String)> {
+    let mut counts: HashMap<String, usize> = HashMap::new();
+    for message in messages {
+        let kind = message
+            .split(' ')
+            .map(|word| {
+                let prefix = ["que_", "apr_"]
+                    .into_iter()
+                    .find(|prefix| word.trim_start_matches(['(', '[', '"']).starts_with(prefix));
+                match prefix {
+                    Some(prefix) => format!("{prefix}…"),
+                    None => word.replace(|c: char| c.is_ascii_digit(), "#"),
+                }
+            })
+            .collect::<Vec<_>>()
+            .join(" ");
+        *counts.entry(kind).or_default() += 1;
+    }
+    let mut counts: Vec<(usize, String)> = counts.into_iter().map(|(kind, n)| (n, kind)).collect();
+    counts.sort_unstable_by(|a, b| b.cmp(a));
+    counts
+}
+
 /// askbus: two shared hubs; agents ask on A, the human answers on B.
 async fn askbus(prefix: &str, loads: Loads) -> anyhow::Result<Measured> {
     let prefix = format!("{prefix}:askbus");
     let instance = || async {
         let store = Arc::new(RedisStore::open(REDIS, &prefix).await?);
         let config = QuestionConfig::default();
-        RequestHub::builder()
-            .bus(Bus::new())
+        // Room for every event of a second and more: a human (a task here) held up for a
+        // moment on a busy machine still hears of every question.
+        let bus = Bus::with_config(BusConfig {
+            subscriber_capacity: NonZeroUsize::new(1 << 20).expect("not zero"),
+            ..BusConfig::default()
+        });
+        let hub = RequestHub::builder()
+            .bus(bus)
             .questions(config)
-            .store(store)
+            .store(Arc::clone(&store) as Arc<dyn Store>)
             .shared()
             .build()
-            .await
+            .await?;
+        Ok::<_, StoreError>((hub, store))
     };
-    let (a, b) = (
+    let ((a, a_store), (b, b_store)) = (
         instance().await.context("instance A")?,
         instance().await.context("instance B")?,
     );
@@ -409,12 +449,26 @@ async fn askbus(prefix: &str, loads: Loads) -> anyhow::Result<Measured> {
     // The human on B: answers each question with the agent's own label, as it is announced.
     let mut asked = b.bus().subscribe::<QuestionAsked>();
     let acknowledged = Arc::new(Mutex::new(Vec::new()));
+    // The tasks awaiting the replies' acknowledgements, awaited before the instances stop.
+    let verdicts = Arc::new(Mutex::new(Vec::new()));
     let human = {
         let (answered, acknowledged) = (Arc::clone(&answered), Arc::clone(&acknowledged));
+        let verdicts = Arc::clone(&verdicts);
         let problems = Arc::new(Mutex::new(Vec::new()));
         let seen = Arc::clone(&problems);
         let task = tokio::spawn(async move {
-            while let Some(Ok(QuestionAsked { request })) = asked.next().await {
+            while let Some(asked) = asked.next().await {
+                let request = match asked {
+                    Ok(QuestionAsked { request }) => request,
+                    // Those questions go unanswered: their cycles are counted as lost.
+                    Err(lagged) => {
+                        problems
+                            .lock()
+                            .expect("not poisoned")
+                            .push(format!("the human on B {lagged}"));
+                        continue;
+                    }
+                };
                 let label = request.questions[0].options[0].label.clone();
                 let given = Instant::now();
                 answered
@@ -425,7 +479,7 @@ async fn askbus(prefix: &str, loads: Loads) -> anyhow::Result<Measured> {
                 let (problems, acknowledged) = (Arc::clone(&problems), Arc::clone(&acknowledged));
                 // Acknowledged as an HTTP handler would wait for it, without holding up
                 // the next answer.
-                tokio::spawn(async move {
+                let verdict = tokio::spawn(async move {
                     let verdict = match reply {
                         Ok(durable) => durable.await.map_err(|error| error.to_string()),
                         Err(error) => Err(error.to_string()),
@@ -438,6 +492,7 @@ async fn askbus(prefix: &str, loads: Loads) -> anyhow::Result<Measured> {
                         Err(error) => problems.lock().expect("not poisoned").push(error),
                     }
                 });
+                verdicts.lock().expect("not poisoned").push(verdict);
             }
         });
         (task, seen)
@@ -453,7 +508,11 @@ async fn askbus(prefix: &str, loads: Loads) -> anyhow::Result<Measured> {
                 .submit()
                 .expect("valid questions");
             let id = pending.id();
-            let right = pending.await.is_ok_and(|answers| answers == [[label]]);
+            let right = match pending.await {
+                Ok(answers) if answers == [[label]] => Ok(()),
+                Ok(answers) => Err(format!("another answer ({answers:?})")),
+                Err(error) => Err(format!("an error ({error})")),
+            };
             let given = answered.lock().expect("not poisoned").remove(&id);
             (given.unwrap_or_else(Instant::now), right)
         }
@@ -473,11 +532,26 @@ async fn askbus(prefix: &str, loads: Loads) -> anyhow::Result<Measured> {
         saturated: phase(Load::Saturated).await,
         paced: phase(Load::Paced(loads.pace)).await,
     };
+    // Both instances stop before their keys are deleted: a write of theirs still on its
+    // way would recreate keys of a prefix nobody cleans up again (the change counter
+    // without the log, say), and compete with the next measurement.
     human.0.abort();
-    measured
-        .paced
-        .problems
-        .extend(human.1.lock().expect("not poisoned").drain(..));
+    let _ = human.0.await;
+    let verdicts = std::mem::take(&mut *verdicts.lock().expect("not poisoned"));
+    for verdict in verdicts {
+        verdict.await.context("a reply's acknowledgement")?;
+    }
+    drop(cycle);
+    for store in [a_store, b_store] {
+        // Answered after every write queued before it.
+        store.recent_events(1).await?;
+    }
+    let replies = std::mem::take(&mut *human.1.lock().expect("not poisoned"));
+    measured.paced.problems.extend(
+        tally(replies)
+            .into_iter()
+            .map(|(count, error)| format!("{count} replies on B failed: {error}")),
+    );
     Ok(measured)
 }
 
@@ -554,7 +628,11 @@ async fn baseline(client: &redis::Client, prefix: &str, loads: Loads) -> anyhow:
                 .arg(&label)
                 .query_async(&mut writer)
                 .await;
-            let right = receiver.await.is_ok_and(|answer| answer == label);
+            let right = match receiver.await {
+                Ok(answer) if answer == label => Ok(()),
+                Ok(answer) => Err(format!("another answer ({answer})")),
+                Err(_) => Err("no answer: the reader stopped".to_owned()),
+            };
             let given = answered.lock().expect("not poisoned").remove(&ask);
             (given.unwrap_or_else(Instant::now), right)
         }

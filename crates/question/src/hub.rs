@@ -217,8 +217,6 @@ impl RequestHub {
         )
         .await?;
         let (applied_sender, applied) = watch::channel(head);
-        hub.questions.registry().follow(applied.clone());
-        hub.approvals.registry().follow(applied.clone());
         let followed = Followed {
             questions: hub.questions.registry().downgrade(),
             approvals: hub.approvals.registry().downgrade(),

@@ -16,9 +16,12 @@
 //!
 //! Changes are numbered 1, 2, 3, … with no gap, so a reader can tell that it missed
 //! something. The log is bounded (the newest [`LOG_RETENTION`] changes, approximately in
-//! Redis), and a store can be wiped (a Redis restarted without persistence starts again at
-//! 1): a reader whose position fell out of the log, or is ahead of it, gets
-//! [`StoreError::LogTrimmed`] instead of a silent gap, and must load the requests again.
+//! Redis), a store can be wiped (a Redis restarted without persistence numbers from the
+//! start again), and it can lose part of its record (a Redis log lost while a session's
+//! history was kept: the next change of that session is numbered past the history's
+//! newest, a gap). A reader whose position fell out of the log, is ahead of it, or finds
+//! a gap gets [`StoreError::LogTrimmed`] instead of reading on silently, and must load the
+//! requests again.
 
 use std::fmt;
 use std::time::Duration;
@@ -115,8 +118,22 @@ impl ChangeKind {
     /// [`Unreadable`](Self::Unreadable), with why, if it cannot be read back.
     #[cfg(any(feature = "sqlite", feature = "redis"))]
     pub(crate) fn read(json: &str) -> Self {
-        serde_json::from_str(json)
-            .unwrap_or_else(|error| Self::Unreadable(format!("{error}: {json}")))
+        // The stores write the tag first ([`LogEntry`]): the variant's own fields are then
+        // read from the same object at once, the tag passed over as a field no variant
+        // has. Reading it as a tagged enum first copies every field into a buffer, which
+        // was most of the cost of following a log. Any other order takes that way.
+        let read =
+            if json.starts_with(r#"{"op":"inserted","#) {
+                serde_json::from_str(json).map(Self::Inserted)
+            } else if json.starts_with(r#"{"op":"resolved","#) {
+                serde_json::from_str(json)
+                    .map(|ResolvedEntry { kind, id, outcome }| Self::Resolved { kind, id, outcome })
+            } else if json.starts_with(r#"{"op":"event","#) {
+                serde_json::from_str(json).map(Self::Event)
+            } else {
+                serde_json::from_str(json)
+            };
+        read.unwrap_or_else(|error| Self::Unreadable(format!("{error}: {json}")))
     }
 
     /// The kind of request that changed, unless the change is no request's (an event) or
@@ -128,6 +145,15 @@ impl ChangeKind {
             Self::Event(_) | Self::Unreadable(_) => None,
         }
     }
+}
+
+/// The fields of a [`ChangeKind::Resolved`], read on their own (see [`ChangeKind::read`]).
+#[cfg(any(feature = "sqlite", feature = "redis"))]
+#[derive(serde::Deserialize)]
+struct ResolvedEntry {
+    kind: RequestKind,
+    id: String,
+    outcome: OutcomeRecord,
 }
 
 /// A change as the stores write it (the change log's entries, a session history's

@@ -87,10 +87,8 @@ use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError, Weak};
 
 use askbus_audit::AuditDraft;
 use askbus_bus::{Bus, EventId, Id};
-use askbus_store::{
-    ChangeKind, HistoryPage, Loaded, LogPosition, SessionEvent, Store, StoreError, Written,
-};
-use tokio::sync::{Notify, oneshot, watch};
+use askbus_store::{ChangeKind, HistoryPage, Loaded, SessionEvent, Store, StoreError, Written};
+use tokio::sync::{Notify, oneshot};
 use tokio::time::Instant;
 
 use crate::durable::Durable;
@@ -610,13 +608,6 @@ impl<K: RequestType> Registry<K> {
             .map(|recorder| &recorder.store)
     }
 
-    /// Hands this registry its follower's progress (the position of the last change of the
-    /// shared store's log it applied), which the store's verdicts wait for (see the
-    /// `storage` module). Ignored without a shared store.
-    pub(crate) fn follow(&self, applied: watch::Receiver<LogPosition>) {
-        self.inner.storage.follow(applied);
-    }
-
     /// Whether other instances share this registry's store (and decide through it).
     pub(crate) fn is_shared(&self) -> bool {
         self.inner.storage.deciding().is_some()
@@ -922,7 +913,6 @@ impl<K: RequestType> Registry<K> {
             let (sender, fate) = oneshot::channel();
             state.vote_waiters.insert(cast, sender);
             let written = store.event(record);
-            let caught_up = self.inner.storage.caught_up();
             drop(state);
             let registry = self.clone();
             return Durable::decided(async move {
@@ -930,14 +920,13 @@ impl<K: RequestType> Registry<K> {
                     registry.inner.lock().vote_waiters.remove(&cast);
                     return Err(error.into());
                 }
-                // Once this instance applied the log past the vote, its fate is known.
-                caught_up.await;
-                let mut fate = fate;
-                match fate.try_recv() {
-                    Ok(fate) => fate,
-                    // Not read back (the follower stopped): it is in the log, so it counts
-                    // unless the same reviewer's other vote came first.
-                    Err(_) => {
+                // Known once this instance's follower applied the vote (see the `storage`
+                // module).
+                match tokio::time::timeout(APPLIED_LIMIT, fate).await {
+                    Ok(Ok(fate)) => fate,
+                    // Not read back (the follower stopped, or is late): it is in the log, so
+                    // it counts unless the same reviewer's other vote came first.
+                    Ok(Err(_)) | Err(_) => {
                         registry.inner.lock().vote_waiters.remove(&cast);
                         Ok(())
                     }
@@ -1061,7 +1050,7 @@ impl<K: RequestType> Registry<K> {
 
     /// Proposes `outcome` for pending request `id` to the shared store, which decides; see
     /// the module docs. The returned [`Durable`] completes once the store took it and this
-    /// instance's follower applied the log up to it (see the `storage` module).
+    /// instance's follower applied it (see the `storage` module).
     fn propose(
         &self,
         store: &Recorder,
@@ -1073,14 +1062,17 @@ impl<K: RequestType> Registry<K> {
         let id = K::id(request);
         let digest = state.pending.get(&id).and_then(|entry| entry.digest);
         let verdict = store.resolve::<K>(request, digest, &outcome, by.as_ref());
-        let caught_up = self.inner.storage.caught_up();
+        // Told once this instance applies the request's outcome, whichever the store took:
+        // no round trip to the store, and no position to compare.
+        let (sender, applied) = oneshot::channel();
+        state.watch(id, sender);
         let registry = self.clone();
         Durable::decided(async move {
             match verdict.await? {
                 Written::Resolved => {
-                    // Durable now; waiting for the log makes this instance's own reads
-                    // (a `get` right after the reply) see it.
-                    caught_up.await;
+                    // Durable now; waiting for this instance to apply it makes its own
+                    // reads (a `get` right after the reply) see it.
+                    let _ = tokio::time::timeout(APPLIED_LIMIT, applied).await;
                     Ok(())
                 }
                 Written::AlreadyResolved(state) => Err(DurableError::AlreadyResolved {
@@ -1623,6 +1615,12 @@ fn session_event(notice: Notice) -> Option<SessionEvent> {
         properties: serde_json::to_string(&notice.properties).ok()?,
     })
 }
+
+/// The longest a change of this instance's, once durable in a shared store, waits for this
+/// instance's follower to apply it (see the `storage` module): longer than a follower's
+/// reads take while the store answers, short enough that a reply accepted by a store that
+/// then went away is answered as taken rather than timed out.
+const APPLIED_LIMIT: std::time::Duration = std::time::Duration::from_secs(10);
 
 /// How many times (one [`EXPIRY_RETRY`] apart) the cancellation of a withdrawn request is
 /// proposed to a shared store that cannot be reached.

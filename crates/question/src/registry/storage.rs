@@ -23,29 +23,22 @@
 //!
 //! A reply the store took is durable at once, but this instance shows it only once its
 //! follower applied it. So the proposal's [`Durable`] completes when this instance's
-//! follower has applied the log **up to the position of the change**: the change log's
-//! head read right after the store's answer, which is at or past the change (the store
-//! wrote it before answering). A reply answered `200` is then seen by the next `GET` to the
+//! follower has applied **the change itself**: the outcome the store took, which ends the
+//! request here (the registry tells the proposal, as it tells any waiter), and a vote,
+//! which this instance counts. The follower applies the log in order, so every change
+//! before it is applied too. A reply answered `200` is then seen by the next `GET` to the
 //! same instance, however far the follower had fallen behind; no fixed wait can promise
-//! that. A follower that stopped for good (its hub dropped) ends the wait: nothing will
-//! apply the change here any more. Until the hub hands its follower's progress over
-//! ([`Storage::follow`]) there is nothing to wait for.
+//! that, and no second round trip to the store (to read where its log is) is needed. A
+//! follower cut off from the store (Redis down) holds nobody for longer than
+//! `APPLIED_LIMIT` (10 s): the change is durable, only reading it back here is late.
 //!
 //! [`Durable`]: crate::Durable
 
-use std::sync::OnceLock;
-
-use askbus_store::{Ack, LogPosition, SessionEvent};
-use tokio::sync::watch;
+use askbus_store::{Ack, SessionEvent};
 
 use super::record::{Recorder, RequestDigest};
 use super::request_type::{OutcomeOf, RequestType};
 use crate::identity::Identity;
-
-/// The longest a change waits, once durable, for this instance's follower to apply it:
-/// longer than a follower's reads take while the store answers, short enough that a reply
-/// accepted by a store that then went away is answered as taken rather than timed out.
-const CAUGHT_UP_LIMIT: std::time::Duration = std::time::Duration::from_secs(10);
 
 /// How a registry uses the store it records in, as its constructor is told.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -78,9 +71,6 @@ pub(super) enum Storage {
     Shared {
         /// Where proposals and records go.
         recorder: Recorder,
-        /// The position of the last change this instance's follower applied, once the hub
-        /// started it.
-        applied: OnceLock<watch::Receiver<LogPosition>>,
     },
 }
 
@@ -90,10 +80,7 @@ impl Storage {
         match recorder {
             None => Self::Memory,
             Some((recorder, StoreRole::Record)) => Self::Record(recorder),
-            Some((recorder, StoreRole::Shared)) => Self::Shared {
-                recorder,
-                applied: OnceLock::new(),
-            },
+            Some((recorder, StoreRole::Shared)) => Self::Shared { recorder },
         }
     }
 
@@ -102,14 +89,14 @@ impl Storage {
     pub(super) fn recorder(&self) -> Option<&Recorder> {
         match self {
             Self::Memory => None,
-            Self::Record(recorder) | Self::Shared { recorder, .. } => Some(recorder),
+            Self::Record(recorder) | Self::Shared { recorder } => Some(recorder),
         }
     }
 
     /// The shared store that decides this registry's outcomes, if it has one.
     pub(super) fn deciding(&self) -> Option<&Recorder> {
         match self {
-            Self::Shared { recorder, .. } => Some(recorder),
+            Self::Shared { recorder } => Some(recorder),
             Self::Memory | Self::Record(_) => None,
         }
     }
@@ -157,44 +144,5 @@ impl Storage {
             drop(recorder.event(event));
         }
         !matches!(self, Self::Shared { .. })
-    }
-
-    /// Hands this registry its follower's progress (a shared store only; elsewhere, and a
-    /// second time, it is ignored).
-    pub(super) fn follow(&self, applied: watch::Receiver<LogPosition>) {
-        if let Self::Shared { applied: slot, .. } = self {
-            let _ = slot.set(applied);
-        }
-    }
-
-    /// Completes once this instance's follower applied the shared store's log up to its
-    /// head as of now (see the module docs), or after [`CAUGHT_UP_LIMIT`]. At once without
-    /// a follower or a change log.
-    pub(super) fn caught_up(&self) -> impl Future<Output = ()> + Send + 'static {
-        let (store, applied) = match self {
-            Self::Shared { recorder, applied } => (
-                Some(std::sync::Arc::clone(&recorder.store)),
-                applied.get().cloned(),
-            ),
-            Self::Memory | Self::Record(_) => (None, None),
-        };
-        async move {
-            let (Some(store), Some(mut applied)) = (store, applied) else {
-                return;
-            };
-            let Some(log) = store.change_log() else {
-                return;
-            };
-            // The change is durable whatever happens here: a head that cannot be read
-            // only leaves this instance's next read possibly behind.
-            let Ok(head) = log.head().await else {
-                return;
-            };
-            // Err: the follower stopped for good, nothing will apply the change here. A
-            // follower cut off from the store (Redis down) stops nobody for longer than
-            // `CAUGHT_UP_LIMIT`: the change is durable, only reading it back here is late.
-            let caught_up = applied.wait_for(|&position| position >= head);
-            let _ = tokio::time::timeout(CAUGHT_UP_LIMIT, caught_up).await;
-        }
     }
 }

@@ -2,8 +2,8 @@
 
 use std::time::Duration;
 
-use redis::AsyncConnectionConfig;
 use redis::aio::MultiplexedConnection;
+use redis::{AsyncConnectionConfig, RedisResult};
 
 use super::RedisStore;
 use super::keys::Keys;
@@ -27,9 +27,14 @@ const FOLLOW_SLACK: Duration = Duration::from_secs(5);
 
 impl ChangeLog for RedisStore {
     fn head(&self) -> BoxFuture<'_, LogPosition> {
-        self.read(|mut connection, keys| async move {
-            logged(&mut connection, &keys.log_counter()).await
-        })
+        // Not on the writer's queue, whose writes would wait for it: the changes made
+        // before this call are the ones Redis answered before this read reaches it.
+        let keys = &self.keys;
+        Box::pin(
+            self.read_aside(
+                move |mut connection| async move { logged(&mut connection, keys).await },
+            ),
+        )
     }
 
     fn read_after(
@@ -81,7 +86,7 @@ impl Follower {
         wait: Duration,
     ) -> Result<Vec<Change>, StoreError> {
         if self.check_rewound {
-            if logged(&mut self.connection, &keys.log_counter()).await? < after {
+            if logged(&mut self.connection, keys).await? < after {
                 return Err(StoreError::LogTrimmed { after });
             }
             self.check_rewound = false;
@@ -109,16 +114,28 @@ impl Follower {
     }
 }
 
-/// The number of the last change logged (the change counter), `START` before any.
-async fn logged(
-    connection: &mut MultiplexedConnection,
-    counter: &str,
-) -> Result<LogPosition, StoreError> {
-    let count: Option<u64> = redis::cmd("GET")
-        .arg(counter)
+/// The number of the last change logged, `START` before any: the change counter, or the
+/// log's newest entry if that is further (the counter's key was lost while the log was
+/// kept, and no change has numbered past it yet: see `lua/apply.lua`), so that a reader
+/// starting then does not start behind the log.
+async fn logged(connection: &mut MultiplexedConnection, keys: &Keys) -> RedisResult<LogPosition> {
+    type Entries = Vec<(String, redis::Value)>;
+    let (count, newest): (Option<u64>, Entries) = redis::pipe()
+        .cmd("GET")
+        .arg(keys.log_counter())
+        .cmd("XREVRANGE")
+        .arg(keys.log())
+        .arg("+")
+        .arg("-")
+        .arg("COUNT")
+        .arg(1)
         .query_async(connection)
         .await?;
-    Ok(LogPosition(count.unwrap_or(0)))
+    let newest = newest
+        .first()
+        .and_then(|(id, _)| id.strip_prefix("0-")?.parse().ok())
+        .unwrap_or(0);
+    Ok(LogPosition(count.unwrap_or(0).max(newest)))
 }
 
 /// A change log entry back as a change: its position from the entry id, what changed from

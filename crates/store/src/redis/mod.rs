@@ -55,7 +55,9 @@ pub use location::RedisLocation;
 /// blocking `XREAD` holds its connection. History pages (the reads clients ask for most,
 /// and the biggest) use a connection of their own too, once a barrier in the writer's
 /// queue says every write queued before them is answered: the writer never waits for
-/// them, so neither does any acknowledgement.
+/// them, so neither does any acknowledgement. The change log's head (read before every
+/// read over HTTP) goes on that connection at once: the changes it must count are those
+/// made before it was asked for, which Redis has answered by then.
 ///
 /// Keys, all under the prefix: `schema` (the schema version), `req:{id}` (a hash per
 /// request), `pending:{kind}` and `resolved:{kind}` (sorted sets of ids, ordered by id),
@@ -79,7 +81,11 @@ pub use location::RedisLocation;
 /// `outbox:order` (all of them, score 0, so that their names' order, the message ids'
 /// order, which is their creation order, then the targets', pages them newest first).
 /// Durability is Redis's own: enable `appendonly` with `appendfsync always` (or
-/// `everysec`) for writes to survive a Redis restart.
+/// `everysec`) for writes to survive a Redis restart, and keep `maxmemory-policy
+/// noeviction` (the default): a key Redis evicts is a request, or a record, lost. A
+/// counter found behind its stream all the same (its key lost while the stream was kept)
+/// wedges nothing: the next change or audit entry is numbered past the stream's newest
+/// entry (see `pipeline`), and until then the log's head is its newest entry.
 ///
 /// The outbox is written by the same scripts as the requests, in queue order: a winning
 /// resolution adds its message's deliveries in its own step, and only a winning one.
@@ -208,6 +214,31 @@ impl RedisStore {
         let connection = connect(&self.client).await?;
         *reader = Some(connection.clone());
         Ok(connection)
+    }
+
+    /// Runs `query` on the reader's connection (not after the writes queued before it:
+    /// see [`written_before`](Self::written_before)), and once more on a new connection if
+    /// that one broke (Redis restarted while it was idle): a read changes nothing.
+    async fn read_aside<T, F>(
+        &self,
+        query: impl Fn(MultiplexedConnection) -> F,
+    ) -> Result<T, StoreError>
+    where
+        F: Future<Output = redis::RedisResult<T>>,
+    {
+        let mut attempt = Attempt::First;
+        loop {
+            match query(self.reader().await?).await {
+                Err(error) if error.is_unrecoverable_error() => {
+                    self.reader.lock().await.take();
+                    if attempt == Attempt::Last {
+                        return Err(error.into());
+                    }
+                    attempt = Attempt::Last;
+                }
+                result => return result.map_err(StoreError::from),
+            }
+        }
     }
 
     /// Runs `query` on the writer task after every write queued before it (twice if the

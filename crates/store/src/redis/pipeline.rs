@@ -21,7 +21,19 @@ use crate::{EventRecord, LOG_RETENTION, OutboxMessage, StoreError, Write, Writte
 /// count bytes): once it is a batch over its limit of records or of bytes, its oldest
 /// entries are deleted until it is within both, keeping its newest (see the `history`
 /// module docs). Its bytes are counted in `history_bytes`; a history written before they
-/// were (schema 4) is counted whole at its next record.
+/// were (schema 4) is counted whole at its next record. A call reads each history's
+/// length once and sets each session's time in `histories` once, however many of its
+/// changes it applies: every command a change saves is one Redis runs for every change.
+///
+/// Each change is numbered from the log's counter (`log:seq`), and each audit entry from
+/// the audit log's. A counter behind its streams (its key lost while they were kept:
+/// deleted by hand, or evicted) would have every change refused by them for good, and a
+/// change refused there after its other writes would be made but never logged; instead a
+/// number a stream refuses is replaced by the one past the newest entry of the log and of
+/// the session's history (of the audit log, for an entry), and the counter set to it
+/// (Redis's own log says so). Past the log's newest, readers read on without a gap; past
+/// a history's newer one (the log was lost too), they find a gap and load the requests
+/// again, as after any loss.
 ///
 /// The outbox's writes are changes of this script too (they are not logged: they change no
 /// request), so they keep the queue's order among the others. A delivery's hash key is its
@@ -60,17 +72,46 @@ const APPLY: &str = include_str!("lua/apply.lua");
 /// and Redis looks the compiled script up instead of hashing its text each time.
 static APPLY_SCRIPT: LazyLock<redis::Script> = LazyLock::new(|| redis::Script::new(APPLY));
 
-/// The pipeline that applies `group`, and how many of the group's writes each of its
-/// commands answers for.
+/// Whether a pipeline that calls [`APPLY`] loads it first.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Script {
+    /// Loads it (`SCRIPT LOAD`, a lookup if Redis has it): the first on a connection, and
+    /// the first after Redis answered that it lost it.
+    Load,
+    /// Counts on it: a pipeline before it on the same connection loaded it.
+    Loaded,
+}
+
+/// What one command of a group's pipeline answers for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Answers {
+    /// A call of [`APPLY`], for this many writes.
+    Changes(usize),
+    /// An event appended to the history, for one write.
+    Append,
+}
+
+impl Answers {
+    /// How many writes it answers for.
+    pub(super) fn writes(self) -> usize {
+        match self {
+            Self::Changes(count) => count,
+            Self::Append => 1,
+        }
+    }
+}
+
+/// The pipeline that applies `group`, and what each of its commands answers for.
 ///
 /// Consecutive changes (requests and session events) go into one call of [`APPLY`], appends
-/// to the bus's record are `XADD`s in their places, so the pipeline keeps the queue's order. A group that calls the script
-/// loads it first (a lookup when Redis has it): a Redis that restarted and lost its script
-/// cache then never fails an `EVALSHA` with NOSCRIPT, and no write is retried out of order.
+/// to the bus's record are `XADD`s in their places, so the pipeline keeps the queue's
+/// order. With [`Script::Load`] a group that calls the script loads it first: the script
+/// (9 KB, hashed by Redis on every load) travels once per connection, not once per group.
 pub(super) fn pipeline_for(
     keys: &Keys,
     group: &[(Write, AckSender)],
-) -> (redis::Pipeline, Vec<usize>) {
+    script: Script,
+) -> (redis::Pipeline, Vec<Answers>) {
     let mut commands: Vec<Command<'_>> = Vec::new();
     for (write, _) in group {
         match (write, commands.last_mut()) {
@@ -81,9 +122,10 @@ pub(super) fn pipeline_for(
     }
     let mut pipeline = redis::pipe();
     pipeline.ignore_errors();
-    if commands
-        .iter()
-        .any(|command| matches!(command, Command::Changes(_)))
+    if script == Script::Load
+        && commands
+            .iter()
+            .any(|command| matches!(command, Command::Changes(_)))
     {
         pipeline.cmd("SCRIPT").arg("LOAD").arg(APPLY).ignore();
     }
@@ -93,14 +135,14 @@ pub(super) fn pipeline_for(
             Command::Append(event) => add_append(&mut pipeline, keys, event),
         }
     }
-    let answers_for = commands
+    let answers = commands
         .iter()
         .map(|command| match command {
-            Command::Changes(run) => run.len(),
-            Command::Append(_) => 1,
+            Command::Changes(run) => Answers::Changes(run.len()),
+            Command::Append(_) => Answers::Append,
         })
         .collect();
-    (pipeline, answers_for)
+    (pipeline, answers)
 }
 
 /// One command of a group's pipeline.

@@ -148,23 +148,18 @@ impl Store for RedisStore {
             }
             let limit = i64::try_from(limit).unwrap_or(i64::MAX);
             self.written_before().await?;
-            let mut connection = self.reader().await?;
             let (command, start, end) = match page {
                 HistoryPage::From(from) => ("XRANGE", format!("0-{from}"), "+"),
                 HistoryPage::Before(before) => ("XREVRANGE", format!("(0-{before}"), "-"),
             };
             let mut command = redis::cmd(command);
             command.arg(key).arg(start).arg(end).arg("COUNT").arg(limit);
-            let entries: Vec<(String, Vec<String>)> =
-                match command.query_async(&mut connection).await {
-                    Ok(entries) => entries,
-                    Err(error) => {
-                        if error.is_unrecoverable_error() {
-                            self.reader.lock().await.take();
-                        }
-                        return Err(error.into());
-                    }
-                };
+            let entries: Vec<(String, Vec<String>)> = self
+                .read_aside(|mut connection| {
+                    let command = command.clone();
+                    async move { command.query_async(&mut connection).await }
+                })
+                .await?;
             let mut records = entries
                 .into_iter()
                 .map(|(id, fields)| {

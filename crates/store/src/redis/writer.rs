@@ -13,7 +13,7 @@ use redis::{AsyncConnectionConfig, RedisResult, Value};
 use tokio::sync::{mpsc, oneshot};
 
 use super::keys::Keys;
-use super::pipeline::{pipeline_for, written};
+use super::pipeline::{Answers, Script, pipeline_for, written};
 use crate::ack::AckSender;
 use crate::{StoreError, Write};
 
@@ -33,9 +33,29 @@ pub(super) enum Job {
 /// is run again.
 type ReadJob = Box<dyn FnMut(Result<MultiplexedConnection, StoreError>, Attempt) -> Sending + Send>;
 
-/// Something the writer task sent on its connection (a group of writes, a query), running
-/// until its answer is in; it tells whether the connection survived it.
+/// A query the writer task sent on its connection, running until its answer is in; it
+/// tells whether the connection survived it.
 type Sending = Pin<Box<dyn Future<Output = Link> + Send>>;
+
+/// Queued writes sent together, each with the ack its result completes.
+type Group = Vec<(Write, AckSender)>;
+
+/// A group the writer task sent on its connection, running until its answer is in.
+type InFlight = Pin<Box<dyn Future<Output = Answer> + Send>>;
+
+/// What the answer to a group came to, for the writer.
+pub(super) struct Answer {
+    /// What it says of the connection.
+    link: Link,
+    /// Whether Redis answered a call of the changes script that it does not have the
+    /// script (`NOSCRIPT`: flushed, or lost without the connection breaking): the next
+    /// group loads it again.
+    script_lost: bool,
+    /// The group, its writes unanswered, when nothing of it was done for want of the
+    /// script and it may be sent again (see [`Writer`]), with its number among what the
+    /// writer sent.
+    undone: Option<(Group, u64)>,
+}
 
 /// What became of the writer's connection, as a command's answer shows it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -88,8 +108,10 @@ pub(super) async fn run_writer(mut writer: Writer, mut queue: mpsc::UnboundedRec
     loop {
         tokio::select! {
             biased;
-            Some(link) = writer.in_flight.next(), if !writer.in_flight.is_empty() => {
-                writer.answered(link);
+            Some(answer) = writer.in_flight.next(), if !writer.in_flight.is_empty() => {
+                if let Some(group) = writer.take(answer, Counted::Yes) {
+                    writer.send(group, Attempt::Last, Counted::Yes).await;
+                }
             }
             job = queue.recv(), if writer.in_flight.len() < MAX_IN_FLIGHT => {
                 let Some(job) = job else { break };
@@ -117,7 +139,11 @@ pub(super) async fn run_writer(mut writer: Writer, mut queue: mpsc::UnboundedRec
             }
         }
     }
-    while writer.in_flight.next().await.is_some() {}
+    while let Some(answer) = writer.in_flight.next().await {
+        if let Some(group) = writer.take(answer, Counted::Yes) {
+            writer.send(group, Attempt::Last, Counted::Yes).await;
+        }
+    }
 }
 
 /// The writer task's state: its connection, replaced when it breaks, and what it sent on it.
@@ -134,8 +160,16 @@ pub(super) async fn run_writer(mut writer: Writer, mut queue: mpsc::UnboundedRec
 /// while attempts fail, and an attempt waits at most redis-rs's connection timeout (1 s).
 /// A connection that stops answering without closing is not replaced (its commands time
 /// out one by one, after [`RESPONSE_TIMEOUT`], failing their writes with
-/// [`StoreError::Unresponsive`]: they may have been done); TCP notices it in the end. A restarted Redis may have lost its script
-/// cache; every group loads the script it calls (see [`pipeline_for`]).
+/// [`StoreError::Unresponsive`]: they may have been done); TCP notices it in the end.
+///
+/// The changes script is loaded once per connection, by the first group that calls it (a
+/// restarted Redis, which may have lost its scripts, is a new connection). A Redis that
+/// lost it all the same (`SCRIPT FLUSH`; a failover behind a proxy that kept the
+/// connection) answers each call `NOSCRIPT` and does nothing of it; the next group loads it
+/// again. A group that got nothing but `NOSCRIPT` answers is sent again, once, if nothing
+/// was sent after it (an idle store's next write, say), so its writes still come after
+/// everything queued before them and before everything queued after; otherwise those
+/// writes fail, not done ([`StoreError::CommitFailed`]), rather than be done out of order.
 pub(super) struct Writer {
     /// Opens new connections.
     client: redis::Client,
@@ -146,7 +180,12 @@ pub(super) struct Writer {
     /// When a new connection may be tried, and why the last attempt failed.
     reconnect: Reconnect,
     /// Groups sent and not yet answered, in the order they were sent.
-    in_flight: FuturesOrdered<Sending>,
+    in_flight: FuturesOrdered<InFlight>,
+    /// Whether a group sent on this connection loaded the changes script: the next ones
+    /// count on it.
+    script: Script,
+    /// How many groups and reads were sent, ever: whether anything went after a group.
+    sends: u64,
     /// How many groups were put in flight, ever.
     sent: u64,
     /// How many of those are answered: they are answered in the order they were sent.
@@ -164,6 +203,15 @@ struct Reconnect {
     pause: Duration,
     /// Why the last attempt failed; `None` if it succeeded.
     failure: Option<redis::RedisError>,
+}
+
+/// Whether a group being sent is in `sent` already: it was in flight, and is sent again.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Counted {
+    /// No: it goes in flight for the first time.
+    No,
+    /// Yes: its answer, when it comes, is counted in `answered`.
+    Yes,
 }
 
 /// Whether a group or read refused by a broken connection may be tried again.
@@ -191,16 +239,32 @@ impl Writer {
                 failure: None,
             },
             in_flight: FuturesOrdered::new(),
+            script: Script::Load,
+            sends: 0,
             sent: 0,
             answered: 0,
             barriers: VecDeque::new(),
         }
     }
 
-    /// Takes note of the answer to the oldest group in flight, and tells the barriers that
-    /// waited for it.
-    fn answered(&mut self, link: Link) {
-        self.note(link);
+    /// Takes note of `answer`, the answer to a group (the oldest in flight, if `counted`):
+    /// hands the group back, unanswered, if it is to be sent again (see [`Writer`]);
+    /// otherwise a group counted in `sent` is answered, and the barriers that waited for
+    /// it are told.
+    fn take(&mut self, answer: Answer, counted: Counted) -> Option<Group> {
+        if answer.script_lost {
+            self.script = Script::Load;
+        }
+        if let Some((group, number)) = answer.undone {
+            if number == self.sends {
+                return Some(group);
+            }
+            fail(group, missing_script);
+        }
+        self.note(answer.link);
+        if counted == Counted::No {
+            return None;
+        }
         self.answered += 1;
         while let Some((_, barrier)) = self
             .barriers
@@ -209,6 +273,7 @@ impl Writer {
             // A reader that stopped waiting is not an error.
             let _ = barrier.send(());
         }
+        None
     }
 
     /// Tells `barrier` once every group sent so far is answered (at once if none is in
@@ -245,8 +310,11 @@ impl Writer {
             }));
         }
         // What the old connection still carries is answered (most likely: failed) first.
-        while let Some(link) = self.in_flight.next().await {
-            self.answered(link);
+        while let Some(answer) = self.in_flight.next().await {
+            if let Some(group) = self.take(answer, Counted::Yes) {
+                fail(group, missing_script);
+                self.answered_now(Link::Intact, Counted::Yes);
+            }
         }
         let attempt = connect(&self.client).await;
         let now = tokio::time::Instant::now();
@@ -257,6 +325,7 @@ impl Writer {
                 }
                 self.reconnect.pause = MIN_RECONNECT_PAUSE;
                 self.reconnect.not_before = now + MIN_RECONNECT_PAUSE;
+                self.script = Script::Load;
                 self.connection = Some(connection.clone());
                 Ok(connection)
             }
@@ -274,21 +343,34 @@ impl Writer {
 
     /// Sends `group` (queues it on the connection, see [`run_writer`]) and keeps it in
     /// flight, or fails its writes if there is no connection to send it on.
-    async fn start(&mut self, group: Vec<(Write, AckSender)>) {
-        if group.is_empty() {
-            return;
+    async fn start(&mut self, group: Group) {
+        if !group.is_empty() {
+            self.send(group, Attempt::First, Counted::No).await;
         }
-        let (pipeline, answers_for) = pipeline_for(&self.keys, &group);
-        let pipeline = Arc::new(pipeline);
-        let mut attempt = Attempt::First;
+    }
+
+    /// Sends `group`: its first time, or its second ([`Attempt::Last`]) once Redis answered
+    /// it `NOSCRIPT` and nothing else (it was in flight: [`Counted::Yes`]).
+    async fn send(&mut self, mut group: Group, mut attempt: Attempt, counted: Counted) {
         loop {
             let mut connection = match self.connection().await {
                 Ok(connection) => connection,
-                Err(error) => return fail(group, || StoreError::Redis(error.clone())),
+                Err(error) => {
+                    fail(group, || StoreError::Redis(error.clone()));
+                    return self.answered_now(Link::Lost, counted);
+                }
             };
-            let sending = Arc::clone(&pipeline);
+            let (pipeline, answers) = pipeline_for(&self.keys, &group, self.script);
+            if answers
+                .iter()
+                .any(|answer| matches!(answer, Answers::Changes(_)))
+            {
+                self.script = Script::Loaded;
+            }
+            self.sends += 1;
+            let number = self.sends;
             let mut replies = Box::pin(async move {
-                sending
+                pipeline
                     .query_async::<Vec<RedisResult<Value>>>(&mut connection)
                     .await
             });
@@ -305,21 +387,41 @@ impl Writer {
                     attempt = Attempt::Last;
                 }
                 std::task::Poll::Ready(replies) => {
-                    let link = complete(group, &answers_for, replies);
-                    return self.note(link);
+                    let answer = complete(group, &answers, replies, attempt, number);
+                    match self.take(answer, counted) {
+                        Some(undone) => {
+                            group = undone;
+                            attempt = Attempt::Last;
+                        }
+                        None => return,
+                    }
                 }
                 std::task::Poll::Pending => {
-                    self.sent += 1;
+                    if counted == Counted::No {
+                        self.sent += 1;
+                    }
                     return self.in_flight.push_back(Box::pin(async move {
-                        complete(group, &answers_for, replies.await)
+                        complete(group, &answers, replies.await, attempt, number)
                     }));
                 }
             }
         }
     }
 
+    /// Takes note of a group's end that is no answer from Redis (see [`take`](Self::take)).
+    fn answered_now(&mut self, link: Link, counted: Counted) {
+        let answer = Answer {
+            link,
+            script_lost: false,
+            undone: None,
+        };
+        // Nothing is handed back: nothing is undone.
+        let _ = self.take(answer, counted);
+    }
+
     /// Runs a read on the connection, and once more on a new one if the connection broke.
     async fn run(&mut self, mut query: ReadJob) {
+        self.sends += 1;
         let connection = self.connection().await.map_err(StoreError::from);
         let link = query(connection, Attempt::First).await;
         self.note(link);
@@ -375,32 +477,61 @@ const MAX_GROUP: usize = 1024;
 const MAX_IN_FLIGHT: usize = 4;
 
 /// Completes every ack of `group` with its write's result from `replies`, the answer to
-/// the group's pipeline (`answers_for` from [`pipeline_for`]); answers whether the
-/// connection survived.
+/// the group's pipeline (`answers` from [`pipeline_for`]), sent as the writer's `number`th
+/// thing; says what the answer came to. A group whose every command was a call of the
+/// changes script that Redis answered `NOSCRIPT` was not done at all: on its first
+/// attempt its acks are left for the writer to send it again.
 fn complete(
-    group: Vec<(Write, AckSender)>,
-    answers_for: &[usize],
+    group: Group,
+    answers: &[Answers],
     replies: RedisResult<Vec<RedisResult<Value>>>,
-) -> Link {
+    attempt: Attempt,
+    number: u64,
+) -> Answer {
+    let done = |link| Answer {
+        link,
+        script_lost: false,
+        undone: None,
+    };
     let replies = match replies {
-        Ok(replies) if replies.len() == answers_for.len() => replies,
+        Ok(replies) if replies.len() == answers.len() => replies,
         Ok(_) => {
             fail(group, || {
                 StoreError::Corrupt(
                     "Redis answered a pipeline with the wrong number of replies".into(),
                 )
             });
-            return Link::Intact;
+            return done(Link::Intact);
         }
         Err(error) => {
             fail(group, || unanswered(&error));
-            return Link::after_error(&error);
+            return done(Link::after_error(&error));
         }
     };
+    let unloaded = |(reply, answer): (&RedisResult<Value>, &Answers)| {
+        matches!(answer, Answers::Changes(_)) && lacks_script(reply)
+    };
+    let script_lost = replies.iter().zip(answers).any(unloaded);
+    if script_lost && attempt == Attempt::First && replies.iter().zip(answers).all(unloaded) {
+        return Answer {
+            link: Link::Intact,
+            script_lost,
+            undone: Some((group, number)),
+        };
+    }
     let mut writes = group.into_iter();
-    for (reply, &count) in replies.into_iter().zip(answers_for) {
-        let results: Vec<RedisResult<Value>> = match (count, reply) {
-            (1, Ok(reply)) if !matches!(reply, Value::Array(_)) => vec![Ok(reply)],
+    for (reply, &answer) in replies.into_iter().zip(answers) {
+        let count = answer.writes();
+        if script_lost && lacks_script(&reply) {
+            fail(writes.by_ref().take(count).collect(), missing_script);
+            continue;
+        }
+        let results: Vec<RedisResult<Value>> = match (answer, reply) {
+            (Answers::Append, reply) => vec![reply],
+            // The call failed as a whole (Redis refused to run it): so did each write.
+            (_, Ok(Value::ServerError(error))) => (0..count)
+                .map(|_| Ok(Value::ServerError(error.clone())))
+                .collect(),
             (_, Ok(Value::Array(results))) if results.len() == count => {
                 results.into_iter().map(Ok).collect()
             }
@@ -419,11 +550,34 @@ fn complete(
             let _ = ack.send(written(&write, result));
         }
     }
-    Link::Intact
+    Answer {
+        link: Link::Intact,
+        script_lost,
+        undone: None,
+    }
+}
+
+/// Whether `reply` says that Redis does not have the script called (`NOSCRIPT`).
+fn lacks_script(reply: &RedisResult<Value>) -> bool {
+    let no_script = redis::ErrorKind::Server(redis::ServerErrorKind::NoScript);
+    match reply {
+        Ok(Value::ServerError(error)) => error.kind() == Some(redis::ServerErrorKind::NoScript),
+        Err(error) => error.kind() == no_script,
+        Ok(_) => false,
+    }
+}
+
+/// The error of a write that was not done because Redis lost the changes script.
+fn missing_script() -> StoreError {
+    StoreError::CommitFailed(
+        "Redis no longer has the changes script (SCRIPT FLUSH, or lost without this \
+         connection breaking); not done, and loaded again for the next write"
+            .to_owned(),
+    )
 }
 
 /// Completes every ack of `group` with the error `error` makes.
-fn fail(group: Vec<(Write, AckSender)>, error: impl Fn() -> StoreError) {
+fn fail(group: Group, error: impl Fn() -> StoreError) {
     for (_, ack) in group {
         let _ = ack.send(Err(error()));
     }

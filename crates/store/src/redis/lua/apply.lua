@@ -2,11 +2,16 @@ local results = {}
 local key, arg = 12, 9
 local records_limit, records_trimmed = tonumber(ARGV[4]), tonumber(ARGV[5])
 local bytes_limit, bytes_trimmed = tonumber(ARGV[6]), tonumber(ARGV[7])
-local function size(history, session, entry)
-  if redis.call('HEXISTS', KEYS[6], session) == 1 then
-    return redis.call('HINCRBY', KEYS[6], session, #entry)
-  end
-  local bytes = 0
+-- Within this call: the length of each history written, and the sessions whose time in
+-- `histories` is set (to this call's time).
+local lengths, dated = {}, {}
+-- The bytes of `history` with `entry`, its newest of `records` records, counted.
+local function size(history, session, entry, records)
+  local bytes = redis.call('HINCRBY', KEYS[6], session, #entry)
+  -- Counted from this record on only: a history written before bytes were (schema 4),
+  -- counted whole now.
+  if bytes > #entry or records == 1 then return bytes end
+  bytes = 0
   for _, item in ipairs(redis.call('XRANGE', history, '-', '+')) do
     bytes = bytes + #item[2][2]
   end
@@ -30,18 +35,66 @@ local function trim(history, session, records, bytes)
     redis.call('XTRIM', history, 'MINID', '0-' .. (tonumber(string.sub(cut, 3)) + 1))
     redis.call('HSET', KEYS[6], session, bytes)
   end
+  return records
+end
+-- The number of the last entry ever added to stream `key` (0 if there is none): no entry
+-- can be added at or below it. Raises if the stream holds an id askbus does not write.
+local function last_number(key)
+  if redis.call('EXISTS', key) == 0 then return 0 end
+  local info = redis.call('XINFO', 'STREAM', key)
+  for i = 1, #info, 2 do
+    if info[i] == 'last-generated-id' then
+      local number = string.match(info[i + 1], '^0%-(%d+)$')
+      if not number then
+        error(key .. ' holds the entry id ' .. info[i + 1] .. ', which askbus never writes')
+      end
+      return tonumber(number)
+    end
+  end
+  error(key .. ' has no last id')
+end
+-- Adds `entry` to `history` and to the log as the change numbered `number`; answers whether
+-- both took it (each that refused it added nothing).
+local function add_change(history, number, entry)
+  local change = '0-' .. number
+  local recorded = redis.pcall('XADD', history, change, 'change', entry)
+  if type(recorded) == 'table' and recorded.err then return false end
+  local logged = redis.pcall('XADD', KEYS[1], 'MAXLEN', '~', ARGV[1], change, 'change', entry)
+  if type(logged) == 'table' and logged.err then
+    redis.call('XDEL', history, change)
+    return false
+  end
+  return true
 end
 local function log(session, entry)
-  local change = '0-' .. redis.call('INCR', KEYS[2])
-  redis.call('XADD', KEYS[1], 'MAXLEN', '~', ARGV[1], change, 'change', entry)
   local history = ARGV[2] .. session
-  redis.call('XADD', history, change, 'change', entry)
-  local records = redis.call('XLEN', history)
-  local bytes = size(history, session, entry)
-  if records > records_trimmed or bytes > bytes_trimmed then
-    trim(history, session, records, bytes)
+  if not add_change(history, redis.call('INCR', KEYS[2]), entry) then
+    -- The counter is behind a stream: its key was lost while they were kept (deleted by
+    -- hand, evicted), and each change would be refused for good. The change takes the
+    -- number past both streams' newest instead, and the counter follows. Past the log's
+    -- newest, readers read on without a gap; past a history's newer one (the log was
+    -- lost too), they find a gap and load the requests again, as after any loss.
+    redis.call('DECR', KEYS[2])
+    local number = math.max(last_number(KEYS[1]), last_number(history)) + 1
+    redis.log(redis.LOG_WARNING, 'askbus: the change counter ' .. KEYS[2] ..
+      ' was behind its streams; the next change is numbered ' .. number)
+    if not add_change(history, number, entry) then
+      error('the change log ' .. KEYS[1] .. ' or history ' .. history .. ' refused change ' ..
+        number)
+    end
+    redis.call('SET', KEYS[2], number)
   end
-  redis.call('ZADD', KEYS[4], ARGV[3], session)
+  local records = lengths[history]
+  records = records and records + 1 or redis.call('XLEN', history)
+  local bytes = size(history, session, entry, records)
+  if records > records_trimmed or bytes > bytes_trimmed then
+    records = trim(history, session, records, bytes)
+  end
+  lengths[history] = records
+  if not dated[session] then
+    redis.call('ZADD', KEYS[4], ARGV[3], session)
+    dated[session] = true
+  end
 end
 local function insert(request, pending, calls, id, field, session, first, last, entry)
   if redis.call('EXISTS', request) == 1 then return 0 end
@@ -92,9 +145,19 @@ local function attempted(member, state, next_at, at, last)
 end
 -- The audit log's next entry, numbered from its counter: no gap, one order for every
 -- instance.
+-- A counter behind the log (its key lost while the log was kept) would have every entry
+-- refused: the entry is numbered past the log's newest instead, and the counter follows.
 local function append_audit(draft)
   local seq = redis.call('INCR', KEYS[8])
-  redis.call('XADD', KEYS[7], '0-' .. seq, 'draft', draft)
+  local added = redis.pcall('XADD', KEYS[7], '0-' .. seq, 'draft', draft)
+  if type(added) == 'table' and added.err then
+    redis.call('DECR', KEYS[8])
+    seq = last_number(KEYS[7]) + 1
+    redis.log(redis.LOG_WARNING, 'askbus: the audit counter ' .. KEYS[8] ..
+      ' was behind its log; the next entry is numbered ' .. seq)
+    redis.call('XADD', KEYS[7], '0-' .. seq, 'draft', draft)
+    redis.call('SET', KEYS[8], seq)
+  end
   return 1
 end
 local function resolve(request, pending, resolved, id, kind, state, outcome, at, by, audit,
@@ -113,9 +176,11 @@ local function resolve(request, pending, resolved, id, kind, state, outcome, at,
     enqueue(ARGV[message + 1], ARGV[message + 2], ARGV[message + 3], message + 4,
       message + 3 + targets)
   end
-  redis.call('HSET', request, 'state', state, 'outcome', outcome, 'resolved_at', at)
   if string.sub(by, 1, 1) == '+' then
-    redis.call('HSET', request, 'decided_by', string.sub(by, 2))
+    redis.call('HSET', request, 'state', state, 'outcome', outcome, 'resolved_at', at,
+      'decided_by', string.sub(by, 2))
+  else
+    redis.call('HSET', request, 'state', state, 'outcome', outcome, 'resolved_at', at)
   end
   redis.call('ZREM', pending, id)
   redis.call('ZADD', resolved, 0, id)
