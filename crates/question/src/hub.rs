@@ -15,7 +15,6 @@ use crate::durable::Durable;
 use crate::error::{DurableError, ResumeError, SessionRejectError, SubmitError};
 use crate::follow::{self, Followed};
 use crate::follow_up::FollowUp;
-use crate::hub_builder::HubBuilder;
 use crate::identity::{Duties, Identity};
 use crate::ids::RequestId;
 use crate::interrupt::{InterruptState, PendingRequest, ResumeInput, confirmation_phrase};
@@ -133,12 +132,6 @@ pub struct SessionRejected {
 pub const CONFIRMATION_ACTION: &str = "confirm";
 
 impl RequestHub {
-    /// How to make a hub over a store, shared or not, with settings: see [`HubBuilder`].
-    /// The one way beside [`new`](Self::new) (memory, default settings).
-    pub fn builder() -> HubBuilder {
-        HubBuilder::default()
-    }
-
     /// Both services on `bus`, with default settings.
     pub fn new(bus: Bus) -> Self {
         Self::with_config(bus, QuestionConfig::default(), ApprovalConfig::default())
@@ -373,7 +366,7 @@ impl RequestHub {
     /// Tells the outside world of every request from now on, through the store's outbox:
     /// `notifier` makes the message of each request event (see [`Notifier`]), which is
     /// written with the change it tells of. Only a hub with a store
-    /// ([`HubBuilder::store`]) has an outbox: without
+    /// ([`HubBuilder::store`](crate::HubBuilder::store)) has an outbox: without
     /// one, or on a second call, nothing changes. Set it before the hub is shared.
     #[must_use]
     pub fn with_notifier(self, notifier: Arc<dyn Notifier>) -> Self {
@@ -382,14 +375,14 @@ impl RequestHub {
         self
     }
 
-    /// The store the hub records its requests in ([`HubBuilder::store`]), where each
+    /// The store the hub records its requests in ([`HubBuilder::store`](crate::HubBuilder::store)), where each
     /// session's history is kept too; `None` for a
     /// hub that keeps everything in memory.
     pub fn store(&self) -> Option<&Arc<dyn Store>> {
         self.questions.registry().store()
     }
 
-    /// Whether this hub shares its store with other instances ([`HubBuilder::shared`]).
+    /// Whether this hub shares its store with other instances ([`HubBuilder::shared`](crate::HubBuilder::shared)).
     pub fn shares_store(&self) -> bool {
         self.shared.is_some()
     }

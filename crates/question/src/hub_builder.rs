@@ -47,12 +47,28 @@ use crate::service::QuestionConfig;
 #[derive(Default)]
 #[must_use = "a builder makes nothing until `build` is awaited"]
 pub struct HubBuilder {
+    /// A bus to publish on, instead of one made from `bus_config` (or resumed from the
+    /// store's journal).
     bus: Option<Bus>,
+    /// The buffers of the bus the builder makes.
     bus_config: BusConfig,
+    /// The question service's settings.
     questions: QuestionConfig,
+    /// The approval service's settings.
     approvals: ApprovalConfig,
+    /// Where requests are recorded; none keeps them in memory.
     store: Option<Arc<dyn Store>>,
+    /// Whether other instances share `store`.
     shared: bool,
+}
+
+impl RequestHub {
+    /// How to make a hub over a store, shared or not, with settings: see [`HubBuilder`].
+    /// The one way beside [`new`](Self::new) (memory, default settings). Defined here,
+    /// beside what it returns, so that `hub` does not import this module, which imports it.
+    pub fn builder() -> HubBuilder {
+        HubBuilder::default()
+    }
 }
 
 impl std::fmt::Debug for HubBuilder {
