@@ -49,16 +49,15 @@ pub async fn log(request: Request, next: Next) -> Response {
         .unwrap_or_else(fresh_id);
     // Methods are tokens, but an extension method may be long: a line stays short.
     let method = request.method().as_str();
-    let method = method.get(..MAX_METHOD).unwrap_or(method).to_owned();
     let route = request
         .extensions()
         .get::<MatchedPath>()
-        .map_or("(no route)", MatchedPath::as_str)
-        .to_owned();
+        .map_or("(no route)", MatchedPath::as_str);
+    // The span records its fields when made: borrowing them from the request is enough.
     let span = tracing::info_span!(
         "request",
         id = id.to_str().unwrap_or_default(),
-        method = %method,
+        method = %method.get(..MAX_METHOD).unwrap_or(method),
         route = %route
     );
     let cause: std::sync::Arc<str> = id.to_str().unwrap_or_default().into();
@@ -67,12 +66,13 @@ pub async fn log(request: Request, next: Next) -> Response {
         .await;
     let status = response.status().as_u16();
     let elapsed = started.elapsed();
+    // No message: the span already names the method and route, and formatting them a
+    // second time was about a tenth of what logging a request costs.
     span.in_scope(|| {
         tracing::info!(
             target: "askbus::access",
             status,
             ms = elapsed.as_secs_f64() * 1000.0,
-            "{method} {route} {status}"
         );
     });
     response.headers_mut().insert(REQUEST_ID, id);
