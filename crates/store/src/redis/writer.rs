@@ -57,6 +57,18 @@ pub(super) struct Answer {
     undone: Option<(Group, u64)>,
 }
 
+impl Answer {
+    /// An answer that says only what became of the connection: the group's writes are
+    /// answered, and the script is not known lost.
+    fn settled(link: Link) -> Self {
+        Self {
+            link,
+            script_lost: false,
+            undone: None,
+        }
+    }
+}
+
 /// What became of the writer's connection, as a command's answer shows it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) enum Link {
@@ -410,13 +422,8 @@ impl Writer {
 
     /// Takes note of a group's end that is no answer from Redis (see [`take`](Self::take)).
     fn answered_now(&mut self, link: Link, counted: Counted) {
-        let answer = Answer {
-            link,
-            script_lost: false,
-            undone: None,
-        };
         // Nothing is handed back: nothing is undone.
-        let _ = self.take(answer, counted);
+        let _ = self.take(Answer::settled(link), counted);
     }
 
     /// Runs a read on the connection, and once more on a new one if the connection broke.
@@ -488,11 +495,6 @@ fn complete(
     attempt: Attempt,
     number: u64,
 ) -> Answer {
-    let done = |link| Answer {
-        link,
-        script_lost: false,
-        undone: None,
-    };
     let replies = match replies {
         Ok(replies) if replies.len() == answers.len() => replies,
         Ok(_) => {
@@ -501,11 +503,11 @@ fn complete(
                     "Redis answered a pipeline with the wrong number of replies".into(),
                 )
             });
-            return done(Link::Intact);
+            return Answer::settled(Link::Intact);
         }
         Err(error) => {
             fail(group, || unanswered(&error));
-            return done(Link::after_error(&error));
+            return Answer::settled(Link::after_error(&error));
         }
     };
     let unloaded = |(reply, answer): (&RedisResult<Value>, &Answers)| {
