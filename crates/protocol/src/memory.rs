@@ -6,6 +6,11 @@
 //! reads the bus as events come, so a session nobody reads loses nothing however many
 //! events go by; every read catches up first too, so a read after a publish includes it.
 //!
+//! What is kept is the bus's event itself (shared with the bus, nothing copied), and a
+//! record is built from it only when a reader asks ([`TimelineEvent`]): building an asked
+//! request's record, its questions in the seeds' JSON shape, costs several times what the
+//! rest of an ask does, and most records are never read.
+//!
 //! Memory is bounded twice, in records and in bytes (each record counted as its event's
 //! JSON). Each session keeps about its newest
 //! [`records_per_session`](HistoryLimits::records_per_session) records within
@@ -25,7 +30,7 @@ use askbus_bus::{Bus, Envelope, EventId, Lagged, Subscription};
 use askbus_store::{HistoryLimit, HistoryPage, KeptHistory};
 use futures_util::{FutureExt, StreamExt};
 
-use crate::record::{Record, RequestEvent};
+use crate::record::{Mark, TimelineEvent};
 use crate::transcript::{Entry, HistoryLimits};
 
 /// Every session's records, written from a bus.
@@ -64,8 +69,9 @@ struct State {
 /// One session's records.
 #[derive(Default)]
 struct SessionRecords {
-    /// Oldest first, each with its position and size.
-    records: KeptHistory<Record>,
+    /// Oldest first, each with its position and size: the events, whose records are built
+    /// when read.
+    records: KeptHistory<Envelope>,
     /// Requests its records show asked and not ended (asked before these histories began,
     /// a request's end counts for nothing).
     pending: usize,
@@ -104,17 +110,16 @@ impl MemoryHistory {
     /// A page of the session's records (see [`HistoryPage`]), at most `limit`, oldest
     /// first.
     pub(crate) fn page(&self, session_id: &str, page: HistoryPage, limit: usize) -> Vec<Entry> {
-        let state = self.caught_up();
-        let Some(session) = state.sessions.get(session_id) else {
-            return Vec::new();
+        let events = match self.caught_up().sessions.get(session_id) {
+            Some(session) => session.records.page(page, limit),
+            None => return Vec::new(),
         };
-        session
-            .records
-            .page(page, limit)
+        // Built outside the lock: the bus's writers never wait for a reader's JSON.
+        events
             .into_iter()
-            .map(|(position, record)| Entry {
+            .map(|(position, event)| Entry {
                 position,
-                record: Some(record),
+                record: TimelineEvent::of(&event).map(TimelineEvent::record),
             })
             .collect()
     }
@@ -157,9 +162,10 @@ impl State {
     /// sessions while over the memory bounds (see the module docs).
     fn read(&mut self, envelope: &Envelope, limits: HistoryLimits) {
         self.cursor = envelope.id();
-        let Some((session_id, record)) = Record::of_event(envelope) else {
+        let Some(event) = TimelineEvent::of(envelope) else {
             return;
         };
+        let (session_id, mark) = (Arc::clone(event.session_id), event.mark());
         self.position += 1;
         let position = self.position;
         let size = envelope.json().len();
@@ -172,18 +178,18 @@ impl State {
             };
             index.remove(&newest);
         }
-        match &record {
-            Record::Request(RequestEvent::Asked(_)) => session.pending += 1,
-            Record::Request(RequestEvent::Resolved { .. }) => {
-                session.pending = session.pending.saturating_sub(1);
-            }
-            Record::Step(_) => {}
+        match mark {
+            Mark::Asked => session.pending += 1,
+            Mark::Ended => session.pending = session.pending.saturating_sub(1),
+            Mark::Step => {}
         }
         let limit = HistoryLimit {
             records: limits.records_per_session.max(1),
             bytes: limits.bytes_per_session.max(1),
         };
-        let (records, bytes) = session.records.push(position, record, size, limit);
+        let (records, bytes) = session
+            .records
+            .push(position, envelope.clone(), size, limit);
         self.records = self.records + 1 - records;
         self.bytes = self.bytes + size - bytes;
         let index = if session.pending > 0 {

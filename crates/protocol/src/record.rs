@@ -22,10 +22,10 @@ use askbus_bus::{Envelope, Event};
 pub use askbus_question::{Decision, DecisionType, EditedAction};
 
 use askbus_question::{
-    Action, Answer, ApprovalAsked, ApprovalCancelled, ApprovalOutcome, ApprovalReplied,
-    ApprovalTimedOut, Identity, NO_PREFERENCE, QuestionAsked, QuestionCancelled, QuestionInfo,
-    QuestionOption, QuestionOutcome, QuestionRejected, QuestionReplied, QuestionRequest,
-    QuestionTimedOut, RecordedChange, RequestHub, is_skipped,
+    Action, Answer, ApprovalAsked, ApprovalCancelled, ApprovalId, ApprovalOutcome, ApprovalReplied,
+    ApprovalTimedOut, Identity, NO_PREFERENCE, QuestionAsked, QuestionCancelled, QuestionId,
+    QuestionInfo, QuestionOption, QuestionOutcome, QuestionRejected, QuestionReplied,
+    QuestionRequest, QuestionTimedOut, RecordedChange, RequestHub, is_skipped,
 };
 use askbus_store::{Ack, ChangeKind, SessionEvent, StoreError, Write};
 use serde::{Deserialize, Serialize};
@@ -338,38 +338,8 @@ impl Record {
     /// The session and record a bus event stands for, if it concerns a session's
     /// timeline: an [`AgentStep`], or a question's or approval's event.
     pub fn of_event(envelope: &Envelope) -> Option<(Arc<str>, Self)> {
-        if let Some(step) = envelope.downcast_ref::<AgentStep>() {
-            return Some((Arc::clone(&step.session_id), Self::Step(step.step.clone())));
-        }
-        if let Some(asked) = envelope.downcast_ref::<QuestionAsked>() {
-            let record = asked_question(&asked.request);
-            return Some((Arc::clone(&asked.request.session_id), record));
-        }
-        if let Some(asked) = envelope.downcast_ref::<ApprovalAsked>() {
-            let record = asked_approval(&asked.request);
-            return Some((Arc::clone(&asked.request.session_id), record));
-        }
-        let (session_id, request_id, outcome, by) =
-            if let Some(replied) = envelope.downcast_ref::<QuestionReplied>() {
-                let outcome = QuestionOutcome::Replied(Arc::clone(&replied.answers));
-                let by = replied.answered_by.as_ref();
-                (&replied.session_id, replied.request_id, outcome, by)
-            } else if let Some(rejected) = envelope.downcast_ref::<QuestionRejected>() {
-                let reason = rejected.reason.clone();
-                let outcome = QuestionOutcome::Rejected { reason };
-                let by = rejected.answered_by.as_ref();
-                (&rejected.session_id, rejected.request_id, outcome, by)
-            } else if let Some(expired) = envelope.downcast_ref::<QuestionTimedOut>() {
-                let outcome = QuestionOutcome::TimedOut;
-                (&expired.session_id, expired.request_id, outcome, None)
-            } else if let Some(cancelled) = envelope.downcast_ref::<QuestionCancelled>() {
-                let outcome = QuestionOutcome::Cancelled;
-                (&cancelled.session_id, cancelled.request_id, outcome, None)
-            } else {
-                return approval_ended(envelope);
-            };
-        let record = ended(request_id.to_string(), question_outcome(&outcome), by);
-        Some((Arc::clone(session_id), record))
+        let event = TimelineEvent::of(envelope)?;
+        Some((Arc::clone(event.session_id), event.record()))
     }
 
     /// The record a record of a session's history in a store stands for; `None` for one
@@ -407,25 +377,171 @@ impl Record {
     }
 }
 
-/// The outcome record of an `approval.*` terminal event, if `envelope` is one.
-fn approval_ended(envelope: &Envelope) -> Option<(Arc<str>, Record)> {
-    let (session_id, request_id, outcome, by) =
-        if let Some(replied) = envelope.downcast_ref::<ApprovalReplied>() {
+/// A bus event of a session's timeline, before its [`Record`] is built.
+///
+/// Building an asked request's record (its questions in the seeds' JSON shape) costs
+/// several times what the rest of an ask does, so the in-memory history reads only the
+/// session and the [`Mark`] of each event as it is published, keeps the event, and builds
+/// the record when someone reads it. [`Record::of_event`] is this, built at once: one
+/// reading of the bus's event types for both.
+pub(crate) struct TimelineEvent<'a> {
+    /// The session whose timeline it belongs to.
+    pub(crate) session_id: &'a Arc<str>,
+    /// What the record will be made of.
+    source: Source<'a>,
+}
+
+/// Whether a timeline event asks a request, ends one, or is a step.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Mark {
+    /// An agent's step.
+    Step,
+    /// A question or approval asked.
+    Asked,
+    /// A question or approval ended, however.
+    Ended,
+}
+
+/// What a [`TimelineEvent`]'s record is made of, borrowed from its event.
+enum Source<'a> {
+    Step(&'a Step),
+    QuestionAsked(&'a QuestionRequest),
+    ApprovalAsked(&'a askbus_question::ApprovalRequest),
+    QuestionEnded {
+        request_id: QuestionId,
+        outcome: QuestionOutcome,
+        by: Option<&'a Identity>,
+    },
+    ApprovalEnded {
+        request_id: ApprovalId,
+        outcome: ApprovalOutcome,
+        by: Option<&'a Identity>,
+    },
+}
+
+impl<'a> TimelineEvent<'a> {
+    /// The timeline event `envelope` is, if it is one.
+    pub(crate) fn of(envelope: &'a Envelope) -> Option<Self> {
+        let (session_id, source) = if let Some(step) = envelope.downcast_ref::<AgentStep>() {
+            (&step.session_id, Source::Step(&step.step))
+        } else if let Some(asked) = envelope.downcast_ref::<QuestionAsked>() {
+            (
+                &asked.request.session_id,
+                Source::QuestionAsked(&asked.request),
+            )
+        } else if let Some(asked) = envelope.downcast_ref::<ApprovalAsked>() {
+            (
+                &asked.request.session_id,
+                Source::ApprovalAsked(&asked.request),
+            )
+        } else if let Some(replied) = envelope.downcast_ref::<QuestionReplied>() {
+            let outcome = QuestionOutcome::Replied(Arc::clone(&replied.answers));
+            let by = replied.answered_by.as_ref();
+            (
+                &replied.session_id,
+                question_ended(replied.request_id, outcome, by),
+            )
+        } else if let Some(rejected) = envelope.downcast_ref::<QuestionRejected>() {
+            let reason = rejected.reason.clone();
+            let outcome = QuestionOutcome::Rejected { reason };
+            let by = rejected.answered_by.as_ref();
+            (
+                &rejected.session_id,
+                question_ended(rejected.request_id, outcome, by),
+            )
+        } else if let Some(expired) = envelope.downcast_ref::<QuestionTimedOut>() {
+            let outcome = QuestionOutcome::TimedOut;
+            (
+                &expired.session_id,
+                question_ended(expired.request_id, outcome, None),
+            )
+        } else if let Some(cancelled) = envelope.downcast_ref::<QuestionCancelled>() {
+            let outcome = QuestionOutcome::Cancelled;
+            (
+                &cancelled.session_id,
+                question_ended(cancelled.request_id, outcome, None),
+            )
+        } else if let Some(replied) = envelope.downcast_ref::<ApprovalReplied>() {
             let outcome = ApprovalOutcome::Replied(Arc::clone(&replied.reply));
             let by = replied.answered_by.as_ref();
-            (&replied.session_id, replied.request_id, outcome, by)
+            (
+                &replied.session_id,
+                approval_ended(replied.request_id, outcome, by),
+            )
         } else if let Some(expired) = envelope.downcast_ref::<ApprovalTimedOut>() {
             let outcome = ApprovalOutcome::TimedOut;
-            (&expired.session_id, expired.request_id, outcome, None)
+            (
+                &expired.session_id,
+                approval_ended(expired.request_id, outcome, None),
+            )
         } else if let Some(cancelled) = envelope.downcast_ref::<ApprovalCancelled>() {
             let outcome = ApprovalOutcome::Cancelled;
-            (&cancelled.session_id, cancelled.request_id, outcome, None)
+            (
+                &cancelled.session_id,
+                approval_ended(cancelled.request_id, outcome, None),
+            )
         } else {
             return None;
         };
-    let by = decided_by_a_human(&outcome, by);
-    let record = ended(request_id.to_string(), approval_outcome(&outcome), by);
-    Some((Arc::clone(session_id), record))
+        Some(Self { session_id, source })
+    }
+
+    /// Whether it asks, ends, or is a step.
+    pub(crate) fn mark(&self) -> Mark {
+        match self.source {
+            Source::Step(_) => Mark::Step,
+            Source::QuestionAsked(_) | Source::ApprovalAsked(_) => Mark::Asked,
+            Source::QuestionEnded { .. } | Source::ApprovalEnded { .. } => Mark::Ended,
+        }
+    }
+
+    /// Its record.
+    pub(crate) fn record(self) -> Record {
+        match self.source {
+            Source::Step(step) => Record::Step(step.clone()),
+            Source::QuestionAsked(request) => asked_question(request),
+            Source::ApprovalAsked(request) => asked_approval(request),
+            Source::QuestionEnded {
+                request_id,
+                outcome,
+                by,
+            } => ended(request_id.to_string(), question_outcome(&outcome), by),
+            Source::ApprovalEnded {
+                request_id,
+                outcome,
+                by,
+            } => {
+                let by = decided_by_a_human(&outcome, by);
+                ended(request_id.to_string(), approval_outcome(&outcome), by)
+            }
+        }
+    }
+}
+
+/// A question's end, as a [`Source`].
+fn question_ended<'a>(
+    request_id: QuestionId,
+    outcome: QuestionOutcome,
+    by: Option<&'a Identity>,
+) -> Source<'a> {
+    Source::QuestionEnded {
+        request_id,
+        outcome,
+        by,
+    }
+}
+
+/// An approval's end, as a [`Source`].
+fn approval_ended<'a>(
+    request_id: ApprovalId,
+    outcome: ApprovalOutcome,
+    by: Option<&'a Identity>,
+) -> Source<'a> {
+    Source::ApprovalEnded {
+        request_id,
+        outcome,
+        by,
+    }
 }
 
 /// Who decided an approval, unless standing grants approved it (`auto_approved_by`): then
