@@ -404,19 +404,16 @@ pub(crate) enum Mark {
 
 /// What a [`TimelineEvent`]'s record is made of, borrowed from its event.
 enum Source<'a> {
+    /// An agent's step.
     Step(&'a Step),
+    /// A question asked.
     QuestionAsked(&'a QuestionRequest),
+    /// An approval asked.
     ApprovalAsked(&'a askbus_question::ApprovalRequest),
-    QuestionEnded {
-        request_id: QuestionId,
-        outcome: QuestionOutcome,
-        by: Option<&'a Identity>,
-    },
-    ApprovalEnded {
-        request_id: ApprovalId,
-        outcome: ApprovalOutcome,
-        by: Option<&'a Identity>,
-    },
+    /// A question's end: its id, its outcome, and who decided it, if someone did.
+    QuestionEnded(QuestionId, QuestionOutcome, Option<&'a Identity>),
+    /// An approval's end, likewise.
+    ApprovalEnded(ApprovalId, ApprovalOutcome, Option<&'a Identity>),
 }
 
 impl<'a> TimelineEvent<'a> {
@@ -439,7 +436,7 @@ impl<'a> TimelineEvent<'a> {
             let by = replied.answered_by.as_ref();
             (
                 &replied.session_id,
-                question_ended(replied.request_id, outcome, by),
+                Source::QuestionEnded(replied.request_id, outcome, by),
             )
         } else if let Some(rejected) = envelope.downcast_ref::<QuestionRejected>() {
             let reason = rejected.reason.clone();
@@ -447,38 +444,38 @@ impl<'a> TimelineEvent<'a> {
             let by = rejected.answered_by.as_ref();
             (
                 &rejected.session_id,
-                question_ended(rejected.request_id, outcome, by),
+                Source::QuestionEnded(rejected.request_id, outcome, by),
             )
         } else if let Some(expired) = envelope.downcast_ref::<QuestionTimedOut>() {
             let outcome = QuestionOutcome::TimedOut;
             (
                 &expired.session_id,
-                question_ended(expired.request_id, outcome, None),
+                Source::QuestionEnded(expired.request_id, outcome, None),
             )
         } else if let Some(cancelled) = envelope.downcast_ref::<QuestionCancelled>() {
             let outcome = QuestionOutcome::Cancelled;
             (
                 &cancelled.session_id,
-                question_ended(cancelled.request_id, outcome, None),
+                Source::QuestionEnded(cancelled.request_id, outcome, None),
             )
         } else if let Some(replied) = envelope.downcast_ref::<ApprovalReplied>() {
             let outcome = ApprovalOutcome::Replied(Arc::clone(&replied.reply));
             let by = replied.answered_by.as_ref();
             (
                 &replied.session_id,
-                approval_ended(replied.request_id, outcome, by),
+                Source::ApprovalEnded(replied.request_id, outcome, by),
             )
         } else if let Some(expired) = envelope.downcast_ref::<ApprovalTimedOut>() {
             let outcome = ApprovalOutcome::TimedOut;
             (
                 &expired.session_id,
-                approval_ended(expired.request_id, outcome, None),
+                Source::ApprovalEnded(expired.request_id, outcome, None),
             )
         } else if let Some(cancelled) = envelope.downcast_ref::<ApprovalCancelled>() {
             let outcome = ApprovalOutcome::Cancelled;
             (
                 &cancelled.session_id,
-                approval_ended(cancelled.request_id, outcome, None),
+                Source::ApprovalEnded(cancelled.request_id, outcome, None),
             )
         } else {
             return None;
@@ -491,7 +488,7 @@ impl<'a> TimelineEvent<'a> {
         match self.source {
             Source::Step(_) => Mark::Step,
             Source::QuestionAsked(_) | Source::ApprovalAsked(_) => Mark::Asked,
-            Source::QuestionEnded { .. } | Source::ApprovalEnded { .. } => Mark::Ended,
+            Source::QuestionEnded(..) | Source::ApprovalEnded(..) => Mark::Ended,
         }
     }
 
@@ -501,46 +498,14 @@ impl<'a> TimelineEvent<'a> {
             Source::Step(step) => Record::Step(step.clone()),
             Source::QuestionAsked(request) => asked_question(request),
             Source::ApprovalAsked(request) => asked_approval(request),
-            Source::QuestionEnded {
-                request_id,
-                outcome,
-                by,
-            } => ended(request_id.to_string(), question_outcome(&outcome), by),
-            Source::ApprovalEnded {
-                request_id,
-                outcome,
-                by,
-            } => {
+            Source::QuestionEnded(request_id, outcome, by) => {
+                ended(request_id.to_string(), question_outcome(&outcome), by)
+            }
+            Source::ApprovalEnded(request_id, outcome, by) => {
                 let by = decided_by_a_human(&outcome, by);
                 ended(request_id.to_string(), approval_outcome(&outcome), by)
             }
         }
-    }
-}
-
-/// A question's end, as a [`Source`].
-fn question_ended<'a>(
-    request_id: QuestionId,
-    outcome: QuestionOutcome,
-    by: Option<&'a Identity>,
-) -> Source<'a> {
-    Source::QuestionEnded {
-        request_id,
-        outcome,
-        by,
-    }
-}
-
-/// An approval's end, as a [`Source`].
-fn approval_ended<'a>(
-    request_id: ApprovalId,
-    outcome: ApprovalOutcome,
-    by: Option<&'a Identity>,
-) -> Source<'a> {
-    Source::ApprovalEnded {
-        request_id,
-        outcome,
-        by,
     }
 }
 
