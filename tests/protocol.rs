@@ -921,6 +921,59 @@ async fn transcripts_see_every_question_outcome() {
     }
 }
 
+/// A history names the human who decided an approval, and nobody for one a standing grant
+/// approved (no human decided it); the same whether the records come from the bus or
+/// from the store.
+#[tokio::test(start_paused = true)]
+async fn transcripts_name_who_decided_an_approval_and_nobody_for_a_grant() {
+    for (name, hub, transcripts) in hubs().await {
+        if hub.shares_store() {
+            // `always` is refused over a shared store: no grant to show there.
+            continue;
+        }
+        let approvals = hub.approvals();
+        let status = || vec![ToolCall::new("bash", json!({"command": "git status"}))];
+        let first = approvals
+            .request("grants", status())
+            .timeout(Timeout::Never)
+            .submit()
+            .unwrap();
+        let (durable, _grant) = approvals.reply_always(first.id()).unwrap();
+        durable.await.unwrap();
+        first.await.unwrap();
+        let again = approvals
+            .request("grants", status())
+            .timeout(Timeout::Never)
+            .submit()
+            .unwrap();
+        assert_eq!(again.await.unwrap().auto_approved_by.len(), 1, "{name}");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+
+        let history = serde_json::to_value(transcripts.history("grants").await.unwrap()).unwrap();
+        let parts: Vec<&Value> = history["messages"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|message| &message["content"][0])
+            .collect();
+        assert_eq!(parts.len(), 2, "{name}: {history:#}");
+        for part in &parts {
+            assert_eq!(part["isResolved"], true, "{name}: {part:#}");
+            assert_eq!(part["decisions"][0]["type"], "approve", "{name}: {part:#}");
+        }
+        assert!(
+            parts[0]["answeredBy"].is_string(),
+            "{name}: the human's reply names them: {:#}",
+            parts[0]
+        );
+        assert!(
+            parts[1].get("answeredBy").is_none_or(Value::is_null),
+            "{name}: a grant's approval names nobody: {:#}",
+            parts[1]
+        );
+    }
+}
+
 /// A stream resumed after records that are no longer kept, or after a cursor these
 /// transcripts never gave, is told to resync; never given a partial stream.
 #[tokio::test(start_paused = true)]
