@@ -45,6 +45,8 @@
 use std::future::Future;
 use std::sync::Arc;
 
+use tokio::task::futures::TaskLocalFuture;
+
 tokio::task_local! {
     /// The id of the request whose future is being polled, if it runs in
     /// [`with_request_id`].
@@ -52,9 +54,10 @@ tokio::task_local! {
 }
 
 /// Runs `future` as the work of request `id`: every event published while it is polled
-/// carries `id` (see the module docs).
-pub async fn with_request_id<F: Future>(id: Arc<str>, future: F) -> F::Output {
-    REQUEST_ID.scope(id, future).await
+/// carries `id` (see the module docs). The future is a named type, so that a tower
+/// service can return it without boxing.
+pub fn with_request_id<F: Future>(id: Arc<str>, future: F) -> TaskLocalFuture<Arc<str>, F> {
+    REQUEST_ID.scope(id, future)
 }
 
 /// The id of the request being served here, if any.

@@ -12,13 +12,19 @@
 //! ready, one `info` line of target `askbus::access` says its status and how long it took
 //! (for a stream: until it opened). Tokens and bodies are never logged.
 
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll, ready};
 use std::time::Instant;
 
-use axum::extract::{MatchedPath, Request};
-use axum::http::HeaderValue;
-use axum::middleware::Next;
+use axum::extract::MatchedPath;
+use axum::http::{HeaderValue, Request};
 use axum::response::Response;
-use tracing::Instrument;
+use tokio::task::futures::TaskLocalFuture;
+use tower::{Layer, Service};
+use tracing::Span;
+use tracing::instrument::{Instrument, Instrumented};
 
 /// The header that carries a request's id, both ways.
 pub const REQUEST_ID: &str = "x-request-id";
@@ -29,54 +35,118 @@ const MAX_CLIENT_ID: usize = 64;
 /// The longest method logged.
 const MAX_METHOD: usize = 16;
 
-/// Logs `request`'s access line and runs it in its span; see the module docs. A
-/// middleware for [`axum::middleware::from_fn`]: layer it on the router that holds every
-/// route (after they are added, so that the matched route template is known).
+/// Logs each request's access line and runs it in its span; see the module docs. Layer it
+/// on the router that holds every route (after they are added, so that the matched route
+/// template is known). A tower layer rather than `axum::middleware::from_fn`, which boxes
+/// the inner service and its future for every request.
 ///
 /// ```
 /// let app: axum::Router = axum::Router::new()
 ///     .route("/hello", axum::routing::get(|| async { "hello" }))
-///     .layer(axum::middleware::from_fn(askbus_http::access_log));
+///     .layer(askbus_http::AccessLog);
 /// # drop(app);
 /// ```
-pub async fn log(request: Request, next: Next) -> Response {
-    let started = Instant::now();
-    let id = request
-        .headers()
-        .get(REQUEST_ID)
-        .filter(|id| usable(id))
-        .cloned()
-        .unwrap_or_else(fresh_id);
-    // Methods are tokens, but an extension method may be long: a line stays short.
-    let method = request.method().as_str();
-    let route = request
-        .extensions()
-        .get::<MatchedPath>()
-        .map_or("(no route)", MatchedPath::as_str);
-    // The span records its fields when made: borrowing them from the request is enough.
-    let span = tracing::info_span!(
-        "request",
-        id = id.to_str().unwrap_or_default(),
-        method = %method.get(..MAX_METHOD).unwrap_or(method),
-        route = %route
-    );
-    let cause: std::sync::Arc<str> = id.to_str().unwrap_or_default().into();
-    let mut response = askbus_bus::with_request_id(cause, next.run(request))
-        .instrument(span.clone())
-        .await;
-    let status = response.status().as_u16();
-    let elapsed = started.elapsed();
-    // No message: the span already names the method and route, and formatting them a
-    // second time was about a tenth of what logging a request costs.
-    span.in_scope(|| {
-        tracing::info!(
-            target: "askbus::access",
-            status,
-            ms = elapsed.as_secs_f64() * 1000.0,
+#[derive(Debug, Clone, Copy, Default)]
+pub struct AccessLog;
+
+impl<S> Layer<S> for AccessLog {
+    type Service = Logged<S>;
+
+    fn layer(&self, inner: S) -> Self::Service {
+        Logged { inner }
+    }
+}
+
+/// A service whose requests are logged ([`AccessLog`]).
+#[derive(Debug, Clone)]
+pub struct Logged<S> {
+    inner: S,
+}
+
+impl<S, B> Service<Request<B>> for Logged<S>
+where
+    S: Service<Request<B>, Response = Response>,
+{
+    type Response = Response;
+    type Error = S::Error;
+    type Future = LoggedResponse<S::Future>;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
+        self.inner.poll_ready(cx)
+    }
+
+    fn call(&mut self, request: Request<B>) -> Self::Future {
+        let started = Instant::now();
+        let id = request
+            .headers()
+            .get(REQUEST_ID)
+            .filter(|id| usable(id))
+            .cloned()
+            .unwrap_or_else(fresh_id);
+        // Methods are tokens, but an extension method may be long: a line stays short.
+        let method = request.method().as_str();
+        let route = request
+            .extensions()
+            .get::<MatchedPath>()
+            .map_or("(no route)", MatchedPath::as_str);
+        // The span records its fields when made: borrowing them from the request is enough.
+        let span = tracing::info_span!(
+            "request",
+            id = id.to_str().unwrap_or_default(),
+            method = %method.get(..MAX_METHOD).unwrap_or(method),
+            route = %route
         );
-    });
-    response.headers_mut().insert(REQUEST_ID, id);
-    response
+        let cause: Arc<str> = id.to_str().unwrap_or_default().into();
+        let response =
+            askbus_bus::with_request_id(cause, self.inner.call(request)).instrument(span.clone());
+        LoggedResponse {
+            response,
+            span,
+            started,
+            id: Some(id),
+        }
+    }
+}
+
+pin_project_lite::pin_project! {
+    /// A logged request's response on its way ([`AccessLog`]).
+    pub struct LoggedResponse<F> {
+        #[pin]
+        response: Instrumented<TaskLocalFuture<Arc<str>, F>>,
+        span: Span,
+        started: Instant,
+        // Taken when the response is ready, to go back in its `x-request-id`.
+        id: Option<HeaderValue>,
+    }
+}
+
+impl<F, E> Future for LoggedResponse<F>
+where
+    F: Future<Output = Result<Response, E>>,
+{
+    type Output = Result<Response, E>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let this = self.project();
+        let mut result = ready!(this.response.poll(cx));
+        let elapsed = this.started.elapsed();
+        if let Ok(response) = &mut result {
+            let status = response.status().as_u16();
+            // No message: the span already names the method and route, and formatting
+            // them a second time was about a tenth of what logging a request costs.
+            this.span.in_scope(|| {
+                tracing::info!(
+                    target: "askbus::access",
+                    status,
+                    ms = elapsed.as_secs_f64() * 1000.0,
+                );
+            });
+            if let Some(id) = this.id.take() {
+                response.headers_mut().insert(REQUEST_ID, id);
+            }
+        }
+        Poll::Ready(result)
+    }
 }
 
 /// Whether a client's id may be kept: short, printable ASCII, no spaces.

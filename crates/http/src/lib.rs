@@ -121,7 +121,7 @@ use utoipa_axum::routes;
 
 use crate::openapi::RouteGroup;
 
-pub use access::{REQUEST_ID, log as access_log};
+pub use access::{AccessLog, Logged, LoggedResponse, REQUEST_ID};
 pub use askbus_protocol::HistoryLimits;
 pub use auth::{AccessToken, Authorized, TokenScope, Unauthorized, authorize};
 pub use cors::{CorsOrigin, InvalidOrigin};
@@ -440,10 +440,7 @@ fn build(
         .layer(axum::middleware::map_response(json_errors))
         .with_state(state);
     if let Some(metrics) = metrics {
-        router = router.layer(axum::middleware::from_fn_with_state(
-            metrics,
-            metrics::time_requests,
-        ));
+        router = router.layer(metrics::TimeRequests::new(metrics));
     }
     if let Some(cors) = cors {
         router = router.layer(cors);

@@ -21,7 +21,7 @@
 //! - **Store writes are timed where every write passes**: the server wraps its store in a
 //!   [`MeteredStore`](askbus_store::MeteredStore) telling a [`StoreWrites`] (given in
 //!   [`HttpConfig::store_writes`](crate::HttpConfig)), whose series this registry serves.
-//! - **HTTP requests are timed by one layer over every route** ([`time_requests`]),
+//! - **HTTP requests are timed by one layer over every route** ([`TimeRequests`]),
 //!   labelled by the route's template (`/question/{id}/reply`), never the raw path, so
 //!   the series stay as few as the routes.
 //!
@@ -29,7 +29,10 @@
 //! caller, who is an admin). Turned off ([`HttpConfig::metrics`](crate::HttpConfig)), the
 //! route answers 404 and nothing is counted.
 
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::Arc;
+use std::task::{Context, Poll, ready};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use askbus_bus::{Envelope, Event, Id, IdKind, Lagged, Subscription};
@@ -40,9 +43,8 @@ use askbus_question::{
     QuestionCancelled, QuestionEscalated, QuestionRejected, QuestionReminded, QuestionReplied,
     QuestionTimedOut, RequestHub, Role,
 };
-use axum::extract::{MatchedPath, Request, State};
-use axum::http::{Method, header};
-use axum::middleware::Next;
+use axum::extract::{MatchedPath, State};
+use axum::http::{Method, Request, header};
 use axum::response::{IntoResponse, Response};
 use prometheus_client::collector::Collector;
 use prometheus_client::encoding::{DescriptorEncoder, EncodeLabelSet, EncodeMetric};
@@ -54,6 +56,7 @@ use prometheus_client::metrics::histogram::Histogram;
 use prometheus_client::registry::{Registry, Unit};
 use tokio_stream::StreamExt;
 use tokio_util::sync::CancellationToken;
+use tower::{Layer, Service};
 
 use crate::AppState;
 use crate::auth::Caller;
@@ -593,30 +596,100 @@ fn gauge_value(count: usize) -> i64 {
 }
 
 /// The layer over every route: times each request to its response's head, labelled by its
-/// method, route template and status.
-pub(crate) async fn time_requests(
-    State(metrics): State<Arc<Metrics>>,
-    route: Option<MatchedPath>,
-    request: Request,
-    next: Next,
-) -> Response {
-    let started = Instant::now();
-    let method = method_label(request.method());
-    let route = route
-        .as_ref()
-        .map_or("unmatched", MatchedPath::as_str)
-        .to_owned();
-    let response = next.run(request).await;
-    let labels = HttpLabels {
-        method,
-        route,
-        status: response.status().as_u16(),
-    };
-    metrics
-        .http
-        .get_or_create(&labels)
-        .observe(started.elapsed().as_secs_f64());
-    response
+/// method, route template and status. A tower layer rather than `axum::middleware::from_fn`,
+/// which boxes the inner service and its future for every request: about a third of what
+/// counting a request cost.
+#[derive(Clone)]
+pub(crate) struct TimeRequests {
+    /// Where the timings go.
+    metrics: Arc<Metrics>,
+}
+
+impl TimeRequests {
+    pub(crate) fn new(metrics: Arc<Metrics>) -> Self {
+        Self { metrics }
+    }
+}
+
+impl<S> Layer<S> for TimeRequests {
+    type Service = Timed<S>;
+
+    fn layer(&self, inner: S) -> Self::Service {
+        Timed {
+            inner,
+            metrics: Arc::clone(&self.metrics),
+        }
+    }
+}
+
+/// A route's service, timed ([`TimeRequests`]).
+#[derive(Clone)]
+pub(crate) struct Timed<S> {
+    inner: S,
+    metrics: Arc<Metrics>,
+}
+
+impl<S, B> Service<Request<B>> for Timed<S>
+where
+    S: Service<Request<B>, Response = Response>,
+{
+    type Response = Response;
+    type Error = S::Error;
+    type Future = TimedResponse<S::Future>;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
+        self.inner.poll_ready(cx)
+    }
+
+    fn call(&mut self, request: Request<B>) -> Self::Future {
+        TimedResponse {
+            started: Instant::now(),
+            method: method_label(request.method()),
+            route: request.extensions().get::<MatchedPath>().cloned(),
+            metrics: Arc::clone(&self.metrics),
+            response: self.inner.call(request),
+        }
+    }
+}
+
+pin_project_lite::pin_project! {
+    /// A response on its way, observed into the HTTP histogram when its head is ready.
+    pub(crate) struct TimedResponse<F> {
+        #[pin]
+        response: F,
+        started: Instant,
+        method: &'static str,
+        route: Option<MatchedPath>,
+        metrics: Arc<Metrics>,
+    }
+}
+
+impl<F, E> Future for TimedResponse<F>
+where
+    F: Future<Output = Result<Response, E>>,
+{
+    type Output = Result<Response, E>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let this = self.project();
+        let result = ready!(this.response.poll(cx));
+        if let Ok(response) = &result {
+            let labels = HttpLabels {
+                method: this.method,
+                route: this
+                    .route
+                    .as_ref()
+                    .map_or("unmatched", MatchedPath::as_str)
+                    .to_owned(),
+                status: response.status().as_u16(),
+            };
+            this.metrics
+                .http
+                .get_or_create(&labels)
+                .observe(this.started.elapsed().as_secs_f64());
+        }
+        Poll::Ready(result)
+    }
 }
 
 /// A method's label: the API's methods by name, any other as `other`, so a client cannot

@@ -293,7 +293,7 @@ fn askbus_router(
     };
     let router = askbus_http::router(hub.clone(), config, shutdown);
     match observed {
-        Observed::Yes => router.layer(axum::middleware::from_fn(askbus_http::access_log)),
+        Observed::Yes => router.layer(askbus_http::AccessLog),
         Observed::No => router,
     }
 }

@@ -1470,7 +1470,7 @@ async fn serve_hub(
     let app = askbus_http::guarded(app, SiteGuard::new(listen, &settings.http));
     // An access line for every request (the API, the UI, MCP, and what the guard refused),
     // in a span naming the request.
-    let app = app.layer(axum::middleware::from_fn(askbus_http::access_log));
+    let app = app.layer(askbus_http::AccessLog);
     serve_router(listener, app, settings.connections, shutdown).await;
 }
 
