@@ -4,6 +4,7 @@
 //! nothing next to the project itself (matklad/cargo-xtask).
 
 use std::net::{Ipv4Addr, SocketAddr, TcpStream};
+use std::path::PathBuf;
 use std::process::{Command, ExitCode};
 use std::time::{Duration, Instant};
 
@@ -83,6 +84,7 @@ fn ci() -> Result<(), String> {
     // unpublished are packed together), so no crate leans on a feature another member
     // happens to turn on. The working tree as it is, like every step above.
     // The members that are never published (`publish = false`) are left out.
+    forget_packaged_sources()?;
     cargo(&[
         "package",
         "--workspace",
@@ -222,6 +224,50 @@ fn ensure_redis() -> Result<(), String> {
         "the tests need Redis on {REDIS} and it could not be started: start one yourself \
          (`redis-server --daemonize yes`, or `docker run -p 6379:6379 redis`), then run this again"
     ))
+}
+
+/// Removes the sources of askbus crates that earlier `cargo package` runs extracted.
+///
+/// `cargo package --workspace` verifies each crate against the packages of the others
+/// through a registry of its own in `target/package`, whose crates it extracts under
+/// `$CARGO_HOME/registry/src/`, and it never extracts a version already there again: a
+/// crate changed since (same version) would be verified against its old source, failing
+/// on an API that changed, or passing on one that no longer exists. crates.io's sources
+/// are left alone.
+fn forget_packaged_sources() -> Result<(), String> {
+    let cargo_home = std::env::var_os("CARGO_HOME")
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|home| PathBuf::from(home).join(".cargo")));
+    let Some(sources) = cargo_home.map(|home| home.join("registry").join("src")) else {
+        return Ok(());
+    };
+    let Ok(registries) = std::fs::read_dir(&sources) else {
+        return Ok(());
+    };
+    for registry in registries.flatten() {
+        if registry
+            .file_name()
+            .to_string_lossy()
+            .starts_with("index.crates.io-")
+        {
+            continue;
+        }
+        let Ok(crates) = std::fs::read_dir(registry.path()) else {
+            continue;
+        };
+        for extracted in crates.flatten() {
+            if extracted
+                .file_name()
+                .to_string_lossy()
+                .starts_with("askbus")
+            {
+                std::fs::remove_dir_all(extracted.path()).map_err(|error| {
+                    format!("cannot remove {}: {error}", extracted.path().display())
+                })?;
+            }
+        }
+    }
+    Ok(())
 }
 
 fn cargo(args: &[&str]) -> Result<(), String> {
