@@ -84,9 +84,19 @@ fn ci() -> Result<(), String> {
     // unpublished are packed together), so no crate leans on a feature another member
     // happens to turn on. The working tree as it is, like every step above.
     // The members that are never published (`publish = false`) are left out.
+    // Built in a target directory of its own, made afresh: cargo takes a packaged crate
+    // of an unchanged version for unchanged, so artifacts of an earlier run's packages
+    // would be used as they were (see `forget_packaged_sources`).
+    let verify = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../target/verify");
+    if verify.exists() {
+        std::fs::remove_dir_all(&verify)
+            .map_err(|error| format!("cannot remove {}: {error}", verify.display()))?;
+    }
     forget_packaged_sources()?;
     cargo(&[
         "package",
+        "--target-dir",
+        &verify.to_string_lossy(),
         "--workspace",
         "--exclude",
         "askbus-loadtest",
