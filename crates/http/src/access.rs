@@ -23,7 +23,6 @@ use axum::http::{HeaderValue, Request};
 use axum::response::Response;
 use tokio::task::futures::TaskLocalFuture;
 use tower::{Layer, Service};
-use tracing::Span;
 use tracing::instrument::{Instrument, Instrumented};
 
 /// The header that carries a request's id, both ways.
@@ -98,10 +97,9 @@ where
         );
         let cause: Arc<str> = id.to_str().unwrap_or_default().into();
         let response =
-            askbus_bus::with_request_id(cause, self.inner.call(request)).instrument(span.clone());
+            askbus_bus::with_request_id(cause, self.inner.call(request)).instrument(span);
         LoggedResponse {
             response,
-            span,
             started,
             id: Some(id),
         }
@@ -111,9 +109,9 @@ where
 pin_project_lite::pin_project! {
     /// A logged request's response on its way ([`AccessLog`]).
     pub struct LoggedResponse<F> {
+        // Holds the request's span, which the access line is logged in.
         #[pin]
         response: Instrumented<TaskLocalFuture<Arc<str>, F>>,
-        span: Span,
         started: Instant,
         // Taken when the response is ready, to go back in its `x-request-id`.
         id: Option<HeaderValue>,
@@ -127,14 +125,14 @@ where
     type Output = Result<Response, E>;
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        let this = self.project();
-        let mut result = ready!(this.response.poll(cx));
+        let mut this = self.project();
+        let mut result = ready!(this.response.as_mut().poll(cx));
         let elapsed = this.started.elapsed();
         if let Ok(response) = &mut result {
             let status = response.status().as_u16();
             // No message: the span already names the method and route, and formatting
             // them a second time was about a tenth of what logging a request costs.
-            this.span.in_scope(|| {
+            this.response.span().in_scope(|| {
                 tracing::info!(
                     target: "askbus::access",
                     status,
