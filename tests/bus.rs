@@ -3,8 +3,11 @@
 
 use std::collections::BTreeSet;
 use std::num::NonZeroUsize;
+use std::sync::Arc;
 
-use askbus::bus::{Bus, BusConfig, Envelope, Event, EventId, Lagged, ReplayError, Subscription};
+use askbus::bus::{
+    Bus, BusConfig, Envelope, Event, EventId, Lagged, Observer, ReplayError, Subscription,
+};
 use futures_util::StreamExt;
 use serde::Serialize;
 use serde_json::{Value, json};
@@ -463,4 +466,62 @@ fn only_the_canonical_form_of_an_id_parses() {
     ] {
         assert!(alias.parse::<EventId>().is_err(), "{alias} names no id");
     }
+}
+
+/// Keeps the id of every event it sees.
+#[derive(Default)]
+struct Seen(std::sync::Mutex<Vec<EventId>>);
+
+impl Observer for Seen {
+    fn observe(&self, envelope: &Envelope) {
+        self.0.lock().unwrap().push(envelope.id());
+    }
+}
+
+#[test]
+fn an_observer_sees_every_event_in_id_order_however_many_publish_at_once() {
+    // A subscriber buffer far smaller than what is published: a subscriber would lag, an
+    // observer cannot.
+    let bus = Bus::with_config(config(0, 1));
+    let seen = Arc::new(Seen::default());
+    bus.observe(&(seen.clone() as Arc<dyn Observer>));
+    let published: Vec<EventId> = std::thread::scope(|scope| {
+        let publishers: Vec<_> = (0..4)
+            .map(|thread| {
+                let bus = bus.clone();
+                scope.spawn(move || {
+                    (0..500)
+                        .map(|n| bus.publish(numbered(thread * 1000 + n)))
+                        .collect::<Vec<_>>()
+                })
+            })
+            .collect();
+        publishers
+            .into_iter()
+            .flat_map(|publisher| publisher.join().unwrap())
+            .collect()
+    });
+    let seen = seen.0.lock().unwrap().clone();
+    assert_eq!(seen.len(), 2000);
+    assert!(seen.windows(2).all(|pair| pair[0] < pair[1]), "in id order");
+    assert_eq!(
+        seen.iter().collect::<BTreeSet<_>>(),
+        published.iter().collect::<BTreeSet<_>>()
+    );
+}
+
+#[test]
+fn a_dropped_observer_is_forgotten() {
+    let bus = Bus::new();
+    let seen = Arc::new(Seen::default());
+    let observer = seen.clone() as Arc<dyn Observer>;
+    bus.observe(&observer);
+    bus.publish(numbered(1));
+    drop(observer);
+    // The bus held it weakly: `seen` is the last handle.
+    let seen = Arc::try_unwrap(seen)
+        .ok()
+        .expect("the bus kept no strong handle");
+    bus.publish(numbered(2));
+    assert_eq!(seen.0.into_inner().unwrap().len(), 1);
 }

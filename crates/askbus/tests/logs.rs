@@ -86,7 +86,12 @@ async fn text_lines_name_the_route_template_and_the_request_id_without_colour() 
         .iter()
         .find(|line| line.contains("trace-42") && line.contains("askbus::access"))
         .unwrap();
-    for field in ["method=POST", "route=/question/{id}/reply", "status=200"] {
+    for field in [
+        " INFO request{id=trace-42}: askbus::access: ",
+        "method=POST",
+        "route=/question/{id}/reply",
+        "status=200",
+    ] {
         assert!(reply.contains(field), "no {field} in {reply}");
     }
     assert!(reply.contains("ms="), "{reply}");
@@ -97,7 +102,7 @@ async fn text_lines_name_the_route_template_and_the_request_id_without_colour() 
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn json_lines_carry_the_span_fields() {
+async fn json_lines_name_the_request_and_carry_the_access_fields() {
     let dir = tempfile::tempdir().unwrap();
     let args = [
         "--listen",
@@ -119,7 +124,17 @@ async fn json_lines_carry_the_span_fields() {
         .iter()
         .find(|line| line["target"] == "askbus::access" && line["span"]["id"] == "trace-42")
         .unwrap();
+    assert_eq!(reply["span"]["name"], "request");
+    assert_eq!(reply["level"], "INFO");
     assert_eq!(reply["fields"]["status"], 200);
-    assert_eq!(reply["span"]["route"], "/question/{id}/reply");
-    assert_eq!(reply["span"]["method"], "POST");
+    assert_eq!(reply["fields"]["route"], "/question/{id}/reply");
+    assert_eq!(reply["fields"]["method"], "POST");
+    assert!(reply["fields"]["ms"].as_f64().unwrap() >= 0.0, "{reply}");
+    let timestamp = reply["timestamp"].as_str().unwrap();
+    // RFC 3339, UTC, with microseconds: 2026-11-28T08:30:00.123456Z.
+    let shape: String = timestamp
+        .chars()
+        .map(|c| if c.is_ascii_digit() { '9' } else { c })
+        .collect();
+    assert_eq!(shape, "9999-99-99T99:99:99.999999Z", "{timestamp}");
 }

@@ -4,7 +4,7 @@ use std::collections::VecDeque;
 use std::future::Future;
 use std::num::NonZeroUsize;
 use std::pin::Pin;
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};
 use std::task::{Context, Poll};
 
 use tokio::sync::broadcast::{self, error::RecvError, error::TryRecvError};
@@ -52,6 +52,17 @@ pub struct Bus {
 pub trait Journal: Send + Sync + 'static {
     /// Records one published event.
     fn record(&self, envelope: &Envelope);
+}
+
+/// Told of every event as it is published ([`Bus::observe`]): for what must see every
+/// event, in order, without a task of its own (counting metrics).
+///
+/// [`observe`](Observer::observe) is called under the publish lock, like
+/// [`Journal::record`], so calls arrive in id order and none is missed, however busy the
+/// bus. It must be quick, must not block, and must not publish or subscribe on this bus.
+pub trait Observer: Send + Sync + 'static {
+    /// Sees one published event.
+    fn observe(&self, envelope: &Envelope);
 }
 
 /// Sizes of a bus's buffers.
@@ -168,6 +179,8 @@ struct State {
     /// The cursor just before `history[0]`: the id of the last evicted event, or the bus's
     /// origin id (made at creation, before any event) while nothing has been evicted.
     floor: EventId,
+    /// Who sees every event as it is published; each forgotten once dropped.
+    observers: Vec<Weak<dyn Observer>>,
 }
 
 impl Default for BusConfig {
@@ -291,6 +304,7 @@ impl Bus {
                     history,
                     history_capacity: config.history,
                     floor,
+                    observers: Vec::new(),
                 }),
                 sender,
                 journal,
@@ -345,9 +359,50 @@ impl Bus {
         } else {
             state.floor = id;
         }
+        if !state.observers.is_empty() {
+            state.observers.retain(|observer| {
+                observer
+                    .upgrade()
+                    .map(|observer| observer.observe(&envelope))
+                    .is_some()
+            });
+        }
         // An error only means nobody is subscribed right now.
         let _ = self.shared.sender.send(envelope);
         id
+    }
+
+    /// Tells `observer` of every event published from now on, until it is dropped: the bus
+    /// holds it weakly. See [`Observer`].
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use std::sync::atomic::{AtomicUsize, Ordering};
+    /// use askbus_bus::{Bus, Envelope, Event, Observer};
+    ///
+    /// #[derive(Clone, serde::Serialize)]
+    /// struct Pinged;
+    /// impl Event for Pinged {
+    ///     const TYPE: &'static str = "demo.pinged";
+    /// }
+    ///
+    /// #[derive(Default)]
+    /// struct Count(AtomicUsize);
+    /// impl Observer for Count {
+    ///     fn observe(&self, _: &Envelope) {
+    ///         self.0.fetch_add(1, Ordering::Relaxed);
+    ///     }
+    /// }
+    ///
+    /// let bus = Bus::new();
+    /// let count = Arc::new(Count::default());
+    /// bus.observe(&(count.clone() as Arc<dyn Observer>));
+    /// bus.publish(Pinged);
+    /// bus.publish(Pinged);
+    /// assert_eq!(count.0.load(Ordering::Relaxed), 2);
+    /// ```
+    pub fn observe(&self, observer: &Arc<dyn Observer>) {
+        self.shared.lock().observers.push(Arc::downgrade(observer));
     }
 
     /// Every event published from now on.

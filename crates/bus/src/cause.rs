@@ -60,7 +60,9 @@ pub fn with_request_id<F: Future>(id: Arc<str>, future: F) -> TaskLocalFuture<Ar
     REQUEST_ID.scope(id, future)
 }
 
-/// The id of the request being served here, if any.
-pub(crate) fn current_request_id() -> Option<Arc<str>> {
+/// The id of the request being served here, if any: the one [`with_request_id`] gave the
+/// future being polled on this task. What a log format reads to name the request in every
+/// line of it.
+pub fn current_request_id() -> Option<Arc<str>> {
     REQUEST_ID.try_with(Arc::clone).ok()
 }

@@ -19,6 +19,8 @@
 //! - A bus may be given a [`Journal`] that records every event in publish order (a durable
 //!   store); [`Bus::resume`] rebuilds the history from that record after a restart, so
 //!   cursors issued before it still resume with no gap, and new ids continue above old ones.
+//! - An [`Observer`] sees every event as it is published, in order, none missed, without
+//!   a task or a channel of its own: what counts events (metrics) uses it.
 //! - An event published while a request is served ([`with_request_id`]) carries that
 //!   request's id ([`Envelope::request_id`]), so a client can tell which call caused it.
 //!
@@ -52,7 +54,9 @@ mod cause;
 mod event;
 mod id;
 
-pub use bus::{Bus, BusConfig, Journal, Lagged, ReplayError, Subscription, TypedSubscription};
-pub use cause::with_request_id;
+pub use bus::{
+    Bus, BusConfig, Journal, Lagged, Observer, ReplayError, Subscription, TypedSubscription,
+};
+pub use cause::{current_request_id, with_request_id};
 pub use event::{Envelope, Event};
 pub use id::{EventId, EventKind, Id, IdGenerator, IdKind, ParseIdError};

@@ -3,14 +3,18 @@
 //! An operator reading logs asks "what came in, how did it end, how long did it take", and
 //! to follow one request through everything it logged. So every request gets an id: the
 //! client's `x-request-id` when it sent a usable one (a proxy's, to join both logs), else a
-//! fresh ULID; the response carries it back in `x-request-id`. The request runs inside a
-//! `request` span holding the id, the method and the **route template**
-//! (`/question/{id}/reply`: never the raw path, which holds ids and would make every line
-//! unique), so every line logged while serving it names them, and as the work of that id
-//! ([`askbus_bus::with_request_id`]), so every event it publishes carries it as
-//! `requestID`. When the response's head is
-//! ready, one `info` line of target `askbus::access` says its status and how long it took
-//! (for a stream: until it opened). Tokens and bodies are never logged.
+//! fresh ULID; the response carries it back in `x-request-id`. The request runs as the
+//! work of that id ([`askbus_bus::with_request_id`]), so every event it publishes carries
+//! it as `requestID`, and a log format that reads it there (the server's, `LogLines` in
+//! `askbus-server`) names it in every line logged while serving it. When the response's
+//! head is ready, one `info` line of target `askbus::access` says the method, the **route
+//! template** (`/question/{id}/reply`: never the raw path, which holds ids and would make
+//! every line unique), the status and how long it took (for a stream: until it opened).
+//! Tokens and bodies are never logged.
+//!
+//! No span per request: tracing-subscriber formats a span's fields when it is made and
+//! enters it at every poll, which cost more than everything else the access line does
+//! (see `LogLines`).
 
 use std::future::Future;
 use std::pin::Pin;
@@ -19,11 +23,10 @@ use std::task::{Context, Poll, ready};
 use std::time::Instant;
 
 use axum::extract::MatchedPath;
-use axum::http::{HeaderValue, Request};
+use axum::http::{HeaderValue, Method, Request};
 use axum::response::Response;
 use tokio::task::futures::TaskLocalFuture;
 use tower::{Layer, Service};
-use tracing::instrument::{Instrument, Instrumented};
 
 /// The header that carries a request's id, both ways.
 pub const REQUEST_ID: &str = "x-request-id";
@@ -34,7 +37,7 @@ const MAX_CLIENT_ID: usize = 64;
 /// The longest method logged.
 const MAX_METHOD: usize = 16;
 
-/// Logs each request's access line and runs it in its span; see the module docs. Layer it
+/// Logs each request's access line and runs it as the work of its id; see the module docs. Layer it
 /// on the router that holds every route (after they are added, so that the matched route
 /// template is known). A tower layer rather than `axum::middleware::from_fn`, which boxes
 /// the inner service and its future for every request.
@@ -68,7 +71,7 @@ where
 {
     type Response = Response;
     type Error = S::Error;
-    type Future = LoggedResponse<S::Future>;
+    type Future = TaskLocalFuture<Arc<str>, LoggedResponse<S::Future>>;
 
     fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
         self.inner.poll_ready(cx)
@@ -82,37 +85,29 @@ where
             .filter(|id| usable(id))
             .cloned()
             .unwrap_or_else(fresh_id);
-        // Methods are tokens, but an extension method may be long: a line stays short.
-        let method = request.method().as_str();
-        let route = request
-            .extensions()
-            .get::<MatchedPath>()
-            .map_or("(no route)", MatchedPath::as_str);
-        // The span records its fields when made: borrowing them from the request is enough.
-        let span = tracing::info_span!(
-            "request",
-            id = id.to_str().unwrap_or_default(),
-            method = %method.get(..MAX_METHOD).unwrap_or(method),
-            route = %route
-        );
+        let method = request.method().clone();
+        let route = request.extensions().get::<MatchedPath>().cloned();
         let cause: Arc<str> = id.to_str().unwrap_or_default().into();
-        let response =
-            askbus_bus::with_request_id(cause, self.inner.call(request)).instrument(span);
-        LoggedResponse {
-            response,
+        let response = LoggedResponse {
+            response: self.inner.call(request),
             started,
+            method,
+            route,
             id: Some(id),
-        }
+        };
+        askbus_bus::with_request_id(cause, response)
     }
 }
 
 pin_project_lite::pin_project! {
-    /// A logged request's response on its way ([`AccessLog`]).
+    /// A logged request's response on its way ([`AccessLog`]), polled as the work of the
+    /// request's id, the access line included.
     pub struct LoggedResponse<F> {
-        // Holds the request's span, which the access line is logged in.
         #[pin]
-        response: Instrumented<TaskLocalFuture<Arc<str>, F>>,
+        response: F,
         started: Instant,
+        method: Method,
+        route: Option<MatchedPath>,
         // Taken when the response is ready, to go back in its `x-request-id`.
         id: Option<HeaderValue>,
     }
@@ -125,20 +120,19 @@ where
     type Output = Result<Response, E>;
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        let mut this = self.project();
-        let mut result = ready!(this.response.as_mut().poll(cx));
+        let this = self.project();
+        let mut result = ready!(this.response.poll(cx));
         let elapsed = this.started.elapsed();
         if let Ok(response) = &mut result {
-            let status = response.status().as_u16();
-            // No message: the span already names the method and route, and formatting
-            // them a second time was about a tenth of what logging a request costs.
-            this.response.span().in_scope(|| {
-                tracing::info!(
-                    target: "askbus::access",
-                    status,
-                    ms = elapsed.as_secs_f64() * 1000.0,
-                );
-            });
+            // Methods are tokens, but an extension method may be long: a line stays short.
+            let method = this.method.as_str();
+            tracing::info!(
+                target: "askbus::access",
+                method = method.get(..MAX_METHOD).unwrap_or(method),
+                route = this.route.as_ref().map_or("(no route)", MatchedPath::as_str),
+                status = response.status().as_u16(),
+                ms = elapsed.as_secs_f64() * 1000.0,
+            );
             if let Some(id) = this.id.take() {
                 response.headers_mut().insert(REQUEST_ID, id);
             }

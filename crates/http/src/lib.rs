@@ -291,7 +291,7 @@ fn build(
         .divide_among_tokens(config.tokens.len(), config.max_event_streams_per_token);
     let metrics = config
         .metrics
-        .then(|| metrics::Metrics::start(&hub, &config, &shutdown));
+        .then(|| metrics::Metrics::start(&hub, &config));
     let state = AppState {
         inner: Arc::new(Inner {
             transcripts: askbus_protocol::Transcripts::with_limits(&hub, config.history),

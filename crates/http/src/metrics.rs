@@ -9,11 +9,14 @@
 //!   pending requests (`RequestHub`'s counts), the taken stream slots ([`StreamSlots`]),
 //!   the follower's lag behind a shared store. A scrape costs two lock-and-len reads and,
 //!   over a shared store, one read of the change log's head.
-//! - **What happened is counted from the bus**, by one task subscribed to every event: the
-//!   requests asked, their outcomes and how long a human took (now, less the time in the
-//!   request id's ULID), the votes of a quorum. So every way a request ends (a reply over
-//!   HTTP or MCP, the guard, a timer, a session cancel) is counted once, where it is
-//!   announced, and no request path pays more than the bus publish it already makes. Over
+//! - **What happened is counted from the bus**, as each event is published (the metrics are
+//!   an [`Observer`] of the bus, called under its publish lock): the requests asked, their
+//!   outcomes and how long a human took (now, less the time in the request id's ULID), the
+//!   votes of a quorum. So every way a request ends (a reply over HTTP or MCP, the guard, a
+//!   timer, a session cancel) is counted once, where it is announced, none missed however
+//!   busy the bus, and a request path pays a few counter increments beside the publish it
+//!   already makes. A task subscribed to the bus did this before; woken for every event,
+//!   it was half of what metrics cost a reply, and could fall behind. Over
 //!   a shared store every instance's bus hears every request, so each instance counts
 //!   them all: sum one instance's counters, not the instances'. Events published before
 //!   the router was built (requests restored from a store) were not heard: their outcomes
@@ -35,7 +38,7 @@ use std::sync::Arc;
 use std::task::{Context, Poll, ready};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use askbus_bus::{Envelope, Event, Id, IdKind, Lagged, Subscription};
+use askbus_bus::{Envelope, Event, Id, IdKind, Observer};
 use askbus_notify::DeliveryStats;
 use askbus_question::{
     ApprovalAsked, ApprovalCancelled, ApprovalDecided, ApprovalEscalated, ApprovalGrantRevoked,
@@ -54,8 +57,6 @@ use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::{ConstGauge, Gauge};
 use prometheus_client::metrics::histogram::Histogram;
 use prometheus_client::registry::{Registry, Unit};
-use tokio_stream::StreamExt;
-use tokio_util::sync::CancellationToken;
 use tower::{Layer, Service};
 
 use crate::AppState;
@@ -104,8 +105,6 @@ pub(crate) struct Metrics {
     ask_to_outcome: Family<OutcomeLabels, Histogram>,
     /// `askbus_votes_total`.
     votes: Counter,
-    /// `askbus_metrics_missed_events_total`: events the counting task lagged past.
-    missed_events: Counter,
     /// `askbus_http_request_duration_seconds{method, route, status}`.
     http: Family<HttpLabels, Histogram>,
     /// `askbus_event_streams_open`, set at scrape.
@@ -243,13 +242,9 @@ struct ReasonLabel {
 }
 
 impl Metrics {
-    /// Every series registered, and the task counting `hub`'s events started (when a Tokio
-    /// runtime is there to run it) until `shutdown`.
-    pub(crate) fn start(
-        hub: &RequestHub,
-        config: &crate::HttpConfig,
-        shutdown: &CancellationToken,
-    ) -> Arc<Self> {
+    /// Every series registered, counting `hub`'s events from now on, as long as the metrics
+    /// live.
+    pub(crate) fn start(hub: &RequestHub, config: &crate::HttpConfig) -> Arc<Self> {
         let mut registry = Registry::with_prefix("askbus");
         let pending = Family::<KindLabel, Gauge>::default();
         registry.register(
@@ -287,12 +282,6 @@ impl Metrics {
             "grants",
             "Standing grants (`always`): made, used to approve a request without asking, revoked",
             grants.clone(),
-        );
-        let missed_events = Counter::default();
-        registry.register(
-            "metrics_missed_events",
-            "Events the metrics fell too far behind to count: the request counters are short by as many",
-            missed_events.clone(),
         );
         let http = Family::<HttpLabels, Histogram>::new_with_constructor(
             (|| Histogram::new(HTTP_BUCKETS)) as fn() -> Histogram,
@@ -352,7 +341,6 @@ impl Metrics {
             votes,
             follow_ups,
             grants,
-            missed_events,
             http,
             streams_open,
             stream_lagged,
@@ -360,13 +348,8 @@ impl Metrics {
             follower_lag,
             webhook_pending,
         });
-        if let Ok(runtime) = tokio::runtime::Handle::try_current() {
-            runtime.spawn(count_events(
-                Arc::clone(&metrics),
-                hub.bus().subscribe_all(),
-                shutdown.clone(),
-            ));
-        }
+        hub.bus()
+            .observe(&(Arc::clone(&metrics) as Arc<dyn Observer>));
         metrics
     }
 
@@ -381,9 +364,11 @@ impl Metrics {
             .get_or_create(&ReasonLabel { reason })
             .inc();
     }
+}
 
-    /// Counts one event of the bus, if it is a request's.
-    fn count(&self, envelope: &Envelope) {
+/// Counts each event of the bus, if it is a request's, as it is published.
+impl Observer for Metrics {
+    fn observe(&self, envelope: &Envelope) {
         match envelope.event_type() {
             QuestionAsked::TYPE => self.asked(QUESTION),
             ApprovalAsked::TYPE => self.asked(APPROVAL),
@@ -418,7 +403,9 @@ impl Metrics {
             _ => {}
         }
     }
+}
 
+impl Metrics {
     /// Counts the outcome event `E` in `envelope`, labelled by its type name (`kind.outcome`),
     /// and how long its request waited, from the time in the request's id. An envelope
     /// read back as JSON only (no `E` in it) counts, without a wait.
@@ -459,28 +446,6 @@ fn now_ms() -> u64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0, |since| since.as_millis() as u64)
-}
-
-/// The counting task: every event of `subscription` until the bus or the router ends.
-async fn count_events(
-    metrics: Arc<Metrics>,
-    mut subscription: Subscription,
-    shutdown: CancellationToken,
-) {
-    loop {
-        let item = tokio::select! {
-            biased;
-            () = shutdown.cancelled() => return,
-            item = subscription.next() => item,
-        };
-        match item {
-            None => return,
-            Some(Ok(envelope)) => metrics.count(&envelope),
-            Some(Err(Lagged(missed))) => {
-                metrics.missed_events.inc_by(missed);
-            }
-        }
-    }
 }
 
 /// Serve the server's metrics (OpenMetrics text, for Prometheus).

@@ -199,6 +199,7 @@ fn run(plan: &Plan) -> anyhow::Result<()> {
         ))
         .with_ansi(false)
         .with_writer(std::io::sink)
+        .event_format(askbus_server::LogLines::text())
         .init();
     let servers = tokio::runtime::Builder::new_multi_thread()
         .enable_all()

@@ -10,8 +10,9 @@ use anyhow::Context;
 use clap::Parser;
 use tokio_util::sync::CancellationToken;
 use tracing_subscriber::EnvFilter;
+use tracing_subscriber::fmt::format::JsonFields;
 
-use crate::{Cli, Command, LogFormat};
+use crate::{Cli, Command, LogFormat, LogLines};
 
 /// Runs the `askbus` command line: what the binary's `main` does, exit code included.
 pub fn main() -> ExitCode {
@@ -24,8 +25,14 @@ pub fn main() -> ExitCode {
         .with_writer(std::io::stderr);
     match cli.log_format {
         // Colour codes only where a terminal shows them: never into a file or a collector.
-        LogFormat::Text => logs.with_ansi(std::io::stderr().is_terminal()).init(),
-        LogFormat::Json => logs.json().with_current_span(true).init(),
+        LogFormat::Text => logs
+            .with_ansi(std::io::stderr().is_terminal())
+            .event_format(LogLines::text())
+            .init(),
+        LogFormat::Json => logs
+            .event_format(LogLines::json())
+            .fmt_fields(JsonFields::new())
+            .init(),
     }
     match run_cli(&cli) {
         Ok(()) => ExitCode::SUCCESS,

@@ -118,6 +118,7 @@ mod accept;
 mod audit;
 mod demo;
 mod entry;
+mod log_lines;
 mod mcp;
 mod notify;
 mod parse_errors;
@@ -125,6 +126,7 @@ mod probe;
 mod secret;
 
 pub use entry::main;
+pub use log_lines::LogLines;
 pub use notify::NotifySettings;
 pub use probe::{ProbeError, probe};
 pub use secret::Secret;
