@@ -132,7 +132,9 @@ where
                 writer.write_char(' ')?;
             }
             if let Some(id) = request {
-                write!(writer, "request{{id={id}}}: ")?;
+                writer.write_str("request{id=")?;
+                write_text_value(&mut writer, &id)?;
+                writer.write_str("}: ")?;
             }
             writer.write_str(metadata.target())?;
             writer.write_str(": ")?;
@@ -243,17 +245,11 @@ impl TextFields<'_> {
 
 impl Visit for TextFields<'_> {
     fn record_str(&mut self, field: &Field, value: &str) {
-        // A message as it is; another string too, unless quotes are needed to tell where
-        // it ends.
-        let plain = field.name() == "message"
-            || (!value.is_empty()
-                && value
-                    .bytes()
-                    .all(|byte| byte.is_ascii_graphic() && byte != b'"' && byte != b'='));
-        if plain {
+        // A message as it is, as tracing-subscriber writes it.
+        if field.name() == "message" {
             self.write(field, |writer| writer.write_str(value));
         } else {
-            self.write(field, |writer| write!(writer, "{value:?}"));
+            self.write(field, |writer| write_text_value(writer, value));
         }
     }
 
@@ -285,6 +281,20 @@ impl Visit for TextFields<'_> {
 
     fn record_debug(&mut self, field: &Field, value: &dyn fmt::Debug) {
         self.write(field, |writer| write!(writer, "{value:?}"));
+    }
+}
+
+/// A string value in a text line: as it is, unless quotes (and escapes) are needed to tell
+/// where it ends or to keep it on one line (a client's request id, a session id).
+fn write_text_value(writer: &mut Writer<'_>, value: &str) -> fmt::Result {
+    let plain = !value.is_empty()
+        && value
+            .bytes()
+            .all(|byte| byte.is_ascii_graphic() && !matches!(byte, b'"' | b'=' | b'{' | b'}'));
+    if plain {
+        writer.write_str(value)
+    } else {
+        write!(writer, "{value:?}")
     }
 }
 
@@ -440,7 +450,7 @@ mod tests {
         assert_eq!(logged.len(), 2, "{text}");
         assert_eq!(
             &logged[0][27..],
-            "  INFO request{id=req-\"7\"}: askbus::access: method=POST status=200 ms=0.25",
+            "  INFO request{id=\"req-\\\"7\\\"\"}: askbus::access: method=POST status=200 ms=0.25",
             "{text}"
         );
         assert_eq!(
