@@ -2,9 +2,12 @@
 //! bus, within [`HistoryLimits`].
 //!
 //! The bus's order is the order of a session's steps and requests (both are published on
-//! it), so the records are appended in the bus's order, each at the next position. A task
-//! reads the bus as events come, so a session nobody reads loses nothing however many
-//! events go by; every read catches up first too, so a read after a publish includes it.
+//! it), so the records are appended in the bus's order, each at the next position. The
+//! history is an [`Observer`] of the bus: it is told of each event as it is published,
+//! under the bus's publish lock, so it misses none however many go by, a read after a
+//! publish includes it, and no task is woken for each event (a task subscribed to the bus
+//! did this before, and could fall behind). Locks nest bus -> history; a reader takes the
+//! history's alone.
 //!
 //! What is kept is the bus's event itself (shared with the bus, nothing copied), and a
 //! record is built from it only when a reader asks ([`TimelineEvent`]): building an asked
@@ -24,11 +27,10 @@
 //! resumed after records that were dropped is told to resync.
 
 use std::collections::{BTreeMap, HashMap};
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
-use askbus_bus::{Bus, Envelope, EventId, Lagged, Subscription};
+use askbus_bus::{Bus, Envelope, Observer};
 use askbus_store::{HistoryLimit, HistoryPage, KeptHistory};
-use futures_util::{FutureExt, StreamExt};
 
 use crate::record::{Mark, TimelineEvent};
 use crate::transcript::{Entry, HistoryLimits};
@@ -43,12 +45,6 @@ pub(crate) struct MemoryHistory {
 
 /// What the lock protects.
 struct State {
-    /// To subscribe again after a lag.
-    bus: Bus,
-    /// Every bus event since creation, read on demand.
-    subscription: Subscription,
-    /// The last event read (or the bus head at creation).
-    cursor: EventId,
     /// The position of the last record appended.
     position: u64,
     /// Each session's records.
@@ -62,8 +58,6 @@ struct State {
     records: usize,
     /// How many bytes those records count.
     bytes: usize,
-    /// Events lost to a lag the bus's history could not cover.
-    lost: u64,
 }
 
 /// One session's records.
@@ -78,39 +72,27 @@ struct SessionRecords {
 }
 
 impl MemoryHistory {
-    /// Histories of the events published on `bus` from now on, read by a task of their own
-    /// when a Tokio runtime is there to run it.
+    /// Histories of the events published on `bus` from now on, for as long as they live.
     pub(crate) fn start(bus: &Bus, limits: HistoryLimits) -> Arc<Self> {
-        let subscription = bus.subscribe_all();
-        let cursor = subscription.start();
         let history = Arc::new(Self {
             limits,
             state: Mutex::new(State {
-                bus: bus.clone(),
-                subscription,
-                cursor,
                 position: 0,
                 sessions: HashMap::new(),
                 idle: BTreeMap::new(),
                 waiting: BTreeMap::new(),
                 records: 0,
                 bytes: 0,
-                lost: 0,
             }),
         });
-        if let Ok(runtime) = tokio::runtime::Handle::try_current() {
-            runtime.spawn(read_as_published(
-                bus.subscribe_all(),
-                Arc::downgrade(&history),
-            ));
-        }
+        bus.observe(&(Arc::clone(&history) as Arc<dyn Observer>));
         history
     }
 
     /// A page of the session's records (see [`HistoryPage`]), at most `limit`, oldest
     /// first.
     pub(crate) fn page(&self, session_id: &str, page: HistoryPage, limit: usize) -> Vec<Entry> {
-        let events = match self.caught_up().sessions.get(session_id) {
+        let events = match self.state().sessions.get(session_id) {
             Some(session) => session.records.page(page, limit),
             None => return Vec::new(),
         };
@@ -124,44 +106,23 @@ impl MemoryHistory {
             .collect()
     }
 
-    /// Events lost to a lag; see [`Transcripts::lost_events`](crate::Transcripts::lost_events).
-    pub(crate) fn lost_events(&self) -> u64 {
-        self.caught_up().lost
-    }
-
-    /// The state, after reading every event published so far.
-    fn caught_up(&self) -> MutexGuard<'_, State> {
+    fn state(&self) -> MutexGuard<'_, State> {
         // Every mutation leaves the state consistent, so a poisoned lock is still usable.
-        let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
-        state.catch_up(self.limits);
-        state
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+/// Records each event as it is published.
+impl Observer for MemoryHistory {
+    fn observe(&self, envelope: &Envelope) {
+        self.state().read(envelope, self.limits);
     }
 }
 
 impl State {
-    /// Reads every event already published. Never waits: the subscription is polled without
-    /// a waker, and an event whose publish has returned is already in its buffer.
-    fn catch_up(&mut self, limits: HistoryLimits) {
-        while let Some(item) = self.subscription.next().now_or_never() {
-            match item {
-                None => return,
-                Some(Ok(envelope)) => self.read(&envelope, limits),
-                Some(Err(Lagged(missed))) => match self.bus.subscribe_from(self.cursor) {
-                    Ok(subscription) => self.subscription = subscription,
-                    Err(_) => {
-                        self.lost += missed;
-                        self.subscription = self.bus.subscribe_all();
-                        self.cursor = self.subscription.start();
-                    }
-                },
-            }
-        }
-    }
-
     /// Appends the record `envelope` stands for, if any, to its session; then drops whole
     /// sessions while over the memory bounds (see the module docs).
     fn read(&mut self, envelope: &Envelope, limits: HistoryLimits) {
-        self.cursor = envelope.id();
         let Some(event) = TimelineEvent::of(envelope) else {
             return;
         };
@@ -208,16 +169,5 @@ impl State {
                 self.bytes -= dropped.records.bytes();
             }
         }
-    }
-}
-
-/// Reads `history`'s bus as events are published, until the history is dropped (or the
-/// bus): what wakes it is only a reason to catch up.
-async fn read_as_published(mut news: Subscription, history: Weak<MemoryHistory>) {
-    while news.next().await.is_some() {
-        let Some(history) = history.upgrade() else {
-            return;
-        };
-        drop(history.caught_up());
     }
 }

@@ -266,10 +266,8 @@ impl Transcripts {
     /// The transcripts of `hub`'s sessions: from its store's histories, or, for a hub
     /// without a store, from its bus, keeping within `limits` in memory.
     ///
-    /// Without a store only events published from now on are kept, and a task reads them
-    /// as they come (when there is a Tokio runtime; otherwise every read catches up first,
-    /// and what the bus's history dropped meanwhile is lost, counted by
-    /// [`lost_events`](Self::lost_events)).
+    /// Without a store only events published from now on are kept, each as it is published
+    /// (none is missed, with or without a Tokio runtime).
     pub fn with_limits(hub: &RequestHub, limits: HistoryLimits) -> Self {
         let bus = hub.bus().clone();
         let source = match hub.store() {
@@ -391,15 +389,6 @@ impl Transcripts {
             follow.resume(cursor).await?;
         }
         Ok(follow)
-    }
-
-    /// How many bus events a hub without a store lost to its transcripts because they were
-    /// not read before the bus's history dropped them; always `0` over a store.
-    pub fn lost_events(&self) -> u64 {
-        match &self.records.source {
-            Source::Store(_) => 0,
-            Source::Memory(memory) => memory.lost_events(),
-        }
     }
 }
 
