@@ -445,8 +445,8 @@ pub struct Cli {
     )]
     pub link_secret: Option<Secret>,
     /// How log lines are written to stderr: `text` (colours only on a terminal) or `json`
-    /// (one object per line, with the request's span fields). Levels: `RUST_LOG` (default
-    /// `info`: one access line per request, target `askbus::access`).
+    /// (one object per line; a request's id in `span.id`). Both in [`LogLines`]. Levels:
+    /// `RUST_LOG` (default `info`: one access line per request, target `askbus::access`).
     #[arg(
         long,
         env = "ASKBUS_LOG_FORMAT",
@@ -1471,7 +1471,7 @@ async fn serve_hub(
     // One guard in front of every route: the Host, and the site of a browser's request.
     let app = askbus_http::guarded(app, SiteGuard::new(listen, &settings.http));
     // An access line for every request (the API, the UI, MCP, and what the guard refused),
-    // in a span naming the request.
+    // each request run as the work of its id, which every line it logs names.
     let app = app.layer(askbus_http::AccessLog);
     serve_router(listener, app, settings.connections, shutdown).await;
 }

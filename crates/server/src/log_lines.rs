@@ -80,11 +80,7 @@ where
             writer.write_str(r#"{"timestamp":""#)?;
             write_timestamp(&mut writer)?;
             write!(writer, r#"","level":"{}","fields":{{"#, metadata.level())?;
-            let mut fields = JsonFields {
-                writer: writer.by_ref(),
-                first: true,
-                result: Ok(()),
-            };
+            let mut fields = Fields::new(writer.by_ref(), true);
             event.record(&mut fields);
             fields.result?;
             writer.write_str(r#"},"target":"#)?;
@@ -138,11 +134,7 @@ where
             }
             writer.write_str(metadata.target())?;
             writer.write_str(": ")?;
-            let mut fields = TextFields {
-                writer: writer.by_ref(),
-                first: true,
-                result: Ok(()),
-            };
+            let mut fields = Fields::new(writer.by_ref(), false);
             event.record(&mut fields);
             fields.result?;
             writer.write_char('\n')
@@ -216,24 +208,45 @@ fn write_timestamp(writer: &mut Writer<'_>) -> fmt::Result {
     writer.write_char('Z')
 }
 
-/// Writes an event's fields as `message key=value …`.
-struct TextFields<'w> {
+/// Writes an event's fields: `message key=value …` in text, the members of an object in
+/// JSON.
+struct Fields<'w> {
     writer: Writer<'w>,
+    json: bool,
     first: bool,
     result: fmt::Result,
 }
 
-impl TextFields<'_> {
-    /// Starts the field `field`: the separator, and its name unless it is the message.
+impl<'w> Fields<'w> {
+    fn new(writer: Writer<'w>, json: bool) -> Self {
+        Self {
+            writer,
+            json,
+            first: true,
+            result: Ok(()),
+        }
+    }
+
+    /// Starts the field `field`: the separator, and its name (in text, unless it is the
+    /// message).
     fn start(&mut self, field: &Field) -> fmt::Result {
-        if !std::mem::take(&mut self.first) {
-            self.writer.write_char(' ')?;
+        let first = std::mem::take(&mut self.first);
+        if self.json {
+            if !first {
+                self.writer.write_char(',')?;
+            }
+            write_json_str(&mut self.writer, field.name())?;
+            self.writer.write_char(':')
+        } else {
+            if !first {
+                self.writer.write_char(' ')?;
+            }
+            if field.name() != "message" {
+                self.writer.write_str(field.name())?;
+                self.writer.write_char('=')?;
+            }
+            Ok(())
         }
-        if field.name() != "message" {
-            self.writer.write_str(field.name())?;
-            self.writer.write_char('=')?;
-        }
-        Ok(())
     }
 
     fn write(&mut self, field: &Field, value: impl FnOnce(&mut Writer<'_>) -> fmt::Result) {
@@ -241,16 +254,22 @@ impl TextFields<'_> {
             self.result = self.start(field).and_then(|()| value(&mut self.writer));
         }
     }
-}
 
-impl Visit for TextFields<'_> {
-    fn record_str(&mut self, field: &Field, value: &str) {
-        // A message as it is, as tracing-subscriber writes it.
-        if field.name() == "message" {
+    fn write_str(&mut self, field: &Field, value: &str) {
+        if self.json {
+            self.write(field, |writer| write_json_str(writer, value));
+        } else if field.name() == "message" {
+            // A message as it is, as tracing-subscriber writes it.
             self.write(field, |writer| writer.write_str(value));
         } else {
             self.write(field, |writer| write_text_value(writer, value));
         }
+    }
+}
+
+impl Visit for Fields<'_> {
+    fn record_str(&mut self, field: &Field, value: &str) {
+        self.write_str(field, value);
     }
 
     fn record_u64(&mut self, field: &Field, value: u64) {
@@ -270,6 +289,9 @@ impl Visit for TextFields<'_> {
             self.write(field, |writer| {
                 writer.write_str(ryu::Buffer::new().format_finite(value))
             });
+        } else if self.json {
+            // JSON has no NaN or infinity.
+            self.write(field, |writer| writer.write_str("null"));
         } else {
             self.write(field, |writer| write!(writer, "{value}"));
         }
@@ -280,7 +302,11 @@ impl Visit for TextFields<'_> {
     }
 
     fn record_debug(&mut self, field: &Field, value: &dyn fmt::Debug) {
-        self.write(field, |writer| write!(writer, "{value:?}"));
+        if self.json {
+            self.write_str(field, &format!("{value:?}"));
+        } else {
+            self.write(field, |writer| write!(writer, "{value:?}"));
+        }
     }
 }
 
@@ -295,70 +321,6 @@ fn write_text_value(writer: &mut Writer<'_>, value: &str) -> fmt::Result {
         writer.write_str(value)
     } else {
         write!(writer, "{value:?}")
-    }
-}
-
-/// Writes an event's fields as the members of a JSON object.
-struct JsonFields<'w> {
-    writer: Writer<'w>,
-    first: bool,
-    result: fmt::Result,
-}
-
-impl JsonFields<'_> {
-    fn write(&mut self, field: &Field, value: impl FnOnce(&mut Writer<'_>) -> fmt::Result) {
-        if self.result.is_ok() {
-            let separator = if std::mem::take(&mut self.first) {
-                ""
-            } else {
-                ","
-            };
-            self.result = self
-                .writer
-                .write_str(separator)
-                .and_then(|()| write_json_str(&mut self.writer, field.name()))
-                .and_then(|()| self.writer.write_char(':'))
-                .and_then(|()| value(&mut self.writer));
-        }
-    }
-}
-
-impl Visit for JsonFields<'_> {
-    fn record_str(&mut self, field: &Field, value: &str) {
-        self.write(field, |writer| write_json_str(writer, value));
-    }
-
-    fn record_u64(&mut self, field: &Field, value: u64) {
-        self.write(field, |writer| {
-            writer.write_str(itoa::Buffer::new().format(value))
-        });
-    }
-
-    fn record_i64(&mut self, field: &Field, value: i64) {
-        self.write(field, |writer| {
-            writer.write_str(itoa::Buffer::new().format(value))
-        });
-    }
-
-    fn record_f64(&mut self, field: &Field, value: f64) {
-        if value.is_finite() {
-            self.write(field, |writer| {
-                writer.write_str(ryu::Buffer::new().format_finite(value))
-            });
-        } else {
-            // JSON has no NaN or infinity.
-            self.write(field, |writer| writer.write_str("null"));
-        }
-    }
-
-    fn record_bool(&mut self, field: &Field, value: bool) {
-        self.write(field, |writer| write!(writer, "{value}"));
-    }
-
-    fn record_debug(&mut self, field: &Field, value: &dyn fmt::Debug) {
-        self.write(field, |writer| {
-            write_json_str(writer, &format!("{value:?}"))
-        });
     }
 }
 
