@@ -129,7 +129,7 @@ where
             }
             if let Some(id) = request {
                 writer.write_str("request{id=")?;
-                write_text_value(&mut writer, &id)?;
+                write_text_value(&mut writer, &id, true)?;
                 writer.write_str("}: ")?;
             }
             writer.write_str(metadata.target())?;
@@ -262,7 +262,7 @@ impl<'w> Fields<'w> {
             // A message as it is, as tracing-subscriber writes it.
             self.write(field, |writer| writer.write_str(value));
         } else {
-            self.write(field, |writer| write_text_value(writer, value));
+            self.write(field, |writer| write_text_value(writer, value, false));
         }
     }
 }
@@ -311,12 +311,16 @@ impl Visit for Fields<'_> {
 }
 
 /// A string value in a text line: as it is, unless quotes (and escapes) are needed to tell
-/// where it ends or to keep it on one line (a client's request id, a session id).
-fn write_text_value(writer: &mut Writer<'_>, value: &str) -> fmt::Result {
+/// where it ends or to keep it on one line (a client's request id, a session id); inside
+/// `request{…}`, also when it holds a brace.
+fn write_text_value(writer: &mut Writer<'_>, value: &str, in_braces: bool) -> fmt::Result {
     let plain = !value.is_empty()
-        && value
-            .bytes()
-            .all(|byte| byte.is_ascii_graphic() && !matches!(byte, b'"' | b'=' | b'{' | b'}'));
+        && value.bytes().all(|byte| {
+            byte.is_ascii_graphic()
+                && byte != b'"'
+                && byte != b'='
+                && !(in_braces && matches!(byte, b'{' | b'}'))
+        });
     if plain {
         writer.write_str(value)
     } else {
@@ -383,7 +387,7 @@ mod tests {
     /// Logs what the server's code logs, in an embedder's span, with and without a request.
     fn log_some() {
         askbus_bus::with_request_id("req-\"7\"".into(), async {
-            tracing::info!(target: "askbus::access", method = "POST", status = 200_u16, ms = 0.25);
+            tracing::info!(target: "askbus::access", method = "POST", route = "/q/{id}", status = 200_u16, ms = 0.25);
         })
         .now_or_never()
         .unwrap();
@@ -412,7 +416,7 @@ mod tests {
         assert_eq!(logged.len(), 2, "{text}");
         assert_eq!(
             &logged[0][27..],
-            "  INFO request{id=\"req-\\\"7\\\"\"}: askbus::access: method=POST status=200 ms=0.25",
+            "  INFO request{id=\"req-\\\"7\\\"\"}: askbus::access: method=POST route=/q/{id} status=200 ms=0.25",
             "{text}"
         );
         assert_eq!(
@@ -446,7 +450,7 @@ mod tests {
         );
         assert_eq!(
             access["fields"],
-            serde_json::json!({"method": "POST", "status": 200, "ms": 0.25})
+            serde_json::json!({"method": "POST", "route": "/q/{id}", "status": 200, "ms": 0.25})
         );
         assert_eq!(access["target"], "askbus::access");
         assert_eq!(access["level"], "INFO");
