@@ -39,8 +39,9 @@ const MAX_METHOD: usize = 16;
 
 /// Logs each request's access line and runs it as the work of its id; see the module
 /// docs. Layer it on the router that holds every route (after they are added, so that the
-/// matched route template is known). A tower layer rather than `axum::middleware::from_fn`, which boxes
-/// the inner service and its future for every request.
+/// matched route template is known). A tower layer rather than
+/// `axum::middleware::from_fn`, which boxes the inner service and its future for every
+/// request.
 ///
 /// ```
 /// let app: axum::Router = axum::Router::new()
