@@ -23,13 +23,17 @@ use std::task::{Context, Poll, ready};
 use std::time::Instant;
 
 use axum::extract::MatchedPath;
-use axum::http::{HeaderValue, Method, Request};
+use axum::http::{HeaderName, HeaderValue, Method, Request};
 use axum::response::Response;
 use tokio::task::futures::TaskLocalFuture;
 use tower::{Layer, Service};
 
 /// The header that carries a request's id, both ways.
 pub const REQUEST_ID: &str = "x-request-id";
+
+/// [`REQUEST_ID`] as a header name, made once: a name given as a string is parsed again
+/// at every lookup.
+const REQUEST_ID_HEADER: HeaderName = HeaderName::from_static(REQUEST_ID);
 
 /// The longest client-given id kept; a longer (or non-printable) one is replaced.
 const MAX_CLIENT_ID: usize = 64;
@@ -82,7 +86,7 @@ where
         let started = Instant::now();
         let id = request
             .headers()
-            .get(REQUEST_ID)
+            .get(&REQUEST_ID_HEADER)
             .filter(|id| usable(id))
             .cloned()
             .unwrap_or_else(fresh_id);
@@ -135,7 +139,7 @@ where
                 ms = elapsed.as_secs_f64() * 1000.0,
             );
             if let Some(id) = this.id.take() {
-                response.headers_mut().insert(REQUEST_ID, id);
+                response.headers_mut().insert(REQUEST_ID_HEADER, id);
             }
         }
         Poll::Ready(result)
@@ -149,6 +153,7 @@ fn usable(id: &HeaderValue) -> bool {
 }
 
 fn fresh_id() -> HeaderValue {
-    HeaderValue::from_str(&ulid::Ulid::generate().to_string())
+    let mut text = [0; ulid::ULID_LEN];
+    HeaderValue::from_str(ulid::Ulid::generate().array_to_str(&mut text))
         .unwrap_or_else(|_| HeaderValue::from_static("unknown"))
 }

@@ -34,7 +34,7 @@
 
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::Arc;
+use std::sync::{Arc, PoisonError, RwLock};
 use std::task::{Context, Poll, ready};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
@@ -97,12 +97,13 @@ pub(crate) struct Metrics {
     registry: Registry,
     /// `askbus_pending_requests{kind}`, set at scrape.
     pending: Family<KindLabel, Gauge>,
-    /// `askbus_requests_asked_total{kind}`.
-    asked: Family<KindLabel, Counter>,
-    /// `askbus_outcomes_total{kind, outcome}`.
-    outcomes: Family<OutcomeLabels, Counter>,
-    /// `askbus_ask_to_outcome_seconds{kind, outcome}`.
-    ask_to_outcome: Family<OutcomeLabels, Histogram>,
+    /// `askbus_requests_asked_total{kind="question"}`.
+    questions_asked: Counter,
+    /// `askbus_requests_asked_total{kind="approval"}`.
+    approvals_asked: Counter,
+    /// `askbus_outcomes_total{kind, outcome}` and `askbus_ask_to_outcome_seconds{kind,
+    /// outcome}`, of each outcome event.
+    ended: Ends,
     /// `askbus_votes_total`.
     votes: Counter,
     /// `askbus_http_request_duration_seconds{method, route, status}`.
@@ -241,6 +242,59 @@ struct ReasonLabel {
     reason: &'static str,
 }
 
+/// The series an outcome event counts in: looked up once, at start, where a family's
+/// lookup would hash its labels under a lock at every event; and there from the start, so
+/// that a rate reads 0 rather than nothing.
+struct EndSeries {
+    /// `askbus_outcomes_total{kind, outcome}`.
+    count: Counter,
+    /// `askbus_ask_to_outcome_seconds{kind, outcome}`.
+    waited: Histogram,
+}
+
+impl EndSeries {
+    /// The series of the outcome event `E` (`kind.outcome`).
+    fn of<E: Event>(
+        count: &Family<OutcomeLabels, Counter>,
+        waited: &Family<OutcomeLabels, Histogram>,
+    ) -> Self {
+        let (kind, outcome) = E::TYPE.split_once('.').unwrap_or((E::TYPE, ""));
+        let labels = OutcomeLabels { kind, outcome };
+        Self {
+            count: count.get_or_create(&labels).clone(),
+            waited: waited.get_or_create(&labels).clone(),
+        }
+    }
+}
+
+/// Each outcome event's [`EndSeries`].
+struct Ends {
+    question_replied: EndSeries,
+    question_rejected: EndSeries,
+    question_timed_out: EndSeries,
+    question_cancelled: EndSeries,
+    approval_replied: EndSeries,
+    approval_timed_out: EndSeries,
+    approval_cancelled: EndSeries,
+}
+
+impl Ends {
+    fn new(
+        count: &Family<OutcomeLabels, Counter>,
+        waited: &Family<OutcomeLabels, Histogram>,
+    ) -> Self {
+        Self {
+            question_replied: EndSeries::of::<QuestionReplied>(count, waited),
+            question_rejected: EndSeries::of::<QuestionRejected>(count, waited),
+            question_timed_out: EndSeries::of::<QuestionTimedOut>(count, waited),
+            question_cancelled: EndSeries::of::<QuestionCancelled>(count, waited),
+            approval_replied: EndSeries::of::<ApprovalReplied>(count, waited),
+            approval_timed_out: EndSeries::of::<ApprovalTimedOut>(count, waited),
+            approval_cancelled: EndSeries::of::<ApprovalCancelled>(count, waited),
+        }
+    }
+}
+
 impl Metrics {
     /// Every series registered, counting `hub`'s events from now on, as long as the metrics
     /// live.
@@ -254,6 +308,8 @@ impl Metrics {
         );
         let asked = Family::<KindLabel, Counter>::default();
         registry.register("requests_asked", "Requests asked", asked.clone());
+        let asked = |kind| asked.get_or_create(&KindLabel { kind }).clone();
+        let (questions_asked, approvals_asked) = (asked(QUESTION), asked(APPROVAL));
         let outcomes = Family::<OutcomeLabels, Counter>::default();
         registry.register("outcomes", "Requests ended, by how", outcomes.clone());
         let ask_to_outcome = Family::<OutcomeLabels, Histogram>::new_with_constructor(
@@ -265,6 +321,7 @@ impl Metrics {
             Unit::Seconds,
             ask_to_outcome.clone(),
         );
+        let ended = Ends::new(&outcomes, &ask_to_outcome);
         let votes = Counter::default();
         registry.register(
             "votes",
@@ -335,9 +392,9 @@ impl Metrics {
         let metrics = Arc::new(Self {
             registry,
             pending,
-            asked,
-            outcomes,
-            ask_to_outcome,
+            questions_asked,
+            approvals_asked,
+            ended,
             votes,
             follow_ups,
             grants,
@@ -370,8 +427,12 @@ impl Metrics {
 impl Observer for Metrics {
     fn observe(&self, envelope: &Envelope) {
         match envelope.event_type() {
-            QuestionAsked::TYPE => self.asked(QUESTION),
-            ApprovalAsked::TYPE => self.asked(APPROVAL),
+            QuestionAsked::TYPE => {
+                self.questions_asked.inc();
+            }
+            ApprovalAsked::TYPE => {
+                self.approvals_asked.inc();
+            }
             ApprovalDecided::TYPE => {
                 self.votes.inc();
             }
@@ -379,14 +440,32 @@ impl Observer for Metrics {
             QuestionEscalated::TYPE => self.followed_up(QUESTION, "escalated"),
             ApprovalReminded::TYPE => self.followed_up(APPROVAL, "reminded"),
             ApprovalEscalated::TYPE => self.followed_up(APPROVAL, "escalated"),
-            QuestionReplied::TYPE => self.ended(envelope, |e: &QuestionReplied| e.request_id),
-            QuestionRejected::TYPE => self.ended(envelope, |e: &QuestionRejected| e.request_id),
-            QuestionTimedOut::TYPE => self.ended(envelope, |e: &QuestionTimedOut| e.request_id),
-            QuestionCancelled::TYPE => {
-                self.ended(envelope, |e: &QuestionCancelled| e.request_id);
-            }
+            QuestionReplied::TYPE => ended(
+                &self.ended.question_replied,
+                envelope,
+                |e: &QuestionReplied| e.request_id,
+            ),
+            QuestionRejected::TYPE => ended(
+                &self.ended.question_rejected,
+                envelope,
+                |e: &QuestionRejected| e.request_id,
+            ),
+            QuestionTimedOut::TYPE => ended(
+                &self.ended.question_timed_out,
+                envelope,
+                |e: &QuestionTimedOut| e.request_id,
+            ),
+            QuestionCancelled::TYPE => ended(
+                &self.ended.question_cancelled,
+                envelope,
+                |e: &QuestionCancelled| e.request_id,
+            ),
             ApprovalReplied::TYPE => {
-                self.ended(envelope, |e: &ApprovalReplied| e.request_id);
+                ended(
+                    &self.ended.approval_replied,
+                    envelope,
+                    |e: &ApprovalReplied| e.request_id,
+                );
                 if envelope
                     .downcast_ref::<ApprovalReplied>()
                     .is_some_and(|replied| !replied.reply.auto_approved_by.is_empty())
@@ -396,36 +475,40 @@ impl Observer for Metrics {
             }
             ApprovalGranted::TYPE => self.granted("granted"),
             ApprovalGrantRevoked::TYPE => self.granted("revoked"),
-            ApprovalTimedOut::TYPE => self.ended(envelope, |e: &ApprovalTimedOut| e.request_id),
-            ApprovalCancelled::TYPE => {
-                self.ended(envelope, |e: &ApprovalCancelled| e.request_id);
-            }
+            ApprovalTimedOut::TYPE => ended(
+                &self.ended.approval_timed_out,
+                envelope,
+                |e: &ApprovalTimedOut| e.request_id,
+            ),
+            ApprovalCancelled::TYPE => ended(
+                &self.ended.approval_cancelled,
+                envelope,
+                |e: &ApprovalCancelled| e.request_id,
+            ),
             _ => {}
         }
     }
 }
 
-impl Metrics {
-    /// Counts the outcome event `E` in `envelope`, labelled by its type name (`kind.outcome`),
-    /// and how long its request waited, from the time in the request's id. An envelope
-    /// read back as JSON only (no `E` in it) counts, without a wait.
-    fn ended<E: Event, K: IdKind>(&self, envelope: &Envelope, request: impl FnOnce(&E) -> Id<K>) {
-        let Some((kind, outcome)) = E::TYPE.split_once('.') else {
-            return;
-        };
-        let labels = OutcomeLabels { kind, outcome };
-        self.outcomes.get_or_create(&labels).inc();
-        if let Some(asked_ms) = envelope
-            .downcast_ref::<E>()
-            .map(|event| request(event).timestamp_ms())
-        {
-            let waited = Duration::from_millis(now_ms().saturating_sub(asked_ms));
-            self.ask_to_outcome
-                .get_or_create(&labels)
-                .observe(waited.as_secs_f64());
-        }
+/// Counts the outcome event `E` in `envelope` in `series`, and how long its request waited,
+/// from the time in the request's id. An envelope read back as JSON only (no `E` in it)
+/// counts, without a wait.
+fn ended<E: Event, K: IdKind>(
+    series: &EndSeries,
+    envelope: &Envelope,
+    request: impl FnOnce(&E) -> Id<K>,
+) {
+    series.count.inc();
+    if let Some(asked_ms) = envelope
+        .downcast_ref::<E>()
+        .map(|event| request(event).timestamp_ms())
+    {
+        let waited = Duration::from_millis(now_ms().saturating_sub(asked_ms));
+        series.waited.observe(waited.as_secs_f64());
     }
+}
 
+impl Metrics {
     fn granted(&self, step: &'static str) {
         self.grants.get_or_create(&GrantLabel { step }).inc();
     }
@@ -434,10 +517,6 @@ impl Metrics {
         self.follow_ups
             .get_or_create(&FollowUpLabels { kind, step })
             .inc();
-    }
-
-    fn asked(&self, kind: &'static str) {
-        self.asked.get_or_create(&KindLabel { kind }).inc();
     }
 }
 
@@ -563,15 +642,17 @@ fn gauge_value(count: usize) -> i64 {
 /// The layer over every route: times each request to its response's head, labelled by its
 /// method, route template and status. A tower layer rather than `axum::middleware::from_fn`,
 /// which boxes the inner service and its future for every request: about a third of what
-/// counting a request cost.
+/// counting a request cost. Without metrics it passes requests through, so that the
+/// router's stack of layers has one type either way (an `Either` of both cost a request
+/// more than this one branch).
 #[derive(Clone)]
 pub(crate) struct TimeRequests {
-    /// Where the timings go.
-    metrics: Arc<Metrics>,
+    /// Where the timings go, if anywhere.
+    metrics: Option<Arc<Metrics>>,
 }
 
 impl TimeRequests {
-    pub(crate) fn new(metrics: Arc<Metrics>) -> Self {
+    pub(crate) fn new(metrics: Option<Arc<Metrics>>) -> Self {
         Self { metrics }
     }
 }
@@ -579,10 +660,58 @@ impl TimeRequests {
 impl<S> Layer<S> for TimeRequests {
     type Service = Timed<S>;
 
+    /// Called once for each endpoint of the router (a route's method, or a fallback), which
+    /// gets series of its own to find its timings in.
     fn layer(&self, inner: S) -> Self::Service {
         Timed {
             inner,
-            metrics: Arc::clone(&self.metrics),
+            series: self.metrics.as_ref().map(|metrics| {
+                Arc::new(EndpointSeries {
+                    metrics: Arc::clone(metrics),
+                    seen: RwLock::default(),
+                })
+            }),
+        }
+    }
+}
+
+/// The HTTP series one endpoint's requests were timed in: an endpoint answers a route and
+/// a method or two with a handful of statuses, found here by comparing a few labels, where
+/// the family would hash them, and the route's template copied into a `String`, at every
+/// request.
+struct EndpointSeries {
+    /// Where a series not seen yet is found (and made).
+    metrics: Arc<Metrics>,
+    /// The series seen so far, at most [`MAX_ENDPOINT_SERIES`].
+    seen: RwLock<Vec<(HttpLabels, Histogram)>>,
+}
+
+/// How many series an endpoint keeps at hand; a request of any other goes to the family.
+const MAX_ENDPOINT_SERIES: usize = 8;
+
+impl EndpointSeries {
+    /// Observes `seconds` in the series of `method`, `route` and `status`.
+    fn observe(&self, method: &'static str, route: &str, status: u16, seconds: f64) {
+        let is_it = |labels: &HttpLabels| {
+            labels.status == status && labels.method == method && labels.route == route
+        };
+        {
+            let seen = self.seen.read().unwrap_or_else(PoisonError::into_inner);
+            if let Some((_, series)) = seen.iter().find(|(labels, _)| is_it(labels)) {
+                series.observe(seconds);
+                return;
+            }
+        }
+        let labels = HttpLabels {
+            method,
+            route: route.to_owned(),
+            status,
+        };
+        let series = self.metrics.http.get_or_create(&labels).clone();
+        series.observe(seconds);
+        let mut seen = self.seen.write().unwrap_or_else(PoisonError::into_inner);
+        if seen.len() < MAX_ENDPOINT_SERIES && !seen.iter().any(|(labels, _)| is_it(labels)) {
+            seen.push((labels, series));
         }
     }
 }
@@ -591,7 +720,8 @@ impl<S> Layer<S> for TimeRequests {
 #[derive(Clone)]
 pub(crate) struct Timed<S> {
     inner: S,
-    metrics: Arc<Metrics>,
+    /// `None` without metrics.
+    series: Option<Arc<EndpointSeries>>,
 }
 
 impl<S, B> Service<Request<B>> for Timed<S>
@@ -608,10 +738,12 @@ where
 
     fn call(&mut self, request: Request<B>) -> Self::Future {
         TimedResponse {
-            started: Instant::now(),
-            method: method_label(request.method()),
-            route: request.extensions().get::<MatchedPath>().cloned(),
-            metrics: Arc::clone(&self.metrics),
+            timing: self.series.as_ref().map(|series| Timing {
+                started: Instant::now(),
+                method: method_label(request.method()),
+                route: request.extensions().get::<MatchedPath>().cloned(),
+                series: Arc::clone(series),
+            }),
             response: self.inner.call(request),
         }
     }
@@ -622,11 +754,17 @@ pin_project_lite::pin_project! {
     pub(crate) struct TimedResponse<F> {
         #[pin]
         response: F,
-        started: Instant,
-        method: &'static str,
-        route: Option<MatchedPath>,
-        metrics: Arc<Metrics>,
+        // `None` without metrics.
+        timing: Option<Timing>,
     }
+}
+
+/// What a timed request's series is found by, and when it started.
+struct Timing {
+    started: Instant,
+    method: &'static str,
+    route: Option<MatchedPath>,
+    series: Arc<EndpointSeries>,
 }
 
 impl<F, E> Future for TimedResponse<F>
@@ -638,20 +776,16 @@ where
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         let this = self.project();
         let result = ready!(this.response.poll(cx));
-        if let Ok(response) = &result {
-            let labels = HttpLabels {
-                method: this.method,
-                route: this
+        if let (Ok(response), Some(timing)) = (&result, this.timing.as_ref()) {
+            timing.series.observe(
+                timing.method,
+                timing
                     .route
                     .as_ref()
-                    .map_or("unmatched", MatchedPath::as_str)
-                    .to_owned(),
-                status: response.status().as_u16(),
-            };
-            this.metrics
-                .http
-                .get_or_create(&labels)
-                .observe(this.started.elapsed().as_secs_f64());
+                    .map_or("unmatched", MatchedPath::as_str),
+                response.status().as_u16(),
+                timing.started.elapsed().as_secs_f64(),
+            );
         }
         Poll::Ready(result)
     }

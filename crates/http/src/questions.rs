@@ -511,12 +511,15 @@ pub(crate) fn is_json(headers: &HeaderMap) -> bool {
         .get(header::CONTENT_TYPE)
         .and_then(|value| value.to_str().ok())
         .and_then(|value| value.split(';').next())
-        .map(|essence| {
-            let essence = essence.trim().to_ascii_lowercase();
-            essence == "application/json"
-                || (essence.starts_with("application/") && essence.ends_with("+json"))
+        .is_some_and(|essence| {
+            // Compared without case, and without a lower-case copy per request.
+            let essence = essence.trim().as_bytes();
+            let (application, json) = (b"application/", b"+json");
+            essence.eq_ignore_ascii_case(b"application/json")
+                || (essence.len() >= application.len() + json.len()
+                    && essence[..application.len()].eq_ignore_ascii_case(application)
+                    && essence[essence.len() - json.len()..].eq_ignore_ascii_case(json))
         })
-        .unwrap_or(false)
 }
 
 impl From<QuestionSnapshot> for QuestionStatus {

@@ -1468,11 +1468,11 @@ async fn serve_hub(
     // The web UI at `/`: public pages whose API calls carry the human's token.
     let app = app.merge(askbus_ui::router());
     let app = mcp::mount(app, hub, &settings, shutdown.clone());
-    // One guard in front of every route: the Host, and the site of a browser's request.
-    let app = askbus_http::guarded(app, SiteGuard::new(listen, &settings.http));
-    // An access line for every request (the API, the UI, MCP, and what the guard refused),
-    // each request run as the work of its id, which every line it logs names.
-    let app = app.layer(askbus_http::AccessLog);
+    // One guard in front of every route: the Host, and the site of a browser's request;
+    // and in front of it, an access line for every request (the API, the UI, MCP, and what
+    // the guard refused), each request run as the work of its id, which every line it logs
+    // names.
+    let app = askbus_http::guarded_and_logged(app, SiteGuard::new(listen, &settings.http));
     serve_router(listener, app, settings.connections, shutdown).await;
 }
 

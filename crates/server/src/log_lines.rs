@@ -162,7 +162,9 @@ fn write_level(writer: &mut Writer<'_>, level: Level) -> fmt::Result {
         };
         write!(writer, " \x1b[{colour}m{name}\x1b[0m ")
     } else {
-        write!(writer, " {name} ")
+        writer.write_char(' ')?;
+        writer.write_str(name)?;
+        writer.write_char(' ')
     }
 }
 
