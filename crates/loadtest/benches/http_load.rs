@@ -29,6 +29,7 @@
 
 use std::collections::HashMap;
 use std::fmt;
+use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -37,7 +38,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, bail};
 use askbus_bus::{Bus, IdGenerator};
-use askbus_http::HttpConfig;
+use askbus_http::{HttpConfig, SiteGuard};
 use askbus_loadtest::cpu::{CpuSample, CpuShare};
 use askbus_loadtest::stats::{Latencies, Millis, median};
 use askbus_loadtest::target::verdict;
@@ -282,20 +283,23 @@ enum Observed {
     No,
 }
 
-/// askbus's HTTP API over `hub`, with metrics and access logs or without.
+/// askbus's HTTP API over `hub` listening on `address`, behind its site guard as the
+/// binary serves it, with metrics and access logs or without.
 fn askbus_router(
     hub: &RequestHub,
     observed: Observed,
     shutdown: CancellationToken,
+    address: SocketAddr,
 ) -> axum::Router {
     let config = HttpConfig {
         metrics: observed == Observed::Yes,
         ..HttpConfig::default()
     };
+    let guard = SiteGuard::new(address, &config);
     let router = askbus_http::router(hub.clone(), config, shutdown);
     match observed {
-        Observed::Yes => router.layer(askbus_http::AccessLog),
-        Observed::No => router,
+        Observed::Yes => askbus_http::guarded_and_logged(router, guard),
+        Observed::No => askbus_http::guarded(router, guard),
     }
 }
 
@@ -415,8 +419,9 @@ fn askbus_round(
         // Inside the runtime: a question with a deadline starts the service's timer task.
         let warm_ids = create_questions(&questions, pool_for(warm.duration));
         let measured_ids = create_questions(&questions, pool_for(run.duration));
-        let router = askbus_router(&hub, observed, shutdown.clone());
-        let askbus = Served::start(router, shutdown).await;
+        let server_shutdown = shutdown.clone();
+        let router = |address| askbus_router(&hub, observed, server_shutdown, address);
+        let askbus = Served::start_at(router, shutdown).await;
         (warm_ids, measured_ids, askbus)
     });
     let askbus = askbus?;
@@ -637,8 +642,9 @@ async fn reply_smoke(replies: usize, concurrency: usize) -> anyhow::Result<Reply
     let questions = hub.questions().clone();
     let ids = create_questions(&questions, replies);
     let shutdown = CancellationToken::new();
-    let router = askbus_router(&hub, Observed::Yes, shutdown.clone());
-    let askbus = Served::start(router, shutdown).await?;
+    let server_shutdown = shutdown.clone();
+    let router = |address| askbus_router(&hub, Observed::Yes, server_shutdown, address);
+    let askbus = Served::start_at(router, shutdown).await?;
     send_replies(&client, &askbus.url(""), &ids, concurrency).await;
     let askbus_tally = askbus.tally();
     askbus.stop().await?;

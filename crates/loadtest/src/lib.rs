@@ -24,8 +24,10 @@
 //! - **Served as shipped.** Both routers are served by the `askbus` binary's accept loop
 //!   (`askbus_server::serve_router`, default connection limits) on a tokio multi-thread
 //!   runtime of their own. askbus is its HTTP API router (`askbus_http::router`, default
-//!   settings: no auth, as on loopback), without the web UI and `/mcp` routes the binary
-//!   merges beside it, which no request here reaches.
+//!   settings: no auth, as on loopback) behind the site guard the binary puts in front of
+//!   everything (`askbus_http::guarded`, or `guarded_and_logged` with the access log),
+//!   without the web UI and `/mcp` routes the binary merges beside it, which no request
+//!   here reaches.
 //! - **One machine.** The load generator, the servers and the SSE clients share the same
 //!   cores; the figures say so, and say how busy the processors were meanwhile, with this
 //!   bench and with other processes ([`cpu`]).

@@ -72,8 +72,26 @@ impl Served {
     ///
     /// Outside a tokio runtime.
     pub async fn start(router: Router, shutdown: CancellationToken) -> std::io::Result<Self> {
+        Self::start_at(|_| router, shutdown).await
+    }
+
+    /// [`Served::start`], with the router made for the address bound (askbus's site guard
+    /// needs it).
+    ///
+    /// # Errors
+    ///
+    /// The port cannot be bound.
+    ///
+    /// # Panics
+    ///
+    /// Outside a tokio runtime.
+    pub async fn start_at(
+        router: impl FnOnce(SocketAddr) -> Router,
+        shutdown: CancellationToken,
+    ) -> std::io::Result<Self> {
         let listener = TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).await?;
         let address = listener.local_addr()?;
+        let router = router(address);
         let counts = Arc::new(StatusCounts::default());
         let counted = Arc::clone(&counts);
         let router = router.layer(MapResponseLayer::new(move |response: Response| {
