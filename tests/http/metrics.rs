@@ -214,25 +214,86 @@ async fn requests_and_their_outcomes_are_counted_by_kind() {
 #[tokio::test]
 async fn http_requests_are_labelled_by_route_template() {
     let app = TestApp::new();
-    let id = create(&app, "question", "s1").await;
-    post(
-        &app,
-        &format!("/question/{id}/reply"),
-        json!({"answers": [["Rust"]]}),
-    )
-    .await;
-    let (status, _) = app.call(request("GET", "/no/such/route", None, None)).await;
-    assert_eq!(status, StatusCode::NOT_FOUND);
+    let mut ids = Vec::new();
+    for _ in 0..3 {
+        let id = create(&app, "question", "s1").await;
+        post(
+            &app,
+            &format!("/question/{id}/reply"),
+            json!({"answers": [["Rust"]]}),
+        )
+        .await;
+        ids.push(id);
+    }
+    // The same route and method with another status: a series of its own.
+    let (again, _) = app
+        .call(request(
+            "POST",
+            &format!("/question/{}/reply", ids[0]),
+            None,
+            Some(json!({"answers": [["Rust"]]})),
+        ))
+        .await;
+    assert_ne!(again, StatusCode::OK);
+    let again = again.as_u16();
+    for _ in 0..2 {
+        let (status, _) = app.call(request("GET", "/no/such/route", None, None)).await;
+        assert_eq!(status, StatusCode::NOT_FOUND);
+    }
 
     let text = scrape(&app, None).await.1;
-    for series in [
-        "askbus_http_request_duration_seconds_count{method=\"POST\",route=\"/question\",status=\"200\"}",
-        "askbus_http_request_duration_seconds_count{method=\"POST\",route=\"/question/{id}/reply\",status=\"200\"}",
-        "askbus_http_request_duration_seconds_count{method=\"GET\",route=\"unmatched\",status=\"404\"}",
+    let reply_again = format!(
+        "askbus_http_request_duration_seconds_count{{method=\"POST\",route=\"/question/{{id}}/reply\",status=\"{again}\"}}"
+    );
+    for (series, count) in [
+        (
+            "askbus_http_request_duration_seconds_count{method=\"POST\",route=\"/question\",status=\"200\"}",
+            3.0,
+        ),
+        (
+            "askbus_http_request_duration_seconds_count{method=\"POST\",route=\"/question/{id}/reply\",status=\"200\"}",
+            3.0,
+        ),
+        (reply_again.as_str(), 1.0),
+        (
+            "askbus_http_request_duration_seconds_count{method=\"GET\",route=\"unmatched\",status=\"404\"}",
+            2.0,
+        ),
     ] {
-        assert_eq!(value(&text, series), Some(1.0), "{series} in\n{text}");
+        assert_eq!(value(&text, series), Some(count), "{series} in\n{text}");
     }
-    assert!(!text.contains(&id), "no raw path: {text}");
+    for id in &ids {
+        assert!(!text.contains(id.as_str()), "no raw path: {text}");
+    }
+}
+
+/// Every outcome's series is there from the start, at 0: a rate over it reads 0 rather
+/// than nothing before the first request of its kind ends.
+#[tokio::test]
+async fn outcome_series_read_zero_before_any_outcome() {
+    let app = TestApp::new();
+    let text = scrape(&app, None).await.1;
+    for (kind, outcome) in [
+        ("question", "replied"),
+        ("question", "rejected"),
+        ("question", "timed_out"),
+        ("question", "cancelled"),
+        ("approval", "replied"),
+        ("approval", "timed_out"),
+        ("approval", "cancelled"),
+    ] {
+        let labels = format!("{{kind=\"{kind}\",outcome=\"{outcome}\"}}");
+        for series in [
+            format!("askbus_outcomes_total{labels}"),
+            format!("askbus_ask_to_outcome_seconds_count{labels}"),
+        ] {
+            assert_eq!(value(&text, &series), Some(0.0), "{series} in\n{text}");
+        }
+    }
+    for kind in ["question", "approval"] {
+        let series = format!("askbus_requests_asked_total{{kind=\"{kind}\"}}");
+        assert_eq!(value(&text, &series), Some(0.0), "{series} in\n{text}");
+    }
 }
 
 #[tokio::test]

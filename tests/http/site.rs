@@ -1,7 +1,7 @@
 //! The site guard in front of everything the server serves: the `Host` a request names,
 //! and the site a browser's request comes from.
 
-use askbus_http::{AllowedHost, CorsOrigin, HttpConfig, SiteGuard, guarded};
+use askbus_http::{AllowedHost, CorsOrigin, HttpConfig, SiteGuard, guarded, guarded_and_logged};
 use axum::body::Body;
 use axum::http::{Request, StatusCode};
 use serde_json::json;
@@ -53,12 +53,15 @@ async fn no_route_answers_for_a_foreign_host() {
         ("127.0.0.1:4717", true),
         ("localhost:4717", true),
         ("LocalHost.:4717", true),
+        ("LOCALHOST:4717", true),
         ("[::1]:4717", true),
         ("askbus.internal", true),
         ("askbus.internal:9999", true),
         ("ui.example.com:8443", true),
         ("attacker.example:4717", false),
         ("localhost:4718", false),
+        ("127.0.0.1:47170", false),
+        ("127.0.0.1:471", false),
         ("localhost", false),
         ("127.0.0.1.attacker.example:4717", false),
         ("ui.example.com", false),
@@ -272,4 +275,27 @@ async fn probes_pass_by_ip_address_and_nothing_else_does() {
     );
     let (status, _) = check(&app, "POST", "/health", &by_ip, Some("{}")).await;
     assert_eq!(status, StatusCode::MISDIRECTED_REQUEST);
+}
+
+/// The binary's front door logs what the guard refuses too: the access layer runs in front
+/// of the guard, so a refused request still gets its id back, as every logged one does.
+#[tokio::test]
+async fn the_logged_front_door_runs_the_access_log_in_front_of_the_guard() {
+    let config = HttpConfig::default();
+    let mut app = TestApp::with_config(config.clone());
+    let listen = "127.0.0.1:4717".parse().unwrap();
+    app.router = guarded_and_logged(app.router, SiteGuard::new(listen, &config));
+    for (host, status) in [
+        ("127.0.0.1:4717", StatusCode::OK),
+        ("attacker.example:4717", StatusCode::MISDIRECTED_REQUEST),
+    ] {
+        let request = Request::get("/question")
+            .header("host", host)
+            .header("x-request-id", "front-door-1")
+            .body(Body::empty())
+            .unwrap();
+        let (got, headers, _) = app.call_with_headers(request).await;
+        assert_eq!(got, status, "{host}");
+        assert_eq!(headers["x-request-id"], "front-door-1", "{host}");
+    }
 }
