@@ -45,7 +45,8 @@ const MAX_METHOD: usize = 16;
 /// docs. Layer it on the router that holds every route (after they are added, so that the
 /// matched route template is known). A tower layer rather than
 /// `axum::middleware::from_fn`, which boxes the inner service and its future for every
-/// request.
+/// request. In front of a [`SiteGuard`](crate::SiteGuard), as the binary serves, use
+/// [`guarded_and_logged`](crate::guarded_and_logged): one layer instead of two.
 ///
 /// ```
 /// let app: axum::Router = axum::Router::new()
