@@ -40,13 +40,12 @@ use anyhow::{Context, bail};
 use askbus_bus::{Bus, IdGenerator};
 use askbus_http::{HttpConfig, SiteGuard};
 use askbus_loadtest::cpu::{CpuSample, CpuShare};
+use askbus_loadtest::reply::{REPLY_BODY, reply_questions};
 use askbus_loadtest::stats::{Latencies, Millis, median};
 use askbus_loadtest::target::verdict;
 use askbus_loadtest::wrk::{ReplyScript, WrkReport, WrkRun};
 use askbus_loadtest::{Served, StatusTally, Target, baseline, sse, wrk};
-use askbus_question::{
-    Outcome, QuestionId, QuestionInfo, QuestionOption, QuestionService, RequestHub, Timeout,
-};
+use askbus_question::{Outcome, QuestionId, QuestionService, RequestHub, Timeout};
 use futures_util::StreamExt;
 use tokio::runtime::{Handle, Runtime};
 use tokio::sync::Semaphore;
@@ -58,9 +57,6 @@ use tokio_util::sync::CancellationToken;
 /// hundreds of milliseconds in `malloc_consolidate`.
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
-
-/// The reply body every request sends: one answer per question of [`reply_questions`].
-const REPLY_BODY: &str = r#"{"answers":[["A"],["B","C"]]}"#;
 
 /// Targets from the issue; missing one is reported, not fatal.
 const TARGET_RATIO: f64 = 0.8;
@@ -191,17 +187,9 @@ fn run(plan: &Plan) -> anyhow::Result<()> {
          generator and the SSE clients",
         plan.name
     );
+    askbus_loadtest::log_into_sink();
     // The servers run on a runtime of their own, like the `askbus` binary's; the SSE
     // clients on another, so the server's scheduler only schedules server work.
-    // The binary's logging, into a sink: an access line costs its formatting, as there.
-    tracing_subscriber::fmt()
-        .with_env_filter(tracing_subscriber::EnvFilter::new(
-            "info,tower_http=warn,hyper=warn",
-        ))
-        .with_ansi(false)
-        .with_writer(std::io::sink)
-        .event_format(askbus_server::LogLines::text())
-        .init();
     let servers = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .thread_name("server")
@@ -685,29 +673,6 @@ impl fmt::Display for ReplySmoke {
             self.baseline.ok
         )
     }
-}
-
-/// Two questions that [`REPLY_BODY`] answers.
-fn reply_questions() -> Vec<QuestionInfo> {
-    vec![
-        QuestionInfo::new(
-            "Which letter first?",
-            "First",
-            [
-                QuestionOption::new("A", "the first letter"),
-                QuestionOption::new("Z", "the last letter"),
-            ],
-        ),
-        QuestionInfo::new(
-            "Which letters next?",
-            "Next",
-            [
-                QuestionOption::new("B", "the second letter"),
-                QuestionOption::new("C", "the third letter"),
-            ],
-        )
-        .multiple(),
-    ]
 }
 
 /// Registers `count` pending questions (left pending, as server mode does) and returns

@@ -26,7 +26,8 @@ use std::process::ExitCode;
 
 use askbus_bus::Bus;
 use askbus_http::{HttpConfig, SiteGuard};
-use askbus_question::{QuestionInfo, QuestionOption, RequestHub};
+use askbus_loadtest::reply::{REPLY_BODY, reply_questions};
+use askbus_question::RequestHub;
 use axum::body::Body;
 use axum::http::{Request, StatusCode};
 use tokio_util::sync::CancellationToken;
@@ -37,9 +38,6 @@ const LISTEN: &str = "127.0.0.1:4717";
 
 /// The questions registered: as many as the longest run replies to.
 const QUESTIONS: usize = 25_000;
-
-/// The `http_load` bench's reply, answering [`questions`].
-const REPLY_BODY: &str = r#"{"answers":[["A"],["B","C"]]}"#;
 
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
@@ -56,14 +54,7 @@ fn main() -> ExitCode {
         eprintln!("at most {QUESTIONS} replies");
         return ExitCode::FAILURE;
     }
-    tracing_subscriber::fmt()
-        .with_env_filter(tracing_subscriber::EnvFilter::new(
-            "info,tower_http=warn,hyper=warn",
-        ))
-        .with_ansi(false)
-        .with_writer(std::io::sink)
-        .event_format(askbus_server::LogLines::text())
-        .init();
+    askbus_loadtest::log_into_sink();
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -89,7 +80,7 @@ async fn run(mode: &str, replies: usize) -> Result<usize, String> {
     let ids: Vec<String> = (0..QUESTIONS)
         .map(|_| {
             hub.questions()
-                .ask("load-test", questions())
+                .ask("load-test", reply_questions())
                 .submit()
                 .map(|asked| asked.detach().id.to_string())
                 .map_err(|e| e.to_string())
@@ -129,27 +120,4 @@ async fn run(mode: &str, replies: usize) -> Result<usize, String> {
         tokio::task::yield_now().await;
     }
     Ok(ok)
-}
-
-/// Two questions that [`REPLY_BODY`] answers, as the `http_load` bench asks them.
-fn questions() -> Vec<QuestionInfo> {
-    vec![
-        QuestionInfo::new(
-            "Which letter first?",
-            "First",
-            [
-                QuestionOption::new("A", "the first letter"),
-                QuestionOption::new("Z", "the last letter"),
-            ],
-        ),
-        QuestionInfo::new(
-            "Which letters next?",
-            "Next",
-            [
-                QuestionOption::new("B", "the second letter"),
-                QuestionOption::new("C", "the third letter"),
-            ],
-        )
-        .multiple(),
-    ]
 }

@@ -48,6 +48,7 @@
 
 pub mod baseline;
 pub mod cpu;
+pub mod reply;
 pub mod sse;
 pub mod stats;
 pub mod target;
@@ -57,6 +58,24 @@ mod serve;
 
 pub use serve::{Served, StatusCounts, StatusTally};
 pub use target::Target;
+
+/// Installs the `askbus` binary's logging (its `text` format, `info` and up) as the global
+/// subscriber, writing into a sink: a server hosted here pays for each access line's
+/// formatting as the binary does, and prints nothing.
+///
+/// # Panics
+///
+/// When a global subscriber is already set.
+pub fn log_into_sink() {
+    tracing_subscriber::fmt()
+        .with_env_filter(tracing_subscriber::EnvFilter::new(
+            "info,tower_http=warn,hyper=warn",
+        ))
+        .with_ansi(false)
+        .with_writer(std::io::sink)
+        .event_format(askbus_server::LogLines::text())
+        .init();
+}
 
 /// Why a load test could not run or could not be read.
 #[derive(Debug, thiserror::Error)]
