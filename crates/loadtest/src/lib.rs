@@ -69,7 +69,7 @@ pub use target::Target;
 pub fn log_into_sink() {
     tracing_subscriber::fmt()
         .with_env_filter(tracing_subscriber::EnvFilter::new(
-            "info,tower_http=warn,hyper=warn",
+            askbus_server::DEFAULT_LOG_FILTER,
         ))
         .with_ansi(false)
         .with_writer(std::io::sink)

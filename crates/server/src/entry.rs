@@ -12,7 +12,7 @@ use tokio_util::sync::CancellationToken;
 use tracing_subscriber::EnvFilter;
 use tracing_subscriber::fmt::format::JsonFields;
 
-use crate::{Cli, Command, LogFormat, LogLines};
+use crate::{Cli, Command, DEFAULT_LOG_FILTER, LogFormat, LogLines};
 
 /// Runs the `askbus` command line: what the binary's `main` does, exit code included.
 pub fn main() -> ExitCode {
@@ -20,7 +20,7 @@ pub fn main() -> ExitCode {
     let logs = tracing_subscriber::fmt()
         .with_env_filter(
             EnvFilter::try_from_default_env()
-                .unwrap_or_else(|_| EnvFilter::new("info,tower_http=warn,hyper=warn")),
+                .unwrap_or_else(|_| EnvFilter::new(DEFAULT_LOG_FILTER)),
         )
         .with_writer(std::io::stderr);
     match cli.log_format {

@@ -126,7 +126,7 @@ mod probe;
 mod secret;
 
 pub use entry::main;
-pub use log_lines::LogLines;
+pub use log_lines::{DEFAULT_LOG_FILTER, LogLines};
 pub use notify::NotifySettings;
 pub use probe::{ProbeError, probe};
 pub use secret::Secret;

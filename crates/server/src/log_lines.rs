@@ -33,6 +33,10 @@ use tracing_subscriber::fmt::format::Writer;
 use tracing_subscriber::fmt::{FmtContext, FormatEvent, FormatFields, FormattedFields};
 use tracing_subscriber::registry::LookupSpan;
 
+/// What the binary logs when `RUST_LOG` is not set (an `EnvFilter` directive): `info` and
+/// up, one access line per request among them, without the HTTP libraries' chatter.
+pub const DEFAULT_LOG_FILTER: &str = "info,tower_http=warn,hyper=warn";
+
 /// The event format of askbus's logs (see the module docs): give it to
 /// `tracing_subscriber::fmt().event_format(…)`; for [`LogLines::json`], also
 /// `.fmt_fields(tracing_subscriber::fmt::format::JsonFields::new())`, so that the fields
