@@ -695,13 +695,14 @@ impl EndpointSeries {
         let is_it = |labels: &HttpLabels| {
             labels.status == status && labels.method == method && labels.route == route
         };
-        {
+        let room = {
             let seen = self.seen.read().unwrap_or_else(PoisonError::into_inner);
             if let Some((_, series)) = seen.iter().find(|(labels, _)| is_it(labels)) {
                 series.observe(seconds);
                 return;
             }
-        }
+            seen.len() < MAX_ENDPOINT_SERIES
+        };
         let labels = HttpLabels {
             method,
             route: route.to_owned(),
@@ -709,9 +710,12 @@ impl EndpointSeries {
         };
         let series = self.metrics.http.get_or_create(&labels).clone();
         series.observe(seconds);
-        let mut seen = self.seen.write().unwrap_or_else(PoisonError::into_inner);
-        if seen.len() < MAX_ENDPOINT_SERIES && !seen.iter().any(|(labels, _)| is_it(labels)) {
-            seen.push((labels, series));
+        // A full list is never written again: its misses take no lock of its own.
+        if room {
+            let mut seen = self.seen.write().unwrap_or_else(PoisonError::into_inner);
+            if seen.len() < MAX_ENDPOINT_SERIES && !seen.iter().any(|(labels, _)| is_it(labels)) {
+                seen.push((labels, series));
+            }
         }
     }
 }
