@@ -738,6 +738,70 @@ async fn redis_store_fails_a_change_alone() {
         "{refused:?}"
     );
     assert_eq!(inserted.unwrap(), Written::Inserted);
+    // Refused whole: nothing of the question was written, and only the approval is logged.
+    let exists: u64 = redis.query(redis::cmd("EXISTS").arg(format!("{}:req:que_1", redis.prefix)));
+    assert_eq!(exists, 0, "the refused question's hash was written");
+    let logged: Vec<_> = whole_log(&store)
+        .await
+        .into_iter()
+        .map(|change| change.kind)
+        .collect();
+    assert!(
+        matches!(logged.as_slice(), [ChangeKind::Inserted(request)] if request.id == "apr_1"),
+        "{logged:?}"
+    );
+}
+
+/// A resolution that would write a key of another type (its session's history, set by
+/// hand) fails before it writes anything: the request is still pending, no audit entry
+/// says otherwise, and once the key is mended the answer goes through.
+#[tokio::test]
+async fn redis_store_fails_a_resolution_whole_on_a_key_of_another_type() {
+    let redis = TestRedis::new().await;
+    let store = redis.open().await;
+    write(&store, Write::Insert(question("que_1", None))).await;
+    let history = format!("{}:hist:s", redis.prefix);
+    redis.command(redis::cmd("DEL").arg(&history));
+    redis.command(redis::cmd("SET").arg(&history).arg("x"));
+    let answer = || Write::Resolve {
+        kind: RequestKind::Question,
+        id: "que_1".into(),
+        outcome: outcome(OutcomeState::Replied),
+        audit: Some("replied".into()),
+        outbox: None,
+    };
+
+    let refused = store.write(answer()).await;
+    let Err(StoreError::CommitFailed(reason)) = &refused else {
+        panic!("{refused:?}");
+    };
+    assert!(reason.contains("holds a string"), "{reason}");
+    let state: String = redis.query(
+        redis::cmd("HGET")
+            .arg(format!("{}:req:que_1", redis.prefix))
+            .arg("state"),
+    );
+    assert_eq!(state, "pending");
+    let loaded = store.requests(RequestKind::Question, 10).await.unwrap();
+    assert_eq!(ids(&loaded.pending), ["que_1"]);
+    assert!(loaded.resolved.is_empty());
+    assert!(store.audit_entries(0, 10).await.unwrap().is_empty());
+    assert_eq!(
+        whole_log(&store).await.len(),
+        1,
+        "only the insert is logged"
+    );
+
+    redis.command(redis::cmd("DEL").arg(&history));
+    assert_eq!(write(&store, answer()).await, Written::Resolved);
+    let drafts: Vec<String> = store
+        .audit_entries(0, 10)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|entry| entry.draft)
+        .collect();
+    assert_eq!(drafts, ["replied"]);
 }
 
 #[tokio::test]

@@ -37,8 +37,12 @@ use crate::{EventRecord, LOG_RETENTION, OutboxMessage, StoreError, Write, Writte
 ///
 /// The outbox's writes are changes of this script too (they are not logged: they change no
 /// request), so they keep the queue's order among the others. A delivery's hash key is its
-/// member name (message id, tab, target) after the delivery prefix, made here. Its commands
-/// that can fail on a key of the wrong type run before anything of the change is written.
+/// member name (message id, tab, target) after the delivery prefix, made here.
+///
+/// A change asks the type of each key it writes before it writes anything (a key once per
+/// call): a key of another type (set by hand, or by another program under the prefix)
+/// fails the change whole, with the key's name, instead of halfway through, some of its
+/// writes made and the change never logged.
 ///
 /// KEYS: the change log, its counter, the `resolved_at` set, the `histories` set, the
 /// `waiting` hash, the `history_bytes` hash, the audit stream, its counter, the outbox's

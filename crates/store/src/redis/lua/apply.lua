@@ -5,6 +5,28 @@ local bytes_limit, bytes_trimmed = tonumber(ARGV[6]), tonumber(ARGV[7])
 -- Within this call: the length of each history written, and the sessions whose time in
 -- `histories` is set (to this call's time).
 local lengths, dated = {}, {}
+-- Each key a change writes is asked its type before the change writes anything: a key
+-- of another type (set by hand, or by another program under this prefix) then fails the
+-- change whole, where its write there would fail it halfway, its writes before made and
+-- the change never logged. A key is asked once per call: what this call writes to it
+-- keeps its type.
+local typed = {}
+local function expect(name, kind)
+  if typed[name] then return end
+  local found = redis.call('TYPE', name)['ok']
+  if found ~= 'none' and found ~= kind then
+    error(name .. ' holds a ' .. found .. ', where askbus keeps a ' .. kind)
+  end
+  typed[name] = true
+end
+-- The keys that logging a change of `session` writes.
+local function loggable(session)
+  expect(KEYS[1], 'stream')
+  expect(KEYS[2], 'string')
+  expect(KEYS[4], 'zset')
+  expect(KEYS[6], 'hash')
+  expect(ARGV[2] .. session, 'stream')
+end
 -- The bytes of `history` with `entry`, its newest of `records` records, counted.
 local function size(history, session, entry, records)
   local bytes = redis.call('HINCRBY', KEYS[6], session, #entry)
@@ -98,6 +120,10 @@ local function log(session, entry)
 end
 local function insert(request, pending, calls, id, field, session, first, last, entry)
   if redis.call('EXISTS', request) == 1 then return 0 end
+  expect(pending, 'zset')
+  if field ~= '' then expect(calls, 'hash') end
+  expect(KEYS[5], 'hash')
+  loggable(session)
   redis.call('HSET', request, unpack(ARGV, first, last))
   redis.call('ZADD', pending, 0, id)
   if field ~= '' then redis.call('HSET', calls, field, id) end
@@ -105,11 +131,10 @@ local function insert(request, pending, calls, id, field, session, first, last, 
   log(session, entry)
   return 1
 end
--- Fails (on a key of the wrong type) before anything is written: the outbox's writes
--- below cannot fail after them.
+-- The outbox's sets that an enqueue writes.
 local function outbox_ready()
-  redis.call('ZCARD', KEYS[9])
-  redis.call('ZCARD', KEYS[11])
+  expect(KEYS[9], 'zset')
+  expect(KEYS[11], 'zset')
 end
 local function enqueue(id, created, payload, first, last)
   outbox_ready()
@@ -131,6 +156,8 @@ local function attempted(member, state, next_at, at, last)
   if not found then return 'not_found' end
   -- A settled delivery stays settled (a sender whose lease ran out, late).
   if found ~= 'pending' then return 'appended' end
+  expect(KEYS[9], 'zset')
+  expect(KEYS[10], 'zset')
   if state == 'pending' then
     redis.call('ZADD', KEYS[9], next_at, member)
     redis.call('HSET', delivery, 'next', next_at)
@@ -148,6 +175,8 @@ end
 -- A counter behind the log (its key lost while the log was kept) would have every entry
 -- refused: the entry is numbered past the log's newest instead, and the counter follows.
 local function append_audit(draft)
+  expect(KEYS[7], 'stream')
+  expect(KEYS[8], 'string')
   local seq = redis.call('INCR', KEYS[8])
   local added = redis.pcall('XADD', KEYS[7], '0-' .. seq, 'draft', draft)
   if type(added) == 'table' and added.err then
@@ -165,6 +194,11 @@ local function resolve(request, pending, resolved, id, kind, state, outcome, at,
   local found = redis.call('HMGET', request, 'kind', 'state', 'session')
   if not found[1] or found[1] ~= kind then return 'not_found' end
   if found[2] ~= 'pending' then return found[2] end
+  expect(pending, 'zset')
+  expect(resolved, 'zset')
+  expect(KEYS[3], 'zset')
+  expect(KEYS[5], 'hash')
+  loggable(found[3])
   local targets = tonumber(ARGV[message])
   if targets then outbox_ready() end
   -- First: a script's writes are not undone when a later command fails, so an entry that
@@ -192,6 +226,7 @@ local function resolve(request, pending, resolved, id, kind, state, outcome, at,
   return 'resolved'
 end
 local function event(session, entry)
+  loggable(session)
   log(session, entry)
   return 1
 end
