@@ -85,6 +85,7 @@ mod audit;
 mod auth;
 mod cors;
 mod error;
+mod error_shape;
 mod events;
 mod extract;
 mod follow_up;
@@ -109,8 +110,7 @@ use std::time::Duration;
 
 use askbus_question::RequestHub;
 use axum::Router;
-use axum::http::{StatusCode, header};
-use axum::response::{IntoResponse, Response};
+use axum::http::StatusCode;
 use tokio_util::sync::CancellationToken;
 use tower::ServiceBuilder;
 use tower_http::timeout::TimeoutLayer;
@@ -119,6 +119,7 @@ use utoipa::OpenApi;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
+use crate::error_shape::JsonErrors;
 use crate::openapi::RouteGroup;
 
 pub use access::{AccessLog, Logged, LoggedResponse, REQUEST_ID};
@@ -444,7 +445,7 @@ fn build(
     // more boxed service, which costs each request about 1,200 instructions.
     let layers = ServiceBuilder::new()
         .layer(metrics::TimeRequests::new(metrics))
-        .layer(axum::middleware::map_response(json_errors));
+        .layer(JsonErrors);
     let router = match cors {
         Some(cors) => router.layer(ServiceBuilder::new().layer(cors).layer(layers)),
         None => router.layer(layers),
@@ -452,44 +453,3 @@ fn build(
     (router, document)
 }
 
-/// The last line of defence: an error response that is not JSON (from a layer such as the
-/// timeout, from axum itself, or from the MCP endpoint) is rewritten into the API's error
-/// shape, keeping its status and headers, and for a client error its words when it had a
-/// short plain-text body (a server error's body may hold internals and is never passed on).
-pub(crate) async fn json_errors(response: Response) -> Response {
-    let status = response.status();
-    if !(status.is_client_error() || status.is_server_error()) || has_json_body(&response) {
-        return response;
-    }
-    let code = ErrorCode::from_status(status);
-    let (mut parts, body) = response.into_parts();
-    let said = read_body(body, MAX_PLAIN_ERROR)
-        .await
-        .ok()
-        .filter(|_| status.is_client_error())
-        .and_then(|bytes| String::from_utf8(bytes.to_vec()).ok())
-        .map(|text| text.trim().to_owned())
-        .filter(|text| !text.is_empty() && !text.chars().any(char::is_control));
-    let message = said.unwrap_or_else(|| {
-        match code {
-            ErrorCode::RequestTimeout => "the request took too long",
-            ErrorCode::PayloadTooLarge => "the request body is larger than the server accepts",
-            ErrorCode::NotFound => "no such route",
-            ErrorCode::MethodNotAllowed => "this route does not accept this method",
-            ErrorCode::Internal => "internal error",
-            _ => "the request could not be handled",
-        }
-        .to_owned()
-    });
-    let (fresh, body) = ApiError::new(code, message).into_response().into_parts();
-    parts.headers.remove(header::CONTENT_LENGTH);
-    parts.headers.extend(fresh.headers);
-    Response::from_parts(parts, body)
-}
-
-/// Longest plain-text error body [`json_errors`] keeps as the message.
-const MAX_PLAIN_ERROR: usize = 512;
-
-fn has_json_body(response: &Response) -> bool {
-    questions::is_json(response.headers())
-}

@@ -135,7 +135,7 @@ struct Rules {
 pub fn guarded(app: Router, guard: SiteGuard) -> Router {
     app.layer(
         ServiceBuilder::new()
-            .layer(axum::middleware::map_response(crate::json_errors))
+            .layer(crate::error_shape::JsonErrors)
             .layer(ValidateRequestHeaderLayer::custom(guard)),
     )
 }
@@ -149,7 +149,7 @@ pub fn guarded_and_logged(app: Router, guard: SiteGuard) -> Router {
     app.layer(
         ServiceBuilder::new()
             .layer(AccessLog)
-            .layer(axum::middleware::map_response(crate::json_errors))
+            .layer(crate::error_shape::JsonErrors)
             .layer(ValidateRequestHeaderLayer::custom(guard)),
     )
 }
