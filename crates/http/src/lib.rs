@@ -452,4 +452,3 @@ fn build(
     };
     (router, document)
 }
-
