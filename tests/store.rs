@@ -974,6 +974,123 @@ async fn redis_store_numbers_audit_entries_past_a_counter_that_fell_behind() {
     );
 }
 
+/// Changes queued at once go to Redis in script calls of many changes each, which count
+/// their numbers among themselves and store the counters once at their end: a burst of
+/// them is numbered one by one in queue order, in the log, the histories and the audit
+/// log, with the counters at the last numbers; a burst after the counters were lost goes
+/// on after the newest entries.
+#[tokio::test]
+async fn redis_store_numbers_a_burst_of_changes_in_queue_order() {
+    const BURST: usize = 70;
+    let redis = TestRedis::new().await;
+    let store = redis.open().await;
+    let ids: Vec<String> = (1..=BURST).map(|n| format!("que_{n}")).collect();
+    let session = |n: usize| if n % 2 == 0 { "s" } else { "other" };
+    let queued: Vec<_> = ids
+        .iter()
+        .enumerate()
+        .map(|(n, id)| store.write(Write::Insert(in_session(id, session(n)))))
+        .chain(ids.iter().map(|id| {
+            store.write(Write::Resolve {
+                kind: RequestKind::Question,
+                id: id.clone(),
+                outcome: outcome(OutcomeState::Replied),
+                audit: Some(format!("decided {id}")),
+                outbox: None,
+            })
+        }))
+        .collect();
+    for written in futures_util::future::join_all(queued).await {
+        assert!(
+            matches!(written, Ok(Written::Inserted | Written::Resolved)),
+            "{written:?}"
+        );
+    }
+    let log = store
+        .change_log()
+        .unwrap()
+        .read_after(LogPosition::START, 4 * BURST, Duration::ZERO)
+        .await
+        .unwrap();
+    let numbered: Vec<(u64, String)> = log
+        .iter()
+        .map(|change| {
+            let id = match &change.kind {
+                ChangeKind::Inserted(request) => format!("+{}", request.id),
+                ChangeKind::Resolved { id, .. } => format!("={id}"),
+                other => panic!("unexpected change {other:?}"),
+            };
+            (change.position.0, id)
+        })
+        .collect();
+    let expected: Vec<(u64, String)> = (1..)
+        .zip(
+            ids.iter()
+                .map(|id| format!("+{id}"))
+                .chain(ids.iter().map(|id| format!("={id}"))),
+        )
+        .collect();
+    assert_eq!(numbered, expected);
+    let evens: Vec<u64> = (0..2 * BURST as u64)
+        .filter(|n| n % BURST as u64 % 2 == 0)
+        .map(|n| n + 1)
+        .collect();
+    assert_eq!(history_positions(&store, "s").await, evens);
+    let drafts: Vec<(u64, String)> = store
+        .audit_entries(0, 2 * BURST)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|entry| (entry.seq, entry.draft))
+        .collect();
+    let expected: Vec<(u64, String)> = (1..)
+        .zip(ids.iter().map(|id| format!("decided {id}")))
+        .collect();
+    assert_eq!(drafts, expected);
+    assert_eq!(
+        redis.get(&format!("{}:log:seq", redis.prefix)),
+        (2 * BURST).to_string()
+    );
+    assert_eq!(
+        redis.get(&format!("{}:audit:seq", redis.prefix)),
+        BURST.to_string()
+    );
+
+    redis.command(
+        redis::cmd("DEL")
+            .arg(format!("{}:log:seq", redis.prefix))
+            .arg(format!("{}:audit:seq", redis.prefix)),
+    );
+    let again: Vec<_> = (0..BURST)
+        .map(|n| store.write(Write::Audit(format!("again {n}"))))
+        .chain((0..BURST).map(|n| store.write(Write::Event(step_event("s", n)))))
+        .collect();
+    for written in futures_util::future::join_all(again).await {
+        assert_eq!(written.unwrap(), Written::Appended);
+    }
+    let audit_numbers: Vec<u64> = store
+        .audit_entries(0, 3 * BURST)
+        .await
+        .unwrap()
+        .iter()
+        .map(|entry| entry.seq)
+        .collect();
+    assert_eq!(audit_numbers, (1..=2 * BURST as u64).collect::<Vec<_>>());
+    let history = history_positions(&store, "s").await;
+    assert_eq!(
+        history[history.len() - BURST..],
+        (2 * BURST as u64 + 1..=3 * BURST as u64).collect::<Vec<_>>()
+    );
+    assert_eq!(
+        redis.get(&format!("{}:log:seq", redis.prefix)),
+        (3 * BURST).to_string()
+    );
+    assert_eq!(
+        redis.get(&format!("{}:audit:seq", redis.prefix)),
+        (2 * BURST).to_string()
+    );
+}
+
 #[tokio::test]
 async fn open_picks_the_backend_from_the_url() {
     let dir = tempfile::tempdir().unwrap();

@@ -11,6 +11,22 @@ local lengths, dated = {}, {}
 -- the change never logged. A key is asked once per call: what this call writes to it
 -- keeps its type.
 local typed = {}
+-- The change and audit counters, each read at its first use in this call, counted here and
+-- written back once at its end: one command per call instead of an `INCR` per change.
+-- Nothing else runs during the call, so no reader sees them between. (A call that never
+-- reached its end would leave a counter behind its streams: the next change is numbered
+-- past them, as after a lost counter; see `log`.)
+local counters = {}
+local function next_number(counter)
+  local number = counters[counter]
+  if not number then
+    local stored = redis.call('GET', counter)
+    number = tonumber(stored or 0)
+    if not number then error(counter .. ' holds ' .. stored .. ', not a count') end
+  end
+  counters[counter] = number + 1
+  return number + 1
+end
 local function expect(name, kind)
   if typed[name] then return end
   local found = redis.call('TYPE', name)['ok']
@@ -90,13 +106,13 @@ local function add_change(history, number, entry)
 end
 local function log(session, entry)
   local history = ARGV[2] .. session
-  if not add_change(history, redis.call('INCR', KEYS[2]), entry) then
+  if not add_change(history, next_number(KEYS[2]), entry) then
     -- The counter is behind a stream: its key was lost while they were kept (deleted by
     -- hand, evicted), and each change would be refused for good. The change takes the
     -- number past both streams' newest instead, and the counter follows. Past the log's
     -- newest, readers read on without a gap; past a history's newer one (the log was
     -- lost too), they find a gap and load the requests again, as after any loss.
-    redis.call('DECR', KEYS[2])
+    counters[KEYS[2]] = counters[KEYS[2]] - 1
     local number = math.max(last_number(KEYS[1]), last_number(history)) + 1
     redis.log(redis.LOG_WARNING, 'askbus: the change counter ' .. KEYS[2] ..
       ' was behind its streams; the next change is numbered ' .. number)
@@ -104,7 +120,7 @@ local function log(session, entry)
       error('the change log ' .. KEYS[1] .. ' or history ' .. history .. ' refused change ' ..
         number)
     end
-    redis.call('SET', KEYS[2], number)
+    counters[KEYS[2]] = number
   end
   local records = lengths[history]
   records = records and records + 1 or redis.call('XLEN', history)
@@ -177,15 +193,15 @@ end
 local function append_audit(draft)
   expect(KEYS[7], 'stream')
   expect(KEYS[8], 'string')
-  local seq = redis.call('INCR', KEYS[8])
+  local seq = next_number(KEYS[8])
   local added = redis.pcall('XADD', KEYS[7], '0-' .. seq, 'draft', draft)
   if type(added) == 'table' and added.err then
-    redis.call('DECR', KEYS[8])
+    counters[KEYS[8]] = seq - 1
     seq = last_number(KEYS[7]) + 1
     redis.log(redis.LOG_WARNING, 'askbus: the audit counter ' .. KEYS[8] ..
       ' was behind its log; the next entry is numbered ' .. seq)
     redis.call('XADD', KEYS[7], '0-' .. seq, 'draft', draft)
-    redis.call('SET', KEYS[8], seq)
+    counters[KEYS[8]] = seq
   end
   return 1
 end
@@ -266,5 +282,8 @@ while arg <= #ARGV do
   else
     results[#results + 1] = { err = tostring(result) }
   end
+end
+for counter, number in pairs(counters) do
+  redis.call('SET', counter, number)
 end
 return results
