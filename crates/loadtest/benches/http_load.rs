@@ -69,6 +69,7 @@ const TARGET_EVENT_P99: Duration = Duration::from_millis(50);
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(60);
 
 fn main() -> ExitCode {
+    askbus_loadtest::memory_as_the_binary();
     let full_run = std::env::args().any(|argument| argument == "--bench");
     let plan = if full_run {
         Plan::full()

@@ -46,6 +46,7 @@ const WAIT_SECONDS: u32 = 30;
 const WAIT_SETTLES: Duration = Duration::from_millis(2);
 
 fn main() -> ExitCode {
+    askbus_loadtest::memory_as_the_binary();
     let full_run = std::env::args().any(|argument| argument == "--bench");
     let (cycles, rounds) = if full_run { (400, 3) } else { (20, 1) };
     match run(cycles, rounds, full_run) {

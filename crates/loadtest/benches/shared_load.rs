@@ -98,6 +98,7 @@ struct Measured {
 }
 
 fn main() -> ExitCode {
+    askbus_loadtest::memory_as_the_binary();
     let full_run = std::env::args().any(|argument| argument == "--bench");
     let loads = if full_run {
         Loads {

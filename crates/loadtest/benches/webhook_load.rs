@@ -69,6 +69,7 @@ struct Plan {
 }
 
 fn main() -> ExitCode {
+    askbus_loadtest::memory_as_the_binary();
     let plan = if std::env::args().any(|argument| argument == "--bench") {
         Plan {
             cycles: 400,

@@ -59,6 +59,15 @@ mod serve;
 pub use serve::{Served, StatusCounts, StatusTally};
 pub use target::Target;
 
+/// Sets this process's memory up as the `askbus` binary does
+/// ([`askbus_server::turn_off_huge_pages`]): the benches allocate with mimalloc as it does,
+/// and serve askbus (and their baselines) in process. A refusal is said, not fatal.
+pub fn memory_as_the_binary() {
+    if let Err(error) = askbus_server::turn_off_huge_pages() {
+        eprintln!("transparent huge pages stay on: {error}");
+    }
+}
+
 /// Installs the `askbus` binary's logging (its `text` format, `info` and up) as the global
 /// subscriber, writing into a sink: a server hosted here pays for each access line's
 /// formatting as the binary does, and prints nothing.

@@ -61,6 +61,16 @@ fn run_cli(cli: &Cli) -> anyhow::Result<()> {
             .context("cannot start the async runtime")?;
         return Ok(runtime.block_on(crate::probe(listen, ready))?);
     }
+    match crate::turn_off_huge_pages() {
+        Ok(crate::HugePages::TurnedOff) => {
+            tracing::debug!("transparent huge pages: off for this process");
+        }
+        Ok(crate::HugePages::OperatorsChoice) => {
+            tracing::info!("transparent huge pages: as MIMALLOC_ALLOW_THP says");
+        }
+        Ok(crate::HugePages::Unsupported) => {}
+        Err(error) => tracing::warn!("transparent huge pages: cannot turn them off: {error}"),
+    }
     // First: the default number of event streams is derived from the limit in force.
     match crate::raise_open_files_limit() {
         Ok(Some(files)) if files.now > files.before => tracing::info!(

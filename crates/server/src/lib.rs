@@ -118,6 +118,7 @@ mod accept;
 mod audit;
 mod demo;
 mod entry;
+mod huge_pages;
 mod log_lines;
 mod mcp;
 mod notify;
@@ -126,6 +127,7 @@ mod probe;
 mod secret;
 
 pub use entry::main;
+pub use huge_pages::{HugePages, turn_off_huge_pages};
 pub use log_lines::{DEFAULT_LOG_FILTER, LogLines};
 pub use notify::NotifySettings;
 pub use probe::{ProbeError, probe};
