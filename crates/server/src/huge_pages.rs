@@ -6,10 +6,10 @@
 //! to the kernel after a second. Under a steady load it gives back and takes again all the
 //! time, and each page it touches again is zeroed by the kernel first: a huge page stalls
 //! the thread that touched it for the time it takes to clear 2 MiB. In `shared_load` (two
-//! instances on one Redis, 10,000 questions a second) the paced p99 read 3.0-5.1 ms with
-//! them and 1.3-2.0 ms without, the worst cycle 11 ms against 5-8 ms; saturated throughput
-//! moved within the noise. Databases with the same pattern (Redis, MongoDB) ask for them off
-//! for the same reason.
+//! instances on one Redis, 10,000 questions a second) the paced p99 (a run's median of
+//! three rounds) read 3.5-5.0 ms in three runs with them and 1.3-1.6 ms in three without,
+//! for about 6% less saturated throughput (small pages cost the TLB more). Databases with
+//! the same pattern (Redis, MongoDB) ask for them off for the same reason.
 //!
 //! mimalloc does this itself when `MIMALLOC_ALLOW_THP=0` is set; an operator who set that
 //! variable (to either value) keeps their choice.
