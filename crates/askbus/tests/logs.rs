@@ -1,6 +1,7 @@
 //! What an operator reads: one access line per request, naming the route's template, its
 //! status and the request's id (the client's `x-request-id`, echoed back), never a token;
-//! no colour codes when the log is not a terminal; JSON lines with `--log-format json`.
+//! no colour codes when the log is not a terminal; JSON lines with `--log-format json`; and
+//! the process set up as it says at start (transparent huge pages off).
 
 // The binary these tests run is built with the `server` feature only.
 #![cfg(feature = "server")]
@@ -137,4 +138,31 @@ async fn json_lines_name_the_request_and_carry_the_access_fields() {
         .map(|c| if c.is_ascii_digit() { '9' } else { c })
         .collect();
     assert_eq!(shape, "9999-99-99T99:99:99.999999Z", "{timestamp}");
+}
+
+/// The server turns transparent huge pages off for its own process (its allocator gives
+/// memory back and takes it again under load, each huge page zeroed on the way back),
+/// unless `MIMALLOC_ALLOW_THP` says otherwise.
+#[cfg(target_os = "linux")]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn transparent_huge_pages_are_off_unless_the_operator_chose() {
+    let dir = tempfile::tempdir().unwrap();
+    let args = ["--listen", "127.0.0.1:0", "--store", "memory"];
+    for (choice, enabled) in [(None, "0"), (Some("1"), "1")] {
+        let env: Vec<(&str, &str)> = choice
+            .map(|choice| ("MIMALLOC_ALLOW_THP", choice))
+            .into_iter()
+            .collect();
+        let server = Server::start_with(dir.path(), &args, &env).await;
+        let status = std::fs::read_to_string(format!("/proc/{}/status", server.pid())).unwrap();
+        let line = status
+            .lines()
+            .find(|line| line.starts_with("THP_enabled:"))
+            .unwrap();
+        assert_eq!(
+            line.split_whitespace().nth(1),
+            Some(enabled),
+            "{choice:?}: {line}"
+        );
+    }
 }
