@@ -985,7 +985,7 @@ async fn redis_store_numbers_a_burst_of_changes_in_queue_order() {
     let redis = TestRedis::new().await;
     let store = redis.open().await;
     let ids: Vec<String> = (1..=BURST).map(|n| format!("que_{n}")).collect();
-    let session = |n: usize| if n % 2 == 0 { "s" } else { "other" };
+    let session = |n: usize| if n.is_multiple_of(2) { "s" } else { "other" };
     let queued: Vec<_> = ids
         .iter()
         .enumerate()
@@ -1032,7 +1032,7 @@ async fn redis_store_numbers_a_burst_of_changes_in_queue_order() {
         .collect();
     assert_eq!(numbered, expected);
     let evens: Vec<u64> = (0..2 * BURST as u64)
-        .filter(|n| n % BURST as u64 % 2 == 0)
+        .filter(|n| (n % BURST as u64).is_multiple_of(2))
         .map(|n| n + 1)
         .collect();
     assert_eq!(history_positions(&store, "s").await, evens);
