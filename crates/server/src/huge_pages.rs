@@ -30,7 +30,8 @@ const OPERATORS_CHOICE: &str = "MIMALLOC_ALLOW_THP";
 
 /// Turns transparent huge pages off for this process (`prctl(PR_SET_THP_DISABLE)`), unless
 /// the operator chose with `MIMALLOC_ALLOW_THP`; see the module docs. The binary calls it
-/// first thing; a program that embeds the server with mimalloc may call it too.
+/// at start, before its runtime's threads; a program that embeds the server with mimalloc
+/// may call it too.
 ///
 /// # Errors
 ///

@@ -14,8 +14,8 @@ use crate::{EventRecord, LOG_RETENTION, OutboxMessage, StoreError, Write, Writte
 /// Applies a run of changes in order, each atomically, and logs each that took effect as
 /// the next change, and as the next record of its session's history: one script call per
 /// run (of at most [`MAX_RUN`]), so the Lua call's own cost (about as much as the commands
-/// of one change) is paid once per run, not once per write. A change that fails returns its error in
-/// its place; the others go on.
+/// of one change) is paid once per run, not once per write. A change that fails returns
+/// its error in its place; the others go on.
 ///
 /// A session's history is trimmed here too (not with `XADD`'s `MAXLEN`, which cannot
 /// count bytes): once it is a batch over its limit of records or of bytes, its oldest
@@ -27,14 +27,14 @@ use crate::{EventRecord, LOG_RETENTION, OutboxMessage, StoreError, Write, Writte
 ///
 /// Each change is numbered from the log's counter (`log:seq`), and each audit entry from
 /// the audit log's: a call reads each counter once, counts on from it, and stores it once
-/// at its end (an `INCR` per change was three commands a cycle). A counter behind its streams (its key lost while they were kept:
-/// deleted by hand, or evicted) would have every change refused by them for good, and a
-/// change refused there after its other writes would be made but never logged; instead a
-/// number a stream refuses is replaced by the one past the newest entry of the log and of
-/// the session's history (of the audit log, for an entry), and the counter set to it
-/// (Redis's own log says so). Past the log's newest, readers read on without a gap; past
-/// a history's newer one (the log was lost too), they find a gap and load the requests
-/// again, as after any loss.
+/// at its end (an `INCR` per change was three commands a cycle). A counter behind its
+/// streams (its key lost while they were kept: deleted by hand, or evicted) would have
+/// every change refused by them for good, and a change refused there after its other
+/// writes would be made but never logged; instead a number a stream refuses is replaced by
+/// the one past the newest entry of the log and of the session's history (of the audit
+/// log, for an entry), and the counter set to it (Redis's own log says so). Past the log's
+/// newest, readers read on without a gap; past a history's newer one (the log was lost
+/// too), they find a gap and load the requests again, as after any loss.
 ///
 /// The outbox's writes are changes of this script too (they are not logged: they change no
 /// request), so they keep the queue's order among the others. A delivery's hash key is its
@@ -119,8 +119,9 @@ const MAX_RUN: usize = 32;
 ///
 /// Consecutive changes (requests and session events) go into calls of [`APPLY`] of up to
 /// [`MAX_RUN`] each, appends to the bus's record are `XADD`s in their places, so the
-/// pipeline keeps the queue's order. With [`Script::Load`] a group that calls the script loads it first: the script
-/// (9 KB, hashed by Redis on every load) travels once per connection, not once per group.
+/// pipeline keeps the queue's order. With [`Script::Load`] a group that calls the script
+/// loads it first: the script (9 KB, hashed by Redis on every load) travels once per
+/// connection, not once per group.
 pub(super) fn pipeline_for(
     keys: &Keys,
     group: &[(Write, AckSender)],

@@ -106,14 +106,15 @@ local function add_change(history, number, entry)
 end
 local function log(session, entry)
   local history = ARGV[2] .. session
-  if not add_change(history, next_number(KEYS[2]), entry) then
+  local number = next_number(KEYS[2])
+  if not add_change(history, number, entry) then
     -- The counter is behind a stream: its key was lost while they were kept (deleted by
     -- hand, evicted), and each change would be refused for good. The change takes the
     -- number past both streams' newest instead, and the counter follows. Past the log's
     -- newest, readers read on without a gap; past a history's newer one (the log was
     -- lost too), they find a gap and load the requests again, as after any loss.
-    counters[KEYS[2]] = counters[KEYS[2]] - 1
-    local number = math.max(last_number(KEYS[1]), last_number(history)) + 1
+    counters[KEYS[2]] = number - 1
+    number = math.max(last_number(KEYS[1]), last_number(history)) + 1
     redis.log(redis.LOG_WARNING, 'askbus: the change counter ' .. KEYS[2] ..
       ' was behind its streams; the next change is numbered ' .. number)
     if not add_change(history, number, entry) then
