@@ -58,6 +58,18 @@ fn frames(
         .boxed()
 }
 
+/// The pending questions of `session` on the server at `base` (`GET /question`).
+async fn pending_questions(client: &reqwest::Client, base: &str, session: &str) -> Value {
+    client
+        .get(format!("{base}/question?sessionID={session}"))
+        .send()
+        .await
+        .expect("list")
+        .json()
+        .await
+        .expect("JSON")
+}
+
 async fn next<S: futures_util::Stream<Item = (Option<String>, Value)> + Unpin>(
     stream: &mut S,
 ) -> (Option<String>, Value) {
@@ -96,14 +108,7 @@ async fn an_agent_asks_and_a_client_answers_over_http() {
 
     // The client finds the question and answers it.
     let listed: Value = loop {
-        let listed: Value = client
-            .get(format!("{base}/question?sessionID=session-1"))
-            .send()
-            .await
-            .expect("list")
-            .json()
-            .await
-            .expect("JSON");
+        let listed = pending_questions(&client, &base, "session-1").await;
         if listed.as_array().is_some_and(|list| !list.is_empty()) {
             break listed;
         }
@@ -239,14 +244,7 @@ async fn the_server_crate_serves_and_stops_on_cancel() {
     assert_eq!(next(&mut events).await.1["type"], "server.resync");
     // The demo agent asks on a task of its own, which may not have run yet.
     until_ok(|| async {
-        let listed: Value = client
-            .get(format!("{base}/question?sessionID=demo"))
-            .send()
-            .await
-            .expect("list")
-            .json()
-            .await
-            .expect("JSON");
+        let listed = pending_questions(&client, &base, "demo").await;
         match listed.as_array().map(Vec::len) {
             Some(1) => Ok(()),
             _ => Err(listed),
