@@ -174,7 +174,7 @@ impl RequestType for Approvals {
         RequestId::Approval(id)
     }
 
-    fn session_id(request: &ApprovalRequest) -> &str {
+    fn session_id(request: &ApprovalRequest) -> &Arc<str> {
         &request.session_id
     }
 

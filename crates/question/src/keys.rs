@@ -13,6 +13,7 @@
 //! answer to a request its sender did not see.
 
 use std::collections::HashMap;
+use std::collections::hash_map::Entry;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use askbus_bus::{Id, IdKind};
@@ -71,7 +72,12 @@ impl<K: IdKind> RequestKeys<K> {
             session.remembered += 1;
             session.last
         };
-        let key: Arc<str> = format!("{session_id}_{n}").into();
+        // Written out rather than `format!`ed: this runs for every request asked.
+        let mut key = String::with_capacity(session_id.len() + 1 + 20);
+        key.push_str(session_id);
+        key.push('_');
+        key.push_str(itoa::Buffer::new().format(n));
+        let key: Arc<str> = key.into();
         self.hold(&key, id);
         key
     }
@@ -128,16 +134,17 @@ impl<K: IdKind> RequestKeys<K> {
             *count += 1;
             return;
         }
-        match self.by_key.get(key) {
-            Some(&holder) if holder != id => {
-                self.by_key.remove(key);
+        match self.by_key.entry(Arc::clone(key)) {
+            Entry::Occupied(held) if *held.get() != id => {
+                let holder = held.remove();
                 self.ambiguous.insert(Arc::clone(key), 2);
                 tracing::warn!(
                     "key {key} names two requests ({holder} and {id}, asked through different servers at once); answer them by id"
                 );
             }
-            _ => {
-                self.by_key.insert(Arc::clone(key), id);
+            Entry::Occupied(_) => {}
+            Entry::Vacant(free) => {
+                free.insert(id);
             }
         }
     }
@@ -149,8 +156,11 @@ impl<K: IdKind> RequestKeys<K> {
             if *count == 0 {
                 self.ambiguous.remove(key);
             }
-        } else if self.by_key.get(key) == Some(&id) {
-            self.by_key.remove(key);
+        } else if let Some((key, holder)) = self.by_key.remove_entry(key)
+            && holder != id
+        {
+            // Not this request's to release (one lookup in the usual case, not two).
+            self.by_key.insert(key, holder);
         }
     }
 }

@@ -129,7 +129,7 @@ impl RequestType for Questions {
         RequestId::Question(id)
     }
 
-    fn session_id(request: &QuestionRequest) -> &str {
+    fn session_id(request: &QuestionRequest) -> &Arc<str> {
         &request.session_id
     }
 

@@ -43,7 +43,7 @@ impl<I> Default for SessionIndex<I> {
 
 impl<I: Ord + Copy> SessionIndex<I> {
     /// Adds pending request `id` of `session`, announced or not yet.
-    pub(crate) fn insert(&mut self, session: &str, id: I, announced: bool) {
+    pub(crate) fn insert(&mut self, session: &Arc<str>, id: I, announced: bool) {
         let announced = usize::from(announced);
         if let Some(pending) = self.sessions.get_mut(session) {
             pending.ids.insert(id);
@@ -52,7 +52,7 @@ impl<I: Ord + Copy> SessionIndex<I> {
         }
         let ids = BTreeSet::from([id]);
         self.sessions
-            .insert(session.into(), Pending { ids, announced });
+            .insert(Arc::clone(session), Pending { ids, announced });
     }
 
     /// Counts a request of `session` added unannounced as announced now.
@@ -100,10 +100,10 @@ mod tests {
     #[test]
     fn sessions_come_and_go_with_their_requests() {
         let mut index = SessionIndex::default();
-        index.insert("b", 3, true);
-        index.insert("b", 4, false);
-        index.insert("a", 1, true);
-        index.insert("a", 2, false);
+        index.insert(&"b".into(), 3, true);
+        index.insert(&"b".into(), 4, false);
+        index.insert(&"a".into(), 1, true);
+        index.insert(&"a".into(), 2, false);
         let counts = |index: &SessionIndex<i32>| -> Vec<(String, usize)> {
             index
                 .announced()

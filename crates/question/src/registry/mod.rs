@@ -535,7 +535,7 @@ impl<K: RequestType> Registry<K> {
         let mut sessions: BTreeMap<Arc<str>, Vec<Id<K::IdPrefix>>> = BTreeMap::new();
         for entry in self.inner.lock().pending.values() {
             if K::quorum(&entry.request) > 1 {
-                let session = Arc::from(K::session_id(&entry.request));
+                let session = Arc::clone(K::session_id(&entry.request));
                 sessions
                     .entry(session)
                     .or_default()
@@ -1375,7 +1375,7 @@ impl<K: RequestType> Registry<K> {
             .values()
             .map(|entry| &entry.request)
             .chain(state.resolved.values().map(|resolved| &resolved.request))
-            .any(|request| K::session_id(request) == session_id)
+            .any(|request| **K::session_id(request) == *session_id)
     }
 
     /// Runs `change` while holding this registry's lock: nothing is registered, resolved or
@@ -1777,7 +1777,7 @@ impl<K: RequestType> State<K> {
     /// Indexes `request` under its tool call, if it has one.
     fn index_call(&mut self, request: &K::Request) {
         if let Some(call_id) = K::call_id(request) {
-            let session: Arc<str> = K::session_id(request).into();
+            let session = Arc::clone(K::session_id(request));
             self.calls
                 .insert((session, call_id.to_owned()), K::id(request));
         }
@@ -1787,10 +1787,13 @@ impl<K: RequestType> State<K> {
     fn forget(&mut self, request: &K::Request) {
         K::forget(&mut self.index, request);
         if let Some(call_id) = K::call_id(request) {
-            let key: CallKey = (K::session_id(request).into(), call_id.to_owned());
-            // Only if the call still points here (a later request may have taken it over).
-            if self.calls.get(&key) == Some(&K::id(request)) {
-                self.calls.remove(&key);
+            let key: CallKey = (Arc::clone(K::session_id(request)), call_id.to_owned());
+            // Only if the call still points here (a later request may have taken it over):
+            // put back otherwise, one lookup in the usual case.
+            if let Some((key, holder)) = self.calls.remove_entry(&key)
+                && holder != K::id(request)
+            {
+                self.calls.insert(key, holder);
             }
         }
     }

@@ -137,7 +137,7 @@ impl Recorder {
         let shown = RequestShown {
             id: K::id(request).to_string(),
             kind: K::RECORD_KIND,
-            session_id: K::session_id(request).to_owned(),
+            session_id: String::from(&**K::session_id(request)),
             digest: digest.unwrap_or_else(|| request_digest(&request_record::<K>(request).body)),
         };
         let outcome = OutcomeRecord::new(state, body, now_ms()).decided_by(by.map(to_json));
@@ -161,7 +161,7 @@ fn request_record<K: RequestType>(request: &K::Request) -> RequestRecord {
     RequestRecord {
         id: id.to_string(),
         kind: K::RECORD_KIND,
-        session_id: K::session_id(request).to_owned(),
+        session_id: String::from(&**K::session_id(request)),
         call_id: K::call_id(request).map(str::to_owned),
         created_at_ms: id.timestamp_ms(),
         expires_at_ms: K::expires_at(request),

@@ -48,7 +48,7 @@ pub(crate) trait RequestType: Send + Sync + Sized + 'static {
     /// The id as either kind's.
     fn request_id(id: Id<Self::IdPrefix>) -> RequestId;
     /// The session the request belongs to.
-    fn session_id(request: &Self::Request) -> &str;
+    fn session_id(request: &Self::Request) -> &Arc<str>;
     /// The tool call that asked, if any: a second ask of the same call in the same session
     /// joins the first request instead of asking again, if it asks the same.
     fn call_id(request: &Self::Request) -> Option<&str>;
