@@ -396,6 +396,101 @@ fn keyed_reply_form() {
     );
 }
 
+/// Replies `value` to a multi-select question offering `labels` in the keyed form, and
+/// returns the answer it turned into, or the refusal's message.
+fn keyed_answer(labels: &[&str], custom: bool, value: &str) -> Result<Vec<String>, String> {
+    let service = service();
+    let mut question = QuestionInfo::new(
+        "Which?",
+        "Which",
+        labels.iter().map(|label| QuestionOption::new(*label, "")),
+    )
+    .multiple();
+    question.custom = custom;
+    let mut pending = submit(&service, "s", vec![question]);
+    let keyed = BTreeMap::from([("Which?".to_owned(), value.to_owned())]);
+    match service.reply_keyed(pending.id(), &keyed) {
+        Ok(_recorded) => match poll_once(&mut pending) {
+            Some(Ok(mut answers)) => Ok(answers.remove(0)),
+            other => panic!("a keyed reply was taken, but the asker got {other:?}"),
+        },
+        Err(ReplyError::Invalid(error)) => Err(error.to_string()),
+        Err(other) => panic!("a keyed reply failed other than as invalid: {other:?}"),
+    }
+}
+
+#[test]
+fn keyed_values_keep_labels_whole_only_on_whole_pieces() {
+    let labels = ["a, b", "a, b, c, d", "c", "b, c"];
+    for (value, expected) in [
+        // The longest label starting at a piece wins, then the split goes on after it.
+        ("a, b, c, d, a, b, c", &["a, b, c, d", "a, b", "c"][..]),
+        ("x, b, c", &["x", "b, c"]),
+        // A label that starts or ends inside a piece is no selection.
+        ("ab, c", &["ab", "c"]),
+        ("a, bc", &["a", "bc"]),
+        ("a, b, cd", &["a, b", "cd"]),
+    ] {
+        assert_eq!(
+            keyed_answer(&labels, true, value),
+            Ok(expected.iter().map(|choice| (*choice).to_owned()).collect()),
+            "{value:?}"
+        );
+    }
+}
+
+/// Answers are checked under the registry's lock, so their cost must not grow faster than
+/// their size. A label of 30,000 pieces against a value of 30,000 pieces took the split,
+/// which joined every candidate run to compare it, hours: now one pass.
+#[test]
+fn hostile_keyed_values_and_long_answers_are_checked_in_linear_time() {
+    let label = format!("x{}", ", ".repeat(30_000));
+    let refused = keyed_answer(&[&label, "y"], true, &", ".repeat(30_000));
+    assert!(
+        refused
+            .as_ref()
+            .is_err_and(|message| message.contains("an empty string is not an answer")),
+        "{refused:?}"
+    );
+    // The long label is still found whole where it stands.
+    let value = format!("y, {label}");
+    let whole = keyed_answer(&[&label, "y"], false, &value);
+    assert_eq!(whole, Ok(vec!["y".to_owned(), label.clone()]));
+
+    // 20,000 distinct custom choices, then one again: the duplicate is found past the
+    // scan of short answers.
+    let mut choices: Vec<String> = (0..20_000).map(|n| format!("choice {n}")).collect();
+    choices.push("choice 7".to_owned());
+    let service = service();
+    let pending = submit(
+        &service,
+        "s",
+        vec![QuestionInfo::new("Which?", "Which", []).multiple()],
+    );
+    let refused = service.reply(pending.id(), vec![choices]);
+    assert!(
+        matches!(&refused, Err(ReplyError::Invalid(error)) if error.to_string().contains("\"choice 7\" is selected twice")),
+        "{refused:?}"
+    );
+
+    // 1,000 offered labels without custom answers: every one is found, and one not
+    // offered is refused.
+    let offered: Vec<String> = (0..1_000).map(|n| format!("option {n}")).collect();
+    let labels: Vec<&str> = offered.iter().map(String::as_str).collect();
+    let all = offered.join(", ");
+    assert_eq!(
+        keyed_answer(&labels, false, &all).map(|answer| answer.len()),
+        Ok(1_000)
+    );
+    let refused = keyed_answer(&labels, false, &format!("{all}, option 1000"));
+    assert!(
+        refused.as_ref().is_err_and(
+            |message| message.contains("\"option 1000\" is not one of the offered options")
+        ),
+        "{refused:?}"
+    );
+}
+
 // ---------------------------------------------------------------------------------------
 // One outcome per request
 // ---------------------------------------------------------------------------------------

@@ -6,6 +6,8 @@
 
 use std::collections::{BTreeMap, HashSet};
 
+use aho_corasick::AhoCorasick;
+
 use std::fmt;
 
 use crate::ids::RequestId;
@@ -180,7 +182,8 @@ pub(crate) fn check_questions(
                     format_args!("option {} has an empty label", position + 1),
                 ));
             }
-            if seen_labels.seen_before(&info.options[..position], &option.label) {
+            let earlier = info.options[..position].iter();
+            if seen_labels.seen_before(earlier.map(|option| option.label.as_str()), &option.label) {
                 return Err(ValidationError::question(
                     index,
                     info,
@@ -241,6 +244,10 @@ pub(crate) fn check_answers(
                 format_args!("it allows one choice, but {} were given", answer.len()),
             ));
         }
+        // Both lookups hash past a few entries, so that a long answer or option list costs
+        // linear time: answers are checked under the registry's lock.
+        let mut chosen = SeenLabels::new(answer.len());
+        let offered = (!info.custom).then(|| Offered::new(&info.options));
         for (position, choice) in answer.iter().enumerate() {
             if choice.is_empty() {
                 return Err(ValidationError::question(
@@ -249,14 +256,16 @@ pub(crate) fn check_answers(
                     "an empty string is not an answer; send an empty list to skip the question",
                 ));
             }
-            if answer[..position].contains(choice) {
+            if chosen.seen_before(answer[..position].iter().map(String::as_str), choice) {
                 return Err(ValidationError::question(
                     index,
                     info,
                     format_args!("{choice:?} is selected twice"),
                 ));
             }
-            if !info.custom && !info.options.iter().any(|option| &option.label == choice) {
+            if let Some(offered) = &offered
+                && !offered.contains(choice)
+            {
                 let offered: Vec<&str> = info
                     .options
                     .iter()
@@ -291,47 +300,71 @@ pub(crate) fn answers_from_keyed(
             "{unknown:?} is not the text of any question in this request"
         )));
     }
-    Ok(questions
+    questions
         .iter()
         .map(|info| match keyed.get(&info.question) {
-            None => Vec::new(),
-            Some(value) if value.is_empty() => Vec::new(),
-            Some(value) if !info.multiple => vec![value.clone()],
+            None => Ok(Vec::new()),
+            Some(value) if value.is_empty() => Ok(Vec::new()),
+            Some(value) if !info.multiple => Ok(vec![value.clone()]),
             Some(value) => split_selections(value, &info.options),
         })
-        .collect())
+        .collect()
 }
 
 /// Splits a multi-select value joined with `", "` back into its selections. A label that
 /// contains `", "` is kept whole wherever it appears among the others: at each position the
 /// longest run of pieces that forms an offered label is one selection, otherwise one piece.
-fn split_selections(value: &str, options: &[QuestionOption]) -> Answer {
-    let pieces: Vec<&str> = value.split(", ").collect();
-    // Bounds the runs tried, so a long value costs linear time, not quadratic.
-    let longest_label = options
+///
+/// The runs are found in one pass over the value, by an Aho-Corasick automaton of the
+/// labels that contain `", "`: the time is linear in the value and the matches, whatever
+/// the labels. Joining candidate runs to compare them, as this did before, was cubic: a
+/// label and a value of tens of kilobytes of `", "` held the registry's lock for hours.
+fn split_selections(value: &str, options: &[QuestionOption]) -> Result<Answer, ValidationError> {
+    // Byte ranges of the pieces, as `split(", ")` cuts them.
+    let mut pieces = Vec::new();
+    let mut from = 0;
+    for (at, _) in value.match_indices(SEPARATOR) {
+        pieces.push(from..at);
+        from = at + SEPARATOR.len();
+    }
+    pieces.push(from..value.len());
+    let joined: Vec<&str> = options
         .iter()
-        .map(|option| option.label.split(", ").count())
-        .max()
-        .unwrap_or(1);
+        .map(|option| option.label.as_str())
+        .filter(|label| label.contains(SEPARATOR))
+        .collect();
+    // Where each run ends (exclusive, in pieces), by the piece it starts at: one piece
+    // unless a label spans more.
+    let mut run_end: Vec<usize> = (1..=pieces.len()).collect();
+    if !joined.is_empty() {
+        let labels = AhoCorasick::new(&joined).map_err(|error| {
+            ValidationError::request(format!("the options' labels cannot be matched: {error}"))
+        })?;
+        // A match counts where it starts a piece and ends one (the pieces' starts, and
+        // their ends, ascend strictly).
+        for found in labels.find_overlapping_iter(value) {
+            if let (Ok(first), Ok(last)) = (
+                pieces.binary_search_by_key(&found.start(), |piece| piece.start),
+                pieces.binary_search_by_key(&found.end(), |piece| piece.end),
+            ) {
+                run_end[first] = run_end[first].max(last + 1);
+            }
+        }
+    }
     let mut selections = Vec::new();
     let mut start = 0;
-    while start < pieces.len() {
-        let longest_end = pieces.len().min(start + longest_label);
-        let end = (start + 2..=longest_end)
-            .rev()
-            .find(|&end| {
-                let run = pieces[start..end].join(", ");
-                options.iter().any(|option| option.label == run)
-            })
-            .unwrap_or(start + 1);
-        selections.push(pieces[start..end].join(", "));
+    while let Some(&end) = run_end.get(start) {
+        selections.push(value[pieces[start].start..pieces[end - 1].end].to_owned());
         start = end;
     }
-    selections
+    Ok(selections)
 }
 
-/// Duplicate-label detection that allocates nothing for the short option lists questions
-/// have, and stays linear (a hash set) for the rare long one.
+/// What joins the selections of a multi-select question in the keyed reply form.
+const SEPARATOR: &str = ", ";
+
+/// Duplicate detection (of option labels, of an answer's choices) that allocates nothing
+/// for the short lists questions have, and stays linear (a hash set) for the rare long one.
 enum SeenLabels<'a> {
     /// Compare against the earlier options directly.
     Few,
@@ -351,11 +384,41 @@ impl<'a> SeenLabels<'a> {
         }
     }
 
-    /// Whether `label` appeared among `earlier`, the options before it.
-    fn seen_before(&mut self, earlier: &[crate::model::QuestionOption], label: &'a str) -> bool {
+    /// Whether `label` appeared among `earlier`, the labels before it.
+    fn seen_before<'e>(
+        &mut self,
+        mut earlier: impl Iterator<Item = &'e str>,
+        label: &'a str,
+    ) -> bool {
         match self {
-            Self::Few => earlier.iter().any(|option| option.label == label),
+            Self::Few => earlier.any(|before| before == label),
             Self::Many(labels) => !labels.insert(label),
+        }
+    }
+}
+
+/// The labels a question offers, to look choices up in: scanned when few, hashed when many.
+enum Offered<'a> {
+    /// Compare against the options directly.
+    Few(&'a [QuestionOption]),
+    /// Look labels up in a set.
+    Many(HashSet<&'a str>),
+}
+
+impl<'a> Offered<'a> {
+    fn new(options: &'a [QuestionOption]) -> Self {
+        if options.len() <= SeenLabels::SCAN_LIMIT {
+            Self::Few(options)
+        } else {
+            Self::Many(options.iter().map(|option| option.label.as_str()).collect())
+        }
+    }
+
+    /// Whether `label` is one of the options'.
+    fn contains(&self, label: &str) -> bool {
+        match self {
+            Self::Few(options) => options.iter().any(|option| option.label == label),
+            Self::Many(labels) => labels.contains(label),
         }
     }
 }
