@@ -458,6 +458,20 @@ async fn an_edit_over_http_or_resume_is_checked_as_in_process_and_a_refused_one_
     );
 }
 
+/// A schema whose `a0` refers twice to `a1`, and so on down to `a{levels}`.
+fn fanning_out(levels: usize) -> Value {
+    let mut defs = serde_json::Map::new();
+    for level in 0..levels {
+        let next = format!("#/$defs/a{}", level + 1);
+        defs.insert(
+            format!("a{level}"),
+            json!({"anyOf": [{"$ref": next}, {"$ref": next, "title": "again"}]}),
+        );
+    }
+    defs.insert(format!("a{levels}"), json!({"type": "string"}));
+    json!({"$defs": defs, "$ref": "#/$defs/a0"})
+}
+
 #[tokio::test]
 async fn a_schema_that_cannot_be_used_or_that_refuses_its_own_args_is_422_and_nothing_is_fetched() {
     // A server the schema points at: it must never see a connection.
@@ -499,6 +513,12 @@ async fn a_schema_that_cannot_be_used_or_that_refuses_its_own_args_is_422_and_no
         (
             create(json!({"limit": 5}), search_schema()),
             r#"action_requests[1].args: "table" is a required property"#,
+        ),
+        // A few kilobytes whose references fan out: 2^40 subschemas, which checking the
+        // args against would walk (hours); refused before it is compiled.
+        (
+            create(json!({"table": "users"}), fanning_out(40)),
+            "with its `$ref`s followed it stands for more than 10000 subschemas",
         ),
     ] {
         let (status, error) = app.call(post_json("/approval", &body)).await;

@@ -15,7 +15,8 @@
 //! outside the schema itself is not retrieved, and the schema is refused. Patterns use the
 //! linear-time `regex` engine, so a hostile pattern cannot make a check backtrack for long.
 //! A schema's size is bounded as the rest of the request is (it counts toward the
-//! request's weight). The validator is compiled for each check; schemas of tool parameters
+//! request's weight), and so is what it stands for once its `$ref`s are followed (see
+//! `expansion`): references that fan out would make each check exponential. The validator is compiled for each check; schemas of tool parameters
 //! are small, and a reply is checked once.
 //!
 //! **Without the `args-schema` feature** (jsonschema and its 60-odd crates left out), a
@@ -23,6 +24,9 @@
 //! made, with a message naming the feature: never let through unchecked.
 //!
 //! [`Action::args_schema`]: crate::Action::args_schema
+
+#[cfg(feature = "args-schema")]
+mod expansion;
 
 #[cfg(feature = "args-schema")]
 use jsonschema::{PatternOptions, Validator};
@@ -45,6 +49,7 @@ const MAX_MESSAGE_CHARS: usize = 300;
 /// Why `schema` is not a JSON Schema this service can use: it does not fit its
 /// meta-schema, or it refers to a document outside itself.
 pub(crate) fn compile(schema: &Value) -> Result<Validator, String> {
+    expansion::check_expansion(schema)?;
     jsonschema::options()
         .offline()
         .with_pattern_options(PatternOptions::regex())
