@@ -406,3 +406,60 @@ async fn every_mcp_request_holds_a_slot_of_its_token() {
     drop(held);
     server.stop().await;
 }
+
+/// A session outlives its requests (until its client closes it, or 300 s idle), so a client
+/// sending `initialize` after `initialize` could make the server hold sessions without end:
+/// past `--max-mcp-sessions`, a new one is refused with 503, and a closed one makes room.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mcp_sessions_are_capped_and_a_closed_one_makes_room() {
+    const TOKEN: &str = "mcp-sessions-cap-token-0123456789abcdef";
+    let server = serve(|settings| {
+        settings.http.tokens = vec![askbus_http::AccessToken::all_sessions(TOKEN)];
+        settings.max_mcp_sessions = 2;
+    })
+    .await;
+    let client = reqwest::Client::new();
+    let first = mcp_session(&client, &server, TOKEN)
+        .await
+        .expect("a first session");
+    let second = mcp_session(&client, &server, TOKEN)
+        .await
+        .expect("a second session");
+    let refused = mcp_session(&client, &server, TOKEN)
+        .await
+        .expect_err("no third session");
+    assert_eq!(refused.status(), reqwest::StatusCode::SERVICE_UNAVAILABLE);
+    assert!(refused.headers().contains_key("retry-after"));
+    let body: Value = refused.json().await.expect("JSON");
+    assert_eq!(body["code"], "too_many_streams", "{body}");
+    assert!(
+        body["message"]
+            .as_str()
+            .is_some_and(|message| message.contains("2 MCP sessions")),
+        "{body}"
+    );
+    // A request within an open session still goes through.
+    let ping = client
+        .post(server.url("/mcp"))
+        .header("accept", "application/json, text/event-stream")
+        .header("mcp-session-id", &second)
+        .bearer_auth(TOKEN)
+        .json(&serde_json::json!({"jsonrpc": "2.0", "method": "notifications/initialized"}))
+        .send()
+        .await
+        .expect("answered");
+    assert!(ping.status().is_success(), "{}", ping.status());
+
+    let closed = client
+        .delete(server.url("/mcp"))
+        .header("mcp-session-id", &first)
+        .bearer_auth(TOKEN)
+        .send()
+        .await
+        .expect("answered");
+    assert!(closed.status().is_success(), "{}", closed.status());
+    mcp_session(&client, &server, TOKEN)
+        .await
+        .expect("room for a session again");
+    server.stop().await;
+}

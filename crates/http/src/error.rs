@@ -64,8 +64,9 @@ pub enum ErrorCode {
     Internal,
     /// 503: the store could not record the change, so it would not survive a restart.
     StoreUnavailable,
-    /// 503: the server holds as many open event streams and long polls as it allows;
-    /// `Retry-After` says when trying again is worth it. Other routes still answer.
+    /// 503: the server holds as many open event streams and long polls (or MCP sessions)
+    /// as it allows; `Retry-After` says when trying again is worth it. Other routes still
+    /// answer.
     TooManyStreams,
 }
 

@@ -111,7 +111,7 @@
 //!
 //! ```no_run
 //! use askbus_bus::Bus;
-//! use askbus_mcp::{AskbusMcp, HttpOptions, McpConfig, streamable_http_service};
+//! use askbus_mcp::{AskbusMcp, HttpOptions, McpConfig, McpSessions, streamable_http_service};
 //! use askbus_question::RequestHub;
 //! use tokio_util::sync::CancellationToken;
 //!
@@ -119,7 +119,9 @@
 //! let hub = RequestHub::new(Bus::new());
 //! let shutdown = CancellationToken::new();
 //! let mcp = AskbusMcp::new(hub.clone(), McpConfig::default());
-//! let service = streamable_http_service(mcp, HttpOptions::default(), shutdown.clone());
+//! // Kept to count the sessions, and refuse new ones past a limit of the server's.
+//! let sessions = McpSessions::new();
+//! let service = streamable_http_service(mcp, HttpOptions::default(), &sessions, shutdown.clone());
 //! // axum::Router::new().nest_service("/mcp", service), served beside askbus_http::router.
 //! # drop(service);
 //! # Ok(())
@@ -135,4 +137,6 @@ mod transport;
 /// Why a served connection ended (what [`serve_stdio`] and [`serve_io`] return).
 pub use rmcp::service::QuitReason;
 pub use server::{AnswerLinks, AskbusMcp, ElicitationBridge, McpCaller, McpConfig, ScopedSession};
-pub use transport::{HttpOptions, McpServeError, serve_io, serve_stdio, streamable_http_service};
+pub use transport::{
+    HttpOptions, McpServeError, McpSessions, serve_io, serve_stdio, streamable_http_service,
+};

@@ -1,6 +1,8 @@
 //! The ways to reach the server: Streamable HTTP (a tower service), stdio, or any byte
 //! stream with stdio's framing.
 
+use std::sync::Arc;
+
 use rmcp::ServiceExt;
 use rmcp::service::{QuitReason, ServerInitializeError};
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
@@ -42,8 +44,33 @@ impl Default for HttpOptions {
     }
 }
 
+/// The sessions of a Streamable HTTP endpoint: made before it (see
+/// [`streamable_http_service`]), and kept to count them, so that whoever serves the
+/// endpoint can refuse a new session past a limit of its own.
+#[derive(Clone, Default)]
+pub struct McpSessions(Arc<LocalSessionManager>);
+
+impl McpSessions {
+    /// No session yet.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// How many sessions are open: made, and neither closed (`DELETE`) nor idle past the
+    /// session manager's keep-alive (300 s).
+    pub async fn open(&self) -> usize {
+        self.0.sessions.read().await.len()
+    }
+}
+
+impl std::fmt::Debug for McpSessions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("McpSessions").finish_non_exhaustive()
+    }
+}
+
 /// The MCP Streamable HTTP endpoint of `server`, as a tower service to mount (askbus
-/// mounts it at `/mcp`).
+/// mounts it at `/mcp`), keeping its sessions in `sessions`.
 ///
 /// Clients of protocol versions before 2026-07-28 get stateful sessions (`Mcp-Session-Id`),
 /// which server-to-client requests (the elicitation bridge) and progress need; 2026-07-28
@@ -52,6 +79,7 @@ impl Default for HttpOptions {
 pub fn streamable_http_service(
     server: AskbusMcp,
     options: HttpOptions,
+    sessions: &McpSessions,
     shutdown: CancellationToken,
 ) -> StreamableHttpService<AskbusMcp, LocalSessionManager> {
     let mut config = StreamableHttpServerConfig::default()
@@ -62,7 +90,7 @@ pub fn streamable_http_service(
     }
     StreamableHttpService::new(
         move || Ok(server.for_connection()),
-        LocalSessionManager::default().into(),
+        Arc::clone(&sessions.0),
         config,
     )
 }

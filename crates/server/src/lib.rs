@@ -51,6 +51,8 @@
 //!   `--max-pending` (100,000), and by weight, `--max-pending-mib` (256) in all and
 //!   `--max-request-values` (2,000 JSON values) in one; beyond, a create is refused with
 //!   429 `quota` and `Retry-After` (422 for one request too heavy), naming the limit.
+//!   MCP sessions: `--max-mcp-sessions` (1,000) open at once; beyond, an `initialize`
+//!   is refused with 503 `too_many_streams` and `Retry-After`.
 //!   Event streams and long polls (and every `/mcp` request):
 //!   `--max-event-streams`, by default derived from the open-files limit, which
 //!   the binary raises to its hard limit at start-up ([`event_streams_for`]); beyond, 503
@@ -372,6 +374,15 @@ pub struct Cli {
         global = true
     )]
     pub mcp_wait_secs: f64,
+    /// Most MCP sessions open at once on `/mcp` (a session lives until its client closes
+    /// it, or 300 s idle); an `initialize` beyond is refused with 503.
+    #[arg(
+        long,
+        env = "ASKBUS_MAX_MCP_SESSIONS",
+        default_value_t = 1_000,
+        global = true
+    )]
+    pub max_mcp_sessions: usize,
     /// Most pending requests (questions and approvals) of one session; a create beyond is
     /// refused with 429.
     #[arg(
@@ -613,6 +624,8 @@ pub struct Settings {
     pub mcp: McpConfig,
     /// Whether MCP is also served on stdin/stdout.
     pub mcp_stdio: McpStdio,
+    /// Most MCP sessions open at once on `/mcp`.
+    pub max_mcp_sessions: usize,
     /// How many requests may be pending (per session, per token, in total). The stream
     /// slots are in [`HttpConfig::event_streams`].
     pub pending: PendingLimits,
@@ -1036,6 +1049,7 @@ impl Cli {
                 Some(Command::Mcp) => McpStdio::On,
                 None | Some(Command::Audit(_) | Command::Probe { .. }) => McpStdio::Off,
             },
+            max_mcp_sessions: at_least_one(self.max_mcp_sessions, "--max-mcp-sessions")?,
             pending,
             duties,
             quorum_floor,

@@ -33,12 +33,14 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use askbus_http::{AccessToken, ApiError, Authorized, ErrorCode, LinkKey, StreamSlots, TokenScope};
-use askbus_mcp::{AnswerLinks, AskbusMcp, HttpOptions, McpCaller, ScopedSession};
+use askbus_mcp::{AnswerLinks, AskbusMcp, HttpOptions, McpCaller, McpSessions, ScopedSession};
 use askbus_question::RequestHub;
 use axum::Router;
 use axum::body::Body;
+use axum::body::Bytes;
 use axum::extract::{Request, State};
-use axum::http::Method;
+use axum::http::request::Parts;
+use axum::http::{HeaderMap, Method};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use tokio_util::sync::CancellationToken;
@@ -52,11 +54,14 @@ pub(crate) fn mount(
     settings: &Settings,
     shutdown: CancellationToken,
 ) -> Router {
+    let sessions = McpSessions::new();
     let gate = Arc::new(Gate {
         tokens: settings.http.tokens.clone().into(),
         body_timeout: settings.http.request_timeout,
         body_limit: settings.http.body_limit,
         streams: settings.http.event_streams.clone(),
+        sessions: sessions.clone(),
+        max_sessions: settings.max_mcp_sessions,
     });
     let options = HttpOptions {
         // The server's site guard, in front of every route, checked the Host already.
@@ -64,7 +69,7 @@ pub(crate) fn mount(
         body_limit: settings.http.body_limit,
     };
     let server = AskbusMcp::new(hub, settings.mcp.clone());
-    let service = askbus_mcp::streamable_http_service(server, options, shutdown);
+    let service = askbus_mcp::streamable_http_service(server, options, &sessions, shutdown);
     let mcp = Router::new()
         .nest_service("/mcp", service)
         .layer(axum::middleware::from_fn_with_state(gate, pass_gate));
@@ -106,6 +111,10 @@ struct Gate {
     body_limit: usize,
     /// The API's stream slots, one of which every request to `/mcp` holds.
     streams: StreamSlots,
+    /// The endpoint's sessions, counted before a new one is made.
+    sessions: McpSessions,
+    /// Most sessions open at once (`--max-mcp-sessions`).
+    max_sessions: usize,
 }
 
 /// The API's bearer check (the caller's identity becomes an [`McpCaller`], a session-scoped
@@ -132,26 +141,69 @@ async fn pass_gate(State(gate): State<Arc<Gate>>, mut request: Request, next: Ne
         Err(refused) => return refused.into_response(),
     };
     if request.method() == Method::POST {
-        request = match read_body(request, &gate).await {
-            Ok(request) => request,
+        let (parts, body) = match read_body(request, &gate).await {
+            Ok(read) => read,
             Err(refused) => return refused.into_response(),
         };
+        if let Err(refused) = check_session_room(&parts.headers, &body, &gate).await {
+            return refused.into_response();
+        }
+        request = Request::from_parts(parts, Body::from(body));
     }
     slot.hold(next.run(request).await)
 }
 
-/// `request` with its body read into memory by [`askbus_http::read_body`] (so a dripped
-/// body costs no more than the limit), or why it was not: it did not arrive within
+/// How long a client refused a session is told to wait: sessions go when their clients
+/// close them, or idle.
+const SESSION_RETRY_AFTER: Duration = Duration::from_secs(30);
+
+/// Refuses `request` (503 `too_many_streams`) when it would open a session, an
+/// `initialize` outside any session, while [`Gate::max_sessions`] are open. Sessions live
+/// until their clients close them, or for the session manager's keep-alive (300 s) idle,
+/// so without this a client could make the server hold as many as it can send
+/// `initialize`s. Requests racing past the count at once may pass it by as many as there
+/// are stream slots.
+async fn check_session_room(headers: &HeaderMap, body: &[u8], gate: &Gate) -> Result<(), ApiError> {
+    /// The method of a JSON-RPC message; everything else is the MCP server's to read.
+    #[derive(serde::Deserialize)]
+    struct Method<'a> {
+        #[serde(borrow)]
+        method: Option<&'a str>,
+    }
+    if headers.contains_key("mcp-session-id") {
+        return Ok(());
+    }
+    let opens = serde_json::from_slice::<Method<'_>>(body)
+        .is_ok_and(|message| message.method == Some("initialize"));
+    if !opens || gate.sessions.open().await < gate.max_sessions {
+        return Ok(());
+    }
+    tracing::warn!(
+        "refused an MCP session: {} are open, the limit (--max-mcp-sessions)",
+        gate.max_sessions
+    );
+    Err(ApiError::new(
+        ErrorCode::TooManyStreams,
+        format!(
+            "the server already holds {} MCP sessions, its limit; close one (DELETE /mcp with its Mcp-Session-Id), or try again later",
+            gate.max_sessions
+        ),
+    )
+    .with_retry_after(SESSION_RETRY_AFTER))
+}
+
+/// `request`'s head and its body, read into memory by [`askbus_http::read_body`] (so a
+/// dripped body costs no more than the limit), or why it was not: it did not arrive within
 /// [`Gate::body_timeout`] (408), it is larger than [`Gate::body_limit`] (413), or the
 /// connection failed (400).
 ///
 /// Only the reading is timed, unlike the API's routes, whose whole request is: an MCP
 /// response may be a stream that lasts as long as the human takes to answer.
-async fn read_body(request: Request, gate: &Gate) -> Result<Request, ApiError> {
+async fn read_body(request: Request, gate: &Gate) -> Result<(Parts, Bytes), ApiError> {
     let (parts, body) = request.into_parts();
     let read = askbus_http::read_body(body, gate.body_limit);
     match tokio::time::timeout(gate.body_timeout, read).await {
-        Ok(body) => Ok(Request::from_parts(parts, Body::from(body?))),
+        Ok(body) => Ok((parts, body?)),
         Err(_) => Err(ApiError::new(
             ErrorCode::RequestTimeout,
             "the request body took too long to arrive",
