@@ -463,3 +463,92 @@ async fn mcp_sessions_are_capped_and_a_closed_one_makes_room() {
         .expect("room for a session again");
     server.stop().await;
 }
+
+/// A client that asks and then stops reading would make the server hold the response for
+/// as long as it keeps the connection (a list of every pending request, on as many
+/// connections as it can open): a write that waits past the write timeout drops it. A
+/// client that reads on is served on.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_response_nobody_reads_is_dropped_after_the_write_timeout() {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    use askbus_server::{ConnectionLimits, serve_router};
+    use axum::body::{Body, Bytes};
+    use tokio::sync::mpsc;
+
+    /// Tells which response (by the order of the requests) was given up, when it is.
+    struct GivenUp(usize, mpsc::UnboundedSender<usize>);
+    impl Drop for GivenUp {
+        fn drop(&mut self) {
+            let _ = self.1.send(self.0);
+        }
+    }
+
+    let write_timeout = Duration::from_millis(300);
+    let (given_up, mut gone) = mpsc::unbounded_channel();
+    let requests = Arc::new(AtomicUsize::new(0));
+    // Each response is an endless body of 64 KiB chunks.
+    let endless = move || {
+        let guard = GivenUp(requests.fetch_add(1, Ordering::Relaxed), given_up.clone());
+        async move {
+            let chunk = Bytes::from(vec![b'x'; 64 * 1024]);
+            Body::from_stream(futures_util::stream::unfold(guard, move |guard| {
+                let chunk = chunk.clone();
+                async move { Some((Ok::<_, std::io::Error>(chunk), guard)) }
+            }))
+        }
+    };
+    let app = axum::Router::new().route("/endless", axum::routing::get(endless));
+    let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+    let address = listener.local_addr().expect("address");
+    let limits = ConnectionLimits {
+        write_timeout,
+        ..ConnectionLimits::default()
+    };
+    let shutdown = CancellationToken::new();
+    let server = tokio::spawn(serve_router(listener, app, limits, shutdown.clone()));
+    let get = b"GET /endless HTTP/1.1\r\nhost: askbus\r\n\r\n";
+
+    // A client that reads on, all along.
+    let mut reader = TcpStream::connect(address).await.expect("connect");
+    reader.write_all(get).await.expect("a request");
+    let stop_reading = CancellationToken::new();
+    let reading = tokio::spawn({
+        let stop = stop_reading.clone();
+        async move {
+            let mut buffer = vec![0; 256 * 1024];
+            let mut total = 0;
+            while !stop.is_cancelled() {
+                let read = tokio::time::timeout(HANG, reader.read(&mut buffer))
+                    .await
+                    .expect("bytes in time")
+                    .expect("the connection is open");
+                assert!(read > 0, "served on, {total} bytes so far");
+                total += read;
+            }
+            (reader, total)
+        }
+    });
+    tokio::time::sleep(write_timeout * 5).await;
+    assert!(gone.try_recv().is_err(), "the reader's response goes on");
+
+    // One that never reads: once its socket is full, a write waits, and is given up.
+    let socket = tokio::net::TcpSocket::new_v4().expect("a socket");
+    socket.set_recv_buffer_size(4096).expect("a small buffer");
+    let mut stalled = socket.connect(address).await.expect("connect");
+    stalled.write_all(get).await.expect("a request");
+    let first_given_up = tokio::time::timeout(HANG * 4, gone.recv())
+        .await
+        .expect("the unread response was given up in time");
+    assert_eq!(first_given_up, Some(1), "the second request's, never read");
+    stop_reading.cancel();
+    let (reader, total) = reading.await.expect("the reader read on");
+    assert!(total > 1024 * 1024, "the reader took {total} bytes");
+    drop((reader, stalled));
+    shutdown.cancel();
+    tokio::time::timeout(HANG, server)
+        .await
+        .expect("shutdown does not hang")
+        .expect("task");
+}

@@ -14,6 +14,11 @@
 //!   without an answer. The same limit closes a keep-alive connection that stays idle that
 //!   long between requests. It never applies while a response is being sent, so an event
 //!   stream lives as long as its client keeps reading.
+//! - **Responses taken in time.** A response the client stops taking (its socket stays
+//!   full) is given up, and the connection dropped, once a write has waited
+//!   [`ConnectionLimits::write_timeout`]. Without it, a client that asks for a large list
+//!   and never reads would make the server hold the list for as long as it keeps the
+//!   connection, and could do so on as many connections as it can open.
 //! - **Shutdown.** Cancelling the token stops accepting at once; every connection is asked
 //!   to close after its current response (idle ones close now), and the router's streams
 //!   and long polls end on the same token. Connections still open after
@@ -46,6 +51,7 @@ use hyper_util::server::graceful::GracefulShutdown;
 use hyper_util::service::TowerToHyperService;
 use tokio::net::TcpListener;
 use tokio::task::JoinSet;
+use tokio_io_timeout::TimeoutStream;
 use tokio_util::sync::CancellationToken;
 
 use crate::parse_errors::JsonParseErrors;
@@ -61,6 +67,7 @@ use crate::parse_errors::JsonParseErrors;
 /// let limits = ConnectionLimits::default();
 /// assert_eq!(limits.header_read_timeout, Duration::from_secs(10));
 /// assert_eq!(limits.shutdown_grace, Duration::from_secs(5));
+/// assert_eq!(limits.write_timeout, Duration::from_secs(60));
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ConnectionLimits {
@@ -70,6 +77,10 @@ pub struct ConnectionLimits {
     /// How long open connections may take to finish after shutdown begins before they are
     /// dropped. Default: 5 s.
     pub shutdown_grace: Duration,
+    /// Longest time one write of a response may wait for the client to take more (its
+    /// socket full); then the connection is dropped. A client that reads, however slowly,
+    /// never meets it. Default: 60 s.
+    pub write_timeout: Duration,
 }
 
 impl Default for ConnectionLimits {
@@ -77,6 +88,7 @@ impl Default for ConnectionLimits {
         Self {
             header_read_timeout: Duration::from_secs(10),
             shutdown_grace: Duration::from_secs(5),
+            write_timeout: Duration::from_secs(60),
         }
     }
 }
@@ -116,8 +128,10 @@ pub async fn serve_router(
         if let Err(error) = stream.set_nodelay(true) {
             tracing::debug!("cannot set TCP_NODELAY: {error}");
         }
+        let mut stream = TimeoutStream::new(stream);
+        stream.set_write_timeout(Some(limits.write_timeout));
         let connection = builder.serve_connection(
-            TokioIo::new(JsonParseErrors::new(stream)),
+            TokioIo::new(JsonParseErrors::new(Box::pin(stream))),
             TowerToHyperService::new(app.clone()),
         );
         let connection = graceful.watch(connection);
