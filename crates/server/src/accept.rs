@@ -78,8 +78,9 @@ pub struct ConnectionLimits {
     /// dropped. Default: 5 s.
     pub shutdown_grace: Duration,
     /// Longest time one write of a response may wait for the client to take more (its
-    /// socket full); then the connection is dropped. A client that reads, however slowly,
-    /// never meets it. Default: 60 s.
+    /// socket full); then the connection is dropped. A client that keeps reading does not
+    /// meet it: the socket has room again once about half its send buffer (at most a few
+    /// megabytes) is taken. Default: 60 s.
     pub write_timeout: Duration,
 }
 
