@@ -21,10 +21,16 @@ const BEARER: (&str, &str) = ("authorization", "Bearer admin-secret-0123456789")
 /// A router over a hub recording in a memory store (for the audit log), with an admin, a
 /// reviewer `alice` and an agent, and at most `max_grants` grants per session.
 async fn app(max_grants: usize) -> TestApp {
+    app_with(max_grants, ApprovalConfig::default().max_grants).await
+}
+
+/// [`app`] with at most `per_session` grants per session and `in_all` in all.
+async fn app_with(per_session: usize, in_all: usize) -> TestApp {
     let hub = RequestHub::builder()
         .bus(Bus::new())
         .approvals(ApprovalConfig {
-            max_grants_per_session: max_grants,
+            max_grants_per_session: per_session,
+            max_grants: in_all,
             ..ApprovalConfig::default()
         })
         .store(Arc::new(askbus_store::MemoryStore::new()))
@@ -295,6 +301,42 @@ async fn grants_are_bounded_per_session_and_cover_one_tool() {
     let (refused, body) = answer(&app, ALICE, &two, "always").await;
     assert_eq!(refused, StatusCode::UNPROCESSABLE_ENTITY, "{body}");
     assert_eq!(read(&app, "/session/ses_two/grant").await, json!([]));
+}
+
+/// A grant keeps the arguments it approved, and sessions come and go: the server's grants
+/// in all are bounded too, and a revoked one makes room.
+#[tokio::test]
+async fn grants_are_bounded_in_all_sessions_together() {
+    let app = app_with(32, 2).await;
+    for session in ["ses_1", "ses_2"] {
+        let asked = ask(&app, session, "bash", "ls").await;
+        assert_eq!(
+            answer(&app, ALICE, &asked, "always").await.0,
+            StatusCode::OK
+        );
+    }
+    let third = ask(&app, "ses_3", "bash", "ls").await;
+    let (refused, body) = answer(&app, ALICE, &third, "always").await;
+    assert_eq!(refused, StatusCode::UNPROCESSABLE_ENTITY, "{body}");
+    assert!(
+        body["message"].as_str().is_some_and(
+            |message| message.contains("holds 2 of the 2 grants it may, in all sessions")
+        ),
+        "{body}"
+    );
+    assert_eq!(status(&app, &third).await["status"], "pending");
+
+    let granted = read(&app, "/session/ses_1/grant").await;
+    let uri = format!(
+        "/session/ses_1/grant/{}",
+        granted[0]["id"].as_str().unwrap()
+    );
+    let (revoked, body) = app.call(request("DELETE", &uri, ALICE, None)).await;
+    assert_eq!(revoked, StatusCode::OK, "{body}");
+    assert_eq!(
+        answer(&app, ALICE, &third, "always").await.0,
+        StatusCode::OK
+    );
 }
 
 #[tokio::test]

@@ -125,6 +125,10 @@ pub struct ApprovalConfig {
     /// How many standing grants (`always`, see the `grant` module) one session may hold;
     /// `always` beyond is refused. Default: 32.
     pub max_grants_per_session: usize,
+    /// How many standing grants every session together may hold; `always` beyond is
+    /// refused. A grant keeps the arguments it approved, and sessions come and go, so
+    /// without it grants would only grow. Default: 1,000.
+    pub max_grants: usize,
 }
 
 /// The future of one approval request; resolves to one decision per action, or the reason
@@ -425,6 +429,7 @@ impl Default for ApprovalConfig {
             default_timeout: Some(Duration::from_secs(300)),
             retain_resolved: 10_000,
             max_grants_per_session: 32,
+            max_grants: 1_000,
         }
     }
 }
@@ -621,7 +626,8 @@ impl ApprovalService {
     /// As [`reply`](Self::reply) for an approval of every action; also
     /// [`ApprovalReplyError::Invalid`] when the request calls more than one tool, needs a
     /// quorum, or its session holds
-    /// [`max_grants_per_session`](ApprovalConfig::max_grants_per_session) grants already,
+    /// [`max_grants_per_session`](ApprovalConfig::max_grants_per_session) grants already
+    /// (or all sessions [`max_grants`](ApprovalConfig::max_grants)),
     /// or the store is shared with other instances (which could not see the grant).
     /// A refused `always` changes nothing: the request stays pending.
     pub fn reply_always(&self, id: ApprovalId) -> Result<(Durable, Grant), ApprovalReplyError> {
@@ -633,7 +639,7 @@ impl ApprovalService {
             )
             .into());
         }
-        let limit = self.config.max_grants_per_session;
+        let limits = (self.config.max_grants_per_session, self.config.max_grants);
         let mut made = None;
         let durable = self.resolve(id, |request| {
             if request.quorum() > 1 {
@@ -642,7 +648,7 @@ impl ApprovalService {
                 ));
             }
             let grant = Grant::of(request, &self.actor)?;
-            self.grants.check_room(&request.session_id, limit)?;
+            self.grants.check_room(&request.session_id, limits)?;
             let mut reply = complete_reply(request, ApprovalReply::new([Decision::Approve]))?;
             reply.granted = Some(Box::new(grant.clone()));
             made = Some(grant);

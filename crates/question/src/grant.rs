@@ -31,7 +31,9 @@
 //!   `approval.grant_revoked`).
 //! - **Bounded, in memory.** A session holds at most
 //!   [`ApprovalConfig::max_grants_per_session`](crate::ApprovalConfig::max_grants_per_session)
-//!   grants; `always` beyond that is refused (the request stays pending). Grants live in
+//!   grants, and all sessions together at most
+//!   [`ApprovalConfig::max_grants`](crate::ApprovalConfig::max_grants); `always` beyond
+//!   either is refused (the request stays pending). Grants live in
 //!   this process only, so a restart forgets them, and over a store shared by several
 //!   instances `always` is refused: another instance could neither list nor revoke the
 //!   grant while this one went on applying it.
@@ -133,12 +135,25 @@ impl Grant {
 }
 
 impl Grants {
-    /// Fails when `session_id` holds `limit` grants already.
-    pub(crate) fn check_room(&self, session_id: &str, limit: usize) -> Result<(), ValidationError> {
-        let held = self.lock().get(session_id).map_or(0, Vec::len);
-        if held >= limit {
+    /// Fails when `session_id` holds `per_session` grants already, or every session
+    /// together `in_all`.
+    pub(crate) fn check_room(
+        &self,
+        session_id: &str,
+        (per_session, in_all): (usize, usize),
+    ) -> Result<(), ValidationError> {
+        let sessions = self.lock();
+        let held = sessions.get(session_id).map_or(0, Vec::len);
+        if held >= per_session {
             return Err(ValidationError::request(format!(
-                "this session holds {held} of the {limit} grants it may: revoke one, or approve once"
+                "this session holds {held} of the {per_session} grants it may: revoke one, or approve once"
+            )));
+        }
+        // Summed when a grant is asked for, which a human does: no count to keep in step.
+        let held: usize = sessions.values().map(Vec::len).sum();
+        if held >= in_all {
+            return Err(ValidationError::request(format!(
+                "the server holds {held} of the {in_all} grants it may, in all sessions: revoke one, or approve once"
             )));
         }
         Ok(())

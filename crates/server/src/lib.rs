@@ -401,6 +401,15 @@ pub struct Cli {
         global = true
     )]
     pub max_grants_per_session: usize,
+    /// Most standing grants all sessions together may hold; `always` beyond is refused
+    /// with 422. 0 turns grants off.
+    #[arg(
+        long,
+        env = "ASKBUS_MAX_GRANTS",
+        default_value_t = 1_000,
+        global = true
+    )]
+    pub max_grants: usize,
     /// Most pending requests (questions and approvals) of the whole server; a create
     /// beyond is refused with 429.
     #[arg(
@@ -1015,6 +1024,7 @@ impl Cli {
                     ApprovalConfig::default().default_timeout,
                 )?,
                 max_grants_per_session: self.max_grants_per_session,
+                max_grants: self.max_grants,
                 ..ApprovalConfig::default()
             },
             http: HttpConfig {
