@@ -664,6 +664,72 @@ async fn a_2026_07_28_client_answers_an_input_required_form_and_retries() {
     askbus.shutdown.cancel();
 }
 
+/// A 2026-07-28 `tools/call` of `question`, raw, from a client that declares the tasks
+/// extension (`tasks`) or not; the JSON-RPC response.
+async fn modern_question_call(askbus: &Askbus, tasks: bool) -> Value {
+    let capabilities = if tasks {
+        json!({"extensions": {"io.modelcontextprotocol/tasks": {}}})
+    } else {
+        json!({})
+    };
+    let call = json!({
+        "jsonrpc": "2.0", "id": 1, "method": "tools/call",
+        "params": {
+            "name": "question",
+            "arguments": {"questions": [{
+                "question": "Which database should the service use?",
+                "header": "Database",
+                "options": [{"label": "Postgres", "description": ""}],
+            }]},
+            "_meta": {
+                "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                "io.modelcontextprotocol/clientCapabilities": capabilities,
+            },
+        },
+    });
+    let response = askbus
+        .http
+        .post(askbus.mcp_url())
+        .bearer_auth(TOKEN)
+        .header("accept", "application/json, text/event-stream")
+        .header("mcp-protocol-version", "2026-07-28")
+        .header("mcp-method", "tools/call")
+        .header("mcp-name", "question")
+        .json(&call)
+        .send()
+        .await
+        .expect("answered");
+    let status = response.status();
+    let body = response.text().await.expect("a body");
+    assert_eq!(status, reqwest::StatusCode::OK, "{body}");
+    // JSON, or an event stream whose last message is the response.
+    let message = body
+        .lines()
+        .filter_map(|line| line.strip_prefix("data:"))
+        .map(str::trim)
+        .rfind(|data| !data.is_empty())
+        .unwrap_or(&body);
+    serde_json::from_str(message).unwrap_or_else(|error| panic!("{error}: {body}"))
+}
+
+/// A task is kept a while after it ends (so its client can read how), and a client could
+/// make tasks and cancel them as fast as it can call: past `--max-mcp-tasks`, a call is
+/// served as for a client without tasks, and still answered.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn past_the_task_limit_a_call_is_served_without_a_task() {
+    let askbus = Askbus::serve(&["--max-mcp-tasks", "1", "--mcp-wait-secs", "0.3"]).await;
+    let first = modern_question_call(&askbus, true).await;
+    assert_eq!(first["result"]["resultType"], "task", "a task: {first}");
+    assert!(first["result"]["taskId"].is_string(), "{first}");
+    let second = modern_question_call(&askbus, true).await;
+    assert_ne!(second["result"]["resultType"], "task", "no task: {second}");
+    assert_eq!(
+        second["result"]["structuredContent"]["status"], "waiting",
+        "held open, then `waiting`, as for any client: {second}"
+    );
+    askbus.shutdown.cancel();
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_url_mode_client_is_offered_the_approvals_answer_link_and_decides_through_it() {
     let askbus = Askbus::serve(&["--mcp-elicitation"]).await;

@@ -131,6 +131,7 @@
 mod elicitation;
 mod parked;
 mod server;
+mod task_room;
 mod tools;
 mod transport;
 

@@ -32,6 +32,7 @@ use tokio::sync::watch;
 
 use crate::elicitation::{self, Resolution, Review};
 use crate::parked::{Connection, KEEP_RESOLVED, Lookup, Owner, ParkedCalls};
+use crate::task_room::TaskRoom;
 use crate::tools::{self, WAIT_TOOL_NAME};
 
 /// The askbus MCP server: the `question`, `request_approval` and `wait_for_answer` tools
@@ -85,6 +86,9 @@ pub struct McpConfig {
     pub task_poll_interval: Duration,
     /// How long a task is kept when its request never times out. Default: 24 h.
     pub task_ttl_without_timeout: Duration,
+    /// Most tasks kept at once (a task is kept a while after it ends, so its client can
+    /// read how); past it, a call is served as for a client without tasks. Default: 1,000.
+    pub max_tasks: usize,
     /// The timeout of each request the tools make. Default: each service's own (questions
     /// 600 s, approvals 300 s, unless the hub was configured otherwise).
     pub timeout: Timeout,
@@ -165,6 +169,8 @@ struct Inner {
     config: McpConfig,
     /// Calls running as SEP-2663 tasks.
     tasks: TaskManager,
+    /// How many more tasks may be made (see `task_room`).
+    task_room: TaskRoom,
     /// Seals and opens `requestState`; its key is made at startup and never leaves memory.
     request_state: RequestStateCodec,
     /// The requests of held-open calls, which outlive the calls (see [`ParkedCalls`]).
@@ -260,6 +266,7 @@ impl Default for McpConfig {
             answer_wait: Duration::from_secs(45),
             task_poll_interval: Duration::from_secs(1),
             task_ttl_without_timeout: Duration::from_secs(24 * 60 * 60),
+            max_tasks: 1_000,
             timeout: Timeout::Default,
             answer_links: None,
         }
@@ -312,8 +319,9 @@ impl AskbusMcp {
             inner: Arc::new(Inner {
                 hub,
                 listed,
-                config,
                 tasks: TaskManager::new(),
+                task_room: TaskRoom::new(config.max_tasks),
+                config,
                 request_state: RequestStateCodec::new_unchecked(random_key()),
                 parked,
             }),
@@ -582,6 +590,14 @@ impl AskbusMcp {
         })
     }
 
+    /// How long a task of the call waiting as `waiting` is kept.
+    fn task_ttl(&self, waiting: &Waiting) -> Duration {
+        match waiting.timeout() {
+            Some(timeout) => timeout + TASK_GRACE,
+            None => self.inner.config.task_ttl_without_timeout,
+        }
+    }
+
     /// Runs the call as a SEP-2663 task; returns the task handle at once.
     fn run_as_task(&self, started: Started) -> CreateTaskResult {
         let Started {
@@ -591,10 +607,7 @@ impl AskbusMcp {
             decider,
             ..
         } = started;
-        let ttl = match waiting.timeout() {
-            Some(timeout) => timeout + TASK_GRACE,
-            None => self.inner.config.task_ttl_without_timeout,
-        };
+        let ttl = self.task_ttl(&waiting);
         let options = TaskOptions::new()
             .with_ttl_ms(u64::try_from(ttl.as_millis()).unwrap_or(u64::MAX))
             .with_poll_interval_ms(
@@ -985,11 +998,13 @@ impl ServerHandler for AskbusMcp {
         };
         // Tasks only when negotiated: the extension is the 2026-07-28 protocol's, and a
         // client of an older one that declares it anyway (the MCP Inspector does) may never
-        // poll, so it gets the answer, or a `waiting` result, like everyone else.
+        // poll, so it gets the answer, or a `waiting` result, like everyone else, as does
+        // a client whose server keeps as many tasks as it may (see `task_room`).
         if modern
             && capabilities
                 .as_ref()
                 .is_some_and(ClientCapabilities::supports_tasks)
+            && self.inner.task_room.take(self.task_ttl(&started.waiting))
         {
             return Ok(self.run_as_task(started).into());
         }

@@ -52,7 +52,8 @@
 //!   `--max-request-values` (2,000 JSON values) in one; beyond, a create is refused with
 //!   429 `quota` and `Retry-After` (422 for one request too heavy), naming the limit.
 //!   MCP sessions: `--max-mcp-sessions` (1,000) open at once; beyond, an `initialize`
-//!   is refused with 503 `too_many_streams` and `Retry-After`.
+//!   is refused with 503 `too_many_streams` and `Retry-After`. MCP tasks:
+//!   `--max-mcp-tasks` (1,000) kept at once; beyond, a call is served without a task.
 //!   Event streams and long polls (and every `/mcp` request):
 //!   `--max-event-streams`, by default derived from the open-files limit, which
 //!   the binary raises to its hard limit at start-up ([`event_streams_for`]); beyond, 503
@@ -383,6 +384,15 @@ pub struct Cli {
         global = true
     )]
     pub max_mcp_sessions: usize,
+    /// Most MCP tasks kept at once (a task is kept a while after it ends, so its client can
+    /// read how); past it, a call is served as for a client without tasks.
+    #[arg(
+        long,
+        env = "ASKBUS_MAX_MCP_TASKS",
+        default_value_t = 1_000,
+        global = true
+    )]
+    pub max_mcp_tasks: usize,
     /// Most pending requests (questions and approvals) of one session; a create beyond is
     /// refused with 429.
     #[arg(
@@ -956,6 +966,7 @@ impl Cli {
             },
             progress_interval,
             answer_wait,
+            max_tasks: self.max_mcp_tasks,
             ..McpConfig::default()
         };
         let (pending, event_streams, max_event_streams_per_token) = self.limits(tokens.len())?;
