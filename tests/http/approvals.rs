@@ -458,7 +458,8 @@ async fn an_edit_over_http_or_resume_is_checked_as_in_process_and_a_refused_one_
     );
 }
 
-/// A schema whose `a0` refers twice to `a1`, and so on down to `a{levels}`.
+/// A schema whose `a0` refers twice to `a1`, and so on down to `a{levels}`, an object:
+/// 2^(levels + 1) - 1 subschemas once its references are followed.
 fn fanning_out(levels: usize) -> Value {
     let mut defs = serde_json::Map::new();
     for level in 0..levels {
@@ -468,7 +469,7 @@ fn fanning_out(levels: usize) -> Value {
             json!({"anyOf": [{"$ref": next}, {"$ref": next, "title": "again"}]}),
         );
     }
-    defs.insert(format!("a{levels}"), json!({"type": "string"}));
+    defs.insert(format!("a{levels}"), json!({"type": "object"}));
     json!({"$defs": defs, "$ref": "#/$defs/a0"})
 }
 
@@ -514,11 +515,25 @@ async fn a_schema_that_cannot_be_used_or_that_refuses_its_own_args_is_422_and_no
             create(json!({"limit": 5}), search_schema()),
             r#"action_requests[1].args: "table" is a required property"#,
         ),
-        // A few kilobytes whose references fan out: 2^40 subschemas, which checking the
-        // args against would walk (hours); refused before it is compiled.
+        // A few kilobytes whose references fan out: 2^41 subschemas, which checking the
+        // args against would walk (hours); refused before it is compiled. 2^14 are past
+        // the bound too, and so is a fan-out under a property named like a keyword.
         (
             create(json!({"table": "users"}), fanning_out(40)),
             "with its `$ref`s followed it stands for more than 10000 subschemas",
+        ),
+        (
+            create(json!({"table": "users"}), fanning_out(13)),
+            "more than 10000 subschemas",
+        ),
+        (
+            create(json!({"table": "users"}), {
+                let mut schema = fanning_out(20);
+                schema["properties"] = json!({"enum": {"$ref": "#/$defs/a0"}});
+                schema["$ref"] = json!("#/$defs/a20");
+                schema
+            }),
+            "more than 10000 subschemas",
         ),
     ] {
         let (status, error) = app.call(post_json("/approval", &body)).await;
@@ -537,6 +552,15 @@ async fn a_schema_that_cannot_be_used_or_that_refuses_its_own_args_is_422_and_no
         std::io::ErrorKind::WouldBlock,
         "the schema's server was never contacted"
     );
+
+    // References that fan out within the bound are fine: 2^12 - 1 subschemas.
+    let (status, created) = app
+        .call(post_json(
+            "/approval",
+            &create(json!({"table": "users"}), fanning_out(11)),
+        ))
+        .await;
+    assert_eq!(status, StatusCode::OK, "{created}");
 
     // A `$ref` within the schema itself is fine.
     let local = json!({
