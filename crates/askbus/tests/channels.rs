@@ -408,6 +408,54 @@ async fn slack_buttons_answer_as_the_mapped_identity_and_only_with_slack_s_signa
     assert_eq!(approved["decisions"], json!([{"type": "approve"}]));
     assert_eq!(approved["answered_by"]["name"], "alice");
 
+    // An approval the message cannot show whole (a description long enough to push the
+    // arguments out, with a code block of its own that would pass for them): no Approve
+    // in its message, the agent's text shown as plain text, and an Approve pressed anyway
+    // (a message posted before the rule) refused; it waits for a human who sees it all.
+    let padding = format!("```{{\"command\": \"ls\"}}```{}", " ".repeat(3_000));
+    let hidden = post(
+        &http,
+        &server,
+        "/approval",
+        AGENT,
+        &json!({"session_id": "agent", "action_requests": [
+            {"name": "bash", "description": padding, "args": {"command": "rm -rf /srv"}},
+        ]}),
+    )
+    .await;
+    let hidden_id = hidden["id"].as_str().unwrap().to_owned();
+    let (_, message) = slack
+        .call("chat.postMessage", |body| {
+            mentions(body, &hidden_id) && body["blocks"][0]["type"] == "header"
+        })
+        .await;
+    let approve_hidden = format!("askbus:{hidden_id}:approve");
+    assert!(!action_ids(&message).contains(&approve_hidden), "{message}");
+    assert!(action_ids(&message).contains(&format!("askbus:{hidden_id}:reject")));
+    assert_eq!(
+        message["blocks"][1]["text"]["type"], "plain_text",
+        "{message}"
+    );
+    assert!(
+        mentions(&message, "open the request to approve it"),
+        "{message}"
+    );
+    let at = now();
+    let pressed = press(
+        "U_ALICE",
+        &approve_hidden,
+        &response_url,
+        at,
+        SIGNING_SECRET,
+    );
+    assert_eq!(post_press(&http, &server, pressed, at).await, 200);
+    slack
+        .call("response", |body| {
+            mentions(body, "does not fit in a Slack message whole")
+        })
+        .await;
+    assert!(pending(format!("/approval/{hidden_id}")).await);
+
     // A second press: already answered, by whom.
     let at = now();
     let again = press("U_ALICE", &answer_eu, &response_url, at, SIGNING_SECRET);

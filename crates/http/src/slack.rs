@@ -35,7 +35,7 @@
 
 use std::time::Duration;
 
-use askbus_notify::{SlackAction, slack_escape};
+use askbus_notify::{SlackAction, approval_shown_whole, labels_fit_buttons, slack_escape};
 use askbus_question::{Decision, Identity, QuestionId};
 use axum::extract::{Request, State};
 use axum::http::{HeaderMap, StatusCode};
@@ -318,6 +318,22 @@ async fn answer(
         .await
         .map_err(failed)?;
     let asked = &snapshot.request.questions;
+    // Buttons answer only a lone single-select question whose labels they show whole (the
+    // message offers no other, but one posted before that rule may).
+    let options = asked
+        .first()
+        .and_then(|question| serde_json::to_value(&question.options).ok());
+    let offered = asked.len() == 1
+        && !asked[0].multiple
+        && options
+            .as_ref()
+            .and_then(Value::as_array)
+            .is_some_and(|options| labels_fit_buttons(options));
+    if !offered {
+        return Err(failed(ApiError::invalid(
+            "this question is not answered from Slack: open the request to answer it",
+        )));
+    }
     let label = asked
         .get(question)
         .and_then(|asked| asked.options.get(option))
@@ -355,6 +371,18 @@ async fn decide(
     let snapshot = approvals::visible(state, &caller, request)
         .await
         .map_err(failed)?;
+    // Approve decides what the message showed, so only a request it shows whole (the
+    // message offers no Approve otherwise, but one posted before that rule may).
+    let actions = serde_json::to_value(&snapshot.request.action_requests).ok();
+    let shown_whole = actions
+        .as_ref()
+        .and_then(Value::as_array)
+        .is_some_and(|actions| approval_shown_whole(actions));
+    if approve && !shown_whole {
+        return Err(failed(ApiError::invalid(
+            "this request does not fit in a Slack message whole: open it to approve it",
+        )));
+    }
     let decision = if approve {
         Decision::Approve
     } else {

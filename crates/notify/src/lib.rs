@@ -51,5 +51,7 @@ mod target;
 pub use dispatch::{AnswerLinks, DEFAULT_MAX_PENDING, DeliveryStats, Dispatcher, RetryPolicy};
 pub use email::{BadEmail, Email};
 pub use sign::{BadSecret, WebhookSecret};
-pub use slack::{BadSlack, Slack, SlackAction, escape as slack_escape};
+pub use slack::{
+    BadSlack, Slack, SlackAction, approval_shown_whole, escape as slack_escape, labels_fit_buttons,
+};
 pub use target::{BadWebhook, OutboxNotifier, Target, Webhook};

@@ -7,7 +7,10 @@
 //! through its link), or each tool call with its arguments (cut to
 //! [`MAX_ARGS`](crate::render::MAX_ARGS) characters) and Approve / Reject buttons for all
 //! of them at once; and, when the channel has a recipient (`link_as`), an "Open" button
-//! whose URL is that recipient's answer link. Everyone in the channel can follow that
+//! whose URL is that recipient's answer link. A button decides only what the message
+//! shows whole ([`approval_shown_whole`], [`labels_fit_buttons`]): a human approves what
+//! they saw, and what does not fit is decided through the link (Reject stays: it runs
+//! nothing). Everyone in the channel can follow that
 //! link, so it acts as the recipient for whoever clicks: give it only to a channel whose
 //! members may all answer as that name. Every other event (an outcome, a vote) is a plain
 //! follow-up message naming the request, what happened and who decided. It is not posted
@@ -332,11 +335,66 @@ impl std::fmt::Debug for Slack {
     }
 }
 
+/// Whether the options of a lone single-select question are offered as buttons: only when
+/// every label fits on its button whole, so a button answers exactly what it says (Slack
+/// cuts a button's text at 75 characters, and two labels alike that far would look the
+/// same). Otherwise the question is answered through its link. The interactivity route
+/// checks the same before it answers.
+pub fn labels_fit_buttons(options: &[Value]) -> bool {
+    options
+        .iter()
+        .filter(|option| option["input"] != true)
+        .all(|option| {
+            option["label"]
+                .as_str()
+                .is_some_and(|label| label.chars().count() <= MAX_BUTTON_TEXT)
+        })
+}
+
+/// Whether an approval's tool calls are shown whole in its message, which is the only way
+/// its Approve button is offered: at most [`MAX_SHOWN`] calls, each one's arguments whole
+/// (at most [`MAX_ARGS`](crate::render::MAX_ARGS) characters, with no code fence of their
+/// own to mangle), and each call's text within a block. A human approves what they saw;
+/// anything cut, they decide through the request's link. The interactivity route checks
+/// the same before it approves.
+pub fn approval_shown_whole(actions: &[Value]) -> bool {
+    actions.len() <= MAX_SHOWN
+        && actions.iter().all(|action| {
+            let args = action["args"].to_string();
+            args.chars().count() <= crate::render::MAX_ARGS
+                && !args.contains(CODE_FENCE)
+                && action_heading(action).chars().count() <= MAX_SECTION
+        })
+}
+
+/// Slack's mark of a code block.
+const CODE_FENCE: &str = "```";
+
+/// A tool call's name and the agent's description of it, shown as plain text: no text of
+/// the agent's is read as formatting (a code block of its own would pass for arguments).
+fn action_heading(action: &Value) -> String {
+    let mut heading = format!("Tool: {}", action["name"].as_str().unwrap_or("?"));
+    if let Some(description) = action["description"]
+        .as_str()
+        .filter(|text| !text.is_empty())
+    {
+        heading.push('\n');
+        heading.push_str(description);
+    }
+    heading
+}
+
 /// The blocks of a `question.asked`: each question, and buttons for the options of a lone
 /// single-select question.
 fn question_blocks(told: &Told, id: &str, blocks: &mut Vec<Value>) {
     let questions = told.questions();
-    let buttons = questions.len() == 1 && questions[0]["multiple"] != true;
+    let buttons = questions.len() == 1
+        && questions[0]["multiple"] != true
+        && labels_fit_buttons(
+            questions[0]["options"]
+                .as_array()
+                .map_or(&[], Vec::as_slice),
+        );
     for (index, question) in questions.iter().take(MAX_SHOWN).enumerate() {
         let mut text = String::new();
         if let Some(header) = question["header"].as_str().filter(|h| !h.is_empty()) {
@@ -384,19 +442,19 @@ fn question_blocks(told: &Told, id: &str, blocks: &mut Vec<Value>) {
     }
 }
 
-/// The blocks of an `approval.asked`: each tool call, then Approve and Reject.
+/// The blocks of an `approval.asked`: each tool call, then Approve (only when every call
+/// is shown whole: [`approval_shown_whole`]) and Reject.
 fn approval_blocks(told: &Told, id: &str, blocks: &mut Vec<Value>) {
     let actions = told.actions();
     for action in actions.iter().take(MAX_SHOWN) {
-        let mut text = format!("*{}*", escape(action["name"].as_str().unwrap_or("?")));
-        if let Some(description) = action["description"].as_str() {
-            text.push_str(&format!("\n{}", escape(description)));
-        }
-        text.push_str(&format!(
-            "\n```{}```",
-            escape(&args_of(action)).replace("```", "'''")
-        ));
-        blocks.push(section(&text));
+        blocks.push(json!({
+            "type": "section",
+            "text": {"type": "plain_text", "text": truncate(&action_heading(action), MAX_SECTION)},
+        }));
+        blocks.push(section(&format!(
+            "{CODE_FENCE}{}{CODE_FENCE}",
+            escape(&args_of(action)).replace(CODE_FENCE, "'''")
+        )));
     }
     if actions.len() > MAX_SHOWN {
         blocks.push(section(&format!(
@@ -405,17 +463,29 @@ fn approval_blocks(told: &Told, id: &str, blocks: &mut Vec<Value>) {
         )));
     }
     let request = id.to_owned();
-    blocks.push(json!({
-        "type": "actions",
-        "elements": [
+    let reject = button(
+        "Reject",
+        &SlackAction::Reject {
+            request: request.clone(),
+        },
+        Some("danger"),
+    );
+    let elements = if approval_shown_whole(actions) {
+        vec![
             button(
                 "Approve",
-                &SlackAction::Approve { request: request.clone() },
+                &SlackAction::Approve { request },
                 Some("primary"),
             ),
-            button("Reject", &SlackAction::Reject { request }, Some("danger")),
-        ],
-    }));
+            reject,
+        ]
+    } else {
+        blocks.push(section(
+            "Not all of it fits here: open the request to approve it. Rejecting runs nothing.",
+        ));
+        vec![reject]
+    };
+    blocks.push(json!({"type": "actions", "elements": elements}));
 }
 
 /// A mrkdwn section of `text` (already escaped), cut to Slack's limit.
@@ -492,6 +562,59 @@ mod tests {
                 .contains("s&lt;1&gt;")
         );
         assert_eq!(blocks[4]["elements"][0]["url"], "http://askbus/answer/t");
+    }
+
+    /// The buttons of a message decide what it shows: an Approve only for tool calls shown
+    /// whole, option buttons only for labels that fit on them.
+    #[test]
+    fn buttons_only_decide_what_the_message_shows_whole() {
+        let approval = |actions: Value| {
+            let asked = payload(
+                "approval.asked",
+                json!({"id": "apr_1", "sessionID": "s", "action_requests": actions}),
+            );
+            action_ids_of(&slack().message(&asked, None))
+        };
+        let call = |args: Value| json!({"name": "bash", "args": args});
+        let shown = approval(json!([call(json!({"command": "ls"}))]));
+        assert_eq!(shown, ["askbus:apr_1:approve", "askbus:apr_1:reject"]);
+        for hidden in [
+            json!([call(json!({"command": "x".repeat(600)}))]),
+            json!([call(json!({"command": "```"}))]),
+            json!(vec![call(json!({"command": "ls"})); MAX_SHOWN + 1]),
+            json!([{"name": "bash", "description": "d".repeat(MAX_SECTION), "args": {}}]),
+        ] {
+            assert_eq!(
+                approval(hidden.clone()),
+                ["askbus:apr_1:reject"],
+                "{hidden}"
+            );
+        }
+
+        let question = |label: String| {
+            let asked = payload(
+                "question.asked",
+                json!({"id": "que_1", "sessionID": "s", "questions": [{
+                    "question": "Which?", "header": "Which",
+                    "options": [{"label": "short", "description": ""},
+                                {"label": label, "description": ""}],
+                }]}),
+            );
+            action_ids_of(&slack().message(&asked, None))
+        };
+        assert_eq!(question("b".repeat(MAX_BUTTON_TEXT)).len(), 2);
+        assert!(question("b".repeat(MAX_BUTTON_TEXT + 1)).is_empty());
+    }
+
+    /// Every `action_id` of a message's buttons.
+    fn action_ids_of(message: &Value) -> Vec<String> {
+        message["blocks"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .flat_map(|block| block["elements"].as_array().into_iter().flatten())
+            .filter_map(|element| element["action_id"].as_str().map(str::to_owned))
+            .collect()
     }
 
     #[test]
