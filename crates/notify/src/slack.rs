@@ -352,9 +352,9 @@ pub fn labels_fit_buttons(options: &[Value]) -> bool {
 }
 
 /// Whether an approval's tool calls are shown whole in its message, which is the only way
-/// its Approve button is offered: at most [`MAX_SHOWN`] calls, each one's arguments whole
-/// (at most [`MAX_ARGS`](crate::render::MAX_ARGS) characters, with no code fence of their
-/// own to mangle), and each call's text within a block. A human approves what they saw;
+/// its Approve button is offered: at most 10 calls, each one's arguments whole (at most
+/// 600 characters, with no code fence of their own to mangle), and each call's text
+/// within a block. A human approves what they saw;
 /// anything cut, they decide through the request's link. The interactivity route checks
 /// the same before it approves.
 pub fn approval_shown_whole(actions: &[Value]) -> bool {
