@@ -54,15 +54,30 @@ async fn the_oldest_pending_request_is_the_interrupt_and_resume_answers_it() {
     assert_eq!(state["checkpoint_id"], approval.id().to_string());
     assert!(state["timestamp"].as_u64().is_some());
 
-    // The seed's own body: agent_id and session_id beside the input.
+    // The seed's own body, agent_id and session_id beside the input, names no request:
+    // with two pending, which one it answers is not for the server to guess (the one the
+    // human saw may end before the answer lands, and the answer would decide the other).
     let resume =
         json!({"agent_id": "approval-agent", "session_id": "s1", "input": {"confirm": true}});
+    let (status, error) = app.call(post_json("/session/s1/resume", &resume)).await;
+    assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{error}");
+    assert!(
+        error["message"]
+            .as_str()
+            .is_some_and(|message| message.contains("2 pending requests")
+                && message.contains("checkpoint_id")),
+        "{error}"
+    );
+    // Named by the interrupt state's checkpoint, it answers that one.
+    let mut resume = resume;
+    resume["checkpoint_id"] = state["checkpoint_id"].clone();
     let (status, body) = app.call(post_json("/session/s1/resume", &resume)).await;
     assert_eq!(status, StatusCode::OK);
     assert_eq!(body["checkpoint_id"], approval.id().to_string());
     assert_eq!(approval.await.unwrap().decisions, [Decision::Approve]);
 
-    // Now the question is the oldest pending request.
+    // Now the question is the oldest pending request, and the only one: the seed's body
+    // without a checkpoint answers it.
     let (_, body) = app.call(get("/session/s1/interrupt")).await;
     assert_eq!(body["state"]["checkpoint_id"], question.id().to_string());
     assert_eq!(body["state"]["fields"][0]["type"], "select");

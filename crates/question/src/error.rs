@@ -175,6 +175,17 @@ pub enum ResumeError {
     /// The session is known but nothing of it is pending (any more).
     #[error("session {0:?} has no pending request to resume")]
     NothingPending(String),
+    /// No checkpoint was given, and several requests of the session are pending: which
+    /// one the answer is for must be named.
+    #[error(
+        "session {session:?} has {pending} pending requests: name the one this answers with `checkpoint_id` (the interrupt state gives the oldest's)"
+    )]
+    Ambiguous {
+        /// The session.
+        session: String,
+        /// How many of its requests are pending.
+        pending: usize,
+    },
     /// The checkpoint names no request of this session that is pending or remembered.
     #[error("{0} is no request of this session")]
     UnknownCheckpoint(RequestId),

@@ -584,13 +584,14 @@ impl RequestHub {
     }
 
     /// Answers the session's interrupt with `input`: the request `checkpoint` if given
-    /// (it must belong to the session), else the oldest pending one. Returns the id of
-    /// the request answered, and when the answer is durable.
+    /// (it must belong to the session), else the session's one pending request. Returns
+    /// the id of the request answered, and when the answer is durable.
     ///
     /// # Errors
     ///
     /// [`ResumeError::UnknownSession`], [`ResumeError::NothingPending`] (also once the
-    /// request expired or was already resumed), [`ResumeError::UnknownCheckpoint`] for a
+    /// request expired or was already resumed), [`ResumeError::Ambiguous`] without a
+    /// checkpoint while several are pending, [`ResumeError::UnknownCheckpoint`] for a
     /// checkpoint not of this session, [`ResumeError::WrongInput`] when the input
     /// does not fit the kind of request, or the service's own error (invalid answers or
     /// decisions, a checkpoint already resolved or unknown).
@@ -608,10 +609,23 @@ impl RequestHub {
             }
         };
         let target = match checkpoint {
-            None => self
-                .oldest_pending(session_id)
-                .ok_or_else(unknown_or_idle)?
-                .id(),
+            None => {
+                // Without a checkpoint, "the interrupt" must be one request: with several
+                // pending, the one a human looked at may not be the oldest by the time the
+                // answer lands (it expired, or its agent cancelled it), and the answer would
+                // decide another they never saw.
+                let pending = self.questions.registry().pending_count_in(session_id)
+                    + self.approvals.registry().pending_count_in(session_id);
+                if pending > 1 {
+                    return Err(ResumeError::Ambiguous {
+                        session: session_id.to_owned(),
+                        pending,
+                    });
+                }
+                self.oldest_pending(session_id)
+                    .ok_or_else(unknown_or_idle)?
+                    .id()
+            }
             Some(id) if self.belongs_to(id, session_id) => id,
             Some(id) => return Err(ResumeError::UnknownCheckpoint(id)),
         };

@@ -1367,6 +1367,15 @@ impl<K: RequestType> Registry<K> {
             .map(|entry| Arc::clone(&entry.request))
     }
 
+    /// How many requests of `session_id` are pending.
+    pub(crate) fn pending_count_in(&self, session_id: &str) -> usize {
+        self.inner
+            .lock()
+            .sessions
+            .ids(session_id, Bound::Unbounded)
+            .count()
+    }
+
     /// Whether any pending or remembered request belongs to `session_id`.
     pub(crate) fn knows_session(&self, session_id: &str) -> bool {
         let state = self.inner.lock();
