@@ -290,6 +290,47 @@ async fn an_escalation_lets_escalate_to_decide_beside_the_named_reviewers_and_no
     assert_eq!(pending.await.unwrap().decisions, [Decision::Approve]);
 }
 
+/// Escalating adds deciders, so an ask joins an earlier request of the same tool call only
+/// if it escalates to the same people: an agent that asks first, naming whom its call
+/// escalates to, must not choose who decides the call its runtime's guard then asks about.
+#[tokio::test(start_paused = true)]
+async fn a_call_joins_only_a_request_escalating_to_the_same_people() {
+    let hub = RequestHub::new(roomy_bus()).with_duties(Duties::default());
+    let review = || {
+        ReviewConfig::new("deploy", askbus::question::DecisionType::ALL).with_reviewers(["alice"])
+    };
+    let call = || vec![Action::new("deploy", serde_json::json!({})).with_tool_use_id("toolu_1")];
+    let agents = hub
+        .approvals()
+        .request("s", call())
+        .review(vec![review()])
+        .timeout(100 * SECOND)
+        .follow_up(FollowUp::default().escalate_after(SECOND, ["bob"]))
+        .submit()
+        .unwrap();
+    // The guard's ask of the same call, reviewed by alice alone: refused, not joined.
+    let guards = hub
+        .approvals()
+        .request("s", call())
+        .review(vec![review()])
+        .timeout(100 * SECOND)
+        .submit();
+    assert!(
+        matches!(&guards, Err(SubmitError::Invalid(error)) if error.to_string().contains("already names approval request")),
+        "{guards:?}"
+    );
+    // The same ask again joins it.
+    let again = hub
+        .approvals()
+        .request("s", call())
+        .review(vec![review()])
+        .timeout(100 * SECOND)
+        .follow_up(FollowUp::default().escalate_after(SECOND, ["bob"]))
+        .submit()
+        .unwrap();
+    assert_eq!(again.id(), agents.id());
+}
+
 #[tokio::test]
 async fn over_a_shared_store_one_instance_fires_and_every_bus_hears_it_once() {
     let store: Arc<dyn Store> = Arc::new(MemoryStore::new());

@@ -190,10 +190,12 @@ impl RequestType for Approvals {
             .and_then(|action| action.tool_use_id.as_deref())
     }
 
-    type Content = (Vec<Action>, Vec<ReviewConfig>);
+    /// The calls, their review configs, and whom the request escalates to: everything that
+    /// says what a decision decides and who may take it.
+    type Content = (Vec<Action>, Vec<ReviewConfig>, Vec<String>);
 
-    fn content_weight(content: &Self::Content) -> Weight {
-        Weight::of(content)
+    fn content_weight((actions, review_configs, _): &Self::Content) -> Weight {
+        Weight::of(&(actions, review_configs))
     }
 
     fn weight(request: &ApprovalRequest) -> Weight {
@@ -201,10 +203,17 @@ impl RequestType for Approvals {
     }
 
     /// The same calls (names, arguments, call ids, descriptions) in the same order, under
-    /// the same review configs: a decision allowed by other configs, or taken on other
-    /// arguments, is not one the human took on these.
-    fn asks(request: &ApprovalRequest, (actions, review_configs): &Self::Content) -> bool {
-        request.action_requests == *actions && request.review_configs == *review_configs
+    /// the same review configs and escalating to the same people: a decision allowed by
+    /// other configs, taken on other arguments, or by someone the ask did not name, is not
+    /// one this ask allows (an agent asking first with `escalate_to` of its choosing must
+    /// not add deciders to the call its runtime's guard then asks about).
+    fn asks(
+        request: &ApprovalRequest,
+        (actions, review_configs, escalate_to): &Self::Content,
+    ) -> bool {
+        request.action_requests == *actions
+            && request.review_configs == *review_configs
+            && request.escalate_to == *escalate_to
     }
 
     fn expires_at(request: &ApprovalRequest) -> Option<u64> {
@@ -543,8 +552,8 @@ impl ApprovalService {
             &self.actor,
             call.clone(),
             charge,
-            (actions, review_configs),
-            |id, keys, (actions, review_configs)| {
+            (actions, review_configs, plan.escalate_to.clone()),
+            |id, keys, (actions, review_configs, escalate_to)| {
                 let created_at = id.timestamp_ms();
                 ApprovalRequest {
                     id,
@@ -557,7 +566,7 @@ impl ApprovalService {
                     asked_by: Some(asker),
                     remind_at: plan.remind_at(created_at),
                     escalate_at: plan.escalate_at(created_at),
-                    escalate_to: plan.escalate_to.clone(),
+                    escalate_to,
                     on_timeout: plan.on_timeout.clone(),
                     locale,
                 }
@@ -572,7 +581,7 @@ impl ApprovalService {
             Err(Refused::CallReused(earlier)) => Err(ValidationError::call_reused(
                 RequestId::Approval(earlier),
                 format!(
-                    "tool_use_id {:?} already names approval request {earlier} of other calls in this session; give these calls a new tool_use_id, or leave it out",
+                    "tool_use_id {:?} already names approval request {earlier} of other calls, review or escalation in this session; give these calls a new tool_use_id, or leave it out",
                     call.map(|(_, call_id)| call_id).unwrap_or_default()
                 ),
             )
