@@ -300,34 +300,28 @@ async fn a_call_joins_only_a_request_escalating_to_the_same_people() {
         ReviewConfig::new("deploy", askbus::question::DecisionType::ALL).with_reviewers(["alice"])
     };
     let call = || vec![Action::new("deploy", serde_json::json!({})).with_tool_use_id("toolu_1")];
-    let agents = hub
-        .approvals()
-        .request("s", call())
-        .review(vec![review()])
-        .timeout(100 * SECOND)
-        .follow_up(FollowUp::default().escalate_after(SECOND, ["bob"]))
+    let ask = |escalating: bool| {
+        let asked = hub
+            .approvals()
+            .request("s", call())
+            .review(vec![review()])
+            .timeout(100 * SECOND);
+        if escalating {
+            asked.follow_up(FollowUp::default().escalate_after(SECOND, ["bob"]))
+        } else {
+            asked
+        }
         .submit()
-        .unwrap();
+    };
+    let agents = ask(true).unwrap();
     // The guard's ask of the same call, reviewed by alice alone: refused, not joined.
-    let guards = hub
-        .approvals()
-        .request("s", call())
-        .review(vec![review()])
-        .timeout(100 * SECOND)
-        .submit();
+    let guards = ask(false);
     assert!(
         matches!(&guards, Err(SubmitError::Invalid(error)) if error.to_string().contains("already names approval request")),
         "{guards:?}"
     );
     // The same ask again joins it.
-    let again = hub
-        .approvals()
-        .request("s", call())
-        .review(vec![review()])
-        .timeout(100 * SECOND)
-        .follow_up(FollowUp::default().escalate_after(SECOND, ["bob"]))
-        .submit()
-        .unwrap();
+    let again = ask(true).unwrap();
     assert_eq!(again.id(), agents.id());
 }
 

@@ -15,7 +15,7 @@ use crate::durable::Durable;
 use crate::error::{DurableError, ResumeError, SessionRejectError, SubmitError};
 use crate::follow::{self, Followed};
 use crate::follow_up::FollowUp;
-use crate::identity::{Duties, Identity};
+use crate::identity::{Duties, Identity, NotAllowed};
 use crate::ids::RequestId;
 use crate::interrupt::{InterruptState, PendingRequest, ResumeInput, confirmation_phrase};
 use crate::model::OnTimeout;
@@ -617,6 +617,12 @@ impl RequestHub {
                 let pending = self.questions.registry().pending_count_in(session_id)
                     + self.approvals.registry().pending_count_in(session_id);
                 if pending > 1 {
+                    // Who may decide nothing is told that first, as when the request is named.
+                    let actor = self.actor();
+                    if !actor.may_decide() {
+                        let refused = NotAllowed::MayNotDecide(actor.clone());
+                        return Err(ResumeError::Question(refused.into()));
+                    }
                     return Err(ResumeError::Ambiguous {
                         session: session_id.to_owned(),
                         pending,
