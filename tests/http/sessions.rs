@@ -64,7 +64,7 @@ async fn the_oldest_pending_request_is_the_interrupt_and_resume_answers_it() {
     assert!(
         error["message"]
             .as_str()
-            .is_some_and(|message| message.contains("2 pending requests")
+            .is_some_and(|message| message.contains("more than one request pending")
                 && message.contains("checkpoint_id")),
         "{error}"
     );
@@ -128,6 +128,63 @@ async fn resume_by_checkpoint_rejects_or_decides_that_request() {
     let (status, _) = app.call(post_json("/session/s1/resume", &refuse)).await;
     assert_eq!(status, StatusCode::OK);
     assert!(!older.await.unwrap().decisions[0].runs());
+}
+
+/// The race a checkpoint-less resume must not lose: an agent asks a decoy, then the call
+/// that matters; the human looks at the interrupt (the decoy), the decoy expires, and the
+/// human's `confirm: true` lands. With the pending limits in force (as the server runs),
+/// the session is remembered to have had two pending, so the resume must name its
+/// request; once the session was idle, a lone interrupt resumes as the seed's does.
+#[tokio::test(start_paused = true)]
+async fn a_resume_never_lands_on_a_request_the_human_did_not_see() {
+    let hub = askbus::question::RequestHub::new(askbus::bus::Bus::new())
+        .with_pending_limits(askbus::question::PendingLimits::default());
+    let app = TestApp::with_hub(hub, askbus_http::HttpConfig::default());
+    let decoy = app
+        .questions
+        .ask("s1", vec![language()])
+        .timeout(Duration::from_secs(20))
+        .submit()
+        .unwrap();
+    let real = app
+        .hub
+        .approvals()
+        .request("s1", vec![delete_users()])
+        .timeout(Timeout::Never)
+        .submit()
+        .unwrap();
+    let (_, seen) = app.call(get("/session/s1/interrupt")).await;
+    assert_eq!(seen["state"]["checkpoint_id"], decoy.id().to_string());
+    assert_eq!(decoy.await, Err(AskError::TimedOut));
+
+    let confirm = json!({"input": {"confirm": true}});
+    let (status, error) = app.call(post_json("/session/s1/resume", &confirm)).await;
+    assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{error}");
+    assert!(
+        error["message"]
+            .as_str()
+            .is_some_and(|message| message.contains("checkpoint_id")),
+        "{error}"
+    );
+    let (_, now) = app.call(get(&format!("/approval/{}", real.id()))).await;
+    assert_eq!(now["status"], "pending", "nothing was decided: {now}");
+    let mut named = confirm.clone();
+    named["checkpoint_id"] = json!(real.id().to_string());
+    let (status, _) = app.call(post_json("/session/s1/resume", &named)).await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(real.await.unwrap().decisions, [Decision::Approve]);
+
+    // The session was idle: its next lone interrupt resumes without a checkpoint.
+    let next = app
+        .hub
+        .approvals()
+        .request("s1", vec![delete_users()])
+        .timeout(Timeout::Never)
+        .submit()
+        .unwrap();
+    let (status, body) = app.call(post_json("/session/s1/resume", &confirm)).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert_eq!(next.await.unwrap().decisions, [Decision::Approve]);
 }
 
 #[tokio::test(start_paused = true)]

@@ -406,7 +406,7 @@ impl From<ResumeError> for ApiError {
                 Self::new(ErrorCode::AlreadyResolved, error.to_string())
             }
             ResumeError::WrongInput(message) => Self::invalid(message),
-            ResumeError::Ambiguous { .. } => Self::invalid(error.to_string()),
+            ResumeError::Ambiguous(_) => Self::invalid(error.to_string()),
             ResumeError::Question(error) => Self::from(error),
             ResumeError::Approval(error) => Self::from(error),
         }

@@ -175,17 +175,12 @@ pub enum ResumeError {
     /// The session is known but nothing of it is pending (any more).
     #[error("session {0:?} has no pending request to resume")]
     NothingPending(String),
-    /// No checkpoint was given, and several requests of the session are pending: which
-    /// one the answer is for must be named.
+    /// No checkpoint was given, and the session has had more than one request pending
+    /// (now, or since it was last idle): which one the answer is for must be named.
     #[error(
-        "session {session:?} has {pending} pending requests: name the one this answers with `checkpoint_id` (the interrupt state gives the oldest's)"
+        "session {0:?} has had more than one request pending: name the one this answers with `checkpoint_id` (the interrupt state gives the oldest's)"
     )]
-    Ambiguous {
-        /// The session.
-        session: String,
-        /// How many of its requests are pending.
-        pending: usize,
-    },
+    Ambiguous(String),
     /// The checkpoint names no request of this session that is pending or remembered.
     #[error("{0} is no request of this session")]
     UnknownCheckpoint(RequestId),

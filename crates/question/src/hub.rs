@@ -610,23 +610,27 @@ impl RequestHub {
         };
         let target = match checkpoint {
             None => {
-                // Without a checkpoint, "the interrupt" must be one request: with several
-                // pending, the one a human looked at may not be the oldest by the time the
-                // answer lands (it expired, or its agent cancelled it), and the answer would
-                // decide another they never saw.
+                // Without a checkpoint, "the interrupt" must have been one request all
+                // along: with several pending, now or since the session was last idle, the
+                // one a human looked at may not be the oldest by the time the answer lands
+                // (it expired, or its agent cancelled it), and the answer would decide
+                // another they never saw. The pending limits' counts (both kinds) remember
+                // the past; without limits only the present is known.
                 let pending = self.questions.registry().pending_count_in(session_id)
                     + self.approvals.registry().pending_count_in(session_id);
-                if pending > 1 {
+                let crowded = self
+                    .questions
+                    .registry()
+                    .quota()
+                    .is_some_and(|quota| quota.crowded(session_id));
+                if pending > 1 || crowded {
                     // Who may decide nothing is told that first, as when the request is named.
                     let actor = self.actor();
                     if !actor.may_decide() {
                         let refused = NotAllowed::MayNotDecide(actor.clone());
                         return Err(ResumeError::Question(refused.into()));
                     }
-                    return Err(ResumeError::Ambiguous {
-                        session: session_id.to_owned(),
-                        pending,
-                    });
+                    return Err(ResumeError::Ambiguous(session_id.to_owned()));
                 }
                 self.oldest_pending(session_id)
                     .ok_or_else(unknown_or_idle)?

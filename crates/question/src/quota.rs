@@ -13,7 +13,7 @@
 //! lock only (registry → quota), so a check and the insert it allows are one step: racing
 //! creates cannot pass a limit between them.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 /// How many requests may be pending at once, questions and approvals together.
@@ -169,6 +169,9 @@ struct Counts {
     bytes: usize,
     /// Pending requests per session; sessions with none are removed.
     sessions: HashMap<Arc<str>, usize>,
+    /// The sessions that have had two requests pending at once since they last had none
+    /// (see [`Quota::crowded`]); a subset of `sessions`' keys.
+    crowded: HashSet<Arc<str>>,
     /// Pending requests per account; accounts with none are removed.
     accounts: HashMap<Arc<str>, usize>,
 }
@@ -194,6 +197,7 @@ impl Quota {
                 total: 0,
                 bytes: 0,
                 sessions: HashMap::new(),
+                crowded: HashSet::new(),
                 accounts: HashMap::new(),
             }),
         })
@@ -234,10 +238,14 @@ impl Quota {
         }
         counts.total += 1;
         counts.bytes += charge.weight;
-        *counts
+        let pending = counts
             .sessions
             .entry(Arc::clone(&charge.session))
-            .or_default() += 1;
+            .or_default();
+        *pending += 1;
+        if *pending > 1 {
+            counts.crowded.insert(Arc::clone(&charge.session));
+        }
         if let Some(account) = &charge.account {
             *counts.accounts.entry(Arc::clone(account)).or_default() += 1;
         }
@@ -251,7 +259,10 @@ impl Quota {
         counts.total += 1;
         counts.bytes += weight;
         match counts.sessions.get_mut(session) {
-            Some(count) => *count += 1,
+            Some(count) => {
+                *count += 1;
+                counts.crowded.insert(session.into());
+            }
             None => {
                 counts.sessions.insert(session.into(), 1);
             }
@@ -265,9 +276,20 @@ impl Quota {
         counts.total = counts.total.saturating_sub(1);
         counts.bytes = counts.bytes.saturating_sub(weight);
         decrement(&mut counts.sessions, session);
+        if !counts.sessions.contains_key(session) {
+            counts.crowded.remove(session);
+        }
         if let Some(account) = account {
             decrement(&mut counts.accounts, account);
         }
+    }
+
+    /// Whether `session` has had two requests pending at once, of either kind, since it
+    /// last had none: then "its interrupt" has named more than one request, and which one
+    /// a checkpoint-less resume answers is for its caller to say, not for the server to
+    /// guess (the one a human looked at may have ended before the answer landed).
+    pub(crate) fn crowded(&self, session: &str) -> bool {
+        self.lock().crowded.contains(session)
     }
 
     /// The limits in force.
