@@ -2,12 +2,22 @@
 
 use std::time::Duration;
 
-use askbus::question::{Action, ApprovalError, ApprovalReply, Decision};
+use askbus::question::{Action, ApprovalError, ApprovalReply, Decision, PendingApproval};
 use askbus::{AskError, Timeout};
 use axum::http::StatusCode;
 use serde_json::{Value, json};
 
 use super::{TestApp, get, language, post_json};
+
+/// Asks `actions` for approval in session `s1`, with no timeout.
+fn approval(app: &TestApp, actions: Vec<Action>) -> PendingApproval {
+    app.hub
+        .approvals()
+        .request("s1", actions)
+        .timeout(Timeout::Never)
+        .submit()
+        .unwrap()
+}
 
 fn delete_users() -> Action {
     Action::new("delete_rows", json!({"table": "users"}))
@@ -27,13 +37,7 @@ async fn an_idle_session_is_not_interrupted() {
 #[tokio::test]
 async fn the_oldest_pending_request_is_the_interrupt_and_resume_answers_it() {
     let app = TestApp::new();
-    let approval = app
-        .hub
-        .approvals()
-        .request("s1", vec![delete_users()])
-        .timeout(Timeout::Never)
-        .submit()
-        .unwrap();
+    let approval = approval(&app, vec![delete_users()]);
     let question = app
         .questions
         .ask("s1", vec![language()])
@@ -97,20 +101,8 @@ async fn the_oldest_pending_request_is_the_interrupt_and_resume_answers_it() {
 #[tokio::test]
 async fn resume_by_checkpoint_rejects_or_decides_that_request() {
     let app = TestApp::new();
-    let older = app
-        .hub
-        .approvals()
-        .request("s1", vec![delete_users()])
-        .timeout(Timeout::Never)
-        .submit()
-        .unwrap();
-    let newer = app
-        .hub
-        .approvals()
-        .request("s1", vec![delete_users(), delete_users()])
-        .timeout(Timeout::Never)
-        .submit()
-        .unwrap();
+    let older = approval(&app, vec![delete_users()]);
+    let newer = approval(&app, vec![delete_users(), delete_users()]);
     let decisions = json!({
         "checkpoint_id": newer.id().to_string(),
         "input": {"decisions": [{"type": "reject", "message": "too much"}], "user_edit_content": "later"},
@@ -146,13 +138,7 @@ async fn a_resume_never_lands_on_a_request_the_human_did_not_see() {
         .timeout(Duration::from_secs(20))
         .submit()
         .unwrap();
-    let real = app
-        .hub
-        .approvals()
-        .request("s1", vec![delete_users()])
-        .timeout(Timeout::Never)
-        .submit()
-        .unwrap();
+    let real = approval(&app, vec![delete_users()]);
     let (_, seen) = app.call(get("/session/s1/interrupt")).await;
     assert_eq!(seen["state"]["checkpoint_id"], decoy.id().to_string());
     assert_eq!(decoy.await, Err(AskError::TimedOut));
@@ -175,13 +161,7 @@ async fn a_resume_never_lands_on_a_request_the_human_did_not_see() {
     assert_eq!(real.await.unwrap().decisions, [Decision::Approve]);
 
     // The session was idle: its next lone interrupt resumes without a checkpoint.
-    let next = app
-        .hub
-        .approvals()
-        .request("s1", vec![delete_users()])
-        .timeout(Timeout::Never)
-        .submit()
-        .unwrap();
+    let next = approval(&app, vec![delete_users()]);
     let (status, body) = app.call(post_json("/session/s1/resume", &confirm)).await;
     assert_eq!(status, StatusCode::OK, "{body}");
     assert_eq!(next.await.unwrap().decisions, [Decision::Approve]);
@@ -215,13 +195,7 @@ async fn an_expired_interrupt_is_409() {
 #[tokio::test]
 async fn bad_resumes_are_refused_with_the_right_status() {
     let app = TestApp::new();
-    let approval = app
-        .hub
-        .approvals()
-        .request("s1", vec![delete_users()])
-        .timeout(Timeout::Never)
-        .submit()
-        .unwrap();
+    let approval = approval(&app, vec![delete_users()]);
     let check = |session: &'static str, body: Value, expected: StatusCode, says: &'static str| {
         let app = app.clone();
         async move {
