@@ -35,7 +35,7 @@
 
 use std::time::Duration;
 
-use askbus_notify::{SlackAction, approval_shown_whole, labels_fit_buttons, slack_escape};
+use askbus_notify::{SlackAction, approval_shown_whole, offers_option_buttons, slack_escape};
 use askbus_question::{Decision, Identity, QuestionId};
 use axum::extract::{Request, State};
 use axum::http::{HeaderMap, StatusCode};
@@ -318,17 +318,13 @@ async fn answer(
         .await
         .map_err(failed)?;
     let asked = &snapshot.request.questions;
-    // Buttons answer only a lone single-select question whose labels they show whole (the
-    // message offers no other, but one posted before that rule may).
-    let options = asked
-        .first()
-        .and_then(|question| serde_json::to_value(&question.options).ok());
-    let offered = asked.len() == 1
-        && !asked[0].multiple
-        && options
-            .as_ref()
-            .and_then(Value::as_array)
-            .is_some_and(|options| labels_fit_buttons(options));
+    // Buttons answer only what the message offers them for (one posted before that rule
+    // may offer more).
+    let offered = serde_json::to_value(asked)
+        .ok()
+        .as_ref()
+        .and_then(Value::as_array)
+        .is_some_and(|questions| offers_option_buttons(questions));
     if !offered {
         return Err(failed(ApiError::invalid(
             "this question is not answered from Slack: open the request to answer it",
@@ -373,12 +369,13 @@ async fn decide(
         .map_err(failed)?;
     // Approve decides what the message showed, so only a request it shows whole (the
     // message offers no Approve otherwise, but one posted before that rule may).
-    let actions = serde_json::to_value(&snapshot.request.action_requests).ok();
-    let shown_whole = actions
-        .as_ref()
-        .and_then(Value::as_array)
-        .is_some_and(|actions| approval_shown_whole(actions));
-    if approve && !shown_whole {
+    if approve
+        && !serde_json::to_value(&snapshot.request.action_requests)
+            .ok()
+            .as_ref()
+            .and_then(Value::as_array)
+            .is_some_and(|actions| approval_shown_whole(actions))
+    {
         return Err(failed(ApiError::invalid(
             "this request does not fit in a Slack message whole: open it to approve it",
         )));

@@ -52,6 +52,7 @@ pub use dispatch::{AnswerLinks, DEFAULT_MAX_PENDING, DeliveryStats, Dispatcher, 
 pub use email::{BadEmail, Email};
 pub use sign::{BadSecret, WebhookSecret};
 pub use slack::{
-    BadSlack, Slack, SlackAction, approval_shown_whole, escape as slack_escape, labels_fit_buttons,
+    BadSlack, Slack, SlackAction, approval_shown_whole, escape as slack_escape,
+    offers_option_buttons,
 };
 pub use target::{BadWebhook, OutboxNotifier, Target, Webhook};

@@ -8,7 +8,7 @@
 //! [`MAX_ARGS`](crate::render::MAX_ARGS) characters) and Approve / Reject buttons for all
 //! of them at once; and, when the channel has a recipient (`link_as`), an "Open" button
 //! whose URL is that recipient's answer link. A button decides only what the message
-//! shows whole ([`approval_shown_whole`], [`labels_fit_buttons`]): a human approves what
+//! shows whole ([`approval_shown_whole`], [`offers_option_buttons`]): a human approves what
 //! they saw, and what does not fit is decided through the link (Reject stays: it runs
 //! nothing). Everyone in the channel can follow that
 //! link, so it acts as the recipient for whoever clicks: give it only to a channel whose
@@ -335,20 +335,26 @@ impl std::fmt::Debug for Slack {
     }
 }
 
-/// Whether the options of a lone single-select question are offered as buttons: only when
-/// every label fits on its button whole, so a button answers exactly what it says (Slack
-/// cuts a button's text at 75 characters, and two labels alike that far would look the
-/// same). Otherwise the question is answered through its link. The interactivity route
-/// checks the same before it answers.
-pub fn labels_fit_buttons(options: &[Value]) -> bool {
-    options
-        .iter()
-        .filter(|option| option["input"] != true)
-        .all(|option| {
-            option["label"]
-                .as_str()
-                .is_some_and(|label| label.chars().count() <= MAX_BUTTON_TEXT)
-        })
+/// Whether a request's `questions` (as the event's JSON shows them) get their options as
+/// buttons: a lone single-select question whose every label fits on its button whole, so
+/// a button answers exactly what it says (Slack cuts a button's text at 75 characters, and
+/// two labels alike that far would look the same). Otherwise the request is answered
+/// through its link. The interactivity route checks the same before it answers.
+pub fn offers_option_buttons(questions: &[Value]) -> bool {
+    let [question] = questions else {
+        return false;
+    };
+    question["multiple"] != true
+        && question["options"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter(|option| option["input"] != true)
+            .all(|option| {
+                option["label"]
+                    .as_str()
+                    .is_some_and(|label| label.chars().count() <= MAX_BUTTON_TEXT)
+            })
 }
 
 /// Whether an approval's tool calls are shown whole in its message, which is the only way
@@ -388,13 +394,7 @@ fn action_heading(action: &Value) -> String {
 /// single-select question.
 fn question_blocks(told: &Told, id: &str, blocks: &mut Vec<Value>) {
     let questions = told.questions();
-    let buttons = questions.len() == 1
-        && questions[0]["multiple"] != true
-        && labels_fit_buttons(
-            questions[0]["options"]
-                .as_array()
-                .map_or(&[], Vec::as_slice),
-        );
+    let buttons = offers_option_buttons(questions);
     for (index, question) in questions.iter().take(MAX_SHOWN).enumerate() {
         let mut text = String::new();
         if let Some(header) = question["header"].as_str().filter(|h| !h.is_empty()) {

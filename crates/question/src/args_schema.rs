@@ -16,8 +16,9 @@
 //! linear-time `regex` engine, so a hostile pattern cannot make a check backtrack for long.
 //! A schema's size is bounded as the rest of the request is (it counts toward the
 //! request's weight), and so is what it stands for once its `$ref`s are followed (see
-//! `expansion`): references that fan out would make each check exponential. The validator is compiled for each check; schemas of tool parameters
-//! are small, and a reply is checked once.
+//! `expansion`): references that fan out would make each check exponential. The
+//! validator is compiled for each check; schemas of tool parameters are small, and a
+//! reply is checked once.
 //!
 //! **Without the `args-schema` feature** (jsonschema and its 60-odd crates left out), a
 //! schema cannot be checked, so an action that carries one is refused when the request is

@@ -15,7 +15,7 @@ use crate::durable::Durable;
 use crate::error::{DurableError, ResumeError, SessionRejectError, SubmitError};
 use crate::follow::{self, Followed};
 use crate::follow_up::FollowUp;
-use crate::identity::{Duties, Identity, NotAllowed};
+use crate::identity::{Duties, Identity};
 use crate::ids::RequestId;
 use crate::interrupt::{InterruptState, PendingRequest, ResumeInput, confirmation_phrase};
 use crate::model::OnTimeout;
@@ -624,12 +624,13 @@ impl RequestHub {
                     .quota()
                     .is_some_and(|quota| quota.crowded(session_id));
                 if pending > 1 || crowded {
-                    // Who may decide nothing is told that first, as when the request is named.
-                    let actor = self.actor();
-                    if !actor.may_decide() {
-                        let refused = NotAllowed::MayNotDecide(actor.clone());
-                        return Err(ResumeError::Question(refused.into()));
-                    }
+                    // Who may decide nothing is told that first, as when the request is
+                    // named: the duties' check, with no asker to compare.
+                    self.questions
+                        .registry()
+                        .duties()
+                        .check_decide(self.actor(), None)
+                        .map_err(|refused| ResumeError::Question(refused.into()))?;
                     return Err(ResumeError::Ambiguous(session_id.to_owned()));
                 }
                 self.oldest_pending(session_id)

@@ -166,14 +166,14 @@ const SESSION_RETRY_AFTER: Duration = Duration::from_secs(30);
 async fn check_session_room(headers: &HeaderMap, body: &[u8], gate: &Gate) -> Result<(), ApiError> {
     /// The method of a JSON-RPC message; everything else is the MCP server's to read.
     #[derive(serde::Deserialize)]
-    struct Method<'a> {
+    struct JsonRpcMethod<'a> {
         #[serde(borrow)]
         method: Option<&'a str>,
     }
     if headers.contains_key("mcp-session-id") {
         return Ok(());
     }
-    let opens = serde_json::from_slice::<Method<'_>>(body)
+    let opens = serde_json::from_slice::<JsonRpcMethod<'_>>(body)
         .is_ok_and(|message| message.method == Some("initialize"));
     if !opens || gate.sessions.open().await < gate.max_sessions {
         return Ok(());

@@ -416,7 +416,7 @@ impl<K: RequestType> Registry<K> {
     }
 
     /// The separation-of-duties policy in force.
-    fn duties(&self) -> Duties {
+    pub(crate) fn duties(&self) -> Duties {
         self.inner.duties.get().copied().unwrap_or_default()
     }
 
