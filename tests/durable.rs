@@ -6,13 +6,13 @@ use std::time::Duration;
 
 use askbus::bus::{Bus, BusConfig};
 use askbus::question::{
-    Action, ApprovalReply, Decision, Outcome, OutcomeKind, PendingQuestion, QuestionService,
-    ReplyError, RequestHub, ToolRef,
+    Action, ApprovalError, ApprovalReply, Decision, Outcome, OutcomeKind, PendingQuestion,
+    QuestionService, ReplyError, RequestHub, ToolRef,
 };
 use askbus::{AskError, Timeout};
 use askbus_store::{
-    Ack, AckSender, MemoryStore, RequestKind, RequestRecord, SqliteStore, Store, StoreLayer, Write,
-    Written,
+    Ack, AckSender, MemoryStore, RequestKind, RequestRecord, SqliteStore, Store, StoreError,
+    StoreLayer, Write, Written,
 };
 use futures_util::StreamExt;
 use serde_json::json;
@@ -363,6 +363,16 @@ impl HeldOutcomes {
         }
     }
 
+    /// Answers every outcome held back so far as not written: the store failed.
+    fn fail(&self) {
+        let held = std::mem::take(&mut *self.held.lock().unwrap());
+        for (sender, _) in held {
+            let _ = sender.send(Err(StoreError::CommitFailed(
+                "database or disk is full".to_owned(),
+            )));
+        }
+    }
+
     fn held(&self) -> usize {
         self.held.lock().unwrap().len()
     }
@@ -427,6 +437,12 @@ async fn waiters_resume_only_once_the_answer_is_durable() {
         "so does one that came after it"
     );
     assert!(!completes_now(&mut asker).await, "so does the asker");
+    let mut joined = ask_from_call(questions, "call-1");
+    assert_eq!(joined.id(), id, "the same tool call joins the request");
+    assert!(
+        !completes_now(&mut joined).await,
+        "and waits for the store too"
+    );
 
     store.release().await;
     reply.await.expect("the answer is durable");
@@ -434,10 +450,137 @@ async fn waiters_resume_only_once_the_answer_is_durable() {
     let replied = Outcome::Replied(answer.clone().into());
     assert_eq!(early.await, Ok(replied.clone()));
     assert_eq!(late.await, Ok(replied.clone()));
-    assert_eq!(asker.await, Ok(answer));
+    assert_eq!(asker.await, Ok(answer.clone()));
+    assert_eq!(joined.await, Ok(answer));
     assert_eq!(
         questions.wait(id).await,
         Ok(replied),
         "remembered, and durable"
     );
+}
+
+/// An answer the store fails to record is handed to nobody: the asker, every waiter and
+/// a joining tool call get the store's failure, as the human does, since a restart would
+/// forget the answer (the store still holds the question pending). The same tool call
+/// asking again makes a new request, which a working store then answers.
+#[tokio::test]
+async fn an_answer_the_store_could_not_record_is_never_acted_on() {
+    let store = Arc::new(HeldOutcomes::default());
+    let hub = RequestHub::builder()
+        .store(Arc::clone(&store) as Arc<dyn Store>)
+        .build()
+        .await
+        .expect("the store opens");
+    let questions = hub.questions();
+    let mut asker = ask_from_call(questions, "call-1");
+    asker.recorded().await.expect("the question is durable");
+    let id = asker.id();
+    let early = questions.wait(id);
+    let reply = questions
+        .reply(id, vec![vec!["Go".into()]])
+        .expect("a valid reply");
+    let late = questions.wait(id);
+    let mut joined = ask_from_call(questions, "call-1");
+    assert_eq!(joined.id(), id, "joined while the store has not answered");
+    assert!(!completes_now(&mut joined).await, "nothing is durable yet");
+
+    store.fail();
+    let refused = reply.await.expect_err("the human hears the store failed");
+    assert!(
+        refused.to_string().contains("disk is full"),
+        "the store's failure is told: {refused}"
+    );
+    for waited in [early.await, late.await, questions.wait(id).await] {
+        assert!(
+            matches!(&waited, Err(ReplyError::NotRecorded { id: failed, .. }) if *failed == id),
+            "a waiter gets the failure, not the answer: {waited:?}"
+        );
+    }
+    for asked in [asker.await, joined.await] {
+        assert!(
+            matches!(&asked, Err(AskError::NotRecorded(why)) if why.to_string().contains("disk is full")),
+            "an asker gets the failure, not the answer: {asked:?}"
+        );
+    }
+
+    let again = ask_from_call(questions, "call-1");
+    assert_ne!(again.id(), id, "the tool call asks anew");
+    let again_id = again.id();
+    let reply = questions
+        .reply(again_id, vec![vec!["Rust".into()]])
+        .expect("a valid reply");
+    store.release().await;
+    reply.await.expect("the store works again");
+    assert_eq!(again.await, Ok(vec![vec!["Rust".to_owned()]]));
+}
+
+/// A timeout nobody awaits the write of (no human answered) whose outcome the store fails
+/// to record reaches the asker as that failure, not as the timeout a restart would forget.
+#[tokio::test(start_paused = true)]
+async fn a_timeout_the_store_could_not_record_reaches_the_asker_as_the_failure() {
+    let store = Arc::new(HeldOutcomes::default());
+    let hub = RequestHub::builder()
+        .store(Arc::clone(&store) as Arc<dyn Store>)
+        .build()
+        .await
+        .expect("the store opens");
+    let mut asker = hub
+        .questions()
+        .ask("s1", vec![language()])
+        .timeout(Timeout::After(Duration::from_secs(5)))
+        .submit()
+        .unwrap();
+    asker.recorded().await.expect("the question is durable");
+    tokio::time::sleep(Duration::from_secs(6)).await;
+    assert!(!completes_now(&mut asker).await, "the timeout is not durable yet");
+    assert_eq!(store.held(), 1, "the timeout was written");
+    store.fail();
+    let asked = asker.await;
+    assert!(
+        matches!(&asked, Err(AskError::NotRecorded(_))),
+        "the asker gets the failure: {asked:?}"
+    );
+}
+
+/// `always` whose approval the store could not record grants nothing: the approval's asker
+/// gets the failure, and the grant is taken back, so a later identical call waits for a
+/// human instead of being approved on a decision no receipt records.
+#[tokio::test]
+async fn a_grant_whose_approval_was_not_recorded_is_taken_back() {
+    let store = Arc::new(HeldOutcomes::default());
+    let hub = RequestHub::builder()
+        .store(Arc::clone(&store) as Arc<dyn Store>)
+        .build()
+        .await
+        .expect("the store opens");
+    let approvals = hub.approvals();
+    let status = || vec![Action::new("bash", json!({"command": "git status"}))];
+    let mut first = approvals
+        .request("s1", status())
+        .timeout(Timeout::Never)
+        .submit()
+        .unwrap();
+    first.recorded().await.expect("the request is durable");
+    let (durable, grant) = approvals.reply_always(first.id()).unwrap();
+    assert_eq!(approvals.grants("s1"), [grant], "granted while the store writes");
+    store.fail();
+    durable.await.expect_err("the approval was not recorded");
+    let asked = first.await;
+    assert!(
+        matches!(&asked, Err(ApprovalError::NotRecorded(_))),
+        "the asker gets the failure: {asked:?}"
+    );
+    assert_eq!(approvals.grants("s1"), [], "the grant is taken back");
+
+    let mut again = approvals
+        .request("s1", status())
+        .timeout(Timeout::Never)
+        .submit()
+        .unwrap();
+    again.recorded().await.expect("the request is durable");
+    assert!(
+        !completes_now(&mut again).await,
+        "the same call waits for a human"
+    );
+    assert_eq!(approvals.list(Some("s1")).len(), 1, "pending for a human");
 }

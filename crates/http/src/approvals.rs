@@ -462,6 +462,7 @@ impl From<ApprovalReplyError> for ApiError {
             }
             ApprovalReplyError::Invalid(invalid) => Self::from(invalid),
             ApprovalReplyError::NotAllowed(refused) => Self::from(refused),
+            ApprovalReplyError::NotRecorded { .. } => Self::not_recorded(&error),
         }
     }
 }

@@ -257,6 +257,7 @@ impl From<ReplyError> for ApiError {
             .for_question(id),
             ReplyError::Invalid(invalid) => Self::from(invalid),
             ReplyError::NotAllowed(refused) => Self::from(refused),
+            ReplyError::NotRecorded { .. } => Self::not_recorded(&error),
         }
     }
 }
@@ -329,6 +330,17 @@ impl From<QuotaExceeded> for ApiError {
 }
 
 impl ApiError {
+    /// `503`: a request's outcome could not be recorded, so whoever waits for it must not
+    /// act on it (the store still holds the request pending). The store's own message
+    /// stays in the server log.
+    pub(crate) fn not_recorded(error: &impl std::fmt::Display) -> Self {
+        tracing::error!("{error}");
+        Self::new(
+            ErrorCode::StoreUnavailable,
+            "the server could not store this request's outcome durably, so it must not be acted on; the request stays pending in the store and is asked again after a restart",
+        )
+    }
+
     /// `503`: the store could not be read (what it holds is not lost; try again). The
     /// store's own message stays in the server log.
     pub(crate) fn store_unreadable(error: &askbus_store::StoreError) -> Self {

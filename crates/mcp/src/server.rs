@@ -772,6 +772,8 @@ impl Inner {
                         Ok(())
                     }
                     Err(ReplyError::Invalid(invalid)) => Err(invalid.to_string()),
+                    // Only a wait says so; a reply's store failure is its `Durable`'s.
+                    Err(unrecorded @ ReplyError::NotRecorded { .. }) => Err(unrecorded.to_string()),
                     Err(ReplyError::NotAllowed(not_allowed)) => Err(refused(not_allowed)),
                 }
             }
@@ -788,6 +790,9 @@ impl Inner {
                         | ApprovalReplyError::NotFound(_),
                     ) => Ok(()),
                     Err(ApprovalReplyError::Invalid(invalid)) => Err(invalid.to_string()),
+                    Err(unrecorded @ ApprovalReplyError::NotRecorded { .. }) => {
+                        Err(unrecorded.to_string())
+                    }
                     Err(ApprovalReplyError::NotAllowed(not_allowed)) => Err(refused(not_allowed)),
                 }
             }

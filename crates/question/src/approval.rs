@@ -674,6 +674,20 @@ impl ApprovalService {
         for pending in self.list(Some(&grant.session_id)) {
             self.apply_grants(&pending);
         }
+        // A grant whose approval the store could not record is taken back, whether or not
+        // anyone awaits this: it would go on approving calls on a decision a restart
+        // forgets and no receipt records.
+        let (service, session_id) = (self.clone(), Arc::clone(&grant.session_id));
+        let durable = Durable::decided(async move {
+            let recorded = durable.await;
+            if let Err(error) = &recorded
+                && let Some((_, receipt)) = service.revoke_grant(&session_id, id)
+            {
+                tracing::warn!("the grant of {id} is revoked: its approval was not recorded ({error})");
+                receipt.in_background();
+            }
+            recorded
+        });
         Ok((durable, grant))
     }
 
@@ -828,12 +842,14 @@ impl ApprovalService {
     ///
     /// # Errors
     ///
-    /// [`ApprovalReplyError::NotFound`] if the id is neither pending nor remembered.
+    /// [`ApprovalReplyError::NotFound`] if the id is neither pending nor remembered;
+    /// [`ApprovalReplyError::NotRecorded`] if the store could not record the outcome.
     pub async fn wait(&self, id: ApprovalId) -> Result<ApprovalOutcome, ApprovalReplyError> {
         self.registry
             .wait(id)
             .await
-            .ok_or(ApprovalReplyError::NotFound(id))
+            .ok_or(ApprovalReplyError::NotFound(id))?
+            .map_err(|why| ApprovalReplyError::NotRecorded { id, why })
     }
 
     /// The oldest pending request of a session.
@@ -904,7 +920,7 @@ impl Future for PendingApproval {
             Ok(Outcome::Replied(reply)) => Ok(Arc::unwrap_or_clone(reply)),
             Ok(Outcome::TimedOut | Outcome::Defaulted(_)) => Err(ApprovalError::TimedOut),
             Ok(Outcome::Cancelled) => Err(ApprovalError::Cancelled),
-            Err(unrecorded) => Err(ApprovalError::NotRecorded(unrecorded.into())),
+            Err(unrecorded) => Err(ApprovalError::NotRecorded(unrecorded)),
         })
     }
 }

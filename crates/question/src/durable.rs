@@ -12,7 +12,9 @@
 //! Those who wait for an outcome wait for it too: with a store that follows the registry,
 //! the asker's future and every `wait` (begun before the write or during it) get the
 //! outcome only once the store has it, so no agent acts on an answer a crash could still
-//! lose.
+//! lose. If the store fails to record it, they get that failure instead of the outcome:
+//! an answer a restart would forget (the store still holds the request pending) is never
+//! acted on.
 //!
 //! Dropping a `Durable` never undoes or delays the change: a plain write needs nobody, and
 //! a verdict nobody waits for any more is still acted on in a task of its own (ending an
@@ -24,7 +26,7 @@ use std::task::{Context, Poll};
 
 use askbus_store::{Ack, StoreError, Written};
 
-use crate::error::DurableError;
+use crate::error::{DurableError, Unrecorded};
 
 /// Completes when a change to a request (its registration or its outcome) is durable in the
 /// service's store; at once when the service has no store.
@@ -37,10 +39,11 @@ use crate::error::DurableError;
 ///
 /// [`DurableError::Store`] when the store could not record the change. A registration
 /// that could not be recorded is withdrawn: the request is cancelled (see
-/// `AskError::NotRecorded`). An outcome that could not be recorded has still happened in
-/// this process, with a store only this process writes (the asker may already have the
-/// answer), but will not survive a restart; with a store several instances share, nothing
-/// changed anywhere.
+/// `AskError::NotRecorded`). An outcome that could not be recorded, with a store only this
+/// process writes, is not handed to its asker nor to anyone waiting for it: they get
+/// this failure instead (`AskError::NotRecorded`), and the store, which still holds the
+/// request pending, asks it again after a restart. With a store several instances share,
+/// nothing changed anywhere.
 ///
 /// [`DurableError::AlreadyResolved`] when, with a shared store, another instance resolved
 /// the request first: this answer was not taken.
@@ -56,10 +59,10 @@ enum DurableState {
     Done,
     /// A write to a store that follows this registry.
     Recorded(Ack),
-    /// A write to a store that follows this registry, and what is done once the store
-    /// answered: handing the outcome to those who wait for it, so none of them acts on an
-    /// answer a crash could still lose (`None` once done).
-    Delivering(Ack, Option<Box<dyn FnOnce() + Send>>),
+    /// A write to a store that follows this registry, and what is done with the store's
+    /// answer: handing the outcome (or the store's failure) to those who wait for it, so
+    /// none of them acts on an answer a crash could still lose (`None` once done).
+    Delivering(Ack, Option<Box<dyn FnOnce(Result<(), Unrecorded>) + Send>>),
     /// An outcome proposed to a store that decides: its verdict, then this registry's
     /// applying of it.
     Decided(Pin<Box<dyn Future<Output = Result<(), DurableError>> + Send>>),
@@ -80,9 +83,12 @@ impl Durable {
         }
     }
 
-    /// Waits for `ack`, then runs `deliver`, even if nobody waits for this (see its
-    /// `Drop`): what is handed out only once it is durable.
-    pub(crate) fn delivering(ack: Ack, deliver: impl FnOnce() + Send + 'static) -> Self {
+    /// Waits for `ack`, then runs `deliver` with what the store said, even if nobody waits
+    /// for this (see its `Drop`): what is handed out only once it is durable.
+    pub(crate) fn delivering(
+        ack: Ack,
+        deliver: impl FnOnce(Result<(), Unrecorded>) + Send + 'static,
+    ) -> Self {
         Self {
             state: DurableState::Delivering(ack, Some(Box::new(deliver))),
         }
@@ -112,11 +118,15 @@ impl Future for Durable {
             DurableState::Done => return Poll::Ready(Ok(())),
             DurableState::Recorded(ack) => recorded(std::task::ready!(Pin::new(ack).poll(cx))),
             DurableState::Delivering(ack, deliver) => {
-                let written = std::task::ready!(Pin::new(ack).poll(cx));
-                if let Some(deliver) = deliver.take() {
-                    deliver();
+                let written = recorded(std::task::ready!(Pin::new(ack).poll(cx)));
+                match deliver.take() {
+                    Some(deliver) => {
+                        let told = written.as_ref().map_err(retold).copied();
+                        deliver(written.map_err(Unrecorded::from));
+                        told
+                    }
+                    None => written,
                 }
-                recorded(written)
             }
             DurableState::Decided(verdict) => std::task::ready!(verdict.as_mut().poll(cx)),
         };
@@ -144,6 +154,31 @@ fn recorded(written: Result<Written, StoreError>) -> Result<(), DurableError> {
         })
 }
 
+/// The store's failure to record an outcome, told once more: the waiters keep the error
+/// itself, and the caller awaiting the write (who can only answer 503) is told the same.
+fn retold(error: &DurableError) -> DurableError {
+    let message = match error {
+        DurableError::Store(StoreError::CommitFailed(message)) => message.clone(),
+        other => other.to_string(),
+    };
+    StoreError::CommitFailed(message).into()
+}
+
+/// Hands out an outcome whose write nobody awaited (a timeout, a cancel, an HTTP client
+/// gone), once the store answered; a failure is logged, since no caller will report it.
+fn deliver_unawaited(
+    written: Result<Written, StoreError>,
+    deliver: Box<dyn FnOnce(Result<(), Unrecorded>) + Send>,
+) {
+    let result = recorded(written).map_err(Unrecorded::from);
+    if let Err(error) = &result {
+        tracing::error!(
+            "an outcome could not be recorded, so nobody waiting for it gets it: {error}"
+        );
+    }
+    deliver(result);
+}
+
 impl Drop for Durable {
     /// A verdict or a delivery nobody waits for any more still happens (the registry's
     /// work after a verdict: ending an orphan, withdrawing a request the store did not
@@ -163,16 +198,14 @@ impl Drop for Durable {
             }
             DurableState::Delivering(mut ack, Some(deliver)) => {
                 let answered = Pin::new(&mut ack)
-                    .poll(&mut Context::from_waker(std::task::Waker::noop()))
-                    .is_ready();
-                match tokio::runtime::Handle::try_current() {
-                    Ok(runtime) if !answered => {
-                        runtime.spawn(async move {
-                            let _ = ack.await;
-                            deliver();
-                        });
+                    .poll(&mut Context::from_waker(std::task::Waker::noop()));
+                match (answered, tokio::runtime::Handle::try_current()) {
+                    (Poll::Ready(written), _) => deliver_unawaited(written, deliver),
+                    (Poll::Pending, Ok(runtime)) => {
+                        runtime.spawn(async move { deliver_unawaited(ack.await, deliver) });
                     }
-                    _ => deliver(),
+                    // No runtime to wait on: the store's writer cannot answer either.
+                    (Poll::Pending, Err(_)) => deliver_unawaited(Err(StoreError::Closed), deliver),
                 }
             }
             DurableState::Done | DurableState::Recorded(_) | DurableState::Delivering(..) => {}

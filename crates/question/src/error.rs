@@ -82,10 +82,12 @@ pub enum AskError {
     /// The question was cancelled (its session was cancelled, or the service shut down).
     #[error("the question was cancelled")]
     Cancelled,
-    /// The store could not record the question (it is down), so nobody could see it; it
-    /// was withdrawn. Asking again later may work. (A future that joined the question, by
-    /// its tool call, sees it cancelled.)
-    #[error("the question could not be recorded, so nobody saw it: {0}")]
+    /// The store could not record the question (it is down), so nobody could see it: it
+    /// was withdrawn (a future that joined it, by its tool call, sees it cancelled). Or it
+    /// could not record the answer, which a restart would forget (the store still holds
+    /// the question pending): there is no answer to act on. Either way asking again later
+    /// may work; the same tool call then asks anew.
+    #[error("the store could not record the question or its answer, so there is none to act on: {0}")]
     NotRecorded(#[source] Unrecorded),
 }
 
@@ -109,6 +111,16 @@ pub enum ReplyError {
     /// The identity answering may not decide this request (HTTP: 403).
     #[error(transparent)]
     NotAllowed(#[from] NotAllowed),
+    /// Waiting for the outcome: the store could not record it, so it must not be acted on
+    /// (HTTP: 503). The store still holds the request pending.
+    #[error("the outcome of question request {id} could not be recorded, so it must not be acted on: {why}")]
+    NotRecorded {
+        /// The request.
+        id: QuestionId,
+        /// The store's error.
+        #[source]
+        why: Unrecorded,
+    },
 }
 
 fn reason_suffix(reason: &Option<String>) -> String {
@@ -137,10 +149,12 @@ pub enum ApprovalError {
     /// The request was cancelled (its session was cancelled): none may run.
     #[error("the approval request was cancelled")]
     Cancelled,
-    /// The store could not record the request (it is down), so no reviewer could see it;
-    /// it was withdrawn. None may run; asking again later may work. (A future that joined
-    /// the request, by its tool call, sees it cancelled.)
-    #[error("the approval request could not be recorded, so nobody saw it: {0}")]
+    /// The store could not record the request (it is down), so no reviewer could see it:
+    /// it was withdrawn (a future that joined it, by its tool call, sees it cancelled). Or
+    /// it could not record the decisions, which a restart would forget (the store still
+    /// holds the request pending). Either way none may run; asking again later may work,
+    /// and the same tool call then asks anew.
+    #[error("the store could not record the approval request or its decisions, so none may run: {0}")]
     NotRecorded(#[source] Unrecorded),
 }
 
@@ -164,6 +178,16 @@ pub enum ApprovalReplyError {
     /// The identity deciding may not decide this request (HTTP: 403).
     #[error(transparent)]
     NotAllowed(#[from] NotAllowed),
+    /// Waiting for the outcome: the store could not record it, so none may run (HTTP:
+    /// 503). The store still holds the request pending.
+    #[error("the decisions on approval request {id} could not be recorded, so none may run: {why}")]
+    NotRecorded {
+        /// The request.
+        id: ApprovalId,
+        /// The store's error.
+        #[source]
+        why: Unrecorded,
+    },
 }
 
 /// Why a session could not be resumed.

@@ -556,9 +556,14 @@ impl QuestionService {
     ///
     /// # Errors
     ///
-    /// [`ReplyError::NotFound`] if the id is neither pending nor remembered.
+    /// [`ReplyError::NotFound`] if the id is neither pending nor remembered;
+    /// [`ReplyError::NotRecorded`] if the store could not record the outcome.
     pub async fn wait(&self, id: QuestionId) -> Result<QuestionOutcome, ReplyError> {
-        self.registry.wait(id).await.ok_or(ReplyError::NotFound(id))
+        self.registry
+            .wait(id)
+            .await
+            .ok_or(ReplyError::NotFound(id))?
+            .map_err(|why| ReplyError::NotRecorded { id, why })
     }
 
     /// The oldest pending request of a session.
@@ -627,7 +632,7 @@ impl Future for PendingQuestion {
                 answers: answers.to_vec(),
             }),
             Ok(Outcome::Cancelled) => Err(AskError::Cancelled),
-            Err(unrecorded) => Err(AskError::NotRecorded(unrecorded.into())),
+            Err(unrecorded) => Err(AskError::NotRecorded(unrecorded)),
         })
     }
 }

@@ -92,7 +92,7 @@ use tokio::sync::{Notify, oneshot};
 use tokio::time::Instant;
 
 use crate::durable::Durable;
-use crate::error::DurableError;
+use crate::error::{DurableError, Unrecorded};
 use crate::follow_up::{Due, Timers};
 use crate::identity::{Duties, Identity, NotAllowed};
 use crate::ids::{RequestId, VoteId};
@@ -156,14 +156,28 @@ pub(crate) struct Registry<K: RequestType> {
 /// A tool call in a session: `(session_id, call_id)`.
 type CallKey = (Arc<str>, String);
 
-/// The sending side of a request's outcome, for its asker or a watcher.
-type OutcomeSender<K> = oneshot::Sender<OutcomeOf<K>>;
+/// What an asker or a watcher is handed: the request's outcome, or the store's failure to
+/// record it (an answer a restart would forget, which nobody may act on).
+type Handed<K> = Result<OutcomeOf<K>, Unrecorded>;
 
-/// The waiters of an outcome the store has not acknowledged yet: `Some` until it has, then
-/// `None` (the outcome is handed to them then, and later waiters get it at once). Its own
-/// lock, taken under the registry's or alone, so that the store's answer can hand the
-/// outcome out without the registry lock.
-type Unrecorded<K> = Arc<Mutex<Option<Vec<OutcomeSender<K>>>>>;
+/// The sending side of a request's outcome, for its asker or a watcher.
+type OutcomeSender<K> = oneshot::Sender<Handed<K>>;
+
+/// Where the store is with an outcome it was asked to record. Its own lock, taken under
+/// the registry's or alone, so that the store's answer can hand the outcome out without
+/// the registry lock.
+type Recording<K> = Arc<Mutex<RecordingState<K>>>;
+
+/// See [`Recording`].
+enum RecordingState<K: RequestType> {
+    /// The store has not answered: these wait for it.
+    Awaited(Vec<OutcomeSender<K>>),
+    /// The store has the outcome: later waiters get it at once.
+    Recorded,
+    /// The store could not record it: later waiters get this, and a tool call asking
+    /// again makes a new request (the store still holds this one pending).
+    Failed(Unrecorded),
+}
 
 /// Shared state of a registry.
 struct Inner<K: RequestType> {
@@ -283,7 +297,7 @@ struct Pending<K: RequestType> {
     /// The request as asked.
     request: Arc<K::Request>,
     /// The asker's end, `None` for requests nobody awaits in process (server mode).
-    asker: Option<oneshot::Sender<OutcomeOf<K>>>,
+    asker: Option<OutcomeSender<K>>,
     /// When the request times out, if ever.
     deadline: Option<Instant>,
     /// When it escalates, if ever: from then on the deciders it escalates to may decide
@@ -317,18 +331,18 @@ struct Resolved<K: RequestType> {
     decided_by: Option<Identity>,
     /// Its weight in bytes, as it had while pending.
     weight: usize,
-    /// With a store: who waits for the outcome until the store has it.
-    unrecorded: Option<Unrecorded<K>>,
+    /// With a store: where the store is with the outcome.
+    recording: Option<Recording<K>>,
 }
 
 /// Outcome deliveries collected under the lock and sent after it is released.
 struct Delivery<K: RequestType> {
     /// The asker's end, if any.
-    asker: Option<oneshot::Sender<OutcomeOf<K>>>,
-    /// Waiters from `wait`; with a store they are in `unrecorded` instead.
-    watchers: Vec<oneshot::Sender<OutcomeOf<K>>>,
-    /// With a store: the waiters from `wait`, told once the store has the outcome.
-    unrecorded: Option<Unrecorded<K>>,
+    asker: Option<OutcomeSender<K>>,
+    /// Waiters from `wait`; with a store they are in `recording` instead.
+    watchers: Vec<OutcomeSender<K>>,
+    /// With a store: the waiters from `wait`, told once the store answered.
+    recording: Option<Recording<K>>,
     /// What to send them.
     outcome: OutcomeOf<K>,
     /// The store's acknowledgement of the outcome, if there is a store.
@@ -509,7 +523,7 @@ impl<K: RequestType> Registry<K> {
                         outcome,
                         decided_by,
                         weight: 0,
-                        unrecorded: None,
+                        recording: None,
                     },
                 );
             }
@@ -693,7 +707,13 @@ impl<K: RequestType> Registry<K> {
         let (sender, receiver) = oneshot::channel();
         let mut guard = self.inner.lock();
         let state = &mut *guard;
-        let earlier = call.as_ref().and_then(|key| state.calls.get(key)).copied();
+        // An earlier request whose outcome the store could not record is not joined: the
+        // call asks anew (nobody acted on that answer, and the store holds it pending).
+        let earlier = call
+            .as_ref()
+            .and_then(|key| state.calls.get(key))
+            .copied()
+            .filter(|id| !state.resolved.get(id).is_some_and(Resolved::unrecorded));
         if let Some(id) = earlier {
             let asked = state.pending.get(&id).map_or_else(
                 // `calls` covers exactly the pending and remembered requests.
@@ -724,8 +744,7 @@ impl<K: RequestType> Registry<K> {
                 None => {
                     // `calls` covers exactly the pending and remembered requests.
                     let resolved = state.resolved.get(&id).expect("a called request is known");
-                    // The receiver is right here: the send cannot fail.
-                    let _ = sender.send(resolved.outcome.clone());
+                    resolved.hand_to(sender);
                     (Arc::clone(&resolved.request), false)
                 }
             };
@@ -1481,7 +1500,7 @@ impl<K: RequestType> Registry<K> {
 
     /// Waits for a request's outcome without becoming its asker: dropping the wait does not
     /// cancel the request. `None` if the id is neither pending nor remembered.
-    pub(crate) async fn wait(&self, id: Id<K::IdPrefix>) -> Option<OutcomeOf<K>> {
+    pub(crate) async fn wait(&self, id: Id<K::IdPrefix>) -> Option<Handed<K>> {
         let receiver = {
             let mut state = self.inner.lock();
             let (sender, receiver) = oneshot::channel();
@@ -1491,20 +1510,12 @@ impl<K: RequestType> Registry<K> {
                 // Resolved, but perhaps not recorded yet: then wait for the store too, as
                 // those waiting before did (an agent never resumes on an answer a crash
                 // could still lose).
-                let resolved = state.resolved.get(&id)?;
-                let mut unrecorded = resolved
-                    .unrecorded
-                    .as_ref()
-                    .map(|waiters| waiters.lock().unwrap_or_else(PoisonError::into_inner));
-                match unrecorded.as_mut().and_then(|waiters| waiters.as_mut()) {
-                    Some(waiters) => waiters.push(sender),
-                    None => return Some(resolved.outcome.clone()),
-                }
+                state.resolved.get(&id)?.hand_to(sender);
             }
             receiver
         };
         // The sender is only dropped unsent when the registry itself is dropped.
-        Some(receiver.await.unwrap_or(Outcome::Cancelled))
+        Some(receiver.await.unwrap_or(Ok(Outcome::Cancelled)))
     }
 
     /// How many waits of [`wait`](Self::wait) a pending request holds (live or not yet
@@ -1569,8 +1580,11 @@ impl<K: RequestType> Inner<K> {
             self.storage
                 .record_outcome::<K>(&entry.request, entry.digest, &outcome, by.as_ref());
         // Until the store has it, the waiters (and those who come before it has) wait.
-        let (watchers, unrecorded) = match recorded {
-            Some(_) => (Vec::new(), Some(Arc::new(Mutex::new(Some(watchers))))),
+        let (watchers, recording) = match recorded {
+            Some(_) => (
+                Vec::new(),
+                Some(Arc::new(Mutex::new(RecordingState::Awaited(watchers)))),
+            ),
             None => (watchers, None),
         };
         // An orphan never announced ends without events: nobody saw it asked.
@@ -1600,7 +1614,7 @@ impl<K: RequestType> Inner<K> {
                     outcome: outcome.clone(),
                     decided_by: by,
                     weight: entry.weight,
-                    unrecorded: unrecorded.clone(),
+                    recording: recording.clone(),
                 },
             );
         } else {
@@ -1609,7 +1623,7 @@ impl<K: RequestType> Inner<K> {
         Some(Delivery {
             asker: entry.asker,
             watchers,
-            unrecorded,
+            recording,
             outcome,
             recorded,
         })
@@ -1652,47 +1666,84 @@ impl<K: RequestType> Drop for Inner<K> {
 
 impl<K: RequestType> Delivery<K> {
     /// Hands the outcome to the asker and the watchers, once the store has it (at once
-    /// without a store); returns what completes once the outcome is durable. The store's
-    /// answer hands it out even if nobody awaits the returned [`Durable`].
+    /// without a store), or the store's failure to record it; returns what completes once
+    /// the outcome is durable. The store's answer is handed out even if nobody awaits the
+    /// returned [`Durable`].
     fn send(self) -> Durable {
         let Self {
             asker,
             watchers,
-            unrecorded,
+            recording,
             outcome,
             recorded,
         } = self;
         let Some(recorded) = recorded else {
-            deliver::<K>(watchers, asker, outcome);
+            deliver::<K>(watchers, asker, Ok(outcome));
             return Durable::done();
         };
-        Durable::delivering(recorded, move || {
-            let watchers = unrecorded
-                .and_then(|waiters| {
-                    waiters
-                        .lock()
-                        .unwrap_or_else(PoisonError::into_inner)
-                        .take()
-                })
-                .unwrap_or_default();
-            deliver::<K>(watchers, asker, outcome);
+        Durable::delivering(recorded, move |written| {
+            let (handed, now) = match written {
+                Ok(()) => (Ok(outcome), RecordingState::Recorded),
+                Err(unrecorded) => (Err(unrecorded.clone()), RecordingState::Failed(unrecorded)),
+            };
+            let watchers = recording.map_or_else(Vec::new, |recording| {
+                let mut recording = recording.lock().unwrap_or_else(PoisonError::into_inner);
+                match std::mem::replace(&mut *recording, now) {
+                    RecordingState::Awaited(watchers) => watchers,
+                    RecordingState::Recorded | RecordingState::Failed(_) => Vec::new(),
+                }
+            });
+            deliver::<K>(watchers, asker, handed);
         })
     }
 }
 
-/// Hands `outcome` to the watchers and the asker.
+impl<K: RequestType> Resolved<K> {
+    /// Hands the outcome to `sender` once the store has it: at once if it has (or there is
+    /// no store), when it answers otherwise, and the store's failure if it could not record
+    /// it. An agent never resumes on an answer a crash could still lose.
+    fn hand_to(&self, sender: OutcomeSender<K>) {
+        let handed = match &self.recording {
+            None => Ok(self.outcome.clone()),
+            Some(recording) => {
+                match &mut *recording.lock().unwrap_or_else(PoisonError::into_inner) {
+                    RecordingState::Awaited(waiters) => {
+                        waiters.push(sender);
+                        return;
+                    }
+                    RecordingState::Recorded => Ok(self.outcome.clone()),
+                    RecordingState::Failed(unrecorded) => Err(unrecorded.clone()),
+                }
+            }
+        };
+        // Nobody waiting any more is not an error.
+        let _ = sender.send(handed);
+    }
+
+    /// Whether the store could not record the outcome.
+    fn unrecorded(&self) -> bool {
+        self.recording.as_ref().is_some_and(|recording| {
+            matches!(
+                *recording.lock().unwrap_or_else(PoisonError::into_inner),
+                RecordingState::Failed(_)
+            )
+        })
+    }
+}
+
+/// Hands the outcome (or the store's failure to record it) to the watchers and the asker.
 fn deliver<K: RequestType>(
     watchers: Vec<OutcomeSender<K>>,
     asker: Option<OutcomeSender<K>>,
-    outcome: OutcomeOf<K>,
+    handed: Handed<K>,
 ) {
     for watcher in watchers {
         // A watcher that stopped waiting is not an error.
-        let _ = watcher.send(outcome.clone());
+        let _ = watcher.send(handed.clone());
     }
     if let Some(asker) = asker {
         // Neither is an asker that detached or was dropped.
-        let _ = asker.send(outcome);
+        let _ = asker.send(handed);
     }
 }
 

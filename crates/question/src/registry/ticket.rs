@@ -14,9 +14,9 @@ use std::task::{Context, Poll};
 
 use tokio::sync::oneshot;
 
-use super::{Ended, OutcomeOf, Registry, RequestType};
+use super::{Ended, Handed, OutcomeOf, Registry, RequestType};
 use crate::durable::Durable;
-use crate::error::DurableError;
+use crate::error::Unrecorded;
 use crate::outcome::Outcome;
 
 /// The asker's handle on one registered request: receives its outcome, and cancels the
@@ -25,7 +25,7 @@ pub(crate) struct Ticket<K: RequestType> {
     /// The request as registered.
     pub(super) request: Arc<K::Request>,
     /// Where the outcome arrives.
-    pub(super) outcome: oneshot::Receiver<OutcomeOf<K>>,
+    pub(super) outcome: oneshot::Receiver<Handed<K>>,
     /// Used to cancel on drop.
     pub(super) registry: Registry<K>,
     /// Set once the outcome was taken or the request detached: nothing to cancel then.
@@ -70,15 +70,16 @@ impl<K: RequestType> Ticket<K> {
 
     /// Polls for the outcome; once it is taken, dropping the ticket cancels nothing. Fails
     /// if the store could not record the request, which is then withdrawn (see
-    /// [`Registry::withdraw`]), unless an outcome came first.
+    /// [`Registry::withdraw`]), unless an outcome came first; or if it could not record the
+    /// outcome, which must then not be acted on.
     pub(crate) fn poll_outcome(
         &mut self,
         cx: &mut Context<'_>,
-    ) -> Poll<Result<OutcomeOf<K>, DurableError>> {
+    ) -> Poll<Result<OutcomeOf<K>, Unrecorded>> {
         if let Poll::Ready(received) = Pin::new(&mut self.outcome).poll(cx) {
             self.settled = true;
             // The sender is only dropped unsent when the registry itself is gone.
-            return Poll::Ready(Ok(received.unwrap_or(Outcome::Cancelled)));
+            return Poll::Ready(received.unwrap_or(Ok(Outcome::Cancelled)));
         }
         if let Some(recorded) = &mut self.recorded
             && let Poll::Ready(result) = Pin::new(recorded).poll(cx)
@@ -88,7 +89,7 @@ impl<K: RequestType> Ticket<K> {
                 && let Ended::Now = self.registry.withdraw(K::id(&self.request))
             {
                 self.settled = true;
-                return Poll::Ready(Err(error));
+                return Poll::Ready(Err(error.into()));
             }
             // Ended otherwise meanwhile: its outcome is on its way (the receiver is
             // polled above, so its arrival wakes this task).
