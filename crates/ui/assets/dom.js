@@ -4,11 +4,13 @@
 // HTML), so no agent-supplied string can become markup, whatever the CSP says. And text
 // from the agent (session ids, questions, labels, action names, arguments, errors quoting
 // them) cannot hide or reorder what it says: characters that act without showing
-// themselves (bidi embeddings, overrides, isolates and marks, C0 and C1 controls, line and
-// paragraph separators, zero-width spaces, the BOM, soft hyphens, invisible operators,
-// fillers, and tag characters, which can spell out hidden ASCII; in one-line text the
-// zero-width joiners too) are shown as a marked token,
-// `⟨U+202E⟩`, so `report\u202excod.exe` reads `report⟨U+202E⟩xcod.exe`, not `reportexe.docx`.
+// themselves (controls, format characters such as bidi controls, zero-width characters
+// and tag characters, line and paragraph separators, and every default-ignorable code
+// point, variation selectors included, which like tag characters can carry hidden bytes)
+// are shown as a marked token, `⟨U+202E⟩`, so `report\u202excod.exe` reads
+// `report⟨U+202E⟩xcod.exe`, not `reportexe.docx`. Only a joiner that changes how its
+// visible neighbours look stays itself (`joinsVisibly`: emoji sequences, and a non-joiner
+// between letters of scripts that use one).
 // Newline and tab stay themselves in multi-line text and are marked in one-line text
 // (ids, names, labels). Every string child of `h()` goes through `visibleText`, so every
 // view gets this without asking; `oneLine` marks one-line text, `visibleString` serves
@@ -17,10 +19,52 @@
 
 import { t as pageText } from './i18n.js';
 
-/** Every character that acts without showing itself; in multi-line text, not `\t`, `\n`. */
-const HIDDEN_MULTILINE = /[\u0000-\u0008\u000b-\u001f\u007f-\u009f\u00ad\u061c\u115f\u1160\u180e\u200b\u200e\u200f\u2028-\u202e\u2060-\u2064\u2066-\u2069\u3164\ufeff\uffa0\u{e0000}-\u{e007f}]/gu;
-/** The same, and every other control and the zero-width joiners too: for ids, names and labels. */
-const HIDDEN_ONE_LINE = /[\u0000-\u001f\u007f-\u009f\u00ad\u061c\u115f\u1160\u180e\u200b-\u200f\u2028-\u202e\u2060-\u2064\u2066-\u2069\u3164\ufeff\uffa0\u{e0000}-\u{e007f}]/gu;
+/**
+ * Every character that acts without showing itself: controls, format characters (bidi
+ * controls, zero-width characters, tag characters), line and paragraph separators, and
+ * every other default-ignorable code point (variation selectors, fillers, the combining
+ * grapheme joiner). Classes of Unicode, not a list: a list misses what it does not name,
+ * and each of the 256 variation selectors can carry a hidden byte after a visible `ok`.
+ */
+// Alternatives, not one class: Chromium 156 misses some characters of a class that
+// unites property escapes (`[\p{Emoji_Modifier}\ufe0f]` misses U+1F3FD).
+const HIDDEN_CLASSES = String.raw`\p{Cc}|\p{Cf}|\p{Zl}|\p{Zp}|\p{Default_Ignorable_Code_Point}`;
+/** The hidden characters of multi-line text: all but `\t` and `\n`. */
+const HIDDEN_MULTILINE = new RegExp(`(?![\\t\\n])(?:${HIDDEN_CLASSES})`, 'gu');
+/** The hidden characters of one-line text (ids, names, labels): newline and tab too. */
+const HIDDEN_ONE_LINE = new RegExp(`(?:${HIDDEN_CLASSES})`, 'gu');
+/**
+ * A run of 16 or more of one blank that does not break a line (no-break spaces, the blank
+ * braille pattern): wrapped, it would fill lines with nothing and push what follows out
+ * of sight, so the screen shows it as one marker, `⟨U+00A0 × 3000⟩`.
+ */
+const BLANK_RUN = String.raw`([\u00a0\u2007\u202f\u2800])\1{15,}`;
+/** What `visibleText` marks: blank runs, then hidden characters. */
+const SHOWN_MULTILINE = new RegExp(`${BLANK_RUN}|${HIDDEN_MULTILINE.source}`, 'gu');
+const SHOWN_ONE_LINE = new RegExp(`${BLANK_RUN}|${HIDDEN_ONE_LINE.source}`, 'gu');
+
+/**
+ * Whether the hidden character at `index` of `text` only joins what shows around it, as
+ * emoji and some scripts need, so it stays itself: a variation selector 15 or 16 right
+ * after an emoji (`❤️`, a keycap), a zero-width joiner between emoji (`👩🏽‍💻`), and in
+ * multi-line text a zero-width non-joiner between letters of a script that uses it. Each
+ * one of these changes how its neighbours look; anything else, or a run of them, is marked.
+ */
+function joinsVisibly(text, index, char, multiline) {
+  const before = text.slice(Math.max(0, index - 2), index);
+  const after = text.slice(index + char.length, index + char.length + 2);
+  switch (char) {
+    case '\ufe0e':
+    case '\ufe0f':
+      return /(?:\p{Extended_Pictographic}|[#*0-9])$/u.test(before) && !/^[\ufe00-\ufe0f]/u.test(after);
+    case '\u200d':
+      return /(?:\p{Extended_Pictographic}|\p{Emoji_Modifier}|\ufe0f)$/u.test(before) && /^\p{Extended_Pictographic}/u.test(after);
+    case '\u200c':
+      return multiline && /(?:\p{L}|\p{M})$/u.test(before) && !/(?:\p{Script=Latin}|\p{Script=Greek}|\p{Script=Cyrillic})$/u.test(before) && /^\p{L}/u.test(after);
+    default:
+      return false;
+  }
+}
 
 /** What the marked characters are, for the marker's tooltip. */
 const HIDDEN_NAMES = {
@@ -28,6 +72,7 @@ const HIDDEN_NAMES = {
   0x0a: 'LINE FEED',
   0x0d: 'CARRIAGE RETURN',
   0x00ad: 'SOFT HYPHEN',
+  0x034f: 'COMBINING GRAPHEME JOINER',
   0x061c: 'ARABIC LETTER MARK',
   0x115f: 'HANGUL CHOSEONG FILLER',
   0x1160: 'HANGUL JUNGSEONG FILLER',
@@ -58,6 +103,14 @@ const HIDDEN_NAMES = {
   0xffa0: 'HALFWIDTH HANGUL FILLER',
 };
 
+/** A hidden character's name, for the marker's tooltip. */
+function hiddenName(point) {
+  if (HIDDEN_NAMES[point]) return HIDDEN_NAMES[point];
+  if ((point >= 0xfe00 && point <= 0xfe0f) || (point >= 0xe0100 && point <= 0xe01ef)) return 'VARIATION SELECTOR';
+  if (point >= 0xe0000 && point <= 0xe007f) return 'TAG CHARACTER';
+  return point < 0xa0 ? 'CONTROL CHARACTER' : 'INVISIBLE CHARACTER';
+}
+
 /** `U+202E`: a character's code point as Unicode writes it. */
 function codePoint(char) {
   return `U+${char.codePointAt(0).toString(16).toUpperCase().padStart(4, '0')}`;
@@ -74,19 +127,21 @@ const marker = (char) => `⟨${codePoint(char)}⟩`;
  */
 export function visibleText(text, { multiline = true } = {}) {
   const string = String(text);
-  const pattern = multiline ? HIDDEN_MULTILINE : HIDDEN_ONE_LINE;
+  const pattern = multiline ? SHOWN_MULTILINE : SHOWN_ONE_LINE;
   // `search`, not `test`: it leaves the global pattern's `lastIndex` alone for `matchAll`.
   if (string.search(pattern) === -1) return string;
   const fragment = document.createDocumentFragment();
   let last = 0;
   for (const match of string.matchAll(pattern)) {
-    const point = match[0].codePointAt(0);
-    const name = HIDDEN_NAMES[point] ?? (point >= 0xe0000 ? 'TAG CHARACTER' : 'CONTROL CHARACTER');
+    const [found, blank] = match;
+    if (!blank && joinsVisibly(string, match.index, found, multiline)) continue;
+    const count = blank ? found.length / blank.length : 1;
+    const title = blank ? `${count} × ${codePoint(blank)}` : `${codePoint(found)} ${hiddenName(found.codePointAt(0))}`;
     fragment.append(
       string.slice(last, match.index),
-      h('span', { class: 'hidden-char', title: `${codePoint(match[0])} ${name}` }, marker(match[0])),
+      h('span', { class: 'hidden-char', title }, blank ? `⟨${codePoint(blank)} × ${count}⟩` : marker(found)),
     );
-    last = match.index + match[0].length;
+    last = match.index + found.length;
   }
   fragment.append(string.slice(last));
   return fragment;
@@ -97,7 +152,10 @@ export const oneLine = (text) => visibleText(text, { multiline: false });
 
 /** `text` with each hidden character as its marker, for places that take no markup. */
 export function visibleString(text) {
-  return String(text).replace(HIDDEN_ONE_LINE, marker);
+  return String(text).replace(SHOWN_ONE_LINE, (found, blank, index, string) => {
+    if (blank) return `⟨${codePoint(blank)} × ${found.length / blank.length}⟩`;
+    return joinsVisibly(string, index, found, false) ? found : marker(found);
+  });
 }
 
 /** Replaces `element`'s content with `text`, hidden characters marked (`visibleText`). */
@@ -112,9 +170,11 @@ export function setText(element, text) {
  */
 export function jsonText(value, indent) {
   const text = JSON.stringify(value, null, indent) ?? 'null';
-  // A tag character is two UTF-16 code units: each is escaped, so the JSON reads back.
-  return text.replace(HIDDEN_MULTILINE, (char) =>
-    Array.from({ length: char.length }, (_, unit) => `\\u${char.charCodeAt(unit).toString(16).padStart(4, '0')}`).join(''),
+  // A character past U+FFFF is two UTF-16 code units: each is escaped, so the JSON reads back.
+  return text.replace(HIDDEN_MULTILINE, (char, index, string) =>
+    joinsVisibly(string, index, char, true)
+      ? char
+      : Array.from({ length: char.length }, (_, unit) => `\\u${char.charCodeAt(unit).toString(16).padStart(4, '0')}`).join(''),
   );
 }
 
