@@ -588,3 +588,59 @@ async fn a_schema_that_cannot_be_used_or_that_refuses_its_own_args_is_422_and_no
         "{error}"
     );
 }
+
+/// An integer a browser would round (past 2^53 - 1) is refused in args and in an edit:
+/// the reviewer would see `10000000000000000` and approve `10000000000000001`. The
+/// largest exact integers, and the same digits as a string, are fine.
+#[tokio::test]
+async fn integers_a_browser_would_round_are_refused_in_args_and_edits() {
+    let app = TestApp::new();
+    let create = |args: Value| json!({"session_id": "s", "action_requests": [{"name": "transfer", "args": args}]});
+    for (args, path, shown) in [
+        (
+            json!({"account_id": 10_000_000_000_000_001_u64}),
+            "action_requests[0].args.account_id",
+            "10000000000000000",
+        ),
+        (
+            json!({"legs": [{"amount": 5}, {"amount": -9_007_199_254_740_993_i64}]}),
+            "action_requests[0].args.legs[1].amount",
+            "-9007199254740992",
+        ),
+    ] {
+        let (status, error) = app.call(post_json("/approval", &create(args))).await;
+        assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{error}");
+        let message = error["message"].as_str().unwrap();
+        assert!(
+            message.contains(&format!("{path} is the integer"))
+                && message.contains(&format!("it would show {shown}")),
+            "{message}"
+        );
+    }
+    assert_eq!(
+        app.hub.approvals().pending_count(),
+        0,
+        "nothing was created"
+    );
+
+    let exact = json!({"account_id": 9_007_199_254_740_991_u64, "floor": -9_007_199_254_740_991_i64,
+        "as_text": "10000000000000001", "ratio": 1e300});
+    let (status, created) = app.call(post_json("/approval", &create(exact))).await;
+    assert_eq!(status, StatusCode::OK, "{created}");
+    let edit = json!({"decisions": [{"type": "edit", "edited_action": {"name": "transfer",
+        "args": {"account_id": 10_000_000_000_000_001_u64}}}]});
+    let (status, error) = app
+        .call(post_json(
+            &format!("/approval/{}/reply", created["id"].as_str().unwrap()),
+            &edit,
+        ))
+        .await;
+    assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{error}");
+    assert!(
+        error["message"].as_str().unwrap().contains(
+            "decisions[0].edited_action.args.account_id is the integer 10000000000000001"
+        ),
+        "{error}"
+    );
+    assert_eq!(app.hub.approvals().pending_count(), 1, "still pending");
+}

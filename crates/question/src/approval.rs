@@ -683,7 +683,9 @@ impl ApprovalService {
             if let Err(error) = &recorded
                 && let Some((_, receipt)) = service.revoke_grant(&session_id, id)
             {
-                tracing::warn!("the grant of {id} is revoked: its approval was not recorded ({error})");
+                tracing::warn!(
+                    "the grant of {id} is revoked: its approval was not recorded ({error})"
+                );
                 receipt.in_background();
             }
             recorded
@@ -1088,9 +1090,78 @@ fn check_request(
     }
     check_reviewers(review_configs)?;
     for (index, action) in actions.iter().enumerate() {
+        check_exact_numbers(&action.args, &format!("action_requests[{index}].args")).map_err(
+            |why| {
+                ValidationError::action(index, format!("action {}: {why}", describe(index, action)))
+            },
+        )?;
         check_args_schema(index, action)?;
     }
     Ok(())
+}
+
+/// The largest integer every JSON reader holds exactly: JavaScript's
+/// `Number.MAX_SAFE_INTEGER`, 2^53 - 1.
+const MAX_EXACT_INTEGER: u64 = (1 << 53) - 1;
+
+/// Refuses an integer in `args` (at JSON path `path`) that a JavaScript reader, a browser
+/// above all, would round: the reviewer would see `10000000000000000` and approve
+/// `10000000000000001`. Such a number must be sent as a string. Walked with a stack of its
+/// own (a value built in process may nest deeper than a parser allows), and walked again
+/// with paths only to name one it refuses.
+fn check_exact_numbers(args: &serde_json::Value, path: &str) -> Result<(), String> {
+    let mut stack = vec![args];
+    while let Some(value) = stack.pop() {
+        match value {
+            serde_json::Value::Number(number) if !is_exact(number) => {
+                return Err(format!(
+                    "{} is the integer {number}, which a browser or any JavaScript client rounds (it would show {}): the reviewer would not see the number that runs. Send integers beyond ±{MAX_EXACT_INTEGER} as strings",
+                    path_to(args, number, path),
+                    number.as_f64().unwrap_or_default()
+                ));
+            }
+            serde_json::Value::Array(items) => stack.extend(items),
+            serde_json::Value::Object(fields) => stack.extend(fields.values()),
+            _ => {}
+        }
+    }
+    Ok(())
+}
+
+/// Whether every JSON reader holds `number` as it is.
+fn is_exact(number: &serde_json::Number) -> bool {
+    number
+        .as_u64()
+        .map(|n| n <= MAX_EXACT_INTEGER)
+        .or_else(|| {
+            number
+                .as_i64()
+                .map(|n| n.unsigned_abs() <= MAX_EXACT_INTEGER)
+        })
+        .unwrap_or(true)
+}
+
+/// The JSON path, from `root` named `path`, of the value that is `number` (by address).
+fn path_to(root: &serde_json::Value, number: &serde_json::Number, path: &str) -> String {
+    let mut stack = vec![(root, path.to_owned())];
+    while let Some((value, path)) = stack.pop() {
+        match value {
+            serde_json::Value::Number(found) if std::ptr::eq(found, number) => return path,
+            serde_json::Value::Array(items) => stack.extend(
+                items
+                    .iter()
+                    .enumerate()
+                    .map(|(index, item)| (item, format!("{path}[{index}]"))),
+            ),
+            serde_json::Value::Object(fields) => stack.extend(
+                fields
+                    .iter()
+                    .map(|(name, field)| (field, format!("{path}.{name}"))),
+            ),
+            _ => {}
+        }
+    }
+    path.to_owned()
 }
 
 /// Checks that the reviewers the review configs name could approve the request: a
@@ -1245,6 +1316,11 @@ fn check_edit(
             json_type(&edited_action.args)
         )));
     }
+    check_exact_numbers(
+        &edited_action.args,
+        &format!("decisions[{index}].edited_action.args"),
+    )
+    .map_err(refuse)?;
     let Some(schema) = &action.args_schema else {
         return Ok(());
     };
