@@ -532,7 +532,10 @@ async fn a_timeout_the_store_could_not_record_reaches_the_asker_as_the_failure()
         .unwrap();
     asker.recorded().await.expect("the question is durable");
     tokio::time::sleep(Duration::from_secs(6)).await;
-    assert!(!completes_now(&mut asker).await, "the timeout is not durable yet");
+    assert!(
+        !completes_now(&mut asker).await,
+        "the timeout is not durable yet"
+    );
     assert_eq!(store.held(), 1, "the timeout was written");
     store.fail();
     let asked = asker.await;
@@ -562,7 +565,11 @@ async fn a_grant_whose_approval_was_not_recorded_is_taken_back() {
         .unwrap();
     first.recorded().await.expect("the request is durable");
     let (durable, grant) = approvals.reply_always(first.id()).unwrap();
-    assert_eq!(approvals.grants("s1"), [grant], "granted while the store writes");
+    assert_eq!(
+        approvals.grants("s1"),
+        [grant],
+        "granted while the store writes"
+    );
     store.fail();
     durable.await.expect_err("the approval was not recorded");
     let asked = first.await;

@@ -50,7 +50,18 @@
 //! whether the user opened the link, so it changes nothing; once the request resolves, by
 //! the link or any other way, the server sends `notifications/elicitation/complete` with
 //! the elicitation's id, then the call's result.
+//!
+//! # What the user sees
+//!
+//! Every text of the agent's in a form or a prompt (questions, headers, labels, tool
+//! names, descriptions, arguments) has its hidden characters marked, as the web UI shows
+//! them (`askbus_question::visible`): a host renders them as it likes, and a right-to-left
+//! override or a variation selector must not change what the user reads. The values a
+//! form sends back (an option's `const`, the edited arguments' JSON) stay exact.
 
+use std::borrow::Cow;
+
+use askbus_question::visible::{visible_json, visible_text};
 use askbus_question::{
     Action, Answer, ApprovalReply, ApprovalRequest, Decision, DecisionType, EditedAction,
     QuestionInfo, QuestionOption,
@@ -109,7 +120,7 @@ pub(crate) fn review_form(request: &ApprovalRequest) -> ElicitRequestParams {
             key.clone(),
             json!({
                 "type": "string",
-                "title": format!("Call {}: {}", index + 1, action.name),
+                "title": format!("Call {}: {}", index + 1, visible_text(&action.name, false)),
                 // The whole call: the form is all the human sees of it, and Approve approves
                 // every argument (a link prompt may cut, its page shows the whole request).
                 "description": describe_call(action, Shown::Whole),
@@ -132,7 +143,8 @@ pub(crate) fn review_form(request: &ApprovalRequest) -> ElicitRequestParams {
                 json!({
                     "type": "string",
                     "title": format!("Call {}: arguments, as JSON (used with Edit)", index + 1),
-                    "default": action.args.to_string(),
+                    // Hidden characters as `\uXXXX`: shown, and read back as they were.
+                    "default": visible_json(&action.args.to_string()),
                 }),
             );
         }
@@ -243,19 +255,21 @@ pub(crate) fn form(questions: &[QuestionInfo]) -> ElicitRequestParams {
     for (index, info) in questions.iter().enumerate() {
         let key = choice_key(index);
         let description = describe(info);
+        let header = visible_text(&info.header, false);
         if fixed_options(info).next().is_none() {
             properties.insert(
                 key,
-                json!({"type": "string", "title": info.header, "description": description}),
+                json!({"type": "string", "title": header, "description": description}),
             );
             continue;
         }
         let choices: Vec<Value> = fixed_options(info)
             .map(|option| {
+                let label = visible_text(&option.label, false);
                 let title = if option.description.is_empty() {
-                    option.label.clone()
+                    label.into_owned()
                 } else {
-                    format!("{} — {}", option.label, option.description)
+                    format!("{label} — {}", visible_text(&option.description, true))
                 };
                 json!({"const": option.label, "title": title})
             })
@@ -263,14 +277,14 @@ pub(crate) fn form(questions: &[QuestionInfo]) -> ElicitRequestParams {
         let choice = if info.multiple {
             json!({
                 "type": "array",
-                "title": info.header,
+                "title": header,
                 "description": description,
                 "items": {"anyOf": choices},
             })
         } else {
             json!({
                 "type": "string",
-                "title": info.header,
+                "title": header,
                 "description": description,
                 "oneOf": choices,
             })
@@ -286,7 +300,7 @@ pub(crate) fn form(questions: &[QuestionInfo]) -> ElicitRequestParams {
                 other_key(index),
                 json!({
                     "type": "string",
-                    "title": format!("{}: {other}", info.header),
+                    "title": format!("{header}: {}", visible_text(other, false)),
                     "description": "Type your own answer instead (optional).",
                 }),
             );
@@ -364,16 +378,18 @@ const MAX_ARGS_CHARS: usize = 200;
 
 /// `` `name` with {args} (description) ``.
 fn describe_call(action: &Action, shown: Shown) -> String {
-    let args = action.args.to_string();
+    let json = action.args.to_string();
+    let args = visible_json(&json);
     let args = match (shown, args.char_indices().nth(MAX_ARGS_CHARS)) {
-        (Shown::Cut, Some((cut, _))) => format!("{}…", &args[..cut]),
+        (Shown::Cut, Some((cut, _))) => Cow::Owned(format!("{}…", &args[..cut])),
         _ => args,
     };
+    let name = visible_text(&action.name, false);
     match action.description.as_deref().map(str::trim) {
         Some(description) if !description.is_empty() => {
-            format!("`{}` with {args} ({description})", action.name)
+            format!("`{name}` with {args} ({})", visible_text(description, true))
         }
-        _ => format!("`{}` with {args}", action.name),
+        _ => format!("`{name}` with {args}"),
     }
 }
 
@@ -448,22 +464,23 @@ fn other_key(index: usize) -> String {
 
 /// The property description: the question itself, and what multi-select means.
 fn describe(info: &QuestionInfo) -> String {
+    let question = visible_text(&info.question, true);
     if info.multiple {
-        format!("{} (choose any)", info.question)
+        format!("{question} (choose any)")
     } else {
-        info.question.clone()
+        question.into_owned()
     }
 }
 
 fn message(questions: &[QuestionInfo]) -> String {
     match questions {
-        [only] => only.question.clone(),
+        [only] => visible_text(&only.question, true).into_owned(),
         _ => format!(
             "The agent asks you {} questions: {}",
             questions.len(),
             questions
                 .iter()
-                .map(|info| info.question.as_str())
+                .map(|info| visible_text(&info.question, true))
                 .collect::<Vec<_>>()
                 .join(" / ")
         ),
@@ -692,6 +709,71 @@ mod tests {
         assert!(message.contains(tail), "{message}");
         // A link's prompt may cut: its page shows the whole request.
         assert!(!approval_prompt(&request.action_requests).contains(tail));
+    }
+
+    /// Hidden characters in what the form shows are marked; what it sends back is exact:
+    /// the edited arguments' JSON reads back to the same value, an option's `const` is
+    /// its label.
+    #[test]
+    fn forms_mark_hidden_characters_and_send_back_exact_values() {
+        let mut request = review_request();
+        request.action_requests[1].args =
+            json!({"path": "report\u{202e}xcod.exe", "note": "ok\u{e0100}"});
+        let ElicitRequestParams::FormElicitationParams {
+            requested_schema,
+            message,
+            ..
+        } = review_form(&request)
+        else {
+            panic!("a form elicitation")
+        };
+        let schema = serde_json::to_value(requested_schema).unwrap_or_default();
+        let edit = schema["properties"]["a2_args"]["default"]
+            .as_str()
+            .unwrap_or_default();
+        assert!(
+            edit.contains(r"report\u202excod.exe") && edit.contains(r"ok\udb40\udd00"),
+            "{edit}"
+        );
+        assert_eq!(
+            serde_json::from_str::<Value>(edit).unwrap_or_default(),
+            request.action_requests[1].args,
+            "the edit field reads back to the arguments"
+        );
+        for shown in [
+            &message,
+            schema["properties"]["a2"]["description"]
+                .as_str()
+                .unwrap_or_default(),
+        ] {
+            assert!(
+                shown.contains(r"report\u202excod.exe") && !shown.contains('\u{202e}'),
+                "{shown}"
+            );
+        }
+
+        let hidden = vec![QuestionInfo::new(
+            "Rename report\u{202e}xcod.exe?",
+            "Re\u{2067}name",
+            [QuestionOption::new("Yes\u{fe00}", "")],
+        )];
+        let ElicitRequestParams::FormElicitationParams {
+            requested_schema,
+            message,
+            ..
+        } = form(&hidden)
+        else {
+            panic!("a form elicitation")
+        };
+        assert_eq!(message, "Rename report⟨U+202E⟩xcod.exe?");
+        let schema = serde_json::to_value(requested_schema).unwrap_or_default();
+        let q1 = &schema["properties"]["q1"];
+        assert_eq!(q1["title"], "Re⟨U+2067⟩name");
+        assert_eq!(q1["oneOf"][0]["title"], "Yes⟨U+FE00⟩");
+        assert_eq!(
+            q1["oneOf"][0]["const"], "Yes\u{fe00}",
+            "the label itself is sent back"
+        );
     }
 
     #[test]

@@ -5,7 +5,14 @@
 //! `data` as the event stream shows it), so a message queued before a restart is told the
 //! same after it. What cannot be read (a payload of an unknown shape) is told as its type
 //! and request id, never dropped: the channel still hears that something happened.
+//!
+//! The agent's text is shown with its hidden characters marked (`askbus_question::visible`:
+//! `⟨U+202E⟩`, and `\u202e` in arguments), as the web UI shows it: [`shown`] for text,
+//! [`shown_line`] for names and labels, [`shown_args`] for a call's arguments.
 
+use std::borrow::Cow;
+
+use askbus_question::visible::{visible_json, visible_text};
 use serde_json::Value;
 
 /// The longest a tool call's arguments are shown, in characters: enough to judge a call,
@@ -56,29 +63,32 @@ impl Told {
             .or_else(|| self.data["expires_at"].as_u64())
     }
 
-    /// The session the request is in.
-    pub(crate) fn session(&self) -> &str {
-        [&self.data["sessionID"], &self.data["session_id"]]
-            .into_iter()
-            .find_map(Value::as_str)
-            .unwrap_or("?")
+    /// The session the request is in, as shown (hidden characters marked).
+    pub(crate) fn session(&self) -> Cow<'_, str> {
+        visible_text(
+            [&self.data["sessionID"], &self.data["session_id"]]
+                .into_iter()
+                .find_map(Value::as_str)
+                .unwrap_or("?"),
+            false,
+        )
     }
 
     /// The subject of an asked request: `Question: <its header or text>` or
     /// `Approval: <the tools>`.
     pub(crate) fn asked_title(&self) -> String {
         if self.is_approval() {
-            let tools: Vec<&str> = self
+            let tools: Vec<Cow<'_, str>> = self
                 .actions()
                 .iter()
-                .filter_map(|action| action["name"].as_str())
+                .map(|action| shown_line(&action["name"]))
                 .collect();
             truncate(&format!("Approval: {}", tools.join(", ")), 140)
         } else {
             let first = &self.questions().first().cloned().unwrap_or_default();
             let header = first["header"].as_str().filter(|header| !header.is_empty());
             let text = header.or_else(|| first["question"].as_str()).unwrap_or("");
-            truncate(&format!("Question: {text}"), 140)
+            truncate(&format!("Question: {}", visible_text(text, false)), 140)
         }
     }
 
@@ -92,12 +102,9 @@ impl Told {
         text.push_str(&format!(" ({})\n", self.request_id()));
         if self.is_approval() {
             for action in self.actions() {
-                text.push_str(&format!(
-                    "\nTool call: {}\n",
-                    action["name"].as_str().unwrap_or("?")
-                ));
-                if let Some(description) = action["description"].as_str() {
-                    text.push_str(&format!("{description}\n"));
+                text.push_str(&format!("\nTool call: {}\n", shown_line(&action["name"])));
+                if action["description"].is_string() {
+                    text.push_str(&format!("{}\n", shown(&action["description"])));
                 }
                 text.push_str(&format!("Arguments: {}\n", args_of(action)));
             }
@@ -105,18 +112,16 @@ impl Told {
             for question in self.questions() {
                 text.push('\n');
                 if let Some(header) = question["header"].as_str().filter(|h| !h.is_empty()) {
-                    text.push_str(&format!("{header}\n"));
+                    text.push_str(&format!("{}\n", visible_text(header, false)));
                 }
-                text.push_str(&format!(
-                    "{}\n",
-                    question["question"].as_str().unwrap_or("")
-                ));
+                text.push_str(&format!("{}\n", shown(&question["question"])));
                 for option in question["options"].as_array().into_iter().flatten() {
-                    let label = option["label"].as_str().unwrap_or("");
+                    let label = shown_line(&option["label"]);
                     match option["description"].as_str().filter(|d| !d.is_empty()) {
-                        Some(description) => {
-                            text.push_str(&format!("  - {label}: {description}\n"))
-                        }
+                        Some(description) => text.push_str(&format!(
+                            "  - {label}: {}\n",
+                            visible_text(description, true)
+                        )),
                         None => text.push_str(&format!("  - {label}\n")),
                     }
                 }
@@ -148,6 +153,7 @@ impl Told {
                         Some(labels) => labels
                             .iter()
                             .filter_map(Value::as_str)
+                            .map(|label| visible_text(label, false))
                             .collect::<Vec<_>>()
                             .join(", "),
                         None => answer.to_string(),
@@ -161,7 +167,7 @@ impl Told {
             "question.rejected" => {
                 let reason = self.data["reason"]
                     .as_str()
-                    .map(|reason| format!(": {reason}"))
+                    .map(|reason| format!(": {}", visible_text(reason, true)))
                     .unwrap_or_default();
                 truncate(&format!("{what} {id} was rejected{by}{reason}"), 2_000)
             }
@@ -199,7 +205,25 @@ impl Told {
 
 /// A tool call's arguments as compact JSON, at most [`MAX_ARGS`] characters.
 pub(crate) fn args_of(action: &Value) -> String {
-    truncate(&action["args"].to_string(), MAX_ARGS)
+    truncate(&shown_args(action), MAX_ARGS)
+}
+
+/// A tool call's arguments as compact JSON, whole, with hidden characters as `\uXXXX`.
+pub(crate) fn shown_args(action: &Value) -> String {
+    let json = action["args"].to_string();
+    visible_json(&json).into_owned()
+}
+
+/// The agent's text `value` (a string, else empty) as shown: hidden characters marked,
+/// newlines kept.
+pub(crate) fn shown(value: &Value) -> Cow<'_, str> {
+    visible_text(value.as_str().unwrap_or(""), true)
+}
+
+/// The agent's one-line text `value` (a name, a label; else `?`) as shown: hidden
+/// characters and newlines marked.
+pub(crate) fn shown_line(value: &Value) -> Cow<'_, str> {
+    visible_text(value.as_str().unwrap_or("?"), false)
 }
 
 /// `name (role)` of an identity's JSON, if it is one.

@@ -36,7 +36,7 @@ use std::time::Duration;
 use serde_json::{Value, json};
 
 use crate::dispatch::Failure;
-use crate::render::{Told, args_of, truncate, who};
+use crate::render::{Told, args_of, shown, shown_args, shown_line, truncate, who};
 
 /// Slack errors that retrying cannot fix: the delivery is abandoned at once.
 const GIVE_UP: &[&str] = &[
@@ -249,7 +249,7 @@ impl Slack {
         } else {
             question_blocks(&told, &id, &mut blocks);
         }
-        let mut context = format!("Session `{}` · {}", escape(told.session()), escape(&id));
+        let mut context = format!("Session `{}` · {}", escape(&told.session()), escape(&id));
         if let Some(by) = who(&told.data["askedBy"]).or_else(|| who(&told.data["asked_by"])) {
             context.push_str(&format!(" · asked by {}", escape(&by)));
         }
@@ -351,9 +351,8 @@ pub fn offers_option_buttons(questions: &[Value]) -> bool {
             .flatten()
             .filter(|option| option["input"] != true)
             .all(|option| {
-                option["label"]
-                    .as_str()
-                    .is_some_and(|label| label.chars().count() <= MAX_BUTTON_TEXT)
+                option["label"].is_string()
+                    && shown_line(&option["label"]).chars().count() <= MAX_BUTTON_TEXT
             })
 }
 
@@ -366,7 +365,7 @@ pub fn offers_option_buttons(questions: &[Value]) -> bool {
 pub fn approval_shown_whole(actions: &[Value]) -> bool {
     actions.len() <= MAX_SHOWN
         && actions.iter().all(|action| {
-            let args = action["args"].to_string();
+            let args = shown_args(action);
             args.chars().count() <= crate::render::MAX_ARGS
                 && !args.contains(CODE_FENCE)
                 && action_heading(action).chars().count() <= MAX_SECTION
@@ -379,13 +378,13 @@ const CODE_FENCE: &str = "```";
 /// A tool call's name and the agent's description of it, shown as plain text: no text of
 /// the agent's is read as formatting (a code block of its own would pass for arguments).
 fn action_heading(action: &Value) -> String {
-    let mut heading = format!("Tool: {}", action["name"].as_str().unwrap_or("?"));
-    if let Some(description) = action["description"]
+    let mut heading = format!("Tool: {}", shown_line(&action["name"]));
+    if action["description"]
         .as_str()
-        .filter(|text| !text.is_empty())
+        .is_some_and(|text| !text.is_empty())
     {
         heading.push('\n');
-        heading.push_str(description);
+        heading.push_str(&shown(&action["description"]));
     }
     heading
 }
@@ -397,19 +396,16 @@ fn question_blocks(told: &Told, id: &str, blocks: &mut Vec<Value>) {
     let buttons = offers_option_buttons(questions);
     for (index, question) in questions.iter().take(MAX_SHOWN).enumerate() {
         let mut text = String::new();
-        if let Some(header) = question["header"].as_str().filter(|h| !h.is_empty()) {
-            text.push_str(&format!("*{}*\n", escape(header)));
+        if question["header"].as_str().is_some_and(|h| !h.is_empty()) {
+            text.push_str(&format!("*{}*\n", escape(&shown_line(&question["header"]))));
         }
-        text.push_str(&escape(question["question"].as_str().unwrap_or("")));
+        text.push_str(&escape(&shown(&question["question"])));
         let options = question["options"]
             .as_array()
             .map_or(&[][..], Vec::as_slice);
         if !buttons {
             for option in options {
-                text.push_str(&format!(
-                    "\n• {}",
-                    escape(option["label"].as_str().unwrap_or(""))
-                ));
+                text.push_str(&format!("\n• {}", escape(&shown_line(&option["label"]))));
             }
         }
         blocks.push(section(&text));
@@ -426,7 +422,7 @@ fn question_blocks(told: &Told, id: &str, blocks: &mut Vec<Value>) {
                         question: index,
                         option: option_index,
                     };
-                    button(option["label"].as_str().unwrap_or("?"), &action, None)
+                    button(&shown_line(&option["label"]), &action, None)
                 })
                 .collect();
             if !elements.is_empty() {
@@ -604,6 +600,58 @@ mod tests {
         };
         assert_eq!(question("b".repeat(MAX_BUTTON_TEXT)).len(), 2);
         assert!(question("b".repeat(MAX_BUTTON_TEXT + 1)).is_empty());
+    }
+
+    /// The agent's hidden characters are marked wherever the message shows its text, as
+    /// the web UI marks them: a right-to-left override or a variation selector changes
+    /// nothing a reviewer reads, and Approve is measured on what is shown.
+    #[test]
+    fn hidden_characters_are_marked_in_every_text_of_a_message() {
+        let asked = payload(
+            "approval.asked",
+            json!({"id": "apr_1", "sessionID": "s\u{202e}1", "action_requests": [{
+                "name": "open\u{202e}fdp.exe", "description": "Open it\u{e0041}",
+                "args": {"file": "report\u{202e}xcod.exe", "note": "ok\u{fe00}"},
+            }]}),
+        );
+        let message = slack().message(&asked, None);
+        let text = message.to_string();
+        for marked in [
+            "Approval: open⟨U+202E⟩fdp.exe",
+            "Tool: open⟨U+202E⟩fdp.exe\\nOpen it⟨U+E0041⟩",
+            r#"\\u202excod.exe"#,
+            r#"ok\\ufe00"#,
+            "Session `s⟨U+202E⟩1`",
+        ] {
+            assert!(text.contains(marked), "{marked} in {text}");
+        }
+        assert!(
+            !text.contains('\u{202e}') && !text.contains('\u{fe00}'),
+            "{text}"
+        );
+        assert_eq!(
+            action_ids_of(&message),
+            ["askbus:apr_1:approve", "askbus:apr_1:reject"]
+        );
+        // 100 hidden characters are 600 shown ones: past what Approve may stand for.
+        let long = json!([{"name": "bash", "args": {"c": "\u{200b}".repeat(100)}}]);
+        assert!(!approval_shown_whole(long.as_array().unwrap()));
+
+        let asked = payload(
+            "question.asked",
+            json!({"id": "que_1", "sessionID": "s", "questions": [{
+                "question": "Rename\u{202e}?", "header": "Re\u{2067}name",
+                "options": [{"label": "Yes\u{fe00}", "description": ""}],
+            }]}),
+        );
+        let text = slack().message(&asked, None).to_string();
+        for marked in [
+            "Question: Re⟨U+2067⟩name",
+            "Rename⟨U+202E⟩?",
+            "\"text\":\"Yes⟨U+FE00⟩\"",
+        ] {
+            assert!(text.contains(marked), "{marked} in {text}");
+        }
     }
 
     /// Every `action_id` of a message's buttons.

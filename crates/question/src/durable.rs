@@ -53,6 +53,10 @@ pub struct Durable {
     state: DurableState,
 }
 
+/// What hands out an outcome once the store answered: the outcome to those who wait for
+/// it, or the store's failure to record it.
+type Deliver = Box<dyn FnOnce(Result<(), Unrecorded>) + Send>;
+
 /// What a [`Durable`] waits for.
 enum DurableState {
     /// Nothing: no store, or nothing was written.
@@ -62,7 +66,7 @@ enum DurableState {
     /// A write to a store that follows this registry, and what is done with the store's
     /// answer: handing the outcome (or the store's failure) to those who wait for it, so
     /// none of them acts on an answer a crash could still lose (`None` once done).
-    Delivering(Ack, Option<Box<dyn FnOnce(Result<(), Unrecorded>) + Send>>),
+    Delivering(Ack, Option<Deliver>),
     /// An outcome proposed to a store that decides: its verdict, then this registry's
     /// applying of it.
     Decided(Pin<Box<dyn Future<Output = Result<(), DurableError>> + Send>>),
@@ -168,7 +172,7 @@ fn retold(error: &DurableError) -> DurableError {
 /// gone), once the store answered; a failure is logged, since no caller will report it.
 fn deliver_unawaited(
     written: Result<Written, StoreError>,
-    deliver: Box<dyn FnOnce(Result<(), Unrecorded>) + Send>,
+    deliver: Deliver,
 ) {
     let result = recorded(written).map_err(Unrecorded::from);
     if let Err(error) = &result {
@@ -197,8 +201,8 @@ impl Drop for Durable {
                 }
             }
             DurableState::Delivering(mut ack, Some(deliver)) => {
-                let answered = Pin::new(&mut ack)
-                    .poll(&mut Context::from_waker(std::task::Waker::noop()));
+                let answered =
+                    Pin::new(&mut ack).poll(&mut Context::from_waker(std::task::Waker::noop()));
                 match (answered, tokio::runtime::Handle::try_current()) {
                     (Poll::Ready(written), _) => deliver_unawaited(written, deliver),
                     (Poll::Pending, Ok(runtime)) => {

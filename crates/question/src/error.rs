@@ -87,7 +87,9 @@ pub enum AskError {
     /// could not record the answer, which a restart would forget (the store still holds
     /// the question pending): there is no answer to act on. Either way asking again later
     /// may work; the same tool call then asks anew.
-    #[error("the store could not record the question or its answer, so there is none to act on: {0}")]
+    #[error(
+        "the store could not record the question or its answer, so there is none to act on: {0}"
+    )]
     NotRecorded(#[source] Unrecorded),
 }
 
@@ -113,7 +115,9 @@ pub enum ReplyError {
     NotAllowed(#[from] NotAllowed),
     /// Waiting for the outcome: the store could not record it, so it must not be acted on
     /// (HTTP: 503). The store still holds the request pending.
-    #[error("the outcome of question request {id} could not be recorded, so it must not be acted on: {why}")]
+    #[error(
+        "the outcome of question request {id} could not be recorded, so it must not be acted on: {why}"
+    )]
     NotRecorded {
         /// The request.
         id: QuestionId,
@@ -154,7 +158,9 @@ pub enum ApprovalError {
     /// it could not record the decisions, which a restart would forget (the store still
     /// holds the request pending). Either way none may run; asking again later may work,
     /// and the same tool call then asks anew.
-    #[error("the store could not record the approval request or its decisions, so none may run: {0}")]
+    #[error(
+        "the store could not record the approval request or its decisions, so none may run: {0}"
+    )]
     NotRecorded(#[source] Unrecorded),
 }
 

@@ -89,6 +89,7 @@ mod session_index;
 mod terms;
 mod timeout;
 mod validate;
+pub mod visible;
 
 pub use approval::{
     ApprovalConfig, ApprovalOutcome, ApprovalService, ApprovalSnapshot, MAX_QUORUM,
