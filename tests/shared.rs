@@ -191,6 +191,54 @@ async fn redis_a_reply_reaches_its_asker_after_the_change_counter_was_lost() {
     );
 }
 
+/// Redis lost a pending request (its key deleted, evicted): a reply through an instance
+/// that does not hold the asker is refused and ends nothing there (its own waiters would
+/// have heard an answer the asker never gets); the instance it was asked on ends it, and
+/// its asker gets that answer.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn redis_a_request_the_store_lost_is_decided_only_where_it_was_asked() {
+    let redis = TestRedis::new().await;
+    let [a, b, _c] = instances(redis_stores(&redis).await).await;
+    let mut asked = ask_recorded(&a).await;
+    let id = asked.id();
+    b.hub.caught_up().await.unwrap();
+    redis.command(redis::cmd("DEL").arg(format!("{}:req:{id}", redis.prefix)));
+
+    let refused = b
+        .hub
+        .questions()
+        .reply(id, answers(&[&["Rust"]]))
+        .unwrap()
+        .await;
+    assert!(
+        matches!(&refused, Err(DurableError::Store(StoreError::Corrupt(why))) if why.contains("only the instance it was asked on")),
+        "{refused:?}"
+    );
+    assert_eq!(
+        b.hub.questions().get(id).unwrap().outcome,
+        None,
+        "still pending on B"
+    );
+    assert!(
+        tokio::time::timeout(Duration::from_millis(200), &mut asked)
+            .await
+            .is_err(),
+        "the asker heard nothing"
+    );
+
+    a.hub
+        .questions()
+        .reply(id, answers(&[&["Go"]]))
+        .unwrap()
+        .await
+        .expect("the instance holding the asker ends the orphan");
+    let answered = tokio::time::timeout(EVENT_TIMEOUT, asked).await;
+    assert_eq!(
+        answered.expect("the asker got the answer").unwrap(),
+        answers(&[&["Go"]])
+    );
+}
+
 /// Redis crashes and comes back (with what it acknowledged, from its append-only file):
 /// while it is down a reply fails with the reason, then the same reply goes through, the
 /// asker on the other instance gets it, and both buses tell it once.

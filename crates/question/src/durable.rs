@@ -170,10 +170,7 @@ fn retold(error: &DurableError) -> DurableError {
 
 /// Hands out an outcome whose write nobody awaited (a timeout, a cancel, an HTTP client
 /// gone), once the store answered; a failure is logged, since no caller will report it.
-fn deliver_unawaited(
-    written: Result<Written, StoreError>,
-    deliver: Deliver,
-) {
+fn deliver_unawaited(written: Result<Written, StoreError>, deliver: Deliver) {
     let result = recorded(written).map_err(Unrecorded::from);
     if let Err(error) = &result {
         tracing::error!(

@@ -47,7 +47,10 @@
 //! through the log. Every instance runs the timer of every request it knows; the first
 //! expiry the store takes wins, the others lose harmlessly. A request the store does not
 //! know (its insert failed, or the store lost its data) is an *orphan*: when a proposal
-//! for it comes back "not found", this registry is the only one that can end it, and does.
+//! for it comes back "not found", this registry is the only one that can end it, and does
+//! if it holds the request's asker (or the outcome is a timeout, which every instance
+//! reaches alike). A decision through another instance is refused: it would reach that
+//! instance's waiters and never the asker.
 //!
 //! Follow-ups are not outcomes, and only the instance that registered a request (that holds
 //! its asker) fires them: the others would repeat them. It writes each to the store as a
@@ -1098,7 +1101,7 @@ impl<K: RequestType> Registry<K> {
                     request: K::request_id(id),
                     outcome: record::outcome_kind(state),
                 }),
-                Written::NotFound => match registry.end_orphan(id, outcome, by) {
+                Written::NotFound => match registry.end_orphan(id, outcome, by)? {
                     Ended::Now => Ok(()),
                     // Withdrawn meanwhile (its insert failed), or ended otherwise: this
                     // outcome was not taken.
@@ -1117,15 +1120,38 @@ impl<K: RequestType> Registry<K> {
 
     /// Ends a request the shared store does not know (see the module docs): nothing but
     /// this registry can. Says whether it ended it now, or how it had ended before.
+    ///
+    /// # Errors
+    ///
+    /// A decision (not a timeout) on a request this instance does not hold the asker of:
+    /// ended here, it would reach this instance's waiters and nobody else, while its asker,
+    /// on the instance it was asked on, went on waiting for another outcome. The request
+    /// stays pending; the instance it was asked on can end it, and every instance's timer
+    /// ends it alike.
     fn end_orphan(
         &self,
         id: Id<K::IdPrefix>,
         outcome: OutcomeOf<K>,
         by: Option<Identity>,
-    ) -> Ended {
+    ) -> Result<Ended, DurableError> {
         let mut state = self.inner.lock();
+        if let Some(entry) = state.pending.get(&id)
+            && entry.asker.is_none()
+            && !matches!(outcome, Outcome::TimedOut | Outcome::Defaulted(_))
+        {
+            drop(state);
+            tracing::warn!(
+                "{} is unknown to the shared store and was asked through another instance: only that one can decide it",
+                K::request_id(id)
+            );
+            return Err(StoreError::Corrupt(format!(
+                "{} is unknown to the shared store (it lost it), and only the instance it was asked on can decide it",
+                K::request_id(id)
+            ))
+            .into());
+        }
         let Some(delivery) = self.inner.finish(&mut state, id, outcome, by) else {
-            return Ended::Before(state.outcome_kind(id));
+            return Ok(Ended::Before(state.outcome_kind(id)));
         };
         drop(state);
         tracing::warn!(
@@ -1133,7 +1159,7 @@ impl<K: RequestType> Registry<K> {
             K::request_id(id)
         );
         delivery.send().in_background();
-        Ended::Now
+        Ok(Ended::Now)
     }
 
     /// Ends request `id` as cancelled because the store did not record it (its insert
