@@ -734,6 +734,8 @@ struct Case {
     session: &'static str,
     ask: Ask,
     timeout: Timeout,
+    /// The request's `locale`, if the agent names one.
+    locale: Option<&'static str>,
     /// What the agent must receive: answers or decisions, or the error's kind and reason.
     expected: Value,
 }
@@ -786,6 +788,7 @@ fn case(key: &str) -> Option<Case> {
         session,
         ask: Ask::Questions(questions),
         timeout: Timeout::Default,
+        locale: None,
         expected,
     };
     let approval = |session, actions, review_configs, expected| Case {
@@ -796,6 +799,7 @@ fn case(key: &str) -> Option<Case> {
             review_configs,
         },
         timeout: Timeout::Default,
+        locale: None,
         expected,
     };
     let cancelled = || json!({"error": {"kind": "cancelled"}});
@@ -1183,10 +1187,22 @@ fn case(key: &str) -> Option<Case> {
                 answers(json!([["Delete them"]])),
             )
         },
+        // The agent asks in Chinese; the reviewer's browser speaks English: the card's
+        // controls are in the reviewer's language, not the agent's choice.
+        "locale_agent" => Case {
+            locale: Some("zh-CN"),
+            ..approval(
+                "ui-locale-agent",
+                vec![Action::new("deploy", json!({"env": "prod"}))],
+                vec![],
+                json!({"decisions": [{"type": "approve"}]}),
+            )
+        },
         "auth" => Case {
             server: Server::Auth,
             session: "ui-auth",
             timeout: Timeout::Default,
+            locale: None,
             ask: Ask::Questions(vec![
                 QuestionInfo::new(
                     "Go ahead with the migration plan?",
@@ -1251,9 +1267,11 @@ impl Agent {
                         (Pending::Durable(id), serde_json::to_value(request.as_ref()))
                     }
                     Ask::Questions(questions) => {
-                        let pending = hub
-                            .questions()
-                            .ask(case.session, questions)
+                        let mut asking = hub.questions().ask(case.session, questions);
+                        if let Some(locale) = case.locale {
+                            asking = asking.locale(locale);
+                        }
+                        let pending = asking
                             .timeout(case.timeout)
                             .submit()
                             .map_err(|error| format!("ask {key}: {error}"))?;
@@ -1264,9 +1282,11 @@ impl Agent {
                         actions,
                         review_configs,
                     } => {
-                        let pending = hub
-                            .approvals()
-                            .request(case.session, actions)
+                        let mut asking = hub.approvals().request(case.session, actions);
+                        if let Some(locale) = case.locale {
+                            asking = asking.locale(locale);
+                        }
+                        let pending = asking
                             .review(review_configs)
                             .timeout(case.timeout)
                             .submit()
@@ -1737,6 +1757,7 @@ async fn drive(package: PathBuf) {
             "hidden_question",
             "in_flight",
             "in_flight_marker",
+            "locale_agent",
             "locale_vi",
             "locale_zh",
             "multi",

@@ -702,6 +702,18 @@ const scenarios = {
    * language (the seeds' "Khác" for Other), and the answers sent are the options' own words.
    */
   async languages() {
+    // An agent asking in Chinese does not choose the language of an English reviewer's
+    // controls: the card speaks the browser's language.
+    const page = await open(URL_OPEN, '?session=ui-locale-agent');
+    await live(page);
+    const [request, review] = await askShown(page, 'locale_agent');
+    assert.equal(request.locale, 'zh-CN');
+    assert.equal(await review.getAttribute('lang'), 'en');
+    await review.getByRole('button', { name: 'Approve: deploy', exact: true }).click();
+    await resolvedAs(review, 'You sent your decision');
+    assert.deepEqual(await agent.outcome('locale_agent'), { decisions: [{ type: 'approve' }] });
+    await page.close();
+
     const cases = [
       { locale: 'vi-VN', key: 'locale_vi', lang: 'vi', title: 'Yêu cầu đang chờ', submit: 'Gửi câu trả lời', other: 'Khác', skip: 'Không có ý kiến', done: 'Bạn đã trả lời' },
       { locale: 'zh-CN', key: 'locale_zh', lang: 'zh', title: '待处理请求', submit: '提交答案', other: '其他', skip: '无偏好', done: '您已回答' },

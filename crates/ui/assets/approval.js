@@ -131,7 +131,7 @@ function votesText(votes, actionList, t) {
  */
 export function approvalCard(request, actions) {
   const id = request.id;
-  // The card speaks the request's language (its `locale`), else the browser's.
+  // The card speaks the reviewer's language (the browser's), else the request's `locale`.
   const t = translator(request.locale);
   const titleId = domId(id, 'title');
   const timer = countdown(toMillis(request.expires_at), t);

@@ -3,10 +3,11 @@
 // Every text the UI shows is written in the code in English and passed through a
 // translator: `t('Submit answer')`, `t('expires in {left}', { left })`. The English text is
 // the key, so the code reads as what it shows and a missing translation falls back to it.
-// Which language: a request's own `locale` (an agent asking in Vietnamese gets a
-// Vietnamese card, whatever the browser), else the browser's preferred languages
-// (`navigator.languages`), else English. The page itself (top bar, list, dialogs) follows
-// the browser; each card follows its request.
+// Which language: the browser's preferred languages (`navigator.languages`), else a
+// request's own `locale` (a card for a reviewer whose browser speaks none of the UI's
+// languages), else English. The reviewer's language comes first: the agent, which writes
+// the request, must not choose the words of the controls a human decides with (an
+// English reader shown 批准 and 在此会话中始终允许 cannot tell Approve from Always allow).
 
 import { VI, ZH } from './texts.js';
 
@@ -41,7 +42,7 @@ export const pageLocale = pickLocale(browserTags());
  * the language chosen, `t.time(ms)` a time written in it.
  */
 export function translator(locale) {
-  const chosen = pickLocale([locale, ...browserTags()]);
+  const chosen = pickLocale([...browserTags(), locale]);
   const table = TABLES[chosen];
   const template = (english) => table?.[english] ?? english;
   const t = (english, vars = {}) =>

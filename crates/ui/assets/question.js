@@ -23,7 +23,7 @@ const DRAFT_PREFIX = 'askbus.draft.';
  */
 export function questionCard(request, actions) {
   const id = request.id;
-  // The card speaks the request's language (its `locale`), else the browser's.
+  // The card speaks the reviewer's language (the browser's), else the request's `locale`.
   const t = translator(request.locale);
   const multi = request.questions.length > 1;
   const titleId = domId(id, 'title');
