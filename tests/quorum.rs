@@ -14,7 +14,9 @@ use askbus::question::{
     Decision, DecisionType, Duties, EditedAction, Identity, NotAllowed, OutcomeKind,
     PendingApproval, QuorumFloor, RequestHub, ReviewConfig, Role, SubmitError, Timeout,
 };
-use askbus_store::{ChangeKind, HistoryPage, MemoryStore, SqliteStore, Store};
+use askbus_store::{
+    Ack, ChangeKind, HistoryPage, MemoryStore, SqliteStore, Store, StoreError, StoreLayer, Write,
+};
 use futures_util::StreamExt;
 use serde_json::json;
 
@@ -451,6 +453,83 @@ async fn redis_votes_through_different_instances_reach_one_outcome() {
 /// Alice votes through B and Bob through C at the same moment, on a request A asked: each
 /// instance counts both votes in the log's order, the request ends once, and every
 /// instance tells the same story.
+/// A shared memory store that refuses the next `failing` resolutions, as a Redis that
+/// blinked.
+struct BlinkingResolves {
+    store: MemoryStore,
+    failing: std::sync::atomic::AtomicUsize,
+}
+
+impl StoreLayer for BlinkingResolves {
+    fn inner(&self) -> &dyn Store {
+        &self.store
+    }
+    fn write(&self, write: Write) -> Ack {
+        use std::sync::atomic::Ordering;
+        if matches!(write, Write::Resolve { .. })
+            && self
+                .failing
+                .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |left| {
+                    left.checked_sub(1)
+                })
+                .is_ok()
+        {
+            let (refusal, refused) = Ack::channel();
+            let _ = refusal.send(Err(StoreError::Unresponsive));
+            return refused;
+        }
+        self.store.write(write)
+    }
+}
+
+/// Over a shared store, the outcome a quorum reached is proposed in the background; when
+/// the store cannot take it then, it is proposed again until it can, and the asker gets it
+/// (it stayed pending until a restart before).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_quorum_whose_outcome_the_store_could_not_take_is_settled_once_it_can() {
+    let store = Arc::new(BlinkingResolves {
+        store: MemoryStore::new(),
+        failing: std::sync::atomic::AtomicUsize::new(0),
+    });
+    let hub = separated(
+        crate::shared::instance(Arc::clone(&store) as Arc<dyn Store>)
+            .await
+            .hub,
+    );
+    let mut asking = hub
+        .approvals()
+        .request("blink", vec![delete_rows()])
+        .review(needs(2, None))
+        .timeout(Timeout::Never)
+        .submit()
+        .unwrap();
+    asking.recorded().await.unwrap();
+    let id = asking.id();
+    hub.caught_up().await.unwrap();
+    for name in ["alice", "bob"] {
+        if name == "bob" {
+            // The deciding vote is taken; the outcome it settles is refused twice.
+            store.failing.store(2, std::sync::atomic::Ordering::SeqCst);
+        }
+        as_reviewer(&hub, name)
+            .approvals()
+            .reply(id, approve())
+            .unwrap()
+            .await
+            .unwrap();
+    }
+    let decided = tokio::time::timeout(EVENT_TIMEOUT, asking)
+        .await
+        .expect("the quorum's outcome was settled")
+        .unwrap();
+    assert_eq!(voters(&decided.votes), ["alice", "bob"]);
+    assert_eq!(
+        store.failing.load(std::sync::atomic::Ordering::SeqCst),
+        0,
+        "both refusals were met"
+    );
+}
+
 async fn check_votes_across_instances(stores: [Arc<dyn Store>; 4]) {
     let [a, b, c, d] = stores;
     let instance = |store| async move {

@@ -1058,16 +1058,60 @@ impl<K: RequestType> Registry<K> {
                 .get(&id)
                 .map(|entry| Arc::clone(&entry.request))
         {
-            self.propose(
+            let outcome = Outcome::Replied(reply);
+            let proposal = self.propose(
                 store,
                 &mut state,
                 &request,
-                Outcome::Replied(reply),
-                Some(by),
-            )
-            .in_background();
+                outcome.clone(),
+                Some(by.clone()),
+            );
+            drop(state);
+            self.settle_in_background(id, outcome, by, proposal);
         }
         Ok(())
+    }
+
+    /// Sees the outcome a quorum reached through to the store: a proposal the store could
+    /// not take (it is down) is proposed again, one [`EXPIRY_RETRY`] apart, while the
+    /// request is pending here; the votes decided it, and nothing else would (a restart's
+    /// recount aside). Every instance does this; the store takes one.
+    fn settle_in_background(
+        &self,
+        id: Id<K::IdPrefix>,
+        outcome: OutcomeOf<K>,
+        by: Identity,
+        proposal: Durable,
+    ) {
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            return proposal.in_background();
+        };
+        let registry = self.clone();
+        runtime.spawn(async move {
+            let mut proposal = proposal;
+            for _ in 0..STORE_ATTEMPTS {
+                let Err(DurableError::Store(error)) = proposal.await else {
+                    return;
+                };
+                tracing::warn!(
+                    "the quorum's outcome of {} could not be recorded, trying again: {error}",
+                    K::request_id(id)
+                );
+                tokio::time::sleep(EXPIRY_RETRY).await;
+                let mut state = registry.inner.lock();
+                let (Some(store), Some(request)) = (
+                    registry.inner.deciding_store(),
+                    state.pending.get(&id).map(|entry| Arc::clone(&entry.request)),
+                ) else {
+                    return;
+                };
+                proposal = registry.propose(store, &mut state, &request, outcome.clone(), Some(by.clone()));
+            }
+            tracing::error!(
+                "the quorum's outcome of {} was not recorded after {STORE_ATTEMPTS} attempts; it stays pending until it times out or the instances restart",
+                K::request_id(id)
+            );
+        });
     }
 
     /// Proposes `outcome` for pending request `id` to the shared store, which decides; see
@@ -1194,7 +1238,7 @@ impl<K: RequestType> Registry<K> {
             let store = Arc::clone(&store.store);
             runtime.spawn(async move {
                 let recorder = Recorder::new(store);
-                for _ in 0..WITHDRAW_ATTEMPTS {
+                for _ in 0..STORE_ATTEMPTS {
                     // Taken, refused as already ended, or "not found": all final.
                     if recorder
                         .resolve::<K>(&request, None, &Outcome::Cancelled, None)
@@ -1205,6 +1249,10 @@ impl<K: RequestType> Registry<K> {
                     }
                     tokio::time::sleep(EXPIRY_RETRY).await;
                 }
+                tracing::error!(
+                    "the cancellation of {} was not recorded after {STORE_ATTEMPTS} attempts; other instances may still show it pending",
+                    K::request_id(id)
+                );
             });
         }
         Ended::Now
@@ -1671,9 +1719,10 @@ fn session_event(notice: Notice) -> Option<SessionEvent> {
 /// then went away is answered as taken rather than timed out.
 const APPLIED_LIMIT: std::time::Duration = std::time::Duration::from_secs(10);
 
-/// How many times (one [`EXPIRY_RETRY`] apart) the cancellation of a withdrawn request is
-/// proposed to a shared store that cannot be reached.
-const WITHDRAW_ATTEMPTS: usize = 300;
+/// How many times (one [`EXPIRY_RETRY`] apart) a change the registry must see through to a
+/// shared store that cannot be reached is proposed: the cancellation of a withdrawn
+/// request, the outcome a quorum reached.
+const STORE_ATTEMPTS: usize = 300;
 
 /// Whether a request was ended by the call that says so, or before it.
 enum Ended {
