@@ -272,6 +272,49 @@ async fn approval_keys_continue_after_a_restart() {
     );
 }
 
+/// A session whose requests were all forgotten before a restart continues above its old
+/// keys after it: the store's count of requests ever held is the floor. Before, `s1_1`
+/// was given again, and a late answer sent to the old `s1_1` would have reached a request
+/// its sender never saw.
+#[tokio::test]
+async fn a_key_is_never_given_twice_across_restarts() {
+    let dir = tempfile::tempdir().unwrap();
+    let forgetting = |dir: &tempfile::TempDir| {
+        let store: Arc<dyn Store> =
+            Arc::new(SqliteStore::open(dir.path().join("askbus.db")).expect("the store opens"));
+        RequestHub::builder()
+            .store(store)
+            .questions(askbus::question::QuestionConfig {
+                retain_resolved: 0,
+                ..askbus::question::QuestionConfig::default()
+            })
+            .build()
+    };
+    let first = forgetting(&dir).await.expect("the requests load");
+    let asked = ask_from_call(first.questions(), "call-1");
+    assert_eq!(&*asked.request().approval_key, "s1_1");
+    let id = asked.id();
+    first
+        .questions()
+        .reply(id, vec![vec!["Go".into()]])
+        .unwrap()
+        .await
+        .expect("durable");
+    assert_eq!(first.questions().id_for_key("s1_1"), None, "forgotten");
+    drop((first, asked));
+
+    let second = forgetting(&dir).await.expect("the requests load");
+    assert_eq!(second.questions().id_for_key("s1_1"), None);
+    let again = ask_from_call(second.questions(), "call-2");
+    assert_eq!(
+        &*again.request().approval_key,
+        "s1_2",
+        "the session continues above the key it gave before the restart"
+    );
+    let other = ask_from_call(second.questions(), "call-3");
+    assert_eq!(&*other.request().approval_key, "s1_3");
+}
+
 #[tokio::test]
 async fn without_a_store_a_repeated_tool_call_also_gets_one_request() {
     let hub = RequestHub::new(Bus::new());

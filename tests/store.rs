@@ -133,7 +133,8 @@ async fn sqlite_store_upgrade_counts_the_bytes_of_histories() {
         .unwrap()
         .execute_batch(
             "ALTER TABLE histories DROP COLUMN bytes; ALTER TABLE requests DROP COLUMN decided_by;
-             DROP TABLE audit; DROP TABLE deliveries; PRAGMA user_version = 3;",
+             DROP TABLE audit; DROP TABLE deliveries; DROP TABLE counters;
+             PRAGMA user_version = 3;",
         )
         .unwrap();
     let store = SqliteStore::open(&path)
@@ -187,7 +188,8 @@ async fn sqlite_store_upgrades_an_older_schema_and_refuses_a_newer_one() {
     };
     schema(
         "DROP TABLE history; DROP TABLE histories; ALTER TABLE requests DROP COLUMN decided_by;
-         DROP TABLE audit; DROP TABLE deliveries; PRAGMA user_version = 2;",
+         DROP TABLE audit; DROP TABLE deliveries; DROP TABLE counters;
+         PRAGMA user_version = 2;",
     );
 
     let store = SqliteStore::open(&path).unwrap();
@@ -208,7 +210,7 @@ async fn sqlite_store_upgrades_an_older_schema_and_refuses_a_newer_one() {
     schema("PRAGMA user_version = 99;");
     match SqliteStore::open(&path) {
         Err(StoreError::NewerSchema { found, supported }) => {
-            assert_eq!((found, supported), (99, 7))
+            assert_eq!((found, supported), (99, 8))
         }
         other => panic!("a newer schema was not refused: {other:?}"),
     }
@@ -2067,11 +2069,20 @@ async fn sqlite_store_upgrade_adds_the_outbox() {
     drop(store);
     rusqlite::Connection::open(&path)
         .unwrap()
-        .execute_batch("DROP TABLE deliveries; PRAGMA user_version = 6;")
+        .execute_batch("DROP TABLE deliveries; DROP TABLE counters; PRAGMA user_version = 6;")
         .unwrap();
 
     let store = SqliteStore::open(&path).unwrap();
     assert_eq!(store.pending_deliveries().await.unwrap(), 0);
+    assert_eq!(
+        store
+            .requests(RequestKind::Question, 0)
+            .await
+            .unwrap()
+            .requests_ever,
+        1,
+        "the count of requests ever held starts at the requests it keeps"
+    );
     assert_eq!(
         write(&store, resolve_telling("que_1", "msg_1", &["hook"])).await,
         Written::Resolved
@@ -2085,7 +2096,7 @@ async fn sqlite_store_upgrade_adds_the_outbox() {
         .unwrap()
         .query_row("PRAGMA user_version", [], |row| row.get(0))
         .unwrap();
-    assert_eq!(version, 7);
+    assert_eq!(version, 8);
 }
 
 /// A prefix of schema 6 (before the outbox) is upgraded by setting its version: the outbox

@@ -178,6 +178,9 @@ async fn resync_kind<K: RequestType>(
     let loaded = store
         .requests(K::RECORD_KIND, registry.retain_resolved())
         .await?;
+    // Keys given by other instances in the gap, to requests resolved and forgotten in it,
+    // are below this: no key here repeats one.
+    registry.ids().raise_key_floor(loaded.requests_ever);
     let pending_in_store: HashSet<&str> = loaded
         .pending
         .iter()

@@ -10,7 +10,10 @@
 //! A key is never reused for another request: a session whose requests are all forgotten
 //! is dropped from the index, and a session that asks again continues above every key
 //! handed out so far, so an answer sent to a forgotten request's key is a 404, never an
-//! answer to a request its sender did not see.
+//! answer to a request its sender did not see. Across restarts too: a store tells how many
+//! requests it ever held (`Loaded::requests_ever`, a count that never goes down), every
+//! key it ever saw numbered at most that, and every session continues above it
+//! ([`KeyCounters::raise_floor`]).
 
 use std::collections::HashMap;
 use std::collections::hash_map::Entry;
@@ -39,8 +42,12 @@ pub(crate) struct KeyCounters {
     /// Per session: the `n` of its last key, and how many of its requests are remembered.
     /// A session is dropped when none is, so memory follows the remembered requests.
     sessions: HashMap<Arc<str>, SessionKeys>,
-    /// The highest `n` of any session dropped so far: a session that asks again after it
-    /// was dropped continues above it, so that no key ever names two requests.
+    /// No session's next key is numbered at or below this: the highest `n` of any session
+    /// dropped so far, and the store's count of requests ever held ([`raise_floor`]). A
+    /// session that asks again after it was dropped continues above it, so that no key
+    /// ever names two requests.
+    ///
+    /// [`raise_floor`]: Self::raise_floor
     dropped: u64,
 }
 
@@ -166,6 +173,17 @@ impl<K: IdKind> RequestKeys<K> {
 }
 
 impl KeyCounters {
+    /// Continues every session's keys, and those of sessions yet to come, above `floor`:
+    /// the store's count of requests ever held, read when the requests are loaded (at
+    /// start, or by a follower that missed part of a shared store's log), at least the
+    /// `n` of every key given to a request since forgotten, here or by another instance.
+    pub(crate) fn raise_floor(&mut self, floor: u64) {
+        self.dropped = self.dropped.max(floor);
+        for session in self.sessions.values_mut() {
+            session.last = session.last.max(floor);
+        }
+    }
+
     /// The session's bookkeeping, created above every dropped key if it is new.
     fn session(&mut self, session_id: &Arc<str>) -> &mut SessionKeys {
         let dropped = self.dropped;

@@ -325,7 +325,12 @@ impl Store for MemoryStore {
             .cloned()
             .collect();
         resolved.reverse();
-        Box::pin(std::future::ready(Ok(Loaded { pending, resolved })))
+        Box::pin(std::future::ready(Ok(Loaded {
+            pending,
+            resolved,
+            // Every insert is a change of the log.
+            requests_ever: state.appended,
+        })))
     }
 
     fn find_by_call<'a>(

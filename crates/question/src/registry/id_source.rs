@@ -26,6 +26,18 @@ pub(crate) fn new_ids() -> SharedIds {
     }
 }
 
+impl SharedIds {
+    /// Continues every session's keys above `requests_ever`, the store's count of the
+    /// requests it ever held (see [`KeyCounters::raise_floor`]). Takes the counters' lock
+    /// alone: call it holding no registry's lock.
+    pub(crate) fn raise_key_floor(&self, requests_ever: u64) {
+        self.keys
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .raise_floor(requests_ever);
+    }
+}
+
 pub(super) fn lock_ids(ids: &SharedIds) -> MutexGuard<'_, IdGenerator> {
     // Handing out an id cannot panic midway: a poisoned lock is still a sound one.
     ids.generator.lock().unwrap_or_else(PoisonError::into_inner)

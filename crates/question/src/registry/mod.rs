@@ -487,7 +487,14 @@ impl<K: RequestType> Registry<K> {
         store: Arc<dyn Store>,
         role: StoreRole,
     ) -> Result<Self, StoreError> {
-        let Loaded { pending, resolved } = store.requests(K::RECORD_KIND, retain_resolved).await?;
+        let Loaded {
+            pending,
+            resolved,
+            requests_ever,
+        } = store.requests(K::RECORD_KIND, retain_resolved).await?;
+        // Before any key is read back: every session continues above every key the store
+        // ever saw, those of requests since forgotten included.
+        ids.raise_key_floor(requests_ever);
         let newest = pending
             .iter()
             .chain(&resolved)

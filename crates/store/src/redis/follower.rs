@@ -118,7 +118,10 @@ impl Follower {
 /// log's newest entry if that is further (the counter's key was lost while the log was
 /// kept, and no change has numbered past it yet: see `lua/apply.lua`), so that a reader
 /// starting then does not start behind the log.
-async fn logged(connection: &mut MultiplexedConnection, keys: &Keys) -> RedisResult<LogPosition> {
+pub(super) async fn logged(
+    connection: &mut MultiplexedConnection,
+    keys: &Keys,
+) -> RedisResult<LogPosition> {
     type Entries = Vec<(String, redis::Value)>;
     let (count, newest): (Option<u64>, Entries) = redis::pipe()
         .cmd("GET")

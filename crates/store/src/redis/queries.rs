@@ -7,7 +7,7 @@ use std::sync::Arc;
 use redis::aio::MultiplexedConnection;
 
 use super::RedisStore;
-use super::follower::read_change;
+use super::follower::{logged, read_change};
 use super::keys::{Keys, call_field};
 use super::outbox::{CLAIM_DELIVERIES_SCRIPT, FORGET_DELIVERIES_SCRIPT, deliveries, read_delivery};
 use super::retention::{forget_quiet_histories, forget_resolved};
@@ -55,6 +55,8 @@ impl Store for RedisStore {
             Ok(Loaded {
                 pending: fetch_requests(&mut connection, &keys, &pending_ids).await?,
                 resolved: fetch_requests(&mut connection, &keys, &resolved_ids).await?,
+                // Every insert is a change of the log: its count is past every insert's.
+                requests_ever: logged(&mut connection, &keys).await?.0,
             })
         })
     }
