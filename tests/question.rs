@@ -182,6 +182,25 @@ fn ask_validation() {
         vec![language(), with_options(&many_and_a_twin)],
         Expect::Invalid(Some(1), &["question 2", "\"option 7\"", "twice"]),
     );
+    // Labels that read alike (the spaces around them show nowhere) are one label, and a
+    // label of spaces is empty; the many-option path compares the same way.
+    check_ask(
+        "s",
+        vec![with_options(&["Yes", "Yes "])],
+        Expect::Invalid(Some(0), &["question 1", "\"Yes \"", "twice"]),
+    );
+    many_and_a_twin.pop();
+    many_and_a_twin.push(" option 9");
+    check_ask(
+        "s",
+        vec![with_options(&many_and_a_twin)],
+        Expect::Invalid(Some(0), &["\" option 9\"", "twice"]),
+    );
+    check_ask(
+        "s",
+        vec![with_options(&["A", "  "])],
+        Expect::Invalid(Some(0), &["option 2", "empty label"]),
+    );
     check_ask(
         "s",
         vec![with_options(&["A", ""])],

@@ -175,20 +175,25 @@ pub(crate) fn check_questions(
         }
         let mut seen_labels = SeenLabels::new(info.options.len());
         for (position, option) in info.options.iter().enumerate() {
-            if option.label.is_empty() {
+            if option.label.trim().is_empty() {
                 return Err(ValidationError::question(
                     index,
                     info,
                     format_args!("option {} has an empty label", position + 1),
                 ));
             }
+            // Compared without the spaces around them, which no screen shows: `"Yes "` and
+            // `"Yes"` would be two buttons that read alike and answer differently.
             let earlier = info.options[..position].iter();
-            if seen_labels.seen_before(earlier.map(|option| option.label.as_str()), &option.label) {
+            if seen_labels.seen_before(
+                earlier.map(|option| option.label.trim()),
+                option.label.trim(),
+            ) {
                 return Err(ValidationError::question(
                     index,
                     info,
                     format_args!(
-                        "the label {:?} is offered twice; labels must be unique",
+                        "the label {:?} is offered twice (labels are compared without the spaces around them); labels must be unique",
                         option.label
                     ),
                 ));
