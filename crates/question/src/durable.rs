@@ -191,8 +191,16 @@ impl Drop for Durable {
             DurableState::Decided(verdict) => {
                 if let Ok(runtime) = tokio::runtime::Handle::try_current() {
                     runtime.spawn(async move {
-                        if let Err(error) = verdict.await {
-                            tracing::debug!("a change nobody waited for did not take: {error}");
+                        match verdict.await {
+                            // The store failed: nobody else will say so.
+                            Err(error @ DurableError::Store(_)) => {
+                                tracing::warn!("a change nobody waited for did not take: {error}");
+                            }
+                            // Another outcome came first: the usual end of a race.
+                            Err(error) => {
+                                tracing::debug!("a change nobody waited for did not take: {error}");
+                            }
+                            Ok(()) => {}
                         }
                     });
                 }
