@@ -204,7 +204,7 @@ pub(crate) async fn get(
         (status = 400, description = "Malformed timeout", body = crate::error::ErrorBody),
         (status = 404, description = "No such request (or not visible to this token)", body = crate::error::ErrorBody),
         (status = 429, description = "This token holds as many open streams and long polls as it may (`quota`)", body = crate::error::ErrorBody, headers(("Retry-After" = u64, description = "Seconds to wait before trying again"))),
-        (status = 503, description = "The store shared with other servers could not be reached, or every stream slot of the server is taken (`too_many_streams`)", body = crate::error::ErrorBody, headers(("Retry-After" = u64, description = "Seconds to wait before trying again"))),
+        (status = 503, description = "The store shared with other servers could not be reached, every stream slot of the server is taken (`too_many_streams`), or the outcome could not be stored durably (`store_unavailable`): it must not be acted on, and the request stays pending in the store", body = crate::error::ErrorBody, headers(("Retry-After" = u64, description = "Seconds to wait before trying again"))),
     ),
 )]
 pub(crate) async fn wait(
