@@ -477,8 +477,8 @@ pub struct Loaded {
     /// The newest resolved requests, ascending by id.
     pub resolved: Vec<StoredRequest>,
     /// A count that never goes down and is at least how many requests, of either kind,
-    /// were ever inserted, forgotten ones included (SQLite counts inserts; a store with a
-    /// change log gives its count of changes). A reader numbering something per request
+    /// were ever inserted, forgotten ones included (SQLite gives its history's last
+    /// position, one entry each insert; a store with a change log its count of changes). A reader numbering something per request
     /// (the seeds' `{session}_{n}` keys) continues above it, so that no number is given
     /// twice across restarts.
     pub requests_ever: u64,

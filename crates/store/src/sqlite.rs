@@ -166,18 +166,6 @@ const MIGRATIONS: &[&str] = &[
     CREATE INDEX deliveries_settled ON deliveries (last_at_ms, message_id, target)
         WHERE state <> 'pending';
 ",
-    // Requests ever inserted (`Loaded::requests_ever`), counted from here on. Before,
-    // every insert wrote a history entry, whose AUTOINCREMENT position never goes back:
-    // the count starts at the larger of that and the requests still kept.
-    "
-    CREATE TABLE counters (
-        name   TEXT PRIMARY KEY NOT NULL,
-        value  INTEGER NOT NULL
-    ) WITHOUT ROWID;
-    INSERT INTO counters (name, value) SELECT 'requests', max(
-        (SELECT count(*) FROM requests),
-        coalesce((SELECT seq FROM sqlite_sequence WHERE name = 'history'), 0));
-",
 ];
 
 /// The columns [`read_delivery`] expects, in order.
@@ -302,8 +290,12 @@ impl Store for SqliteStore {
                 params![kind.as_str(), to_sql_count(retain_resolved)],
             )?;
             resolved.reverse();
+            // Every insert writes a history entry, whose AUTOINCREMENT position never goes
+            // back, whatever is forgotten since; requests kept from before histories
+            // existed (schema 3) are counted as they are.
             let requests_ever: i64 = connection.query_row(
-                "SELECT value FROM counters WHERE name = 'requests'",
+                "SELECT max(coalesce((SELECT seq FROM sqlite_sequence WHERE name = 'history'), 0),
+                            (SELECT count(*) FROM requests))",
                 [],
                 |row| row.get(0),
             )?;
@@ -792,9 +784,6 @@ fn apply(
                     request.expires_at_ms.map(to_sql_u64),
                     request.body,
                 ])?;
-            connection
-                .prepare_cached("UPDATE counters SET value = value + 1 WHERE name = 'requests'")?
-                .execute([])?;
             remember(connection, &request.session_id, &entry(), history_limit)?;
             Ok(Written::Inserted)
         }
