@@ -593,11 +593,12 @@ async fn a_timeout_the_store_could_not_record_reaches_the_asker_as_the_failure()
     );
 }
 
-/// `always` whose approval the store could not record grants nothing: the approval's asker
-/// gets the failure, and the grant is taken back, so a later identical call waits for a
-/// human instead of being approved on a decision no receipt records.
+/// `always` stands only once its approval is durable: while the store writes, nothing is
+/// granted, and if it could not record the approval, the asker gets the failure and a later
+/// identical call waits for a human instead of being approved on a decision no receipt
+/// records.
 #[tokio::test]
-async fn a_grant_whose_approval_was_not_recorded_is_taken_back() {
+async fn a_grant_stands_only_once_its_approval_is_recorded() {
     let store = Arc::new(HeldOutcomes::default());
     let hub = RequestHub::builder()
         .store(Arc::clone(&store) as Arc<dyn Store>)
@@ -612,11 +613,11 @@ async fn a_grant_whose_approval_was_not_recorded_is_taken_back() {
         .submit()
         .unwrap();
     first.recorded().await.expect("the request is durable");
-    let (durable, grant) = approvals.reply_always(first.id()).unwrap();
+    let (durable, _grant) = approvals.reply_always(first.id()).unwrap();
     assert_eq!(
         approvals.grants("s1"),
-        [grant],
-        "granted while the store writes"
+        [],
+        "nothing stands while the store writes"
     );
     store.fail();
     durable.await.expect_err("the approval was not recorded");
@@ -625,7 +626,7 @@ async fn a_grant_whose_approval_was_not_recorded_is_taken_back() {
         matches!(&asked, Err(ApprovalError::NotRecorded(_))),
         "the asker gets the failure: {asked:?}"
     );
-    assert_eq!(approvals.grants("s1"), [], "the grant is taken back");
+    assert_eq!(approvals.grants("s1"), [], "nothing was granted");
 
     let mut again = approvals
         .request("s1", status())

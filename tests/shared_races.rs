@@ -274,6 +274,7 @@ async fn race(
             Err(DurableError::AlreadyResolved { .. }) => Answered::Refused,
             Err(DurableError::Store(error)) => panic!("the memory store failed: {error}"),
             Err(DurableError::NotCounted(why)) => panic!("no question takes votes: {why}"),
+            Err(error @ DurableError::NotHere { .. }) => panic!("the store lost nothing: {error}"),
         },
         Err(ReplyError::AlreadyResolved { .. } | ReplyError::NotFound(_)) => Answered::Refused,
         Err(refused) => panic!("a valid answer was refused: {refused}"),

@@ -62,7 +62,8 @@ pub enum ErrorCode {
     Quota,
     /// 500: a bug; the message does not say more.
     Internal,
-    /// 503: the store could not record the change, so it would not survive a restart.
+    /// 503: the store could not record the change, so it would not survive a restart (an
+    /// answer it could not record reaches no agent), or could not be read.
     StoreUnavailable,
     /// 503: the server holds as many open event streams and long polls (or MCP sessions)
     /// as it allows; `Retry-After` says when trying again is worth it. Other routes still
@@ -289,18 +290,24 @@ impl From<DurableError> for ApiError {
             }
             DurableError::Store(error) => Self::from(error),
             DurableError::NotCounted(refused) => Self::from(refused),
+            // The server the request was asked on can decide it: like a `Host` this one
+            // does not answer for.
+            DurableError::NotHere { .. } => {
+                Self::new(ErrorCode::MisdirectedRequest, error.to_string())
+            }
         }
     }
 }
 
 impl From<askbus_store::StoreError> for ApiError {
-    /// The change happened in this process but is not durable: the client should not
-    /// count on it surviving a restart. The store's own message stays in the server log.
+    /// The change is not durable: the client should not count on it surviving a restart,
+    /// and an answer it was reaches no agent (see `Durable`). The store's own message stays
+    /// in the server log.
     fn from(error: askbus_store::StoreError) -> Self {
         tracing::error!("the store could not record a change: {error}");
         Self::new(
             ErrorCode::StoreUnavailable,
-            "the server could not store this change durably; it may be lost if the server restarts",
+            "the server could not store this change durably, so it may be lost if the server restarts; no agent is handed an answer that was not stored",
         )
     }
 }

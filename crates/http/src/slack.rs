@@ -353,7 +353,10 @@ async fn answer(
     .await
     .map(drop)
     .map_err(failed)?;
-    Ok(format!("Answered “{label}”"))
+    Ok(format!(
+        "Answered “{}”",
+        askbus_question::visible::visible_text(&label, false)
+    ))
 }
 
 /// Approves (or rejects) every tool call of approval `request`.

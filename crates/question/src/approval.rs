@@ -625,7 +625,9 @@ impl ApprovalService {
     /// the session's requests whose every action calls the same tool with a pattern the
     /// grant matches, pending now or asked later, are approved without asking (see the
     /// `grant` module).
-    /// Returns the grant with the [`Durable`] of the approval.
+    /// Returns the grant with the [`Durable`] of the approval. With a store the grant
+    /// stands once the approval is durable (as that `Durable` completes, or in the
+    /// background if it is dropped), and never if the store could not record it.
     ///
     /// The grant is this handle's identity's: it must be one that may decide the request
     /// (the same check as every reply), and it is published as `approval.granted`.
@@ -665,32 +667,33 @@ impl ApprovalService {
         })?;
         // `resolve` succeeds only through the closure's `Ok`, which set it.
         let grant = made.ok_or(ApprovalReplyError::NotFound(id))?;
+        if self.registry.store().is_none() {
+            self.stand(&grant);
+            return Ok((durable, grant));
+        }
+        // With a store, the grant stands once its approval is durable, whether or not
+        // anyone awaits this: an approval the store could not record reaches no agent, and
+        // must not go on approving calls.
+        let (service, standing) = (self.clone(), grant.clone());
+        let durable = Durable::decided(async move {
+            durable.await?;
+            service.stand(&standing);
+            Ok(())
+        });
+        Ok((durable, grant))
+    }
+
+    /// Makes `grant` stand: listed, published as `approval.granted`, and applied at once to
+    /// what its session has pending that it covers, as OpenCode's `always` does, not only
+    /// to what the session asks later.
+    fn stand(&self, grant: &Grant) {
         self.grants.record(grant.clone());
         self.bus().publish(ApprovalGranted {
             grant: grant.clone(),
         });
-        // As OpenCode's `always` does: what the session has pending that the grant covers
-        // is approved too, not only what it asks later.
         for pending in self.list(Some(&grant.session_id)) {
             self.apply_grants(&pending);
         }
-        // A grant whose approval the store could not record is taken back, whether or not
-        // anyone awaits this: it would go on approving calls on a decision a restart
-        // forgets and no receipt records.
-        let (service, session_id) = (self.clone(), Arc::clone(&grant.session_id));
-        let durable = Durable::decided(async move {
-            let recorded = durable.await;
-            if let Err(error) = &recorded
-                && let Some((_, receipt)) = service.revoke_grant(&session_id, id)
-            {
-                tracing::warn!(
-                    "the grant of {id} is revoked: its approval was not recorded ({error})"
-                );
-                receipt.in_background();
-            }
-            recorded
-        });
-        Ok((durable, grant))
     }
 
     /// A session's standing grants, oldest first.

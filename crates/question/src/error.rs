@@ -245,6 +245,16 @@ pub enum DurableError {
     /// hears `403`).
     #[error("the vote does not count: {0}")]
     NotCounted(NotAllowed),
+    /// Over a shared store that lost the request (an orphan), a decision through an
+    /// instance that does not hold its asker: only the instance it was asked on can decide
+    /// it, or its timeout (an HTTP client hears `421`). It stays pending.
+    #[error(
+        "request {request} is unknown to the shared store (it lost it): only the server it was asked on can decide it"
+    )]
+    NotHere {
+        /// The request.
+        request: RequestId,
+    },
 }
 
 /// Why [`RequestHub::reject_session`](crate::RequestHub::reject_session) did not refuse everything.

@@ -519,7 +519,11 @@ impl RequestHub {
                 Ok(()) => {}
                 // Another instance resolved it first: not refused here.
                 Err(DurableError::AlreadyResolved { .. }) => continue,
-                Err(error @ (DurableError::Store(_) | DurableError::NotCounted(_))) => {
+                Err(
+                    error @ (DurableError::Store(_)
+                    | DurableError::NotCounted(_)
+                    | DurableError::NotHere { .. }),
+                ) => {
                     return Err(error.into());
                 }
             }

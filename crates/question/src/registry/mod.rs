@@ -612,8 +612,9 @@ impl<K: RequestType> Registry<K> {
                 .get(&id)
                 .map(|entry| Arc::clone(&entry.request))
             {
-                self.propose(store, state, &request, outcome, Some(by))
-                    .in_background();
+                let proposal =
+                    self.propose(store, state, &request, outcome.clone(), Some(by.clone()));
+                self.settle_in_background(id, outcome, by, proposal);
             }
         } else if let Some(delivery) = self.inner.finish(state, id, outcome, Some(by)) {
             delivery.send().in_background();
@@ -1195,11 +1196,9 @@ impl<K: RequestType> Registry<K> {
                 "{} is unknown to the shared store and was asked through another instance: only that one can decide it",
                 K::request_id(id)
             );
-            return Err(StoreError::Corrupt(format!(
-                "{} is unknown to the shared store (it lost it), and only the instance it was asked on can decide it",
-                K::request_id(id)
-            ))
-            .into());
+            return Err(DurableError::NotHere {
+                request: K::request_id(id),
+            });
         }
         let Some(delivery) = self.inner.finish(&mut state, id, outcome, by) else {
             return Ok(Ended::Before(state.outcome_kind(id)));
