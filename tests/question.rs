@@ -189,6 +189,11 @@ fn ask_validation() {
         vec![with_options(&["Yes", "Yes "])],
         Expect::Invalid(Some(0), &["question 1", "\"Yes \"", "twice"]),
     );
+    check_ask(
+        "s",
+        vec![with_options(&["Yes", "Yes\u{2800}"])],
+        Expect::Invalid(Some(0), &["twice"]),
+    );
     many_and_a_twin.pop();
     many_and_a_twin.push(" option 9");
     check_ask(

@@ -450,9 +450,6 @@ async fn redis_votes_through_different_instances_reach_one_outcome() {
     .await;
 }
 
-/// Alice votes through B and Bob through C at the same moment, on a request A asked: each
-/// instance counts both votes in the log's order, the request ends once, and every
-/// instance tells the same story.
 /// A shared memory store that refuses the next `failing` resolutions, as a Redis that
 /// blinked.
 struct BlinkingResolves {
@@ -530,6 +527,9 @@ async fn a_quorum_whose_outcome_the_store_could_not_take_is_settled_once_it_can(
     );
 }
 
+/// Alice votes through B and Bob through C at the same moment, on a request A asked: each
+/// instance counts both votes in the log's order, the request ends once, and every
+/// instance tells the same story.
 async fn check_votes_across_instances(stores: [Arc<dyn Store>; 4]) {
     let [a, b, c, d] = stores;
     let instance = |store| async move {

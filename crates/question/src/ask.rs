@@ -56,7 +56,7 @@ impl QuestionService {
     /// [`AskError::Invalid`] at once if the questions cannot be asked;
     /// [`AskError::OverQuota`] at once if too many requests are pending;
     /// [`AskError::NotRecorded`] if the service's store could not record them (nobody
-    /// could see them); otherwise the non-answer outcome: [`AskError::Rejected`],
+    /// could see them) or the answer (nothing to act on); otherwise the non-answer outcome: [`AskError::Rejected`],
     /// [`AskError::TimedOut`], [`AskError::Cancelled`].
     ///
     /// # Cancel safety
@@ -87,7 +87,7 @@ impl ApprovalService {
     /// [`ApprovalError::Invalid`] at once if the request cannot be made;
     /// [`ApprovalError::OverQuota`] at once if too many requests are pending;
     /// [`ApprovalError::NotRecorded`] if the service's store could not record it (nobody
-    /// could see it); otherwise [`ApprovalError::TimedOut`] (every action rejected) or
+    /// could see it) or the decisions (none may run); otherwise [`ApprovalError::TimedOut`] (every action rejected) or
     /// [`ApprovalError::Cancelled`].
     ///
     /// # Cancel safety

@@ -3,9 +3,10 @@
 //! Seeds 000 and 001 address a request by its `approval_key`, `"abc-123_1"`, not by an id;
 //! clients written from them build the key themselves. So every request gets the next key
 //! of its session when it is registered: `n` is seed 001's interrupt count, which counts
-//! the session's questions and approvals together from 1 (the kinds of one hub share
-//! [`KeyCounters`]), so that a key in the seeds' stream, which names a request of either
-//! kind, names one request. Either the id or the key addresses it.
+//! the session's questions and approvals together (the kinds of one hub share
+//! [`KeyCounters`]), from 1 in a fresh store, so that a key in the seeds' stream, which
+//! names a request of either kind, names one request. Either the id or the key addresses
+//! it.
 //!
 //! A key is never reused for another request: a session whose requests are all forgotten
 //! is dropped from the index, and a session that asks again continues above every key

@@ -175,19 +175,19 @@ pub(crate) fn check_questions(
         }
         let mut seen_labels = SeenLabels::new(info.options.len());
         for (position, option) in info.options.iter().enumerate() {
-            if option.label.trim().is_empty() {
+            if bare_label(&option.label).is_empty() {
                 return Err(ValidationError::question(
                     index,
                     info,
                     format_args!("option {} has an empty label", position + 1),
                 ));
             }
-            // Compared without the spaces around them, which no screen shows: `"Yes "` and
+            // Compared without the blanks around them, which no screen shows: `"Yes "` and
             // `"Yes"` would be two buttons that read alike and answer differently.
             let earlier = info.options[..position].iter();
             if seen_labels.seen_before(
-                earlier.map(|option| option.label.trim()),
-                option.label.trim(),
+                earlier.map(|option| bare_label(&option.label)),
+                bare_label(&option.label),
             ) {
                 return Err(ValidationError::question(
                     index,
@@ -426,4 +426,10 @@ impl<'a> Offered<'a> {
             Self::Many(labels) => labels.contains(label),
         }
     }
+}
+
+/// A label without the blanks around it (spaces, and the blank braille pattern, which
+/// shows as nothing), as a reader sees where it starts and ends.
+fn bare_label(label: &str) -> &str {
+    label.trim_matches(|ch: char| ch.is_whitespace() || ch == '\u{2800}')
 }

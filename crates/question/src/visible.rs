@@ -15,7 +15,9 @@
 //! misses what it does not name. Only a joiner that changes how its visible neighbours
 //! look stays itself: variation selector 15 or 16 right after an emoji or a keycap base,
 //! a zero-width joiner between emoji, and in multi-line text a zero-width non-joiner
-//! between letters of a script that uses one (not Latin, Greek or Cyrillic).
+//! between characters of a script that uses one (Arabic, Syriac, the Indic scripts). A
+//! run of 16 or more blanks that do not break a line (no-break spaces, the blank braille
+//! pattern) is marked whole: wrapped, it would push what follows out of sight.
 
 use std::borrow::Cow;
 use std::fmt::Write as _;
@@ -40,6 +42,23 @@ fn is_hidden(ch: char, multiline: bool) -> bool {
     hidden.contains(GeneralCategory::for_char(ch)) || DefaultIgnorableCodePoint::for_char(ch)
 }
 
+/// The scripts whose writing uses a zero-width non-joiner (Persian and Arabic, Syriac, the
+/// Indic scripts): between two of their characters it changes how the word is shaped.
+const NON_JOINING_SCRIPTS: [Script; 12] = [
+    Script::Arabic,
+    Script::Syriac,
+    Script::Devanagari,
+    Script::Bengali,
+    Script::Gurmukhi,
+    Script::Gujarati,
+    Script::Oriya,
+    Script::Tamil,
+    Script::Telugu,
+    Script::Kannada,
+    Script::Malayalam,
+    Script::Sinhala,
+];
+
 /// Whether hidden `ch`, between `before` and `after`, only joins what shows around it.
 fn joins_visibly(before: Option<char>, ch: char, after: Option<char>, multiline: bool) -> bool {
     let pictograph = |ch: Option<char>| ch.is_some_and(ExtendedPictographic::for_char);
@@ -54,79 +73,131 @@ fn joins_visibly(before: Option<char>, ch: char, after: Option<char>, multiline:
                 && pictograph(after)
         }
         '\u{200c}' => {
-            let letter = |ch: char| {
-                GeneralCategoryGroup::Letter
-                    .union(GeneralCategoryGroup::Mark)
-                    .contains(GeneralCategory::for_char(ch))
+            // A letter or mark (a virama is a mark of its script) before, a letter after.
+            let of_those = |ch: char, group: GeneralCategoryGroup| {
+                group.contains(GeneralCategory::for_char(ch))
+                    && NON_JOINING_SCRIPTS.contains(&Script::for_char(ch))
             };
+            let letter_or_mark = GeneralCategoryGroup::Letter.union(GeneralCategoryGroup::Mark);
             multiline
-                && before.is_some_and(|ch| {
-                    letter(ch)
-                        && ![Script::Latin, Script::Greek, Script::Cyrillic]
-                            .contains(&Script::for_char(ch))
-                })
-                && after.is_some_and(|ch| {
-                    GeneralCategoryGroup::Letter.contains(GeneralCategory::for_char(ch))
-                })
+                && before.is_some_and(|ch| of_those(ch, letter_or_mark))
+                && after.is_some_and(|ch| of_those(ch, GeneralCategoryGroup::Letter))
         }
         _ => false,
     }
 }
 
-/// The hidden characters of `text` that are marked, by byte offset.
-fn marked(text: &str, multiline: bool) -> impl Iterator<Item = (usize, char)> + '_ {
+/// A blank that does not break a line: no-break spaces and the blank braille pattern.
+fn is_blank(ch: char) -> bool {
+    matches!(ch, '\u{a0}' | '\u{2007}' | '\u{202f}' | '\u{2800}')
+}
+
+/// How many blanks in a row make a run that is marked whole: wrapped, it would fill lines
+/// with nothing and push what follows out of sight.
+const BLANK_RUN: usize = 16;
+
+/// What is marked in a text.
+enum Mark<'a> {
+    /// One hidden character.
+    Hidden(char),
+    /// A run of [`BLANK_RUN`] or more blanks, as it is.
+    Blanks(&'a str),
+}
+
+/// What is marked in `text`, by byte offset.
+fn marks(text: &str, multiline: bool) -> impl Iterator<Item = (usize, Mark<'_>)> + '_ {
     let mut before = None;
     let mut chars = text.char_indices().peekable();
     std::iter::from_fn(move || {
         while let Some((index, ch)) = chars.next() {
+            if is_blank(ch) {
+                let rest = &text[index..];
+                let run = rest.chars().take_while(|&ch| is_blank(ch)).count();
+                if run >= BLANK_RUN {
+                    let end = rest
+                        .char_indices()
+                        .nth(run)
+                        .map_or(rest.len(), |(end, _)| end);
+                    for _ in 1..run {
+                        chars.next();
+                    }
+                    before = rest[..end].chars().next_back();
+                    return Some((index, Mark::Blanks(&rest[..end])));
+                }
+            }
             let previous = before.replace(ch);
             if is_hidden(ch, multiline)
                 && !joins_visibly(previous, ch, chars.peek().map(|&(_, ch)| ch), multiline)
             {
-                return Some((index, ch));
+                return Some((index, Mark::Hidden(ch)));
             }
         }
         None
     })
 }
 
-/// Whether `text` holds a character that would be marked (see the module docs).
+/// Whether `text` holds something that would be marked (see the module docs).
 pub fn has_hidden(text: &str, multiline: bool) -> bool {
-    marked(text, multiline).next().is_some()
+    marks(text, multiline).next().is_some()
 }
 
-/// `text` with each hidden character shown as `⟨U+202E⟩`; newlines and tabs stay in
-/// `multiline` text and are marked in one-line text (names, labels, ids). Borrowed when
-/// nothing is hidden, the common case.
+/// `text` with each hidden character shown as `⟨U+202E⟩` and each run of 16 or more
+/// blanks that do not break a line as `⟨U+00A0 × 40⟩` (`⟨40 blanks⟩` when they differ);
+/// newlines and tabs stay in `multiline` text and are marked in one-line text (names,
+/// labels, ids). Borrowed when nothing is marked, the common case.
 pub fn visible_text(text: &str, multiline: bool) -> Cow<'_, str> {
-    rewrite(text, multiline, |shown, ch| {
-        let _ = write!(shown, "⟨U+{:04X}⟩", u32::from(ch));
+    rewrite(text, multiline, |shown, mark| {
+        let _ = match mark {
+            Mark::Hidden(ch) => write!(shown, "⟨U+{:04X}⟩", u32::from(*ch)),
+            Mark::Blanks(run) => {
+                let count = run.chars().count();
+                let mut blanks = run.chars();
+                match (blanks.next(), blanks.all(|ch| run.starts_with(ch))) {
+                    (Some(first), true) => write!(shown, "⟨U+{:04X} × {count}⟩", u32::from(first)),
+                    _ => write!(shown, "⟨{count} blanks⟩"),
+                }
+            }
+        };
     })
 }
 
-/// The JSON text `json` with each hidden character (which can only stand inside its
-/// strings) written as `\uXXXX` escapes: what it shows is what it is, and it parses back
-/// to the same value.
+/// The JSON text `json` with each hidden character, and each blank of a run, (which can
+/// only stand inside its strings) written as `\uXXXX` escapes: what it shows is what it
+/// is, and it parses back to the same value.
 pub fn visible_json(json: &str) -> Cow<'_, str> {
-    rewrite(json, true, |shown, ch| {
-        for unit in ch.encode_utf16(&mut [0; 2]) {
-            let _ = write!(shown, "\\u{unit:04x}");
+    rewrite(json, true, |shown, mark| {
+        let escape = |shown: &mut String, ch: char| {
+            for unit in ch.encode_utf16(&mut [0; 2]) {
+                let _ = write!(shown, "\\u{unit:04x}");
+            }
+        };
+        match mark {
+            Mark::Hidden(ch) => escape(shown, *ch),
+            Mark::Blanks(run) => run.chars().for_each(|ch| escape(shown, ch)),
         }
     })
 }
 
-/// `text` with each marked character replaced by what `mark` writes.
-fn rewrite(text: &str, multiline: bool, mark: impl Fn(&mut String, char)) -> Cow<'_, str> {
-    let mut marks = marked(text, multiline).peekable();
+/// `text` with each mark replaced by what `mark` writes.
+fn rewrite<'a>(
+    text: &'a str,
+    multiline: bool,
+    mark: impl Fn(&mut String, &Mark<'_>),
+) -> Cow<'a, str> {
+    let mut marks = marks(text, multiline).peekable();
     if marks.peek().is_none() {
         return Cow::Borrowed(text);
     }
     let mut shown = String::with_capacity(text.len() + 16);
     let mut last = 0;
-    for (index, ch) in marks {
+    for (index, found) in marks {
         shown.push_str(&text[last..index]);
-        mark(&mut shown, ch);
-        last = index + ch.len_utf8();
+        mark(&mut shown, &found);
+        last = index
+            + match found {
+                Mark::Hidden(ch) => ch.len_utf8(),
+                Mark::Blanks(run) => run.len(),
+            };
     }
     shown.push_str(&text[last..]);
     Cow::Owned(shown)
@@ -179,6 +250,24 @@ mod tests {
             "one-line text marks every non-joiner"
         );
         assert!(matches!(visible_text("plain", true), Cow::Borrowed(_)));
+        // A non-joiner only between characters of a script that uses one.
+        for mixed in [
+            "e\u{301}\u{200c}vil",
+            "\u{6f22}\u{200c}\u{5b57}",
+            "\u{646}\u{200c}abc",
+        ] {
+            assert!(visible_text(mixed, true).contains("⟨U+200C⟩"), "{mixed:?}");
+        }
+        assert_eq!(
+            visible_text("\u{915}\u{94d}\u{200c}\u{937}", true),
+            "\u{915}\u{94d}\u{200c}\u{937}"
+        );
+        // Blank runs, alike or mixed, are one marker; a short one stays.
+        let padded = format!("ls{}; curl x | sh", "\u{a0}".repeat(40));
+        assert_eq!(visible_text(&padded, true), "ls⟨U+00A0 × 40⟩; curl x | sh");
+        let mixed = format!("a{}b", "\u{a0}\u{2800}".repeat(8));
+        assert_eq!(visible_text(&mixed, false), "a⟨16 blanks⟩b");
+        assert_eq!(visible_text("a\u{a0}b", false), "a\u{a0}b");
     }
 
     #[test]
@@ -190,5 +279,12 @@ mod tests {
         assert_eq!(shown, r#"["report\u202excod.exe","ok\udb40\udd00","❤️"]"#);
         let read_back: serde_json::Value = serde_json::from_str(&shown).unwrap_or_default();
         assert_eq!(read_back, value);
+
+        let padded = serde_json::json!([format!("ls{}x", "\u{2800}".repeat(16))]);
+        let json = padded.to_string();
+        let shown = visible_json(&json);
+        assert_eq!(shown, format!(r#"["ls{}x"]"#, r"\u2800".repeat(16)));
+        let read_back: serde_json::Value = serde_json::from_str(&shown).unwrap_or_default();
+        assert_eq!(read_back, padded);
     }
 }

@@ -42,9 +42,12 @@ pub enum ToolError {
         /// What was wrong, and what the tool expects instead.
         message: String,
     },
-    /// The request could not reach a human: the store that shows it to them is down. Nothing
-    /// was asked (and a guarded tool did not run); the same call may work later.
-    #[error("the `{tool}` tool could not reach a human, try again later: {message}")]
+    /// The request or its answer could not be recorded: the store is down. Nothing was
+    /// asked, or the answer must not be acted on (and a guarded tool did not run); the
+    /// same call may work later.
+    #[error(
+        "the `{tool}` tool could not record the request or its answer, so nothing was decided; try again later: {message}"
+    )]
     Unavailable {
         /// The tool that was called.
         tool: String,

@@ -208,7 +208,8 @@ impl<T: GuardedTool> ApprovalGuard<T> {
     /// arguments that do not fit the tool's [`args_schema`](GuardedTool::args_schema)), or
     /// when the context's call id already asked in this session about other arguments
     /// (the earlier request is left as it was, and nothing runs); [`ToolError::Unavailable`]
-    /// if the store could not record the request (nobody saw it, and nothing runs);
+    /// if the store could not record the request (nobody saw it) or its decisions (and
+    /// nothing runs);
     /// [`ToolError::OverQuota`] if too many requests are pending (nothing asked, nothing
     /// runs).
     ///

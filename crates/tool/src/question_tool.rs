@@ -184,7 +184,8 @@ impl QuestionTool {
     /// # Errors
     ///
     /// [`ToolError::InvalidArguments`] with a message the model can act on;
-    /// [`ToolError::Unavailable`] if the store could not record the request (nobody saw it);
+    /// [`ToolError::Unavailable`] if the store could not record the request (nobody saw it)
+    /// or its outcome (nothing to act on);
     /// [`ToolError::OverQuota`] if too many requests are pending (nothing was asked).
     ///
     /// # Cancel safety

@@ -16,8 +16,8 @@
 // retry); the request is pending (the card alone); it ended already (the card with its
 // outcome and who answered); this page's answer was sent (thanks, the card resolved). Under
 // a quorum, this link's vote leaves the request pending: the card says how many more
-// reviewers it waits for, as on the main page. The page speaks the browser's language
-// until the request is loaded, then the request's (`locale`), as its card does.
+// reviewers it waits for, as on the main page. The page speaks the browser's language,
+// as every card does (a request's `locale` only when the browser speaks none of the UI's).
 
 import * as api from './api.js';
 import { approvalCard } from './approval.js';

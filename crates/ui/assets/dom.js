@@ -34,20 +34,41 @@ const HIDDEN_MULTILINE = new RegExp(`(?![\\t\\n])(?:${HIDDEN_CLASSES})`, 'gu');
 /** The hidden characters of one-line text (ids, names, labels): newline and tab too. */
 const HIDDEN_ONE_LINE = new RegExp(`(?:${HIDDEN_CLASSES})`, 'gu');
 /**
- * A run of 16 or more of one blank that does not break a line (no-break spaces, the blank
- * braille pattern): wrapped, it would fill lines with nothing and push what follows out
- * of sight, so the screen shows it as one marker, `⟨U+00A0 × 3000⟩`.
+ * A run of 16 or more blanks that do not break a line (no-break spaces, the blank braille
+ * pattern), mixed or not: wrapped, it would fill lines with nothing and push what follows
+ * out of sight, so the screen shows it as one marker, `⟨U+00A0 × 3000⟩` (or
+ * `⟨3000 blanks⟩` when they differ).
  */
-const BLANK_RUN = String.raw`([\u00a0\u2007\u202f\u2800])\1{15,}`;
+const BLANK_RUN = String.raw`[\u00a0\u2007\u202f\u2800]{16,}`;
+/** Whether `found`, a match of the patterns below, is a blank run. */
+const isBlankRun = (found) => found.length >= 16;
+
+/** `⟨U+00A0 × 3000⟩`, or `⟨3000 blanks⟩`: how a blank run reads on screen. */
+function blankRunMarker(run) {
+  const first = run[0];
+  return [...run].every((char) => char === first) ? `⟨${codePoint(first)} × ${run.length}⟩` : `⟨${run.length} blanks⟩`;
+}
 /** What `visibleText` marks: blank runs, then hidden characters. */
 const SHOWN_MULTILINE = new RegExp(`${BLANK_RUN}|${HIDDEN_MULTILINE.source}`, 'gu');
 const SHOWN_ONE_LINE = new RegExp(`${BLANK_RUN}|${HIDDEN_ONE_LINE.source}`, 'gu');
 
 /**
+ * The scripts whose writing uses a zero-width non-joiner (Persian and Arabic, Syriac, the
+ * Indic scripts): between two of their characters it changes how the word is shaped.
+ */
+const NON_JOINING_SCRIPTS = ['Arabic', 'Syriac', 'Devanagari', 'Bengali', 'Gurmukhi', 'Gujarati', 'Oriya', 'Tamil', 'Telugu', 'Kannada', 'Malayalam', 'Sinhala']
+  .map((script) => String.raw`\p{Script=${script}}`)
+  .join('|');
+/** A letter or mark of those scripts ending `before` (a virama is a mark of its script). */
+const NON_JOINING_BEFORE = new RegExp(`(?=\\p{L}|\\p{M})(?:${NON_JOINING_SCRIPTS})$`, 'u');
+/** A letter of those scripts starting `after`. */
+const NON_JOINING_AFTER = new RegExp(`^(?=\\p{L})(?:${NON_JOINING_SCRIPTS})`, 'u');
+
+/**
  * Whether the hidden character at `index` of `text` only joins what shows around it, as
  * emoji and some scripts need, so it stays itself: a variation selector 15 or 16 right
  * after an emoji (`❤️`, a keycap), a zero-width joiner between emoji (`👩🏽‍💻`), and in
- * multi-line text a zero-width non-joiner between letters of a script that uses it. Each
+ * multi-line text a zero-width non-joiner between characters of a script that uses it. Each
  * one of these changes how its neighbours look; anything else, or a run of them, is marked.
  */
 function joinsVisibly(text, index, char, multiline) {
@@ -60,7 +81,7 @@ function joinsVisibly(text, index, char, multiline) {
     case '\u200d':
       return /(?:\p{Extended_Pictographic}|\p{Emoji_Modifier}|\ufe0f)$/u.test(before) && /^\p{Extended_Pictographic}/u.test(after);
     case '\u200c':
-      return multiline && /(?:\p{L}|\p{M})$/u.test(before) && !/(?:\p{Script=Latin}|\p{Script=Greek}|\p{Script=Cyrillic})$/u.test(before) && /^\p{L}/u.test(after);
+      return multiline && NON_JOINING_BEFORE.test(before) && NON_JOINING_AFTER.test(after);
     default:
       return false;
   }
@@ -133,13 +154,13 @@ export function visibleText(text, { multiline = true } = {}) {
   const fragment = document.createDocumentFragment();
   let last = 0;
   for (const match of string.matchAll(pattern)) {
-    const [found, blank] = match;
+    const [found] = match;
+    const blank = isBlankRun(found);
     if (!blank && joinsVisibly(string, match.index, found, multiline)) continue;
-    const count = blank ? found.length / blank.length : 1;
-    const title = blank ? `${count} × ${codePoint(blank)}` : `${codePoint(found)} ${hiddenName(found.codePointAt(0))}`;
+    const title = blank ? blankRunMarker(found) : `${codePoint(found)} ${hiddenName(found.codePointAt(0))}`;
     fragment.append(
       string.slice(last, match.index),
-      h('span', { class: 'hidden-char', title }, blank ? `⟨${codePoint(blank)} × ${count}⟩` : marker(found)),
+      h('span', { class: 'hidden-char', title }, blank ? blankRunMarker(found) : marker(found)),
     );
     last = match.index + found.length;
   }
@@ -152,8 +173,8 @@ export const oneLine = (text) => visibleText(text, { multiline: false });
 
 /** `text` with each hidden character as its marker, for places that take no markup. */
 export function visibleString(text) {
-  return String(text).replace(SHOWN_ONE_LINE, (found, blank, index, string) => {
-    if (blank) return `⟨${codePoint(blank)} × ${found.length / blank.length}⟩`;
+  return String(text).replace(SHOWN_ONE_LINE, (found, index, string) => {
+    if (isBlankRun(found)) return blankRunMarker(found);
     return joinsVisibly(string, index, found, false) ? found : marker(found);
   });
 }

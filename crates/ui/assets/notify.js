@@ -39,7 +39,7 @@ function preview(text) {
 /** A notification's title and body for request `request` of `kind`. */
 function describe(kind, request) {
   const question = kind === 'question';
-  // In the request's language, as its card.
+  // In the language of its card: the browser's, else the request's.
   const t = translator(request.locale);
   const who = question ? request.askedBy?.name : request.asked_by?.name;
   const session = question ? request.sessionID : request.session_id;
