@@ -403,6 +403,17 @@ struct HeldOutcomes {
 }
 
 impl HeldOutcomes {
+    /// A hub over a store holding back its outcomes.
+    async fn hub() -> (Arc<Self>, RequestHub) {
+        let store = Arc::new(Self::default());
+        let hub = RequestHub::builder()
+            .store(Arc::clone(&store) as Arc<dyn Store>)
+            .build()
+            .await
+            .expect("the store opens");
+        (store, hub)
+    }
+
     /// Acknowledges every outcome held back so far.
     async fn release(&self) {
         let held = std::mem::take(&mut *self.held.lock().unwrap());
@@ -454,12 +465,7 @@ async fn completes_now<F: std::future::Future + Unpin>(future: &mut F) -> bool {
 /// would have it act on an answer the restarted server does not know.
 #[tokio::test]
 async fn waiters_resume_only_once_the_answer_is_durable() {
-    let store = Arc::new(HeldOutcomes::default());
-    let hub = RequestHub::builder()
-        .store(Arc::clone(&store) as Arc<dyn Store>)
-        .build()
-        .await
-        .expect("the store opens");
+    let (store, hub) = HeldOutcomes::hub().await;
     let questions = hub.questions();
     let mut asker = ask_from_call(questions, "call-1");
     asker.recorded().await.expect("the question is durable");
@@ -513,12 +519,7 @@ async fn waiters_resume_only_once_the_answer_is_durable() {
 /// asking again makes a new request, which a working store then answers.
 #[tokio::test]
 async fn an_answer_the_store_could_not_record_is_never_acted_on() {
-    let store = Arc::new(HeldOutcomes::default());
-    let hub = RequestHub::builder()
-        .store(Arc::clone(&store) as Arc<dyn Store>)
-        .build()
-        .await
-        .expect("the store opens");
+    let (store, hub) = HeldOutcomes::hub().await;
     let questions = hub.questions();
     let mut asker = ask_from_call(questions, "call-1");
     asker.recorded().await.expect("the question is durable");
@@ -566,12 +567,7 @@ async fn an_answer_the_store_could_not_record_is_never_acted_on() {
 /// to record reaches the asker as that failure, not as the timeout a restart would forget.
 #[tokio::test(start_paused = true)]
 async fn a_timeout_the_store_could_not_record_reaches_the_asker_as_the_failure() {
-    let store = Arc::new(HeldOutcomes::default());
-    let hub = RequestHub::builder()
-        .store(Arc::clone(&store) as Arc<dyn Store>)
-        .build()
-        .await
-        .expect("the store opens");
+    let (store, hub) = HeldOutcomes::hub().await;
     let mut asker = hub
         .questions()
         .ask("s1", vec![language()])
@@ -599,12 +595,7 @@ async fn a_timeout_the_store_could_not_record_reaches_the_asker_as_the_failure()
 /// records.
 #[tokio::test]
 async fn a_grant_stands_only_once_its_approval_is_recorded() {
-    let store = Arc::new(HeldOutcomes::default());
-    let hub = RequestHub::builder()
-        .store(Arc::clone(&store) as Arc<dyn Store>)
-        .build()
-        .await
-        .expect("the store opens");
+    let (store, hub) = HeldOutcomes::hub().await;
     let approvals = hub.approvals();
     let status = || vec![Action::new("bash", json!({"command": "git status"}))];
     let mut first = approvals

@@ -68,6 +68,20 @@ fn separated(hub: RequestHub) -> RequestHub {
     })
 }
 
+/// `delete_rows` asked in `session` through `hub`, needing 2 reviewers alike, never timing
+/// out, once durable.
+async fn two_of_two(hub: &RequestHub, session: &str) -> PendingApproval {
+    let mut asking = hub
+        .approvals()
+        .request(session, vec![delete_rows()])
+        .review(needs(2, None))
+        .timeout(Timeout::Never)
+        .submit()
+        .unwrap();
+    asking.recorded().await.unwrap();
+    asking
+}
+
 /// `hub`'s handle for `name`, a reviewer.
 fn as_reviewer(hub: &RequestHub, name: &str) -> RequestHub {
     hub.acting_as(reviewer(name))
@@ -493,14 +507,7 @@ async fn a_quorum_whose_outcome_the_store_could_not_take_is_settled_once_it_can(
             .await
             .hub,
     );
-    let mut asking = hub
-        .approvals()
-        .request("blink", vec![delete_rows()])
-        .review(needs(2, None))
-        .timeout(Timeout::Never)
-        .submit()
-        .unwrap();
-    asking.recorded().await.unwrap();
+    let asking = two_of_two(&hub, "blink").await;
     let id = asking.id();
     hub.caught_up().await.unwrap();
     for name in ["alice", "bob"] {
@@ -541,15 +548,7 @@ async fn check_votes_across_instances(stores: [Arc<dyn Store>; 4]) {
     let (c, mut c_events) = instance(c).await;
 
     // An instance started after a vote was cast counts it too.
-    let mut asking = a
-        .approvals()
-        .request("late", vec![delete_rows()])
-        .review(needs(2, None))
-        .timeout(Timeout::Never)
-        .submit()
-        .unwrap();
-    asking.recorded().await.unwrap();
-    let asked = asking.detach();
+    let asked = two_of_two(&a, "late").await.detach();
     b.caught_up().await.unwrap();
     as_reviewer(&b, "alice")
         .approvals()
@@ -570,15 +569,7 @@ async fn check_votes_across_instances(stores: [Arc<dyn Store>; 4]) {
 
     // One reviewer voting through two instances at once counts once; the other vote is
     // refused, at once or once the log says which came first, never taken silently.
-    let mut asking = a
-        .approvals()
-        .request("twice", vec![delete_rows()])
-        .review(needs(2, None))
-        .timeout(Timeout::Never)
-        .submit()
-        .unwrap();
-    asking.recorded().await.unwrap();
-    let twice = asking.detach().id;
+    let twice = two_of_two(&a, "twice").await.detach().id;
     b.caught_up().await.unwrap();
     c.caught_up().await.unwrap();
     let (through_b, through_c) = (as_reviewer(&b, "dave"), as_reviewer(&c, "dave"));
@@ -598,15 +589,11 @@ async fn check_votes_across_instances(stores: [Arc<dyn Store>; 4]) {
 
     for round in 0..5 {
         let session = format!("ops-{round}");
-        let mut pending: PendingApproval = a
-            .acting_as(Identity::new("agent-1", Role::Agent))
-            .approvals()
-            .request(session, vec![delete_rows()])
-            .review(needs(2, None))
-            .timeout(Timeout::Never)
-            .submit()
-            .unwrap();
-        pending.recorded().await.unwrap();
+        let pending = two_of_two(
+            &a.acting_as(Identity::new("agent-1", Role::Agent)),
+            &session,
+        )
+        .await;
         let id = pending.id();
         b.caught_up().await.unwrap();
         c.caught_up().await.unwrap();

@@ -491,6 +491,22 @@ fn message(questions: &[QuestionInfo]) -> String {
 mod tests {
     use super::*;
 
+    /// The schema (as JSON) and the message of a form elicitation.
+    fn form_parts(params: ElicitRequestParams) -> (Value, String) {
+        let ElicitRequestParams::FormElicitationParams {
+            requested_schema,
+            message,
+            ..
+        } = params
+        else {
+            panic!("a form elicitation")
+        };
+        (
+            serde_json::to_value(requested_schema).unwrap_or_default(),
+            message,
+        )
+    }
+
     fn questions() -> Vec<QuestionInfo> {
         vec![
             QuestionInfo::new(
@@ -517,16 +533,8 @@ mod tests {
 
     #[test]
     fn questions_map_to_the_restricted_schema() {
-        let ElicitRequestParams::FormElicitationParams {
-            requested_schema,
-            message,
-            ..
-        } = form(&questions())
-        else {
-            panic!("a form elicitation")
-        };
+        let (schema, message) = form_parts(form(&questions()));
         assert!(message.starts_with("The agent asks you 3 questions"));
-        let schema = serde_json::to_value(requested_schema).unwrap_or_default();
         assert_eq!(
             schema["properties"]["q1"],
             json!({"type": "string", "title": "Database", "description": "Which database?",
@@ -565,13 +573,7 @@ mod tests {
             ]
         }))
         .unwrap_or_else(|error| panic!("the seed's question: {error}"));
-        let ElicitRequestParams::FormElicitationParams {
-            requested_schema, ..
-        } = form(std::slice::from_ref(&seed))
-        else {
-            panic!("a form elicitation")
-        };
-        let schema = serde_json::to_value(requested_schema).unwrap_or_default();
+        let (schema, _) = form_parts(form(std::slice::from_ref(&seed)));
         let labels: Vec<&Value> = schema["properties"]["q1"]["oneOf"]
             .as_array()
             .map(|choices| choices.iter().map(|choice| &choice["const"]).collect())
@@ -642,14 +644,7 @@ mod tests {
 
     #[test]
     fn a_review_is_a_form_of_the_allowed_decisions() {
-        let ElicitRequestParams::FormElicitationParams {
-            requested_schema,
-            message,
-            ..
-        } = review_form(&review_request())
-        else {
-            panic!("a form elicitation")
-        };
+        let (schema, message) = form_parts(review_form(&review_request()));
         assert!(
             message.starts_with("The agent asks you to review 2 tool calls"),
             "{message}"
@@ -658,7 +653,6 @@ mod tests {
             message.ends_with("Approve, edit or reject them."),
             "{message}"
         );
-        let schema = serde_json::to_value(requested_schema).unwrap_or_default();
         let properties = &schema["properties"];
         let decisions = |key: &str| -> Vec<Value> {
             properties[key]["oneOf"]
@@ -693,15 +687,7 @@ mod tests {
         let mut request = review_request();
         request.action_requests[0].args =
             json!({"command": format!("echo {}{tail}", "x".repeat(400))});
-        let ElicitRequestParams::FormElicitationParams {
-            requested_schema,
-            message,
-            ..
-        } = review_form(&request)
-        else {
-            panic!("a form elicitation")
-        };
-        let schema = serde_json::to_value(requested_schema).unwrap_or_default();
+        let (schema, message) = form_parts(review_form(&request));
         let description = schema["properties"]["a1"]["description"]
             .as_str()
             .unwrap_or_default();
@@ -719,15 +705,7 @@ mod tests {
         let mut request = review_request();
         request.action_requests[1].args =
             json!({"path": "report\u{202e}xcod.exe", "note": "ok\u{e0100}"});
-        let ElicitRequestParams::FormElicitationParams {
-            requested_schema,
-            message,
-            ..
-        } = review_form(&request)
-        else {
-            panic!("a form elicitation")
-        };
-        let schema = serde_json::to_value(requested_schema).unwrap_or_default();
+        let (schema, message) = form_parts(review_form(&request));
         let edit = schema["properties"]["a2_args"]["default"]
             .as_str()
             .unwrap_or_default();
@@ -757,16 +735,8 @@ mod tests {
             "Re\u{2067}name",
             [QuestionOption::new("Yes\u{fe00}", "")],
         )];
-        let ElicitRequestParams::FormElicitationParams {
-            requested_schema,
-            message,
-            ..
-        } = form(&hidden)
-        else {
-            panic!("a form elicitation")
-        };
+        let (schema, message) = form_parts(form(&hidden));
         assert_eq!(message, "Rename report⟨U+202E⟩xcod.exe?");
-        let schema = serde_json::to_value(requested_schema).unwrap_or_default();
         let q1 = &schema["properties"]["q1"];
         assert_eq!(q1["title"], "Re⟨U+2067⟩name");
         assert_eq!(q1["oneOf"][0]["title"], "Yes⟨U+FE00⟩");
