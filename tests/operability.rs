@@ -423,6 +423,12 @@ async fn a_lagging_follower_is_not_ready() {
         Some(0.0),
         "{metrics}"
     );
+    for nothing in [
+        "askbus_follower_resyncs_total",
+        "askbus_follower_skipped_changes_total",
+    ] {
+        assert_eq!(value(&metrics, nothing), Some(0.0), "{nothing}: {metrics}");
+    }
     shutdown.cancel();
 }
 
@@ -462,6 +468,8 @@ async fn every_series_is_in_the_readme() {
     for expected in [
         "askbus_store_write_duration_seconds",
         "askbus_follower_lag_changes",
+        "askbus_follower_resyncs",
+        "askbus_follower_skipped_changes",
     ] {
         assert!(families.contains(&expected), "{expected} in {families:?}");
     }

@@ -135,6 +135,12 @@ async fn a_follower_that_fell_behind_the_log_resyncs() {
     assert_eq!(answered.expect("A resynced").unwrap(), answers(&[&["Go"]]));
     a.hub.caught_up().await.unwrap();
     assert_eq!(a.hub.questions().list(Some("flood")).len(), flood);
+    let stats = a.hub.follower_stats().expect("a shared hub");
+    assert_eq!(
+        (stats.resyncs(), stats.skipped()),
+        (1, 0),
+        "counted for the metrics"
+    );
 }
 
 /// A reply through an instance whose follower is behind completes when that follower has

@@ -118,10 +118,20 @@ pub(crate) struct Metrics {
     follow_ups: Family<FollowUpLabels, Counter>,
     /// `askbus_grants_total{step}`: standing grants made, used and revoked.
     grants: Family<GrantLabel, Counter>,
-    /// `askbus_follower_lag_changes`, set at scrape; only over a shared store.
-    follower_lag: Option<Gauge>,
+    /// The follower's series, set at scrape; only over a shared store.
+    follower: Option<FollowerSeries>,
     /// `askbus_webhook_pending`, set at scrape; only when the server delivers webhooks.
     webhook_pending: Option<Gauge>,
+}
+
+/// The series of a shared store's follower.
+struct FollowerSeries {
+    /// `askbus_follower_lag_changes`.
+    lag: Gauge,
+    /// `askbus_follower_resyncs_total`: gaps in the log it loaded the requests again for.
+    resyncs: Counter,
+    /// `askbus_follower_skipped_changes_total`: changes it could not read or apply.
+    skipped: Counter,
 }
 
 /// The store's write timings and failures, by backend and operation:
@@ -367,14 +377,28 @@ impl Metrics {
             "server.resync frames sent on event streams, by reason",
             stream_resyncs.clone(),
         );
-        let follower_lag = hub.shares_store().then(|| {
-            let gauge = Gauge::default();
+        let follower = hub.shares_store().then(|| {
+            let series = FollowerSeries {
+                lag: Gauge::default(),
+                resyncs: Counter::default(),
+                skipped: Counter::default(),
+            };
             registry.register(
                 "follower_lag_changes",
                 "Changes of the shared store's log not yet applied by this instance",
-                gauge.clone(),
+                series.lag.clone(),
             );
-            gauge
+            registry.register(
+                "follower_resyncs",
+                "Gaps in the shared store's log (trimmed past this instance, or the store lost its data) for which the requests were loaded again",
+                series.resyncs.clone(),
+            );
+            registry.register(
+                "follower_skipped_changes",
+                "Changes of the shared store's log this instance could not read or apply, and passed over",
+                series.skipped.clone(),
+            );
+            series
         });
         if let Some(writes) = &config.store_writes {
             writes.register(&mut registry);
@@ -402,7 +426,7 @@ impl Metrics {
             streams_open,
             stream_lagged,
             stream_resyncs,
-            follower_lag,
+            follower,
             webhook_pending,
         });
         hub.bus()
@@ -569,11 +593,19 @@ pub(crate) async fn scrape(
     metrics
         .streams_open
         .set(gauge_value(slots.limit() - slots.available()));
-    if let Some(gauge) = &metrics.follower_lag {
+    if let Some(follower) = &metrics.follower {
+        if let Some(stats) = hub.follower_stats() {
+            // Counted by the follower; the counters catch up with it.
+            let catch_up = |counter: &Counter, count: u64| {
+                counter.inc_by(count.saturating_sub(counter.get()));
+            };
+            catch_up(&follower.resyncs, stats.resyncs());
+            catch_up(&follower.skipped, stats.skipped());
+        }
         // A store that cannot be read leaves the last figure: the other series still serve.
         match hub.follower_lag().await {
             Some(Ok(lag)) => {
-                gauge.set(i64::try_from(lag).unwrap_or(i64::MAX));
+                follower.lag.set(i64::try_from(lag).unwrap_or(i64::MAX));
             }
             Some(Err(error)) => {
                 tracing::warn!(%error, "metrics: cannot read the change log's head")

@@ -25,6 +25,7 @@
 
 use std::collections::HashSet;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use askbus_store::{ChangeKind, LogPosition, RequestKind, Store, StoreError};
@@ -63,13 +64,36 @@ struct Registries {
     approvals: Registry<Approvals>,
 }
 
+/// What a follower met that it could not simply apply, counted since its hub started (a
+/// server's metrics read them).
+#[derive(Debug, Default)]
+pub struct FollowerStats {
+    resyncs: AtomicU64,
+    skipped: AtomicU64,
+}
+
+impl FollowerStats {
+    /// How many times the follower found a gap in the log and loaded the requests again.
+    pub fn resyncs(&self) -> u64 {
+        self.resyncs.load(Ordering::Relaxed)
+    }
+
+    /// How many changes it could not read or apply, and passed over.
+    pub fn skipped(&self) -> u64 {
+        self.skipped.load(Ordering::Relaxed)
+    }
+}
+
 /// Applies `store`'s change log after `position` to `followed` until the registries are
-/// gone; `applied` carries the position of the last change applied.
+/// gone; `applied` carries the position of the last change applied (back to 0 while a
+/// resync is under way: nothing is caught up until it is done), `stats` what it passed
+/// over.
 pub(crate) async fn follow(
     followed: Followed,
     store: Arc<dyn Store>,
     mut position: LogPosition,
     applied: watch::Sender<LogPosition>,
+    stats: Arc<FollowerStats>,
 ) {
     let mut backoff = MIN_BACKOFF;
     loop {
@@ -84,6 +108,7 @@ pub(crate) async fn follow(
             Ok(changes) => {
                 for change in changes {
                     if let Err(error) = registries.apply(&change.kind) {
+                        stats.skipped.fetch_add(1, Ordering::Relaxed);
                         tracing::error!("skipped {} of the shared store: {error}", change.position);
                     }
                     position = change.position;
@@ -95,9 +120,13 @@ pub(crate) async fn follow(
                     "the shared store's change log no longer has every change after {after}: \
                      loading its requests again"
                 );
-                resync(&registries, &*store)
-                    .await
-                    .map(|head| position = head)
+                // Not caught up until the resync is done (`/ready` says so meanwhile), and
+                // a store that rewound (it lost its data) is behind what was applied.
+                applied.send_replace(LogPosition(0));
+                resync(&registries, &*store).await.map(|head| {
+                    stats.resyncs.fetch_add(1, Ordering::Relaxed);
+                    position = head;
+                })
             }
             Err(error) => Err(error),
         };

@@ -13,7 +13,7 @@ use crate::approval::{ApprovalConfig, ApprovalService, PendingApproval, QuorumFl
 use crate::approval_model::{Action, ApprovalReply, Decision, DecisionType, ReviewConfig};
 use crate::durable::Durable;
 use crate::error::{DurableError, ResumeError, SessionRejectError, SubmitError};
-use crate::follow::{self, Followed};
+use crate::follow::{self, Followed, FollowerStats};
 use crate::follow_up::FollowUp;
 use crate::identity::{Duties, Identity};
 use crate::ids::RequestId;
@@ -71,6 +71,8 @@ struct Shared {
     store: Arc<dyn Store>,
     /// The position of the last change the follower applied.
     applied: watch::Receiver<LogPosition>,
+    /// What the follower passed over.
+    follower: Arc<FollowerStats>,
 }
 
 /// What [`RequestHub::resume`] answered.
@@ -214,13 +216,19 @@ impl RequestHub {
             questions: hub.questions.registry().downgrade(),
             approvals: hub.approvals.registry().downgrade(),
         };
+        let follower = Arc::new(FollowerStats::default());
         tokio::spawn(follow::follow(
             followed,
             Arc::clone(&store),
             head,
             applied_sender,
+            Arc::clone(&follower),
         ));
-        hub.shared = Some(Shared { store, applied });
+        hub.shared = Some(Shared {
+            store,
+            applied,
+            follower,
+        });
         Ok(hub)
     }
 
@@ -437,6 +445,12 @@ impl RequestHub {
         let log = shared.store.change_log()?;
         let applied = shared.applied.borrow().0;
         Some(log.head().await.map(|head| head.0.saturating_sub(applied)))
+    }
+
+    /// What this hub's follower of a shared store met that it could not simply apply:
+    /// gaps it resynced, changes it skipped. `None` for a hub that shares no store.
+    pub fn follower_stats(&self) -> Option<&FollowerStats> {
+        self.shared.as_ref().map(|shared| &*shared.follower)
     }
 
     /// The bus both services publish on.

@@ -108,6 +108,7 @@ pub use error::{
     ApprovalError, ApprovalReplyError, AskError, DurableError, ReplyError, ResumeError,
     SessionRejectError, SubmitError, Unrecorded,
 };
+pub use follow::FollowerStats;
 pub use follow_up::FollowUp;
 pub use hub::{
     CONFIRMATION_ACTION, PendingSessions, RequestHub, Resumed, SessionPending, SessionRejected,
