@@ -239,6 +239,63 @@ async fn sqlite_store_skips_the_reads_nobody_waits_for() {
     );
 }
 
+/// A write that makes SQLite roll the whole transaction back (here a trigger's
+/// `RAISE(ROLLBACK)`, as a full disk or an I/O error may) fails its whole group, and the
+/// writes after it in the group are not committed alone: every write's answer says what
+/// the file holds. (They were: the next savepoint began a transaction of its own, which
+/// committed, while its answer said the group failed.)
+#[tokio::test]
+async fn sqlite_store_answers_what_it_holds_when_sqlite_rolls_a_group_back() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("askbus.db");
+    drop(SqliteStore::open(&path).unwrap());
+    rusqlite::Connection::open(&path)
+        .unwrap()
+        .execute_batch(
+            "CREATE TRIGGER boom BEFORE INSERT ON requests WHEN NEW.id = 'que_boom'
+             BEGIN SELECT RAISE(ROLLBACK, 'the disk is full'); END;",
+        )
+        .unwrap();
+    let store = SqliteStore::open(&path).unwrap();
+    // Queued behind a large group, so that these land in one group of their own.
+    let busy: Vec<_> = (0..64)
+        .map(|n| store.write(Write::Event(big_step("busy", n, 64 * 1024))))
+        .collect();
+    let acks: Vec<_> = ["que_1", "que_boom", "que_2"]
+        .into_iter()
+        .map(|id| (id, store.write(Write::Insert(question(id, None)))))
+        .collect();
+    // They may share the failed group: whatever the answer, it is what the file holds.
+    let mut failed = 0;
+    for step in busy {
+        failed += usize::from(step.await.is_err());
+    }
+    for (id, ack) in acks {
+        let answered = ack.await;
+        let held = store.get(id).await.unwrap().is_some();
+        assert_eq!(
+            answered.is_ok(),
+            held,
+            "{id}: answered {answered:?}, held {held}"
+        );
+        if id == "que_boom" {
+            let refused = answered.unwrap_err().to_string();
+            assert!(refused.contains("the disk is full"), "{refused}");
+        }
+    }
+    assert_eq!(
+        whole_history(&store, "busy").await.len(),
+        64 - failed,
+        "a step is kept if and only if it was answered as written"
+    );
+    assert!(store.get("que_boom").await.unwrap().is_none());
+    write(&store, Write::Insert(question("que_3", None))).await;
+    assert!(
+        store.get("que_3").await.unwrap().is_some(),
+        "the store goes on"
+    );
+}
+
 /// A SQLite store's histories are the same after a reopen, and keep their positions.
 #[tokio::test]
 async fn sqlite_store_keeps_histories_across_a_reopen() {

@@ -716,10 +716,27 @@ fn commit_group(
         }
     };
     // A failing write rolls back only itself, so one bad write does not sink the group.
-    let results: Vec<_> = group
-        .iter()
-        .map(|(write, _)| apply_whole(&transaction, write, history_limit))
-        .collect();
+    let mut results = Vec::with_capacity(group.len());
+    for (write, _) in group.iter() {
+        results.push(apply_whole(&transaction, write, history_limit));
+        if transaction.is_autocommit() {
+            // SQLite rolled the whole transaction back on its own (a trigger's
+            // `RAISE(ROLLBACK)`, a full disk, an I/O error): nothing of the group happened,
+            // and a write after this would commit alone, outside any group.
+            let message = results
+                .iter()
+                .rev()
+                .find_map(|result| result.as_ref().err())
+                .map_or_else(
+                    || "SQLite rolled the transaction back".to_owned(),
+                    ToString::to_string,
+                );
+            for (_, ack) in group.drain(..) {
+                let _ = ack.send(Err(StoreError::CommitFailed(message.clone())));
+            }
+            return;
+        }
+    }
     match transaction.commit() {
         Ok(()) => {
             for ((_, ack), result) in group.drain(..).zip(results) {
@@ -747,6 +764,11 @@ fn apply_whole(
     connection.prepare_cached("SAVEPOINT write")?.execute([])?;
     let result = apply(connection, write, history_limit);
     if result.is_err() {
+        if connection.is_autocommit() {
+            // SQLite rolled the whole transaction back: no savepoint is left (the group
+            // fails, see `commit_group`), and the error is this write's.
+            return result;
+        }
         connection
             .prepare_cached("ROLLBACK TO write")?
             .execute([])?;
