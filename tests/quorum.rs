@@ -82,6 +82,16 @@ async fn two_of_two(hub: &RequestHub, session: &str) -> PendingApproval {
     asking
 }
 
+/// `name`, a reviewer, approves `id` through `hub`; the vote is durable.
+async fn approve_as(hub: &RequestHub, name: &str, id: askbus::question::ApprovalId) {
+    as_reviewer(hub, name)
+        .approvals()
+        .reply(id, approve())
+        .unwrap()
+        .await
+        .unwrap();
+}
+
 /// `hub`'s handle for `name`, a reviewer.
 fn as_reviewer(hub: &RequestHub, name: &str) -> RequestHub {
     hub.acting_as(reviewer(name))
@@ -150,12 +160,7 @@ async fn two_of_two_needs_two_distinct_reviewers_and_never_the_asker() {
     ));
 
     // Alice's approval is one vote: the request stays pending, and says so.
-    as_reviewer(&hub, "alice")
-        .approvals()
-        .reply(id, approve())
-        .unwrap()
-        .await
-        .unwrap();
+    approve_as(&hub, "alice", id).await;
     assert!(
         poll_once(&mut pending).is_none(),
         "one vote of two decides nothing"
@@ -172,12 +177,7 @@ async fn two_of_two_needs_two_distinct_reviewers_and_never_the_asker() {
         )))
     ));
 
-    as_reviewer(&hub, "bob")
-        .approvals()
-        .reply(id, approve())
-        .unwrap()
-        .await
-        .unwrap();
+    approve_as(&hub, "bob", id).await;
     let decided = pending.await.unwrap();
     assert_eq!(decided.decisions, [Decision::Approve]);
     assert_eq!(voters(&decided.votes), ["alice", "bob"]);
@@ -378,19 +378,9 @@ async fn sqlite_records_each_vote_and_the_outcome_keeps_them_across_a_restart() 
         .submit()
         .unwrap()
         .detach();
-    as_reviewer(&hub, "alice")
-        .approvals()
-        .reply(half.id, approve())
-        .unwrap()
-        .await
-        .unwrap();
+    approve_as(&hub, "alice", half.id).await;
     for name in ["alice", "bob"] {
-        as_reviewer(&hub, name)
-            .approvals()
-            .reply(id, approve())
-            .unwrap()
-            .await
-            .unwrap();
+        approve_as(&hub, name, id).await;
     }
     let history = store
         .history("ops", HistoryPage::From(0), 100)
@@ -433,12 +423,7 @@ async fn sqlite_records_each_vote_and_the_outcome_keeps_them_across_a_restart() 
             _
         )))
     ));
-    as_reviewer(&hub, "bob")
-        .approvals()
-        .reply(half.id, approve())
-        .unwrap()
-        .await
-        .unwrap();
+    approve_as(&hub, "bob", half.id).await;
     let outcome = hub.approvals().wait(half.id).await.unwrap();
     let askbus::question::Outcome::Replied(reply) = outcome else {
         panic!("not replied: {outcome:?}");
@@ -515,12 +500,7 @@ async fn a_quorum_whose_outcome_the_store_could_not_take_is_settled_once_it_can(
             // The deciding vote is taken; the outcome it settles is refused twice.
             store.failing.store(2, std::sync::atomic::Ordering::SeqCst);
         }
-        as_reviewer(&hub, name)
-            .approvals()
-            .reply(id, approve())
-            .unwrap()
-            .await
-            .unwrap();
+        approve_as(&hub, name, id).await;
     }
     let decided = tokio::time::timeout(EVENT_TIMEOUT, asking)
         .await
@@ -550,12 +530,7 @@ async fn check_votes_across_instances(stores: [Arc<dyn Store>; 4]) {
     // An instance started after a vote was cast counts it too.
     let asked = two_of_two(&a, "late").await.detach();
     b.caught_up().await.unwrap();
-    as_reviewer(&b, "alice")
-        .approvals()
-        .reply(asked.id, approve())
-        .unwrap()
-        .await
-        .unwrap();
+    approve_as(&b, "alice", asked.id).await;
     let (late, _) = instance(d).await;
     assert_eq!(voters_so_far(&late, asked.id), ["alice"]);
     assert!(matches!(
