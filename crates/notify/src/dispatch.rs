@@ -439,12 +439,23 @@ impl Inner {
         self.stats
             .attempted(&delivery.target, attempt.then == AfterAttempt::Delivered);
         if let Some(error) = &attempt.error {
-            tracing::info!(
-                "notify: {} to {} failed (attempt {}): {error}",
-                delivery.message_id,
-                delivery.target,
-                delivery.attempts + 1
-            );
+            // A failed attempt that will be tried again is routine; one given up on means a
+            // receiver never heard of a request: an operator must see it.
+            if attempt.then == AfterAttempt::Abandon {
+                tracing::warn!(
+                    "notify: {} to {} failed (attempt {}), and is given up: {error}",
+                    delivery.message_id,
+                    delivery.target,
+                    delivery.attempts + 1
+                );
+            } else {
+                tracing::info!(
+                    "notify: {} to {} failed (attempt {}): {error}",
+                    delivery.message_id,
+                    delivery.target,
+                    delivery.attempts + 1
+                );
+            }
         }
         let recorded = self.store.write(Write::Attempted {
             message_id: delivery.message_id,
