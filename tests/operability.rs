@@ -11,7 +11,8 @@ use askbus::Bus;
 use askbus::question::{RequestHub, Timeout};
 use askbus_server::Cli;
 use askbus_store::{
-    BoxFuture, Change, ChangeLog, LogPosition, MemoryStore, MeteredStore, Store, StoreLayer,
+    BoxFuture, Change, ChangeLog, LogPosition, MemoryStore, MeteredStore, Store, StoreError,
+    StoreLayer,
 };
 use clap::Parser;
 use futures_util::StreamExt;
@@ -429,6 +430,122 @@ async fn a_lagging_follower_is_not_ready() {
     ] {
         assert_eq!(value(&metrics, nothing), Some(0.0), "{nothing}: {metrics}");
     }
+    shutdown.cancel();
+}
+
+/// A shared memory store whose change log, once told to, answers one read as trimmed
+/// (the follower fell behind its retention, or the store lost its data), then holds the
+/// head the follower's resync reads first until released: a resync under way for as long
+/// as a test wants. Other reads of the head pass.
+struct ResyncingLog {
+    inner: Arc<MemoryStore>,
+    /// The next read answers "trimmed".
+    trim: std::sync::atomic::AtomicBool,
+    /// The next read of the head is the resync's, and waits for `release`.
+    resyncing: std::sync::atomic::AtomicBool,
+    /// The resync is waiting.
+    held: std::sync::atomic::AtomicBool,
+    release: tokio::sync::watch::Sender<bool>,
+}
+
+impl ChangeLog for ResyncingLog {
+    fn head(&self) -> BoxFuture<'_, LogPosition> {
+        use std::sync::atomic::Ordering::SeqCst;
+        Box::pin(async move {
+            if self.resyncing.swap(false, SeqCst) {
+                self.held.store(true, SeqCst);
+                let _ = self
+                    .release
+                    .subscribe()
+                    .wait_for(|released| *released)
+                    .await;
+            }
+            self.inner
+                .change_log()
+                .expect("a shared store")
+                .head()
+                .await
+        })
+    }
+
+    fn read_after(
+        &self,
+        after: LogPosition,
+        limit: usize,
+        wait: Duration,
+    ) -> BoxFuture<'_, Vec<Change>> {
+        use std::sync::atomic::Ordering::SeqCst;
+        Box::pin(async move {
+            if self.trim.swap(false, SeqCst) {
+                self.resyncing.store(true, SeqCst);
+                return Err(StoreError::LogTrimmed { after });
+            }
+            let log = self.inner.change_log().expect("a shared store");
+            log.read_after(after, limit, wait).await
+        })
+    }
+}
+
+/// [`ResyncingLog`]'s store: the memory store, but for its change log.
+impl StoreLayer for ResyncingLog {
+    fn inner(&self) -> &dyn Store {
+        &*self.inner
+    }
+
+    fn change_log(&self) -> Option<&dyn ChangeLog> {
+        Some(self)
+    }
+}
+
+/// While its follower resyncs after a gap in the log, a server is not ready (it has not
+/// applied what the store holds), even when the store rewound below what it had applied;
+/// once the resync is done it is, and `askbus_follower_resyncs_total` counts it.
+#[tokio::test(start_paused = true)]
+async fn a_server_is_not_ready_while_its_follower_resyncs() {
+    use std::sync::atomic::Ordering::SeqCst;
+    let memory = Arc::new(MemoryStore::new());
+    let (release, _) = tokio::sync::watch::channel(false);
+    let log = Arc::new(ResyncingLog {
+        inner: Arc::clone(&memory),
+        trim: false.into(),
+        resyncing: false.into(),
+        held: false.into(),
+        release: release.clone(),
+    });
+    let hub = RequestHub::builder()
+        .bus(Bus::new())
+        .store(Arc::clone(&log) as Arc<dyn Store>)
+        .shared()
+        .build()
+        .await
+        .expect("a hub");
+    let mut asked = hub
+        .questions()
+        .ask("s", vec![language()])
+        .timeout(Timeout::Never)
+        .submit()
+        .expect("asked");
+    asked.recorded().await.expect("recorded");
+    let shutdown = CancellationToken::new();
+    let router = askbus_http::router(hub, askbus_http::HttpConfig::default(), shutdown.clone());
+    assert_eq!(get(&router, "/ready").await.0, 200);
+
+    log.trim.store(true, SeqCst);
+    while !log.held.load(SeqCst) {
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    let (status, body) = get(&router, "/ready").await;
+    assert_eq!(status, 503, "not ready while resyncing: {body}");
+
+    release.send_replace(true);
+    let (status, body) = get(&router, "/ready").await;
+    assert_eq!(status, 200, "{body}");
+    let metrics = get(&router, "/metrics").await.1;
+    assert_eq!(
+        value(&metrics, "askbus_follower_resyncs_total"),
+        Some(1.0),
+        "{metrics}"
+    );
     shutdown.cancel();
 }
 
