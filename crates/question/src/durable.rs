@@ -213,7 +213,9 @@ impl Drop for Durable {
                     (Poll::Pending, Ok(runtime)) => {
                         runtime.spawn(async move { deliver_unawaited(ack.await, deliver) });
                     }
-                    // No runtime to wait on: the store's writer cannot answer either.
+                    // No runtime to wait on: the waiters are told it was not recorded.
+                    // The safe side: a writer thread (SQLite's) may still commit it, but
+                    // nobody could wait to know, and nobody acts on an answer unknown.
                     (Poll::Pending, Err(_)) => deliver_unawaited(Err(StoreError::Closed), deliver),
                 }
             }
