@@ -354,6 +354,30 @@ impl StoreLayer for GatedLog {
     }
 }
 
+/// A hub over `store`, shared as one of several servers' (its follower running).
+async fn shared_hub(store: Arc<dyn Store>) -> RequestHub {
+    RequestHub::builder()
+        .bus(Bus::new())
+        .store(store)
+        .shared()
+        .build()
+        .await
+        .expect("a hub")
+}
+
+/// Asks the language question in `session` through `hub`, never timing out, and waits
+/// until the store has it; the question stays pending.
+async fn ask_recorded(hub: &RequestHub, session: &str) {
+    let mut asked = hub
+        .questions()
+        .ask(session, vec![language()])
+        .timeout(Timeout::Never)
+        .submit()
+        .expect("asked");
+    asked.recorded().await.expect("recorded");
+    asked.detach();
+}
+
 /// `GET path` of `router`: the status and the body as text.
 async fn get(router: &axum::Router, path: &str) -> (u16, String) {
     let request = axum::http::Request::get(path)
@@ -381,15 +405,8 @@ async fn a_lagging_follower_is_not_ready() {
         inner: Arc::clone(&memory),
         open: open.clone(),
     });
-    let shared = |store: Arc<dyn Store>| {
-        RequestHub::builder()
-            .bus(Bus::new())
-            .store(store)
-            .shared()
-            .build()
-    };
-    let lagging = shared(gated).await.expect("a hub");
-    let other = shared(memory).await.expect("another hub");
+    let lagging = shared_hub(gated).await;
+    let other = shared_hub(memory).await;
     let shutdown = CancellationToken::new();
     let router = askbus_http::router(
         lagging,
@@ -399,13 +416,7 @@ async fn a_lagging_follower_is_not_ready() {
     assert_eq!(get(&router, "/ready").await.0, 200);
 
     open.send_replace(false);
-    let mut asked = other
-        .questions()
-        .ask("elsewhere", vec![language()])
-        .timeout(Timeout::Never)
-        .submit()
-        .expect("asked");
-    asked.recorded().await.expect("recorded");
+    ask_recorded(&other, "elsewhere").await;
     let (status, body) = get(&router, "/ready").await;
     assert_eq!(status, 503, "{body}");
     let metrics = get(&router, "/metrics").await.1;
@@ -512,20 +523,8 @@ async fn a_server_is_not_ready_while_its_follower_resyncs() {
         held: false.into(),
         release: release.clone(),
     });
-    let hub = RequestHub::builder()
-        .bus(Bus::new())
-        .store(Arc::clone(&log) as Arc<dyn Store>)
-        .shared()
-        .build()
-        .await
-        .expect("a hub");
-    let mut asked = hub
-        .questions()
-        .ask("s", vec![language()])
-        .timeout(Timeout::Never)
-        .submit()
-        .expect("asked");
-    asked.recorded().await.expect("recorded");
+    let hub = shared_hub(Arc::clone(&log) as Arc<dyn Store>).await;
+    ask_recorded(&hub, "s").await;
     let shutdown = CancellationToken::new();
     let router = askbus_http::router(hub, askbus_http::HttpConfig::default(), shutdown.clone());
     assert_eq!(get(&router, "/ready").await.0, 200);
@@ -556,20 +555,8 @@ async fn every_series_is_in_the_readme() {
     let readme = include_str!("../README.md");
     let writes = Arc::new(askbus_http::StoreWrites::new());
     let store = MeteredStore::new(Arc::new(MemoryStore::new()), "memory", writes.clone());
-    let hub = RequestHub::builder()
-        .bus(Bus::new())
-        .store(Arc::new(store))
-        .shared()
-        .build()
-        .await
-        .expect("a hub");
-    let mut asked = hub
-        .questions()
-        .ask("listed", vec![language()])
-        .timeout(Timeout::Never)
-        .submit()
-        .expect("asked");
-    asked.recorded().await.expect("recorded");
+    let hub = shared_hub(Arc::new(store)).await;
+    ask_recorded(&hub, "listed").await;
     let config = askbus_http::HttpConfig {
         store_writes: Some(writes),
         webhooks: Some(Arc::new(askbus_notify::DeliveryStats::default())),
