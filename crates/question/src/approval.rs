@@ -1093,11 +1093,17 @@ fn check_request(
     }
     check_reviewers(review_configs)?;
     for (index, action) in actions.iter().enumerate() {
-        check_exact_numbers(&action.args, &format!("action_requests[{index}].args")).map_err(
-            |why| {
-                ValidationError::action(index, format!("action {}: {why}", describe(index, action)))
-            },
-        )?;
+        if let Some(number) = inexact_integer(&action.args) {
+            let path = format!("action_requests[{index}].args");
+            return Err(ValidationError::action(
+                index,
+                format!(
+                    "action {}: {}",
+                    describe(index, action),
+                    inexact_message(&action.args, number, &path)
+                ),
+            ));
+        }
         check_args_schema(index, action)?;
     }
     Ok(())
@@ -1107,28 +1113,30 @@ fn check_request(
 /// `Number.MAX_SAFE_INTEGER`, 2^53 - 1.
 const MAX_EXACT_INTEGER: u64 = (1 << 53) - 1;
 
-/// Refuses an integer in `args` (at JSON path `path`) that a JavaScript reader, a browser
-/// above all, would round: the reviewer would see `10000000000000000` and approve
-/// `10000000000000001`. Such a number must be sent as a string. Walked with a stack of its
-/// own (a value built in process may nest deeper than a parser allows), and walked again
-/// with paths only to name one it refuses.
-fn check_exact_numbers(args: &serde_json::Value, path: &str) -> Result<(), String> {
+/// An integer in `args` that a JavaScript reader, a browser above all, would round: the
+/// reviewer would see `10000000000000000` and approve `10000000000000001`, so such a number
+/// is refused (it must be sent as a string). Walked with a stack of its own: a value built
+/// in process may nest deeper than a parser allows. No path is built unless one is found.
+fn inexact_integer(args: &serde_json::Value) -> Option<&serde_json::Number> {
     let mut stack = vec![args];
     while let Some(value) = stack.pop() {
         match value {
-            serde_json::Value::Number(number) if !is_exact(number) => {
-                return Err(format!(
-                    "{} is the integer {number}, which a browser or any JavaScript client rounds (it would show {}): the reviewer would not see the number that runs. Send integers beyond ±{MAX_EXACT_INTEGER} as strings",
-                    path_to(args, number, path),
-                    number.as_f64().unwrap_or_default()
-                ));
-            }
+            serde_json::Value::Number(number) if !is_exact(number) => return Some(number),
             serde_json::Value::Array(items) => stack.extend(items),
             serde_json::Value::Object(fields) => stack.extend(fields.values()),
             _ => {}
         }
     }
-    Ok(())
+    None
+}
+
+/// Why `number`, found in `args` (named `path`) by [`inexact_integer`], is refused.
+fn inexact_message(args: &serde_json::Value, number: &serde_json::Number, path: &str) -> String {
+    format!(
+        "{} is the integer {number}, which a browser or any JavaScript client rounds (it would show {}): the reviewer would not see the number that runs. Send integers beyond ±{MAX_EXACT_INTEGER} as strings",
+        path_to(args, number, path),
+        number.as_f64().unwrap_or_default()
+    )
 }
 
 /// Whether every JSON reader holds `number` as it is.
@@ -1319,11 +1327,10 @@ fn check_edit(
             json_type(&edited_action.args)
         )));
     }
-    check_exact_numbers(
-        &edited_action.args,
-        &format!("decisions[{index}].edited_action.args"),
-    )
-    .map_err(refuse)?;
+    if let Some(number) = inexact_integer(&edited_action.args) {
+        let path = format!("decisions[{index}].edited_action.args");
+        return Err(refuse(inexact_message(&edited_action.args, number, &path)));
+    }
     let Some(schema) = &action.args_schema else {
         return Ok(());
     };

@@ -193,7 +193,7 @@ pub(crate) fn check_questions(
                     index,
                     info,
                     format_args!(
-                        "the label {:?} is offered twice (labels are compared without the spaces around them); labels must be unique",
+                        "the label {:?} is offered twice (labels are compared without the blanks around them); labels must be unique",
                         option.label
                     ),
                 ));

@@ -478,9 +478,9 @@ pub struct Loaded {
     pub resolved: Vec<StoredRequest>,
     /// A count that never goes down and is at least how many requests, of either kind,
     /// were ever inserted, forgotten ones included (SQLite gives its history's last
-    /// position, one entry each insert; a store with a change log its count of changes). A reader numbering something per request
-    /// (the seeds' `{session}_{n}` keys) continues above it, so that no number is given
-    /// twice across restarts.
+    /// position, one entry each insert; a store with a change log its count of changes).
+    /// A reader numbering something per request (the seeds' `{session}_{n}` keys)
+    /// continues above it, so that no number is given twice across restarts.
     pub requests_ever: u64,
 }
 
