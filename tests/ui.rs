@@ -85,7 +85,9 @@ use askbus::question::{
 use askbus::{AskError, Bus, QuestionInfo, QuestionOption, Timeout};
 use askbus_http::{AccessToken, HttpConfig};
 use askbus_notify::{DeliveryStats, Dispatcher, RetryPolicy, Webhook, WebhookSecret};
-use askbus_store::{DeliveryQuery, DeliveryState, MemoryStore, Store};
+use askbus_store::{
+    Ack, DeliveryQuery, DeliveryState, MemoryStore, Store, StoreError, StoreLayer, Write,
+};
 use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::net::{TcpListener, TcpStream};
@@ -497,6 +499,137 @@ async fn drive_notify(package: PathBuf) {
     assert_eq!(done, json!({"done": true}));
     // The approvals the script decided (one while the tab was hidden).
     assert_eq!(hub.approvals().pending_count(), 0);
+    shutdown.cancel();
+}
+
+/// Limit of the unrecorded answers' browser run (it takes a few seconds).
+const UNRECORDED_TIMEOUT: Duration = Duration::from_secs(60);
+/// The reviewer who mints the answer link of the unrecorded answers' run.
+const UNRECORDED_REVIEWER: &str = "ui-unrecorded-alice-0123456789";
+
+/// An answer, a decision and a link's answer that the store fails to commit: each card says
+/// it was not recorded and the agent was given nothing, never "You answered"; the agent
+/// gets `NotRecorded` (`tests/ui/unrecorded.mjs`).
+#[test]
+fn the_web_ui_says_when_the_store_refused_an_answer() {
+    in_browser(drive_unrecorded);
+}
+
+/// A memory store that fails to commit every outcome, as a full disk would.
+struct RefusedOutcomes(MemoryStore);
+
+impl StoreLayer for RefusedOutcomes {
+    fn inner(&self) -> &dyn Store {
+        &self.0
+    }
+    fn write(&self, write: Write) -> Ack {
+        if !matches!(write, Write::Resolve { .. }) {
+            return self.0.write(write);
+        }
+        let (sender, refused) = Ack::channel();
+        let _ = sender.send(Err(StoreError::CommitFailed(
+            "database or disk is full".to_owned(),
+        )));
+        refused
+    }
+}
+
+/// Asks two questions and an approval in process on a hub whose store refuses outcomes,
+/// serves it open (the page) and with a reviewer's token (who mints a link to the second
+/// question), runs `unrecorded.mjs`, and checks the agent was handed none of the answers.
+async fn drive_unrecorded(package: PathBuf) {
+    let shutdown = CancellationToken::new();
+    let hub = RequestHub::builder()
+        .store(Arc::new(RefusedOutcomes(MemoryStore::new())) as Arc<dyn Store>)
+        .build()
+        .await
+        .expect("the store opens");
+    let session = "ui-unrecorded";
+    let ask = |text: &str| {
+        hub.questions()
+            .ask(
+                session,
+                vec![QuestionInfo::new(
+                    text,
+                    "Ship",
+                    [
+                        QuestionOption::new("Yes", "go ahead"),
+                        QuestionOption::new("No", "not now"),
+                    ],
+                )],
+            )
+            .submit()
+            .expect("a valid question")
+    };
+    let on_page = ask("Ship the release?");
+    let by_link = ask("Tag the release?");
+    let approval = hub
+        .approvals()
+        .request(
+            session,
+            vec![Action::new("deploy", json!({"env": "production"}))],
+        )
+        .submit()
+        .expect("a valid approval request");
+    let (on_page_id, by_link_id, approval_id) = (
+        on_page.id().to_string(),
+        by_link.id().to_string(),
+        approval.id().to_string(),
+    );
+    let open = serve(hub.clone(), HttpConfig::default(), &shutdown).await;
+    let with_token = serve(
+        hub.clone(),
+        HttpConfig {
+            tokens: vec![AccessToken::new(
+                UNRECORDED_REVIEWER,
+                Identity::new("alice", Role::Reviewer),
+            )],
+            ..HttpConfig::default()
+        },
+        &shutdown,
+    )
+    .await;
+    let link = call_json(
+        reqwest::Client::new()
+            .post(format!("http://{with_token}/question/{by_link_id}/link"))
+            .bearer_auth(UNRECORDED_REVIEWER)
+            .json(&json!({})),
+    )
+    .await;
+    let link = format!(
+        "http://{with_token}{}",
+        link["path"].as_str().expect("a link's path")
+    );
+
+    let done = run_script(
+        &package,
+        "unrecorded.mjs",
+        &[
+            ("ASKBUS_UI_UNRECORDED_URL", &format!("http://{open}")),
+            ("ASKBUS_UI_UNRECORDED_QUESTION", &on_page_id),
+            ("ASKBUS_UI_UNRECORDED_APPROVAL", &approval_id),
+            ("ASKBUS_UI_UNRECORDED_LINK", &link),
+        ],
+        UNRECORDED_TIMEOUT,
+    )
+    .await;
+    assert_eq!(done, json!({"done": true}));
+    for (what, asked) in [("on the page", on_page), ("by the link", by_link)] {
+        let outcome = tokio::time::timeout(OUTCOME_TIMEOUT, asked)
+            .await
+            .expect("the agent is told");
+        assert!(
+            matches!(outcome, Err(AskError::NotRecorded(_))),
+            "the question answered {what}: {outcome:?}"
+        );
+    }
+    let decided = tokio::time::timeout(OUTCOME_TIMEOUT, approval)
+        .await
+        .expect("the agent is told");
+    assert!(
+        matches!(decided, Err(ApprovalError::NotRecorded(_))),
+        "{decided:?}"
+    );
     shutdown.cancel();
 }
 

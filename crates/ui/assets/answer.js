@@ -22,7 +22,7 @@
 import * as api from './api.js';
 import { approvalCard } from './approval.js';
 import { formatRemaining, h, oneLine, setText } from './dom.js';
-import { sentNouns, t as pageText, translateMarkup, translator } from './i18n.js';
+import { NOT_RECORDED_TEXT, sentNouns, t as pageText, translateMarkup, translator } from './i18n.js';
 import { questionCard } from './question.js';
 
 const byId = (id) => document.getElementById(id);
@@ -226,6 +226,9 @@ function describeError(error, what, text = t) {
     case 400:
     case 422:
       return text('The server did not accept {thisOne}: {message}', { thisOne, message: error.message });
+    case 503:
+      if (api.notRecorded(error)) return text(NOT_RECORDED_TEXT, { yours });
+      return text('The server answered {status}: {message}', { status: error.status, message: error.message });
     default:
       return text('The server answered {status}: {message}', { status: error.status, message: error.message });
   }
@@ -237,6 +240,14 @@ function describeError(error, what, text = t) {
  * (the card keeps its error).
  */
 async function afterFailure(request, error, card) {
+  if (api.notRecorded(error) && !(card.quorum > 1)) {
+    // The store refused this very answer: it stands nowhere, and the request is no longer
+    // pending here. (A vote it refused leaves a quorum's request pending: try again.)
+    const note = describeError(error, card.kind === 'question' ? 'answer' : 'decision');
+    card.resolve({ status: 'unrecorded', note, override: true });
+    notify('error', note);
+    return;
+  }
   if (!(error instanceof api.ApiError)) return;
   if (error.status === 404 || error.status === 410) {
     linkFailed(error);

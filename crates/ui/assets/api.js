@@ -20,6 +20,14 @@ export class ApiError extends Error {
   }
 }
 
+/**
+ * Whether `error` is the server saying it could not record a change (`503
+ * store_unavailable`). After an answer, decision or decline, that means it stands nowhere:
+ * the agent is handed nothing, and the request is not pending on this server any more
+ * unless it waits on a quorum's other votes.
+ */
+export const notRecorded = (error) => error instanceof ApiError && error.status === 503 && error.code === 'store_unavailable';
+
 /** The server could not be reached (connection refused or dropped, offline). */
 export class NetworkError extends Error {
   constructor(cause) {

@@ -45,7 +45,7 @@ import { approvalCard } from './approval.js';
 import { DeliveryStatus } from './deliveries.js';
 import { SessionGrants } from './grants.js';
 import { h, setText, visibleString } from './dom.js';
-import { sentNouns, t, translateMarkup } from './i18n.js';
+import { NOT_RECORDED_TEXT, sentNouns, t, translateMarkup } from './i18n.js';
 import { ArrivalNotifier } from './notify.js';
 import { pruneDrafts, questionCard } from './question.js';
 import { SessionTimeline } from './session.js';
@@ -232,6 +232,9 @@ function describeError(error, what, text = t) {
     case 400:
     case 422:
       return text('The server did not accept {thisOne}: {message}', { thisOne, message: error.message });
+    case 503:
+      if (api.notRecorded(error)) return text(NOT_RECORDED_TEXT, { yours });
+      return text('The server answered {status}: {message}', { status: error.status, message: error.message });
     default:
       return text('The server answered {status}: {message}', { status: error.status, message: error.message });
   }
@@ -264,6 +267,16 @@ async function afterFailure(request, error, card) {
   state.deferred.delete(request.id);
   // An agent's token: no answer of this tab will go through until it has a reviewer's.
   if (mayNotAnswer(error)) askForToken(t(AGENT_TOKEN_TEXT));
+  if (api.notRecorded(error) && (deferred || !(card.quorum > 1))) {
+    // The outcome that came meanwhile was this very answer, which the store refused: the
+    // card must not read "You answered". (A vote the store refused leaves the request
+    // pending: the card keeps its error, and the reviewer may vote again.)
+    const note = actions.describe(error, card.kind === 'question' ? 'reply' : 'decision');
+    card.resolve({ status: 'unrecorded', note, override: true });
+    say(note);
+    render();
+    return;
+  }
   if (!(error instanceof api.ApiError) || ![404, 409].includes(error.status)) {
     if (deferred) settle(request.id, deferred);
     return;

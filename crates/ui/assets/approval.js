@@ -332,6 +332,8 @@ export function approvalCard(request, actions) {
     element,
     request,
     kind: 'approval',
+    /** How many reviewers must agree: above 1, a failed call was one vote. */
+    quorum,
     get resolved() {
       return resolved;
     },
@@ -568,6 +570,7 @@ function resolutionView(request, outcome, subject, dismiss, t) {
       timed_out: 'Expired: every action was rejected',
       cancelled: 'Withdrawn: the agent no longer needs a decision',
       gone: 'No longer pending: it was resolved while this page was not connected',
+      unrecorded: 'Not recorded: the server could not store it, and the agent was not given it',
     }[outcome.status] ?? 'Resolved',
   );
   const parts = [h('p', { class: 'status-line', dataset: { status: outcome.status } }, status)];
@@ -614,6 +617,8 @@ function grantedByLine(grants, t) {
 
 /** `decided by alice (reviewer)` under a resolved card's status, or `null`. */
 function decidedByLine(status, identity, t) {
+  // Nobody's decision stands on a request whose outcome the store refused.
+  if (status === 'unrecorded') return null;
   const line = byLine(status === 'cancelled' ? 'withdrawn' : 'decided', identity, 'by answered-by', t);
   return line && h('p', { class: 'answered-by-line' }, line);
 }

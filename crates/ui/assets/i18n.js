@@ -82,6 +82,13 @@ export function translateMarkup(root) {
 }
 
 /**
+ * What the human reads, on either page, when the server could not record what they sent
+ * (`api.notRecorded`): `{yours}` is `sentNouns`'.
+ */
+export const NOT_RECORDED_TEXT =
+  'The server could not record {yours}: its store failed, so nothing was decided and the agent was given nothing. Tell whoever runs the server.';
+
+/**
  * What a failed call was sending, as `{yours, thisOne}` (`your answer`, `this answer`) in
  * `t`'s language: `what` is `answer`, `decision`, `reject` (a rejection) or anything else
  * (a reply).

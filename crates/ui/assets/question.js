@@ -389,6 +389,7 @@ function resolutionView(request, outcome, subject, dismiss, t) {
       timed_out: 'Expired: nobody answered in time',
       cancelled: 'Withdrawn: the agent no longer needs an answer',
       gone: 'No longer pending: it was resolved while this page was not connected',
+      unrecorded: 'Not recorded: the server could not store it, and the agent was not given it',
     }[outcome.status] ?? 'Resolved',
   );
   const parts = [h('p', { class: 'status-line', dataset: { status: outcome.status } }, status)];
@@ -416,6 +417,8 @@ function resolutionView(request, outcome, subject, dismiss, t) {
 
 /** `answered by alice (reviewer)` under a resolved card's status, or `null`. */
 function answeredByLine(status, identity, t) {
+  // Nobody's answer stands on a request whose outcome the store refused.
+  if (status === 'unrecorded') return null;
   const verb = status === 'rejected' ? 'declined' : status === 'cancelled' ? 'withdrawn' : 'answered';
   const line = byLine(verb, identity, 'by answered-by', t);
   return line && h('p', { class: 'answered-by-line' }, line);
