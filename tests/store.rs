@@ -1169,6 +1169,25 @@ async fn open_picks_the_backend_from_the_url() {
     );
 }
 
+/// However a store URL is wrong, its password stays out of the error (which the server
+/// logs).
+#[tokio::test]
+async fn a_refused_store_url_does_not_show_its_password() {
+    for url in [
+        "postgres://admin:hunter2@db:5432/askbus",
+        "rediss://:hunter2@redis:6380/0",
+        "redis://:hunter2@redis:6379/0?prefix=",
+    ] {
+        let refused = askbus_store::open(url).await.err().expect("refused");
+        let shown = refused.to_string();
+        assert!(
+            matches!(refused, StoreError::UnsupportedUrl(_)) && !shown.contains("hunter2"),
+            "{url}: {shown}"
+        );
+        assert!(shown.contains("***@"), "{url}: {shown}");
+    }
+}
+
 /// Everything every backend must do the same way.
 async fn check_contract(store: &dyn Store) {
     for (id, call) in [

@@ -212,6 +212,9 @@ pub(crate) async fn interactivity(
                 .send()
                 .await;
             if let Err(error) = sent.and_then(reqwest::Response::error_for_status) {
+                // Without the URL: Slack's `response_url` lets whoever reads it post to
+                // the channel for half an hour.
+                let error = error.without_url();
                 tracing::warn!("slack: could not update the message: {error}");
             }
         });

@@ -594,7 +594,22 @@ pub async fn open(url: &str) -> Result<std::sync::Arc<dyn Store>, StoreError> {
     if url.starts_with("redis://") || url.starts_with("rediss://") {
         return open_redis(url).await;
     }
-    Err(StoreError::UnsupportedUrl(url.to_owned()))
+    Err(StoreError::UnsupportedUrl(without_credentials(url)))
+}
+
+/// `url` with its credentials (`user:password@`) hidden, as errors and logs show it: a
+/// store URL's password must not reach a log line, whatever is wrong with the URL.
+pub(crate) fn without_credentials(url: &str) -> String {
+    match url.split_once("://") {
+        Some((scheme, rest)) => {
+            let authority_end = rest.find(['/', '?']).unwrap_or(rest.len());
+            match rest[..authority_end].rfind('@') {
+                Some(at) => format!("{scheme}://***{}", &rest[at..]),
+                None => url.to_owned(),
+            }
+        }
+        None => url.to_owned(),
+    }
 }
 
 impl OutcomeRecord {

@@ -36,21 +36,7 @@ impl RedisLocation {
 
     /// The URL with its credentials (`user:password@`) hidden.
     fn redacted(&self) -> String {
-        Self::redact(&self.url)
-    }
-
-    /// `url` with its credentials (`user:password@`) hidden.
-    fn redact(url: &str) -> String {
-        match url.split_once("://") {
-            Some((scheme, rest)) => {
-                let authority_end = rest.find(['/', '?']).unwrap_or(rest.len());
-                match rest[..authority_end].rfind('@') {
-                    Some(at) => format!("{scheme}://***{}", &rest[at..]),
-                    None => url.to_owned(),
-                }
-            }
-            None => url.to_owned(),
-        }
+        crate::without_credentials(&self.url)
     }
 }
 
@@ -70,11 +56,11 @@ impl std::str::FromStr for RedisLocation {
             return Err(StoreError::UnsupportedUrl(format!(
                 "{} (TLS is not built in: reach Redis with redis:// on a private network or \
                  through a TLS tunnel)",
-                Self::redact(text)
+                crate::without_credentials(text)
             )));
         }
         if !text.starts_with("redis://") {
-            return Err(StoreError::UnsupportedUrl(text.to_owned()));
+            return Err(StoreError::UnsupportedUrl(crate::without_credentials(text)));
         }
         let (base, query) = text.split_once('?').unwrap_or((text, ""));
         let mut prefix = None;
@@ -88,7 +74,8 @@ impl std::str::FromStr for RedisLocation {
         let prefix = prefix.unwrap_or_else(|| RedisStore::DEFAULT_PREFIX.to_owned());
         if prefix.is_empty() || prefix.contains(char::is_whitespace) {
             return Err(StoreError::UnsupportedUrl(format!(
-                "{text} (the prefix must be a non-empty word)"
+                "{} (the prefix must be a non-empty word)",
+                crate::without_credentials(text)
             )));
         }
         let url = if kept.is_empty() {
