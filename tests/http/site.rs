@@ -5,6 +5,7 @@ use askbus_http::{AllowedHost, CorsOrigin, HttpConfig, SiteGuard, guarded, guard
 use axum::body::Body;
 use axum::http::{Request, StatusCode};
 use serde_json::json;
+use tower::ServiceExt;
 
 use super::TestApp;
 
@@ -274,6 +275,42 @@ async fn probes_pass_by_ip_address_and_nothing_else_does() {
         (StatusCode::MISDIRECTED_REQUEST, "misdirected_request")
     );
     let (status, _) = check(&app, "POST", "/health", &by_ip, Some("{}")).await;
+    assert_eq!(status, StatusCode::MISDIRECTED_REQUEST);
+}
+
+/// A scraper reaches each pod by its address: with tokens, `/metrics` answers the admin's
+/// token whatever host it names; without tokens (loopback, where a rebinding page could
+/// reach it) it is refused by IP address as every other route is.
+#[tokio::test]
+async fn metrics_pass_by_ip_address_only_where_tokens_are_required() {
+    let admin = "metrics-admin-token-0123456789";
+    let with_tokens = guarded_app(HttpConfig {
+        tokens: vec![askbus_http::AccessToken::all_sessions(admin)],
+        ..HttpConfig::default()
+    });
+    let bearer = format!("Bearer {admin}");
+    let by_ip = [
+        ("host", "10.1.2.3:4717"),
+        ("authorization", bearer.as_str()),
+    ];
+    let mut scrape = Request::get("/metrics");
+    for (name, value) in by_ip {
+        scrape = scrape.header(name, value);
+    }
+    let scraped = with_tokens
+        .router
+        .clone()
+        .oneshot(scrape.body(Body::empty()).unwrap())
+        .await
+        .unwrap();
+    assert_eq!(scraped.status(), StatusCode::OK, "the admin's scrape by IP");
+    let (status, _) = check(&with_tokens, "GET", "/metrics", &by_ip[..1], None).await;
+    assert_eq!(status, StatusCode::UNAUTHORIZED, "no token, no figures");
+    let (status, _) = check(&with_tokens, "GET", "/question", &by_ip, None).await;
+    assert_eq!(status, StatusCode::MISDIRECTED_REQUEST, "only the scrape");
+
+    let open = guarded_app(HttpConfig::default());
+    let (status, _) = check(&open, "GET", "/metrics", &by_ip[..1], None).await;
     assert_eq!(status, StatusCode::MISDIRECTED_REQUEST);
 }
 

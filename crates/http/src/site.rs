@@ -17,7 +17,9 @@
 //!   `127.0.0.1`, `[::1]`) with the listen port, or a configured [`AllowedHost`]; anything
 //!   else is `421 misdirected_request`, before any route runs. A request without a `Host`
 //!   cannot come from a browser and passes. So do the probes, `GET /health` and
-//!   `GET /ready`, which orchestrators send by IP address and which reveal nothing.
+//!   `GET /ready`, which orchestrators send by IP address and which reveal nothing, and,
+//!   on a server that requires tokens, `GET /metrics`, which scrapers send to each pod's
+//!   address and which answers an admin's token only.
 //! - **No cross-site request changes anything.** A request other than `GET`, `HEAD` or
 //!   `OPTIONS` whose `Origin` is neither the server's own (the `Host` it named) nor a
 //!   configured CORS origin, or that the browser marks `Sec-Fetch-Site: cross-site`, is
@@ -128,6 +130,9 @@ struct Rules {
     allowed: Vec<AllowedHost>,
     /// Origins whose pages may call the API (CORS), exactly.
     cors_origins: Vec<HeaderValue>,
+    /// Whether the server requires tokens: then `/metrics` answers an admin's token only,
+    /// which a rebinding page does not hold, and a scraper may name a pod's address.
+    tokens_required: bool,
 }
 
 /// `app` behind a [`SiteGuard`], with every error answer of `app` (and of the guard) in
@@ -187,15 +192,23 @@ impl SiteGuard {
                     .iter()
                     .map(|origin| origin.header_value().clone())
                     .collect(),
+                tokens_required: !config.tokens.is_empty(),
             }),
         }
     }
 
-    /// Whether `request` reads `/health` or `/ready`, which say nothing worth a rebinding
-    /// page's while (up or not, and the version) and which probes send by IP address.
-    fn is_probe<B>(request: &Request<B>) -> bool {
+    /// Whether `request` may name any host: it reads `/health` or `/ready`, which say
+    /// nothing worth a rebinding page's while (up or not, and the version) and which probes
+    /// send by IP address; or, on a server that requires tokens, `/metrics`, which answers
+    /// an admin's token only and which a scraper sends to each pod's address (through a
+    /// Service, the replicas' counters would interleave).
+    fn may_name_any_host<B>(&self, request: &Request<B>) -> bool {
         matches!(*request.method(), Method::GET | Method::HEAD)
-            && matches!(request.uri().path(), "/health" | "/ready")
+            && match request.uri().path() {
+                "/health" | "/ready" => true,
+                "/metrics" => self.rules.tokens_required,
+                _ => false,
+            }
     }
 
     /// `Ok`, or the answer that refuses `request`; see the module docs.
@@ -222,7 +235,7 @@ impl SiteGuard {
             .iter()
             .map(HeaderValue::as_bytes)
             .chain(request.uri().authority().map(|a| a.as_str().as_bytes()))
-            .filter(|_| !Self::is_probe(request));
+            .filter(|_| !self.may_name_any_host(request));
         for named in named_hosts {
             if !self.rules.answers_for(named) {
                 return Err(ApiError::new(
