@@ -9,8 +9,8 @@ use std::time::Duration;
 
 use askbus::bus::Bus;
 use askbus::question::{
-    Action, ApprovalReply, Decision, PendingLimits, PendingQuestion, QuotaExceeded, RequestHub,
-    SubmitError, Timeout, ToolRef,
+    Action, ApprovalReply, Decision, FollowUp, MAX_ESCALATE_TO, MAX_ID_BYTES, PendingLimits,
+    PendingQuestion, QuotaExceeded, RequestHub, SubmitError, Timeout, ToolRef,
 };
 use askbus_store::{MemoryStore, RequestKind, Store};
 use serde_json::json;
@@ -542,6 +542,79 @@ async fn one_request_may_hold_only_so_many_json_values() {
             .timeout(Timeout::Never)
             .submit()
             .is_ok()
+    );
+}
+
+/// What the quota does not weigh is bounded by rule, on every kind: an id the asker gives
+/// (a session's, a tool call's, a message's, a decider's to escalate to) is at most
+/// `MAX_ID_BYTES` long, and a request escalates to at most `MAX_ESCALATE_TO` deciders,
+/// each once. Nothing refused is asked.
+#[tokio::test]
+async fn ids_and_escalations_a_request_carries_are_bounded() {
+    let hub = hub(per_session(usize::MAX));
+    let mut events = hub.bus().subscribe_all();
+    let long = "s".repeat(MAX_ID_BYTES + 1);
+    let fits = "s".repeat(MAX_ID_BYTES);
+    let invalid = |refused: Result<(), SubmitError>, names: &str| match refused {
+        Err(SubmitError::Invalid(invalid)) => {
+            let message = invalid.to_string();
+            assert!(message.contains(names), "{message}");
+        }
+        other => panic!("refused as invalid, naming {names}: {other:?}"),
+    };
+    invalid(
+        ask(&hub, &long, None).map(drop),
+        "the session id is 257 bytes long",
+    );
+    invalid(
+        ask(&hub, "s1", Some(&long)).map(drop),
+        "the tool call's id (`callID`) is 257 bytes",
+    );
+    invalid(
+        hub.approvals()
+            .request(long.as_str(), heavy(1))
+            .submit()
+            .map(drop),
+        "the session id is 257 bytes long",
+    );
+    let escalating = |names: Vec<String>| {
+        hub.approvals()
+            .request("s1", heavy(1))
+            .timeout(Timeout::After(Duration::from_secs(60)))
+            .follow_up(FollowUp::default().escalate_after(Duration::from_secs(30), names))
+            .submit()
+            .map(drop)
+    };
+    invalid(
+        escalating(vec![long.clone()]),
+        "a name in `escalate_to` is 257 bytes long",
+    );
+    invalid(
+        escalating(
+            (0..=MAX_ESCALATE_TO)
+                .map(|n| format!("reviewer-{n}"))
+                .collect(),
+        ),
+        "a request may escalate to at most 64",
+    );
+    invalid(
+        escalating(vec!["bob".into(), "alice".into(), "bob".into()]),
+        "`escalate_to` names \"bob\" twice",
+    );
+    assert!(ready_envelopes(&mut events).is_empty(), "nothing was asked");
+
+    assert!(
+        ask(&hub, &fits, Some(&fits)).is_ok(),
+        "an id of 256 bytes fits"
+    );
+    assert!(
+        escalating(
+            (0..MAX_ESCALATE_TO)
+                .map(|n| format!("reviewer-{n}"))
+                .collect()
+        )
+        .is_ok(),
+        "64 deciders fit"
     );
 }
 

@@ -251,3 +251,43 @@ async fn with_tokens_one_token_cannot_take_every_stream_slot() {
     drop(first);
     assert_eq!(send(&app, stream(FIRST)).await.status(), StatusCode::OK);
 }
+
+/// An agent's step is held as a request is (in the bus's history and the session's), so it
+/// passes the same bounds: a session id of at most `MAX_ID_BYTES`, and at most
+/// `values_per_request` JSON values, whose parsed form costs far more than their text.
+#[tokio::test]
+async fn steps_past_the_values_or_id_limit_are_422() {
+    let app = limited(
+        PendingLimits {
+            values_per_request: 1_000,
+            ..PendingLimits::default()
+        },
+        HttpConfig::default(),
+    );
+    let tool_use = |rows: usize| {
+        json!({"type": "tool_use", "id": "call-1", "name": "insert_rows",
+               "input": {"rows": vec![json!([]); rows]}})
+    };
+    let (status, body) = app
+        .call(post_json("/session/s1/step", &tool_use(1_000)))
+        .await;
+    assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{body}");
+    assert_eq!(body["code"], "invalid", "{body}");
+    assert!(
+        body["message"].as_str().unwrap().contains("JSON values"),
+        "{body}"
+    );
+    let long = "s".repeat(askbus::question::MAX_ID_BYTES + 1);
+    let (status, body) = app
+        .call(post_json(&format!("/session/{long}/step"), &tool_use(1)))
+        .await;
+    assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{body}");
+    let (status, body) = app.call(get("/session/s1/history")).await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(body["messages"], json!([]), "nothing refused was kept");
+
+    let (status, body) = app
+        .call(post_json("/session/s1/step", &tool_use(400)))
+        .await;
+    assert_eq!((status, body), (StatusCode::OK, json!(true)));
+}

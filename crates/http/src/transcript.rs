@@ -137,7 +137,7 @@ pub(crate) async fn stream(
     responses(
         (status = 200, description = "Recorded (in the store, when the server has one)", body = bool, content_type = "application/json"),
         (status = 403, description = "The token is scoped to another session, or is a reviewer's", body = crate::error::ErrorBody),
-        (status = 422, description = "Not a step", body = crate::error::ErrorBody),
+        (status = 422, description = "Not a step, a session id over 256 bytes, or a step of more JSON values than one request may hold (`--max-request-values`)", body = crate::error::ErrorBody),
         (status = 503, description = "The store could not record the step", body = crate::error::ErrorBody),
     ),
 )]
@@ -150,6 +150,7 @@ pub(crate) async fn step(
     caller.act_for(&session_id)?;
     // A step is an agent's, as a request is: a reviewer's credential makes neither.
     Duties::default().check_ask(&caller.0.identity)?;
+    state.inner.hub.check_step(&session_id, &step)?;
     AgentStep::new(session_id, step)
         .record(&state.inner.hub)
         .await?;

@@ -1038,6 +1038,7 @@ fn check_request(
     if session_id.is_empty() {
         return Err(ValidationError::request("the session id is empty"));
     }
+    validate::check_id_length("the session id", session_id)?;
     if actions.is_empty() {
         return Err(ValidationError::request(
             "an approval request needs at least one action",

@@ -36,7 +36,7 @@ use tokio::time::Instant;
 
 use crate::model::{Answer, OnTimeout};
 use crate::timeout::{Deadline, MAX_TIMEOUT, Timeout};
-use crate::validate::ValidationError;
+use crate::validate::{self, ValidationError};
 
 /// What happens to a request nobody answers: a reminder, an escalation, a fallback on
 /// expiry. Every part is optional; the default is what a request without one does (reject
@@ -121,6 +121,30 @@ impl FollowUp {
     }
 }
 
+/// The most deciders a request may escalate to: more than any team names, few enough that
+/// what a request carries stays small (they are not counted in its weight).
+pub const MAX_ESCALATE_TO: usize = 64;
+
+/// Checks the names a request escalates to: at most [`MAX_ESCALATE_TO`], each an id of at
+/// most [`MAX_ID_BYTES`](crate::MAX_ID_BYTES), none twice.
+fn check_escalate_to(names: &[String]) -> Result<(), ValidationError> {
+    if names.len() > MAX_ESCALATE_TO {
+        return Err(ValidationError::request(format!(
+            "`escalate_to` names {} deciders; a request may escalate to at most {MAX_ESCALATE_TO}",
+            names.len()
+        )));
+    }
+    for (index, name) in names.iter().enumerate() {
+        validate::check_id_length("a name in `escalate_to`", name)?;
+        if names[..index].contains(name) {
+            return Err(ValidationError::request(format!(
+                "`escalate_to` names {name:?} twice"
+            )));
+        }
+    }
+    Ok(())
+}
+
 /// A new request's deadline and follow-up, planned when it is made from what was asked
 /// and the service's defaults: the timers to index and the fields to record.
 #[derive(Debug, Clone)]
@@ -182,6 +206,7 @@ impl Plan {
                 "`escalate_to` names {name:?}: a credential's name, not empty"
             )));
         }
+        check_escalate_to(&asked.escalate_to)?;
         match &asked.on_timeout {
             Some(OnTimeout::Answer(answer)) => check_answer(answer)?,
             Some(OnTimeout::Escalate) if limit.is_none() => {

@@ -390,6 +390,32 @@ impl RequestHub {
         self.questions.registry().store()
     }
 
+    /// Checks an agent's step for `session_id` (`agent.step`) as a request is checked before
+    /// the hub holds it: the session id at most [`MAX_ID_BYTES`](crate::MAX_ID_BYTES) long,
+    /// and, under a quota, the step at most
+    /// [`values_per_request`](crate::PendingLimits::values_per_request) JSON values (a
+    /// tool call's input parses into far more memory than its text takes, and the bus and
+    /// histories keep recent steps).
+    ///
+    /// # Errors
+    ///
+    /// [`ValidationError`] naming the limit passed.
+    pub fn check_step(
+        &self,
+        session_id: &str,
+        step: &impl Serialize,
+    ) -> Result<(), crate::ValidationError> {
+        crate::validate::check_id_length("the session id", session_id)?;
+        if let Some(quota) = self.questions.registry().quota() {
+            let limit = quota.limits().values_per_request;
+            let values = crate::quota::Weight::of(step).values;
+            if values > limit {
+                return Err(crate::ValidationError::too_many_values(values, limit));
+            }
+        }
+        Ok(())
+    }
+
     /// Whether this hub shares its store with other instances ([`HubBuilder::shared`](crate::HubBuilder::shared)).
     pub fn shares_store(&self) -> bool {
         self.shared.is_some()

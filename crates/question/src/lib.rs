@@ -109,7 +109,7 @@ pub use error::{
     SessionRejectError, SubmitError, Unrecorded,
 };
 pub use follow::FollowerStats;
-pub use follow_up::FollowUp;
+pub use follow_up::{FollowUp, MAX_ESCALATE_TO};
 pub use hub::{
     CONFIRMATION_ACTION, PendingSessions, RequestHub, Resumed, SessionPending, SessionRejected,
 };
@@ -135,4 +135,4 @@ pub use service::{
     PendingQuestion, QuestionConfig, QuestionOutcome, QuestionService, QuestionSnapshot,
 };
 pub use timeout::{MAX_TIMEOUT, Timeout};
-pub use validate::{MAX_HEADER_CHARS, ValidationError};
+pub use validate::{MAX_HEADER_CHARS, MAX_ID_BYTES, ValidationError};

@@ -361,6 +361,13 @@ impl QuestionService {
         } = terms;
         validate::check_locale(locale.as_deref())?;
         validate::check_questions(&session_id, &questions)?;
+        if let Some(tool) = &tool {
+            validate::check_id_length("the tool call's id (`callID`)", &tool.call_id)?;
+            validate::check_id_length(
+                "the tool call's message id (`messageID`)",
+                &tool.message_id,
+            )?;
+        }
         let plan = Plan::new(
             timeout,
             self.config.default_timeout,

@@ -91,8 +91,8 @@ impl ValidationError {
     /// A request whose content has `values` JSON values, over the `limit` of one request.
     pub(crate) fn too_many_values(values: usize, limit: usize) -> Self {
         Self::request(format!(
-            "the request holds about {values} JSON values (in its questions, or its calls' \
-             arguments); one request may hold {limit}"
+            "the request holds about {values} JSON values (in its questions, its calls' \
+             arguments, or a step's input); one request may hold {limit}"
         ))
     }
 
@@ -106,6 +106,25 @@ impl ValidationError {
             ))
         }
     }
+}
+
+/// The longest id a request may carry from its asker, in bytes: its session id, its tool
+/// call's and message's ids, each name it escalates to. Far above any id in use (a UUID is
+/// 36, OpenCode's some 30), and low enough that the copies the server keeps of each (its
+/// indexes, keys, receipts and events) cost it little: the request's weight against the
+/// pending quota counts its content, not these.
+pub const MAX_ID_BYTES: usize = 256;
+
+/// Checks that `id`, which the request names as `what` ("the session id"), is at most
+/// [`MAX_ID_BYTES`] long.
+pub(crate) fn check_id_length(what: &str, id: &str) -> Result<(), ValidationError> {
+    if id.len() <= MAX_ID_BYTES {
+        return Ok(());
+    }
+    Err(ValidationError::request(format!(
+        "{what} is {} bytes long; an id may be at most {MAX_ID_BYTES}",
+        id.len()
+    )))
 }
 
 /// The longest locale a request may carry: BCP 47 advises supporting tags of at least 35
@@ -147,6 +166,7 @@ pub(crate) fn check_questions(
     if session_id.is_empty() {
         return Err(ValidationError::request("the session id is empty"));
     }
+    check_id_length("the session id", session_id)?;
     if questions.is_empty() {
         return Err(ValidationError::request(
             "a question request needs at least one question",
