@@ -111,6 +111,46 @@ async fn a_stalled_request_header_is_cut_off_without_an_answer() {
     server.stop().await;
 }
 
+/// Past `--max-connections`, the next client waits in the listen backlog, unanswered,
+/// until a connection closes; then it is served. Connections that sent nothing count: they
+/// are what a client opening connections faster than the header timeout closes them holds.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn past_the_connection_cap_the_next_client_waits_until_one_closes() {
+    let server = serve(|settings| {
+        settings.connections.max_connections = 2;
+        settings.connections.header_read_timeout = Duration::from_secs(30);
+    })
+    .await;
+    let silent = TcpStream::connect(server.address).await.expect("connect");
+    let mut quiet = TcpStream::connect(server.address).await.expect("connect");
+    let mut waiting = TcpStream::connect(server.address).await.expect("connect");
+    waiting
+        .write_all(b"GET /health HTTP/1.1\r\nhost: askbus\r\nconnection: close\r\n\r\n")
+        .await
+        .expect("a request");
+    let mut byte = [0_u8; 1];
+    assert!(
+        tokio::time::timeout(Duration::from_millis(500), waiting.read(&mut byte))
+            .await
+            .is_err(),
+        "served past the cap"
+    );
+
+    drop(silent);
+    let answer = read_until_closed(&mut waiting).await;
+    assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
+    // The slot the answered connection held is free again too.
+    quiet
+        .write_all(b"GET /health HTTP/1.1\r\nhost: askbus\r\nconnection: close\r\n\r\n")
+        .await
+        .expect("a request");
+    let answer = read_until_closed(&mut quiet).await;
+    assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
+    let client = reqwest::Client::new();
+    assert_eq!(health(&client, &server).await, reqwest::StatusCode::OK);
+    server.stop().await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_stalled_request_body_gets_408() {
     let server = serve(|settings| {

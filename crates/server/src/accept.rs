@@ -19,6 +19,14 @@
 //!   [`ConnectionLimits::write_timeout`]. Without it, a client that asks for a large list
 //!   and never reads would make the server hold the list for as long as it keeps the
 //!   connection, and could do so on as many connections as it can open.
+//! - **So many connections, no more.** At most [`ConnectionLimits::max_connections`]
+//!   are open at once, whoever opened them and whether or not they sent anything yet; past
+//!   that, the next client waits in the listen backlog until one closes. Without a cap, a
+//!   client opening connections faster than the header timeout closes them would run the
+//!   process out of file descriptors, and then the store, the probes and every other client
+//!   would fail with it. The event streams' slots
+//!   ([`askbus_http::HttpConfig::event_streams`]) are fewer, so streams never take every
+//!   connection.
 //! - **Shutdown.** Cancelling the token stops accepting at once; every connection is asked
 //!   to close after its current response (idle ones close now), and the router's streams
 //!   and long polls end on the same token. Connections still open after
@@ -42,7 +50,8 @@
 //! # }
 //! ```
 
-use std::time::Duration;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use axum::Router;
 use hyper::server::conn::http1;
@@ -50,13 +59,17 @@ use hyper_util::rt::{TokioIo, TokioTimer};
 use hyper_util::server::graceful::GracefulShutdown;
 use hyper_util::service::TowerToHyperService;
 use tokio::net::TcpListener;
+use tokio::sync::Semaphore;
 use tokio::task::JoinSet;
 use tokio_io_timeout::TimeoutStream;
 use tokio_util::sync::CancellationToken;
 
 use crate::parse_errors::JsonParseErrors;
 
-/// Time limits of a connection, enforced by the accept loop ([`serve_router`]).
+/// How often a server at its connection cap says so in its log, at most.
+const FULL_WARNING_EVERY: Duration = Duration::from_secs(60);
+
+/// Limits of the connections, enforced by the accept loop ([`serve_router`]).
 ///
 /// # Examples
 ///
@@ -68,6 +81,7 @@ use crate::parse_errors::JsonParseErrors;
 /// assert_eq!(limits.header_read_timeout, Duration::from_secs(10));
 /// assert_eq!(limits.shutdown_grace, Duration::from_secs(5));
 /// assert_eq!(limits.write_timeout, Duration::from_secs(60));
+/// assert_eq!(limits.max_connections, 10_000);
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ConnectionLimits {
@@ -82,6 +96,9 @@ pub struct ConnectionLimits {
     /// meet it: the socket has room again once about half its send buffer (at most a few
     /// megabytes) is taken. Default: 60 s.
     pub write_timeout: Duration,
+    /// Most connections open at once; the next waits until one closes. Default: 10,000
+    /// (the server's flags size it from the open-files limit: `--max-connections`).
+    pub max_connections: usize,
 }
 
 impl Default for ConnectionLimits {
@@ -90,6 +107,7 @@ impl Default for ConnectionLimits {
             header_read_timeout: Duration::from_secs(10),
             shutdown_grace: Duration::from_secs(5),
             write_timeout: Duration::from_secs(60),
+            max_connections: 10_000,
         }
     }
 }
@@ -118,7 +136,31 @@ pub async fn serve_router(
     // Owning the connection tasks lets the grace period end them: dropping the set aborts
     // whatever is still running.
     let mut connections = JoinSet::new();
+    let room = Arc::new(Semaphore::new(limits.max_connections));
+    let mut warned_full: Option<Instant> = None;
     loop {
+        // A slot first: at the cap, the next client waits in the listen backlog.
+        let slot = match Arc::clone(&room).try_acquire_owned() {
+            Ok(slot) => slot,
+            Err(_) => {
+                if warned_full.is_none_or(|at| at.elapsed() >= FULL_WARNING_EVERY) {
+                    tracing::warn!(
+                        "{} connections are open, the most this server holds \
+                         (--max-connections): new ones wait until one closes",
+                        limits.max_connections
+                    );
+                    warned_full = Some(Instant::now());
+                }
+                tokio::select! {
+                    biased;
+                    () = shutdown.cancelled() => break,
+                    Some(_) = connections.join_next(), if !connections.is_empty() => continue,
+                    slot = Arc::clone(&room).acquire_owned() => {
+                        slot.expect("the connection slots are never closed")
+                    }
+                }
+            }
+        };
         let stream = tokio::select! {
             biased;
             () = shutdown.cancelled() => break,
@@ -137,6 +179,7 @@ pub async fn serve_router(
         );
         let connection = graceful.watch(connection);
         connections.spawn(async move {
+            let _slot = slot;
             if let Err(error) = connection.await {
                 // Header timeouts and clients that go away mid-request end up here.
                 tracing::debug!("connection closed: {error}");

@@ -58,6 +58,8 @@
 //!   `--max-event-streams`, by default derived from the open-files limit, which
 //!   the binary raises to its hard limit at start-up ([`event_streams_for`]); beyond, 503
 //!   `too_many_streams` with `Retry-After`, while `/health`, replies and open streams go on.
+//!   Connections: `--max-connections` open at once, by default from the same limit and
+//!   above the streams' ([`connections_for`]); beyond, the next waits in the listen backlog.
 //!   With two or more tokens, each token may hold half of either by default
 //!   (`--max-pending-per-token`, `--max-event-streams-per-token`; 429 `quota` beyond), so
 //!   one client cannot take them all from the others. The limits are logged at start-up.
@@ -462,6 +464,12 @@ pub struct Cli {
     /// half of --max-event-streams with two or more tokens, else no limit of its own.
     #[arg(long, env = "ASKBUS_MAX_EVENT_STREAMS_PER_TOKEN", global = true)]
     pub max_event_streams_per_token: Option<usize>,
+    /// Most connections open at once, whatever they carry; the next waits in the listen
+    /// backlog until one closes. Default: from the open-files limit, leaving an eighth (at
+    /// least 128) for the store and everything else, at most 60,000 (more than the default
+    /// --max-event-streams; keep it above a --max-event-streams you set).
+    #[arg(long, env = "ASKBUS_MAX_CONNECTIONS", global = true)]
+    pub max_connections: Option<usize>,
     /// Ed25519 secret key file (PKCS#8 PEM, as `askbus audit keygen` writes it) that signs
     /// every audit log entry. Without it entries are hash-chained but unsigned.
     #[arg(long, env = "ASKBUS_AUDIT_KEY", value_name = "FILE", global = true)]
@@ -902,8 +910,9 @@ impl Cli {
     /// address without a token, an unsupported store, a malformed token or origin, a limit
     /// of zero.
     ///
-    /// The default of `--max-event-streams` comes from the open-files limit in force when
-    /// this is called ([`event_streams_for`]); the binary raises it first
+    /// The defaults of `--max-event-streams` and `--max-connections` come from the
+    /// open-files limit in force when this is called ([`event_streams_for`],
+    /// [`connections_for`]); the binary raises it first
     /// ([`raise_open_files_limit`]).
     pub fn settings(&self) -> Result<Settings, ConfigError> {
         let listen = resolve_listen(&self.listen)?;
@@ -1064,7 +1073,10 @@ impl Cli {
                 ..HttpConfig::default()
             },
             demo: if self.demo { Demo::On } else { Demo::Off },
-            connections: ConnectionLimits::default(),
+            connections: ConnectionLimits {
+                max_connections: self.max_connections()?,
+                ..ConnectionLimits::default()
+            },
             mcp,
             mcp_stdio: match self.command {
                 Some(Command::Mcp) => McpStdio::On,
@@ -1281,6 +1293,15 @@ impl Cli {
         )?;
         Ok((pending, StreamSlots::new(streams), streams_per_token))
     }
+
+    /// `--max-connections`, or its default for this process's open-files limit.
+    fn max_connections(&self) -> Result<usize, ConfigError> {
+        match self.max_connections {
+            Some(asked) => at_least_one(asked, "--max-connections"),
+            None => Ok(open_files_limit()
+                .map_or(ConnectionLimits::default().max_connections, connections_for)),
+        }
+    }
 }
 
 /// `value` of `flag`, a limit, unless it is zero.
@@ -1289,6 +1310,28 @@ fn at_least_one(value: usize, flag: &'static str) -> Result<usize, ConfigError> 
         0 => Err(ConfigError::ZeroLimit(flag)),
         value => Ok(value),
     }
+}
+
+/// The default of `--max-connections` for a process that may have `open_files` files open:
+/// an eighth of the limit, and at least 128, is left for the store's files and connections,
+/// the listener, webhooks and logs; at most 60,000. Always more than
+/// [`event_streams_for`] the same limit, so streams leave connections for everything else.
+///
+/// # Examples
+///
+/// ```
+/// use askbus_server::{connections_for, event_streams_for};
+///
+/// assert_eq!(connections_for(1_024), 896);
+/// assert_eq!(connections_for(1_048_576), 60_000);
+/// assert_eq!(connections_for(100), 1);
+/// assert!(connections_for(20_000) > event_streams_for(20_000));
+/// ```
+pub fn connections_for(open_files: u64) -> usize {
+    const MOST: u64 = 60_000;
+    let reserved = (open_files / 8).max(128);
+    let connections = open_files.saturating_sub(reserved).clamp(1, MOST);
+    usize::try_from(connections).unwrap_or(1)
 }
 
 /// The default of `--max-event-streams` for a process that may have `open_files` files
@@ -1614,12 +1657,13 @@ fn describe_limits(settings: &Settings) -> String {
     let http = &settings.http;
     format!(
         "{} pending requests per session, {} in total{}; {} event streams and long polls{}; \
-         session histories of {} records, {} MiB",
+         {} connections; session histories of {} records, {} MiB",
         pending.per_session,
         pending.total,
         per_token(pending.per_account),
         http.event_streams.limit(),
         per_token(http.max_event_streams_per_token),
+        settings.connections.max_connections,
         http.history.records_per_session,
         http.history.bytes_per_session / (1024 * 1024),
     )
