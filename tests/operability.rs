@@ -317,14 +317,19 @@ async fn a_store_cut_off_counts_failed_writes_and_is_not_ready() {
 }
 
 /// A memory store shared by several hubs, whose change log hands a reader what it read
-/// only while the gate is open: a follower that falls behind, on demand.
+/// only while the gate is open: a follower that falls behind, on demand. Its head can
+/// stall too: a store that takes connections and answers nothing.
 struct GatedLog {
     inner: Arc<MemoryStore>,
     open: tokio::sync::watch::Sender<bool>,
+    head_stalled: std::sync::atomic::AtomicBool,
 }
 
 impl ChangeLog for GatedLog {
     fn head(&self) -> BoxFuture<'_, LogPosition> {
+        if self.head_stalled.load(std::sync::atomic::Ordering::SeqCst) {
+            return Box::pin(std::future::pending());
+        }
         self.inner.change_log().expect("a shared store").head()
     }
 
@@ -404,8 +409,9 @@ async fn a_lagging_follower_is_not_ready() {
     let gated = Arc::new(GatedLog {
         inner: Arc::clone(&memory),
         open: open.clone(),
+        head_stalled: false.into(),
     });
-    let lagging = shared_hub(gated).await;
+    let lagging = shared_hub(Arc::clone(&gated) as Arc<dyn Store>).await;
     let other = shared_hub(memory).await;
     let shutdown = CancellationToken::new();
     let router = askbus_http::router(
@@ -441,6 +447,26 @@ async fn a_lagging_follower_is_not_ready() {
     ] {
         assert_eq!(value(&metrics, nothing), Some(0.0), "{nothing}: {metrics}");
     }
+
+    // A store that stops answering holds no scrape past a scraper's patience: the lag
+    // keeps its last figure, and every other series is served.
+    gated
+        .head_stalled
+        .store(true, std::sync::atomic::Ordering::SeqCst);
+    let started = tokio::time::Instant::now();
+    let (status, metrics) = get(&router, "/metrics").await;
+    assert_eq!(status, 200, "{metrics}");
+    assert!(
+        started.elapsed() <= Duration::from_secs(2),
+        "{:?}",
+        started.elapsed()
+    );
+    assert_eq!(
+        value(&metrics, "askbus_follower_lag_changes"),
+        Some(0.0),
+        "{metrics}"
+    );
+    assert!(metrics.contains("askbus_pending_requests"), "{metrics}");
     shutdown.cancel();
 }
 

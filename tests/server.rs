@@ -723,3 +723,40 @@ fn recipients_over_a_shared_store_need_a_link_secret() {
     ])
     .expect("valid");
 }
+
+/// README and the Dockerfile promise that every flag of the server has an `ASKBUS_*`
+/// variable (a container is configured by its environment), and README's table lists it
+/// beside the flag.
+#[test]
+fn every_flag_has_its_environment_variable_in_readme() {
+    use clap::CommandFactory;
+    let readme = include_str!("../README.md");
+    let command = Cli::command();
+    let flags: Vec<_> = command
+        .get_arguments()
+        .filter(|arg| {
+            arg.get_long().is_some() && !matches!(arg.get_id().as_str(), "help" | "version")
+        })
+        .collect();
+    assert!(flags.len() > 30, "{} flags", flags.len());
+    let mut wrong = Vec::new();
+    for flag in flags {
+        let long = flag.get_long().expect("a long flag");
+        let Some(env) = flag.get_env().and_then(|env| env.to_str()) else {
+            wrong.push(format!("--{long} has no variable"));
+            continue;
+        };
+        if !env.starts_with("ASKBUS_") {
+            wrong.push(format!("--{long}: {env}"));
+        }
+        match readme
+            .lines()
+            .find(|line| line.starts_with(&format!("| `--{long}` |")))
+        {
+            Some(row) if row.contains(&format!("`{env}`")) => {}
+            Some(row) => wrong.push(format!("README's row of --{long} lacks `{env}`: {row}")),
+            None => wrong.push(format!("README's table has no row for --{long}")),
+        }
+    }
+    assert!(wrong.is_empty(), "{wrong:#?}");
+}

@@ -54,7 +54,8 @@ pub(crate) struct CreateApproval {
     #[serde(default)]
     review_configs: Vec<ReviewConfigForm>,
     /// Seconds before the request times out (every action rejected), at most one year
-    /// (31,536,000); absent: the server's default (300 s); `null`: never.
+    /// (31,536,000); absent: the server's default (`--approval-timeout`, 300 s unless
+    /// set); `null`: never.
     #[serde(default)]
     #[schema(value_type = Option<f64>, minimum = 0, maximum = 31_536_000)]
     timeout: RequestTimeout,

@@ -602,23 +602,30 @@ pub(crate) async fn scrape(
             catch_up(&follower.resyncs, stats.resyncs());
             catch_up(&follower.skipped, stats.skipped());
         }
-        // A store that cannot be read leaves the last figure: the other series still serve.
-        match hub.follower_lag().await {
-            Some(Ok(lag)) => {
+        // A store that cannot be read, or not in time, leaves the last figure: the other
+        // series still serve, within a scraper's patience.
+        match tokio::time::timeout(STORE_READ_LIMIT, hub.follower_lag()).await {
+            Ok(Some(Ok(lag))) => {
                 follower.lag.set(i64::try_from(lag).unwrap_or(i64::MAX));
             }
-            Some(Err(error)) => {
+            Ok(Some(Err(error))) => {
                 tracing::warn!(%error, "metrics: cannot read the change log's head")
             }
-            None => {}
+            Ok(None) => {}
+            Err(_) => tracing::warn!(
+                "metrics: the change log's head did not come within {STORE_READ_LIMIT:?}"
+            ),
         }
     }
     if let (Some(gauge), Some(store)) = (&metrics.webhook_pending, hub.store()) {
-        match store.pending_deliveries().await {
-            Ok(pending) => {
+        match tokio::time::timeout(STORE_READ_LIMIT, store.pending_deliveries()).await {
+            Ok(Ok(pending)) => {
                 gauge.set(i64::try_from(pending).unwrap_or(i64::MAX));
             }
-            Err(error) => tracing::warn!(%error, "metrics: cannot count pending deliveries"),
+            Ok(Err(error)) => tracing::warn!(%error, "metrics: cannot count pending deliveries"),
+            Err(_) => tracing::warn!(
+                "metrics: the pending deliveries were not counted within {STORE_READ_LIMIT:?}"
+            ),
         }
     }
     let mut text = String::new();
@@ -626,6 +633,12 @@ pub(crate) async fn scrape(
         .map_err(|_| ApiError::new(ErrorCode::Internal, "the metrics could not be written"))?;
     Ok(([(header::CONTENT_TYPE, CONTENT_TYPE)], text).into_response())
 }
+
+/// How long a scrape waits for each figure it reads from the store. A store that stalls
+/// (Redis accepting connections and answering nothing) would otherwise hold the scrape
+/// past Prometheus's own limit (10 s by default), losing every series just when they tell
+/// most; the figure keeps its last value instead.
+const STORE_READ_LIMIT: Duration = Duration::from_secs(1);
 
 /// The webhook dispatcher's counters, read at scrape: `askbus_webhook_deliveries_total
 /// {result}` (`delivered`, `failed` attempts, `abandoned`, `dropped`) and

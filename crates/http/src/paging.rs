@@ -9,7 +9,9 @@
 //! `Link: <…>; rel="next"` holds the next page's URL and `x-next-cursor` its `after`. No
 //! such header: this page is the last. Ids ascend in creation order, so a client that
 //! follows the cursor sees every request that stays pending meanwhile exactly once; new
-//! requests come after it. The session filter keeps working with paging.
+//! requests come after it (on one server: over a shared store, a request another instance
+//! asks meanwhile is ordered by that instance's clock, and may fall before the cursor). The
+//! session filter keeps working with paging.
 //!
 //! Questions and approvals draw their ids from one ascending order, so either kind's id is
 //! a cursor for both lists (a client merging both can page them from one position).

@@ -53,7 +53,7 @@ pub(crate) struct CreateQuestion {
     #[serde(default)]
     tool: Option<ToolRef>,
     /// Seconds before the question times out, at most one year (31,536,000); absent: the
-    /// server's default (600 s); `null`: never.
+    /// server's default (`--question-timeout`, 600 s unless set); `null`: never.
     #[serde(default)]
     #[schema(value_type = Option<f64>, minimum = 0, maximum = 31_536_000)]
     timeout: RequestTimeout,

@@ -348,7 +348,7 @@ pub struct Cli {
     )]
     pub cors_origins: Vec<String>,
     /// Run a scripted agent that keeps asking sample questions, to see the whole flow.
-    #[arg(long, global = true)]
+    #[arg(long, env = "ASKBUS_DEMO", global = true)]
     pub demo: bool,
     /// The askbus session MCP tool calls make their requests in (a session-scoped token
     /// overrides it).
@@ -502,7 +502,14 @@ pub struct Cli {
     /// Standard Webhooks, at least once (kept in the store until delivered). Repeatable.
     /// `NAME=URL`: its `*.asked` messages also carry `data.answer_url`, a single-use link
     /// answering as NAME (a reviewer or admin credential; `local` without tokens).
-    #[arg(long, value_name = "[NAME=]URL", global = true)]
+    /// In the environment, separate them with spaces (a URL has none).
+    #[arg(
+        long,
+        env = "ASKBUS_WEBHOOKS",
+        value_delimiter = ' ',
+        value_name = "[NAME=]URL",
+        global = true
+    )]
     pub webhook: Vec<String>,
     /// The secret that signs webhook deliveries: `whsec_` and the base64 of 24 to 64
     /// random bytes (`echo whsec_$(openssl rand -base64 32)`). Required with --webhook.
@@ -520,13 +527,24 @@ pub struct Cli {
     /// How long a failed delivery (webhook, Slack, email) is retried (with exponential
     /// backoff and jitter, 1 s doubling to 10 minutes) before it is abandoned: seconds or a
     /// number with a unit (90s, 10m, 2h, 7d). Default: 24h.
-    #[arg(long, value_name = "DURATION", global = true)]
+    #[arg(
+        long,
+        env = "ASKBUS_WEBHOOK_RETRY_WINDOW",
+        value_name = "DURATION",
+        global = true
+    )]
     pub webhook_retry_window: Option<String>,
     /// The most deliveries kept pending (receivers down or slow), half of it for a target
     /// whose latest attempt failed; new messages are dropped beyond, counted in
     /// `askbus_webhook_deliveries_total{result="dropped"}` and logged, so nobody can grow
     /// the store without end.
-    #[arg(long, value_name = "COUNT", default_value_t = askbus_notify::DEFAULT_MAX_PENDING, global = true)]
+    #[arg(
+        long,
+        env = "ASKBUS_WEBHOOK_MAX_PENDING",
+        value_name = "COUNT",
+        default_value_t = askbus_notify::DEFAULT_MAX_PENDING,
+        global = true
+    )]
     pub webhook_max_pending: u64,
     /// Slack bot token (`xoxb-…`, scope `chat:write`): every request event is posted to
     /// --slack-channel, asked requests with buttons that answer them.
