@@ -631,3 +631,60 @@ async fn a_grant_stands_only_once_its_approval_is_recorded() {
     );
     assert_eq!(approvals.list(Some("s1")).len(), 1, "pending for a human");
 }
+
+/// A shared memory store that refuses every write: a shared store that is down.
+struct RefusingEveryWrite(Arc<MemoryStore>);
+
+impl StoreLayer for RefusingEveryWrite {
+    fn inner(&self) -> &dyn Store {
+        &*self.0
+    }
+    fn write(&self, _: Write) -> Ack {
+        let (sender, refused) = Ack::channel();
+        let _ = sender.send(Err(StoreError::CommitFailed(
+            "the store is down".to_owned(),
+        )));
+        refused
+    }
+}
+
+/// While the shared store is down, every create is withdrawn and its cancellation retried
+/// in the background, in case the insert took effect after all. A withdrawn request frees
+/// its quota slot at once, so what bounds those retries is the registry's own room (1,024
+/// at once): a client creating in a loop through an outage leaves no more tasks than that.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn creates_refused_in_a_shared_store_outage_leave_bounded_retries() {
+    let hub = RequestHub::builder()
+        .store(Arc::new(RefusingEveryWrite(Arc::new(MemoryStore::new()))) as Arc<dyn Store>)
+        .shared()
+        .build()
+        .await
+        .expect("the store is read");
+    let before = tokio::runtime::Handle::current()
+        .metrics()
+        .num_alive_tasks();
+    for n in 0..1_500 {
+        let mut asked = hub
+            .questions()
+            .ask(format!("s{n}"), vec![language()])
+            .timeout(Timeout::Never)
+            .submit()
+            .expect("registered");
+        let recorded = asked.recorded().await;
+        assert!(matches!(recorded, Err(_)), "{recorded:?}");
+    }
+    assert!(
+        hub.questions().list(None).is_empty(),
+        "every create withdrawn"
+    );
+    // The retries sleep a second between attempts; the rest end after their one.
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let retrying = tokio::runtime::Handle::current()
+        .metrics()
+        .num_alive_tasks()
+        - before;
+    assert!(
+        (1_000..=1_100).contains(&retrying),
+        "{retrying} tasks retry withdrawals"
+    );
+}

@@ -91,7 +91,7 @@ use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError, Weak};
 use askbus_audit::AuditDraft;
 use askbus_bus::{Bus, EventId, Id};
 use askbus_store::{ChangeKind, HistoryPage, Loaded, SessionEvent, Store, StoreError, Written};
-use tokio::sync::{Notify, oneshot};
+use tokio::sync::{Notify, Semaphore, oneshot};
 use tokio::time::Instant;
 
 use crate::durable::Durable;
@@ -206,7 +206,16 @@ struct Inner<K: RequestType> {
     /// The separation-of-duties policy, once set ([`Registry::set_duties`]); the default
     /// before.
     duties: OnceLock<Duties>,
+    /// Room for the cancellations of withdrawn requests retried in the background
+    /// ([`Registry::withdraw`]): a withdrawn request frees its quota slot at once, so
+    /// without this an outage of the shared store would leave one task per create refused
+    /// meanwhile, however many a client sends.
+    withdrawals: Arc<Semaphore>,
 }
+
+/// Most cancellations of withdrawn requests retried at once by one registry; past it, the
+/// next is proposed once and left (logged), to end on the other instances by its timeout.
+const WITHDRAWALS_RETRIED: usize = 1_024;
 
 /// How many history records one read of [`read_votes`] takes.
 const VOTE_PAGE: usize = 256;
@@ -463,6 +472,7 @@ impl<K: RequestType> Registry<K> {
                 storage: Storage::new(recorder),
                 ids,
                 quota: OnceLock::new(),
+                withdrawals: Arc::new(Semaphore::new(WITHDRAWALS_RETRIED)),
                 duties: OnceLock::new(),
             }),
         }
@@ -1242,9 +1252,17 @@ impl<K: RequestType> Registry<K> {
             && let Ok(runtime) = tokio::runtime::Handle::try_current()
         {
             let store = Arc::clone(&store.store);
+            let room = Arc::clone(&self.inner.withdrawals).try_acquire_owned().ok();
+            if room.is_none() {
+                tracing::error!(
+                    "{WITHDRAWALS_RETRIED} withdrawn requests' cancellations are being retried already; {} is proposed once: other instances may show it pending until it times out",
+                    K::request_id(id)
+                );
+            }
             runtime.spawn(async move {
                 let recorder = Recorder::new(store);
-                for _ in 0..STORE_ATTEMPTS {
+                let attempts = if room.is_some() { STORE_ATTEMPTS } else { 1 };
+                for attempt in 1..=attempts {
                     // Taken, refused as already ended, or "not found": all final.
                     if recorder
                         .resolve::<K>(&request, None, &Outcome::Cancelled, None)
@@ -1253,12 +1271,15 @@ impl<K: RequestType> Registry<K> {
                     {
                         return;
                     }
-                    tokio::time::sleep(EXPIRY_RETRY).await;
+                    if attempt < attempts {
+                        tokio::time::sleep(EXPIRY_RETRY).await;
+                    }
                 }
                 tracing::error!(
-                    "the cancellation of {} was not recorded after {STORE_ATTEMPTS} attempts; other instances may still show it pending",
+                    "the cancellation of {} was not recorded after {attempts} attempts; other instances may still show it pending",
                     K::request_id(id)
                 );
+                drop(room);
             });
         }
         Ended::Now
