@@ -128,17 +128,18 @@ fn frames(response: reqwest::Response) -> impl futures_util::Stream<Item = Value
         .boxed()
 }
 
-/// The next frame of `stream` that is not a heartbeat.
+/// The next frame of `stream` that is not a heartbeat, within [`HANG`] (heartbeats do not
+/// keep it waiting longer).
 async fn next_event(stream: &mut (impl futures_util::Stream<Item = Value> + Unpin)) -> Value {
-    loop {
-        let frame = tokio::time::timeout(HANG, stream.next())
-            .await
-            .expect("a frame")
-            .expect("the stream is open");
-        if frame["type"] != "server.heartbeat" {
-            return frame;
+    let next = async {
+        loop {
+            let frame = stream.next().await.expect("the stream is open");
+            if frame["type"] != "server.heartbeat" {
+                return frame;
+            }
         }
-    }
+    };
+    tokio::time::timeout(HANG, next).await.expect("an event")
 }
 
 /// Each event names the request that caused it, on `/event` (beside `properties`) and on
@@ -191,6 +192,58 @@ async fn events_carry_the_id_of_the_request_that_caused_them() {
             "on the {what} stream"
         );
     }
+
+    // A tool call over `/mcp`, which rmcp serves on a task of its own, names its request
+    // too, and so does the reply that answers it.
+    let call = json!({
+        "jsonrpc": "2.0", "id": 1, "method": "tools/call",
+        "params": {
+            "name": "question",
+            "arguments": {"questions": [{
+                "question": "Which language?",
+                "header": "Language",
+                "options": [{"label": "Rust", "description": ""}],
+            }]},
+            "_meta": {
+                "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                "io.modelcontextprotocol/clientCapabilities": {},
+            },
+        },
+    });
+    let calling = served
+        .http
+        .post(served.url("/mcp"))
+        .header("x-request-id", "mcp-4")
+        .header("accept", "application/json, text/event-stream")
+        .header("mcp-protocol-version", "2026-07-28")
+        .header("mcp-method", "tools/call")
+        .header("mcp-name", "question")
+        .json(&call)
+        .send();
+    let calling = tokio::spawn(calling);
+    let asked = next_event(&mut plain).await;
+    assert_eq!(
+        (&asked["type"], &asked["requestID"]),
+        (&json!("question.asked"), &json!("mcp-4")),
+        "{asked}"
+    );
+    let id = asked["properties"]["id"].as_str().expect("an id");
+    let (status, _) = served
+        .post(
+            &format!("/question/{id}/reply"),
+            "reply-5",
+            &json!({"answers": [["Rust"]]}),
+        )
+        .await;
+    assert_eq!(status, 200);
+    let replied = next_event(&mut plain).await;
+    assert_eq!(replied["requestID"], "reply-5", "{replied}");
+    let answered = tokio::time::timeout(HANG, calling)
+        .await
+        .expect("the call is answered")
+        .expect("the call's task")
+        .expect("an answer");
+    assert_eq!(answered.status(), 200);
 }
 
 /// A buffer the test's log lines go to, one JSON object per line.

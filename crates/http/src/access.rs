@@ -83,14 +83,22 @@ where
         self.inner.poll_ready(cx)
     }
 
-    fn call(&mut self, request: Request<B>) -> Self::Future {
+    fn call(&mut self, mut request: Request<B>) -> Self::Future {
         let started = Instant::now();
-        let id = request
+        let id = match request
             .headers()
             .get(&REQUEST_ID_HEADER)
             .filter(|id| usable(id))
-            .cloned()
-            .unwrap_or_else(fresh_id);
+        {
+            Some(id) => id.clone(),
+            None => {
+                // Handed on in the request too, for work the service runs on tasks of its
+                // own (MCP's tool calls), which the task-local id does not reach.
+                let id = fresh_id();
+                request.headers_mut().insert(&REQUEST_ID_HEADER, id.clone());
+                id
+            }
+        };
         let method = request.method().clone();
         let route = request.extensions().get::<MatchedPath>().cloned();
         let cause: Arc<str> = id.to_str().unwrap_or_default().into();

@@ -913,33 +913,23 @@ struct WaitArgs {
     id: String,
 }
 
-impl ServerHandler for AskbusMcp {
-    fn get_info(&self) -> ServerConfig {
-        ServerConfig::new(
-            ServerCapabilities::builder()
-                .enable_tools()
-                .enable_tasks()
-                .build(),
-        )
-        .with_server_info(Implementation::new("askbus", env!("CARGO_PKG_VERSION")))
-        .with_instructions(
-            "askbus lets you stop and ask the human. Call the `question` tool when you need \
-             their input, and `request_approval` before tool calls they should review first \
-             (then run only what they approved); a human answers through askbus (its web UI \
-             or HTTP API), which can take minutes. When a result's status is `waiting`, call \
-             `wait_for_answer` with its `id` until the answer comes.",
-        )
-    }
+/// The id of the HTTP request that carried an MCP request (its `x-request-id`, which the
+/// askbus server's access log sets on every request), if one did. rmcp serves each request
+/// on a task of its own, which the HTTP request's task-local id does not reach: run as the
+/// work of this id, what it publishes and logs names it all the same.
+fn http_request_id(context: &RequestContext<RoleServer>) -> Option<Arc<str>> {
+    context
+        .extensions
+        .get::<http::request::Parts>()
+        .and_then(|parts| parts.headers.get("x-request-id"))
+        .and_then(|id| id.to_str().ok())
+        .map(Arc::from)
+}
 
-    async fn list_tools(
-        &self,
-        _request: Option<PaginatedRequestParams>,
-        _context: RequestContext<RoleServer>,
-    ) -> Result<ListToolsResult, McpError> {
-        Ok(ListToolsResult::with_all_items(self.inner.listed.clone()))
-    }
-
-    async fn call_tool(
+impl AskbusMcp {
+    /// [`ServerHandler::call_tool`], as the work of the HTTP request that carried it, if
+    /// one did.
+    async fn serve_call(
         &self,
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
@@ -1029,6 +1019,44 @@ impl ServerHandler for AskbusMcp {
             .await?
             .into())
     }
+}
+
+impl ServerHandler for AskbusMcp {
+    fn get_info(&self) -> ServerConfig {
+        ServerConfig::new(
+            ServerCapabilities::builder()
+                .enable_tools()
+                .enable_tasks()
+                .build(),
+        )
+        .with_server_info(Implementation::new("askbus", env!("CARGO_PKG_VERSION")))
+        .with_instructions(
+            "askbus lets you stop and ask the human. Call the `question` tool when you need \
+             their input, and `request_approval` before tool calls they should review first \
+             (then run only what they approved); a human answers through askbus (its web UI \
+             or HTTP API), which can take minutes. When a result's status is `waiting`, call \
+             `wait_for_answer` with its `id` until the answer comes.",
+        )
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, McpError> {
+        Ok(ListToolsResult::with_all_items(self.inner.listed.clone()))
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, McpError> {
+        match http_request_id(&context) {
+            Some(id) => askbus_bus::with_request_id(id, self.serve_call(request, context)).await,
+            None => self.serve_call(request, context).await,
+        }
+    }
 
     async fn get_task(
         &self,
@@ -1043,11 +1071,17 @@ impl ServerHandler for AskbusMcp {
     async fn update_task(
         &self,
         request: UpdateTaskParams,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<(), McpError> {
-        self.inner
-            .tasks
-            .update_task(&request.task_id, request.input_responses)
+        let update = || {
+            self.inner
+                .tasks
+                .update_task(&request.task_id, request.input_responses)
+        };
+        match http_request_id(&context) {
+            Some(id) => askbus_bus::with_request_id(id, async { update() }).await,
+            None => update(),
+        }
     }
 
     async fn cancel_task(
