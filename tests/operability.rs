@@ -303,6 +303,52 @@ async fn store_writes_are_timed_by_backend_and_operation() {
     assert_eq!(off.get("/metrics").await.0, 404);
 }
 
+/// A client that leaves before its answer (a long poll longer than its own timeout) still
+/// gets its access line, status 499, so the log shows every request that came in.
+#[tokio::test(flavor = "current_thread")]
+async fn a_request_whose_client_left_is_logged_as_499() {
+    let logs = LogLines::default();
+    let writer = logs.clone();
+    let _subscriber = tracing::subscriber::set_default(
+        tracing_subscriber::fmt()
+            .event_format(askbus_server::LogLines::json())
+            .fmt_fields(tracing_subscriber::fmt::format::JsonFields::new())
+            .with_env_filter("info")
+            .with_writer(move || writer.clone())
+            .finish(),
+    );
+    let served = serve(&["--store", "memory"]).await;
+    let (status, asked) = served.ask("ask-1", "left").await;
+    assert_eq!(status, 200, "{asked}");
+    // As in the test above: sites another thread registered meanwhile are asked again.
+    tracing::callsite::rebuild_interest_cache();
+    let id = asked["id"].as_str().expect("an id");
+    let gave_up = served
+        .http
+        .get(served.url(&format!("/question/{id}/wait?timeout=30")))
+        .header("x-request-id", "wait-2")
+        .timeout(Duration::from_millis(300))
+        .send()
+        .await;
+    assert!(gave_up.is_err_and(|error| error.is_timeout()));
+    let mut polls = 0;
+    let line = loop {
+        let lines = logs.parsed();
+        if let Some(line) = lines
+            .into_iter()
+            .find(|line| line["span"]["id"] == "wait-2")
+        {
+            break line;
+        }
+        polls += 1;
+        assert!(polls < 200, "no line of the request whose client left");
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    };
+    assert_eq!(line["target"], "askbus::access", "{line}");
+    assert_eq!(line["fields"]["status"], 499, "{line}");
+    assert_eq!(line["fields"]["route"], "/question/{id}/wait", "{line}");
+}
+
 /// A Redis cut off (its process killed): the writes that fail are counted, `/ready` says
 /// 503, and every log line of the request that met the failure names its request id.
 #[tokio::test(flavor = "current_thread")]

@@ -9,7 +9,8 @@
 //! `askbus-server`) names it in every line logged while serving it. When the response's
 //! head is ready, one `info` line of target `askbus::access` says the method, the **route
 //! template** (`/question/{id}/reply`: never the raw path, which holds ids and would make
-//! every line unique), the status and how long it took (for a stream: until it opened).
+//! every line unique), the status and how long it took (for a stream: until it opened). A
+//! request whose client left before its answer gets its line all the same, status 499.
 //! Tokens and bodies are never logged.
 //!
 //! No span per request: tracing-subscriber formats a span's fields when it is made and
@@ -20,7 +21,7 @@ use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll, ready};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use axum::extract::MatchedPath;
 use axum::http::{HeaderName, HeaderValue, Method, Request};
@@ -108,6 +109,7 @@ where
             method,
             route,
             id: Some(id),
+            answered: false,
         };
         askbus_bus::with_request_id(cause, response)
     }
@@ -124,7 +126,38 @@ pin_project_lite::pin_project! {
         route: Option<MatchedPath>,
         // Taken when the response is ready, to go back in its `x-request-id`.
         id: Option<HeaderValue>,
+        // Whether the response's head was ready (and its line written).
+        answered: bool,
     }
+
+    impl<F> PinnedDrop for LoggedResponse<F> {
+        /// A request whose client went away before its answer (a `/wait` longer than the
+        /// client's own timeout, a dropped connection) still gets its line, status 499 as
+        /// proxies write it, so that the log shows every request that came in.
+        fn drop(this: Pin<&mut Self>) {
+            let this = this.project();
+            if !*this.answered {
+                access_line(this.method, this.route.as_ref(), CLIENT_CLOSED, this.started.elapsed());
+            }
+        }
+    }
+}
+
+/// The status an access line gives a request whose client left before its answer (nginx's
+/// "client closed request"; no response was sent).
+const CLIENT_CLOSED: u16 = 499;
+
+/// Writes the access line of a request (see the module docs).
+fn access_line(method: &Method, route: Option<&MatchedPath>, status: u16, elapsed: Duration) {
+    // Methods are tokens, but an extension method may be long: a line stays short.
+    let method = method.as_str();
+    tracing::info!(
+        target: "askbus::access",
+        method = method.get(..MAX_METHOD).unwrap_or(method),
+        route = route.map_or("(no route)", MatchedPath::as_str),
+        status,
+        ms = elapsed.as_secs_f64() * 1000.0,
+    );
 }
 
 impl<F, E> Future for LoggedResponse<F>
@@ -136,16 +169,14 @@ where
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         let this = self.project();
         let mut result = ready!(this.response.poll(cx));
-        let elapsed = this.started.elapsed();
+        *this.answered = true;
         if let Ok(response) = &mut result {
-            // Methods are tokens, but an extension method may be long: a line stays short.
-            let method = this.method.as_str();
-            tracing::info!(
-                target: "askbus::access",
-                method = method.get(..MAX_METHOD).unwrap_or(method),
-                route = this.route.as_ref().map_or("(no route)", MatchedPath::as_str),
-                status = response.status().as_u16(),
-                ms = elapsed.as_secs_f64() * 1000.0,
+            let status = response.status().as_u16();
+            access_line(
+                this.method,
+                this.route.as_ref(),
+                status,
+                this.started.elapsed(),
             );
             if let Some(id) = this.id.take() {
                 response.headers_mut().insert(REQUEST_ID_HEADER, id);
