@@ -399,7 +399,7 @@ impl RequestHub {
     ///
     /// # Errors
     ///
-    /// [`ValidationError`] naming the limit passed.
+    /// [`ValidationError`](crate::ValidationError) naming the limit passed.
     pub fn check_step(
         &self,
         session_id: &str,
