@@ -688,3 +688,60 @@ async fn creates_refused_in_a_shared_store_outage_leave_bounded_retries() {
         "{retrying} tasks retry withdrawals"
     );
 }
+
+/// `GET path` of `router`: the status and the body as JSON.
+async fn http_get(router: &axum::Router, path: &str) -> (u16, serde_json::Value) {
+    use http_body_util::BodyExt;
+    use tower::ServiceExt;
+    let request = axum::http::Request::get(path)
+        .body(axum::body::Body::empty())
+        .expect("a request");
+    let response = router.clone().oneshot(request).await.expect("infallible");
+    let status = response.status().as_u16();
+    let body = response
+        .into_body()
+        .collect()
+        .await
+        .expect("a body")
+        .to_bytes();
+    (status, serde_json::from_slice(&body).expect("JSON"))
+}
+
+/// Over HTTP as in process: a `/wait` on a request answered already hands out the answer
+/// only once the store holds it, and once the store refused it, a read of the request
+/// (`GET /question/{id}`, its `/wait`) is the 503 every waiter got, never the answer an
+/// agent polling over HTTP would act on.
+#[tokio::test]
+async fn http_reads_hand_out_no_answer_the_store_does_not_hold() {
+    let (store, hub) = HeldOutcomes::hub().await;
+    let questions = hub.questions();
+    let mut asker = ask_from_call(questions, "call-1");
+    asker.recorded().await.expect("the question is durable");
+    let id = asker.id();
+    let router = askbus_http::router(
+        hub.clone(),
+        askbus_http::HttpConfig::default(),
+        tokio_util::sync::CancellationToken::new(),
+    );
+    let reply = questions
+        .reply(id, vec![vec!["Go".into()]])
+        .expect("a valid reply");
+    assert_eq!(store.held(), 1, "the answer is on its way to the store");
+
+    let (status, waited) = http_get(&router, &format!("/question/{id}/wait?timeout=0.2")).await;
+    assert_eq!(status, 200, "{waited}");
+    assert_eq!(waited["status"], "pending", "not durable yet: {waited}");
+    assert_eq!(waited.get("answers"), None, "{waited}");
+
+    store.fail();
+    assert!(reply.await.is_err(), "the human hears the store failed");
+    for path in [format!("/question/{id}"), format!("/question/{id}/wait")] {
+        let (status, refused) = http_get(&router, &path).await;
+        assert_eq!(
+            (status, refused["code"].as_str()),
+            (503, Some("store_unavailable")),
+            "{path}: {refused}"
+        );
+    }
+    drop(asker);
+}

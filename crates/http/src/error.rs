@@ -342,6 +342,15 @@ impl ApiError {
     /// stays in the server log.
     pub(crate) fn not_recorded(error: &impl std::fmt::Display) -> Self {
         tracing::error!("{error}");
+        Self::outcome_not_recorded()
+    }
+
+    /// `503`: a read of a request whose outcome the store refused ([`not_recorded`]
+    /// said so, and logged why, when it happened): read as an outcome, it would be acted
+    /// on.
+    ///
+    /// [`not_recorded`]: Self::not_recorded
+    pub(crate) fn outcome_not_recorded() -> Self {
         Self::new(
             ErrorCode::StoreUnavailable,
             "the server could not store this request's outcome durably, so it must not be acted on; the request stays pending in the store and is asked again after a restart",

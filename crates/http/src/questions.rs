@@ -188,7 +188,7 @@ pub(crate) async fn list(
         (status = 200, description = "The question with its status", body = QuestionStatus),
         (status = 400, description = "Malformed id", body = crate::error::ErrorBody),
         (status = 404, description = "No such question (or not visible to this token)", body = crate::error::ErrorBody),
-        (status = 503, description = "The store shared with other servers could not be reached", body = crate::error::ErrorBody),
+        (status = 503, description = "The store shared with other servers could not be reached, or the store refused the request's outcome (`store_unavailable`): it must not be acted on, and the request stays pending in the store", body = crate::error::ErrorBody),
     ),
 )]
 pub(crate) async fn get(

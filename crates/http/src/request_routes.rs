@@ -115,6 +115,10 @@ pub(crate) async fn get<K: RequestRoutes>(
         state.inner.hub.caught_up().await?;
         snapshot = visible::<K>(state, caller, key).await?;
     }
+    if snapshot.unrecorded {
+        // Read as an outcome, it would be acted on: the same 503 its waiters got.
+        return Err(ApiError::outcome_not_recorded());
+    }
     Ok(Json(K::Status::from(snapshot)))
 }
 
@@ -128,9 +132,9 @@ pub(crate) async fn wait<K: RequestRoutes>(
 ) -> Result<Json<K::Status>, ApiError> {
     let limit = query.limit(state)?;
     let snapshot = visible::<K>(state, caller, key).await?;
-    if snapshot.outcome.is_some() {
-        return Ok(Json(K::Status::from(snapshot)));
-    }
+    // A request resolved already is waited for too: its outcome may still be on its way to
+    // the store (then the wait ends once it is durable), or the store may have refused it
+    // (then the wait is the 503 every waiter got). A durable one is ready at once.
     let requests = K::of(&state.inner.hub);
     let outcome = match long_poll(state, limit, requests.outcome(&snapshot.request)).await {
         Some(outcome) => Some(outcome?),
@@ -147,6 +151,7 @@ pub(crate) async fn wait<K: RequestRoutes>(
         outcome,
         decided_by,
         votes,
+        unrecorded: false,
     })))
 }
 

@@ -237,31 +237,38 @@ function describeError(error, what, text = t) {
 /**
  * After a refused answer: a 409 means the request ended elsewhere or this link was used, so
  * the card shows how it stands now; a 404 or 410 is about the link, said above the card
- * (the card keeps its error).
+ * (the card keeps its error). A 503 `store_unavailable` (`api.notRecorded`): the link's
+ * read says whether the request ended with this answer unrecorded (its read is refused
+ * the same way: "Not recorded"), is pending still (the card keeps its error), or ended
+ * otherwise.
  */
 async function afterFailure(request, error, card) {
-  if (api.notRecorded(error) && !(card.quorum > 1)) {
-    // The store refused this very answer: it stands nowhere, and the request is no longer
-    // pending here. (A vote it refused leaves a quorum's request pending: try again.)
-    const note = describeError(error, card.kind === 'question' ? 'answer' : 'decision');
-    card.resolve({ status: 'unrecorded', note, override: true });
-    notify('error', note);
-    return;
-  }
   if (!(error instanceof api.ApiError)) return;
   if (error.status === 404 || error.status === 410) {
     linkFailed(error);
     return;
   }
-  if (error.status !== 409) return;
-  ui.expiry.hidden = true;
+  const refused = api.notRecorded(error);
+  if (error.status !== 409 && !refused) return;
   let current;
   try {
     current = (await readLink()).request;
   } catch (readError) {
-    linkFailed(readError);
+    if (refused && api.notRecorded(readError)) {
+      // The request ended with this very answer, which the store refused: it stands
+      // nowhere, and the link has nothing left to answer.
+      ui.expiry.hidden = true;
+      const note = describeError(error, card.kind === 'question' ? 'answer' : 'decision');
+      card.resolve({ status: 'unrecorded', note, override: true });
+      notify('error', note);
+    } else if (!refused) {
+      linkFailed(readError);
+    }
     return;
   }
+  // Refused and still pending (a shared store that took nothing): the card keeps its error.
+  if (refused && current?.status === 'pending') return;
+  ui.expiry.hidden = true;
   if (current?.status && current.status !== 'pending') {
     showEnded(
       card,

@@ -259,22 +259,18 @@ function mayNotAnswer(error) {
 
 /**
  * After a failed answer: an outcome that arrived while it was in flight stands (the
- * failure may even be the lost response to this very answer); a 409 or 404 means someone
- * else settled it; show how.
+ * failure may even be the lost response to this very answer), unless the store refused the
+ * answer (`afterRefusal`); a 409 or 404 means someone else settled it; show how.
  */
 async function afterFailure(request, error, card) {
   const deferred = state.deferred.get(request.id);
   state.deferred.delete(request.id);
   // An agent's token: no answer of this tab will go through until it has a reviewer's.
   if (mayNotAnswer(error)) askForToken(t(AGENT_TOKEN_TEXT));
-  if (api.notRecorded(error) && (deferred || !(card.quorum > 1))) {
-    // The outcome that came meanwhile was this very answer, which the store refused: the
-    // card must not read "You answered". (A vote the store refused leaves the request
-    // pending: the card keeps its error, and the reviewer may vote again.)
-    const note = actions.describe(error, card.kind === 'question' ? 'reply' : 'decision');
-    card.resolve({ status: 'unrecorded', note, override: true });
-    say(note);
-    render();
+  if (api.notRecorded(error)) {
+    // The store refused what this tab sent. An outcome that came meanwhile may be this very
+    // answer, which stands nowhere: the server's read says how the request stands.
+    await afterRefusal(request, error, card);
     return;
   }
   if (!(error instanceof api.ApiError) || ![404, 409].includes(error.status)) {
@@ -303,6 +299,51 @@ async function afterFailure(request, error, card) {
     }
   }
   card.resolve({ ...(outcome ?? { status: 'gone' }), note, override: true });
+  say(note);
+  render();
+}
+
+/**
+ * After the store refused what this tab sent (`api.notRecorded`): the request as the
+ * server reads it now decides the card. Its read is refused the same way when the request
+ * ended with this answer unrecorded (one server's store): the card reads "Not recorded".
+ * Pending still (a shared store that took nothing, a vote): the card keeps its error, to be
+ * sent again. Ended otherwise (someone else's answer, which the store took): as after a 409.
+ */
+async function afterRefusal(request, error, card) {
+  const kind = card.kind;
+  let current;
+  let readError;
+  // Events of the request that come meanwhile wait, as during the call: the read decides.
+  state.submitting.add(request.id);
+  try {
+    current = await api.get(requestPath(kind, request.id));
+  } catch (failed) {
+    readError = failed;
+  }
+  state.submitting.delete(request.id);
+  const came = state.deferred.get(request.id);
+  state.deferred.delete(request.id);
+  if (api.notRecorded(readError)) {
+    const note = actions.describe(error, kind === 'question' ? 'reply' : 'decision');
+    card.resolve({ status: 'unrecorded', note, override: true });
+    say(note);
+    render();
+    return;
+  }
+  const outcome = readError ? { status: 'pending' } : api.outcomeOf(current);
+  if (outcome.status === 'pending') {
+    // Still pending when read (or not read): the card keeps its error, unless an outcome
+    // came since, which stands.
+    if (came) settle(request.id, came);
+    return;
+  }
+  const note = t(
+    kind === 'question'
+      ? 'Your answer was not sent: this question was already resolved elsewhere.'
+      : 'Your decision was not sent: this approval was already resolved elsewhere.',
+  );
+  card.resolve({ ...outcome, note, override: true });
   say(note);
   render();
 }

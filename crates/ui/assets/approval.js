@@ -332,8 +332,6 @@ export function approvalCard(request, actions) {
     element,
     request,
     kind: 'approval',
-    /** How many reviewers must agree: above 1, a failed call was one vote. */
-    quorum,
     get resolved() {
       return resolved;
     },

@@ -1589,6 +1589,7 @@ impl<K: RequestType> Registry<K> {
                 outcome: None,
                 decided_by: None,
                 votes: entry.votes.clone(),
+                unrecorded: false,
             });
         }
         state.resolved.get(&id).map(|resolved| Snapshot {
@@ -1596,6 +1597,7 @@ impl<K: RequestType> Registry<K> {
             outcome: Some(resolved.outcome.clone()),
             decided_by: resolved.decided_by.clone(),
             votes: Vec::new(),
+            unrecorded: resolved.unrecorded(),
         })
     }
 
