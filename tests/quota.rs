@@ -577,6 +577,16 @@ async fn ids_and_escalations_a_request_carries_are_bounded() {
             .map(drop),
         "the session id is 257 bytes long",
     );
+    invalid(
+        hub.approvals()
+            .request(
+                "s1",
+                vec![Action::new("insert_rows", json!({})).with_tool_use_id(long.clone())],
+            )
+            .submit()
+            .map(drop),
+        "a tool call's id (`tool_use_id`) is 257 bytes long",
+    );
     let escalating = |names: Vec<String>| {
         hub.approvals()
             .request("s1", heavy(1))

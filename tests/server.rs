@@ -760,3 +760,32 @@ fn every_flag_has_its_environment_variable_in_readme() {
     }
     assert!(wrong.is_empty(), "{wrong:#?}");
 }
+
+/// Every event stream holds a connection: streams that could take every connection would
+/// leave `/health` and every reply waiting in the backlog, so such flags are refused, and
+/// the default connections keep room beside the streams.
+#[test]
+fn event_streams_stay_below_the_connections() {
+    let refused = settings(&["--max-connections", "500", "--max-event-streams", "500"])
+        .err()
+        .expect("refused");
+    assert!(
+        matches!(
+            refused,
+            ConfigError::StreamsTakeEveryConnection {
+                streams: 500,
+                connections: 500
+            }
+        ),
+        "{refused}"
+    );
+    let roomy = settings(&["--max-event-streams", "100000"]).expect("valid");
+    assert!(
+        roomy.connections.max_connections >= 100_064,
+        "{}",
+        roomy.connections.max_connections
+    );
+    let given =
+        settings(&["--max-connections", "500", "--max-event-streams", "400"]).expect("valid");
+    assert_eq!(given.connections.max_connections, 500);
+}

@@ -1177,6 +1177,7 @@ async fn a_refused_store_url_does_not_show_its_password() {
         "postgres://admin:hunter2@db:5432/askbus",
         "rediss://:hunter2@redis:6380/0",
         "redis://:hunter2@redis:6379/0?prefix=",
+        "redis://:hunt/er2+hunter2@redis:6379/0?prefix=",
     ] {
         let refused = askbus_store::open(url).await.err().expect("refused");
         let shown = refused.to_string();

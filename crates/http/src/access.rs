@@ -10,7 +10,8 @@
 //! head is ready, one `info` line of target `askbus::access` says the method, the **route
 //! template** (`/question/{id}/reply`: never the raw path, which holds ids and would make
 //! every line unique), the status and how long it took (for a stream: until it opened). A
-//! request whose client left before its answer gets its line all the same, status 499.
+//! request whose client left before its answer gets its line all the same, status 499 (so
+//! does one the server dropped unanswered: shutdown past its grace period).
 //! Tokens and bodies are never logged.
 //!
 //! No span per request: tracing-subscriber formats a span's fields when it is made and

@@ -926,6 +926,14 @@ fn http_request_id(context: &RequestContext<RoleServer>) -> Option<Arc<str>> {
         .map(Arc::from)
 }
 
+/// Runs `work` as the work of request `id` (see [`http_request_id`]), if there is one.
+async fn as_work_of<T>(id: Option<Arc<str>>, work: impl Future<Output = T>) -> T {
+    match id {
+        Some(id) => askbus_bus::with_request_id(id, work).await,
+        None => work.await,
+    }
+}
+
 impl AskbusMcp {
     /// [`ServerHandler::call_tool`], as the work of the HTTP request that carried it, if
     /// one did.
@@ -1052,10 +1060,7 @@ impl ServerHandler for AskbusMcp {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
-        match http_request_id(&context) {
-            Some(id) => askbus_bus::with_request_id(id, self.serve_call(request, context)).await,
-            None => self.serve_call(request, context).await,
-        }
+        as_work_of(http_request_id(&context), self.serve_call(request, context)).await
     }
 
     async fn get_task(
@@ -1073,23 +1078,23 @@ impl ServerHandler for AskbusMcp {
         request: UpdateTaskParams,
         context: RequestContext<RoleServer>,
     ) -> Result<(), McpError> {
-        let update = || {
+        as_work_of(http_request_id(&context), async {
             self.inner
                 .tasks
                 .update_task(&request.task_id, request.input_responses)
-        };
-        match http_request_id(&context) {
-            Some(id) => askbus_bus::with_request_id(id, async { update() }).await,
-            None => update(),
-        }
+        })
+        .await
     }
 
     async fn cancel_task(
         &self,
         request: CancelTaskParams,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<(), McpError> {
-        self.inner.tasks.cancel_task(&request.task_id)
+        as_work_of(http_request_id(&context), async {
+            self.inner.tasks.cancel_task(&request.task_id)
+        })
+        .await
     }
 }
 

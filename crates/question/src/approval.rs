@@ -1039,6 +1039,11 @@ fn check_request(
         return Err(ValidationError::request("the session id is empty"));
     }
     validate::check_id_length("the session id", session_id)?;
+    for action in actions {
+        if let Some(call_id) = &action.tool_use_id {
+            validate::check_id_length("a tool call's id (`tool_use_id`)", call_id)?;
+        }
+    }
     if actions.is_empty() {
         return Err(ValidationError::request(
             "an approval request needs at least one action",

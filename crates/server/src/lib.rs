@@ -466,8 +466,8 @@ pub struct Cli {
     pub max_event_streams_per_token: Option<usize>,
     /// Most connections open at once, whatever they carry; the next waits in the listen
     /// backlog until one closes. Default: from the open-files limit, leaving an eighth (at
-    /// least 128) for the store and everything else, at most 60,000 (more than the default
-    /// --max-event-streams; keep it above a --max-event-streams you set).
+    /// least 128) for the store and everything else, at most 60,000, and at least 64 above
+    /// --max-event-streams (a value at or below it is refused).
     #[arg(long, env = "ASKBUS_MAX_CONNECTIONS", global = true)]
     pub max_connections: Option<usize>,
     /// Ed25519 secret key file (PKCS#8 PEM, as `askbus audit keygen` writes it) that signs
@@ -506,6 +506,7 @@ pub struct Cli {
     #[arg(
         long,
         env = "ASKBUS_WEBHOOKS",
+        hide_env_values = true,
         value_delimiter = ' ',
         value_name = "[NAME=]URL",
         global = true
@@ -515,11 +516,13 @@ pub struct Cli {
     /// random bytes (`echo whsec_$(openssl rand -base64 32)`). Required with --webhook.
     /// `URL=whsec_…` is the secret of the webhook at URL alone (as written in --webhook,
     /// without its `NAME=`): give each receiver its own, or any of them can sign messages
-    /// the others take as this server's. Repeatable.
+    /// the others take as this server's. Repeatable; in the environment, separated by
+    /// spaces.
     #[arg(
         long,
         env = "ASKBUS_WEBHOOK_SECRET",
         hide_env_values = true,
+        value_delimiter = ' ',
         value_name = "[URL=]SECRET",
         global = true
     )]
@@ -914,6 +917,18 @@ pub enum ConfigError {
     /// A limit of zero: the flag named would refuse everything.
     #[error("{0} must be at least 1")]
     ZeroLimit(&'static str),
+    /// The event streams could take every connection: a stream holds one, and then
+    /// `/health`, replies and every other request would wait in the backlog.
+    #[error(
+        "--max-event-streams ({streams}) must be below --max-connections ({connections}): \
+         every stream holds a connection, and the other requests need some too"
+    )]
+    StreamsTakeEveryConnection {
+        /// `--max-event-streams`.
+        streams: usize,
+        /// `--max-connections`.
+        connections: usize,
+    },
     /// `--audit-key` cannot be read, or is no Ed25519 secret key.
     #[error("--audit-key {0} (make one with `askbus audit keygen --out FILE`)")]
     AuditKey(String),
@@ -997,6 +1012,7 @@ impl Cli {
             ..McpConfig::default()
         };
         let (pending, event_streams, max_event_streams_per_token) = self.limits(tokens.len())?;
+        let max_connections = self.max_connections(event_streams.limit())?;
         let directory = std::env::current_dir()
             .map(|path| path.display().to_string())
             .unwrap_or_default();
@@ -1092,7 +1108,7 @@ impl Cli {
             },
             demo: if self.demo { Demo::On } else { Demo::Off },
             connections: ConnectionLimits {
-                max_connections: self.max_connections()?,
+                max_connections,
                 ..ConnectionLimits::default()
             },
             mcp,
@@ -1312,13 +1328,22 @@ impl Cli {
         Ok((pending, StreamSlots::new(streams), streams_per_token))
     }
 
-    /// `--max-connections`, or its default for this process's open-files limit.
-    fn max_connections(&self) -> Result<usize, ConfigError> {
-        match self.max_connections {
-            Some(asked) => at_least_one(asked, "--max-connections"),
-            None => Ok(open_files_limit()
-                .map_or(ConnectionLimits::default().max_connections, connections_for)),
+    /// `--max-connections`, or its default for this process's open-files limit, above
+    /// `streams` event streams by at least [`CONNECTIONS_BESIDE_STREAMS`].
+    fn max_connections(&self, streams: usize) -> Result<usize, ConfigError> {
+        let connections = match self.max_connections {
+            Some(asked) => at_least_one(asked, "--max-connections")?,
+            None => open_files_limit()
+                .map_or(ConnectionLimits::default().max_connections, connections_for)
+                .max(streams.saturating_add(CONNECTIONS_BESIDE_STREAMS)),
+        };
+        if streams >= connections {
+            return Err(ConfigError::StreamsTakeEveryConnection {
+                streams,
+                connections,
+            });
         }
+        Ok(connections)
     }
 }
 
@@ -1330,10 +1355,15 @@ fn at_least_one(value: usize, flag: &'static str) -> Result<usize, ConfigError> 
     }
 }
 
+/// The fewest connections the default `--max-connections` leaves beside the event streams.
+const CONNECTIONS_BESIDE_STREAMS: usize = 64;
+
 /// The default of `--max-connections` for a process that may have `open_files` files open:
 /// an eighth of the limit, and at least 128, is left for the store's files and connections,
-/// the listener, webhooks and logs; at most 60,000. Always more than
-/// [`event_streams_for`] the same limit, so streams leave connections for everything else.
+/// the listener, webhooks and logs; at most 60,000. Above [`event_streams_for`] the same
+/// limit wherever that leaves room; the server's default also keeps 64 connections beside
+/// the streams whatever the limit, and refuses `--max-event-streams` at or above
+/// `--max-connections`.
 ///
 /// # Examples
 ///

@@ -211,7 +211,12 @@ struct Inner<K: RequestType> {
     /// without this an outage of the shared store would leave one task per create refused
     /// meanwhile, however many a client sends.
     withdrawals: Arc<Semaphore>,
+    /// When the registry last said its room for withdrawals was full.
+    withdrawals_full_warned: Mutex<Option<Instant>>,
 }
+
+/// How often a registry says its room for withdrawals is full, at most.
+const FULL_WARNING_EVERY: std::time::Duration = std::time::Duration::from_secs(60);
 
 /// Most cancellations of withdrawn requests retried at once by one registry; past it, the
 /// next is proposed once and left (logged), to end on the other instances by its timeout.
@@ -473,6 +478,7 @@ impl<K: RequestType> Registry<K> {
                 ids,
                 quota: OnceLock::new(),
                 withdrawals: Arc::new(Semaphore::new(WITHDRAWALS_RETRIED)),
+                withdrawals_full_warned: Mutex::new(None),
                 duties: OnceLock::new(),
             }),
         }
@@ -1253,12 +1259,20 @@ impl<K: RequestType> Registry<K> {
         {
             let store = Arc::clone(&store.store);
             let room = Arc::clone(&self.inner.withdrawals).try_acquire_owned().ok();
-            if room.is_none() {
+            // Once a minute at most: past the room, every create of an outage comes here.
+            let now = tokio::time::Instant::now();
+            let mut warned = self
+                .inner
+                .withdrawals_full_warned
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner);
+            if room.is_none() && warned.is_none_or(|at| now >= at + FULL_WARNING_EVERY) {
+                *warned = Some(now);
                 tracing::error!(
-                    "{WITHDRAWALS_RETRIED} withdrawn requests' cancellations are being retried already; {} is proposed once: other instances may show it pending until it times out",
-                    K::request_id(id)
+                    "{WITHDRAWALS_RETRIED} withdrawn requests' cancellations are being retried already; the next ones are proposed once: other instances may show them pending until they time out"
                 );
             }
+            drop(warned);
             runtime.spawn(async move {
                 let recorder = Recorder::new(store);
                 let attempts = if room.is_some() { STORE_ATTEMPTS } else { 1 };
@@ -1275,10 +1289,12 @@ impl<K: RequestType> Registry<K> {
                         tokio::time::sleep(EXPIRY_RETRY).await;
                     }
                 }
-                tracing::error!(
-                    "the cancellation of {} was not recorded after {attempts} attempts; other instances may still show it pending",
-                    K::request_id(id)
-                );
+                if room.is_some() {
+                    tracing::error!(
+                        "the cancellation of {} was not recorded after {attempts} attempts; other instances may still show it pending",
+                        K::request_id(id)
+                    );
+                }
                 drop(room);
             });
         }
