@@ -766,9 +766,8 @@ fn every_flag_has_its_environment_variable_in_readme() {
 /// the default connections keep room beside the streams.
 #[test]
 fn event_streams_stay_below_the_connections() {
-    let refused = settings(&["--max-connections", "500", "--max-event-streams", "500"])
-        .err()
-        .expect("refused");
+    let refused =
+        settings(&["--max-connections", "500", "--max-event-streams", "500"]).expect_err("refused");
     assert!(
         matches!(
             refused,
