@@ -14,6 +14,10 @@ use crate::record::{
 /// The header of a group that holds no tool call (only reasoning).
 pub const THINKING_SUMMARY: &str = "Thinking";
 
+/// Most tool calls awaiting their results an [`Encoder`] keeps the label (and the
+/// `display_as_content` flag) of.
+const OPEN_CALLS_KEPT: usize = 1_024;
+
 /// Turns one session's records into stream frames, deciding where groups open and close.
 ///
 /// The grouping policy, in exact words:
@@ -157,9 +161,18 @@ impl Encoder {
                     .clone()
                     .filter(|label| !label.trim().is_empty())
                     .unwrap_or_else(|| readable(name));
+                // An encoder lives as long as a session's stream: calls whose results never
+                // come must not grow it for as long. Past the bound, those kept go (their
+                // results are labelled from their tool's name, and shown in groups).
+                if self.tool_labels.len() >= OPEN_CALLS_KEPT {
+                    self.tool_labels.clear();
+                }
                 self.tool_labels.insert(id.clone(), label.clone());
                 if *display_as_content {
                     self.close_group(frames);
+                    if self.content_calls.len() >= OPEN_CALLS_KEPT {
+                        self.content_calls.clear();
+                    }
                     self.content_calls.insert(id.clone());
                 } else {
                     self.open_group(frames).summary = Some(label.clone());
@@ -178,10 +191,10 @@ impl Encoder {
                 status,
                 content,
             } => {
+                // A call has one result: its label is not needed after it.
                 let label = self
                     .tool_labels
-                    .get(tool_use_id)
-                    .cloned()
+                    .remove(tool_use_id)
                     .unwrap_or_else(|| readable(name));
                 if self.content_calls.remove(tool_use_id) {
                     self.close_group(frames);
@@ -373,5 +386,51 @@ pub fn readable(name: &str) -> String {
     match chars.next() {
         Some(first) => first.to_uppercase().chain(chars).collect(),
         None => String::new(),
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+    use crate::record::ToolStatus;
+
+    fn tool_use(id: &str) -> Record {
+        Record::Step(Step::ToolUse {
+            id: id.to_owned(),
+            name: "web_search".to_owned(),
+            input: serde_json::json!({}),
+            tool_content_message: Some(format!("Searching for {id}")),
+            display_as_content: true,
+        })
+    }
+
+    fn tool_result(id: &str) -> Record {
+        Record::Step(Step::ToolResult {
+            tool_use_id: id.to_owned(),
+            name: "web_search".to_owned(),
+            status: ToolStatus::Success,
+            content: None,
+        })
+    }
+
+    /// An encoder lives as long as a session's stream: what it keeps of tool calls is let
+    /// go at their results, and bounded for calls whose results never come.
+    #[test]
+    fn what_an_encoder_keeps_of_tool_calls_is_bounded() {
+        let mut encoder = Encoder::new();
+        encoder.encode(&tool_use("call-1"));
+        let frames = encoder.encode(&tool_result("call-1"));
+        assert!(
+            format!("{frames:?}").contains("Searching for call-1"),
+            "a result is labelled as its call: {frames:?}"
+        );
+        assert!(encoder.tool_labels.is_empty() && encoder.content_calls.is_empty());
+
+        for n in 0..3 * OPEN_CALLS_KEPT {
+            encoder.encode(&tool_use(&format!("never-answered-{n}")));
+        }
+        assert!(encoder.tool_labels.len() <= OPEN_CALLS_KEPT);
+        assert!(encoder.content_calls.len() <= OPEN_CALLS_KEPT);
     }
 }
