@@ -482,6 +482,68 @@ async fn ask_recorded(hub: &RequestHub, session: &str) {
     asked.detach();
 }
 
+/// The next event of `events`: its type and the request that caused it, if one did.
+async fn typed_cause(events: &mut askbus::bus::Subscription) -> (String, Option<String>) {
+    let event = tokio::time::timeout(HANG, events.next())
+        .await
+        .expect("an event")
+        .expect("the bus")
+        .expect("no lag");
+    (
+        event.event_type().to_owned(),
+        event.request_id().map(str::to_owned),
+    )
+}
+
+/// Over a shared store, a request's events are published when its changes come back
+/// through the store's log, on the follower's task: on the server that served the call,
+/// they name its request all the same (the ask's, then the reply's); the other server's
+/// events name none (no request of its caused them).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn over_a_shared_store_events_name_the_request_of_this_server_that_caused_them() {
+    let memory = Arc::new(MemoryStore::new());
+    let here = shared_hub(Arc::clone(&memory) as Arc<dyn Store>).await;
+    let there = shared_hub(memory).await;
+    let (mut seen_here, mut seen_there) = (here.bus().subscribe_all(), there.bus().subscribe_all());
+    let asked = askbus::bus::with_request_id("ask-7".into(), async {
+        let mut asked = here
+            .questions()
+            .ask("shared", vec![language()])
+            .timeout(Timeout::Never)
+            .submit()
+            .expect("asked");
+        asked.recorded().await.expect("recorded");
+        asked
+    })
+    .await;
+    assert_eq!(
+        typed_cause(&mut seen_here).await,
+        ("question.asked".to_owned(), Some("ask-7".to_owned()))
+    );
+    assert_eq!(
+        typed_cause(&mut seen_there).await,
+        ("question.asked".to_owned(), None)
+    );
+
+    askbus::bus::with_request_id("reply-8".into(), async {
+        here.questions()
+            .reply(asked.id(), vec![vec!["Rust".into()]])
+            .expect("a valid reply")
+            .await
+            .expect("durable");
+    })
+    .await;
+    assert_eq!(
+        typed_cause(&mut seen_here).await,
+        ("question.replied".to_owned(), Some("reply-8".to_owned()))
+    );
+    assert_eq!(
+        typed_cause(&mut seen_there).await,
+        ("question.replied".to_owned(), None)
+    );
+    assert!(asked.await.is_ok());
+}
+
 /// `GET path` of `router`: the status and the body as text.
 async fn get(router: &axum::Router, path: &str) -> (u16, String) {
     let request = axum::http::Request::get(path)

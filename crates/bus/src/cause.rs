@@ -10,10 +10,13 @@
 //! ([`Envelope::request_id`]). Its JSON then carries `"requestID"` beside `properties`.
 //!
 //! The policy, in exact words: an event has a request id if and only if it was published
-//! by the future run in [`with_request_id`], on its task. Events published elsewhere have
-//! none: by a timer (a timeout, a reminder), by a task the request spawned, by another
-//! server of a shared store (it reaches this bus as a recorded event), or read back from
-//! a [`Journal`](crate::Journal) after a restart (the record keeps the properties only).
+//! by the future run in [`with_request_id`], on its task, or by work run on the request's
+//! behalf in [`with_request_id_now`] (over a shared store, the events of this server's own
+//! requests, published when their changes come back through the store's log). Events
+//! published elsewhere have none: by a timer (a timeout, a reminder), by a task the
+//! request spawned, by another server of a shared store (it reaches this bus as a recorded
+//! event), or read back from a [`Journal`](crate::Journal) after a restart (the record
+//! keeps the properties only).
 //!
 //! [`Bus::publish`]: crate::Bus::publish
 //! [`Envelope::request_id`]: crate::Envelope::request_id
@@ -58,6 +61,14 @@ tokio::task_local! {
 /// service can return it without boxing.
 pub fn with_request_id<F: Future>(id: Arc<str>, future: F) -> TaskLocalFuture<Arc<str>, F> {
     REQUEST_ID.scope(id, future)
+}
+
+/// Runs `work` now as the work of request `id`, as [`with_request_id`] runs a future: for
+/// what publishes on behalf of a request, later, from another task (over a shared store,
+/// a request's events are published when its change comes back through the store's log,
+/// on the follower's task).
+pub fn with_request_id_now<R>(id: Arc<str>, work: impl FnOnce() -> R) -> R {
+    REQUEST_ID.sync_scope(id, work)
 }
 
 /// The id of the request being served here, if any: the one [`with_request_id`] gave the

@@ -57,6 +57,6 @@ mod id;
 pub use bus::{
     Bus, BusConfig, Journal, Lagged, Observer, ReplayError, Subscription, TypedSubscription,
 };
-pub use cause::{current_request_id, with_request_id};
+pub use cause::{current_request_id, with_request_id, with_request_id_now};
 pub use event::{Envelope, Event};
 pub use id::{EventId, EventKind, Id, IdGenerator, IdKind, ParseIdError};

@@ -336,6 +336,13 @@ struct Pending<K: RequestType> {
     /// Under a quorum, the votes so far, in the order they were counted (over a shared
     /// store: the order of its log, the same on every instance).
     votes: Vec<Vote<K::Reply>>,
+    /// Over a shared store, the HTTP request (its id) that asked it here, until its
+    /// `asked` event, published when its insert comes back through the log, names it.
+    asked_in: Option<Arc<str>>,
+    /// Over a shared store, the HTTP request that last proposed an outcome here, and whose
+    /// it was: the outcome's event names that request when the store took it (as told
+    /// by who decided it).
+    proposed_in: Option<(Option<Identity>, Arc<str>)>,
 }
 
 /// A request that reached its outcome, remembered for late readers.
@@ -829,6 +836,12 @@ impl<K: RequestType> Registry<K> {
                 weight: charge.weight,
                 digest,
                 votes: Vec::new(),
+                asked_in: if announced {
+                    None
+                } else {
+                    askbus_bus::current_request_id()
+                },
+                proposed_in: None,
             },
         );
         state.index_call(&request);
@@ -1150,7 +1163,15 @@ impl<K: RequestType> Registry<K> {
         by: Option<Identity>,
     ) -> Durable {
         let id = K::id(request);
-        let digest = state.pending.get(&id).and_then(|entry| entry.digest);
+        let digest = match state.pending.get_mut(&id) {
+            Some(entry) => {
+                if let Some(cause) = askbus_bus::current_request_id() {
+                    entry.proposed_in = Some((by.clone(), cause));
+                }
+                entry.digest
+            }
+            None => None,
+        };
         let verdict = store.resolve::<K>(request, digest, &outcome, by.as_ref());
         // Told once this instance applies the request's outcome, whichever the store took:
         // no round trip to the store, and no position to compare.
@@ -1331,10 +1352,12 @@ impl<K: RequestType> Registry<K> {
                 };
                 let mut state = self.inner.lock();
                 let known_resolved = state.resolved.contains_key(&id);
+                let mut asked_in = None;
                 let announce = match state.pending.get_mut(&id) {
                     // Registered here: its insert came back.
                     Some(entry) if !entry.announced => {
                         entry.announced = true;
+                        asked_in = entry.asked_in.take();
                         let request = Arc::clone(&entry.request);
                         state.sessions.announce(K::session_id(&request));
                         Some(request)
@@ -1368,7 +1391,11 @@ impl<K: RequestType> Registry<K> {
                     }
                 };
                 if let Some(request) = announce {
-                    K::announce_asked(&mut &self.inner.bus, &request);
+                    let announce = || K::announce_asked(&mut &self.inner.bus, &request);
+                    match asked_in {
+                        Some(cause) => askbus_bus::with_request_id_now(cause, announce),
+                        None => announce(),
+                    }
                     if K::expires_at(&request).is_some() {
                         drop(state);
                         self.ensure_timer_driver();
@@ -1380,7 +1407,18 @@ impl<K: RequestType> Registry<K> {
                 let outcome = record::outcome_from::<K>(id, outcome)?;
                 let id = record::parse_id::<K::IdPrefix>(id)?;
                 let mut state = self.inner.lock();
-                let delivery = self.inner.finish(&mut state, id, outcome, decided_by);
+                // Proposed here by this decider: the event names the request that did.
+                let proposed_in = state
+                    .pending
+                    .get_mut(&id)
+                    .and_then(|entry| entry.proposed_in.take())
+                    .filter(|(by, _)| *by == decided_by)
+                    .map(|(_, cause)| cause);
+                let finish = || self.inner.finish(&mut state, id, outcome, decided_by);
+                let delivery = match proposed_in {
+                    Some(cause) => askbus_bus::with_request_id_now(cause, finish),
+                    None => finish(),
+                };
                 drop(state);
                 if let Some(delivery) = delivery {
                     delivery.send().in_background();
@@ -1949,6 +1987,8 @@ impl<K: RequestType> State<K> {
                 weight: 0,
                 digest: Some(digest),
                 votes: Vec::new(),
+                asked_in: None,
+                proposed_in: None,
             },
         );
         request
