@@ -505,17 +505,15 @@ async fn over_a_shared_store_events_name_the_request_of_this_server_that_caused_
     let here = shared_hub(Arc::clone(&memory) as Arc<dyn Store>).await;
     let there = shared_hub(memory).await;
     let (mut seen_here, mut seen_there) = (here.bus().subscribe_all(), there.bus().subscribe_all());
-    let asked = askbus::bus::with_request_id("ask-7".into(), async {
-        let mut asked = here
-            .questions()
+    // Asking is synchronous: the ask's id is the one in scope while it registers.
+    let mut asked = askbus::bus::with_request_id_now("ask-7".into(), || {
+        here.questions()
             .ask("shared", vec![language()])
             .timeout(Timeout::Never)
             .submit()
-            .expect("asked");
-        asked.recorded().await.expect("recorded");
-        asked
-    })
-    .await;
+            .expect("asked")
+    });
+    asked.recorded().await.expect("recorded");
     assert_eq!(
         typed_cause(&mut seen_here).await,
         ("question.asked".to_owned(), Some("ask-7".to_owned()))
