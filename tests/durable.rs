@@ -691,20 +691,8 @@ async fn creates_refused_in_a_shared_store_outage_leave_bounded_retries() {
 
 /// `GET path` of `router`: the status and the body as JSON.
 async fn http_get(router: &axum::Router, path: &str) -> (u16, serde_json::Value) {
-    use http_body_util::BodyExt;
-    use tower::ServiceExt;
-    let request = axum::http::Request::get(path)
-        .body(axum::body::Body::empty())
-        .expect("a request");
-    let response = router.clone().oneshot(request).await.expect("infallible");
-    let status = response.status().as_u16();
-    let body = response
-        .into_body()
-        .collect()
-        .await
-        .expect("a body")
-        .to_bytes();
-    (status, serde_json::from_slice(&body).expect("JSON"))
+    let (status, body) = crate::support::router_get(router, path).await;
+    (status, serde_json::from_str(&body).expect("JSON"))
 }
 
 /// Over HTTP as in process: a `/wait` on a request answered already hands out the answer

@@ -16,14 +16,12 @@ use askbus_store::{
 };
 use clap::Parser;
 use futures_util::StreamExt;
-use http_body_util::BodyExt;
 use serde_json::{Value, json};
 use sse_stream::SseStream;
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
-use tower::ServiceExt;
 
-use crate::support::{PrivateRedis, language};
+use crate::support::{PrivateRedis, language, router_get as get};
 
 /// Longest any step may take before the test calls it a hang.
 const HANG: Duration = Duration::from_secs(10);
@@ -262,6 +260,22 @@ impl std::io::Write for LogLines {
 }
 
 impl LogLines {
+    /// Lines in the server's own JSON format (as an embedder sets it up), at `info`, from
+    /// this thread until the guard drops: a current-thread test runtime's every task.
+    fn captured() -> (Self, tracing::subscriber::DefaultGuard) {
+        let logs = Self::default();
+        let writer = logs.clone();
+        let guard = tracing::subscriber::set_default(
+            tracing_subscriber::fmt()
+                .event_format(askbus_server::LogLines::json())
+                .fmt_fields(tracing_subscriber::fmt::format::JsonFields::new())
+                .with_env_filter("info")
+                .with_writer(move || writer.clone())
+                .finish(),
+        );
+        (logs, guard)
+    }
+
     fn parsed(&self) -> Vec<Value> {
         let bytes = self.0.lock().expect("unpoisoned").clone();
         String::from_utf8(bytes)
@@ -307,16 +321,7 @@ async fn store_writes_are_timed_by_backend_and_operation() {
 /// gets its access line, status 499, so the log shows every request that came in.
 #[tokio::test(flavor = "current_thread")]
 async fn a_request_whose_client_left_is_logged_as_499() {
-    let logs = LogLines::default();
-    let writer = logs.clone();
-    let _subscriber = tracing::subscriber::set_default(
-        tracing_subscriber::fmt()
-            .event_format(askbus_server::LogLines::json())
-            .fmt_fields(tracing_subscriber::fmt::format::JsonFields::new())
-            .with_env_filter("info")
-            .with_writer(move || writer.clone())
-            .finish(),
-    );
+    let (logs, _subscriber) = LogLines::captured();
     let served = serve(&["--store", "memory"]).await;
     let (status, asked) = served.ask("ask-1", "left").await;
     assert_eq!(status, 200, "{asked}");
@@ -355,17 +360,7 @@ async fn a_request_whose_client_left_is_logged_as_499() {
 async fn a_store_cut_off_counts_failed_writes_and_is_not_ready() {
     // A current-thread runtime: every task the server spawns logs to this thread's
     // subscriber.
-    let logs = LogLines::default();
-    let writer = logs.clone();
-    let _subscriber = tracing::subscriber::set_default(
-        // The server's own log format, as an embedder sets it up.
-        tracing_subscriber::fmt()
-            .event_format(askbus_server::LogLines::json())
-            .fmt_fields(tracing_subscriber::fmt::format::JsonFields::new())
-            .with_env_filter("info")
-            .with_writer(move || writer.clone())
-            .finish(),
-    );
+    let (logs, _subscriber) = LogLines::captured();
     let mut redis = PrivateRedis::start().await;
     let served = serve(&["--store", &redis.url()]).await;
     assert_eq!(served.ask("ask-1", "cut").await.0, 200);
@@ -540,22 +535,6 @@ async fn over_a_shared_store_events_name_the_request_of_this_server_that_caused_
         ("question.replied".to_owned(), None)
     );
     assert!(asked.await.is_ok());
-}
-
-/// `GET path` of `router`: the status and the body as text.
-async fn get(router: &axum::Router, path: &str) -> (u16, String) {
-    let request = axum::http::Request::get(path)
-        .body(axum::body::Body::empty())
-        .expect("a request");
-    let response = router.clone().oneshot(request).await.expect("infallible");
-    let status = response.status().as_u16();
-    let body = response
-        .into_body()
-        .collect()
-        .await
-        .expect("a body")
-        .to_bytes();
-    (status, String::from_utf8(body.to_vec()).expect("UTF-8"))
 }
 
 /// `/ready` is 503 while this server's follower has not applied the shared store's changes

@@ -210,6 +210,24 @@ pub(crate) fn outcomes_in_stream(
     outcomes
 }
 
+/// `GET path` of `router`, in process: the status and the body as text.
+pub(crate) async fn router_get(router: &axum::Router, path: &str) -> (u16, String) {
+    use http_body_util::BodyExt;
+    use tower::ServiceExt;
+    let request = axum::http::Request::get(path)
+        .body(axum::body::Body::empty())
+        .expect("a request");
+    let response = router.clone().oneshot(request).await.expect("infallible");
+    let status = response.status().as_u16();
+    let body = response
+        .into_body()
+        .collect()
+        .await
+        .expect("a body")
+        .to_bytes();
+    (status, String::from_utf8(body.to_vec()).expect("UTF-8"))
+}
+
 /// Lets spawned tasks (the service's timer driver) run before the test looks.
 pub(crate) async fn settle() {
     for _ in 0..16 {
