@@ -695,10 +695,10 @@ async fn http_get(router: &axum::Router, path: &str) -> (u16, serde_json::Value)
     (status, serde_json::from_str(&body).expect("JSON"))
 }
 
-/// Over HTTP as in process: a `/wait` on a request answered already hands out the answer
-/// only once the store holds it, and once the store refused it, a read of the request
-/// (`GET /question/{id}`, its `/wait`) is the 503 every waiter got, never the answer an
-/// agent polling over HTTP would act on.
+/// Over HTTP as in process: a read of a request answered already (`GET /question/{id}`,
+/// its `/wait`) hands out the answer only once the store holds it, and once the store
+/// refused it, the 503 `outcome_not_recorded` every waiter got, never the answer an agent
+/// polling over HTTP would act on.
 #[tokio::test]
 async fn http_reads_hand_out_no_answer_the_store_does_not_hold() {
     let (store, hub) = HeldOutcomes::hub().await;
@@ -716,6 +716,12 @@ async fn http_reads_hand_out_no_answer_the_store_does_not_hold() {
         .expect("a valid reply");
     assert_eq!(store.held(), 1, "the answer is on its way to the store");
 
+    let read = format!("/question/{id}");
+    let mut early_read = Box::pin(http_get(&router, &read));
+    assert!(
+        !completes_now(&mut early_read).await,
+        "a read of the answer waits for the store"
+    );
     let (status, waited) = http_get(&router, &format!("/question/{id}/wait?timeout=0.2")).await;
     assert_eq!(status, 200, "{waited}");
     assert_eq!(waited["status"], "pending", "not durable yet: {waited}");
@@ -723,11 +729,17 @@ async fn http_reads_hand_out_no_answer_the_store_does_not_hold() {
 
     store.fail();
     assert!(reply.await.is_err(), "the human hears the store failed");
-    for path in [format!("/question/{id}"), format!("/question/{id}/wait")] {
+    let (status, refused) = early_read.await;
+    assert_eq!(
+        (status, refused["code"].as_str()),
+        (503, Some("outcome_not_recorded")),
+        "{refused}"
+    );
+    for path in [read, format!("/question/{id}/wait")] {
         let (status, refused) = http_get(&router, &path).await;
         assert_eq!(
             (status, refused["code"].as_str()),
-            (503, Some("store_unavailable")),
+            (503, Some("outcome_not_recorded")),
             "{path}: {refused}"
         );
     }

@@ -787,4 +787,9 @@ fn event_streams_stay_below_the_connections() {
     let given =
         settings(&["--max-connections", "500", "--max-event-streams", "400"]).expect("valid");
     assert_eq!(given.connections.max_connections, 500);
+    // Given alone, the connections bound the default streams, with room beside them.
+    let alone = settings(&["--max-connections", "200"]).expect("valid");
+    assert_eq!(alone.connections.max_connections, 200);
+    let streams = alone.http.event_streams.limit();
+    assert!(streams <= 136, "{streams}");
 }

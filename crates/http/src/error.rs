@@ -69,6 +69,11 @@ pub enum ErrorCode {
     /// as it allows; `Retry-After` says when trying again is worth it. Other routes still
     /// answer.
     TooManyStreams,
+    /// 503: the request's outcome could not be recorded in the store, so nobody may act on
+    /// it (its asker and every waiter were told so); the store still holds the request
+    /// pending, to be asked again after a restart. What a read or a wait of such a request
+    /// answers, distinct from `store_unavailable` (the store could not be reached now).
+    OutcomeNotRecorded,
 }
 
 /// An error answer of the HTTP API.
@@ -128,7 +133,9 @@ impl ErrorCode {
             Self::Invalid => StatusCode::UNPROCESSABLE_ENTITY,
             Self::Quota => StatusCode::TOO_MANY_REQUESTS,
             Self::Internal => StatusCode::INTERNAL_SERVER_ERROR,
-            Self::StoreUnavailable | Self::TooManyStreams => StatusCode::SERVICE_UNAVAILABLE,
+            Self::StoreUnavailable | Self::TooManyStreams | Self::OutcomeNotRecorded => {
+                StatusCode::SERVICE_UNAVAILABLE
+            }
         }
     }
 
@@ -258,7 +265,7 @@ impl From<ReplyError> for ApiError {
             .for_question(id),
             ReplyError::Invalid(invalid) => Self::from(invalid),
             ReplyError::NotAllowed(refused) => Self::from(refused),
-            ReplyError::NotRecorded { .. } => Self::not_recorded(&error),
+            ReplyError::NotRecorded { .. } => Self::outcome_not_recorded(),
         }
     }
 }
@@ -337,22 +344,12 @@ impl From<QuotaExceeded> for ApiError {
 }
 
 impl ApiError {
-    /// `503`: a request's outcome could not be recorded, so whoever waits for it must not
-    /// act on it (the store still holds the request pending). The store's own message
-    /// stays in the server log.
-    pub(crate) fn not_recorded(error: &impl std::fmt::Display) -> Self {
-        tracing::error!("{error}");
-        Self::outcome_not_recorded()
-    }
-
-    /// `503`: a read of a request whose outcome the store refused ([`not_recorded`]
-    /// said so, and logged why, when it happened): read as an outcome, it would be acted
-    /// on.
-    ///
-    /// [`not_recorded`]: Self::not_recorded
+    /// `503 outcome_not_recorded`: a request whose outcome the store refused, read or
+    /// waited for: read as an outcome, it would be acted on. The store's failure was logged
+    /// when it happened, not again at each read.
     pub(crate) fn outcome_not_recorded() -> Self {
         Self::new(
-            ErrorCode::StoreUnavailable,
+            ErrorCode::OutcomeNotRecorded,
             "the server could not store this request's outcome durably, so it must not be acted on; the request stays pending in the store and is asked again after a restart",
         )
     }

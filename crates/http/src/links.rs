@@ -387,7 +387,7 @@ fn mint(
         (status = 200, description = "The request with its status, and who answers through the link", body = Linked),
         (status = 404, description = "Not a valid link of this server (forged, altered, or for a request it no longer knows)", body = crate::error::ErrorBody),
         (status = 410, description = "The link expired (`link_expired`)", body = crate::error::ErrorBody),
-        (status = 503, description = "The store refused the request's outcome (`store_unavailable`): it must not be acted on", body = crate::error::ErrorBody),
+        (status = 503, description = "The store refused the request's outcome (`outcome_not_recorded`): it must not be acted on", body = crate::error::ErrorBody),
     ),
 )]
 pub(crate) async fn read(

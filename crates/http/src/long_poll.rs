@@ -51,6 +51,8 @@ pub(crate) async fn long_poll<T>(
     outcome: impl Future<Output = T>,
 ) -> Option<T> {
     tokio::select! {
+        // An outcome ready now is answered, even during shutdown.
+        biased;
         waited = tokio::time::timeout(limit, outcome) => waited.ok(),
         () = state.inner.shutdown.cancelled() => None,
     }

@@ -188,7 +188,7 @@ pub(crate) async fn list(
         (status = 200, description = "The question with its status", body = QuestionStatus),
         (status = 400, description = "Malformed id", body = crate::error::ErrorBody),
         (status = 404, description = "No such question (or not visible to this token)", body = crate::error::ErrorBody),
-        (status = 503, description = "The store shared with other servers could not be reached, or the store refused the request's outcome (`store_unavailable`): it must not be acted on, and the request stays pending in the store", body = crate::error::ErrorBody),
+        (status = 503, description = "The store shared with other servers could not be reached, or the store refused the request's outcome (`outcome_not_recorded`): it must not be acted on, and the request stays pending in the store", body = crate::error::ErrorBody),
     ),
 )]
 pub(crate) async fn get(
@@ -211,7 +211,7 @@ pub(crate) async fn get(
         (status = 400, description = "Malformed id or timeout", body = crate::error::ErrorBody),
         (status = 404, description = "No such question (or not visible to this token)", body = crate::error::ErrorBody),
         (status = 429, description = "This token holds as many open streams and long polls as it may (`quota`)", body = crate::error::ErrorBody, headers(("Retry-After" = u64, description = "Seconds to wait before trying again"))),
-        (status = 503, description = "The store shared with other servers could not be reached, every stream slot of the server is taken (`too_many_streams`), or the outcome could not be stored durably (`store_unavailable`): it must not be acted on, and the request stays pending in the store", body = crate::error::ErrorBody, headers(("Retry-After" = u64, description = "Seconds to wait before trying again"))),
+        (status = 503, description = "The store shared with other servers could not be reached, every stream slot of the server is taken (`too_many_streams`), or the outcome could not be stored durably (`outcome_not_recorded`): it must not be acted on, and the request stays pending in the store", body = crate::error::ErrorBody, headers(("Retry-After" = u64, description = "Seconds to wait before trying again"))),
     ),
 )]
 pub(crate) async fn wait(

@@ -115,9 +115,11 @@ pub(crate) async fn get<K: RequestRoutes>(
         state.inner.hub.caught_up().await?;
         snapshot = visible::<K>(state, caller, key).await?;
     }
-    if snapshot.unrecorded {
-        // Read as an outcome, it would be acted on: the same 503 its waiters got.
-        return Err(ApiError::outcome_not_recorded());
+    if snapshot.outcome.is_some() {
+        // Read as an outcome, it would be acted on: only once the store holds it (at once
+        // when it does; after the write, while it is under way), and never when the store
+        // refused it (the 503 its waiters got).
+        K::of(&state.inner.hub).outcome(&snapshot.request).await?;
     }
     Ok(Json(K::Status::from(snapshot)))
 }
@@ -151,7 +153,6 @@ pub(crate) async fn wait<K: RequestRoutes>(
         outcome,
         decided_by,
         votes,
-        unrecorded: false,
     })))
 }
 

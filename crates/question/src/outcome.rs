@@ -68,10 +68,6 @@ pub struct Snapshot<Request, Reply, Rejection = Option<String>> {
     /// While a request that needs a quorum is pending, the votes it has so far, in the
     /// order they came; empty otherwise (a resolved request's reply lists its votes).
     pub votes: Vec<Vote<Reply>>,
-    /// Whether the store failed to record its `outcome`: nobody may act on it (its asker
-    /// and every `wait` were told `NotRecorded`, and the store still holds the request
-    /// pending, to be asked again after a restart).
-    pub unrecorded: bool,
 }
 
 /// One identity's reply to a pending request that needs several (a quorum: see

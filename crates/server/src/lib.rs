@@ -1318,7 +1318,14 @@ impl Cli {
         };
         let streams = match self.max_event_streams {
             Some(asked) => at_least_one(asked, "--max-event-streams")?,
-            None => open_files_limit().map_or(StreamSlots::default().limit(), event_streams_for),
+            // Below a `--max-connections` given alone, leaving room beside the streams.
+            None => open_files_limit()
+                .map_or(StreamSlots::default().limit(), event_streams_for)
+                .min(self.max_connections.map_or(usize::MAX, |connections| {
+                    connections
+                        .saturating_sub(CONNECTIONS_BESIDE_STREAMS.min(connections / 2))
+                        .max(1)
+                })),
         };
         let streams_per_token = per_token(
             self.max_event_streams_per_token,

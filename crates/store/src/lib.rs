@@ -602,9 +602,9 @@ pub async fn open(url: &str) -> Result<std::sync::Arc<dyn Store>, StoreError> {
 pub(crate) fn without_credentials(url: &str) -> String {
     match url.split_once("://") {
         Some((scheme, rest)) => {
-            // Up to the last `@` before the query: a password may hold a `/` of its own.
-            let before_query = rest.find(['?', '#']).unwrap_or(rest.len());
-            match rest[..before_query].rfind('@') {
+            // Up to the last `@` anywhere: a password may hold a `/`, `?` or `#` of its
+            // own, and hiding too much is the safe side.
+            match rest.rfind('@') {
                 Some(at) => format!("{scheme}://***{}", &rest[at..]),
                 None => url.to_owned(),
             }

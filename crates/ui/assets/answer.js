@@ -238,8 +238,8 @@ function describeError(error, what, text = t) {
  * After a refused answer: a 409 means the request ended elsewhere or this link was used, so
  * the card shows how it stands now; a 404 or 410 is about the link, said above the card
  * (the card keeps its error). A 503 `store_unavailable` (`api.notRecorded`): the link's
- * read says whether the request ended with this answer unrecorded (its read is refused
- * the same way: "Not recorded"), is pending still (the card keeps its error), or ended
+ * read says whether the request ended with this answer unrecorded (`outcome_not_recorded`:
+ * "Not recorded"), is pending still or cannot be read (the card keeps its error), or ended
  * otherwise.
  */
 async function afterFailure(request, error, card) {
@@ -254,7 +254,7 @@ async function afterFailure(request, error, card) {
   try {
     current = (await readLink()).request;
   } catch (readError) {
-    if (refused && api.notRecorded(readError)) {
+    if (refused && api.outcomeNotRecorded(readError)) {
       // The request ended with this very answer, which the store refused: it stands
       // nowhere, and the link has nothing left to answer.
       ui.expiry.hidden = true;

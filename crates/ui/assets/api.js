@@ -22,11 +22,15 @@ export class ApiError extends Error {
 
 /**
  * Whether `error` is the server saying it could not record a change (`503
- * store_unavailable`). After an answer, decision or decline, that means it stands nowhere:
- * the agent is handed nothing, and the request is not pending on this server any more
- * unless it waits on a quorum's other votes.
+ * store_unavailable`): after an answer, decision or decline, nothing was decided by it.
+ * Whether the request ended with it all the same (unrecorded, so nobody may act on it) or
+ * is pending still, a read of the request says (`outcomeNotRecorded`).
  */
 export const notRecorded = (error) => error instanceof ApiError && error.status === 503 && error.code === 'store_unavailable';
+
+/** Whether `error` is a read of a request whose outcome the store refused (`503 outcome_not_recorded`). */
+export const outcomeNotRecorded = (error) =>
+  error instanceof ApiError && error.status === 503 && error.code === 'outcome_not_recorded';
 
 /** The server could not be reached (connection refused or dropped, offline). */
 export class NetworkError extends Error {

@@ -160,6 +160,10 @@ const state = {
   deferred: new Map(),
   /** Requests this tab's "Reject all" ended, until their outcome arrives. */
   rejectedHere: new Set(),
+  /** Requests whose refused answer this tab is reading back (`afterRefusal`). */
+  rereading: new Set(),
+  /** Request id -> the outcome that arrived while it was read back. */
+  reread: new Map(),
 };
 
 // ---- Talking to the server -------------------------------------------------------------
@@ -270,7 +274,7 @@ async function afterFailure(request, error, card) {
   if (api.notRecorded(error)) {
     // The store refused what this tab sent. An outcome that came meanwhile may be this very
     // answer, which stands nowhere: the server's read says how the request stands.
-    await afterRefusal(request, error, card);
+    await afterRefusal(request, error, card, deferred);
     return;
   }
   if (!(error instanceof api.ApiError) || ![404, 409].includes(error.status)) {
@@ -305,26 +309,28 @@ async function afterFailure(request, error, card) {
 
 /**
  * After the store refused what this tab sent (`api.notRecorded`): the request as the
- * server reads it now decides the card. Its read is refused the same way when the request
- * ended with this answer unrecorded (one server's store): the card reads "Not recorded".
- * Pending still (a shared store that took nothing, a vote): the card keeps its error, to be
- * sent again. Ended otherwise (someone else's answer, which the store took): as after a 409.
+ * server reads it now decides the card. Its read answers `outcome_not_recorded` when the
+ * request ended with this answer unrecorded (one server's store): the card reads "Not
+ * recorded". Pending still (a shared store that took nothing, a vote), or not readable
+ * (the store down): the card keeps its error, to be sent again, unless an outcome `came`
+ * meanwhile, which stands. Ended otherwise (someone else's answer, which the store took):
+ * as after a 409.
  */
-async function afterRefusal(request, error, card) {
+async function afterRefusal(request, error, card, came) {
   const kind = card.kind;
   let current;
   let readError;
   // Events of the request that come meanwhile wait, as during the call: the read decides.
-  state.submitting.add(request.id);
+  state.rereading.add(request.id);
   try {
     current = await api.get(requestPath(kind, request.id));
   } catch (failed) {
     readError = failed;
   }
-  state.submitting.delete(request.id);
-  const came = state.deferred.get(request.id);
-  state.deferred.delete(request.id);
-  if (api.notRecorded(readError)) {
+  state.rereading.delete(request.id);
+  const meanwhile = state.reread.get(request.id) ?? came;
+  state.reread.delete(request.id);
+  if (api.outcomeNotRecorded(readError)) {
     const note = actions.describe(error, kind === 'question' ? 'reply' : 'decision');
     card.resolve({ status: 'unrecorded', note, override: true });
     say(note);
@@ -335,7 +341,7 @@ async function afterRefusal(request, error, card) {
   if (outcome.status === 'pending') {
     // Still pending when read (or not read): the card keeps its error, unless an outcome
     // came since, which stands.
-    if (came) settle(request.id, came);
+    if (meanwhile) settle(request.id, meanwhile);
     return;
   }
   const note = t(
@@ -750,6 +756,11 @@ function settle(id, outcome) {
   if (state.submitting.has(id)) {
     // This tab's own call is in flight; its answer decides how the card reads.
     state.deferred.set(id, outcome);
+    return;
+  }
+  if (state.rereading.has(id)) {
+    // This tab's refused call is being checked (`afterRefusal`); its read decides.
+    state.reread.set(id, outcome);
     return;
   }
   if (state.rejectedHere.delete(id)) {

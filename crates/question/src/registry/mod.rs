@@ -339,10 +339,10 @@ struct Pending<K: RequestType> {
     /// Over a shared store, the HTTP request (its id) that asked it here, until its
     /// `asked` event, published when its insert comes back through the log, names it.
     asked_in: Option<Arc<str>>,
-    /// Over a shared store, the HTTP request that last proposed an outcome here, and whose
-    /// it was: the outcome's event names that request when the store took it (as told
-    /// by who decided it).
-    proposed_in: Option<(Option<Identity>, Arc<str>)>,
+    /// Over a shared store, the HTTP request that last proposed an outcome here, with who
+    /// proposed it and what: the outcome's event names that request when the store took
+    /// an outcome of that kind by that decider.
+    proposed_in: Option<(Option<Identity>, OutcomeKind, Arc<str>)>,
 }
 
 /// A request that reached its outcome, remembered for late readers.
@@ -1166,7 +1166,7 @@ impl<K: RequestType> Registry<K> {
         let digest = match state.pending.get_mut(&id) {
             Some(entry) => {
                 if let Some(cause) = askbus_bus::current_request_id() {
-                    entry.proposed_in = Some((by.clone(), cause));
+                    entry.proposed_in = Some((by.clone(), outcome.kind(), cause));
                 }
                 entry.digest
             }
@@ -1407,13 +1407,14 @@ impl<K: RequestType> Registry<K> {
                 let outcome = record::outcome_from::<K>(id, outcome)?;
                 let id = record::parse_id::<K::IdPrefix>(id)?;
                 let mut state = self.inner.lock();
-                // Proposed here by this decider: the event names the request that did.
+                // Proposed here, this outcome by this decider: the event names the request
+                // that proposed it.
                 let proposed_in = state
                     .pending
                     .get_mut(&id)
                     .and_then(|entry| entry.proposed_in.take())
-                    .filter(|(by, _)| *by == decided_by)
-                    .map(|(_, cause)| cause);
+                    .filter(|(by, kind, _)| *by == decided_by && *kind == outcome.kind())
+                    .map(|(_, _, cause)| cause);
                 let finish = || self.inner.finish(&mut state, id, outcome, decided_by);
                 let delivery = match proposed_in {
                     Some(cause) => askbus_bus::with_request_id_now(cause, finish),
@@ -1643,7 +1644,6 @@ impl<K: RequestType> Registry<K> {
                 outcome: None,
                 decided_by: None,
                 votes: entry.votes.clone(),
-                unrecorded: false,
             });
         }
         state.resolved.get(&id).map(|resolved| Snapshot {
@@ -1651,7 +1651,6 @@ impl<K: RequestType> Registry<K> {
             outcome: Some(resolved.outcome.clone()),
             decided_by: resolved.decided_by.clone(),
             votes: Vec::new(),
-            unrecorded: resolved.unrecorded(),
         })
     }
 
