@@ -282,18 +282,6 @@ async function afterFailure(request, error, card) {
     return;
   }
   const kind = card.kind;
-  const note = t(
-    {
-      question: {
-        409: 'Your answer was not sent: this question was already resolved elsewhere.',
-        404: 'Your answer was not sent: this question no longer exists on the server.',
-      },
-      approval: {
-        409: 'Your decision was not sent: this approval was already resolved elsewhere.',
-        404: 'Your decision was not sent: this approval no longer exists on the server.',
-      },
-    }[kind][error.status],
-  );
   let outcome = deferred;
   if (!outcome && error.status === 409) {
     try {
@@ -302,7 +290,24 @@ async function afterFailure(request, error, card) {
       outcome = null;
     }
   }
-  card.resolve({ ...(outcome ?? { status: 'gone' }), note, override: true });
+  endCard(card, outcome ?? { status: 'gone' }, t(NOT_SENT[kind][error.status]));
+}
+
+/** Why this tab's answer was not sent, by the card's kind and the refusal's status. */
+const NOT_SENT = {
+  question: {
+    409: 'Your answer was not sent: this question was already resolved elsewhere.',
+    404: 'Your answer was not sent: this question no longer exists on the server.',
+  },
+  approval: {
+    409: 'Your decision was not sent: this approval was already resolved elsewhere.',
+    404: 'Your decision was not sent: this approval no longer exists on the server.',
+  },
+};
+
+/** Ends `card` with `outcome`, whatever it showed, and says `note` on it and aloud. */
+function endCard(card, outcome, note) {
+  card.resolve({ ...outcome, note, override: true });
   say(note);
   render();
 }
@@ -331,10 +336,7 @@ async function afterRefusal(request, error, card, came) {
   const meanwhile = state.reread.get(request.id) ?? came;
   state.reread.delete(request.id);
   if (api.outcomeNotRecorded(readError)) {
-    const note = actions.describe(error, kind === 'question' ? 'reply' : 'decision');
-    card.resolve({ status: 'unrecorded', note, override: true });
-    say(note);
-    render();
+    endCard(card, { status: 'unrecorded' }, actions.describe(error, kind === 'question' ? 'reply' : 'decision'));
     return;
   }
   const outcome = readError ? { status: 'pending' } : api.outcomeOf(current);
@@ -344,14 +346,7 @@ async function afterRefusal(request, error, card, came) {
     if (meanwhile) settle(request.id, meanwhile);
     return;
   }
-  const note = t(
-    kind === 'question'
-      ? 'Your answer was not sent: this question was already resolved elsewhere.'
-      : 'Your decision was not sent: this approval was already resolved elsewhere.',
-  );
-  card.resolve({ ...outcome, note, override: true });
-  say(note);
-  render();
+  endCard(card, outcome, t(NOT_SENT[kind][409]));
 }
 
 // ---- Loading the window ------------------------------------------------------------------
