@@ -501,7 +501,7 @@ async fn over_a_shared_store_events_name_the_request_of_this_server_that_caused_
     let there = shared_hub(memory).await;
     let (mut seen_here, mut seen_there) = (here.bus().subscribe_all(), there.bus().subscribe_all());
     // Asking is synchronous: the ask's id is the one in scope while it registers.
-    let mut asked = askbus::bus::with_request_id_now("ask-7".into(), || {
+    let mut asked = askbus::bus::with_request_id_now(Some("ask-7".into()), || {
         here.questions()
             .ask("shared", vec![language()])
             .timeout(Timeout::Never)

@@ -63,12 +63,15 @@ pub fn with_request_id<F: Future>(id: Arc<str>, future: F) -> TaskLocalFuture<Ar
     REQUEST_ID.scope(id, future)
 }
 
-/// Runs `work` now as the work of request `id`, as [`with_request_id`] runs a future: for
-/// what publishes on behalf of a request, later, from another task (over a shared store,
-/// a request's events are published when its change comes back through the store's log,
-/// on the follower's task).
-pub fn with_request_id_now<R>(id: Arc<str>, work: impl FnOnce() -> R) -> R {
-    REQUEST_ID.sync_scope(id, work)
+/// Runs `work` now as the work of request `id`, as [`with_request_id`] runs a future, or
+/// as nobody's work for `None`: for what publishes on behalf of a request, later, from
+/// another task (over a shared store, a request's events are published when its change
+/// comes back through the store's log, on the follower's task), if a request caused it.
+pub fn with_request_id_now<R>(id: Option<Arc<str>>, work: impl FnOnce() -> R) -> R {
+    match id {
+        Some(id) => REQUEST_ID.sync_scope(id, work),
+        None => work(),
+    }
 }
 
 /// The id of the request being served here, if any: the one [`with_request_id`] gave the

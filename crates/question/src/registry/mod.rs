@@ -1391,11 +1391,9 @@ impl<K: RequestType> Registry<K> {
                     }
                 };
                 if let Some(request) = announce {
-                    let announce = || K::announce_asked(&mut &self.inner.bus, &request);
-                    match asked_in {
-                        Some(cause) => askbus_bus::with_request_id_now(cause, announce),
-                        None => announce(),
-                    }
+                    askbus_bus::with_request_id_now(asked_in, || {
+                        K::announce_asked(&mut &self.inner.bus, &request);
+                    });
                     if K::expires_at(&request).is_some() {
                         drop(state);
                         self.ensure_timer_driver();
@@ -1415,11 +1413,9 @@ impl<K: RequestType> Registry<K> {
                     .and_then(|entry| entry.proposed_in.take())
                     .filter(|(by, kind, _)| *by == decided_by && *kind == outcome.kind())
                     .map(|(_, _, cause)| cause);
-                let finish = || self.inner.finish(&mut state, id, outcome, decided_by);
-                let delivery = match proposed_in {
-                    Some(cause) => askbus_bus::with_request_id_now(cause, finish),
-                    None => finish(),
-                };
+                let delivery = askbus_bus::with_request_id_now(proposed_in, || {
+                    self.inner.finish(&mut state, id, outcome, decided_by)
+                });
                 drop(state);
                 if let Some(delivery) = delivery {
                     delivery.send().in_background();
