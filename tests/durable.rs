@@ -524,6 +524,7 @@ async fn an_answer_the_store_could_not_record_is_never_acted_on() {
     let mut asker = ask_from_call(questions, "call-1");
     asker.recorded().await.expect("the question is durable");
     let id = asker.id();
+    let mut events = hub.bus().subscribe_all();
     let early = questions.wait(id);
     let reply = questions
         .reply(id, vec![vec!["Go".into()]])
@@ -538,6 +539,14 @@ async fn an_answer_the_store_could_not_record_is_never_acted_on() {
     assert!(
         refused.to_string().contains("disk is full"),
         "the store's failure is told: {refused}"
+    );
+    assert_eq!(
+        published(&mut events),
+        [
+            format!("question.replied {id}"),
+            format!("question.not_recorded {id} replied"),
+        ],
+        "whoever saw the answer's event learns it does not stand"
     );
     for waited in [early.await, late.await, questions.wait(id).await] {
         assert!(
@@ -575,6 +584,8 @@ async fn a_timeout_the_store_could_not_record_reaches_the_asker_as_the_failure()
         .submit()
         .unwrap();
     asker.recorded().await.expect("the question is durable");
+    let id = asker.id();
+    let mut events = hub.bus().subscribe_all();
     tokio::time::sleep(Duration::from_secs(6)).await;
     assert!(
         !completes_now(&mut asker).await,
@@ -586,6 +597,14 @@ async fn a_timeout_the_store_could_not_record_reaches_the_asker_as_the_failure()
     assert!(
         matches!(&asked, Err(AskError::NotRecorded(_))),
         "the asker gets the failure: {asked:?}"
+    );
+    assert_eq!(
+        published(&mut events),
+        [
+            format!("question.timed_out {id}"),
+            format!("question.not_recorded {id} timed_out"),
+        ],
+        "the expiry's event is followed by its refusal"
     );
 }
 
@@ -604,6 +623,7 @@ async fn a_grant_stands_only_once_its_approval_is_recorded() {
         .submit()
         .unwrap();
     first.recorded().await.expect("the request is durable");
+    let mut events = hub.bus().subscribe_all();
     let (durable, _grant) = approvals.reply_always(first.id()).unwrap();
     assert_eq!(
         approvals.grants("s1"),
@@ -612,6 +632,15 @@ async fn a_grant_stands_only_once_its_approval_is_recorded() {
     );
     store.fail();
     durable.await.expect_err("the approval was not recorded");
+    let id = first.id();
+    assert_eq!(
+        published(&mut events),
+        [
+            format!("approval.replied {id}"),
+            format!("approval.not_recorded {id} replied"),
+        ],
+        "whoever saw the approval's event learns it does not stand"
+    );
     let asked = first.await;
     assert!(
         matches!(&asked, Err(ApprovalError::NotRecorded(_))),
@@ -630,6 +659,28 @@ async fn a_grant_stands_only_once_its_approval_is_recorded() {
         "the same call waits for a human"
     );
     assert_eq!(approvals.list(Some("s1")).len(), 1, "pending for a human");
+}
+
+/// The events published so far and not yet read from `events`, each as its type and
+/// request id, and for `*.not_recorded` the outcome it says was not recorded.
+fn published(events: &mut askbus::bus::Subscription) -> Vec<String> {
+    use futures_util::FutureExt;
+    let mut seen = Vec::new();
+    while let Some(Some(envelope)) = events.next().now_or_never() {
+        let envelope = envelope.expect("the test's subscriber keeps up");
+        let json: serde_json::Value = serde_json::from_str(envelope.json()).expect("JSON");
+        let properties = &json["properties"];
+        let id = properties["requestID"]
+            .as_str()
+            .or(properties["request_id"].as_str())
+            .expect("a request event");
+        let mut line = format!("{} {id}", envelope.event_type());
+        if let Some(outcome) = properties["outcome"].as_str() {
+            line = format!("{line} {outcome}");
+        }
+        seen.push(line);
+    }
+    seen
 }
 
 /// A shared memory store that refuses every write: a shared store that is down.

@@ -17,8 +17,8 @@ use askbus_store::{RequestKind, SessionEvent, Store, StoreError};
 
 use crate::approval_model::{
     Action, ApprovalAsked, ApprovalCancelled, ApprovalDecided, ApprovalEscalated,
-    ApprovalGrantRevoked, ApprovalGranted, ApprovalReminded, ApprovalReplied, ApprovalReply,
-    ApprovalRequest, ApprovalTimedOut, ApprovalVote, Decision, DecisionType, EditedAction, Grant,
+    ApprovalGrantRevoked, ApprovalGranted, ApprovalNotRecorded, ApprovalReminded, ApprovalReplied,
+    ApprovalReply, ApprovalRequest, ApprovalTimedOut, ApprovalVote, Decision, DecisionType, EditedAction, Grant,
     ReviewConfig,
 };
 use crate::args_schema;
@@ -273,6 +273,19 @@ impl RequestType for Approvals {
                 approval_key,
             }),
         };
+    }
+
+    fn announce_not_recorded(
+        to: &mut impl EventSink,
+        request: &Arc<ApprovalRequest>,
+        outcome: OutcomeKind,
+    ) {
+        to.announce(ApprovalNotRecorded {
+            session_id: Arc::clone(&request.session_id),
+            request_id: request.id,
+            approval_key: Arc::clone(&request.approval_key),
+            outcome,
+        });
     }
 
     fn follow_up_at(request: &ApprovalRequest) -> (Option<u64>, Option<u64>) {

@@ -12,6 +12,7 @@ use askbus_bus::Event;
 use crate::identity::Identity;
 use crate::ids::{ApprovalId, VoteId};
 use crate::model::OnTimeout;
+use crate::outcome::OutcomeKind;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -314,6 +315,22 @@ pub struct ApprovalEscalated {
     pub escalated_to: Vec<String>,
 }
 
+/// `approval.not_recorded`: the store refused the outcome of this request, whose event
+/// (`outcome`: `replied`, `timed_out` or `cancelled`) came before it. That outcome does
+/// not stand: no action of it may run, the asker was handed the store's failure, and every
+/// read of the request answers `503 outcome_not_recorded`. As `question.not_recorded`.
+#[derive(Debug, Clone, Serialize)]
+pub struct ApprovalNotRecorded {
+    /// The request's session.
+    pub session_id: Arc<str>,
+    /// The request whose outcome was not recorded.
+    pub request_id: ApprovalId,
+    /// Its key.
+    pub approval_key: Arc<str>,
+    /// Which outcome was announced and not recorded.
+    pub outcome: OutcomeKind,
+}
+
 /// `approval.cancelled`: the asker went away, or its session was cancelled.
 #[derive(Debug, Clone, Serialize)]
 pub struct ApprovalCancelled {
@@ -367,6 +384,14 @@ impl Event for ApprovalReminded {
 
 impl Event for ApprovalEscalated {
     const TYPE: &'static str = "approval.escalated";
+
+    fn session_id(&self) -> Option<&str> {
+        Some(&self.session_id)
+    }
+}
+
+impl Event for ApprovalNotRecorded {
+    const TYPE: &'static str = "approval.not_recorded";
 
     fn session_id(&self) -> Option<&str> {
         Some(&self.session_id)

@@ -97,7 +97,8 @@ pub use approval::{
 };
 pub use approval_model::{
     Action, ApprovalAsked, ApprovalCancelled, ApprovalDecided, ApprovalEscalated,
-    ApprovalGrantRevoked, ApprovalGranted, ApprovalReminded, ApprovalReplied, ApprovalReply,
+    ApprovalGrantRevoked, ApprovalGranted, ApprovalNotRecorded, ApprovalReminded,
+    ApprovalReplied, ApprovalReply,
     ApprovalRequest, ApprovalTimedOut, ApprovalVote, Decision, DecisionType, EditedAction, Grant,
     ReviewConfig,
 };
@@ -124,8 +125,8 @@ pub use interrupt::{
 };
 pub use model::{
     Answer, Answers, NO_PREFERENCE, OnTimeout, QuestionAsked, QuestionCancelled, QuestionEscalated,
-    QuestionInfo, QuestionOption, QuestionRejected, QuestionReminded, QuestionReplied,
-    QuestionRequest, QuestionTimedOut, ToolRef, is_skipped,
+    QuestionInfo, QuestionNotRecorded, QuestionOption, QuestionRejected, QuestionReminded,
+    QuestionReplied, QuestionRequest, QuestionTimedOut, ToolRef, is_skipped,
 };
 pub use notify::{Notice, Notifier};
 pub use outcome::{NeverRejected, Outcome, OutcomeKind, Snapshot, Vote};

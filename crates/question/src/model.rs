@@ -10,6 +10,7 @@ use askbus_bus::Event;
 
 use crate::identity::Identity;
 use crate::ids::QuestionId;
+use crate::outcome::OutcomeKind;
 use serde::{Deserialize, Serialize};
 
 /// The answer to one question: the selected labels, or custom text.
@@ -204,6 +205,24 @@ pub struct QuestionTimedOut {
     pub default_answers: Option<Answers>,
 }
 
+/// `question.not_recorded`: the store refused the outcome of this request, whose event
+/// (`outcome`: `replied`, `rejected`, `timed_out` or `cancelled`) came before it. That
+/// outcome does not stand: the asker was handed the store's failure, not the answer, and
+/// every read of the request answers `503 outcome_not_recorded`. A client that showed the
+/// outcome shows it as not recorded. Only where one server's store follows it (SQLite);
+/// a shared store takes an outcome before it is announced.
+#[derive(Debug, Clone, Serialize)]
+pub struct QuestionNotRecorded {
+    /// The request's session.
+    #[serde(rename = "sessionID")]
+    pub session_id: Arc<str>,
+    /// The request whose outcome was not recorded.
+    #[serde(rename = "requestID")]
+    pub request_id: QuestionId,
+    /// Which outcome was announced and not recorded.
+    pub outcome: OutcomeKind,
+}
+
 /// `question.reminded`: nobody answered yet, and the request's reminder fell due.
 #[derive(Debug, Clone, Serialize)]
 pub struct QuestionReminded {
@@ -267,6 +286,14 @@ impl Event for QuestionRejected {
 
 impl Event for QuestionTimedOut {
     const TYPE: &'static str = "question.timed_out";
+
+    fn session_id(&self) -> Option<&str> {
+        Some(&self.session_id)
+    }
+}
+
+impl Event for QuestionNotRecorded {
+    const TYPE: &'static str = "question.not_recorded";
 
     fn session_id(&self) -> Option<&str> {
         Some(&self.session_id)

@@ -36,8 +36,10 @@ pub enum Outcome<R, Rejection = Option<String>> {
     Cancelled,
 }
 
-/// Which terminal outcome a request reached, without its data.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+/// Which terminal outcome a request reached, without its data. Its JSON is its wire name
+/// ([`as_str`](Self::as_str)).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
 pub enum OutcomeKind {
     /// See [`Outcome::Replied`].
     Replied,

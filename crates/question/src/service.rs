@@ -18,7 +18,7 @@ use crate::ids::{QuestionId, QuestionIdPrefix, RequestId};
 use crate::keys::RequestKeys;
 use crate::model::{
     Answer, Answers, OnTimeout, QuestionAsked, QuestionCancelled, QuestionEscalated, QuestionInfo,
-    QuestionRejected, QuestionReminded, QuestionReplied, QuestionRequest, QuestionTimedOut,
+    QuestionNotRecorded, QuestionRejected, QuestionReminded, QuestionReplied, QuestionRequest, QuestionTimedOut,
     ToolRef,
 };
 use crate::notify::EventSink;
@@ -252,6 +252,18 @@ impl RequestType for Questions {
                 request_id,
             }),
         };
+    }
+
+    fn announce_not_recorded(
+        to: &mut impl EventSink,
+        request: &Arc<QuestionRequest>,
+        outcome: OutcomeKind,
+    ) {
+        to.announce(QuestionNotRecorded {
+            session_id: Arc::clone(&request.session_id),
+            request_id: request.id,
+            outcome,
+        });
     }
 }
 

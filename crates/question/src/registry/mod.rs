@@ -371,6 +371,9 @@ struct Delivery<K: RequestType> {
     outcome: OutcomeOf<K>,
     /// The store's acknowledgement of the outcome, if there is a store.
     recorded: Option<askbus_store::Ack>,
+    /// Where to say so if the store refuses an outcome already announced (`*.not_recorded`),
+    /// and of which request; `None` without a store, or if the request was never announced.
+    announced_on: Option<(Bus, Arc<K::Request>)>,
 }
 
 /// Whether counting a vote announces it: not when votes announced before are counted again
@@ -1743,6 +1746,8 @@ impl<K: RequestType> Inner<K> {
         if entry.announced {
             K::announce_outcome(&mut &self.bus, &entry.request, &outcome, by.as_ref());
         }
+        let announced_on = (entry.announced && recorded.is_some())
+            .then(|| (self.bus.clone(), Arc::clone(&entry.request)));
         if self.retain_resolved > 0 {
             // The oldest go first: past the count, and past a quarter of the quota's bytes.
             let bytes = self
@@ -1778,6 +1783,7 @@ impl<K: RequestType> Inner<K> {
             recording,
             outcome,
             recorded,
+            announced_on,
         })
     }
 }
@@ -1829,6 +1835,7 @@ impl<K: RequestType> Delivery<K> {
             recording,
             outcome,
             recorded,
+            announced_on,
         } = self;
         let Some(recorded) = recorded else {
             deliver::<K>(watchers, asker, Ok(outcome));
@@ -1837,7 +1844,13 @@ impl<K: RequestType> Delivery<K> {
         Durable::delivering(recorded, move |written| {
             let (handed, now) = match written {
                 Ok(()) => (Ok(outcome), RecordingState::Recorded),
-                Err(unrecorded) => (Err(unrecorded.clone()), RecordingState::Failed(unrecorded)),
+                Err(unrecorded) => {
+                    // Whoever saw the outcome's event learns it does not stand.
+                    if let Some((bus, request)) = announced_on {
+                        K::announce_not_recorded(&mut &bus, &request, outcome.kind());
+                    }
+                    (Err(unrecorded.clone()), RecordingState::Failed(unrecorded))
+                }
             };
             let watchers = recording.map_or_else(Vec::new, |recording| {
                 let mut recording = recording.lock().unwrap_or_else(PoisonError::into_inner);

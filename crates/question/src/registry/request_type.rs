@@ -17,7 +17,7 @@ use crate::identity::Identity;
 use crate::ids::RequestId;
 use crate::model::OnTimeout;
 use crate::notify::EventSink;
-use crate::outcome::{Outcome, Vote};
+use crate::outcome::{Outcome, OutcomeKind, Vote};
 use crate::quota::Weight;
 use crate::registry::id_source::SharedIds;
 
@@ -80,6 +80,13 @@ pub(crate) trait RequestType: Send + Sync + Sized + 'static {
         request: &Arc<Self::Request>,
         outcome: &OutcomeOf<Self>,
         by: Option<&Identity>,
+    );
+    /// Announces that the store refused the outcome (`outcome`) announced before for
+    /// `request`, which therefore does not stand.
+    fn announce_not_recorded(
+        to: &mut impl EventSink,
+        request: &Arc<Self::Request>,
+        outcome: OutcomeKind,
     );
 
     /// When `request`'s reminder and escalation fall due, milliseconds since the Unix epoch
