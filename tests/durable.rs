@@ -749,7 +749,7 @@ async fn http_get(router: &axum::Router, path: &str) -> (u16, serde_json::Value)
 /// Over HTTP as in process: a read of a request answered already (`GET /question/{id}`,
 /// its `/wait`) hands out the answer only once the store holds it, and once the store
 /// refused it, the 503 `outcome_not_recorded` every waiter got, never the answer an agent
-/// polling over HTTP would act on.
+/// polling over HTTP would act on. `/metrics` counts the refused outcome.
 #[tokio::test]
 async fn http_reads_hand_out_no_answer_the_store_does_not_hold() {
     let (store, hub) = HeldOutcomes::hub().await;
@@ -793,6 +793,14 @@ async fn http_reads_hand_out_no_answer_the_store_does_not_hold() {
             (503, Some("outcome_not_recorded")),
             "{path}: {refused}"
         );
+    }
+    let (status, metrics) = crate::support::router_get(&router, "/metrics").await;
+    assert_eq!(status, 200, "{metrics}");
+    for series in [
+        "askbus_outcomes_not_recorded_total{kind=\"question\"} 1",
+        "askbus_outcomes_not_recorded_total{kind=\"approval\"} 0",
+    ] {
+        assert!(metrics.contains(series), "{series} in {metrics}");
     }
     drop(asker);
 }

@@ -508,8 +508,9 @@ const UNRECORDED_TIMEOUT: Duration = Duration::from_secs(60);
 const UNRECORDED_REVIEWER: &str = "ui-unrecorded-alice-0123456789";
 
 /// An answer, a decision and a link's answer that the store fails to commit: each card says
-/// it was not recorded and the agent was given nothing, never "You answered"; the agent
-/// gets `NotRecorded` (`tests/ui/unrecorded.mjs`).
+/// it was not recorded and the agent was given nothing, never "You answered", in the tab
+/// that answered and in one that only watched; the agent gets `NotRecorded`
+/// (`tests/ui/unrecorded.mjs`).
 #[test]
 fn the_web_ui_says_when_the_store_refused_an_answer() {
     in_browser(drive_unrecorded);

@@ -10,6 +10,9 @@
 //   - the page approves the approval: the same, for a decision;
 //   - the link's page answers the second question: the notice and the card say the same,
 //     never "Thank you".
+//   - a second tab, which only watched, shows both cards as not recorded too once the
+//     server publishes `question.not_recorded` / `approval.not_recorded`, though it saw
+//     the outcomes' events first.
 // stdout: one line, {"done": true}; the test checks that the agent got `NotRecorded` for
 // each.
 // Environment: ASKBUS_UI_UNRECORDED_URL, ASKBUS_UI_UNRECORDED_QUESTION,
@@ -35,6 +38,16 @@ async function readsNotRecorded(scope, yours) {
   }
 }
 
+/** What a card another tab answered, and the store refused, must read, and must not. */
+async function readsNotRecordedElsewhere(scope, kind) {
+  await reads(scope, '.status-line[data-status="unrecorded"]', 'Not recorded: the server could not store it, and the agent was not given it');
+  await reads(scope, '.note', `The outcome of ${kind} in session ui-unrecorded was not recorded: the server could not store it, and the agent was not given it.`);
+  const text = await scope.innerText();
+  for (const claim of ['answered by', 'decided by', 'Approved', 'You answered']) {
+    assert.ok(!text.includes(claim), `the watching tab's card claims "${claim}": ${text}`);
+  }
+}
+
 async function main() {
   const pageErrors = [];
   const context = await launch({ locale: 'en-US' });
@@ -43,6 +56,12 @@ async function main() {
     page.on('pageerror', (error) => pageErrors.push(`${page.url()}: ${error.stack || error}`));
     await page.goto(BASE);
     await live(page);
+    // Another tab that only watches: it hears of the outcomes on its stream, then that the
+    // store refused them.
+    const watching = await context.newPage();
+    watching.on('pageerror', (error) => pageErrors.push(`watching: ${error.stack || error}`));
+    await watching.goto(BASE);
+    await live(watching);
 
     const question = card(page, QUESTION);
     await question.getByRole('radio', { name: /Yes/ }).check();
@@ -56,6 +75,9 @@ async function main() {
     log('the approval card says its decision was not recorded');
     // By now the stream told of both outcomes: neither card took them for answers.
     await readsNotRecorded(question, 'your reply');
+    await readsNotRecordedElsewhere(card(watching, QUESTION), 'a question');
+    await readsNotRecordedElsewhere(card(watching, APPROVAL), 'an approval');
+    log('the watching tab says neither outcome was recorded');
 
     await page.goto(LINK);
     await reads(page, '#acts-as', 'You are answering as alice (reviewer)');

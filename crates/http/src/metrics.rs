@@ -42,9 +42,9 @@ use askbus_bus::{Envelope, Event, Id, IdKind, Observer};
 use askbus_notify::DeliveryStats;
 use askbus_question::{
     ApprovalAsked, ApprovalCancelled, ApprovalDecided, ApprovalEscalated, ApprovalGrantRevoked,
-    ApprovalGranted, ApprovalReminded, ApprovalReplied, ApprovalTimedOut, QuestionAsked,
-    QuestionCancelled, QuestionEscalated, QuestionRejected, QuestionReminded, QuestionReplied,
-    QuestionTimedOut, RequestHub, Role,
+    ApprovalGranted, ApprovalNotRecorded, ApprovalReminded, ApprovalReplied, ApprovalTimedOut,
+    QuestionAsked, QuestionCancelled, QuestionEscalated, QuestionNotRecorded, QuestionRejected,
+    QuestionReminded, QuestionReplied, QuestionTimedOut, RequestHub, Role,
 };
 use axum::extract::{MatchedPath, State};
 use axum::http::{Method, Request, header};
@@ -106,6 +106,11 @@ pub(crate) struct Metrics {
     ended: Ends,
     /// `askbus_votes_total`.
     votes: Counter,
+    /// `askbus_outcomes_not_recorded_total{kind="question"}`: outcomes announced, then
+    /// refused by the store (`question.not_recorded`).
+    questions_not_recorded: Counter,
+    /// The same of approvals (`approval.not_recorded`).
+    approvals_not_recorded: Counter,
     /// `askbus_http_request_duration_seconds{method, route, status}`.
     http: Family<HttpLabels, Histogram>,
     /// `askbus_event_streams_open`, set at scrape.
@@ -332,6 +337,15 @@ impl Metrics {
             ask_to_outcome.clone(),
         );
         let ended = Ends::new(&outcomes, &ask_to_outcome);
+        let not_recorded = Family::<KindLabel, Counter>::default();
+        registry.register(
+            "outcomes_not_recorded",
+            "Outcomes announced, then refused by the store, so that they do not stand (*.not_recorded)",
+            not_recorded.clone(),
+        );
+        let not_recorded = |kind| not_recorded.get_or_create(&KindLabel { kind }).clone();
+        let (questions_not_recorded, approvals_not_recorded) =
+            (not_recorded(QUESTION), not_recorded(APPROVAL));
         let votes = Counter::default();
         registry.register(
             "votes",
@@ -420,6 +434,8 @@ impl Metrics {
             approvals_asked,
             ended,
             votes,
+            questions_not_recorded,
+            approvals_not_recorded,
             follow_ups,
             grants,
             http,
@@ -459,6 +475,12 @@ impl Observer for Metrics {
             }
             ApprovalDecided::TYPE => {
                 self.votes.inc();
+            }
+            QuestionNotRecorded::TYPE => {
+                self.questions_not_recorded.inc();
+            }
+            ApprovalNotRecorded::TYPE => {
+                self.approvals_not_recorded.inc();
             }
             QuestionReminded::TYPE => self.followed_up(QUESTION, "reminded"),
             QuestionEscalated::TYPE => self.followed_up(QUESTION, "escalated"),

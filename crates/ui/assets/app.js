@@ -614,6 +614,9 @@ function applyEvent(event) {
     case 'question.cancelled':
       ended(event, 'question', properties.sessionID, properties.requestID, { status: 'cancelled' });
       break;
+    case 'question.not_recorded':
+      notRecorded(properties.requestID);
+      break;
     case 'question.reminded':
       // Nobody answered yet: the card says so, and stays pending.
       state.cards.get(properties.requestID)?.noteFollowUp('reminded');
@@ -646,6 +649,9 @@ function applyEvent(event) {
     case 'approval.cancelled':
       ended(event, 'approval', properties.session_id, properties.request_id, { status: 'cancelled' });
       break;
+    case 'approval.not_recorded':
+      notRecorded(properties.request_id);
+      break;
     case 'approval.reminded':
       state.cards.get(properties.request_id)?.noteFollowUp('reminded');
       break;
@@ -669,6 +675,23 @@ function ended(event, kind, session, id, outcome) {
   count(event, kind, session, -1);
   notifier.ended(id);
   settle(id, outcome);
+}
+
+/**
+ * The store refused an outcome whose event came before (`*.not_recorded`): it does not
+ * stand, and the card says so, whoever answered. This tab's own refused call reads the
+ * request back (`afterRefusal`), which says the same: a card it checks, or already shows
+ * as not recorded, is left to it.
+ */
+function notRecorded(id) {
+  const card = state.cards.get(id);
+  if (!card || state.submitting.has(id) || state.rereading.has(id)) return;
+  if (card.element.dataset.status === 'unrecorded') return;
+  const told = {
+    question: 'The outcome of a question in session {session} was not recorded: the server could not store it, and the agent was not given it.',
+    approval: 'The outcome of an approval in session {session} was not recorded: the server could not store it, and the agent was not given it.',
+  }[card.kind];
+  endCard(card, { status: 'unrecorded' }, t(told, { session: card.element.dataset.session }));
 }
 
 /** A request asked on the stream: news for a hidden tab (`notify.js`), if it is of the view. */
