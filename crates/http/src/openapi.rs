@@ -351,10 +351,11 @@ pub(crate) struct EventSchema {
     /// `server.resync` (`properties.reason`: `cursor_too_old`, `unknown_cursor`, or
     /// `lagged` with `missed`: read the lists again), `question.asked` (`properties.request`),
     /// `question.replied`, `question.rejected`, `question.timed_out`,
-    /// `question.cancelled`, `question.reminded`, `question.escalated`, the same of
-    /// `approval.*` and `approval.decided` (one reviewer's vote under a quorum: the
-    /// `ApprovalDecided` schema), `agent.step`; an embedding runtime may publish types of its
-    /// own.
+    /// `question.cancelled`, `question.reminded`, `question.escalated`,
+    /// `question.not_recorded` (`properties.outcome`: the outcome announced before, which the
+    /// store refused, so it does not stand), the same of `approval.*` and `approval.decided`
+    /// (one reviewer's vote under a quorum: the `ApprovalDecided` schema), `agent.step`; an
+    /// embedding runtime may publish types of its own.
     #[serde(rename = "type")]
     kind: String,
     /// The event's payload: for request events `sessionID` and `requestID` (questions) or
