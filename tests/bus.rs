@@ -47,6 +47,7 @@ fn config(history: usize, subscriber_capacity: usize) -> BusConfig {
     BusConfig {
         history,
         subscriber_capacity: NonZeroUsize::new(subscriber_capacity).expect("capacity > 0"),
+        ..BusConfig::default()
     }
 }
 
@@ -249,6 +250,56 @@ fn a_cursor_older_than_the_history_is_too_old() {
         .subscribe_from(ids[6])
         .expect("the oldest cursor resumes");
     assert_eq!(ids_of(&ready_items(&mut resumed)), ids[7..]);
+}
+
+/// Under `history_bytes`, the history keeps the newest events whose JSON fits, however
+/// many the count would allow, and always the newest one however large: a client sending
+/// large requests cannot make the bus hold thousands of them after they ended.
+#[test]
+fn the_history_keeps_only_the_events_its_bytes_allow() {
+    let bus = Bus::with_config(BusConfig {
+        history: 1000,
+        history_bytes: 5_000,
+        ..config(1000, 16)
+    });
+    let kilobyte = "x".repeat(1000);
+    let ids: Vec<EventId> = (0..20).map(|_| bus.publish(noted(&kilobyte))).collect();
+    let mut kept = bus.subscribe_from(bus.head()).expect("the newest resumes");
+    assert!(ready_items(&mut kept).is_empty());
+    // Each event's JSON is a little over 1,000 bytes: four fit in 5,000, not five.
+    let size = {
+        let mut replay = bus.subscribe_from(ids[18]).expect("recent cursors resume");
+        let newest = ready_items(&mut replay)
+            .pop()
+            .expect("one event")
+            .expect("no lag");
+        newest.json().len()
+    };
+    let fit = 5_000 / size;
+    assert_eq!(fit, 4, "{size} bytes an event");
+    let oldest = ids.len() - fit;
+    assert_eq!(
+        bus.subscribe_from(ids[oldest - 2]).err(),
+        Some(ReplayError::CursorTooOld {
+            cursor: ids[oldest - 2],
+            oldest: ids[oldest - 1]
+        }),
+        "only the newest {fit} are kept"
+    );
+    let mut replay = bus
+        .subscribe_from(ids[oldest - 1])
+        .expect("the oldest cursor resumes");
+    assert_eq!(ids_of(&ready_items(&mut replay)), ids[oldest..]);
+
+    let huge = bus.publish(noted(&"y".repeat(20_000)));
+    let mut replay = bus
+        .subscribe_from(ids[19])
+        .expect("the event before the newest resumes");
+    assert_eq!(
+        ids_of(&ready_items(&mut replay)),
+        [huge],
+        "the newest is kept alone, though larger than the limit"
+    );
 }
 
 #[test]

@@ -140,6 +140,73 @@ async fn next_event(stream: &mut (impl futures_util::Stream<Item = Value> + Unpi
     tokio::time::timeout(HANG, next).await.expect("an event")
 }
 
+/// A client making large requests and ending them at once cannot make the server hold
+/// thousands of them in the event stream's replay history: `--max-event-history-mib` bounds
+/// its bytes, so a cursor from before 1.7 MiB of such events is too old under a 1 MiB
+/// limit, while the default (16 MiB) still replays them all.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_event_history_keeps_large_requests_only_within_its_bytes() {
+    // One question of 60 options with long descriptions: about 56 KiB of JSON.
+    let options: Vec<Value> = (0..60)
+        .map(|n| json!({"label": format!("option {n}"), "description": "x".repeat(900)}))
+        .collect();
+    for (args, resumes) in [
+        (
+            &["--store", "memory", "--max-event-history-mib", "1"][..],
+            false,
+        ),
+        (&["--store", "memory"][..], true),
+    ] {
+        let served = serve(args).await;
+        let response = served.http.get(served.url("/event")).send().await;
+        let mut first = SseStream::from_bytes_stream(response.expect("a stream").bytes_stream());
+        let connected = tokio::time::timeout(HANG, first.next())
+            .await
+            .expect("a frame")
+            .expect("open")
+            .expect("well-formed SSE");
+        let cursor = connected.id.expect("the connected frame's cursor");
+        drop(first);
+        let mut first_asked = None;
+        for n in 0..30 {
+            let session = format!("large-{n}");
+            let body = json!({"sessionID": session, "questions": [
+                {"question": "Pick one?", "header": "Large", "options": options}
+            ]});
+            let (status, asked) = served.post("/question", &format!("large-{n}"), &body).await;
+            assert_eq!(status, 200, "{asked}");
+            first_asked.get_or_insert(asked["id"].clone());
+            let cancel = format!("/session/{session}/cancel");
+            let (status, _) = served
+                .post(&cancel, &format!("cancel-{n}"), &json!({}))
+                .await;
+            assert_eq!(status, 200);
+        }
+
+        let mut resumed = frames(
+            served
+                .http
+                .get(served.url("/event"))
+                .header("last-event-id", &cursor)
+                .send()
+                .await
+                .expect("a stream"),
+        );
+        assert_eq!(next_event(&mut resumed).await["type"], "server.connected");
+        let next = next_event(&mut resumed).await;
+        if resumes {
+            assert_eq!(next["type"], "question.asked", "{args:?}: {next}");
+            assert_eq!(Some(&next["properties"]["id"]), first_asked.as_ref());
+        } else {
+            assert_eq!(
+                (next["type"].as_str(), next["properties"]["reason"].as_str()),
+                (Some("server.resync"), Some("cursor_too_old")),
+                "{args:?}: {next}"
+            );
+        }
+    }
+}
+
 /// Each event names the request that caused it, on `/event` (beside `properties`) and on
 /// OpenCode's v2 `/api/event` (beside `data`); the server's own frames and events no
 /// request caused (a timeout) name none.

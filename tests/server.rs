@@ -561,13 +561,35 @@ fn quota_flags_set_the_limits_and_refuse_zero_by_name() {
     );
     assert_eq!(set.http.event_streams.limit(), 30);
     assert_eq!(set.http.max_event_streams_per_token, 3);
-    let history = settings(&["--max-history-records", "200", "--max-history-mib", "4"])
-        .expect("valid")
-        .http
-        .history;
+    let set = settings(&[
+        "--max-history-records",
+        "200",
+        "--max-history-mib",
+        "4",
+        "--max-memory-history-mib",
+        "64",
+        "--max-event-history-mib",
+        "2",
+    ])
+    .expect("valid");
+    let history = set.http.history;
     assert_eq!(
-        (history.records_per_session, history.bytes_per_session),
-        (200, 4 * 1024 * 1024)
+        (
+            history.records_per_session,
+            history.bytes_per_session,
+            history.bytes_in_memory
+        ),
+        (200, 4 * 1024 * 1024, 64 * 1024 * 1024)
+    );
+    assert_eq!(set.bus.history_bytes, 2 * 1024 * 1024);
+    let defaults = settings(&[]).expect("valid");
+    assert_eq!(
+        (
+            defaults.bus.history_bytes,
+            defaults.http.history.bytes_in_memory
+        ),
+        (16 * 1024 * 1024, 256 * 1024 * 1024),
+        "what large requests hold after they ended is bounded by default"
     );
 
     for flag in [
@@ -578,6 +600,8 @@ fn quota_flags_set_the_limits_and_refuse_zero_by_name() {
         "--max-event-streams-per-token",
         "--max-history-records",
         "--max-history-mib",
+        "--max-memory-history-mib",
+        "--max-event-history-mib",
     ] {
         let refused = settings(&[flag, "0"]).expect_err("zero refuses everything");
         assert_eq!(refused.to_string(), format!("{flag} must be at least 1"));

@@ -122,6 +122,7 @@ pub(crate) fn roomy_bus() -> Bus {
     Bus::with_config(BusConfig {
         history: 1 << 16,
         subscriber_capacity: NonZeroUsize::new(1 << 16).expect("non-zero"),
+        ..BusConfig::default()
     })
 }
 

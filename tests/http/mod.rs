@@ -107,6 +107,7 @@ impl TestApp {
         let bus = Bus::with_config(BusConfig {
             history: bus_history,
             subscriber_capacity: std::num::NonZeroUsize::MIN,
+            ..BusConfig::default()
         });
         let store = askbus_store::MemoryStore::new().with_history_limit(history_limit);
         let hub = RequestHub::builder()
@@ -124,6 +125,7 @@ impl TestApp {
             history,
             subscriber_capacity: std::num::NonZeroUsize::new(subscriber_capacity)
                 .unwrap_or(std::num::NonZeroUsize::MIN),
+            ..BusConfig::default()
         };
         Self::with_bus(Bus::with_config(config), HttpConfig::default())
     }

@@ -71,6 +71,12 @@ pub struct BusConfig {
     /// How many recent events are kept for [`Bus::subscribe_from`]. Zero keeps none: every
     /// cursor but the newest is then too old.
     pub history: usize,
+    /// How many bytes of their JSON the kept events may take, the newest event always kept
+    /// (they take about as much again in memory, as values). `usize::MAX`, the default,
+    /// bounds them by [`history`](Self::history) alone, and makes no event's JSON for it: a
+    /// bus whose events come from untrusted clients (a server's) should set it, or a few
+    /// thousand large requests stay in memory after they ended.
+    pub history_bytes: usize,
     /// How many events a subscriber may fall behind before it is told it [`Lagged`],
     /// rounded up to a power of two (the live channel's buffer size): with an effective
     /// capacity of `n`, a subscriber that reads nothing while `n + k` events are published
@@ -172,10 +178,15 @@ struct Shared {
 struct State {
     /// Source of event ids.
     ids: IdGenerator,
-    /// The most recent events, oldest first, at most `history_capacity` long.
+    /// The most recent events, oldest first, at most `history_capacity` long and
+    /// `history_bytes_limit` bytes of JSON (the newest always kept).
     history: VecDeque<Envelope>,
     /// Maximum length of `history`.
     history_capacity: usize,
+    /// Maximum bytes of JSON of `history`; `usize::MAX` for none.
+    history_bytes_limit: usize,
+    /// The bytes of JSON `history` takes, counted only under a limit.
+    history_bytes: usize,
     /// The cursor just before `history[0]`: the id of the last evicted event, or the bus's
     /// origin id (made at creation, before any event) while nothing has been evicted.
     floor: EventId,
@@ -183,10 +194,43 @@ struct State {
     observers: Vec<Weak<dyn Observer>>,
 }
 
+impl State {
+    /// Keeps `envelope`, the newest event, for replay, forgetting the oldest past the
+    /// history's length or bytes; with no history, it is the new floor at once.
+    fn remember(&mut self, envelope: Envelope) {
+        if self.history_capacity == 0 {
+            self.floor = envelope.id();
+            return;
+        }
+        self.history_bytes += self.bytes_of(&envelope);
+        self.history.push_back(envelope);
+        while self.history.len() > self.history_capacity
+            || (self.history_bytes > self.history_bytes_limit && self.history.len() > 1)
+        {
+            let Some(evicted) = self.history.pop_front() else {
+                break;
+            };
+            self.history_bytes -= self.bytes_of(&evicted);
+            self.floor = evicted.id();
+        }
+    }
+
+    /// What `envelope` counts toward the history's bytes: its JSON's length under a limit
+    /// (made once, and kept for every reader), nothing without one.
+    fn bytes_of(&self, envelope: &Envelope) -> usize {
+        if self.history_bytes_limit == usize::MAX {
+            0
+        } else {
+            envelope.json().len()
+        }
+    }
+}
+
 impl Default for BusConfig {
     fn default() -> Self {
         Self {
             history: 4096,
+            history_bytes: usize::MAX,
             subscriber_capacity: NonZeroUsize::new(1024).unwrap_or(NonZeroUsize::MIN),
         }
     }
@@ -297,15 +341,21 @@ impl Bus {
             .min(MAX_SUBSCRIBER_CAPACITY)
             .next_power_of_two();
         let (sender, _) = broadcast::channel(capacity);
+        let mut state = State {
+            ids,
+            history: VecDeque::with_capacity(history.len()),
+            history_capacity: config.history,
+            history_bytes_limit: config.history_bytes,
+            history_bytes: 0,
+            floor,
+            observers: Vec::new(),
+        };
+        for envelope in history {
+            state.remember(envelope);
+        }
         Self {
             shared: Arc::new(Shared {
-                state: Mutex::new(State {
-                    ids,
-                    history,
-                    history_capacity: config.history,
-                    floor,
-                    observers: Vec::new(),
-                }),
+                state: Mutex::new(state),
                 sender,
                 journal,
             }),
@@ -349,16 +399,7 @@ impl Bus {
             // Under the lock, so the record's order is the id order.
             journal.record(&envelope);
         }
-        if state.history_capacity > 0 {
-            if state.history.len() == state.history_capacity
-                && let Some(evicted) = state.history.pop_front()
-            {
-                state.floor = evicted.id();
-            }
-            state.history.push_back(envelope.clone());
-        } else {
-            state.floor = id;
-        }
+        state.remember(envelope.clone());
         if !state.observers.is_empty() {
             state.observers.retain(|observer| {
                 observer

@@ -18,8 +18,8 @@ use askbus_store::{RequestKind, SessionEvent, Store, StoreError};
 use crate::approval_model::{
     Action, ApprovalAsked, ApprovalCancelled, ApprovalDecided, ApprovalEscalated,
     ApprovalGrantRevoked, ApprovalGranted, ApprovalNotRecorded, ApprovalReminded, ApprovalReplied,
-    ApprovalReply, ApprovalRequest, ApprovalTimedOut, ApprovalVote, Decision, DecisionType, EditedAction, Grant,
-    ReviewConfig,
+    ApprovalReply, ApprovalRequest, ApprovalTimedOut, ApprovalVote, Decision, DecisionType,
+    EditedAction, Grant, ReviewConfig,
 };
 use crate::args_schema;
 use crate::durable::Durable;

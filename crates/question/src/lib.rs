@@ -97,10 +97,9 @@ pub use approval::{
 };
 pub use approval_model::{
     Action, ApprovalAsked, ApprovalCancelled, ApprovalDecided, ApprovalEscalated,
-    ApprovalGrantRevoked, ApprovalGranted, ApprovalNotRecorded, ApprovalReminded,
-    ApprovalReplied, ApprovalReply,
-    ApprovalRequest, ApprovalTimedOut, ApprovalVote, Decision, DecisionType, EditedAction, Grant,
-    ReviewConfig,
+    ApprovalGrantRevoked, ApprovalGranted, ApprovalNotRecorded, ApprovalReminded, ApprovalReplied,
+    ApprovalReply, ApprovalRequest, ApprovalTimedOut, ApprovalVote, Decision, DecisionType,
+    EditedAction, Grant, ReviewConfig,
 };
 pub use approval_model::{PATTERN_ARGUMENTS, pattern_of};
 pub use ask::{ApprovalAsk, Asked, QuestionAsk};

@@ -18,8 +18,8 @@ use crate::ids::{QuestionId, QuestionIdPrefix, RequestId};
 use crate::keys::RequestKeys;
 use crate::model::{
     Answer, Answers, OnTimeout, QuestionAsked, QuestionCancelled, QuestionEscalated, QuestionInfo,
-    QuestionNotRecorded, QuestionRejected, QuestionReminded, QuestionReplied, QuestionRequest, QuestionTimedOut,
-    ToolRef,
+    QuestionNotRecorded, QuestionRejected, QuestionReminded, QuestionReplied, QuestionRequest,
+    QuestionTimedOut, ToolRef,
 };
 use crate::notify::EventSink;
 use crate::outcome::{Outcome, OutcomeKind, Snapshot};

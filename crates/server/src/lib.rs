@@ -144,7 +144,7 @@ use std::time::Duration;
 
 use std::sync::Arc;
 
-use askbus_bus::Bus;
+use askbus_bus::{Bus, BusConfig};
 use askbus_http::{
     AccessToken, AllowedHost, CorsOrigin, HistoryLimits, HttpConfig, InvalidHost, InvalidOrigin,
     LinkKey, ShortLinkSecret, SiteGuard, StoreWrites, StreamSlots, TokenScope,
@@ -286,6 +286,27 @@ pub struct Cli {
         global = true
     )]
     pub max_history_mib: usize,
+    /// MiB of recent events (their JSON) the event stream keeps to resume a client's
+    /// `Last-Event-ID`, beside the 4,096 events it keeps at most: a client that reconnects
+    /// after older ones reads the lists again (`server.resync`). The events take about as
+    /// much again in memory. Bounds what large requests hold after they ended.
+    #[arg(
+        long,
+        env = "ASKBUS_MAX_EVENT_HISTORY_MIB",
+        default_value_t = DEFAULT_EVENT_HISTORY_MIB,
+        global = true
+    )]
+    pub max_event_history_mib: usize,
+    /// With `--store memory`: MiB of records (their JSON) all sessions' histories keep in
+    /// memory together, about: past it, whole sessions are dropped, those quiet longest and
+    /// with nothing waiting first. The records take about as much again in memory.
+    #[arg(
+        long,
+        env = "ASKBUS_MAX_MEMORY_HISTORY_MIB",
+        default_value_t = HistoryLimits::default().bytes_in_memory / (1024 * 1024),
+        global = true
+    )]
+    pub max_memory_history_mib: usize,
     /// Bearer token(s): `TOKEN` for every session or `TOKEN@SESSION_ID` for one session.
     /// Repeat the flag or separate with commas.
     #[arg(
@@ -666,6 +687,8 @@ pub struct Settings {
     pub demo: Demo,
     /// Time limits of connections (request headers, shutdown grace).
     pub connections: ConnectionLimits,
+    /// The event bus's buffers: its replay history within `--max-event-history-mib`.
+    pub bus: BusConfig,
     /// The MCP server's settings (`/mcp` and stdio).
     /// Unless they carry [`answer_links`](McpConfig::answer_links), the server gives them
     /// its own: the HTTP API's links, under [`Settings::public_url`].
@@ -1095,6 +1118,11 @@ impl Cli {
                     )?,
                     bytes_per_session: at_least_one(self.max_history_mib, "--max-history-mib")?
                         .saturating_mul(1024 * 1024),
+                    bytes_in_memory: at_least_one(
+                        self.max_memory_history_mib,
+                        "--max-memory-history-mib",
+                    )?
+                    .saturating_mul(1024 * 1024),
                     ..HistoryLimits::default()
                 },
                 link_key: match &self.link_secret {
@@ -1107,6 +1135,11 @@ impl Cli {
                 ..HttpConfig::default()
             },
             demo: if self.demo { Demo::On } else { Demo::Off },
+            bus: BusConfig {
+                history_bytes: at_least_one(self.max_event_history_mib, "--max-event-history-mib")?
+                    .saturating_mul(1024 * 1024),
+                ..BusConfig::default()
+            },
             connections: ConnectionLimits {
                 max_connections,
                 ..ConnectionLimits::default()
@@ -1361,6 +1394,10 @@ fn at_least_one(value: usize, flag: &'static str) -> Result<usize, ConfigError> 
         value => Ok(value),
     }
 }
+
+/// The default `--max-event-history-mib`: its 4,096 events of a few KiB each fit, a few
+/// hundred of the largest requests do.
+const DEFAULT_EVENT_HISTORY_MIB: usize = 16;
 
 /// The fewest connections the default `--max-connections` leaves beside the event streams.
 const CONNECTIONS_BESIDE_STREAMS: usize = 64;
@@ -1642,6 +1679,7 @@ pub async fn run(settings: Settings, shutdown: CancellationToken) -> std::io::Re
 async fn open_hub(settings: &Settings) -> Result<RequestHub, StoreError> {
     let history = settings.http.history;
     let hub = RequestHub::builder()
+        .bus_config(settings.bus)
         .questions(settings.questions)
         .approvals(settings.approvals);
     let store: Arc<dyn Store> = match &settings.store {
@@ -1649,7 +1687,11 @@ async fn open_hub(settings: &Settings) -> Result<RequestHub, StoreError> {
         // life), as this hub's record only.
         StoreUrl::Memory if settings.notify.is_some() => {
             let store = metered(settings, "memory", Arc::new(MemoryStore::new()));
-            return hub.bus(Bus::new()).store(store).build().await;
+            return hub
+                .bus(Bus::with_config(settings.bus))
+                .store(store)
+                .build()
+                .await;
         }
         StoreUrl::Memory => return hub.build().await,
         StoreUrl::Sqlite(path) => metered(
@@ -1682,7 +1724,12 @@ async fn open_hub(settings: &Settings) -> Result<RequestHub, StoreError> {
     if store.change_log().is_some() {
         // Redis. Its bus is this server's own: the store's change log brings it every
         // instance's request events, and its event ids are this server's cursors.
-        return hub.bus(Bus::new()).store(store).shared().build().await;
+        return hub
+            .bus(Bus::with_config(settings.bus))
+            .store(store)
+            .shared()
+            .build()
+            .await;
     }
     // SQLite: the builder resumes the bus from the store's event journal.
     let hub = hub.store(store).build().await?;
@@ -1712,7 +1759,7 @@ fn describe_limits(settings: &Settings) -> String {
     let http = &settings.http;
     format!(
         "{} pending requests per session, {} in total{}; {} event streams and long polls{}; \
-         {} connections; session histories of {} records, {} MiB",
+         {} connections; session histories of {} records, {} MiB; event history {} MiB",
         pending.per_session,
         pending.total,
         per_token(pending.per_account),
@@ -1721,6 +1768,7 @@ fn describe_limits(settings: &Settings) -> String {
         settings.connections.max_connections,
         http.history.records_per_session,
         http.history.bytes_per_session / (1024 * 1024),
+        settings.bus.history_bytes / (1024 * 1024),
     )
 }
 
