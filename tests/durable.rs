@@ -673,6 +673,7 @@ fn published(events: &mut askbus::bus::Subscription) -> Vec<String> {
         let id = properties["requestID"]
             .as_str()
             .or(properties["request_id"].as_str())
+            .or(properties["id"].as_str())
             .expect("a request event");
         let mut line = format!("{} {id}", envelope.event_type());
         if let Some(outcome) = properties["outcome"].as_str() {
@@ -697,6 +698,44 @@ impl StoreLayer for RefusingEveryWrite {
         )));
         refused
     }
+}
+
+/// A question the store (one server's, as SQLite) could not insert is withdrawn: its asker
+/// is told, and the stream, which saw it asked, sees it cancelled. Its cancellation has no
+/// row to end either, and that is no news: no `question.not_recorded` follows.
+#[tokio::test]
+async fn a_question_the_store_could_not_insert_is_cancelled_and_nothing_more() {
+    let hub = RequestHub::builder()
+        .store(Arc::new(RefusingEveryWrite(Arc::new(MemoryStore::new()))) as Arc<dyn Store>)
+        .build()
+        .await
+        .expect("the store opens");
+    let mut events = hub.bus().subscribe_all();
+    let mut asker = hub
+        .questions()
+        .ask("s1", vec![language()])
+        .timeout(Timeout::Never)
+        .submit()
+        .unwrap();
+    let id = asker.id();
+    asker
+        .recorded()
+        .await
+        .expect_err("the store refused the question");
+    let asked = asker.await;
+    assert!(
+        matches!(&asked, Err(AskError::NotRecorded(_))),
+        "the asker is told: {asked:?}"
+    );
+    // The cancellation's own write is answered in the background: let it be.
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    assert_eq!(
+        published(&mut events),
+        [
+            format!("question.asked {id}"),
+            format!("question.cancelled {id}")
+        ]
+    );
 }
 
 /// While the shared store is down, every create is withdrawn and its cancellation retried

@@ -1269,7 +1269,15 @@ impl<K: RequestType> Registry<K> {
         else {
             return Ended::Before(state.outcome_kind(id));
         };
-        let delivery = self.inner.finish(&mut state, id, Outcome::Cancelled, None);
+        // The store holds no row to end (its insert failed), so the cancellation's record
+        // fails too: its `cancelled` event stands all the same, with no `*.not_recorded`.
+        let delivery = self
+            .inner
+            .finish(&mut state, id, Outcome::Cancelled, None)
+            .map(|delivery| Delivery {
+                announced_on: None,
+                ..delivery
+            });
         drop(state);
         tracing::warn!(
             "{} could not be recorded in the store; cancelled",
@@ -1842,15 +1850,10 @@ impl<K: RequestType> Delivery<K> {
             return Durable::done();
         };
         Durable::delivering(recorded, move |written| {
+            let refused = written.is_err().then(|| outcome.kind());
             let (handed, now) = match written {
                 Ok(()) => (Ok(outcome), RecordingState::Recorded),
-                Err(unrecorded) => {
-                    // Whoever saw the outcome's event learns it does not stand.
-                    if let Some((bus, request)) = announced_on {
-                        K::announce_not_recorded(&mut &bus, &request, outcome.kind());
-                    }
-                    (Err(unrecorded.clone()), RecordingState::Failed(unrecorded))
-                }
+                Err(unrecorded) => (Err(unrecorded.clone()), RecordingState::Failed(unrecorded)),
             };
             let watchers = recording.map_or_else(Vec::new, |recording| {
                 let mut recording = recording.lock().unwrap_or_else(PoisonError::into_inner);
@@ -1859,6 +1862,12 @@ impl<K: RequestType> Delivery<K> {
                     RecordingState::Recorded | RecordingState::Failed(_) => Vec::new(),
                 }
             });
+            // Whoever saw the outcome's event learns it does not stand; once the request
+            // reads as refused, so that a client acting on the event (its tool call asking
+            // again) finds it so.
+            if let (Some(kind), Some((bus, request))) = (refused, announced_on) {
+                K::announce_not_recorded(&mut &bus, &request, kind);
+            }
             deliver::<K>(watchers, asker, handed);
         })
     }
