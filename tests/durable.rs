@@ -191,6 +191,73 @@ async fn event_cursors_from_before_a_restart_resume_without_a_gap() {
     assert!(live.id() > replayed.id());
 }
 
+/// An event of a kilobyte, for the bus's history in bytes.
+#[derive(Clone, serde::Serialize)]
+struct Kilobyte {
+    text: String,
+}
+
+impl askbus::Event for Kilobyte {
+    const TYPE: &'static str = "test.kilobyte";
+}
+
+/// A bus resumed from the store keeps, of the events recorded, only the newest its
+/// `history_bytes` allows, as it does of the events it publishes: a cursor from before them
+/// is too old, one within them replays the rest.
+#[tokio::test]
+async fn a_resumed_bus_keeps_the_recorded_events_its_bytes_allow() {
+    let dir = tempfile::tempdir().unwrap();
+    let store: Arc<dyn Store> =
+        Arc::new(SqliteStore::open(dir.path().join("askbus.db")).expect("the store opens"));
+    let first = askbus_store::resume_bus(BusConfig::default(), Arc::clone(&store))
+        .await
+        .expect("the events load");
+    let text = "x".repeat(1000);
+    let ids: Vec<_> = (0..10)
+        .map(|_| first.publish(Kilobyte { text: text.clone() }))
+        .collect();
+    let size = first
+        .subscribe_from(ids[8])
+        .expect("kept")
+        .next()
+        .await
+        .expect("one")
+        .expect("no lag")
+        .json()
+        .len();
+    drop(first);
+    // The journal's appends are queued in order: wait until the last is in.
+    for _ in 0..200 {
+        if store.recent_events(20).await.expect("readable").len() == 10 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+
+    let config = BusConfig {
+        history_bytes: 4 * size + size / 2,
+        ..BusConfig::default()
+    };
+    let second = askbus_store::resume_bus(config, Arc::clone(&store))
+        .await
+        .expect("the events load");
+    assert!(
+        matches!(
+            second.subscribe_from(ids[4]),
+            Err(askbus::bus::ReplayError::CursorTooOld { oldest, .. }) if oldest == ids[5]
+        ),
+        "only the newest four are kept"
+    );
+    let replayed: Vec<_> = second
+        .subscribe_from(ids[5])
+        .expect("the oldest cursor resumes")
+        .take(4)
+        .map(|envelope| envelope.expect("no lag").id())
+        .collect()
+        .await;
+    assert_eq!(replayed, ids[6..]);
+}
+
 // Real time: the expiry reaches the waiter once SQLite's writer thread acknowledged it,
 // which a paused clock would not wait for (it jumps ahead as soon as the runtime idles).
 #[tokio::test]

@@ -606,6 +606,13 @@ fn quota_flags_set_the_limits_and_refuse_zero_by_name() {
         let refused = settings(&[flag, "0"]).expect_err("zero refuses everything");
         assert_eq!(refused.to_string(), format!("{flag} must be at least 1"));
     }
+    let refused = settings(&["--max-history-mib", "32", "--max-memory-history-mib", "16"])
+        .expect_err("the histories in all below one session's");
+    assert_eq!(
+        refused.to_string(),
+        "--max-memory-history-mib (16) must be at least --max-history-mib (32): the histories \
+         in memory together hold at least one session's"
+    );
 }
 
 /// `--audit-key` is read at start: a key that cannot be read, or is no Ed25519 secret key,

@@ -395,11 +395,13 @@ impl Bus {
         let mut state = self.shared.lock();
         let id = state.ids.next_id();
         let envelope = make(id, cause);
+        // Before the journal: a history bounded in bytes makes the JSON the journal's record
+        // is then cut from.
+        state.remember(envelope.clone());
         if let Some(journal) = &self.shared.journal {
             // Under the lock, so the record's order is the id order.
             journal.record(&envelope);
         }
-        state.remember(envelope.clone());
         if !state.observers.is_empty() {
             state.observers.retain(|observer| {
                 observer

@@ -196,8 +196,21 @@ impl Envelope {
     }
 
     /// The event's properties alone, as compact JSON: what a [`Journal`](crate::Journal)
-    /// records, and what [`recorded`](Self::recorded) takes back.
+    /// records, and what [`recorded`](Self::recorded) takes back. Cut from the envelope's
+    /// [`json`](Self::json) if it was made already (a bus bounding its history in bytes
+    /// made it), rather than serialising the payload a second time.
     pub fn properties_json(&self) -> String {
+        /// The envelope's JSON, read for its properties alone.
+        #[derive(serde::Deserialize)]
+        struct Properties<'a> {
+            #[serde(borrow)]
+            properties: &'a RawValue,
+        }
+        if let Some(json) = self.inner.json.get()
+            && let Ok(Properties { properties }) = serde_json::from_str(json.get())
+        {
+            return properties.get().to_owned();
+        }
         self.inner
             .payload
             .to_json()

@@ -64,7 +64,10 @@
 //!   (`--max-pending-per-token`, `--max-event-streams-per-token`; 429 `quota` beyond), so
 //!   one client cannot take them all from the others. The limits are logged at start-up.
 //!   A session's history keeps at most `--max-history-records` records (1,000) and
-//!   `--max-history-mib` MiB of them (16).
+//!   `--max-history-mib` MiB of them (16); with `--store memory`, all of them together
+//!   `--max-memory-history-mib` (256). The event stream's replay window keeps at most
+//!   `--max-event-history-mib` MiB of events (16): an event holds its request, also after
+//!   the request ended.
 //! - **Audit log.** Every outcome is appended, with the answer and in the same atomic
 //!   step, to the store's audit log (who asked, who decided, the hash of the request, the
 //!   decision, when), hash-chained; the server seals new entries every 200 ms, signing
@@ -107,7 +110,8 @@
 //! ([`serve_router`]); beside them run the audit [`Sealer`](askbus_audit::Sealer) over the
 //! hub's store, the notification dispatcher (the `notify` module) and the `--demo` agent.
 //! `--max-history-*` set the store's per-session history limits and, for `--store memory`,
-//! the router's in-memory ones (`HttpConfig::history`). [`main`] (`entry.rs`) only parses,
+//! the router's in-memory ones (`HttpConfig::history`, with `--max-memory-history-mib`);
+//! `--max-event-history-mib` the bus's (`BusConfig::history_bytes`). [`main`] (`entry.rs`) only parses,
 //! logs and runs; the binary sets the allocator.
 //!
 //! ```
@@ -299,7 +303,9 @@ pub struct Cli {
     pub max_event_history_mib: usize,
     /// With `--store memory`: MiB of records (their JSON) all sessions' histories keep in
     /// memory together, about: past it, whole sessions are dropped, those quiet longest and
-    /// with nothing waiting first. The records take about as much again in memory.
+    /// with nothing waiting first. The records take about as much again in memory. (With
+    /// notifications, a memory store keeps them instead, each session's within
+    /// --max-history-records and --max-history-mib, all of them for --keep-resolved-days.)
     #[arg(
         long,
         env = "ASKBUS_MAX_MEMORY_HISTORY_MIB",
@@ -952,6 +958,18 @@ pub enum ConfigError {
         /// `--max-connections`.
         connections: usize,
     },
+    /// `--max-memory-history-mib` is below `--max-history-mib`: one session could fill it
+    /// and be dropped whole, its newest record with it.
+    #[error(
+        "--max-memory-history-mib ({total}) must be at least --max-history-mib ({per_session}): \
+         the histories in memory together hold at least one session's"
+    )]
+    HistoryTotalBelowSession {
+        /// `--max-memory-history-mib`.
+        total: usize,
+        /// `--max-history-mib`.
+        per_session: usize,
+    },
     /// `--audit-key` cannot be read, or is no Ed25519 secret key.
     #[error("--audit-key {0} (make one with `askbus audit keygen --out FILE`)")]
     AuditKey(String),
@@ -1080,6 +1098,13 @@ impl Cli {
             &credentials,
         )?;
         let follow_up = self.follow_up(&tokens)?;
+        // Zero is refused by name below.
+        if (1..self.max_history_mib).contains(&self.max_memory_history_mib) {
+            return Err(ConfigError::HistoryTotalBelowSession {
+                total: self.max_memory_history_mib,
+                per_session: self.max_history_mib,
+            });
+        }
         const DAY: Duration = Duration::from_secs(24 * 3600);
         Ok(Settings {
             follow_up,
@@ -1686,7 +1711,10 @@ async fn open_hub(settings: &Settings) -> Result<RequestHub, StoreError> {
         // Notifications need an outbox: a memory store then keeps it (for this process's
         // life), as this hub's record only.
         StoreUrl::Memory if settings.notify.is_some() => {
-            let store = metered(settings, "memory", Arc::new(MemoryStore::new()));
+            let store = MemoryStore::new()
+                .with_history_limit(history.records_per_session)
+                .with_history_bytes(history.bytes_per_session);
+            let store = metered(settings, "memory", Arc::new(store));
             return hub
                 .bus(Bus::with_config(settings.bus))
                 .store(store)

@@ -277,6 +277,11 @@ async function afterFailure(request, error, card) {
     await afterRefusal(request, error, card, deferred);
     return;
   }
+  if (deferred?.status === 'unrecorded') {
+    // The outcome that came meanwhile was refused by the store (`notRecorded`).
+    endCard(card, deferred, deferred.note);
+    return;
+  }
   if (!(error instanceof api.ApiError) || ![404, 409].includes(error.status)) {
     if (deferred) settle(request.id, deferred);
     return;
@@ -685,13 +690,20 @@ function ended(event, kind, session, id, outcome) {
  */
 function notRecorded(id) {
   const card = state.cards.get(id);
-  if (!card || state.submitting.has(id) || state.rereading.has(id)) return;
+  if (!card || state.rereading.has(id)) return;
   if (card.element.dataset.status === 'unrecorded') return;
   const told = {
     question: 'The outcome of a question in session {session} was not recorded: the server could not store it, and the agent was not given it.',
     approval: 'The outcome of an approval in session {session} was not recorded: the server could not store it, and the agent was not given it.',
   }[card.kind];
-  endCard(card, { status: 'unrecorded' }, t(told, { session: card.element.dataset.session }));
+  const refused = { status: 'unrecorded', note: t(told, { session: card.element.dataset.session }) };
+  if (state.submitting.has(id)) {
+    // This tab's call is in flight: the outcome that came meanwhile, which its answer
+    // would defer to, does not stand; the card says so once the call ends.
+    state.deferred.set(id, refused);
+    return;
+  }
+  endCard(card, refused, refused.note);
 }
 
 /** A request asked on the stream: news for a hidden tab (`notify.js`), if it is of the view. */
