@@ -17,7 +17,7 @@ use askbus_store::{
 use futures_util::StreamExt;
 use serde_json::json;
 
-use crate::support::language;
+use crate::support::{language, ready_items};
 
 /// One run of a server: the hub over a bus and the store of `dir`.
 async fn start(dir: &tempfile::TempDir) -> RequestHub {
@@ -731,24 +731,23 @@ async fn a_grant_stands_only_once_its_approval_is_recorded() {
 /// The events published so far and not yet read from `events`, each as its type and
 /// request id, and for `*.not_recorded` the outcome it says was not recorded.
 fn published(events: &mut askbus::bus::Subscription) -> Vec<String> {
-    use futures_util::FutureExt;
-    let mut seen = Vec::new();
-    while let Some(Some(envelope)) = events.next().now_or_never() {
-        let envelope = envelope.expect("the test's subscriber keeps up");
-        let json: serde_json::Value = serde_json::from_str(envelope.json()).expect("JSON");
-        let properties = &json["properties"];
-        let id = properties["requestID"]
-            .as_str()
-            .or(properties["request_id"].as_str())
-            .or(properties["id"].as_str())
-            .expect("a request event");
-        let mut line = format!("{} {id}", envelope.event_type());
-        if let Some(outcome) = properties["outcome"].as_str() {
-            line = format!("{line} {outcome}");
-        }
-        seen.push(line);
-    }
-    seen
+    ready_items(events)
+        .into_iter()
+        .map(|envelope| {
+            let envelope = envelope.expect("the test's subscriber keeps up");
+            let json: serde_json::Value = serde_json::from_str(envelope.json()).expect("JSON");
+            let properties = &json["properties"];
+            let id = properties["requestID"]
+                .as_str()
+                .or(properties["request_id"].as_str())
+                .or(properties["id"].as_str())
+                .expect("a request event");
+            match properties["outcome"].as_str() {
+                Some(outcome) => format!("{} {id} {outcome}", envelope.event_type()),
+                None => format!("{} {id}", envelope.event_type()),
+            }
+        })
+        .collect()
 }
 
 /// A shared memory store that refuses every write: a shared store that is down.
