@@ -12,7 +12,7 @@ use askbus::question::{
 };
 use askbus_http::{AccessToken, HttpConfig};
 use askbus_notify::{DeliveryStats, Dispatcher, RetryPolicy, Webhook, WebhookSecret};
-use askbus_store::{DeliveryQuery, DeliveryState, MemoryStore, Store};
+use askbus_store::{DeliveryQuery, DeliveryState, MemoryStore, OutboxMessage, Store, Write};
 use axum::Router;
 use axum::http::{HeaderMap, StatusCode};
 use axum::routing::post;
@@ -22,6 +22,49 @@ use tokio_util::sync::CancellationToken;
 use tower::ServiceExt;
 
 use crate::http::{TestApp, request};
+
+#[tokio::test]
+async fn a_delivery_queued_under_a_webhook_s_former_name_still_arrives() {
+    let receiver = Receiver::start(|_| (StatusCode::NO_CONTENT, Duration::ZERO)).await;
+    let webhook = Webhook::parse(&receiver.url).unwrap();
+    assert_ne!(
+        webhook.name(),
+        receiver.url,
+        "a webhook's name hides its path"
+    );
+    // Queued before an upgrade, by a version that named a webhook by its URL without the
+    // query.
+    let store: Arc<dyn Store> = Arc::new(MemoryStore::new());
+    let message_id = "msg_01JDQ3Z5V7X8Y9Z0A1B2C3D4E5";
+    store
+        .write(Write::Enqueue(OutboxMessage {
+            id: message_id.to_owned(),
+            targets: vec![receiver.url.clone()],
+            payload: serde_json::json!({
+                "type": "question.asked",
+                "timestamp": "2026-11-01T00:00:00Z",
+                "data": {"id": "que_1"},
+            })
+            .to_string(),
+            created_at_ms: askbus_store::now_ms(),
+        }))
+        .await
+        .unwrap();
+    let shutdown = CancellationToken::new();
+    Dispatcher::new(
+        Arc::clone(&store),
+        vec![webhook],
+        WebhookSecret::parse(SECRET).unwrap(),
+    )
+    .with_retry(QUICK)
+    .spawn(shutdown.clone());
+    let delivery = settled(&store, Duration::from_secs(10)).await;
+    assert_eq!(delivery.state, DeliveryState::Delivered, "{delivery:?}");
+    let received = receiver.received();
+    assert_eq!(received.len(), 1, "{received:?}");
+    assert_eq!(received[0].id, message_id);
+    shutdown.cancel();
+}
 
 const SECRET: &str = "whsec_C2FtcGxlLXNlY3JldC1mb3ItYXNrYnVzLXRlc3RzIQ==";
 

@@ -263,6 +263,61 @@ async fn a_receiver_killed_mid_stream_gets_every_message_once_back() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_secret_in_a_webhook_s_path_is_in_no_log_line_and_no_listing() {
+    // A Slack-style URL, whose path is the receiver's secret; nothing listens there, so
+    // its attempts fail, and are listed and logged under the webhook's name.
+    let port = free_port();
+    let url = format!("http://127.0.0.1:{port}/services/T0/B0/path-secret-7f3k");
+    let server = in_memory(&["--webhook", &url]).await;
+    let http = reqwest::Client::new();
+    server.ask(&http, &question("call-1")).await;
+    let listed = tokio::time::timeout(Duration::from_secs(10), async {
+        loop {
+            let deliveries = server.get(&http, "/webhook/deliveries").await;
+            let attempted = deliveries.as_array().unwrap().iter().any(|delivery| {
+                delivery["attempts"].as_u64() > Some(0) && delivery["last_attempt"].is_object()
+            });
+            if attempted {
+                return deliveries;
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    })
+    .await
+    .expect("the failed attempt is listed");
+    let name = listed[0]["target"].as_str().unwrap().to_owned();
+    assert!(
+        name.starts_with(&format!("http://127.0.0.1:{port}/...")),
+        "{name}"
+    );
+    assert!(!listed.to_string().contains("path-secret"), "{listed}");
+    let logged = tokio::time::timeout(Duration::from_secs(10), async {
+        loop {
+            let logged = server.logged();
+            if logged
+                .iter()
+                .any(|line| line.contains("failed (attempt 1)"))
+            {
+                return logged;
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    })
+    .await
+    .expect("the failed attempt is logged");
+    assert!(
+        logged
+            .iter()
+            .any(|line| line.contains(&format!("delivering every request event to webhook {name}"))),
+        "the start-up line names the webhook: {logged:#?}"
+    );
+    assert!(
+        logged.iter().all(|line| !line.contains("path-secret")),
+        "{logged:#?}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn kill_9_mid_queue_loses_no_delivery() {
     let dir = tempfile::tempdir().unwrap();
     let store = format!("sqlite:{}", dir.path().join("askbus.db").display());

@@ -88,8 +88,9 @@ pub(crate) struct DeliveryView {
     /// The event it tells of (`question.asked`).
     #[serde(rename = "type")]
     event_type: Option<String>,
-    /// Where it goes: a webhook's URL without its query (after `NAME=` for a recipient's),
-    /// `slack:CHANNEL`, or `email:ADDRESS`.
+    /// Where it goes: a webhook's URL origin, then `/...` and a fingerprint of the whole
+    /// URL for one with a path, query, user or password, which may hold the receiver's
+    /// secret (after `NAME=` for a recipient's); `slack:CHANNEL`; or `email:ADDRESS`.
     target: String,
     /// Where it stands.
     state: StateFilter,

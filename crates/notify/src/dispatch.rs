@@ -473,7 +473,7 @@ impl Inner {
     /// it (or this one will again, after a restart with it), so it is tried again by the
     /// retry policy, never dropped at once.
     async fn attempt(&self, delivery: &Delivery) -> Attempt {
-        let sent = match self.targets.get(&delivery.target) {
+        let sent = match self.target_named(&delivery.target) {
             Some(target) => self.send(target, delivery).await,
             None => Err(Failure::retry(
                 None,
@@ -507,6 +507,16 @@ impl Inner {
                 error: Some(failure.error),
             },
         }
+    }
+
+    /// The target named `name`: by its name, or by the one an earlier version kept its
+    /// deliveries under (a delivery queued before an upgrade; rare, so looked up last).
+    fn target_named(&self, name: &str) -> Option<&Target> {
+        self.targets.get(name).or_else(|| {
+            self.targets
+                .values()
+                .find(|target| target.former_name().as_deref() == Some(name))
+        })
     }
 
     /// Sends `delivery` to `target`, with the answer link of the target's recipient if it

@@ -4,6 +4,7 @@ use std::sync::Arc;
 
 use askbus_question::{Notice, Notifier};
 use askbus_store::{OutboxMessage, now_ms};
+use sha2::{Digest, Sha256};
 use tokio::sync::Notify;
 
 use crate::dispatch::DeliveryStats;
@@ -46,6 +47,15 @@ impl Target {
             Self::Webhook { .. } => "webhook",
             Self::Slack(_) => "slack",
             Self::Email(_) => "email",
+        }
+    }
+
+    /// The name its deliveries were kept under by an earlier version, if it had another
+    /// ([`Webhook`]s showed their path then).
+    pub(crate) fn former_name(&self) -> Option<String> {
+        match self {
+            Self::Webhook { webhook, .. } => webhook.former_name(),
+            Self::Slack(_) | Self::Email(_) => None,
         }
     }
 
@@ -98,9 +108,19 @@ impl Webhook {
     /// assert_eq!(alice.recipient.as_deref(), Some("alice"));
     /// assert_eq!(alice.url.as_str(), "https://hooks.example.com/alice");
     /// assert!(Webhook::parse("ftp://example.com").is_err());
-    /// // Its name (logged, listed) holds no query, user or password.
+    /// // Its name (logged, listed) holds no path, query, user or password: any may be
+    /// // the receiver's secret, as a Slack or Discord webhook's path is.
+    /// let slack = Webhook::parse("https://hooks.slack.com/services/T0/B0/s3cr3t").unwrap();
+    /// assert!(slack.name().starts_with("https://hooks.slack.com/..."));
+    /// assert!(!slack.name().contains("s3cr3t"));
     /// let login = Webhook::parse("https://bot:pw@hooks.example.com/in?key=1").unwrap();
-    /// assert_eq!(login.name(), "https://hooks.example.com/in");
+    /// assert!(!login.name().contains("pw") && !login.name().contains("key"));
+    /// // Its fingerprint tells apart URLs that differ anywhere.
+    /// let other = Webhook::parse("https://bot:pw@hooks.example.com/in?key=2").unwrap();
+    /// assert_ne!(login.name(), other.name());
+    /// // A URL that is its origin alone is shown whole.
+    /// let bare = Webhook::parse("bob=https://hooks.example.com").unwrap();
+    /// assert_eq!(bare.name(), "bob=https://hooks.example.com/");
     /// ```
     pub fn parse(written: &str) -> Result<Self, BadWebhook> {
         let written = written.trim();
@@ -122,20 +142,51 @@ impl Webhook {
         })
     }
 
-    /// The name its deliveries are kept under: the recipient and the URL without its
-    /// query, user and password (which may hold a receiver's secret; a secret in the path
-    /// is shown as written), stable across restarts so deliveries queued before one find
-    /// their target after it.
+    /// The name its deliveries are kept under, and the one logs and
+    /// `/webhook/deliveries` show: the recipient and the URL's origin, then, for a URL
+    /// with more than its origin, `/...` and a fingerprint of the whole URL in place of
+    /// the rest. The path, the query, the user and the password may each hold the
+    /// receiver's secret (a Slack or Discord webhook's path does), so none is shown.
+    /// Stable across restarts, so deliveries queued before one find their target after
+    /// it; different for URLs that differ anywhere but in their fragment.
     pub fn name(&self) -> String {
+        let origin = self.url.origin().ascii_serialization();
+        let bare = self.url.path() == "/"
+            && self.url.query().is_none()
+            && self.url.username().is_empty()
+            && self.url.password().is_none();
+        let shown = if bare {
+            format!("{origin}/")
+        } else {
+            let mut url = self.url.clone();
+            url.set_fragment(None);
+            let digest = Sha256::digest(url.as_str().as_bytes());
+            let fingerprint: String = digest[..4]
+                .iter()
+                .map(|byte| format!("{byte:02x}"))
+                .collect();
+            format!("{origin}/...{fingerprint}")
+        };
+        match &self.recipient {
+            Some(recipient) => format!("{recipient}={shown}"),
+            None => shown,
+        }
+    }
+
+    /// The name its deliveries were kept under before [`name`](Self::name) hid the path
+    /// (the URL without its query, fragment, user and password), when it differs: a
+    /// delivery queued under it before an upgrade still finds this webhook.
+    pub(crate) fn former_name(&self) -> Option<String> {
         let mut url = self.url.clone();
         url.set_query(None);
         url.set_fragment(None);
         let _ = url.set_password(None);
         let _ = url.set_username("");
-        match &self.recipient {
+        let former = match &self.recipient {
             Some(recipient) => format!("{recipient}={url}"),
             None => url.to_string(),
-        }
+        };
+        (former != self.name()).then_some(former)
     }
 }
 
