@@ -689,6 +689,8 @@ async fn drive_deliveries(package: PathBuf) {
     )
     .await;
     let (open, auth) = (format!("http://{open}"), format!("http://{auth}"));
+    // The name the deliveries list the webhook by: its origin and a fingerprint.
+    let hook_name = Webhook::parse(&receiver.hook).unwrap().name();
     let screenshots = screenshot_dir();
     let done = run_script(
         &package,
@@ -697,7 +699,7 @@ async fn drive_deliveries(package: PathBuf) {
             ("ASKBUS_UI_DELIVERIES_URL", &open),
             ("ASKBUS_UI_DELIVERIES_AUTH_URL", &auth),
             ("ASKBUS_UI_DELIVERIES_RECEIVER", &receiver.control),
-            ("ASKBUS_UI_DELIVERIES_HOOK", &receiver.hook),
+            ("ASKBUS_UI_DELIVERIES_HOOK", &hook_name),
             ("ASKBUS_UI_DELIVERIES_ADMIN", DELIVERIES_ADMIN),
             ("ASKBUS_UI_DELIVERIES_REVIEWER", DELIVERIES_REVIEWER),
             (

@@ -88,9 +88,10 @@ pub(crate) struct DeliveryView {
     /// The event it tells of (`question.asked`).
     #[serde(rename = "type")]
     event_type: Option<String>,
-    /// Where it goes: a webhook's URL origin, then `/...` and a fingerprint of the whole
-    /// URL for one with a path, query, user or password, which may hold the receiver's
-    /// secret (after `NAME=` for a recipient's); `slack:CHANNEL`; or `email:ADDRESS`.
+    /// Where it goes: a webhook's URL origin, then `/...` and a fingerprint of the URL
+    /// (without its fragment) for one with a path other than `/`, a query, a user or a
+    /// password, any of which may hold the receiver's secret (after `NAME=` for a
+    /// recipient's); `slack:CHANNEL`; or `email:ADDRESS`.
     target: String,
     /// Where it stands.
     state: StateFilter,

@@ -237,6 +237,10 @@ struct Inner {
     store: Arc<dyn Store>,
     /// The targets by name.
     targets: HashMap<String, Target>,
+    /// The names of the targets by the names an earlier version kept their deliveries
+    /// under ([`Target::former_name`]); where two had one former name, the one configured
+    /// last, as that version's own lookup had it.
+    formerly: HashMap<String, String>,
     links: Option<Arc<dyn AnswerLinks>>,
     retry: RetryPolicy,
     /// The longest one post may take.
@@ -265,6 +269,10 @@ impl Dispatcher {
     /// A dispatcher delivering the messages of `store` to `targets` (webhooks, Slack
     /// channels, mailboxes; one retry policy for all), as [`new`](Self::new) does.
     pub fn for_targets(store: Arc<dyn Store>, targets: Vec<Target>) -> Self {
+        let formerly = targets
+            .iter()
+            .filter_map(|target| Some((target.former_name()?, target.name())))
+            .collect();
         Self {
             inner: Arc::new(Inner {
                 store,
@@ -272,6 +280,7 @@ impl Dispatcher {
                     .into_iter()
                     .map(|target| (target.name(), target))
                     .collect(),
+                formerly,
                 links: None,
                 retry: RetryPolicy::default(),
                 timeout: Duration::from_secs(10),
@@ -436,8 +445,11 @@ impl Inner {
             AfterAttempt::Abandon => &self.stats.abandoned,
         };
         counter.fetch_add(1, Ordering::Relaxed);
+        // A delivery queued under a target's former name is counted and logged under its
+        // name now, which shows no secret.
+        let target = self.current_name(&delivery.target);
         self.stats
-            .attempted(&delivery.target, attempt.then == AfterAttempt::Delivered);
+            .attempted(target, attempt.then == AfterAttempt::Delivered);
         if let Some(error) = &attempt.error {
             // A failed attempt that will be tried again is routine; one given up on means a
             // receiver never heard of a request: an operator must see it.
@@ -445,14 +457,14 @@ impl Inner {
                 tracing::warn!(
                     "notify: {} to {} failed (attempt {}), and is given up: {error}",
                     delivery.message_id,
-                    delivery.target,
+                    target,
                     delivery.attempts + 1
                 );
             } else {
                 tracing::info!(
                     "notify: {} to {} failed (attempt {}): {error}",
                     delivery.message_id,
-                    delivery.target,
+                    target,
                     delivery.attempts + 1
                 );
             }
@@ -509,14 +521,19 @@ impl Inner {
         }
     }
 
-    /// The target named `name`: by its name, or by the one an earlier version kept its
-    /// deliveries under (a delivery queued before an upgrade; rare, so looked up last).
+    /// The target named `name`, by its name or its former one.
     fn target_named(&self, name: &str) -> Option<&Target> {
-        self.targets.get(name).or_else(|| {
-            self.targets
-                .values()
-                .find(|target| target.former_name().as_deref() == Some(name))
-        })
+        self.targets.get(self.current_name(name))
+    }
+
+    /// The name now of the target a delivery was queued for under `name`: `name` itself,
+    /// unless it is the name an earlier version kept a target's deliveries under (a
+    /// delivery queued before an upgrade).
+    fn current_name<'a>(&'a self, name: &'a str) -> &'a str {
+        if self.targets.contains_key(name) {
+            return name;
+        }
+        self.formerly.get(name).map_or(name, String::as_str)
     }
 
     /// Sends `delivery` to `target`, with the answer link of the target's recipient if it

@@ -1,5 +1,6 @@
 //! Where messages go, and the notifier that addresses them.
 
+use std::fmt;
 use std::sync::Arc;
 
 use askbus_question::{Notice, Notifier};
@@ -69,8 +70,9 @@ impl Target {
     }
 }
 
-/// A webhook endpoint: where every request event is posted.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// A webhook endpoint: where every request event is posted. Its `Debug` shows its
+/// [`name`](Webhook::name), never its URL, which may hold the receiver's secret.
+#[derive(Clone, PartialEq, Eq)]
 pub struct Webhook {
     /// The URL posted to.
     pub url: reqwest::Url,
@@ -87,6 +89,14 @@ pub enum BadWebhook {
     /// The recipient's name is empty.
     #[error("{0:?} names no recipient before `=` (write `URL` or `NAME=URL`)")]
     NoRecipient(String),
+}
+
+impl fmt::Debug for Webhook {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Webhook")
+            .field("name", &self.name())
+            .finish_non_exhaustive()
+    }
 }
 
 impl Webhook {
@@ -144,8 +154,8 @@ impl Webhook {
 
     /// The name its deliveries are kept under, and the one logs and
     /// `/webhook/deliveries` show: the recipient and the URL's origin, then, for a URL
-    /// with more than its origin, `/...` and a fingerprint of the whole URL in place of
-    /// the rest. The path, the query, the user and the password may each hold the
+    /// with more than its origin (a path other than `/`, a query, a user or a password),
+    /// `/...` and a fingerprint of the URL without its fragment in place of the rest. The path, the query, the user and the password may each hold the
     /// receiver's secret (a Slack or Discord webhook's path does), so none is shown.
     /// Stable across restarts, so deliveries queued before one find their target after
     /// it; different for URLs that differ anywhere but in their fragment.

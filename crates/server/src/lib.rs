@@ -873,7 +873,8 @@ pub enum ConfigError {
         "answer links sent to recipients over a shared store need --link-secret (the same on every instance), or a link sent by one instance is refused by the others"
     )]
     LinkSecretRequired,
-    /// A `--webhook-secret URL=…` for no `--webhook` of that URL.
+    /// A `--webhook-secret URL=…` for no `--webhook` of that URL; the URL is named as
+    /// the start-up line names webhooks (its origin and a fingerprint).
     #[error("--webhook-secret {0}=…: no --webhook has that URL")]
     SecretForNoWebhook(String),
     /// Notification flags that need each other, given apart.

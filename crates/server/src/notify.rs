@@ -209,7 +209,14 @@ impl Secrets {
                     let named = Webhook::parse(url)
                         .ok()
                         .filter(|named| webhooks.iter().any(|webhook| webhook.url == named.url))
-                        .ok_or_else(|| ConfigError::SecretForNoWebhook(url.to_owned()))?;
+                        .ok_or_else(|| {
+                            // Named as the start-up line names webhooks: the URL as
+                            // written may hold the receiver's secret.
+                            ConfigError::SecretForNoWebhook(Webhook::parse(url).map_or_else(
+                                |_| "(not an http(s) URL)".to_owned(),
+                                |named| named.name(),
+                            ))
+                        })?;
                     let secret = WebhookSecret::parse(&entry[at + 1..])?;
                     secrets.by_url.push((named, secret));
                 }
