@@ -300,11 +300,11 @@ fn the_history_keeps_only_the_events_its_bytes_allow() {
     );
 }
 
-/// An event's properties (what a journal records) are the same whether they are cut from
-/// its envelope's JSON, made already, or serialised from the payload, with and without the
-/// request id that follows them.
+/// An event's properties (what a journal records) are its payload's JSON, the same slice
+/// of its envelope's JSON whether asked for before it or after, with and without the
+/// request id that follows them, and for the envelope a store gives back.
 #[test]
-fn the_properties_are_the_same_cut_from_the_json_or_made() {
+fn the_properties_are_the_payload_s_json_within_the_envelope_s() {
     let bus = Bus::new();
     let origin = bus.head();
     let text = "quotes \" and \\ and unicode é \u{1}";
@@ -320,17 +320,75 @@ fn the_properties_are_the_same_cut_from_the_json_or_made() {
         ids_of(&envelopes.iter().cloned().map(Ok).collect::<Vec<_>>()),
         [plain, caused]
     );
+    let payload = serde_json::to_string(&noted(text)).unwrap();
     for envelope in &envelopes {
-        let made = envelope.properties_json();
+        // Asked for first, before the envelope's JSON, and after it: the same slice.
+        let properties = envelope.properties_json().to_owned();
+        assert_eq!(properties, payload);
         let json: Value = serde_json::from_str(envelope.json()).expect("JSON");
-        let cut = envelope.properties_json();
-        assert_eq!(made, cut, "{}", envelope.json());
-        assert_eq!(
-            serde_json::from_str::<Value>(&cut).unwrap(),
-            json["properties"]
-        );
+        assert_eq!(envelope.properties_json(), payload);
         assert_eq!(json["properties"]["text"], text);
+        assert_eq!(json["type"], "test.noted");
+        assert_eq!(json["id"], envelope.id().to_string());
+        // A recorded envelope, as a store gives it back, has the same properties.
+        let recorded = Envelope::recorded(
+            envelope.id(),
+            envelope.event_type(),
+            envelope.session_id(),
+            &properties,
+        )
+        .unwrap();
+        assert_eq!(recorded.properties_json(), payload);
+        let recorded_json: Value = serde_json::from_str(recorded.json()).unwrap();
+        assert_eq!(recorded_json["properties"], json["properties"]);
     }
+    assert_eq!(
+        envelopes[0].json(),
+        format!(r#"{{"id":"{plain}","type":"test.noted","properties":{payload}}}"#)
+    );
+    assert_eq!(
+        envelopes[1].json(),
+        format!(
+            r#"{{"id":"{caused}","type":"test.noted","properties":{payload},"requestID":"req-1"}}"#
+        )
+    );
+}
+
+/// A payload that cannot be serialised (a map keyed by pairs, which JSON has no key for),
+/// failing halfway through its JSON.
+#[derive(Clone, Serialize)]
+struct Unwritable {
+    fine: String,
+    keyed_by_pairs: std::collections::BTreeMap<(u8, u8), u8>,
+}
+
+impl Event for Unwritable {
+    const TYPE: &'static str = "test.unwritable";
+}
+
+#[test]
+fn an_event_that_cannot_be_serialised_is_sent_with_why_in_its_properties() {
+    let bus = Bus::new();
+    let origin = bus.head();
+    let id = bus.publish(Unwritable {
+        fine: "written before the failure".into(),
+        keyed_by_pairs: [((1, 2), 3)].into(),
+    });
+    let mut replay = bus.subscribe_from(origin).expect("kept");
+    let envelope = ready_items(&mut replay)
+        .pop()
+        .expect("published")
+        .expect("no lag");
+    // No half-written payload: the envelope is JSON, its properties say why.
+    let json: Value = serde_json::from_str(envelope.json()).expect("the envelope is JSON");
+    assert_eq!(json["id"], id.to_string());
+    assert_eq!(json["type"], "test.unwritable");
+    let error = json["properties"]["error"].as_str().expect("an error");
+    assert!(error.contains("key must be a string"), "{error}");
+    assert_eq!(
+        serde_json::from_str::<Value>(envelope.properties_json()).unwrap(),
+        json["properties"]
+    );
 }
 
 #[test]

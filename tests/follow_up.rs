@@ -23,7 +23,7 @@ fn types(envelopes: &[Envelope]) -> Vec<String> {
 }
 
 fn properties(envelope: &Envelope) -> serde_json::Value {
-    serde_json::from_str(&envelope.properties_json()).unwrap()
+    serde_json::from_str(envelope.properties_json()).unwrap()
 }
 
 /// Advances paused time by `by` and lets the timer task run.

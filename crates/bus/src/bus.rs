@@ -73,9 +73,10 @@ pub struct BusConfig {
     pub history: usize,
     /// How many bytes of their JSON the kept events may take, the newest event always kept
     /// (they take about as much again in memory, as values). `usize::MAX`, the default,
-    /// bounds them by [`history`](Self::history) alone, and makes no event's JSON for it: a
-    /// bus whose events come from untrusted clients (a server's) should set it, or a few
-    /// thousand large requests stay in memory after they ended.
+    /// bounds them by [`history`](Self::history) alone, and makes no event's JSON for it
+    /// (a [`Journal`]'s record or an SSE client makes it; the envelope then keeps it while
+    /// it is kept): a bus whose events come from untrusted clients (a server's) should set
+    /// it, or a few thousand large requests stay in memory after they ended.
     pub history_bytes: usize,
     /// How many events a subscriber may fall behind before it is told it [`Lagged`],
     /// rounded up to a power of two (the live channel's buffer size): with an effective
@@ -288,7 +289,7 @@ impl Bus {
     /// struct Kept(Mutex<Vec<(String, String, String)>>);
     /// impl Journal for Kept {
     ///     fn record(&self, envelope: &Envelope) {
-    ///         let row = (envelope.id().to_string(), envelope.event_type().to_owned(), envelope.properties_json());
+    ///         let row = (envelope.id().to_string(), envelope.event_type().to_owned(), envelope.properties_json().to_owned());
     ///         self.0.lock().unwrap().push(row);
     ///     }
     /// }
@@ -395,8 +396,6 @@ impl Bus {
         let mut state = self.shared.lock();
         let id = state.ids.next_id();
         let envelope = make(id, cause);
-        // Before the journal: a history bounded in bytes makes the JSON the journal's record
-        // is then cut from.
         state.remember(envelope.clone());
         if let Some(journal) = &self.shared.journal {
             // Under the lock, so the record's order is the id order.

@@ -4,10 +4,15 @@
 //! an [`Envelope`] that every subscriber shares: subscribers clone a pointer, never the
 //! payload. The envelope's JSON form `{"id","type","properties"}` (and `"requestID"` when an
 //! HTTP request caused the event: see the `cause` module) is produced the first time anyone
-//! asks for it and then cached, so a thousand SSE clients cost one serialisation.
+//! asks for it and then cached, so a thousand SSE clients cost one serialisation. It is
+//! written in one pass, the payload straight into the envelope's buffer, and where the
+//! properties lie in it is kept: the readers that want the properties alone (a journal's
+//! record, the `v2` and OpenCode frames, once per client) borrow that slice instead of
+//! serialising the payload again or parsing the envelope.
 
 use std::any::Any;
 use std::fmt;
+use std::ops::Range;
 use std::sync::{Arc, OnceLock};
 
 use serde::Serialize;
@@ -62,7 +67,7 @@ struct EnvelopeInner<P: ?Sized> {
     /// The id of the request whose serving published it, if any (see the `cause` module).
     request_id: Option<Arc<str>>,
     /// The compact JSON of the whole envelope, made on first request.
-    json: OnceLock<Box<RawValue>>,
+    json: OnceLock<EnvelopeJson>,
     /// The typed event.
     payload: P,
 }
@@ -72,7 +77,8 @@ trait Payload: Send + Sync {
     fn event_type(&self) -> &str;
     fn session_id(&self) -> Option<&str>;
     fn as_any(&self) -> &dyn Any;
-    fn to_json(&self) -> serde_json::Result<Box<RawValue>>;
+    /// Appends the payload's compact JSON to `out`; on an error, `out` may hold part of it.
+    fn write_json(&self, out: &mut Vec<u8>) -> serde_json::Result<()>;
 }
 
 impl<E: Event> Payload for E {
@@ -88,8 +94,8 @@ impl<E: Event> Payload for E {
         self
     }
 
-    fn to_json(&self) -> serde_json::Result<Box<RawValue>> {
-        serde_json::value::to_raw_value(self)
+    fn write_json(&self, out: &mut Vec<u8>) -> serde_json::Result<()> {
+        serde_json::to_writer(out, self)
     }
 }
 
@@ -133,20 +139,55 @@ impl Payload for RecordedPayload {
         self
     }
 
-    fn to_json(&self) -> serde_json::Result<Box<RawValue>> {
-        Ok(self.properties.clone())
+    fn write_json(&self, out: &mut Vec<u8>) -> serde_json::Result<()> {
+        out.extend_from_slice(self.properties.get().as_bytes());
+        Ok(())
     }
 }
 
-/// The wire form of an envelope, serialised once per envelope.
-#[derive(Serialize)]
-struct EnvelopeJson<'a> {
-    id: EventId,
-    #[serde(rename = "type")]
-    event_type: &'a str,
-    properties: &'a RawValue,
-    #[serde(rename = "requestID", skip_serializing_if = "Option::is_none")]
-    request_id: Option<&'a str>,
+/// The wire form of an envelope, made once per envelope: the text, and where in it the
+/// properties are.
+struct EnvelopeJson {
+    /// `{"id":…,"type":…,"properties":…}`, with `,"requestID":…` before the last brace.
+    text: Box<str>,
+    /// The bytes of `text` that are the properties' JSON.
+    properties: Range<usize>,
+}
+
+impl EnvelopeJson {
+    /// The envelope of the event `id` of `event_type`, whose properties `write_properties`
+    /// appends, caused by the request `request_id` if any.
+    fn write(
+        id: EventId,
+        event_type: &str,
+        write_properties: impl FnOnce(&mut Vec<u8>) -> serde_json::Result<()>,
+        request_id: Option<&str>,
+    ) -> serde_json::Result<Self> {
+        let mut out = Vec::with_capacity(256);
+        out.extend_from_slice(b"{\"id\":");
+        serde_json::to_writer(&mut out, &id)?;
+        out.extend_from_slice(b",\"type\":");
+        serde_json::to_writer(&mut out, event_type)?;
+        out.extend_from_slice(b",\"properties\":");
+        let start = out.len();
+        write_properties(&mut out)?;
+        let properties = start..out.len();
+        if let Some(request_id) = request_id {
+            out.extend_from_slice(b",\"requestID\":");
+            serde_json::to_writer(&mut out, request_id)?;
+        }
+        out.push(b'}');
+        let text = String::from_utf8(out).map_err(serde::ser::Error::custom)?;
+        Ok(Self {
+            text: text.into_boxed_str(),
+            properties,
+        })
+    }
+
+    /// The properties' JSON.
+    fn properties(&self) -> &str {
+        self.text.get(self.properties.clone()).unwrap_or("null")
+    }
 }
 
 impl Envelope {
@@ -196,27 +237,10 @@ impl Envelope {
     }
 
     /// The event's properties alone, as compact JSON: what a [`Journal`](crate::Journal)
-    /// records, and what [`recorded`](Self::recorded) takes back. Cut from the envelope's
-    /// [`json`](Self::json) if it was made already (a bus bounding its history in bytes
-    /// made it), rather than serialising the payload a second time.
-    pub fn properties_json(&self) -> String {
-        /// The envelope's JSON, read for its properties alone.
-        #[derive(serde::Deserialize)]
-        struct Properties<'a> {
-            #[serde(borrow)]
-            properties: &'a RawValue,
-        }
-        if let Some(json) = self.inner.json.get()
-            && let Ok(Properties { properties }) = serde_json::from_str(json.get())
-        {
-            return properties.get().to_owned();
-        }
-        self.inner
-            .payload
-            .to_json()
-            .unwrap_or_else(|error| error_properties(&error))
-            .get()
-            .to_owned()
+    /// records, and what [`recorded`](Self::recorded) takes back. A slice of the
+    /// envelope's [`json`](Self::json) (made by this call if nobody asked for it yet).
+    pub fn properties_json(&self) -> &str {
+        self.made_json().properties()
     }
 
     /// The event's id: ascending in publish order, and the cursor to resume after it.
@@ -253,24 +277,36 @@ impl Envelope {
     /// payload ever cannot be serialised, `properties` is `{"error": "<why>"}` rather than
     /// the event silently disappearing from JSON consumers.
     pub fn json(&self) -> &str {
-        self.inner
-            .json
-            .get_or_init(|| {
-                let properties = self
-                    .inner
-                    .payload
-                    .to_json()
-                    .unwrap_or_else(|error| error_properties(&error));
-                let frame = EnvelopeJson {
-                    id: self.inner.id,
-                    event_type: self.event_type(),
-                    properties: &properties,
-                    request_id: self.request_id(),
-                };
-                serde_json::value::to_raw_value(&frame)
-                    .unwrap_or_else(|_| RawValue::NULL.to_owned())
+        &self.made_json().text
+    }
+
+    /// The envelope's JSON, made on the first call.
+    fn made_json(&self) -> &EnvelopeJson {
+        self.inner.json.get_or_init(|| {
+            let (id, event_type, request_id) = (self.id(), self.event_type(), self.request_id());
+            EnvelopeJson::write(
+                id,
+                event_type,
+                |out| self.inner.payload.write_json(out),
+                request_id,
+            )
+            .or_else(|error| {
+                let properties = error_properties(&error);
+                EnvelopeJson::write(
+                    id,
+                    event_type,
+                    |out| {
+                        out.extend_from_slice(properties.get().as_bytes());
+                        Ok(())
+                    },
+                    request_id,
+                )
             })
-            .get()
+            .unwrap_or_else(|_| EnvelopeJson {
+                text: "null".into(),
+                properties: 0..4,
+            })
+        })
     }
 }
 

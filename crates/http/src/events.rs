@@ -342,7 +342,7 @@ impl EventStream {
                 r#"{{"directory":{directory},"payload":{}}}"#,
                 envelope.json()
             )),
-            Framing::V2 => self.frame(envelope, envelope.event_type(), &envelope.properties_json()),
+            Framing::V2 => self.frame(envelope, envelope.event_type(), envelope.properties_json()),
         }
     }
 

@@ -576,13 +576,12 @@ pub(crate) fn companion(envelope: &Envelope) -> Option<(&'static str, String)> {
     let kind = envelope.event_type();
     match kind {
         "approval.asked" => {
-            let request: ApprovalRequest =
-                serde_json::from_str(&envelope.properties_json()).ok()?;
+            let request: ApprovalRequest = serde_json::from_str(envelope.properties_json()).ok()?;
             let asked = serde_json::to_string(&Permission::of(&request)).ok()?;
             Some(("permission.asked", asked))
         }
         "question.timed_out" | "question.cancelled" => {
-            let properties: Value = serde_json::from_str(&envelope.properties_json()).ok()?;
+            let properties: Value = serde_json::from_str(envelope.properties_json()).ok()?;
             let rejected = json!({
                 "sessionID": properties.get("sessionID")?,
                 "requestID": properties.get("requestID")?,
@@ -591,7 +590,7 @@ pub(crate) fn companion(envelope: &Envelope) -> Option<(&'static str, String)> {
             Some(("question.rejected", rejected.to_string()))
         }
         "approval.replied" | "approval.timed_out" | "approval.cancelled" => {
-            let properties: Value = serde_json::from_str(&envelope.properties_json()).ok()?;
+            let properties: Value = serde_json::from_str(envelope.properties_json()).ok()?;
             // Only a reply can run something; expiry and cancellation reject. A reply that
             // made a grant, or that a grant made, is OpenCode's `always`.
             let runs = kind == "approval.replied"

@@ -31,7 +31,7 @@ impl Journal for EventJournal {
             id: envelope.id().to_string(),
             event_type: envelope.event_type().to_owned(),
             session_id: envelope.session_id().map(str::to_owned),
-            properties: envelope.properties_json(),
+            properties: envelope.properties_json().to_owned(),
         };
         // The append happens in its place in the queue whether or not anyone waits for it.
         drop(self.store.write(Write::Append(record)));
