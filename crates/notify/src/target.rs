@@ -155,10 +155,11 @@ impl Webhook {
     /// The name its deliveries are kept under, and the one logs and
     /// `/webhook/deliveries` show: the recipient and the URL's origin, then, for a URL
     /// with more than its origin (a path other than `/`, a query, a user or a password),
-    /// `/...` and a fingerprint of the URL without its fragment in place of the rest. The path, the query, the user and the password may each hold the
-    /// receiver's secret (a Slack or Discord webhook's path does), so none is shown.
-    /// Stable across restarts, so deliveries queued before one find their target after
-    /// it; different for URLs that differ anywhere but in their fragment.
+    /// `/...` and a fingerprint of the URL without its fragment in place of the rest. The
+    /// path, the query, the user and the password may each hold the receiver's secret (a
+    /// Slack or Discord webhook's path does), so none is shown. Stable across restarts,
+    /// so deliveries queued before one find their target after it; different for URLs
+    /// that differ anywhere but in their fragment.
     pub fn name(&self) -> String {
         let origin = self.url.origin().ascii_serialization();
         let bare = self.url.path() == "/"
