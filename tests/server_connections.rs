@@ -219,11 +219,7 @@ async fn mcp_needs_the_token_when_the_server_has_one() {
         settings.http.tokens = vec![askbus_http::AccessToken::all_sessions(TOKEN)];
     })
     .await;
-    let initialize = serde_json::json!({
-        "jsonrpc": "2.0", "id": 1, "method": "initialize",
-        "params": {"protocolVersion": "2025-06-18", "capabilities": {},
-                   "clientInfo": {"name": "askbus-test", "version": "0"}},
-    });
+    let initialize = initialize_message();
     let client = reqwest::Client::new();
     let post = |token: Option<&str>| {
         let request = client
@@ -360,22 +356,26 @@ async fn a_connection_busy_after_the_grace_period_is_dropped() {
     );
 }
 
+/// An MCP `initialize` request, as a client of protocol version 2025-06-18 sends it.
+fn initialize_message() -> Value {
+    serde_json::json!({
+        "jsonrpc": "2.0", "id": 1, "method": "initialize",
+        "params": {"protocolVersion": "2025-06-18", "capabilities": {},
+                   "clientInfo": {"name": "askbus-test", "version": "0"}},
+    })
+}
+
 /// `initialize` over `/mcp` with `token`; the session id the server gave, or the refusal.
 async fn mcp_session(
     client: &reqwest::Client,
     server: &Server,
     token: &str,
 ) -> Result<String, reqwest::Response> {
-    let initialize = serde_json::json!({
-        "jsonrpc": "2.0", "id": 1, "method": "initialize",
-        "params": {"protocolVersion": "2025-06-18", "capabilities": {},
-                   "clientInfo": {"name": "askbus-test", "version": "0"}},
-    });
     let answer = client
         .post(server.url("/mcp"))
         .header("accept", "application/json, text/event-stream")
         .bearer_auth(token)
-        .json(&initialize)
+        .json(&initialize_message())
         .send()
         .await
         .expect("answered");
@@ -478,6 +478,31 @@ async fn mcp_sessions_are_capped_and_a_closed_one_makes_room() {
             .is_some_and(|message| message.contains("2 MCP sessions")),
         "{body}"
     );
+    // Nor by another spelling the endpoint accepts: the method name escaped, or a session
+    // id that is not text (the endpoint reads it as none).
+    let escaped = r#"{"jsonrpc": "2.0", "id": 1, "method": "initiali\u007ae",
+        "params": {"protocolVersion": "2025-06-18", "capabilities": {},
+                   "clientInfo": {"name": "askbus-test", "version": "0"}}}"#;
+    let not_text = reqwest::header::HeaderValue::from_bytes(b"\xff").expect("obs-text");
+    let plain = serde_json::to_string(&initialize_message()).expect("JSON");
+    for (body, session) in [(escaped.to_owned(), None), (plain, Some(not_text))] {
+        let mut post = client
+            .post(server.url("/mcp"))
+            .header("accept", "application/json, text/event-stream")
+            .header("content-type", "application/json")
+            .bearer_auth(TOKEN)
+            .body(body.clone());
+        if let Some(session) = session {
+            post = post.header("mcp-session-id", session);
+        }
+        let answer = post.send().await.expect("answered");
+        assert_eq!(
+            answer.status(),
+            reqwest::StatusCode::SERVICE_UNAVAILABLE,
+            "{body}: {:?}",
+            answer.headers().get("mcp-session-id")
+        );
+    }
     // A request within an open session still goes through.
     let ping = client
         .post(server.url("/mcp"))

@@ -4,7 +4,9 @@
 use std::sync::Arc;
 
 use rmcp::ServiceExt;
+use rmcp::model::{ClientJsonRpcMessage, ClientRequest, JsonRpcMessage};
 use rmcp::service::{QuitReason, ServerInitializeError};
+use rmcp::transport::common::http_header::HEADER_SESSION_ID;
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 use tokio::io::{AsyncRead, AsyncWrite};
@@ -60,6 +62,26 @@ impl McpSessions {
     /// session manager's keep-alive (300 s).
     pub async fn open(&self) -> usize {
         self.0.sessions.read().await.len()
+    }
+
+    /// Whether the endpoint opens a session for a `POST` with `headers` and `body`: it
+    /// carries no session id the endpoint can read, and its body is an `initialize` request.
+    ///
+    /// Both are read as the endpoint reads them (the header as text, the body as rmcp's
+    /// message), so that a limit kept in front of the endpoint sees what it will do: a
+    /// cheaper reading (the method as borrowed text, any session header) let an escaped
+    /// method name (`"initiali\u007ae"`) or a session id that is not text open sessions
+    /// past the limit.
+    pub fn opened_by(headers: &http::HeaderMap, body: &[u8]) -> bool {
+        let in_session = headers
+            .get(HEADER_SESSION_ID)
+            .is_some_and(|id| id.to_str().is_ok());
+        !in_session
+            && matches!(
+                serde_json::from_slice::<ClientJsonRpcMessage>(body),
+                Ok(JsonRpcMessage::Request(message))
+                    if matches!(message.request, ClientRequest::InitializeRequest(_))
+            )
     }
 }
 

@@ -164,18 +164,7 @@ const SESSION_RETRY_AFTER: Duration = Duration::from_secs(30);
 /// `initialize`s. Requests racing past the count at once may pass it by as many as there
 /// are stream slots.
 async fn check_session_room(headers: &HeaderMap, body: &[u8], gate: &Gate) -> Result<(), ApiError> {
-    /// The method of a JSON-RPC message; everything else is the MCP server's to read.
-    #[derive(serde::Deserialize)]
-    struct JsonRpcMethod<'a> {
-        #[serde(borrow)]
-        method: Option<&'a str>,
-    }
-    if headers.contains_key("mcp-session-id") {
-        return Ok(());
-    }
-    let opens = serde_json::from_slice::<JsonRpcMethod<'_>>(body)
-        .is_ok_and(|message| message.method == Some("initialize"));
-    if !opens || gate.sessions.open().await < gate.max_sessions {
+    if !McpSessions::opened_by(headers, body) || gate.sessions.open().await < gate.max_sessions {
         return Ok(());
     }
     tracing::warn!(
