@@ -1698,6 +1698,17 @@ pub async fn run(settings: Settings, shutdown: CancellationToken) -> std::io::Re
     Ok(())
 }
 
+/// Deletes what `store` holds past `--keep-resolved-days` now, and every
+/// [`SWEEP_INTERVAL`](askbus_store::SWEEP_INTERVAL) while it lives. Every store the server
+/// opens goes through here, the memory store that only backs notifications included: it
+/// would otherwise keep every request, history and delivery for the process's life.
+async fn keep_swept(settings: &Settings, store: &Arc<dyn Store>) {
+    if let Some(keep) = settings.keep_resolved {
+        askbus_store::sweep(&**store, keep).await;
+        tokio::spawn(askbus_store::keep_resolved_for(Arc::downgrade(store), keep));
+    }
+}
+
 /// The questions and approvals of the server, on a bus, recorded in the configured store
 /// (with the sessions' histories, each within its limit) and restored from it; requests
 /// resolved, and histories quiet, longer than `keep_resolved` ago are deleted before it is
@@ -1716,6 +1727,7 @@ async fn open_hub(settings: &Settings) -> Result<RequestHub, StoreError> {
                 .with_history_limit(history.records_per_session)
                 .with_history_bytes(history.bytes_per_session);
             let store = metered(settings, "memory", Arc::new(store));
+            keep_swept(settings, &store).await;
             return hub
                 .bus(Bus::with_config(settings.bus))
                 .store(store)
@@ -1743,13 +1755,7 @@ async fn open_hub(settings: &Settings) -> Result<RequestHub, StoreError> {
             ),
         ),
     };
-    if let Some(keep) = settings.keep_resolved {
-        askbus_store::sweep(&*store, keep).await;
-        tokio::spawn(askbus_store::keep_resolved_for(
-            Arc::downgrade(&store),
-            keep,
-        ));
-    }
+    keep_swept(settings, &store).await;
     if store.change_log().is_some() {
         // Redis. Its bus is this server's own: the store's change log brings it every
         // instance's request events, and its event ids are this server's cursors.
@@ -1869,4 +1875,70 @@ fn describe_auth(tokens: &[AccessToken]) -> String {
         named(Role::Agent),
         named(Role::Reviewer),
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use askbus_store::{OutcomeRecord, OutcomeState, RequestKind, RequestRecord, Write};
+    use clap::Parser;
+
+    use super::*;
+
+    /// With notifications, `--store memory` keeps a store for their outbox, and it holds
+    /// every request and delivery: it is swept past `--keep-resolved-days` like the others,
+    /// where it used to keep them for the process's life.
+    #[tokio::test(start_paused = true)]
+    async fn the_memory_store_behind_notifications_is_swept() {
+        let settings = Cli::try_parse_from([
+            "askbus",
+            "--store",
+            "memory",
+            "--webhook",
+            "http://127.0.0.1:9/hook",
+            "--webhook-secret",
+            // 24 bytes of base64: the shortest secret taken.
+            "whsec_MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3",
+            "--keep-resolved-days",
+            "1",
+        ])
+        .expect("flags")
+        .settings()
+        .expect("valid");
+        let hub = open_hub(&settings).await.expect("a hub");
+        let store = Arc::clone(hub.store().expect("a store for the outbox"));
+        let now_ms = askbus_store::now_ms();
+        for (id, resolved_days_ago) in [("que_1", 2), ("que_2", 0)] {
+            let request = RequestRecord {
+                id: id.into(),
+                kind: RequestKind::Question,
+                session_id: "s".into(),
+                call_id: None,
+                created_at_ms: now_ms - 3 * 86_400_000,
+                expires_at_ms: None,
+                body: "{}".into(),
+            };
+            let outcome = OutcomeRecord::new(
+                OutcomeState::Replied,
+                "[]",
+                now_ms - resolved_days_ago * 86_400_000,
+            );
+            store.write(Write::Insert(request)).await.expect("inserted");
+            store
+                .write(Write::Resolve {
+                    kind: RequestKind::Question,
+                    id: id.into(),
+                    outcome,
+                    audit: None,
+                    outbox: None,
+                })
+                .await
+                .expect("resolved");
+        }
+
+        tokio::time::sleep(askbus_store::SWEEP_INTERVAL + Duration::from_secs(1)).await;
+        assert_eq!(store.get("que_1").await.expect("read"), None, "swept");
+        assert!(store.get("que_2").await.expect("read").is_some(), "kept");
+    }
 }
