@@ -477,6 +477,38 @@ async fn a_store_cut_off_counts_failed_writes_and_is_not_ready() {
     }
 }
 
+/// `/ready` needs no token, and each check reads the store behind its writes: against a
+/// Redis that stopped answering, a client sending probe after probe must not queue a read
+/// each. Every probe while one is unanswered waits for that one: Redis, answering again,
+/// runs one read for them all.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn probes_of_a_store_that_stopped_answering_share_one_read() {
+    let redis = PrivateRedis::start().await;
+    let served = serve(&["--store", &redis.url()]).await;
+    let (status, ready) = served.get("/ready").await;
+    assert_eq!(status, 200, "{ready}");
+    let reads_before = redis.calls_of("xrevrange").await;
+
+    redis.signal("STOP");
+    let probes: Vec<_> = (0..40).map(|_| served.get("/ready")).collect();
+    for (status, body) in futures_util::future::join_all(probes).await {
+        assert_eq!(status, 503, "{body}");
+    }
+    redis.signal("CONT");
+    let mut answered = false;
+    for _ in 0..200 {
+        if served.get("/ready").await.0 == 200 {
+            answered = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    assert!(answered, "ready again once Redis answers");
+    // The shared check and the last one: each reads the events, and the log's head.
+    let reads = redis.calls_of("xrevrange").await - reads_before;
+    assert!(reads <= 6, "{reads} reads for 41 probes");
+}
+
 /// A memory store shared by several hubs, whose change log hands a reader what it read
 /// only while the gate is open: a follower that falls behind, on demand. Its head can
 /// stall too: a store that takes connections and answers nothing.

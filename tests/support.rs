@@ -387,6 +387,35 @@ impl PrivateRedis {
         }
     }
 
+    /// Stops it answering (SIGSTOP): its connections stay open and nothing comes back,
+    /// as from a Redis paused or behind a network black hole; `signal("CONT")` resumes it.
+    pub(crate) fn signal(&self, signal: &str) {
+        let process = self.process.as_ref().expect("running");
+        let sent = std::process::Command::new("kill")
+            .arg(format!("-{signal}"))
+            .arg(process.id().to_string())
+            .status()
+            .expect("kill runs");
+        assert!(sent.success(), "kill -{signal}");
+    }
+
+    /// How many times it ran `command` (lower case), by `INFO commandstats`.
+    pub(crate) async fn calls_of(&self, command: &str) -> u64 {
+        let client = redis::Client::open(self.url()).unwrap();
+        let mut connection = client.get_multiplexed_async_connection().await.unwrap();
+        let stats: String = redis::cmd("INFO")
+            .arg("commandstats")
+            .query_async(&mut connection)
+            .await
+            .unwrap();
+        let prefix = format!("cmdstat_{command}:calls=");
+        stats
+            .lines()
+            .find_map(|line| line.strip_prefix(&prefix))
+            .and_then(|rest| rest.split(',').next())
+            .map_or(0, |calls| calls.parse().unwrap())
+    }
+
     /// Starts it (again), on the same port and data, and waits until it answers.
     pub(crate) async fn restart(&mut self) {
         self.kill();

@@ -238,6 +238,8 @@ struct Inner {
     transcripts: askbus_protocol::Transcripts,
     /// What `GET /metrics` serves; `None` when [`HttpConfig::metrics`] is off.
     metrics: Option<Arc<metrics::Metrics>>,
+    /// The `/ready` check in flight, shared by every probe meanwhile.
+    readiness: openapi::Readiness,
 }
 
 impl AppState {
@@ -302,6 +304,7 @@ fn build(
             hub,
             config,
             shutdown,
+            readiness: openapi::Readiness::default(),
         }),
     };
 

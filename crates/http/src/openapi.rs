@@ -18,6 +18,8 @@
 use std::collections::BTreeMap;
 
 use axum::Json;
+use futures_util::FutureExt;
+use futures_util::future::{BoxFuture, Shared};
 use utoipa::openapi::header::HeaderBuilder;
 use utoipa::openapi::schema::{ObjectBuilder, Type};
 use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
@@ -501,13 +503,44 @@ const READY_WAIT: std::time::Duration = std::time::Duration::from_secs(2);
 pub(crate) async fn ready(
     axum::extract::State(state): axum::extract::State<crate::AppState>,
 ) -> Result<Json<Ready>, crate::error::ApiError> {
-    match tokio::time::timeout(READY_WAIT, state.inner.hub.ready()).await {
+    let probe = state.inner.readiness.probe(&state.inner.hub);
+    match tokio::time::timeout(READY_WAIT, probe).await {
         Ok(Ok(())) => Ok(Json(Ready { ready: true })),
-        Ok(Err(error)) => Err(error.into()),
+        Ok(Err(error)) => Err(error),
         Err(_) => Err(crate::error::ApiError::new(
             crate::error::ErrorCode::StoreUnavailable,
             "not ready: the store did not answer within 2 s",
         )),
+    }
+}
+
+/// A readiness check of the hub's store, its answer shared by every `/ready` that waits.
+type Probe = Shared<BoxFuture<'static, Result<(), crate::error::ApiError>>>;
+
+/// The readiness check in flight, if any. `/ready` needs no token, and each check queues a
+/// read behind the store's writes: a store that stopped answering (Redis paused, a network
+/// black hole) would otherwise keep one read per probe queued until it answers or its
+/// connection gives up, however many an unauthenticated client sends. Every `/ready` while
+/// a check is unanswered waits for that one, so the store holds one at most.
+#[derive(Default)]
+pub(crate) struct Readiness(std::sync::Mutex<Option<Probe>>);
+
+impl Readiness {
+    /// The check in flight, or a new one if the last has answered.
+    fn probe(&self, hub: &askbus_question::RequestHub) -> Probe {
+        let mut in_flight = self
+            .0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let Some(probe) = in_flight.as_ref().filter(|probe| probe.peek().is_none()) {
+            return probe.clone();
+        }
+        let hub = hub.clone();
+        let probe = async move { hub.ready().await.map_err(crate::error::ApiError::from) }
+            .boxed()
+            .shared();
+        *in_flight = Some(probe.clone());
+        probe
     }
 }
 
