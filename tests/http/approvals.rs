@@ -2,7 +2,9 @@
 //! server mode (create + long poll), and their errors.
 
 use askbus::Timeout;
-use askbus::question::{Action, ApprovalError, Decision, DecisionType, ReviewConfig};
+use askbus::question::{
+    Action, ApprovalError, Decision, DecisionType, Identity, ReviewConfig, Role,
+};
 use axum::http::StatusCode;
 use serde_json::{Value, json};
 
@@ -312,6 +314,22 @@ async fn a_reused_tool_use_id_joins_only_a_request_of_the_same_calls() {
         message.contains("\"toolu_1\"") && message.contains(&id),
         "{message:?} names the call id and the earlier request"
     );
+    // The same call asked by another agent: the approval is not its to take.
+    let other_agent = app
+        .hub
+        .acting_as(Identity::new("agent-2", Role::Agent))
+        .approvals()
+        .request(
+            "agent",
+            vec![
+                Action::new("delete_db", json!({"db": "staging", "dry_run": false}))
+                    .with_tool_use_id("toolu_1"),
+            ],
+        )
+        .timeout(Timeout::Never)
+        .submit();
+    let refused = other_agent.expect_err("another asker's call joins nothing");
+    assert!(refused.to_string().contains(&id), "{refused}");
     // Other review configs change what the human could decide: not the same request.
     let mut narrower = create(json!({"db": "staging", "dry_run": false}));
     narrower["review_configs"] =

@@ -50,9 +50,11 @@ async fn the_oldest_pending_request_is_the_interrupt_and_resume_answers_it() {
     assert_eq!(body["interrupted"], true);
     let state = &body["state"];
     assert_eq!(state["session_id"], "s1");
+    // The agent's description, then the call itself: a client that shows the reason alone
+    // still shows what a `confirm: true` runs.
     assert_eq!(
         state["reason"],
-        "Please confirm: delete 1,234 expired users"
+        "Please confirm: delete 1,234 expired users\ndelete_rows {\"table\":\"users\"}"
     );
     assert_eq!(state["fields"][0]["type"], "confirm");
     assert_eq!(state["checkpoint_id"], approval.id().to_string());
@@ -165,6 +167,64 @@ async fn a_resume_never_lands_on_a_request_the_human_did_not_see() {
     let (status, body) = app.call(post_json("/session/s1/resume", &confirm)).await;
     assert_eq!(status, StatusCode::OK, "{body}");
     assert_eq!(next.await.unwrap().decisions, [Decision::Approve]);
+}
+
+/// The same swap one request after the other: the interrupt a human looked at ends
+/// without them (it expires, or its agent cancels it) and the agent asks another in its
+/// place. With the session idle between, no count remembers two pending; the request
+/// before the pending one, remembered as resolved, tells it. Without pending limits too.
+#[tokio::test(start_paused = true)]
+async fn a_resume_never_lands_on_a_request_asked_after_one_ended_unseen() {
+    let app = TestApp::new();
+    let confirm = json!({"input": {"confirm": true}});
+    let expiring = app
+        .hub
+        .approvals()
+        .request("s1", vec![delete_users()])
+        .timeout(Duration::from_secs(20))
+        .submit()
+        .unwrap();
+    let (_, seen) = app.call(get("/session/s1/interrupt")).await;
+    assert_eq!(seen["state"]["checkpoint_id"], expiring.id().to_string());
+    assert!(expiring.await.is_err(), "it expired");
+    let swapped = approval(&app, vec![delete_users()]);
+    let (status, error) = app.call(post_json("/session/s1/resume", &confirm)).await;
+    assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{error}");
+    let message = error["message"].as_str().unwrap_or_default();
+    assert!(
+        message.contains("checkpoint_id") && message.contains("timed_out"),
+        "{error}"
+    );
+    let (_, now) = app.call(get(&format!("/approval/{}", swapped.id()))).await;
+    assert_eq!(now["status"], "pending", "nothing was decided: {now}");
+    let mut named = confirm.clone();
+    named["checkpoint_id"] = json!(swapped.id().to_string());
+    let (status, _) = app.call(post_json("/session/s1/resume", &named)).await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(swapped.await.unwrap().decisions, [Decision::Approve]);
+
+    // A human decided the one before: the next resumes unnamed, as the seed's client does.
+    let next = approval(&app, vec![delete_users()]);
+    let (status, body) = app.call(post_json("/session/s1/resume", &confirm)).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert_eq!(next.await.unwrap().decisions, [Decision::Approve]);
+
+    // Its agent cancels it (drops its future), then asks another: named again.
+    drop(approval(&app, vec![delete_users()]));
+    let after_cancel = approval(&app, vec![delete_users()]);
+    let (status, error) = app.call(post_json("/session/s1/resume", &confirm)).await;
+    assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{error}");
+    assert!(
+        error["message"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("cancelled"),
+        "{error}"
+    );
+    let (_, now) = app
+        .call(get(&format!("/approval/{}", after_cancel.id())))
+        .await;
+    assert_eq!(now["status"], "pending", "nothing was decided: {now}");
 }
 
 #[tokio::test(start_paused = true)]

@@ -278,7 +278,7 @@ pub(crate) async fn interrupt(
         (status = 403, description = "The token is scoped to another session", body = crate::error::ErrorBody),
         (status = 404, description = "Unknown session, or a checkpoint not of this session", body = crate::error::ErrorBody),
         (status = 409, description = "Nothing pending (any more): expired, or already resumed", body = crate::error::ErrorBody),
-        (status = 422, description = "Answers or decisions that do not fit the request", body = crate::error::ErrorBody),
+        (status = 422, description = "Answers or decisions that do not fit the request; or no `checkpoint_id` where it is needed: several requests pending (now, or since the session was last idle), or the one before the pending request timed out or was cancelled", body = crate::error::ErrorBody),
         (status = 503, description = "The answer could not be stored durably", body = crate::error::ErrorBody),
     ),
 )]
@@ -406,7 +406,9 @@ impl From<ResumeError> for ApiError {
                 Self::new(ErrorCode::AlreadyResolved, error.to_string())
             }
             ResumeError::WrongInput(message) => Self::invalid(message),
-            ResumeError::Ambiguous(_) => Self::invalid(error.to_string()),
+            ResumeError::Ambiguous(_) | ResumeError::Replaced { .. } => {
+                Self::invalid(error.to_string())
+            }
             ResumeError::Question(error) => Self::from(error),
             ResumeError::Approval(error) => Self::from(error),
         }

@@ -3,7 +3,7 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use askbus_bus::{Bus, EventId};
+use askbus_bus::{Bus, EventId, Id};
 use askbus_store::{LogPosition, Store, StoreError};
 use serde::Serialize;
 use serde_json::json;
@@ -635,7 +635,9 @@ impl RequestHub {
     ///
     /// [`ResumeError::UnknownSession`], [`ResumeError::NothingPending`] (also once the
     /// request expired or was already resumed), [`ResumeError::Ambiguous`] without a
-    /// checkpoint while several are pending, [`ResumeError::UnknownCheckpoint`] for a
+    /// checkpoint while several are pending, [`ResumeError::Replaced`] without one when
+    /// the request before ended without a human's decision (it timed out, or was
+    /// cancelled), [`ResumeError::UnknownCheckpoint`] for a
     /// checkpoint not of this session, [`ResumeError::WrongInput`] when the input
     /// does not fit the kind of request, or the service's own error (invalid answers or
     /// decisions, a checkpoint already resolved or unknown).
@@ -651,6 +653,16 @@ impl RequestHub {
             } else {
                 ResumeError::UnknownSession(session_id.to_owned())
             }
+        };
+        // Who may decide nothing is told that first, as when the request is named: the
+        // duties' check, with no asker to compare.
+        let refuse = |error: ResumeError| {
+            self.questions
+                .registry()
+                .duties()
+                .check_decide(self.actor(), None)
+                .map_err(|refused| ResumeError::Question(refused.into()))?;
+            Err(error)
         };
         let target = match checkpoint {
             None => {
@@ -668,18 +680,27 @@ impl RequestHub {
                     .quota()
                     .is_some_and(|quota| quota.crowded(session_id));
                 if pending > 1 || crowded {
-                    // Who may decide nothing is told that first, as when the request is
-                    // named: the duties' check, with no asker to compare.
-                    self.questions
-                        .registry()
-                        .duties()
-                        .check_decide(self.actor(), None)
-                        .map_err(|refused| ResumeError::Question(refused.into()))?;
-                    return Err(ResumeError::Ambiguous(session_id.to_owned()));
+                    return refuse(ResumeError::Ambiguous(session_id.to_owned()));
                 }
-                self.oldest_pending(session_id)
+                let pending = self
+                    .oldest_pending(session_id)
                     .ok_or_else(unknown_or_idle)?
-                    .id()
+                    .id();
+                // One after the other is the same swap: the request a human looked at
+                // ended without them (it expired, its agent cancelled it) and the agent
+                // asked another in its place. Only a human's decision of the one before
+                // lets the next be answered unnamed.
+                if let Some((ended, outcome)) = self.ended_before(session_id, pending)
+                    && matches!(outcome, OutcomeKind::TimedOut | OutcomeKind::Cancelled)
+                {
+                    return refuse(ResumeError::Replaced {
+                        session: session_id.to_owned(),
+                        ended,
+                        outcome,
+                        pending,
+                    });
+                }
+                pending
             }
             Some(id) if self.belongs_to(id, session_id) => id,
             Some(id) => return Err(ResumeError::UnknownCheckpoint(id)),
@@ -758,6 +779,37 @@ impl RequestHub {
     }
 
     /// Whether request `id` exists (pending or remembered) in `session_id`.
+    /// The newest request of `session_id` older than `pending` that the hub still
+    /// remembers as resolved, of either kind, and how it ended.
+    fn ended_before(
+        &self,
+        session_id: &str,
+        pending: RequestId,
+    ) -> Option<(RequestId, OutcomeKind)> {
+        let before = match pending {
+            RequestId::Question(id) => id.ulid(),
+            RequestId::Approval(id) => id.ulid(),
+        };
+        let question = self
+            .questions
+            .registry()
+            .newest_resolved_before(session_id, Id::from_ulid(before))
+            .map(|(id, outcome)| (RequestId::Question(id), outcome));
+        let approval = self
+            .approvals
+            .registry()
+            .newest_resolved_before(session_id, Id::from_ulid(before))
+            .map(|(id, outcome)| (RequestId::Approval(id), outcome));
+        // Ids of both kinds are one ascending order: the newer of the two.
+        question
+            .into_iter()
+            .chain(approval)
+            .max_by_key(|&(id, _)| match id {
+                RequestId::Question(id) => id.ulid(),
+                RequestId::Approval(id) => id.ulid(),
+            })
+    }
+
     fn belongs_to(&self, id: RequestId, session_id: &str) -> bool {
         match id {
             RequestId::Question(id) => self

@@ -18,7 +18,7 @@ use std::sync::Arc;
 
 use serde::Serialize;
 
-use crate::approval_model::{ApprovalReply, ApprovalRequest};
+use crate::approval_model::{Action, ApprovalReply, ApprovalRequest};
 use crate::ids::RequestId;
 use crate::model::{Answer, QuestionRequest};
 
@@ -34,7 +34,8 @@ pub struct InterruptState {
     #[serde(skip_serializing_if = "Option::is_none")]
     #[cfg_attr(feature = "openapi", schema(value_type = Option<String>))]
     pub agent_name: Option<Arc<str>>,
-    /// What the human is asked, in words.
+    /// What the human is asked, in words: a question's text; an approval's description, if
+    /// any, then each call it runs (`name {args}`), whole.
     pub reason: String,
     /// The form a UI shows to collect the input.
     pub fields: Vec<InputField>,
@@ -291,16 +292,33 @@ fn question_fields(request: &QuestionRequest) -> Vec<InputField> {
         .collect()
 }
 
-/// The description of a single described action, or a summary of the calls.
+/// The calls a `confirm: true` lets run, each whole, after the description of a single
+/// described one. A description is the agent's own words and may say anything ("List the
+/// temporary files" over `rm -rf ~`): a client that shows the reason and the confirm field
+/// alone, as seed 002's does, must still show what the human approves.
 fn approval_reason(request: &ApprovalRequest) -> String {
     match request.action_requests.as_slice() {
-        [only] => only
-            .description
-            .clone()
-            .unwrap_or_else(|| format!("Approve {} with {}", only.name, only.args)),
+        [only] => match &only.description {
+            // The detector's request: its text is its whole content.
+            Some(description) if is_confirmation_of(only, description) => description.clone(),
+            Some(description) => format!("{description}\n{} {}", only.name, only.args),
+            None => format!("Approve {} with {}", only.name, only.args),
+        },
         several => {
-            let names: Vec<&str> = several.iter().map(|action| action.name.as_str()).collect();
-            format!("Approve {} actions: {}", several.len(), names.join(", "))
+            let calls: Vec<String> = several
+                .iter()
+                .map(|action| format!("{} {}", action.name, action.args))
+                .collect();
+            format!("Approve {} actions: {}", several.len(), calls.join(", "))
         }
     }
+}
+
+/// Whether `action` is the detector's confirmation of `text`
+/// ([`RequestHub::request_confirmation`](crate::RequestHub::request_confirmation)), whose only content is the text.
+fn is_confirmation_of(action: &Action, text: &str) -> bool {
+    action.name == crate::hub::CONFIRMATION_ACTION
+        && action.args.as_object().is_some_and(|args| {
+            args.len() == 1 && args.get("text").and_then(serde_json::Value::as_str) == Some(text)
+        })
 }

@@ -698,7 +698,8 @@ impl<K: RequestType> Registry<K> {
     /// becomes the asker if the request has none, as after a restart; otherwise it only
     /// watches), or carries its outcome at once. It joins **only if that request
     /// [`asks`](RequestType::asks) `content`** (the same questions, the same calls with the same
-    /// arguments): its outcome was decided by a human who saw that content, never this.
+    /// arguments) **and `asker` asked it**: its outcome was decided by a human who saw that
+    /// content asked by that asker, never this.
     /// Otherwise nothing changes and the earlier request's id is the error
     /// ([`Refused::CallReused`]). This is the one place the rule is kept, so every way in
     /// (the services, HTTP, MCP, the tools, the guard) passes it.
@@ -763,7 +764,12 @@ impl<K: RequestType> Registry<K> {
                 },
                 |entry| &entry.request,
             );
-            if !K::asks(asked, &content) {
+            // Another asker's call, though the same, is not the one the human decided:
+            // an agent must not take the approval of a call it did not make. (A request
+            // recorded before askers were names none, and is joined on its content.)
+            if !K::asks(asked, &content)
+                || K::asked_by(asked).is_some_and(|earlier| earlier != asker)
+            {
                 return Err(Refused::CallReused(id));
             }
             let (request, owns) = match state.pending.get_mut(&id) {
@@ -1556,6 +1562,23 @@ impl<K: RequestType> Registry<K> {
             .sessions
             .ids(session_id, Bound::Unbounded)
             .count()
+    }
+
+    /// The newest request of `session_id` created before `before` that the registry still
+    /// remembers as resolved, and how it ended. Costs a scan of the remembered requests
+    /// older than `before`, as far back as the session's newest.
+    pub(crate) fn newest_resolved_before(
+        &self,
+        session_id: &str,
+        before: Id<K::IdPrefix>,
+    ) -> Option<(Id<K::IdPrefix>, OutcomeKind)> {
+        let state = self.inner.lock();
+        state
+            .resolved
+            .range(..before)
+            .rev()
+            .find(|(_, resolved)| **K::session_id(&resolved.request) == *session_id)
+            .map(|(&id, resolved)| (id, resolved.outcome.kind()))
     }
 
     /// Whether any pending or remembered request belongs to `session_id`.
