@@ -509,6 +509,78 @@ async fn probes_of_a_store_that_stopped_answering_share_one_read() {
     assert!(reads <= 6, "{reads} reads for 41 probes");
 }
 
+/// A client that posts steps to a Redis that stopped answering and hangs up on each makes
+/// the server keep them queued (a write is not undone by its caller leaving), but only up
+/// to `QUEUED_WRITES_MIB`: past it a write is refused at once, not queued, and the store,
+/// answering again, takes writes again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn writes_queued_for_a_store_that_stopped_answering_are_bounded() {
+    let redis = PrivateRedis::start().await;
+    let served = serve(&["--store", &redis.url()]).await;
+    let step = json!({"type": "text", "text": "x".repeat(60 * 1024)});
+    let post_step = |client: &reqwest::Client, session: usize| {
+        client
+            .post(served.url(&format!("/session/flood-{session}/step")))
+            .json(&step)
+            .send()
+    };
+    let (status, body) = served.post("/session/flood-0/step", "step-0", &step).await;
+    assert_eq!(status, 200, "{body}");
+
+    redis.signal("STOP");
+    // Each request hangs up after 500 ms; its write stays queued. 1,100 steps are about
+    // 64 MiB; past them, a step a little while, until one is refused at once (where it
+    // would wait for Redis): without a bound, none ever is.
+    let impatient = reqwest::Client::builder()
+        .timeout(Duration::from_millis(500))
+        .build()
+        .expect("a client");
+    let flood = |sessions: std::ops::Range<usize>| {
+        futures_util::stream::iter(sessions)
+            .map(|session| post_step(&impatient, session))
+            .buffer_unordered(64)
+            .collect::<Vec<_>>()
+    };
+    flood(1..1_100).await;
+    let mut refused = None;
+    for round in 0..20 {
+        let from = 1_100 + round * 32;
+        flood(from..from + 32).await;
+        if let Ok(answer) = post_step(&impatient, 0).await {
+            refused = Some((
+                answer.status(),
+                answer.json::<Value>().await.unwrap_or_default(),
+            ));
+            break;
+        }
+    }
+    let (status, body) = refused.expect("a step refused at once once 64 MiB wait");
+    assert_eq!(status, 503, "{body}");
+    assert_eq!(body["code"], "store_unavailable", "{body}");
+    assert!(
+        body["message"]
+            .as_str()
+            .is_some_and(|message| message.contains("durably")),
+        "{body}"
+    );
+
+    redis.signal("CONT");
+    let mut taken = false;
+    for _ in 0..400 {
+        if served
+            .post("/session/flood-0/step", "step-again", &step)
+            .await
+            .0
+            == 200
+        {
+            taken = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert!(taken, "writes are taken again once Redis answers");
+}
+
 /// A memory store shared by several hubs, whose change log hands a reader what it read
 /// only while the gate is open: a follower that falls behind, on demand. Its head can
 /// stall too: a store that takes connections and answers nothing.

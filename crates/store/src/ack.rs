@@ -60,8 +60,39 @@ impl std::fmt::Debug for Observer {
     }
 }
 
-/// The writer's end of an [`Ack`].
-pub type AckSender = oneshot::Sender<Result<Written, StoreError>>;
+/// The writer's end of an [`Ack`]: sent once the write is durable (or failed); dropped
+/// unsent, the ack completes with [`StoreError::Closed`].
+#[derive(Debug)]
+pub struct AckSender {
+    /// Where the ack waits.
+    sender: oneshot::Sender<Result<Written, StoreError>>,
+    /// The room the write takes in its store's queue, given back with this sender: once
+    /// the write is answered (see the `write_room` module). Held, never read.
+    _room: Option<tokio::sync::OwnedSemaphorePermit>,
+}
+
+impl AckSender {
+    /// Completes the ack with `result`; gives `result` back if nobody waits for it.
+    ///
+    /// # Errors
+    ///
+    /// `result`, when the ack was dropped.
+    pub fn send(
+        self,
+        result: Result<Written, StoreError>,
+    ) -> Result<(), Result<Written, StoreError>> {
+        self.sender.send(result)
+    }
+
+    /// The same sender, holding `room` in its store's queue until it is sent or dropped.
+    #[cfg(any(feature = "sqlite", feature = "redis"))]
+    pub(crate) fn holding(self, room: crate::write_room::Taken) -> Self {
+        Self {
+            _room: Some(room),
+            ..self
+        }
+    }
+}
 
 impl Ack {
     /// An ack that is complete already.
@@ -77,7 +108,10 @@ impl Ack {
     pub fn channel() -> (AckSender, Self) {
         let (sender, receiver) = oneshot::channel();
         (
-            sender,
+            AckSender {
+                sender,
+                _room: None,
+            },
             Self {
                 state: AckState::Waiting(receiver),
             },

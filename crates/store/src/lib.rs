@@ -145,6 +145,8 @@ mod redis;
 mod retention;
 #[cfg(feature = "sqlite")]
 mod sqlite;
+#[cfg(any(feature = "sqlite", feature = "redis"))]
+mod write_room;
 
 use std::future::Future;
 use std::pin::Pin;
@@ -169,6 +171,8 @@ pub use retention::{
 };
 #[cfg(feature = "sqlite")]
 pub use sqlite::SqliteStore;
+#[cfg(any(feature = "sqlite", feature = "redis"))]
+pub use write_room::QUEUED_WRITES_MIB;
 
 /// The record behind the pending-request registry: requests, outcomes and events.
 ///
@@ -566,6 +570,15 @@ pub enum StoreError {
     /// The store's writer stopped (the store was closed, or its runtime shut down).
     #[error("the store is closed")]
     Closed,
+    /// The store's writer has `limit_mib` MiB of writes queued and unanswered (the store
+    /// stopped answering): this one was refused rather than queued behind them.
+    #[error(
+        "the store has {limit_mib} MiB of writes waiting for it (it is not answering): refused rather than queued"
+    )]
+    Overloaded {
+        /// The queue's bound, `QUEUED_WRITES_MIB`.
+        limit_mib: u32,
+    },
     /// The changes after a reader's position are no longer all in the change log: the
     /// reader fell too far behind (or its position is from before a wipe). Load the
     /// requests again and follow from a new head.

@@ -12,6 +12,7 @@ use tokio::sync::oneshot;
 use crate::ack::AckSender;
 use crate::history::SharedHistoryLimit;
 use crate::log::LogEntry;
+use crate::write_room::WriteRoom;
 use crate::{
     Ack, Attempt, AuditRecord, BoxFuture, ChangeKind, Delivery, DeliveryQuery, DeliveryState,
     EventRecord, HistoryLimit, HistoryPage, HistoryRecord, Loaded, OutboxMessage, OutcomeRecord,
@@ -64,6 +65,8 @@ pub struct SqliteStore {
 struct Shared {
     /// Jobs for the writer thread, in queue order.
     jobs: mpsc::Sender<Job>,
+    /// What the queue may still take of writes (reads are small).
+    room: WriteRoom,
     /// How much a session's history keeps; read by the writer thread.
     history_limit: Arc<SharedHistoryLimit>,
     /// The writer thread, joined on drop so the file's lock is released when drop returns.
@@ -71,6 +74,10 @@ struct Shared {
 }
 
 /// Work for the writer thread.
+#[expect(
+    clippy::large_enum_variant,
+    reason = "most jobs are writes: boxing them would allocate once a write to save a read's slot"
+)]
 enum Job {
     /// A write and the ack to complete once it is committed.
     Write(Write, AckSender),
@@ -216,6 +223,7 @@ impl SqliteStore {
         Ok(Self {
             shared: Arc::new(Shared {
                 jobs,
+                room: WriteRoom::new(),
                 history_limit,
                 writer: Some(writer),
             }),
@@ -264,11 +272,9 @@ impl SqliteStore {
 
 impl Store for SqliteStore {
     fn write(&self, write: Write) -> Ack {
-        let (sender, ack) = Ack::channel();
-        match self.shared.jobs.send(Job::Write(write, sender)) {
-            Ok(()) => ack,
-            Err(_) => Ack::ready(Err(StoreError::Closed)),
-        }
+        self.shared.room.queue(write, |write, sender| {
+            self.shared.jobs.send(Job::Write(write, sender)).is_ok()
+        })
     }
 
     fn requests(&self, kind: RequestKind, retain_resolved: usize) -> BoxFuture<'_, Loaded> {

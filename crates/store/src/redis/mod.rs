@@ -35,6 +35,7 @@ use redis::aio::MultiplexedConnection;
 use tokio::sync::{Mutex, mpsc, oneshot};
 
 use crate::history::SharedHistoryLimit;
+use crate::write_room::WriteRoom;
 use crate::{BoxFuture, StoreError};
 use follower::Follower;
 use keys::Keys;
@@ -114,6 +115,8 @@ pub use location::RedisLocation;
 pub struct RedisStore {
     /// Queue of the writer task, which stops when every clone is dropped.
     jobs: mpsc::UnboundedSender<Job>,
+    /// What the queue may still take of writes (reads and barriers are small).
+    room: WriteRoom,
     /// Key names.
     keys: Arc<Keys>,
     /// Opens the follower's connection.
@@ -168,6 +171,7 @@ impl RedisStore {
         ));
         Ok(Self {
             jobs,
+            room: WriteRoom::new(),
             keys,
             client,
             follower: Arc::new(Mutex::new(None)),

@@ -20,11 +20,9 @@ use crate::{
 
 impl Store for RedisStore {
     fn write(&self, write: Write) -> Ack {
-        let (sender, ack) = Ack::channel();
-        match self.jobs.send(Job::Write(write, sender)) {
-            Ok(()) => ack,
-            Err(_) => Ack::ready(Err(StoreError::Closed)),
-        }
+        self.room.queue(write, |write, sender| {
+            self.jobs.send(Job::Write(write, sender)).is_ok()
+        })
     }
 
     fn requests(&self, kind: RequestKind, retain_resolved: usize) -> BoxFuture<'_, Loaded> {

@@ -18,6 +18,10 @@ use crate::ack::AckSender;
 use crate::{StoreError, Write};
 
 /// Work for the writer task.
+#[expect(
+    clippy::large_enum_variant,
+    reason = "most jobs are writes: boxing them would allocate once a write to save a read's slot"
+)]
 pub(super) enum Job {
     /// A write and the ack to complete once Redis executed it.
     Write(Write, AckSender),
