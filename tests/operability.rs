@@ -511,12 +511,12 @@ async fn probes_of_a_store_that_stopped_answering_share_one_read() {
 
 /// A client that posts steps to a Redis that stopped answering and hangs up on each makes
 /// the server keep them queued (a write is not undone by its caller leaving), but only up
-/// to `QUEUED_WRITES_MIB`: past it a write is refused at once, not queued, and the store,
-/// answering again, takes writes again.
+/// to `--max-queued-write-mib`: past it a write is refused at once, not queued, and the
+/// store, answering again, takes writes again.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn writes_queued_for_a_store_that_stopped_answering_are_bounded() {
     let redis = PrivateRedis::start().await;
-    let served = serve(&["--store", &redis.url()]).await;
+    let served = serve(&["--store", &redis.url(), "--max-queued-write-mib", "8"]).await;
     let step = json!({"type": "text", "text": "x".repeat(60 * 1024)});
     let post_step = |client: &reqwest::Client, session: usize| {
         client
@@ -528,8 +528,8 @@ async fn writes_queued_for_a_store_that_stopped_answering_are_bounded() {
     assert_eq!(status, 200, "{body}");
 
     redis.signal("STOP");
-    // Each request hangs up after 500 ms; its write stays queued. 1,100 steps are about
-    // 64 MiB; past them, a step a little while, until one is refused at once (where it
+    // Each request hangs up after 500 ms; its write stays queued. 130 steps are about
+    // 8 MiB; past them, a step a little while, until one is refused at once (where it
     // would wait for Redis): without a bound, none ever is.
     let impatient = reqwest::Client::builder()
         .timeout(Duration::from_millis(500))
@@ -541,11 +541,11 @@ async fn writes_queued_for_a_store_that_stopped_answering_are_bounded() {
             .buffer_unordered(64)
             .collect::<Vec<_>>()
     };
-    flood(1..1_100).await;
+    flood(1..130).await;
     let mut refused = None;
     for round in 0..20 {
-        let from = 1_100 + round * 32;
-        flood(from..from + 32).await;
+        let from = 130 + round * 8;
+        flood(from..from + 8).await;
         if let Ok(answer) = post_step(&impatient, 0).await {
             refused = Some((
                 answer.status(),
@@ -554,7 +554,7 @@ async fn writes_queued_for_a_store_that_stopped_answering_are_bounded() {
             break;
         }
     }
-    let (status, body) = refused.expect("a step refused at once once 64 MiB wait");
+    let (status, body) = refused.expect("a step refused at once once 8 MiB wait");
     assert_eq!(status, 503, "{body}");
     assert_eq!(body["code"], "store_unavailable", "{body}");
     assert!(

@@ -145,28 +145,35 @@ async fn a_resume_never_lands_on_a_request_the_human_did_not_see() {
     assert_eq!(seen["state"]["checkpoint_id"], decoy.id().to_string());
     assert_eq!(decoy.await, Err(AskError::TimedOut));
 
-    let confirm = json!({"input": {"confirm": true}});
-    let (status, error) = app.call(post_json("/session/s1/resume", &confirm)).await;
-    assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{error}");
-    assert!(
-        error["message"]
-            .as_str()
-            .is_some_and(|message| message.contains("checkpoint_id")),
-        "{error}"
-    );
-    let (_, now) = app.call(get(&format!("/approval/{}", real.id()))).await;
-    assert_eq!(now["status"], "pending", "nothing was decided: {now}");
-    let mut named = confirm.clone();
-    named["checkpoint_id"] = json!(real.id().to_string());
-    let (status, _) = app.call(post_json("/session/s1/resume", &named)).await;
-    assert_eq!(status, StatusCode::OK);
-    assert_eq!(real.await.unwrap().decisions, [Decision::Approve]);
+    refused_unnamed_then_approved_named(&app, real, "checkpoint_id").await;
 
     // The session was idle: its next lone interrupt resumes without a checkpoint.
+    let confirm = json!({"input": {"confirm": true}});
     let next = approval(&app, vec![delete_users()]);
     let (status, body) = app.call(post_json("/session/s1/resume", &confirm)).await;
     assert_eq!(status, StatusCode::OK, "{body}");
     assert_eq!(next.await.unwrap().decisions, [Decision::Approve]);
+}
+
+/// `{"input": {"confirm": true}}` on session `s1`, which must be refused with a message
+/// that says `why` and leave `pending` undecided; then the same naming `pending`, which
+/// approves it.
+async fn refused_unnamed_then_approved_named(app: &TestApp, pending: PendingApproval, why: &str) {
+    let confirm = json!({"input": {"confirm": true}});
+    let (status, error) = app.call(post_json("/session/s1/resume", &confirm)).await;
+    assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{error}");
+    let message = error["message"].as_str().unwrap_or_default();
+    assert!(
+        message.contains("checkpoint_id") && message.contains(why),
+        "{error}"
+    );
+    let (_, now) = app.call(get(&format!("/approval/{}", pending.id()))).await;
+    assert_eq!(now["status"], "pending", "nothing was decided: {now}");
+    let mut named = confirm;
+    named["checkpoint_id"] = json!(pending.id().to_string());
+    let (status, _) = app.call(post_json("/session/s1/resume", &named)).await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(pending.await.unwrap().decisions, [Decision::Approve]);
 }
 
 /// The same swap one request after the other: the interrupt a human looked at ends
@@ -188,20 +195,7 @@ async fn a_resume_never_lands_on_a_request_asked_after_one_ended_unseen() {
     assert_eq!(seen["state"]["checkpoint_id"], expiring.id().to_string());
     assert!(expiring.await.is_err(), "it expired");
     let swapped = approval(&app, vec![delete_users()]);
-    let (status, error) = app.call(post_json("/session/s1/resume", &confirm)).await;
-    assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{error}");
-    let message = error["message"].as_str().unwrap_or_default();
-    assert!(
-        message.contains("checkpoint_id") && message.contains("timed_out"),
-        "{error}"
-    );
-    let (_, now) = app.call(get(&format!("/approval/{}", swapped.id()))).await;
-    assert_eq!(now["status"], "pending", "nothing was decided: {now}");
-    let mut named = confirm.clone();
-    named["checkpoint_id"] = json!(swapped.id().to_string());
-    let (status, _) = app.call(post_json("/session/s1/resume", &named)).await;
-    assert_eq!(status, StatusCode::OK);
-    assert_eq!(swapped.await.unwrap().decisions, [Decision::Approve]);
+    refused_unnamed_then_approved_named(&app, swapped, "timed_out").await;
 
     // A human decided the one before: the next resumes unnamed, as the seed's client does.
     let next = approval(&app, vec![delete_users()]);
@@ -212,19 +206,7 @@ async fn a_resume_never_lands_on_a_request_asked_after_one_ended_unseen() {
     // Its agent cancels it (drops its future), then asks another: named again.
     drop(approval(&app, vec![delete_users()]));
     let after_cancel = approval(&app, vec![delete_users()]);
-    let (status, error) = app.call(post_json("/session/s1/resume", &confirm)).await;
-    assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{error}");
-    assert!(
-        error["message"]
-            .as_str()
-            .unwrap_or_default()
-            .contains("cancelled"),
-        "{error}"
-    );
-    let (_, now) = app
-        .call(get(&format!("/approval/{}", after_cancel.id())))
-        .await;
-    assert_eq!(now["status"], "pending", "nothing was decided: {now}");
+    refused_unnamed_then_approved_named(&app, after_cancel, "cancelled").await;
 }
 
 #[tokio::test(start_paused = true)]

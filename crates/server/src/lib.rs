@@ -290,6 +290,17 @@ pub struct Cli {
         global = true
     )]
     pub max_history_mib: usize,
+    /// MiB of writes queued for the store (SQLite, Redis) and not yet answered, at most:
+    /// past it a write is refused at once (503) rather than queued. Writes wait only while
+    /// the store does not answer (a paused Redis, a hung disk), queued even after their
+    /// clients hung up; this bounds what such clients make the server hold.
+    #[arg(
+        long,
+        env = "ASKBUS_MAX_QUEUED_WRITE_MIB",
+        default_value_t = askbus_store::DEFAULT_QUEUED_WRITES_MIB,
+        global = true
+    )]
+    pub max_queued_write_mib: u32,
     /// MiB of recent events (their JSON) the event stream keeps to resume a client's
     /// `Last-Event-ID`, beside the 4,096 events it keeps at most: a client that reconnects
     /// after older ones reads the lists again (`server.resync`). The events take about as
@@ -683,6 +694,8 @@ pub struct Settings {
     pub store: StoreUrl,
     /// How long the store keeps resolved requests; `None`: for good.
     pub keep_resolved: Option<Duration>,
+    /// MiB of writes the store may hold queued and unanswered (`--max-queued-write-mib`).
+    pub queued_writes_mib: u32,
     /// The questions' settings (their default timeout).
     pub questions: QuestionConfig,
     /// The approvals' settings (their default timeout).
@@ -1112,6 +1125,7 @@ impl Cli {
             listen,
             store,
             keep_resolved: (self.keep_resolved_days > 0).then(|| DAY * self.keep_resolved_days),
+            queued_writes_mib: self.max_queued_write_mib,
             questions: QuestionConfig {
                 default_timeout: Self::default_timeout(
                     self.question_timeout.as_deref(),
@@ -1740,6 +1754,7 @@ async fn open_hub(settings: &Settings) -> Result<RequestHub, StoreError> {
             "sqlite",
             Arc::new(
                 SqliteStore::open(path)?
+                    .with_queued_writes_mib(settings.queued_writes_mib)
                     .with_history_limit(history.records_per_session)
                     .with_history_bytes(history.bytes_per_session),
             ),
@@ -1750,6 +1765,7 @@ async fn open_hub(settings: &Settings) -> Result<RequestHub, StoreError> {
             Arc::new(
                 RedisStore::open_at(location)
                     .await?
+                    .with_queued_writes_mib(settings.queued_writes_mib)
                     .with_history_limit(history.records_per_session)
                     .with_history_bytes(history.bytes_per_session),
             ),
@@ -1794,7 +1810,8 @@ fn describe_limits(settings: &Settings) -> String {
     let http = &settings.http;
     format!(
         "{} pending requests per session, {} in total{}; {} event streams and long polls{}; \
-         {} connections; session histories of {} records, {} MiB; event history {} MiB",
+         {} connections; session histories of {} records, {} MiB; event history {} MiB; \
+         writes queued for the store {} MiB",
         pending.per_session,
         pending.total,
         per_token(pending.per_account),
@@ -1804,6 +1821,7 @@ fn describe_limits(settings: &Settings) -> String {
         http.history.records_per_session,
         http.history.bytes_per_session / (1024 * 1024),
         settings.bus.history_bytes / (1024 * 1024),
+        settings.queued_writes_mib,
     )
 }
 

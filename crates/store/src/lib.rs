@@ -172,7 +172,7 @@ pub use retention::{
 #[cfg(feature = "sqlite")]
 pub use sqlite::SqliteStore;
 #[cfg(any(feature = "sqlite", feature = "redis"))]
-pub use write_room::QUEUED_WRITES_MIB;
+pub use write_room::DEFAULT_QUEUED_WRITES_MIB;
 
 /// The record behind the pending-request registry: requests, outcomes and events.
 ///
@@ -576,7 +576,7 @@ pub enum StoreError {
         "the store has {limit_mib} MiB of writes waiting for it (it is not answering): refused rather than queued"
     )]
     Overloaded {
-        /// The queue's bound, `QUEUED_WRITES_MIB`.
+        /// The queue's bound (`DEFAULT_QUEUED_WRITES_MIB` unless the store was told).
         limit_mib: u32,
     },
     /// The changes after a reader's position are no longer all in the change log: the

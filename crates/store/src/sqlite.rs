@@ -230,6 +230,16 @@ impl SqliteStore {
         })
     }
 
+    /// Holds at most `mib` MiB of writes queued for the writer thread and uncommitted (at
+    /// least one; [`DEFAULT_QUEUED_WRITES_MIB`](crate::DEFAULT_QUEUED_WRITES_MIB)
+    /// otherwise): past it a write fails at once with [`StoreError::Overloaded`]. Bounds
+    /// what clients that hang up make the server hold while the disk does not answer.
+    #[must_use]
+    pub fn with_queued_writes_mib(self, mib: u32) -> Self {
+        self.shared.room.set_limit_mib(mib);
+        self
+    }
+
     /// Keeps about the newest `limit` records of each session's history (at least one);
     /// see the `history` module docs. Applies to the records written from now on.
     #[must_use]

@@ -6,33 +6,60 @@
 //! store does not answer (a Redis paused or behind a network black hole, a disk that
 //! hangs), a client sending writes and hanging up would grow the queue at its own rate, a
 //! request body at a time, until the store answers again. The queue is bounded by the
-//! bytes it holds instead: a write past [`QUEUED_WRITES_MIB`] is refused at once
-//! ([`StoreError::Overloaded`]), and its room comes back when the writer answers it.
+//! bytes it holds instead: a write past [`DEFAULT_QUEUED_WRITES_MIB`] (or the store's own
+//! bound) is refused at once ([`StoreError::Overloaded`]), and its room comes back when the
+//! writer answers it. The bound is far above what a store that answers ever holds: a burst
+//! of writes bigger than it is refused, not delayed.
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU32, Ordering};
 
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 use crate::{Ack, AckSender, StoreError, Write};
 
-/// How many MiB of writes one store may hold queued and unanswered.
-pub const QUEUED_WRITES_MIB: u32 = 64;
+/// How many MiB of writes a store may hold queued and unanswered, unless told otherwise
+/// (`with_queued_writes_mib`).
+pub const DEFAULT_QUEUED_WRITES_MIB: u32 = 256;
 
 /// The room is counted in KiB: a permit each.
-const ROOM_KIB: u32 = QUEUED_WRITES_MIB * 1024;
+const KIB_A_MIB: u32 = 1024;
 
 /// The room left in a store's writer queue, shared by its clones.
 #[derive(Debug, Clone)]
-pub(crate) struct WriteRoom(Arc<Semaphore>);
+pub(crate) struct WriteRoom {
+    /// A permit a KiB.
+    room: Arc<Semaphore>,
+    /// The bound, in MiB.
+    limit_mib: Arc<AtomicU32>,
+}
 
 /// The room one queued write takes, given back when it is dropped: with the write's
-/// [`AckSender`](crate::AckSender), once the writer answered it.
+/// [`AckSender`], once the writer answered it.
 pub(crate) type Taken = OwnedSemaphorePermit;
 
 impl WriteRoom {
-    /// The whole room of a new store.
+    /// The whole room of a new store: [`DEFAULT_QUEUED_WRITES_MIB`].
     pub(crate) fn new() -> Self {
-        Self(Arc::new(Semaphore::new(ROOM_KIB as usize)))
+        Self {
+            room: Arc::new(Semaphore::new(
+                (DEFAULT_QUEUED_WRITES_MIB * KIB_A_MIB) as usize,
+            )),
+            limit_mib: Arc::new(AtomicU32::new(DEFAULT_QUEUED_WRITES_MIB)),
+        }
+    }
+
+    /// Bounds the queue at `mib` MiB (at least one) from now on. For a store being set
+    /// up: room taken already stays taken.
+    pub(crate) fn set_limit_mib(&self, mib: u32) {
+        let mib = mib.max(1);
+        let before = self.limit_mib.swap(mib, Ordering::Relaxed);
+        if mib > before {
+            self.room.add_permits(((mib - before) * KIB_A_MIB) as usize);
+        } else {
+            self.room
+                .forget_permits(((before - mib) * KIB_A_MIB) as usize);
+        }
     }
 
     /// The ack of `write`, queued by `queue` (which says whether the writer took it) if
@@ -51,16 +78,16 @@ impl WriteRoom {
         }
     }
 
-    /// The room for `write`: its bytes, rounded up to KiB (at least one).
+    /// The room for `write`: its bytes, rounded up to KiB (at least one; a write larger
+    /// than the whole room takes it all, and waits for an empty queue).
     fn take(&self, write: &Write) -> Result<Taken, StoreError> {
+        let limit_mib = self.limit_mib.load(Ordering::Relaxed);
         let kib = u32::try_from(queued_bytes(write).div_ceil(1024))
             .unwrap_or(u32::MAX)
-            .clamp(1, ROOM_KIB);
-        Arc::clone(&self.0)
+            .clamp(1, limit_mib.saturating_mul(KIB_A_MIB));
+        Arc::clone(&self.room)
             .try_acquire_many_owned(kib)
-            .map_err(|_| StoreError::Overloaded {
-                limit_mib: QUEUED_WRITES_MIB,
-            })
+            .map_err(|_| StoreError::Overloaded { limit_mib })
     }
 }
 
