@@ -560,7 +560,7 @@ async fn writes_queued_for_a_store_that_stopped_answering_are_bounded() {
     assert!(
         body["message"]
             .as_str()
-            .is_some_and(|message| message.contains("durably")),
+            .is_some_and(|message| message.contains("8 MiB of writes waiting")),
         "{body}"
     );
 

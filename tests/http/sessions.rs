@@ -178,8 +178,8 @@ async fn refused_unnamed_then_approved_named(app: &TestApp, pending: PendingAppr
 
 /// The same swap one request after the other: the interrupt a human looked at ends
 /// without them (it expires, or its agent cancels it) and the agent asks another in its
-/// place. With the session idle between, no count remembers two pending; the request
-/// before the pending one, remembered as resolved, tells it. Without pending limits too.
+/// place. With the session idle between, no count remembers two pending; the last of the
+/// session's remembered requests to end tells it. Without pending limits too.
 #[tokio::test(start_paused = true)]
 async fn a_resume_never_lands_on_a_request_asked_after_one_ended_unseen() {
     let app = TestApp::new();
@@ -207,6 +207,23 @@ async fn a_resume_never_lands_on_a_request_asked_after_one_ended_unseen() {
     drop(approval(&app, vec![delete_users()]));
     let after_cancel = approval(&app, vec![delete_users()]);
     refused_unnamed_then_approved_named(&app, after_cancel, "cancelled").await;
+
+    // Two at once (no pending limits here): the later one answered by name, then the
+    // earlier times out. What ended last counts, not what was asked last: named again.
+    let earlier = app
+        .hub
+        .approvals()
+        .request("s1", vec![delete_users()])
+        .timeout(Duration::from_secs(20))
+        .submit()
+        .unwrap();
+    let later = approval(&app, vec![delete_users()]);
+    let named = json!({"input": {"confirm": true}, "checkpoint_id": later.id().to_string()});
+    let (status, body) = app.call(post_json("/session/s1/resume", &named)).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert!(earlier.await.is_err(), "it expired");
+    let third = approval(&app, vec![delete_users()]);
+    refused_unnamed_then_approved_named(&app, third, "timed_out").await;
 }
 
 #[tokio::test(start_paused = true)]

@@ -311,11 +311,36 @@ impl From<askbus_store::StoreError> for ApiError {
     /// and an answer it was reaches no agent (see `Durable`). The store's own message stays
     /// in the server log.
     fn from(error: askbus_store::StoreError) -> Self {
+        if let askbus_store::StoreError::Overloaded { .. } = error {
+            // Refused before it was queued: nothing of it was done. Said once a minute at
+            // most, as a client may send these at its own rate.
+            overloaded_warning(&error);
+            return Self::new(
+                ErrorCode::StoreUnavailable,
+                format!("not done: {error}; try again later"),
+            )
+            .with_retry_after(OVERLOADED_RETRY_AFTER);
+        }
         tracing::error!("the store could not record a change: {error}");
         Self::new(
             ErrorCode::StoreUnavailable,
             "the server could not store this change durably, so it may be lost if the server restarts; no agent is handed an answer that was not stored",
         )
+    }
+}
+
+/// How long a client refused because the store's queue is full is told to wait.
+const OVERLOADED_RETRY_AFTER: Duration = Duration::from_secs(5);
+
+/// Logs `error` (the store's queue is full) unless it was logged in the last minute.
+fn overloaded_warning(error: &askbus_store::StoreError) {
+    static LAST: std::sync::Mutex<Option<std::time::Instant>> = std::sync::Mutex::new(None);
+    let mut last = LAST
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    if last.is_none_or(|at| at.elapsed() >= Duration::from_secs(60)) {
+        *last = Some(std::time::Instant::now());
+        tracing::warn!("a write was refused: {error} (said at most once a minute)");
     }
 }
 

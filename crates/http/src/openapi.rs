@@ -16,6 +16,8 @@
 //! schemathesis).
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use axum::Json;
 use futures_util::FutureExt;
@@ -521,25 +523,56 @@ type Probe = Shared<BoxFuture<'static, Result<(), crate::error::ApiError>>>;
 /// read behind the store's writes: a store that stopped answering (Redis paused, a network
 /// black hole) would otherwise keep one read per probe queued until it answers or its
 /// connection gives up, however many an unauthenticated client sends. Every `/ready` while
-/// a check is unanswered waits for that one, so the store holds one at most.
+/// a check is unanswered waits for that one, so the store holds one at most. The check
+/// runs as a task of its own, so it ends when the store answers whether or not a probe
+/// still waits, and a probe after that starts a fresh one: no answer is served stale.
 #[derive(Default)]
-pub(crate) struct Readiness(std::sync::Mutex<Option<Probe>>);
+pub(crate) struct Readiness(std::sync::Mutex<Option<InFlight>>);
+
+/// A readiness check under way, and whether it ended.
+struct InFlight {
+    /// Its answer, for every probe that waits.
+    probe: Probe,
+    /// Set by the check's task once the store answered.
+    ended: Arc<AtomicBool>,
+}
 
 impl Readiness {
-    /// The check in flight, or a new one if the last has answered.
+    /// The check in flight, or a new one if the last has ended.
     fn probe(&self, hub: &askbus_question::RequestHub) -> Probe {
         let mut in_flight = self
             .0
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
-        if let Some(probe) = in_flight.as_ref().filter(|probe| probe.peek().is_none()) {
-            return probe.clone();
+        if let Some(check) = in_flight
+            .as_ref()
+            .filter(|check| !check.ended.load(Ordering::Acquire))
+        {
+            return check.probe.clone();
         }
-        let hub = hub.clone();
-        let probe = async move { hub.ready().await.map_err(crate::error::ApiError::from) }
-            .boxed()
-            .shared();
-        *in_flight = Some(probe.clone());
+        let ended = Arc::new(AtomicBool::new(false));
+        let check = tokio::spawn({
+            let (hub, ended) = (hub.clone(), Arc::clone(&ended));
+            async move {
+                let ready = hub.ready().await.map_err(crate::error::ApiError::from);
+                ended.store(true, Ordering::Release);
+                ready
+            }
+        });
+        let probe = async move {
+            check.await.unwrap_or_else(|_| {
+                Err(crate::error::ApiError::new(
+                    crate::error::ErrorCode::StoreUnavailable,
+                    "not ready: the readiness check stopped",
+                ))
+            })
+        }
+        .boxed()
+        .shared();
+        *in_flight = Some(InFlight {
+            probe: probe.clone(),
+            ended,
+        });
         probe
     }
 }

@@ -278,7 +278,7 @@ pub(crate) async fn interrupt(
         (status = 403, description = "The token is scoped to another session", body = crate::error::ErrorBody),
         (status = 404, description = "Unknown session, or a checkpoint not of this session", body = crate::error::ErrorBody),
         (status = 409, description = "Nothing pending (any more): expired, or already resumed", body = crate::error::ErrorBody),
-        (status = 422, description = "Answers or decisions that do not fit the request; or no `checkpoint_id` where it is needed: several requests pending (now, or since the session was last idle), or the one before the pending request timed out or was cancelled", body = crate::error::ErrorBody),
+        (status = 422, description = "Answers or decisions that do not fit the request; or no `checkpoint_id` where it is needed: several requests pending (now, or since the session was last idle), or the last of the session's requests to end before it was no human's decision (a timeout, its asker's cancel, a grant)", body = crate::error::ErrorBody),
         (status = 503, description = "The answer could not be stored durably", body = crate::error::ErrorBody),
     ),
 )]

@@ -346,6 +346,10 @@ impl RequestType for Approvals {
         reply.runs_nothing()
     }
 
+    fn granted(reply: &Arc<ApprovalReply>) -> bool {
+        !reply.auto_approved_by.is_empty()
+    }
+
     fn agree(one: &Arc<ApprovalReply>, other: &Arc<ApprovalReply>) -> bool {
         one.agrees_with(other)
     }

@@ -211,10 +211,10 @@ pub enum ResumeError {
         "session {0:?} has had more than one request pending: name the one this answers with `checkpoint_id` (the interrupt state gives the oldest's)"
     )]
     Ambiguous(String),
-    /// No checkpoint was given, and the request before the pending one in the session ended
-    /// without a human's decision (it timed out, or was cancelled): a screen may still show
-    /// that one, and the answer would decide another its sender never saw. The request must
-    /// be named.
+    /// No checkpoint was given, and the last of the session's requests to end before the
+    /// pending one ended without a human's decision (it timed out, its asker cancelled it,
+    /// a grant approved it): a screen may still show that one, and the answer would decide
+    /// another its sender never saw. The request must be named.
     #[error(
         "{ended} of session {session:?} ended without a human's decision ({outcome}) and {pending} is pending in its place: name the request this answers with `checkpoint_id` (the interrupt state gives it)"
     )]

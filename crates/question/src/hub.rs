@@ -22,7 +22,7 @@ use crate::model::OnTimeout;
 use crate::notify::Notifier;
 use crate::outcome::OutcomeKind;
 use crate::quota::{PendingLimits, Quota};
-use crate::registry::StoreRole;
+use crate::registry::{HowEnded, StoreRole};
 use crate::service::{QuestionConfig, QuestionService};
 use crate::timeout::Timeout;
 
@@ -47,7 +47,8 @@ use crate::timeout::Timeout;
 /// let pending = hub.approvals().request("s1", vec![delete]).submit().unwrap();
 ///
 /// let state = hub.interrupt_state("s1").expect("s1 waits for a human");
-/// assert_eq!(state.reason, "Delete 1,234 expired users");
+/// // The agent's description, then the call a confirm runs.
+/// assert_eq!(state.reason, "Delete 1,234 expired users\ndelete_rows {\"table\":\"users\"}");
 ///
 /// hub.resume("s1", ResumeInput::Confirm(true), None).unwrap();
 /// assert!(pending.await.unwrap().decisions[0].runs());
@@ -636,8 +637,9 @@ impl RequestHub {
     /// [`ResumeError::UnknownSession`], [`ResumeError::NothingPending`] (also once the
     /// request expired or was already resumed), [`ResumeError::Ambiguous`] without a
     /// checkpoint while several are pending, [`ResumeError::Replaced`] without one when
-    /// the request before ended without a human's decision (it timed out, or was
-    /// cancelled), [`ResumeError::UnknownCheckpoint`] for a
+    /// the last request of the session to end before it ended without a human's decision
+    /// (it timed out, its asker cancelled it, a grant approved it),
+    /// [`ResumeError::UnknownCheckpoint`] for a
     /// checkpoint not of this session, [`ResumeError::WrongInput`] when the input
     /// does not fit the kind of request, or the service's own error (invalid answers or
     /// decisions, a checkpoint already resolved or unknown).
@@ -687,16 +689,16 @@ impl RequestHub {
                     .ok_or_else(unknown_or_idle)?
                     .id();
                 // One after the other is the same swap: the request a human looked at
-                // ended without them (it expired, its agent cancelled it) and the agent
-                // asked another in its place. Only a human's decision of the one before
-                // lets the next be answered unnamed.
-                if let Some((ended, outcome)) = self.ended_before(session_id, pending)
-                    && matches!(outcome, OutcomeKind::TimedOut | OutcomeKind::Cancelled)
+                // ended without them (it expired, its agent cancelled it, a grant took
+                // it) and the agent asked another in its place. Only if the last to end
+                // before it was a human's decision may the next be answered unnamed.
+                if let Some((ended, how)) = self.last_ended_before(session_id, pending)
+                    && !how.by_a_human
                 {
                     return refuse(ResumeError::Replaced {
                         session: session_id.to_owned(),
                         ended,
-                        outcome,
+                        outcome: how.kind,
                         pending,
                     });
                 }
@@ -778,14 +780,13 @@ impl RequestHub {
             .map(Some)
     }
 
-    /// Whether request `id` exists (pending or remembered) in `session_id`.
-    /// The newest request of `session_id` older than `pending` that the hub still
-    /// remembers as resolved, of either kind, and how it ended.
-    fn ended_before(
+    /// Of the requests of `session_id` older than `pending` that the hub still remembers
+    /// as resolved, of either kind, the one that ended last, and how.
+    fn last_ended_before(
         &self,
         session_id: &str,
         pending: RequestId,
-    ) -> Option<(RequestId, OutcomeKind)> {
+    ) -> Option<(RequestId, HowEnded)> {
         let before = match pending {
             RequestId::Question(id) => id.ulid(),
             RequestId::Approval(id) => id.ulid(),
@@ -793,23 +794,20 @@ impl RequestHub {
         let question = self
             .questions
             .registry()
-            .newest_resolved_before(session_id, Id::from_ulid(before))
-            .map(|(id, outcome)| (RequestId::Question(id), outcome));
+            .last_ended_before(session_id, Id::from_ulid(before))
+            .map(|(id, ended)| (RequestId::Question(id), ended));
         let approval = self
             .approvals
             .registry()
-            .newest_resolved_before(session_id, Id::from_ulid(before))
-            .map(|(id, outcome)| (RequestId::Approval(id), outcome));
-        // Ids of both kinds are one ascending order: the newer of the two.
+            .last_ended_before(session_id, Id::from_ulid(before))
+            .map(|(id, ended)| (RequestId::Approval(id), ended));
         question
             .into_iter()
             .chain(approval)
-            .max_by_key(|&(id, _)| match id {
-                RequestId::Question(id) => id.ulid(),
-                RequestId::Approval(id) => id.ulid(),
-            })
+            .max_by_key(|(_, ended)| ended.at)
     }
 
+    /// Whether request `id` exists (pending or remembered) in `session_id`.
     fn belongs_to(&self, id: RequestId, session_id: &str) -> bool {
         match id {
             RequestId::Question(id) => self

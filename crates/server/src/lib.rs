@@ -298,6 +298,7 @@ pub struct Cli {
         long,
         env = "ASKBUS_MAX_QUEUED_WRITE_MIB",
         default_value_t = askbus_store::DEFAULT_QUEUED_WRITES_MIB,
+        value_parser = clap::value_parser!(u32).range(1..=1_048_576),
         global = true
     )]
     pub max_queued_write_mib: u32,
@@ -1734,8 +1735,8 @@ async fn open_hub(settings: &Settings) -> Result<RequestHub, StoreError> {
         .questions(settings.questions)
         .approvals(settings.approvals);
     let store: Arc<dyn Store> = match &settings.store {
-        // Notifications need an outbox: a memory store then keeps it (for this process's
-        // life), as this hub's record only.
+        // Notifications need an outbox: a memory store then keeps it, as this hub's record
+        // only, swept as the others are.
         StoreUrl::Memory if settings.notify.is_some() => {
             let store = MemoryStore::new()
                 .with_history_limit(history.records_per_session)

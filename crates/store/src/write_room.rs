@@ -54,11 +54,11 @@ impl WriteRoom {
     pub(crate) fn set_limit_mib(&self, mib: u32) {
         let mib = mib.max(1);
         let before = self.limit_mib.swap(mib, Ordering::Relaxed);
+        let kib = |mib: u32| mib as usize * KIB_A_MIB as usize;
         if mib > before {
-            self.room.add_permits(((mib - before) * KIB_A_MIB) as usize);
+            self.room.add_permits(kib(mib - before));
         } else {
-            self.room
-                .forget_permits(((before - mib) * KIB_A_MIB) as usize);
+            self.room.forget_permits(kib(before - mib));
         }
     }
 
@@ -79,7 +79,7 @@ impl WriteRoom {
     }
 
     /// The room for `write`: its bytes, rounded up to KiB (at least one; a write larger
-    /// than the whole room takes it all, and waits for an empty queue).
+    /// than the whole room takes it all, so it is taken only into an empty queue).
     fn take(&self, write: &Write) -> Result<Taken, StoreError> {
         let limit_mib = self.limit_mib.load(Ordering::Relaxed);
         let kib = u32::try_from(queued_bytes(write).div_ceil(1024))

@@ -357,6 +357,37 @@ struct Resolved<K: RequestType> {
     weight: usize,
     /// With a store: where the store is with the outcome.
     recording: Option<Recording<K>>,
+    /// When it ended, in the order of every registry's endings ([`Ending`]).
+    ended: Ending,
+}
+
+/// When a request ended: the wall clock's millisecond (the store's `resolved_at_ms` for a
+/// request loaded from it), then the process's count of endings, which orders the endings
+/// of one millisecond, across kinds.
+pub(crate) type Ending = (u64, u64);
+
+/// The endings counted so far in this process, by every registry.
+static ENDINGS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+/// The next [`Ending`], at `at_ms`.
+fn ending_at(at_ms: u64) -> Ending {
+    (
+        at_ms,
+        ENDINGS.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
+    )
+}
+
+/// How a remembered request ended, for whoever must know what a human saw last.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct HowEnded {
+    /// When (see [`Ending`]).
+    pub(crate) at: Ending,
+    /// Its outcome's kind.
+    pub(crate) kind: OutcomeKind,
+    /// Whether a human decided it: an answer or a refusal not given by a standing grant, or
+    /// a cancellation by someone other than its asker. A timeout, a default answer, an
+    /// asker that went away or cancelled its own request are not.
+    pub(crate) by_a_human: bool,
 }
 
 /// Outcome deliveries collected under the lock and sent after it is released.
@@ -544,7 +575,20 @@ impl<K: RequestType> Registry<K> {
                 let (request, _) = record::read_back::<K>(stored)?;
                 state.insert_recorded(request, record::stored_digest(&stored.request), follow_ups);
             }
-            for stored in &resolved {
+            let mut by_ending: Vec<_> = resolved.iter().collect();
+            by_ending.sort_by_key(|stored| {
+                stored
+                    .outcome
+                    .as_ref()
+                    .map(|outcome| outcome.resolved_at_ms)
+            });
+            for stored in by_ending {
+                let ended = ending_at(
+                    stored
+                        .outcome
+                        .as_ref()
+                        .map_or(0, |outcome| outcome.resolved_at_ms),
+                );
                 let (request, outcome) = record::read_back::<K>(stored)?;
                 let outcome = outcome.ok_or_else(|| {
                     StoreError::Corrupt(format!("request {} has no outcome", stored.request.id))
@@ -560,6 +604,7 @@ impl<K: RequestType> Registry<K> {
                         decided_by,
                         weight: 0,
                         recording: None,
+                        ended,
                     },
                 );
             }
@@ -764,11 +809,11 @@ impl<K: RequestType> Registry<K> {
                 },
                 |entry| &entry.request,
             );
-            // Another asker's call, though the same, is not the one the human decided:
+            // Another credential's call (by name), though the same, is not the one decided:
             // an agent must not take the approval of a call it did not make. (A request
             // recorded before askers were names none, and is joined on its content.)
             if !K::asks(asked, &content)
-                || K::asked_by(asked).is_some_and(|earlier| earlier != asker)
+                || K::asked_by(asked).is_some_and(|earlier| earlier.name != asker.name)
             {
                 return Err(Refused::CallReused(id));
             }
@@ -1564,21 +1609,36 @@ impl<K: RequestType> Registry<K> {
             .count()
     }
 
-    /// The newest request of `session_id` created before `before` that the registry still
-    /// remembers as resolved, and how it ended. Costs a scan of the remembered requests
-    /// older than `before`, as far back as the session's newest.
-    pub(crate) fn newest_resolved_before(
+    /// Of the requests of `session_id` created before `before` that the registry still
+    /// remembers as resolved, the one that ended last, and how. Costs a scan of the
+    /// remembered requests older than `before`.
+    pub(crate) fn last_ended_before(
         &self,
         session_id: &str,
         before: Id<K::IdPrefix>,
-    ) -> Option<(Id<K::IdPrefix>, OutcomeKind)> {
+    ) -> Option<(Id<K::IdPrefix>, HowEnded)> {
         let state = self.inner.lock();
         state
             .resolved
             .range(..before)
-            .rev()
-            .find(|(_, resolved)| **K::session_id(&resolved.request) == *session_id)
-            .map(|(&id, resolved)| (id, resolved.outcome.kind()))
+            .filter(|(_, resolved)| **K::session_id(&resolved.request) == *session_id)
+            .max_by_key(|(_, resolved)| resolved.ended)
+            .map(|(&id, resolved)| {
+                let by_a_human = match &resolved.outcome {
+                    Outcome::Replied(reply) => !K::granted(reply),
+                    Outcome::Rejected { .. } => true,
+                    Outcome::TimedOut | Outcome::Defaulted(_) => false,
+                    Outcome::Cancelled => resolved.decided_by.as_ref().is_some_and(|by| {
+                        K::asked_by(&resolved.request).is_none_or(|asker| asker.name != by.name)
+                    }),
+                };
+                let ended = HowEnded {
+                    at: resolved.ended,
+                    kind: resolved.outcome.kind(),
+                    by_a_human,
+                };
+                (id, ended)
+            })
     }
 
     /// Whether any pending or remembered request belongs to `session_id`.
@@ -1803,6 +1863,7 @@ impl<K: RequestType> Inner<K> {
                     decided_by: by,
                     weight: entry.weight,
                     recording: recording.clone(),
+                    ended: ending_at(askbus_store::now_ms()),
                 },
             );
         } else {

@@ -120,6 +120,10 @@ pub(crate) trait RequestType: Send + Sync + Sized + 'static {
     fn vetoes(_reply: &Self::Reply) -> bool {
         true
     }
+    /// Whether `reply` was given by a standing grant, with no human looking.
+    fn granted(_reply: &Self::Reply) -> bool {
+        false
+    }
     /// Whether two votes count toward the same outcome.
     fn agree(_one: &Self::Reply, _other: &Self::Reply) -> bool {
         false
