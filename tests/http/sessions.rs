@@ -19,6 +19,16 @@ fn approval(app: &TestApp, actions: Vec<Action>) -> PendingApproval {
         .unwrap()
 }
 
+/// A pending request in `s1` for [`delete_users`] that times out in 20 s.
+fn expiring_approval(app: &TestApp) -> PendingApproval {
+    app.hub
+        .approvals()
+        .request("s1", vec![delete_users()])
+        .timeout(Duration::from_secs(20))
+        .submit()
+        .unwrap()
+}
+
 fn delete_users() -> Action {
     Action::new("delete_rows", json!({"table": "users"}))
         .with_description("Please confirm: delete 1,234 expired users")
@@ -184,13 +194,7 @@ async fn refused_unnamed_then_approved_named(app: &TestApp, pending: PendingAppr
 async fn a_resume_never_lands_on_a_request_asked_after_one_ended_unseen() {
     let app = TestApp::new();
     let confirm = json!({"input": {"confirm": true}});
-    let expiring = app
-        .hub
-        .approvals()
-        .request("s1", vec![delete_users()])
-        .timeout(Duration::from_secs(20))
-        .submit()
-        .unwrap();
+    let expiring = expiring_approval(&app);
     let (_, seen) = app.call(get("/session/s1/interrupt")).await;
     assert_eq!(seen["state"]["checkpoint_id"], expiring.id().to_string());
     assert!(expiring.await.is_err(), "it expired");
@@ -210,13 +214,7 @@ async fn a_resume_never_lands_on_a_request_asked_after_one_ended_unseen() {
 
     // Two at once (no pending limits here): the later one answered by name, then the
     // earlier times out. What ended last counts, not what was asked last: named again.
-    let earlier = app
-        .hub
-        .approvals()
-        .request("s1", vec![delete_users()])
-        .timeout(Duration::from_secs(20))
-        .submit()
-        .unwrap();
+    let earlier = expiring_approval(&app);
     let later = approval(&app, vec![delete_users()]);
     let named = json!({"input": {"confirm": true}, "checkpoint_id": later.id().to_string()});
     let (status, body) = app.call(post_json("/session/s1/resume", &named)).await;
